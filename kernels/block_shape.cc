@@ -1,0 +1,95 @@
+#include "kernels/block_shape.h"
+
+#include <charconv>
+
+#include "kernels/validate.h"
+
+namespace blocktune {
+
+Status Validate(const BlockShape& xb, std::string_view field) {
+  BT_RETURN_IF_ERROR(
+      CheckRange(JoinField(field, "ml"), xb.ml, 1, kMaxProgramTile));
+  BT_RETURN_IF_ERROR(
+      CheckRange(JoinField(field, "nl"), xb.nl, 1, kMaxProgramTile));
+  BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "ms"), xb.ms, 1, xb.ml));
+  BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "ns"), xb.ns, 1, xb.nl));
+  if (xb.ml % xb.ms != 0) {
+    return InvalidArgument(JoinField(field, "ml") + " (" +
+                           std::to_string(xb.ml) + ") must be a multiple of " +
+                           JoinField(field, "ms") + " (" +
+                           std::to_string(xb.ms) + ")");
+  }
+  if (xb.nl % xb.ns != 0) {
+    return InvalidArgument(JoinField(field, "nl") + " (" +
+                           std::to_string(xb.nl) + ") must be a multiple of " +
+                           JoinField(field, "ns") + " (" +
+                           std::to_string(xb.ns) + ")");
+  }
+  if (xb.ThreadsPerProgram() > kMaxThreadsPerProgram) {
+    return InvalidArgument(
+        std::string(field) + ": threads per program (ml/ms)*(nl/ns) must be " +
+        "in [1, " + std::to_string(kMaxThreadsPerProgram) + "], got " +
+        std::to_string(xb.ThreadsPerProgram()));
+  }
+  BT_RETURN_IF_ERROR(
+      CheckRange(JoinField(field, "u"), xb.u, 1, kMaxReductionStep));
+  BT_RETURN_IF_ERROR(
+      CheckRange(JoinField(field, "kg"), xb.kg, 1, kMaxReductionSplit));
+  return OkStatus();
+}
+
+int64_t ProgramsInGrid(const Context& ctx, const BlockShape& xb) {
+  GemmShape g = ImplicitGemm(ctx);
+  return ((g.m + xb.ml - 1) / xb.ml) * ((g.n + xb.nl - 1) / xb.nl) * xb.kg;
+}
+
+std::string ToString(const BlockShape& xb) {
+  return "ML=" + std::to_string(xb.ml) + " NL=" + std::to_string(xb.nl) +
+         " MS=" + std::to_string(xb.ms) + " NS=" + std::to_string(xb.ns) +
+         " U=" + std::to_string(xb.u) + " KG=" + std::to_string(xb.kg);
+}
+
+StatusOr<BlockShape> BlockShapeFromString(std::string_view text) {
+  BlockShape xb;
+  const std::pair<std::string_view, int64_t*> keys[] = {
+      {"ML", &xb.ml}, {"NL", &xb.nl}, {"MS", &xb.ms},
+      {"NS", &xb.ns}, {"U", &xb.u},   {"KG", &xb.kg}};
+  bool seen[6] = {};
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && text[i] == ' ') ++i;
+    size_t end = text.find(' ', i);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view word = text.substr(i, end - i);
+    i = end;
+    if (word.empty()) continue;
+    size_t eq = word.find('=');
+    std::string_view key = word.substr(0, eq);
+    size_t index = 0;
+    while (index < 6 && !EqualsIgnoreCase(keys[index].first, key)) ++index;
+    if (eq == std::string_view::npos || index == 6 || seen[index]) {
+      return InvalidArgument(
+          "block shape: expected each of ML= NL= MS= NS= U= KG= once, got '" +
+          std::string(word) + "'");
+    }
+    seen[index] = true;
+    std::string_view value = word.substr(eq + 1);
+    auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(),
+                                     *keys[index].second);
+    if (ec != std::errc() || ptr != value.data() + value.size()) {
+      return InvalidArgument("block shape: " + std::string(key) +
+                             " must be an integer, got '" +
+                             std::string(value) + "'");
+    }
+  }
+  for (size_t k = 0; k < 6; ++k) {
+    if (!seen[k]) {
+      return InvalidArgument("block shape: missing " +
+                             std::string(keys[k].first) + "=");
+    }
+  }
+  BT_RETURN_IF_ERROR(Validate(xb));
+  return xb;
+}
+
+}  // namespace blocktune

@@ -1,0 +1,65 @@
+// The block shape x_B of thesis §4.1–4.2 (Fig. 4.3): how one program of the
+// generated kernel divides the (implicit) GEMM.
+//
+//   M_L x N_L  elements of C computed by one program (thread block),
+//   M_S x N_S  elements of C computed by one thread,
+//   U          the reduction step staged in shared memory per iteration,
+//   K_G        programs that split one reduction (reduction splitting).
+//
+// Validate() checks that a block shape is well formed on its own. Whether a
+// device can run it (shared memory, registers, the instruction-cache bound)
+// is the code generator's CanImplement, and whether it is worth sampling is
+// the tuner's rejection rules; neither lives here.
+#ifndef BLOCKTUNE_KERNELS_BLOCK_SHAPE_H_
+#define BLOCKTUNE_KERNELS_BLOCK_SHAPE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <tuple>
+
+#include "kernels/context.h"
+#include "kernels/status.h"
+
+namespace blocktune {
+
+inline constexpr int64_t kMaxProgramTile = 1024;     // M_L, N_L
+inline constexpr int64_t kMaxThreadsPerProgram = 1024;
+inline constexpr int64_t kMaxReductionStep = 256;   // U
+inline constexpr int64_t kMaxReductionSplit = 65535; // K_G
+
+struct BlockShape {
+  int64_t ml = 0;  // M_L
+  int64_t nl = 0;  // N_L
+  int64_t ms = 0;  // M_S
+  int64_t ns = 0;  // N_S
+  int64_t u = 0;   // U
+  int64_t kg = 1;  // K_G
+
+  // (M_L / M_S) * (N_L / N_S).
+  int64_t ThreadsPerProgram() const { return (ml / ms) * (nl / ns); }
+
+  auto Tie() const { return std::tie(ml, nl, ms, ns, u, kg); }
+  friend bool operator==(const BlockShape& a, const BlockShape& b) {
+    return a.Tie() == b.Tie();
+  }
+  friend bool operator<(const BlockShape& a, const BlockShape& b) {
+    return a.Tie() < b.Tie();
+  }
+};
+
+// INVALID_ARGUMENT naming "<field>.ml" etc. and the allowed range.
+Status Validate(const BlockShape& xb, std::string_view field = "block_shape");
+
+// Programs in the grid: ceil(M / M_L) * ceil(N / N_L) * K_G for the
+// (implicit) GEMM of `ctx`. Both arguments must have validated.
+int64_t ProgramsInGrid(const Context& ctx, const BlockShape& xb);
+
+// "ML=64 NL=64 MS=4 NS=4 U=8 KG=1" (the thesis's names), and its inverse,
+// which also validates.
+std::string ToString(const BlockShape& xb);
+StatusOr<BlockShape> BlockShapeFromString(std::string_view text);
+
+}  // namespace blocktune
+
+#endif  // BLOCKTUNE_KERNELS_BLOCK_SHAPE_H_
