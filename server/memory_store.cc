@@ -1,0 +1,225 @@
+// The in-memory TuningStore: the same contract as the SQLite store, kept in
+// vectors behind one reader/writer lock. Commit validates first and then
+// applies the batch under the write lock, so readers see whole batches.
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <shared_mutex>
+
+#include "server/tuning_store.h"
+
+namespace blocktune {
+namespace {
+
+class MemoryStore final : public TuningStore {
+ public:
+  std::string Describe() const override { return ":memory:"; }
+  int SchemaVersion() const override { return 0; }
+
+  StatusOr<CommitResult> Commit(const WriteBatch& batch) override {
+    BT_RETURN_IF_ERROR(Validate(batch));
+    std::unique_lock lock(mu_);
+    for (const CampaignRecord& c : batch.campaign_updates) {
+      if (FindCampaign(c.id) == nullptr) {
+        return NotFound("campaign " + std::to_string(c.id) + " does not exist");
+      }
+    }
+    const int64_t now = NowUnix();
+    CommitResult result;
+    for (const SampleRecord& s : batch.samples) {
+      samples_.push_back({DeviceId(s.device), s});
+      if (samples_.back().record.measured_unix == 0)
+        samples_.back().record.measured_unix = now;
+    }
+    for (const TunedRecord& t : batch.tuned) {
+      Tuned row{DeviceId(t.device), t};
+      if (row.record.updated_unix == 0) row.record.updated_unix = now;
+      auto same = std::find_if(tuned_.begin(), tuned_.end(), [&](const Tuned& o) {
+        return o.device_id == row.device_id &&
+               o.record.context == t.context &&
+               o.record.block_shape == t.block_shape;
+      });
+      if (same != tuned_.end()) *same = row;
+      else tuned_.push_back(row);
+    }
+    for (const ModelRecord& m : batch.models) {
+      DeviceId(m.device);
+      models_.push_back(m);
+      models_.back().id = static_cast<int64_t>(models_.size());
+      if (models_.back().created_unix == 0) models_.back().created_unix = now;
+      result.model_ids.push_back(models_.back().id);
+    }
+    for (const CampaignRecord& c : batch.campaign_updates) {
+      if (c.device) DeviceId(*c.device);
+      CampaignRecord* stored = FindCampaign(c.id);
+      const int64_t created = stored->created_unix;
+      *stored = c;
+      stored->created_unix = created;
+      stored->updated_unix = now;
+    }
+    return result;
+  }
+
+  StatusOr<std::vector<DeviceRecord>> ListDevices() override {
+    std::shared_lock lock(mu_);
+    std::vector<DeviceRecord> out;
+    for (const DeviceFingerprint& d : devices_) out.push_back({d, 0, 0});
+    for (const Sample& s : samples_) ++out[s.device_id].samples;
+    for (const Tuned& t : tuned_) ++out[t.device_id].tuned;
+    return out;
+  }
+
+  StatusOr<std::vector<SampleRecord>> ListSamples(
+      const StoreFilter& filter) override {
+    std::shared_lock lock(mu_);
+    std::vector<SampleRecord> out;
+    for (const Sample& s : samples_) {
+      if (filter.limit > 0 && static_cast<int64_t>(out.size()) >= filter.limit)
+        break;
+      if (Matches(filter, s.record.device, OpOf(s.record.context),
+                  s.record.campaign_id))
+        out.push_back(s.record);
+    }
+    return out;
+  }
+
+  StatusOr<int64_t> CountSamples(const StoreFilter& filter) override {
+    std::shared_lock lock(mu_);
+    int64_t n = 0;
+    for (const Sample& s : samples_)
+      n += Matches(filter, s.record.device, OpOf(s.record.context),
+                   s.record.campaign_id);
+    return filter.limit > 0 ? std::min(n, filter.limit) : n;
+  }
+
+  StatusOr<std::vector<TunedRecord>> FindTuned(const Context& ctx,
+                                               std::string_view device_name,
+                                               int top) override {
+    std::shared_lock lock(mu_);
+    std::vector<const Tuned*> hits;
+    for (const Tuned& t : tuned_) {
+      if (t.record.context == ctx &&
+          (device_name.empty() || t.record.device.name == device_name))
+        hits.push_back(&t);
+    }
+    std::sort(hits.begin(), hits.end(), [](const Tuned* a, const Tuned* b) {
+      return std::make_tuple(a->record.RankSeconds(), a->device_id,
+                             a->record.block_shape.Tie()) <
+             std::make_tuple(b->record.RankSeconds(), b->device_id,
+                             b->record.block_shape.Tie());
+    });
+    std::vector<TunedRecord> out;
+    for (size_t i = 0; i < hits.size() && static_cast<int>(i) < top; ++i)
+      out.push_back(hits[i]->record);
+    return out;
+  }
+
+  StatusOr<std::vector<TunedRecord>> ListTuned(
+      const StoreFilter& filter) override {
+    std::shared_lock lock(mu_);
+    std::vector<TunedRecord> out;
+    for (const Tuned& t : tuned_) {
+      if (filter.limit > 0 && static_cast<int64_t>(out.size()) >= filter.limit)
+        break;
+      if (Matches(filter, t.record.device, OpOf(t.record.context), {}))
+        out.push_back(t.record);
+    }
+    return out;
+  }
+
+  StatusOr<int64_t> CountTuned() override {
+    std::shared_lock lock(mu_);
+    return static_cast<int64_t>(tuned_.size());
+  }
+
+  StatusOr<ModelRecord> GetModel(int64_t id) override {
+    std::shared_lock lock(mu_);
+    if (id < 1 || id > static_cast<int64_t>(models_.size()))
+      return NotFound("model " + std::to_string(id) + " does not exist");
+    return models_[id - 1];
+  }
+
+  StatusOr<std::vector<ModelRecord>> ListModels(
+      const StoreFilter& filter) override {
+    std::shared_lock lock(mu_);
+    std::vector<ModelRecord> out;
+    for (const ModelRecord& m : models_) {
+      if (filter.limit > 0 && static_cast<int64_t>(out.size()) >= filter.limit)
+        break;
+      if (Matches(filter, m.device, m.op, {})) out.push_back(m);
+    }
+    return out;
+  }
+
+  StatusOr<CampaignRecord> CreateCampaign(const CampaignSpec& spec) override {
+    BT_RETURN_IF_ERROR(Validate(spec));
+    std::unique_lock lock(mu_);
+    CampaignRecord c;
+    c.id = static_cast<int64_t>(campaigns_.size()) + 1;
+    c.spec = spec;
+    c.created_unix = c.updated_unix = NowUnix();
+    campaigns_.push_back(c);
+    return c;
+  }
+
+  StatusOr<CampaignRecord> GetCampaign(int64_t id) override {
+    std::shared_lock lock(mu_);
+    const CampaignRecord* c = FindCampaign(id);
+    if (c == nullptr)
+      return NotFound("campaign " + std::to_string(id) + " does not exist");
+    return *c;
+  }
+
+  StatusOr<std::vector<CampaignRecord>> ListCampaigns() override {
+    std::shared_lock lock(mu_);
+    return campaigns_;
+  }
+
+ private:
+  struct Sample {
+    size_t device_id;
+    SampleRecord record;
+  };
+  struct Tuned {
+    size_t device_id;
+    TunedRecord record;
+  };
+
+  // Caller holds the write lock.
+  size_t DeviceId(const DeviceFingerprint& d) {
+    auto [it, inserted] = device_ids_.emplace(d, devices_.size());
+    if (inserted) devices_.push_back(d);
+    return it->second;
+  }
+
+  CampaignRecord* FindCampaign(int64_t id) {
+    if (id < 1 || id > static_cast<int64_t>(campaigns_.size())) return nullptr;
+    return &campaigns_[id - 1];
+  }
+
+  static bool Matches(const StoreFilter& f, const DeviceFingerprint& device,
+                      Op op, std::optional<int64_t> campaign_id) {
+    if (!f.device_name.empty() && device.name != f.device_name) return false;
+    if (f.op && *f.op != op) return false;
+    // The campaign filter applies to samples only.
+    if (f.campaign_id && campaign_id && *campaign_id != *f.campaign_id)
+      return false;
+    return true;
+  }
+
+  std::shared_mutex mu_;
+  std::vector<DeviceFingerprint> devices_;
+  std::map<DeviceFingerprint, size_t> device_ids_;
+  std::vector<Sample> samples_;
+  std::vector<Tuned> tuned_;
+  std::vector<ModelRecord> models_;
+  std::vector<CampaignRecord> campaigns_;
+};
+
+}  // namespace
+
+std::unique_ptr<TuningStore> NewMemoryStore() {
+  return std::make_unique<MemoryStore>();
+}
+
+}  // namespace blocktune

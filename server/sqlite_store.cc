@@ -1,0 +1,657 @@
+// The SQLite TuningStore. One writer connection behind a mutex applies
+// batches in IMMEDIATE transactions; readers use their own connections from a
+// small pool, so in WAL mode they read the last committed state while a batch
+// is being written.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <sqlite3.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "server/schema.h"
+#include "server/tuning_store.h"
+
+namespace blocktune {
+namespace {
+
+constexpr int kBusyTimeoutMs = 10000;
+constexpr size_t kMaxIdleReaders = 8;
+
+Status FromSqlite(const SQLite::Exception& e, const std::string& path) {
+  std::string message = "sqlite (" + path + "): " + e.what();
+  switch (e.getErrorCode() & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return Unavailable(message);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return DataLoss(message);
+    case SQLITE_FULL:
+      return Status(StatusCode::kResourceExhausted, message);
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_CANTOPEN:
+      return FailedPrecondition(message);
+    default:
+      return Internal(message);
+  }
+}
+
+// mkdir -p with mode 0700 for the folders it creates.
+Status MakeParentDirs(const std::string& path) {
+  for (size_t slash = path.find('/', 1); slash != std::string::npos;
+       slash = path.find('/', slash + 1)) {
+    std::string dir = path.substr(0, slash);
+    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      return FailedPrecondition("cannot create folder " + dir + ": " +
+                                std::strerror(errno));
+    }
+  }
+  return OkStatus();
+}
+
+// Creates the database file with mode 0600 before SQLite opens it, so it is
+// never readable by others, not even for a moment. SQLite gives the -wal and
+// -shm files the database file's mode.
+Status CreatePrivateFile(const std::string& path) {
+  int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    if (errno == EEXIST) return OkStatus();
+    return FailedPrecondition("cannot create " + path + ": " +
+                              std::strerror(errno));
+  }
+  fchmod(fd, 0600);  // whatever the umask
+  close(fd);
+  return OkStatus();
+}
+
+// Device columns, joined as d.
+constexpr const char* kDeviceColumns =
+    "d.name, d.cc_major, d.cc_minor, d.sm_count, d.memory_bytes, "
+    "d.sm_clock_mhz, d.memory_clock_mhz, d.driver_version, d.cuda_version, "
+    "d.ptxas_version";
+constexpr int kDeviceColumnCount = 10;
+
+DeviceFingerprint ReadDevice(SQLite::Statement& q, int col) {
+  DeviceFingerprint d;
+  d.name = q.getColumn(col + 0).getString();
+  d.cc_major = q.getColumn(col + 1).getInt();
+  d.cc_minor = q.getColumn(col + 2).getInt();
+  d.sm_count = q.getColumn(col + 3).getInt();
+  d.memory_bytes = q.getColumn(col + 4).getInt64();
+  d.sm_clock_mhz = q.getColumn(col + 5).getInt();
+  d.memory_clock_mhz = q.getColumn(col + 6).getInt();
+  d.driver_version = q.getColumn(col + 7).getString();
+  d.cuda_version = q.getColumn(col + 8).getString();
+  d.ptxas_version = q.getColumn(col + 9).getString();
+  return d;
+}
+
+void BindDevice(SQLite::Statement& q, int first, const DeviceFingerprint& d) {
+  q.bind(first + 0, d.name);
+  q.bind(first + 1, d.cc_major);
+  q.bind(first + 2, d.cc_minor);
+  q.bind(first + 3, d.sm_count);
+  q.bind(first + 4, static_cast<int64_t>(d.memory_bytes));
+  q.bind(first + 5, d.sm_clock_mhz);
+  q.bind(first + 6, d.memory_clock_mhz);
+  q.bind(first + 7, d.driver_version);
+  q.bind(first + 8, d.cuda_version);
+  q.bind(first + 9, d.ptxas_version);
+}
+
+BlockShape ReadBlockShape(SQLite::Statement& q, int col) {
+  BlockShape xb;
+  xb.ml = q.getColumn(col + 0).getInt64();
+  xb.nl = q.getColumn(col + 1).getInt64();
+  xb.ms = q.getColumn(col + 2).getInt64();
+  xb.ns = q.getColumn(col + 3).getInt64();
+  xb.u = q.getColumn(col + 4).getInt64();
+  xb.kg = q.getColumn(col + 5).getInt64();
+  return xb;
+}
+
+void BindBlockShape(SQLite::Statement& q, int first, const BlockShape& xb) {
+  q.bind(first + 0, static_cast<int64_t>(xb.ml));
+  q.bind(first + 1, static_cast<int64_t>(xb.nl));
+  q.bind(first + 2, static_cast<int64_t>(xb.ms));
+  q.bind(first + 3, static_cast<int64_t>(xb.ns));
+  q.bind(first + 4, static_cast<int64_t>(xb.u));
+  q.bind(first + 5, static_cast<int64_t>(xb.kg));
+}
+
+std::string ReadBlob(SQLite::Statement& q, int col) {
+  SQLite::Column c = q.getColumn(col);
+  const char* data = static_cast<const char*>(c.getBlob());
+  return data ? std::string(data, c.getBytes()) : std::string();
+}
+
+// A stored field that does not parse is damage to the file, not bad input.
+template <typename T>
+StatusOr<T> Stored(StatusOr<T> parsed, std::string_view table, int64_t id) {
+  if (parsed.ok()) return parsed;
+  return DataLoss(std::string(table) + " row " + std::to_string(id) + ": " +
+                  parsed.status().message());
+}
+
+class SqliteStore final : public TuningStore {
+ public:
+  explicit SqliteStore(std::string path) : path_(std::move(path)) {}
+
+  Status Open() {
+    BT_RETURN_IF_ERROR(MakeParentDirs(path_));
+    BT_RETURN_IF_ERROR(CreatePrivateFile(path_));
+    return Guard([&]() -> Status {
+      writer_ = std::make_unique<SQLite::Database>(path_, SQLite::OPEN_READWRITE,
+                                                   kBusyTimeoutMs);
+      std::string mode =
+          writer_->execAndGet("PRAGMA journal_mode = WAL").getString();
+      if (mode != "wal") {
+        return FailedPrecondition("cannot put " + path_ +
+                                  " in WAL mode (journal_mode is " + mode + ")");
+      }
+      writer_->exec("PRAGMA synchronous = FULL");
+      writer_->exec("PRAGMA foreign_keys = ON");
+      return Migrate();
+    });
+  }
+
+  std::string Describe() const override { return path_; }
+  int SchemaVersion() const override { return schema_version_; }
+
+  StatusOr<CommitResult> Commit(const WriteBatch& batch) override {
+    BT_RETURN_IF_ERROR(Validate(batch));
+    std::lock_guard lock(write_mu_);
+    CommitResult result;
+    Status status = Guard([&]() -> Status {
+      SQLite::Transaction txn(*writer_, SQLite::TransactionBehavior::IMMEDIATE);
+      std::map<DeviceFingerprint, int64_t> device_ids;
+      auto device_id = [&](const DeviceFingerprint& d) {
+        auto it = device_ids.find(d);
+        if (it != device_ids.end()) return it->second;
+        return device_ids[d] = UpsertDevice(d);
+      };
+      const int64_t now = NowUnix();
+      if (!batch.samples.empty()) {
+        SQLite::Statement q(*writer_,
+            "INSERT INTO samples (device_id, campaign_id, op, context, "
+            "ml, nl, ms, ns, u, kg, status, median_s, spread, repetitions, "
+            "sm_clock_mhz, measured_unix, error) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        for (const SampleRecord& s : batch.samples) {
+          const Measurement& m = s.measurement;
+          q.bind(1, device_id(s.device));
+          q.bind(2, static_cast<int64_t>(s.campaign_id));
+          q.bind(3, std::string(ToString(OpOf(s.context))));
+          q.bind(4, ToString(s.context));
+          BindBlockShape(q, 5, s.block_shape);
+          q.bind(11, std::string(ToString(m.status)));
+          q.bind(12, m.median_s);
+          q.bind(13, m.spread);
+          q.bind(14, static_cast<int64_t>(m.repetitions));
+          q.bind(15, m.sm_clock_mhz);
+          q.bind(16, static_cast<int64_t>(s.measured_unix ? s.measured_unix
+                                                          : now));
+          q.bind(17, m.error);
+          q.exec();
+          q.reset();
+        }
+      }
+      if (!batch.tuned.empty()) {
+        SQLite::Statement q(*writer_,
+            "INSERT INTO tuned (device_id, op, context, ml, nl, ms, ns, u, kg, "
+            "predicted_s, measured_s, source, model_id, updated_unix) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (device_id, context, ml, nl, ms, ns, u, kg) DO UPDATE "
+            "SET predicted_s = excluded.predicted_s, "
+            "measured_s = excluded.measured_s, source = excluded.source, "
+            "model_id = excluded.model_id, updated_unix = excluded.updated_unix");
+        for (const TunedRecord& t : batch.tuned) {
+          q.bind(1, device_id(t.device));
+          q.bind(2, std::string(ToString(OpOf(t.context))));
+          q.bind(3, ToString(t.context));
+          BindBlockShape(q, 4, t.block_shape);
+          q.bind(10, t.predicted_s);
+          q.bind(11, t.measured_s);
+          q.bind(12, std::string(ToString(t.source)));
+          q.bind(13, static_cast<int64_t>(t.model_id));
+          q.bind(14, static_cast<int64_t>(t.updated_unix ? t.updated_unix : now));
+          q.exec();
+          q.reset();
+        }
+      }
+      for (const ModelRecord& m : batch.models) {
+        SQLite::Statement q(*writer_,
+            "INSERT INTO models (device_id, op, architecture, weights, "
+            "normalization, training_samples, metrics_json, created_unix) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+        q.bind(1, device_id(m.device));
+        q.bind(2, std::string(ToString(m.op)));
+        q.bind(3, m.architecture);
+        q.bind(4, m.weights.data(), static_cast<int>(m.weights.size()));
+        q.bind(5, m.normalization.data(),
+               static_cast<int>(m.normalization.size()));
+        q.bind(6, static_cast<int64_t>(m.training_samples));
+        q.bind(7, m.metrics_json);
+        q.bind(8, static_cast<int64_t>(m.created_unix ? m.created_unix : now));
+        q.exec();
+        result.model_ids.push_back(writer_->getLastInsertRowid());
+      }
+      for (const CampaignRecord& c : batch.campaign_updates) {
+        SQLite::Statement q(*writer_,
+            "UPDATE campaigns SET op = ?, dtype = ?, gpu = ?, minutes = ?, "
+            "max_samples = ?, seed = ?, label = ?, state = ?, device_id = ?, "
+            "samples_ok = ?, samples_failed = ?, rng_state = ?, message = ?, "
+            "updated_unix = ? WHERE id = ?");
+        BindSpec(q, 1, c.spec);
+        q.bind(8, std::string(ToString(c.state)));
+        if (c.device) q.bind(9, device_id(*c.device));
+        else q.bind(9);
+        q.bind(10, static_cast<int64_t>(c.samples_ok));
+        q.bind(11, static_cast<int64_t>(c.samples_failed));
+        q.bind(12, c.rng_state.data(), static_cast<int>(c.rng_state.size()));
+        q.bind(13, c.message);
+        q.bind(14, static_cast<int64_t>(now));
+        q.bind(15, static_cast<int64_t>(c.id));
+        if (q.exec() != 1) {
+          return NotFound("campaign " + std::to_string(c.id) +
+                          " does not exist");  // txn rolls back
+        }
+      }
+      txn.commit();
+      return OkStatus();
+    });
+    if (!status.ok()) return status;
+    return result;
+  }
+
+  StatusOr<std::vector<DeviceRecord>> ListDevices() override {
+    std::vector<DeviceRecord> out;
+    BT_RETURN_IF_ERROR(Read([&](SQLite::Database& db) {
+      SQLite::Statement q(db, std::string("SELECT ") + kDeviceColumns +
+          ", (SELECT COUNT(*) FROM samples s WHERE s.device_id = d.id), "
+          "(SELECT COUNT(*) FROM tuned t WHERE t.device_id = d.id) "
+          "FROM devices d ORDER BY d.id");
+      while (q.executeStep()) {
+        out.push_back({ReadDevice(q, 0), q.getColumn(10).getInt64(),
+                       q.getColumn(11).getInt64()});
+      }
+      return OkStatus();
+    }));
+    return out;
+  }
+
+  StatusOr<std::vector<SampleRecord>> ListSamples(
+      const StoreFilter& filter) override {
+    std::vector<SampleRecord> out;
+    BT_RETURN_IF_ERROR(Read([&](SQLite::Database& db) -> Status {
+      SQLite::Statement q(db, std::string("SELECT ") + kDeviceColumns +
+          ", s.id, s.campaign_id, s.context, s.ml, s.nl, s.ms, s.ns, s.u, "
+          "s.kg, s.status, s.median_s, s.spread, s.repetitions, "
+          "s.sm_clock_mhz, s.measured_unix, s.error "
+          "FROM samples s JOIN devices d ON d.id = s.device_id " +
+          kSampleWhere + " ORDER BY s.id LIMIT ?4");
+      BindFilter(q, filter);
+      const int c = kDeviceColumnCount;
+      while (q.executeStep()) {
+        SampleRecord s;
+        const int64_t id = q.getColumn(c).getInt64();
+        s.device = ReadDevice(q, 0);
+        s.campaign_id = q.getColumn(c + 1).getInt64();
+        BT_ASSIGN_OR_RETURN(
+            s.context,
+            Stored(ContextFromString(q.getColumn(c + 2).getString()),
+                   "samples", id));
+        s.block_shape = ReadBlockShape(q, c + 3);
+        BT_ASSIGN_OR_RETURN(
+            s.measurement.status,
+            Stored(SampleStatusFromString(q.getColumn(c + 9).getString()),
+                   "samples", id));
+        s.measurement.median_s = q.getColumn(c + 10).getDouble();
+        s.measurement.spread = q.getColumn(c + 11).getDouble();
+        s.measurement.repetitions = q.getColumn(c + 12).getInt64();
+        s.measurement.sm_clock_mhz = q.getColumn(c + 13).getDouble();
+        s.measured_unix = q.getColumn(c + 14).getInt64();
+        s.measurement.error = q.getColumn(c + 15).getString();
+        out.push_back(std::move(s));
+      }
+      return OkStatus();
+    }));
+    return out;
+  }
+
+  StatusOr<int64_t> CountSamples(const StoreFilter& filter) override {
+    int64_t count = 0;
+    BT_RETURN_IF_ERROR(Read([&](SQLite::Database& db) {
+      SQLite::Statement q(db, std::string(
+          "SELECT COUNT(*) FROM (SELECT 1 FROM samples s "
+          "JOIN devices d ON d.id = s.device_id ") + kSampleWhere +
+          " LIMIT ?4)");
+      BindFilter(q, filter);
+      q.executeStep();
+      count = q.getColumn(0).getInt64();
+      return OkStatus();
+    }));
+    return count;
+  }
+
+  StatusOr<std::vector<TunedRecord>> FindTuned(const Context& ctx,
+                                               std::string_view device_name,
+                                               int top) override {
+    std::vector<TunedRecord> out;
+    BT_RETURN_IF_ERROR(Read([&](SQLite::Database& db) {
+      SQLite::Statement q(db, TunedSelect() +
+          " WHERE t.context = ?1 AND (?2 = '' OR d.name = ?2) "
+          "ORDER BY CASE WHEN t.measured_s > 0 THEN t.measured_s "
+          "ELSE t.predicted_s END, t.device_id, "
+          "t.ml, t.nl, t.ms, t.ns, t.u, t.kg LIMIT ?3");
+      q.bind(1, ToString(ctx));
+      q.bind(2, std::string(device_name));
+      q.bind(3, top);
+      return ReadTuned(q, &out);
+    }));
+    return out;
+  }
+
+  StatusOr<std::vector<TunedRecord>> ListTuned(
+      const StoreFilter& filter) override {
+    std::vector<TunedRecord> out;
+    BT_RETURN_IF_ERROR(Read([&](SQLite::Database& db) {
+      SQLite::Statement q(db, TunedSelect() +
+          " WHERE (?1 = '' OR d.name = ?1) AND (?2 = '' OR t.op = ?2) "
+          "ORDER BY t.id LIMIT ?4");
+      BindFilter(q, filter);
+      return ReadTuned(q, &out);
+    }));
+    return out;
+  }
+
+  StatusOr<int64_t> CountTuned() override {
+    int64_t count = 0;
+    BT_RETURN_IF_ERROR(Read([&](SQLite::Database& db) {
+      count = db.execAndGet("SELECT COUNT(*) FROM tuned").getInt64();
+      return OkStatus();
+    }));
+    return count;
+  }
+
+  StatusOr<ModelRecord> GetModel(int64_t id) override {
+    StoreFilter filter;
+    std::vector<ModelRecord> found;
+    BT_RETURN_IF_ERROR(ReadModels(filter, id, &found));
+    if (found.empty())
+      return NotFound("model " + std::to_string(id) + " does not exist");
+    return found.front();
+  }
+
+  StatusOr<std::vector<ModelRecord>> ListModels(
+      const StoreFilter& filter) override {
+    std::vector<ModelRecord> out;
+    BT_RETURN_IF_ERROR(ReadModels(filter, 0, &out));
+    return out;
+  }
+
+  StatusOr<CampaignRecord> CreateCampaign(const CampaignSpec& spec) override {
+    BT_RETURN_IF_ERROR(Validate(spec));
+    std::lock_guard lock(write_mu_);
+    int64_t id = 0;
+    BT_RETURN_IF_ERROR(Guard([&]() {
+      SQLite::Statement q(*writer_,
+          "INSERT INTO campaigns (op, dtype, gpu, minutes, max_samples, seed, "
+          "label, state, created_unix, updated_unix) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      BindSpec(q, 1, spec);
+      q.bind(8, std::string(ToString(CampaignState::kQueued)));
+      const int64_t now = NowUnix();
+      q.bind(9, static_cast<int64_t>(now));
+      q.bind(10, static_cast<int64_t>(now));
+      q.exec();
+      id = writer_->getLastInsertRowid();
+      return OkStatus();
+    }));
+    return GetCampaign(id);
+  }
+
+  StatusOr<CampaignRecord> GetCampaign(int64_t id) override {
+    std::vector<CampaignRecord> found;
+    BT_RETURN_IF_ERROR(ReadCampaigns(id, &found));
+    if (found.empty())
+      return NotFound("campaign " + std::to_string(id) + " does not exist");
+    return found.front();
+  }
+
+  StatusOr<std::vector<CampaignRecord>> ListCampaigns() override {
+    std::vector<CampaignRecord> out;
+    BT_RETURN_IF_ERROR(ReadCampaigns(0, &out));
+    return out;
+  }
+
+ private:
+  // ?1 device name ('' = any), ?2 op ('' = any), ?3 campaign id (-1 = any),
+  // ?4 limit (-1 = none).
+  static constexpr const char* kSampleWhere =
+      "WHERE (?1 = '' OR d.name = ?1) AND (?2 = '' OR s.op = ?2) "
+      "AND (?3 < 0 OR s.campaign_id = ?3)";
+
+  static void BindFilter(SQLite::Statement& q, const StoreFilter& f) {
+    q.bind(1, f.device_name);
+    q.bind(2, f.op ? std::string(ToString(*f.op)) : std::string());
+    q.bind(3, static_cast<int64_t>(f.campaign_id ? *f.campaign_id : -1));
+    q.bind(4, static_cast<int64_t>(f.limit > 0 ? f.limit : -1));
+  }
+
+  static void BindSpec(SQLite::Statement& q, int first, const CampaignSpec& s) {
+    q.bind(first + 0, std::string(ToString(s.op)));
+    q.bind(first + 1, std::string(ToString(s.dtype)));
+    q.bind(first + 2, s.gpu);
+    q.bind(first + 3, static_cast<int64_t>(s.minutes));
+    q.bind(first + 4, static_cast<int64_t>(s.max_samples));
+    q.bind(first + 5, static_cast<int64_t>(s.seed));  // stored bit for bit
+    q.bind(first + 6, s.label);
+  }
+
+  static std::string TunedSelect() {
+    return std::string("SELECT ") + kDeviceColumns +
+           ", t.id, t.context, t.ml, t.nl, t.ms, t.ns, t.u, t.kg, "
+           "t.predicted_s, t.measured_s, t.source, t.model_id, t.updated_unix "
+           "FROM tuned t JOIN devices d ON d.id = t.device_id";
+  }
+
+  static Status ReadTuned(SQLite::Statement& q, std::vector<TunedRecord>* out) {
+    const int c = kDeviceColumnCount;
+    while (q.executeStep()) {
+      TunedRecord t;
+      const int64_t id = q.getColumn(c).getInt64();
+      t.device = ReadDevice(q, 0);
+      BT_ASSIGN_OR_RETURN(
+          t.context, Stored(ContextFromString(q.getColumn(c + 1).getString()),
+                            "tuned", id));
+      t.block_shape = ReadBlockShape(q, c + 2);
+      t.predicted_s = q.getColumn(c + 8).getDouble();
+      t.measured_s = q.getColumn(c + 9).getDouble();
+      BT_ASSIGN_OR_RETURN(
+          t.source,
+          Stored(TunedSourceFromString(q.getColumn(c + 10).getString()),
+                 "tuned", id));
+      t.model_id = q.getColumn(c + 11).getInt64();
+      t.updated_unix = q.getColumn(c + 12).getInt64();
+      out->push_back(std::move(t));
+    }
+    return OkStatus();
+  }
+
+  // id > 0: that model only; else every model matching `filter`.
+  Status ReadModels(const StoreFilter& filter, int64_t id,
+                    std::vector<ModelRecord>* out) {
+    return Read([&](SQLite::Database& db) -> Status {
+      SQLite::Statement q(db, std::string("SELECT ") + kDeviceColumns +
+          ", m.id, m.op, m.architecture, m.weights, m.normalization, "
+          "m.training_samples, m.metrics_json, m.created_unix "
+          "FROM models m JOIN devices d ON d.id = m.device_id "
+          "WHERE (?1 = '' OR d.name = ?1) AND (?2 = '' OR m.op = ?2) "
+          "AND (?3 = 0 OR m.id = ?3) ORDER BY m.id LIMIT ?4");
+      BindFilter(q, filter);
+      q.bind(3, static_cast<int64_t>(id));
+      const int c = kDeviceColumnCount;
+      while (q.executeStep()) {
+        ModelRecord m;
+        m.device = ReadDevice(q, 0);
+        m.id = q.getColumn(c).getInt64();
+        BT_ASSIGN_OR_RETURN(
+            m.op, Stored(OpFromString(q.getColumn(c + 1).getString()),
+                         "models", m.id));
+        m.architecture = q.getColumn(c + 2).getString();
+        m.weights = ReadBlob(q, c + 3);
+        m.normalization = ReadBlob(q, c + 4);
+        m.training_samples = q.getColumn(c + 5).getInt64();
+        m.metrics_json = q.getColumn(c + 6).getString();
+        m.created_unix = q.getColumn(c + 7).getInt64();
+        out->push_back(std::move(m));
+      }
+      return OkStatus();
+    });
+  }
+
+  // id > 0: that campaign only; else all of them.
+  Status ReadCampaigns(int64_t id, std::vector<CampaignRecord>* out) {
+    return Read([&](SQLite::Database& db) -> Status {
+      SQLite::Statement q(db, std::string("SELECT ") + kDeviceColumns +
+          ", c.id, c.op, c.dtype, c.gpu, c.minutes, c.max_samples, c.seed, "
+          "c.label, c.state, c.samples_ok, c.samples_failed, c.rng_state, "
+          "c.message, c.created_unix, c.updated_unix, c.device_id "
+          "FROM campaigns c LEFT JOIN devices d ON d.id = c.device_id "
+          "WHERE (?1 = 0 OR c.id = ?1) ORDER BY c.id");
+      q.bind(1, static_cast<int64_t>(id));
+      const int k = kDeviceColumnCount;
+      while (q.executeStep()) {
+        CampaignRecord c;
+        c.id = q.getColumn(k).getInt64();
+        BT_ASSIGN_OR_RETURN(
+            c.spec.op, Stored(OpFromString(q.getColumn(k + 1).getString()),
+                              "campaigns", c.id));
+        BT_ASSIGN_OR_RETURN(
+            c.spec.dtype,
+            Stored(DTypeFromString(q.getColumn(k + 2).getString()),
+                   "campaigns", c.id));
+        c.spec.gpu = q.getColumn(k + 3).getInt();
+        c.spec.minutes = q.getColumn(k + 4).getInt64();
+        c.spec.max_samples = q.getColumn(k + 5).getInt64();
+        c.spec.seed = static_cast<uint64_t>(q.getColumn(k + 6).getInt64());
+        c.spec.label = q.getColumn(k + 7).getString();
+        BT_ASSIGN_OR_RETURN(
+            c.state,
+            Stored(CampaignStateFromString(q.getColumn(k + 8).getString()),
+                   "campaigns", c.id));
+        c.samples_ok = q.getColumn(k + 9).getInt64();
+        c.samples_failed = q.getColumn(k + 10).getInt64();
+        c.rng_state = ReadBlob(q, k + 11);
+        c.message = q.getColumn(k + 12).getString();
+        c.created_unix = q.getColumn(k + 13).getInt64();
+        c.updated_unix = q.getColumn(k + 14).getInt64();
+        if (!q.getColumn(k + 15).isNull()) c.device = ReadDevice(q, 0);
+        out->push_back(std::move(c));
+      }
+      return OkStatus();
+    });
+  }
+
+  // Caller holds write_mu_ inside a transaction.
+  int64_t UpsertDevice(const DeviceFingerprint& d) {
+    SQLite::Statement find(*writer_,
+        "SELECT id FROM devices WHERE name = ? AND cc_major = ? AND "
+        "cc_minor = ? AND sm_count = ? AND memory_bytes = ? AND "
+        "sm_clock_mhz = ? AND memory_clock_mhz = ? AND driver_version = ? AND "
+        "cuda_version = ? AND ptxas_version = ?");
+    BindDevice(find, 1, d);
+    if (find.executeStep()) return find.getColumn(0).getInt64();
+    SQLite::Statement insert(*writer_,
+        "INSERT INTO devices (name, cc_major, cc_minor, sm_count, "
+        "memory_bytes, sm_clock_mhz, memory_clock_mhz, driver_version, "
+        "cuda_version, ptxas_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    BindDevice(insert, 1, d);
+    insert.exec();
+    return writer_->getLastInsertRowid();
+  }
+
+  Status Migrate() {
+    int version = writer_->execAndGet("PRAGMA user_version").getInt();
+    const int current = CurrentSchemaVersion();
+    if (version > current) {
+      return FailedPrecondition(
+          path_ + " has schema version " + std::to_string(version) +
+          ", newer than this blocktuned knows (" + std::to_string(current) +
+          "); use a newer blocktuned or another --db");
+    }
+    for (const Migration& m : Migrations()) {
+      if (m.version <= version) continue;
+      SQLite::Transaction txn(*writer_, SQLite::TransactionBehavior::IMMEDIATE);
+      writer_->exec(std::string(m.sql));
+      writer_->exec("PRAGMA user_version = " + std::to_string(m.version));
+      txn.commit();
+      version = m.version;
+    }
+    schema_version_ = version;
+    return OkStatus();
+  }
+
+  // Runs `fn` on a reader connection from the pool.
+  template <typename Fn>
+  Status Read(Fn&& fn) {
+    std::unique_ptr<SQLite::Database> db;
+    {
+      std::lock_guard lock(readers_mu_);
+      if (!readers_.empty()) {
+        db = std::move(readers_.back());
+        readers_.pop_back();
+      }
+    }
+    Status status = Guard([&]() -> Status {
+      if (!db) {
+        db = std::make_unique<SQLite::Database>(path_, SQLite::OPEN_READWRITE,
+                                                kBusyTimeoutMs);
+        db->exec("PRAGMA query_only = 1");
+      }
+      return fn(*db);
+    });
+    if (db && status.ok()) {
+      std::lock_guard lock(readers_mu_);
+      if (readers_.size() < kMaxIdleReaders) readers_.push_back(std::move(db));
+    }
+    return status;
+  }
+
+  template <typename Fn>
+  Status Guard(Fn&& fn) {
+    try {
+      return fn();
+    } catch (const SQLite::Exception& e) {
+      return FromSqlite(e, path_);
+    } catch (const std::exception& e) {
+      return Internal("sqlite (" + path_ + "): " + e.what());
+    }
+  }
+
+  const std::string path_;
+  int schema_version_ = 0;
+  std::mutex write_mu_;
+  std::unique_ptr<SQLite::Database> writer_;
+  std::mutex readers_mu_;
+  std::vector<std::unique_ptr<SQLite::Database>> readers_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<TuningStore>> OpenSqliteStore(const std::string& path) {
+  if (path.empty()) return InvalidArgument("database path must not be empty");
+  auto store = std::make_unique<SqliteStore>(path);
+  BT_RETURN_IF_ERROR(store->Open());
+  return std::unique_ptr<TuningStore>(std::move(store));
+}
+
+}  // namespace blocktune

@@ -1,0 +1,297 @@
+// One suite, run against every TuningStore implementation.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "server/store_test_util.h"
+#include "server/tuning_store.h"
+
+namespace blocktune {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace ::blocktune::testing;  // NOLINT
+
+struct MemoryFactory {
+  std::unique_ptr<TuningStore> Make() { return NewMemoryStore(); }
+};
+
+struct SqliteFactory {
+  TempDir dir;
+  std::unique_ptr<TuningStore> Make() {
+    auto store = OpenSqliteStore(dir.path() + "/store.db");
+    if (!store.ok()) ADD_FAILURE() << store.status().ToString();
+    return std::move(store).value();
+  }
+};
+
+template <typename Factory>
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override { store_ = factory_.Make(); }
+  Factory factory_;
+  std::unique_ptr<TuningStore> store_;
+};
+
+using Factories = ::testing::Types<MemoryFactory, SqliteFactory>;
+TYPED_TEST_SUITE(StoreTest, Factories);
+
+TYPED_TEST(StoreTest, SamplesRoundTripWithEveryField) {
+  WriteBatch batch;
+  batch.samples.push_back(TestSample(7, 0));
+  SampleRecord failed = TestSample(7, 1);
+  ConvContext conv;
+  conv.n = 1;
+  conv.h = conv.w = 56;
+  conv.c = conv.k = 64;
+  conv.r = conv.s = 3;
+  conv.pad_h = conv.pad_w = 1;
+  conv.stride_w = 2;
+  failed.context = conv;
+  failed.campaign_id = 3;
+  failed.measurement = Measurement{};
+  failed.measurement.status = SampleStatus::kCompileError;
+  failed.measurement.error = "ptxas: too many registers\nline 2";
+  batch.samples.push_back(failed);
+  ASSERT_TRUE(this->store_->Commit(batch).ok());
+
+  auto samples = this->store_->ListSamples({});
+  ASSERT_TRUE(samples.ok()) << samples.status().ToString();
+  ASSERT_EQ(samples->size(), 2u);
+  const SampleRecord& a = (*samples)[0];
+  EXPECT_EQ(a.device, TestDevice());
+  EXPECT_EQ(a.context, batch.samples[0].context);
+  EXPECT_EQ(a.block_shape, batch.samples[0].block_shape);
+  EXPECT_DOUBLE_EQ(a.measurement.median_s, 1e-5);
+  EXPECT_EQ(a.measurement.repetitions, 20);
+  EXPECT_EQ(a.measured_unix, 7);
+  const SampleRecord& b = (*samples)[1];
+  EXPECT_EQ(b.context, Context(conv));
+  EXPECT_EQ(b.campaign_id, 3);
+  EXPECT_EQ(b.measurement.status, SampleStatus::kCompileError);
+  EXPECT_EQ(b.measurement.error, "ptxas: too many registers\nline 2");
+}
+
+TYPED_TEST(StoreTest, DevicesAreKeptOncePerFingerprint) {
+  WriteBatch batch;
+  batch.samples = {TestSample(1, 0), TestSample(1, 1),
+                   TestSample(1, 2, TestDevice("NVIDIA A100-SXM4-40GB"))};
+  DeviceFingerprint new_driver = TestDevice();
+  new_driver.driver_version = "13.1";
+  batch.samples.push_back(TestSample(1, 3, new_driver));
+  ASSERT_TRUE(this->store_->Commit(batch).ok());
+  auto devices = this->store_->ListDevices();
+  ASSERT_TRUE(devices.ok());
+  ASSERT_EQ(devices->size(), 3u);
+  EXPECT_EQ((*devices)[0].fingerprint, TestDevice());
+  EXPECT_EQ((*devices)[0].samples, 2);
+  EXPECT_EQ((*devices)[2].fingerprint.driver_version, "13.1");
+}
+
+TYPED_TEST(StoreTest, ABadRecordWritesNothing) {
+  WriteBatch batch;
+  for (int i = 0; i < 5; ++i) batch.samples.push_back(TestSample(1, i));
+  batch.samples.push_back(TestSample(1, 5));
+  std::get<GemmContext>(batch.samples[5].context).k = 0;
+  Status s = this->store_->Commit(batch).status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("samples[5].context.gemm.k must be in"));
+  EXPECT_EQ(*this->store_->CountSamples({}), 0);
+
+  // An update of a campaign that does not exist rolls back its samples too.
+  WriteBatch orphan;
+  orphan.samples.push_back(TestSample(2, 0));
+  CampaignRecord ghost;
+  ghost.id = 42;
+  ghost.spec.minutes = 1;
+  orphan.campaign_updates.push_back(ghost);
+  EXPECT_EQ(this->store_->Commit(orphan).status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(*this->store_->CountSamples({}), 0);
+  EXPECT_TRUE(this->store_->ListDevices()->empty() ||
+              (*this->store_->ListDevices())[0].samples == 0);
+}
+
+TYPED_TEST(StoreTest, FiltersByDeviceOpCampaignAndLimit) {
+  WriteBatch batch;
+  for (int i = 0; i < 6; ++i) {
+    SampleRecord s = TestSample(1, i, i < 4 ? TestDevice() : TestDevice("A100"));
+    s.campaign_id = i % 2 + 1;
+    batch.samples.push_back(s);
+  }
+  ASSERT_TRUE(this->store_->Commit(batch).ok());
+  StoreFilter by_device;
+  by_device.device_name = "A100";
+  EXPECT_EQ(*this->store_->CountSamples(by_device), 2);
+  StoreFilter by_campaign;
+  by_campaign.campaign_id = 2;
+  EXPECT_EQ(this->store_->ListSamples(by_campaign)->size(), 3u);
+  StoreFilter by_op;
+  by_op.op = Op::kConv;
+  EXPECT_EQ(*this->store_->CountSamples(by_op), 0);
+  StoreFilter limited;
+  limited.limit = 4;
+  auto first4 = this->store_->ListSamples(limited);
+  ASSERT_EQ(first4->size(), 4u);
+  EXPECT_EQ(std::get<GemmContext>((*first4)[3].context).m, 64 + 3);
+}
+
+TYPED_TEST(StoreTest, TunedAnswersRankFastestFirstAndReplace) {
+  Context ctx = TestGemm(4096, 16, 4096);
+  WriteBatch batch;
+  batch.tuned = {TestTuned(ctx, TestShape(64, 16), 3e-4),
+                 TestTuned(ctx, TestShape(128, 16), 1e-4),
+                 TestTuned(ctx, TestShape(32, 16, 4), 2e-4),
+                 TestTuned(TestGemm(1024, 16, 4096), TestShape(64, 16), 1e-5),
+                 TestTuned(ctx, TestShape(64, 16), 9e-5, TestDevice("A100"))};
+  TunedRecord predicted = TestTuned(ctx, TestShape(256, 16), 0);
+  predicted.predicted_s = 5e-4;
+  predicted.source = TunedSource::kPredicted;
+  predicted.model_id = 9;
+  batch.tuned.push_back(predicted);
+  ASSERT_TRUE(this->store_->Commit(batch).ok());
+
+  auto top = this->store_->FindTuned(ctx, "NVIDIA H100 80GB HBM3", 3);
+  ASSERT_TRUE(top.ok()) << top.status().ToString();
+  ASSERT_EQ(top->size(), 3u);
+  EXPECT_EQ((*top)[0].block_shape, TestShape(128, 16));
+  EXPECT_EQ((*top)[1].block_shape, TestShape(32, 16, 4));
+  EXPECT_EQ((*top)[2].block_shape, TestShape(64, 16));
+  auto all = this->store_->FindTuned(ctx, "", 100);
+  ASSERT_EQ(all->size(), 5u);
+  EXPECT_EQ((*all)[0].device.name, "A100");
+  EXPECT_EQ((*all)[4].source, TunedSource::kPredicted);
+  EXPECT_EQ((*all)[4].model_id, 9);
+  EXPECT_GT((*all)[4].updated_unix, 0);
+
+  // Committing the same (device, context, block shape) replaces the answer.
+  WriteBatch again;
+  again.tuned = {TestTuned(ctx, TestShape(64, 16), 5e-5)};
+  ASSERT_TRUE(this->store_->Commit(again).ok());
+  top = this->store_->FindTuned(ctx, "NVIDIA H100 80GB HBM3", 1);
+  ASSERT_EQ(top->size(), 1u);
+  EXPECT_EQ((*top)[0].block_shape, TestShape(64, 16));
+  EXPECT_DOUBLE_EQ((*top)[0].measured_s, 5e-5);
+  EXPECT_EQ(*this->store_->CountTuned(), 6);
+  EXPECT_TRUE(this->store_->FindTuned(TestGemm(8, 8, 8), "", 5)->empty());
+}
+
+TYPED_TEST(StoreTest, ModelsGetIdsAndBytesSurvive) {
+  WriteBatch batch;
+  ModelRecord m;
+  m.device = TestDevice();
+  m.op = Op::kConv;
+  m.architecture = "64,128,64";
+  m.weights = std::string("\0\x01\xff weights", 10);
+  m.normalization = "norm";
+  m.training_samples = 200000;
+  m.metrics_json = R"({"val_mse":0.06})";
+  batch.models = {m, m};
+  batch.models[1].op = Op::kGemm;
+  auto result = this->store_->Commit(batch);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_EQ(result->model_ids.size(), 2u);
+  auto got = this->store_->GetModel(result->model_ids[0]);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->weights, m.weights);
+  EXPECT_EQ(got->op, Op::kConv);
+  EXPECT_EQ(got->training_samples, 200000);
+  StoreFilter gemm;
+  gemm.op = Op::kGemm;
+  EXPECT_EQ(this->store_->ListModels(gemm)->size(), 1u);
+  EXPECT_EQ(this->store_->GetModel(99).status().code(), StatusCode::kNotFound);
+}
+
+TYPED_TEST(StoreTest, CampaignsMoveWithTheirSamples) {
+  CampaignSpec spec;
+  spec.op = Op::kConv;
+  spec.minutes = 20;
+  spec.seed = ~uint64_t{0};
+  spec.label = "first H100 run";
+  auto created = this->store_->CreateCampaign(spec);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_EQ(created->state, CampaignState::kQueued);
+  EXPECT_EQ(created->spec, spec);
+  EXPECT_FALSE(created->device.has_value());
+
+  CampaignRecord running = *created;
+  running.state = CampaignState::kRunning;
+  running.device = TestDevice();
+  running.samples_ok = 2;
+  running.rng_state = std::string("\0rng", 4);
+  WriteBatch batch;
+  batch.samples = {TestSample(1, 0), TestSample(1, 1)};
+  for (auto& s : batch.samples) s.campaign_id = created->id;
+  batch.campaign_updates = {running};
+  ASSERT_TRUE(this->store_->Commit(batch).ok());
+
+  auto got = this->store_->GetCampaign(created->id);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->state, CampaignState::kRunning);
+  EXPECT_EQ(got->device, TestDevice());
+  EXPECT_EQ(got->samples_ok, 2);
+  EXPECT_EQ(got->rng_state, running.rng_state);
+  EXPECT_EQ(got->spec.seed, ~uint64_t{0});
+  StoreFilter mine;
+  mine.campaign_id = created->id;
+  EXPECT_EQ(*this->store_->CountSamples(mine), 2);
+  ASSERT_TRUE(this->store_->CreateCampaign(spec).ok());
+  EXPECT_EQ(this->store_->ListCampaigns()->size(), 2u);
+  EXPECT_EQ(this->store_->GetCampaign(77).status().code(),
+            StatusCode::kNotFound);
+  spec.minutes = 0;
+  EXPECT_EQ(this->store_->CreateCampaign(spec).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+// Readers keep working, and only ever see whole batches, while a writer
+// commits batches as fast as it can.
+TYPED_TEST(StoreTest, ReadersSeeWholeBatchesWhileAWriterCommits) {
+  constexpr int kBatches = 150;
+  constexpr int kBatchSize = 40;
+  std::atomic<bool> done{false};
+  std::atomic<int> reads{0};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 3; ++r) {
+    readers.emplace_back([&, r] {
+      int64_t last = 0;
+      while (!done.load()) {
+        auto count = this->store_->CountSamples({});
+        if (!count.ok() || *count % kBatchSize != 0 || *count < last) {
+          ++failures;
+          ADD_FAILURE() << "reader " << r << ": "
+                        << (count.ok() ? std::to_string(*count)
+                                       : count.status().ToString());
+          return;
+        }
+        last = *count;
+        if (r == 0) {
+          auto samples = this->store_->ListSamples({});
+          if (!samples.ok() || samples->size() % kBatchSize != 0) {
+            ++failures;
+            ADD_FAILURE() << "partial batch visible";
+            return;
+          }
+        }
+        ++reads;
+      }
+    });
+  }
+  for (int b = 0; b < kBatches; ++b) {
+    WriteBatch batch;
+    for (int i = 0; i < kBatchSize; ++i)
+      batch.samples.push_back(TestSample(b + 1, i));
+    ASSERT_TRUE(this->store_->Commit(batch).ok());
+  }
+  done = true;
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_GT(reads.load(), 3);
+  EXPECT_EQ(*this->store_->CountSamples({}), kBatches * kBatchSize);
+}
+
+}  // namespace
+}  // namespace blocktune

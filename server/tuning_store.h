@@ -1,0 +1,175 @@
+// TuningStore: every measurement, campaign, model and tuned answer the
+// daemon keeps (DESIGN.md, "The store").
+//
+// Records name their device by its full fingerprint; the store keeps one row
+// per distinct fingerprint and never hands out its internal ids. Writes go
+// through Commit(), which applies a whole WriteBatch in one transaction or
+// nothing, so a reader (or a process that reopens the store after a crash)
+// only ever sees whole batches.
+//
+// Thread-safety: every method may be called from any thread at once. Readers
+// do not wait for a writer's batch to finish.
+//
+// Errors: INVALID_ARGUMENT for a record that does not validate (naming it,
+// e.g. "samples[3].context.gemm.m"), NOT_FOUND for an unknown id,
+// UNAVAILABLE when the database is busy past its timeout, DATA_LOSS for a
+// corrupt file, INTERNAL for anything else the database reports.
+#ifndef BLOCKTUNE_SERVER_TUNING_STORE_H_
+#define BLOCKTUNE_SERVER_TUNING_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/block_shape.h"
+#include "kernels/context.h"
+#include "kernels/device.h"
+#include "kernels/status.h"
+#include "tuner/campaign_spec.h"
+#include "tuner/measurement.h"
+
+namespace blocktune {
+
+// One benchmark of k(x_B) in context x_C on a device.
+struct SampleRecord {
+  DeviceFingerprint device;
+  int64_t campaign_id = 0;  // 0: not from a campaign of this store
+  Context context;
+  BlockShape block_shape;
+  Measurement measurement;
+  int64_t measured_unix = 0;
+};
+
+// Where a tuned answer came from.
+enum class TunedSource { kMeasured, kPredicted, kImported };
+std::string_view ToString(TunedSource source);
+StatusOr<TunedSource> TunedSourceFromString(std::string_view text,
+                                            std::string_view field = "source");
+
+// x_C -> x_B for a device, with what is known of its speed. A store holds at
+// most one answer per (device, context, block shape); committing the same
+// triple again replaces it.
+struct TunedRecord {
+  DeviceFingerprint device;
+  Context context;
+  BlockShape block_shape;
+  double predicted_s = 0;  // 0: not predicted
+  double measured_s = 0;   // 0: not measured
+  TunedSource source = TunedSource::kMeasured;
+  int64_t model_id = 0;    // 0: no model behind it
+  int64_t updated_unix = 0;
+
+  // The time answers are ranked by: measured if known, else predicted.
+  double RankSeconds() const { return measured_s > 0 ? measured_s : predicted_s; }
+};
+
+// A trained surrogate f(x_B, x_C) (thesis §4.3); weights are opaque here.
+struct ModelRecord {
+  int64_t id = 0;  // assigned by Commit
+  DeviceFingerprint device;
+  Op op = Op::kGemm;
+  std::string architecture;   // hidden layer sizes, "64,128,64"
+  std::string weights;        // serialized parameters
+  std::string normalization;  // serialized feature normalization
+  int64_t training_samples = 0;
+  std::string metrics_json;
+  int64_t created_unix = 0;
+};
+
+struct CampaignRecord {
+  int64_t id = 0;
+  CampaignSpec spec;
+  CampaignState state = CampaignState::kQueued;
+  std::optional<DeviceFingerprint> device;  // set once it runs on a GPU
+  int64_t samples_ok = 0;
+  int64_t samples_failed = 0;
+  std::string rng_state;  // sampler state, so a campaign resumes exactly
+  std::string message;    // why it failed or was cancelled
+  int64_t created_unix = 0;
+  int64_t updated_unix = 0;
+};
+
+struct DeviceRecord {
+  DeviceFingerprint fingerprint;
+  int64_t samples = 0;
+  int64_t tuned = 0;
+};
+
+// Everything one transaction writes. Campaign updates ride along with the
+// samples they count, so counters and samples never disagree.
+struct WriteBatch {
+  std::vector<SampleRecord> samples;
+  std::vector<TunedRecord> tuned;
+  std::vector<ModelRecord> models;
+  std::vector<CampaignRecord> campaign_updates;  // replace state and counters
+};
+
+struct CommitResult {
+  std::vector<int64_t> model_ids;  // ids of batch.models, in order
+};
+
+// Which records a listing returns; empty fields match everything.
+struct StoreFilter {
+  std::string device_name;
+  std::optional<Op> op;
+  std::optional<int64_t> campaign_id;
+  int64_t limit = 0;  // 0: no limit
+};
+
+// Validates every record of `batch`, naming the first bad one.
+Status Validate(const WriteBatch& batch);
+
+class TuningStore {
+ public:
+  virtual ~TuningStore() = default;
+
+  // Where the data lives, for people: a path, or ":memory:".
+  virtual std::string Describe() const = 0;
+  virtual int SchemaVersion() const = 0;
+
+  // Applies the whole batch in one transaction, or nothing.
+  virtual StatusOr<CommitResult> Commit(const WriteBatch& batch) = 0;
+
+  virtual StatusOr<std::vector<DeviceRecord>> ListDevices() = 0;
+
+  // Oldest first.
+  virtual StatusOr<std::vector<SampleRecord>> ListSamples(
+      const StoreFilter& filter) = 0;
+  virtual StatusOr<int64_t> CountSamples(const StoreFilter& filter) = 0;
+
+  // The stored answers for exactly `ctx`, fastest first (RankSeconds, then
+  // block shape), at most `top`. An empty device name matches every device.
+  virtual StatusOr<std::vector<TunedRecord>> FindTuned(
+      const Context& ctx, std::string_view device_name, int top) = 0;
+  virtual StatusOr<std::vector<TunedRecord>> ListTuned(
+      const StoreFilter& filter) = 0;
+  virtual StatusOr<int64_t> CountTuned() = 0;
+
+  virtual StatusOr<ModelRecord> GetModel(int64_t id) = 0;
+  virtual StatusOr<std::vector<ModelRecord>> ListModels(
+      const StoreFilter& filter) = 0;
+
+  // A new campaign in state queued.
+  virtual StatusOr<CampaignRecord> CreateCampaign(const CampaignSpec& spec) = 0;
+  virtual StatusOr<CampaignRecord> GetCampaign(int64_t id) = 0;
+  // Oldest first.
+  virtual StatusOr<std::vector<CampaignRecord>> ListCampaigns() = 0;
+};
+
+// The production store: one SQLite file in WAL mode, created with mode 0600
+// (and its folder with 0700) when missing, migrated to the current schema on
+// open. Refuses a file whose schema is newer than this build knows.
+StatusOr<std::unique_ptr<TuningStore>> OpenSqliteStore(const std::string& path);
+
+// A store in this process's memory, for tests: same contract, no file.
+std::unique_ptr<TuningStore> NewMemoryStore();
+
+// Seconds since the epoch, the unit of every *_unix field.
+int64_t NowUnix();
+
+}  // namespace blocktune
+
+#endif  // BLOCKTUNE_SERVER_TUNING_STORE_H_

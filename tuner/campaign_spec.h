@@ -1,0 +1,51 @@
+// What a tuning campaign is asked to do, and where it stands. The campaign
+// runner (issue 5) executes a spec; the store persists both so a campaign
+// survives a daemon restart.
+#ifndef BLOCKTUNE_TUNER_CAMPAIGN_SPEC_H_
+#define BLOCKTUNE_TUNER_CAMPAIGN_SPEC_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <tuple>
+
+#include "kernels/operation.h"
+#include "kernels/status.h"
+
+namespace blocktune {
+
+inline constexpr int64_t kMaxCampaignMinutes = 30 * 24 * 60;
+inline constexpr int64_t kMaxCampaignSamples = 1'000'000'000;
+inline constexpr int kMaxGpuIndex = 63;
+
+struct CampaignSpec {
+  Op op = Op::kGemm;
+  DType dtype = DType::kFp32;
+  int gpu = 0;              // index of the GPU, among those the daemon owns
+  int64_t minutes = 0;      // time budget; 0 = no time limit
+  int64_t max_samples = 0;  // sample budget; 0 = no sample limit
+  uint64_t seed = 0;        // sampler seed, so a campaign can be replayed
+  std::string label;        // free text for people, may be empty
+
+  auto Tie() const {
+    return std::tie(op, dtype, gpu, minutes, max_samples, seed, label);
+  }
+  friend bool operator==(const CampaignSpec& a, const CampaignSpec& b) {
+    return a.Tie() == b.Tie();
+  }
+};
+
+// At least one budget must be set, so no campaign runs forever by accident.
+Status Validate(const CampaignSpec& spec, std::string_view field = "spec");
+
+enum class CampaignState { kQueued, kRunning, kDone, kCancelled, kFailed };
+
+std::string_view ToString(CampaignState state);
+StatusOr<CampaignState> CampaignStateFromString(
+    std::string_view text, std::string_view field = "state");
+// Done, cancelled and failed campaigns never change state again.
+bool IsTerminal(CampaignState state);
+
+}  // namespace blocktune
+
+#endif  // BLOCKTUNE_TUNER_CAMPAIGN_SPEC_H_
