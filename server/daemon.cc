@@ -1,0 +1,203 @@
+#include "server/daemon.h"
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "kernels/validate.h"
+#include "server/auth.h"
+#include "server/log.h"
+#include "server/service.h"
+#include "server/tuning_store.h"
+
+namespace blocktune {
+namespace {
+
+constexpr int kMaxMessageBytes = 512 << 20;  // datasets travel whole
+constexpr auto kShutdownGrace = std::chrono::seconds(30);
+
+StatusOr<std::string> ReadFile(const std::string& path, const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return FailedPrecondition(std::string(flag) + ": cannot read " + path);
+  }
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
+    const DaemonOptions& options) {
+  if (options.tls_cert.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions ssl;
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  BT_ASSIGN_OR_RETURN(pair.private_key, ReadFile(options.tls_key, "--tls-key"));
+  BT_ASSIGN_OR_RETURN(pair.cert_chain, ReadFile(options.tls_cert, "--tls-cert"));
+  ssl.pem_key_cert_pairs.push_back(pair);
+  return grpc::SslServerCredentials(ssl);
+}
+
+void WarnIfReadableByOthers(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
+    BT_LOG(kWarning) << "--token-file " << path
+                     << " is readable by group or others; chmod 600 it";
+  }
+}
+
+}  // namespace
+
+std::string DefaultDatabasePath() {
+  const char* xdg = std::getenv("XDG_DATA_HOME");
+  if (xdg != nullptr && xdg[0] == '/') {
+    return std::string(xdg) + "/blocktune/blocktune.db";
+  }
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : ".") +
+         "/.local/share/blocktune/blocktune.db";
+}
+
+bool IsLoopback(const std::string& listen) {
+  if (listen.rfind("unix:", 0) == 0 || listen.rfind("unix-abstract:", 0) == 0)
+    return true;
+  std::string host = listen;
+  if (!host.empty() && host[0] == '[') {  // [v6]:port
+    size_t close = host.find(']');
+    host = close == std::string::npos ? "" : host.substr(1, close - 1);
+  } else {
+    size_t colon = host.rfind(':');
+    if (colon != std::string::npos) host = host.substr(0, colon);
+  }
+  if (host == "localhost" || host == "::1") return true;
+  return host.rfind("127.", 0) == 0;
+}
+
+StatusOr<GpuSelection> ParseGpus(const std::string& text) {
+  GpuSelection selection;
+  if (text == "all") {
+    selection.all = true;
+    return selection;
+  }
+  if (text == "none" || text.empty()) return selection;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    char* end = nullptr;
+    long index = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || index < 0 || index > 63) {
+      return InvalidArgument(
+          "--gpus must be 'all', 'none' or a comma-separated list of GPU "
+          "indices in [0, 63], got '" + text + "'");
+    }
+    selection.indices.push_back(static_cast<int>(index));
+  }
+  return selection;
+}
+
+Status CheckOptions(const DaemonOptions& options) {
+  BT_RETURN_IF_ERROR(LogLevelFromString(options.log_level).status());
+  BT_RETURN_IF_ERROR(ParseGpus(options.gpus).status());
+  if (options.tls_cert.empty() != options.tls_key.empty()) {
+    return InvalidArgument("--tls-cert and --tls-key go together; give both");
+  }
+  const bool tls = !options.tls_cert.empty();
+  if (!IsLoopback(options.listen) && options.token_file.empty() && !tls) {
+    return FailedPrecondition(
+        "refusing to listen on " + options.listen +
+        ": it is not a loopback address, and anyone who can reach it could "
+        "use this daemon. Give --token-file FILE (clients then send the "
+        "token) or --tls-cert/--tls-key, or listen on 127.0.0.1 or "
+        "unix:PATH");
+  }
+  return OkStatus();
+}
+
+int RunDaemon(const DaemonOptions& options) {
+  Status checked = CheckOptions(options);
+  if (!checked.ok()) {
+    BT_LOG(kError) << checked.message();
+    return 1;
+  }
+  SetLogLevel(*LogLevelFromString(options.log_level));
+  umask(077);  // the database, its WAL and a unix socket are ours alone
+
+  // Signals are taken by one thread with sigwait, so every other thread
+  // (gRPC's included) must start with them blocked.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  TokenAuth auth;
+  if (!options.token_file.empty()) {
+    auto loaded = TokenAuth::FromFile(options.token_file);
+    if (!loaded.ok()) {
+      BT_LOG(kError) << loaded.status().message();
+      return 1;
+    }
+    WarnIfReadableByOthers(options.token_file);
+    auth = *loaded;
+  }
+  auto credentials = Credentials(options);
+  if (!credentials.ok()) {
+    BT_LOG(kError) << credentials.status().message();
+    return 1;
+  }
+
+  const std::string db = options.db.empty() ? DefaultDatabasePath() : options.db;
+  auto store = OpenSqliteStore(db);
+  if (!store.ok()) {
+    BT_LOG(kError) << "cannot open the store: " << store.status().ToString();
+    return 1;
+  }
+  BT_LOG(kInfo) << "store " << db << " (schema v" << (*store)->SchemaVersion()
+                << ")";
+
+  BlocktuneService service(store->get(), &auth);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(options.listen, *credentials, &port);
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server) {
+    BT_LOG(kError) << "cannot listen on " << options.listen
+                   << " (address in use, or not an address)";
+    return 1;
+  }
+  std::string bound = options.listen;
+  if (bound.rfind("unix", 0) != 0 && port > 0) {
+    bound = bound.substr(0, bound.rfind(':')) + ":" + std::to_string(port);
+  }
+  BT_LOG(kInfo) << "listening on " << bound
+                << (auth.enabled() ? " (token required)" : "")
+                << (options.tls_cert.empty() ? "" : " (TLS)");
+
+  std::thread stopper([&] {
+    int signal = 0;
+    sigwait(&stop_signals, &signal);
+    BT_LOG(kInfo) << "got " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
+                  << ", finishing in-flight calls";
+    service.BeginShutdown();
+    server->GetHealthCheckService()->SetServingStatus(false);
+    server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
+  });
+  server->Wait();
+  stopper.join();
+  server.reset();
+  store->reset();  // closes the database after the last write
+  BT_LOG(kInfo) << "stopped";
+  return 0;
+}
+
+}  // namespace blocktune

@@ -1,0 +1,48 @@
+// The blocktuned process: options, the checks made before listening, and
+// the serve-until-signalled loop.
+#ifndef BLOCKTUNE_SERVER_DAEMON_H_
+#define BLOCKTUNE_SERVER_DAEMON_H_
+
+#include <string>
+#include <vector>
+
+#include "kernels/status.h"
+
+namespace blocktune {
+
+struct DaemonOptions {
+  std::string listen = "127.0.0.1:50051";  // host:port or unix:PATH
+  std::string db;                          // empty: DefaultDatabasePath()
+  std::string gpus = "all";                // "all", "none" or "0,2,3"
+  std::string token_file;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string log_level = "info";
+};
+
+// $XDG_DATA_HOME/blocktune/blocktune.db, else
+// ~/.local/share/blocktune/blocktune.db.
+std::string DefaultDatabasePath();
+
+// True for unix sockets and loopback hosts (127.0.0.0/8, ::1, localhost).
+bool IsLoopback(const std::string& listen);
+
+// The GPU indices --gpus names; "all" is empty with all = true.
+struct GpuSelection {
+  bool all = false;
+  std::vector<int> indices;
+};
+StatusOr<GpuSelection> ParseGpus(const std::string& text);
+
+// Everything about the options that can be checked before opening anything:
+// a non-loopback address needs --token-file or TLS; TLS needs both files.
+Status CheckOptions(const DaemonOptions& options);
+
+// Serves until SIGINT or SIGTERM, then lets in-flight calls finish. Returns
+// the process exit code: 0 after a clean shutdown, 1 when it could not
+// start (the reason is logged).
+int RunDaemon(const DaemonOptions& options);
+
+}  // namespace blocktune
+
+#endif  // BLOCKTUNE_SERVER_DAEMON_H_

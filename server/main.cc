@@ -1,0 +1,35 @@
+// blocktuned: the blocktune daemon. See `blocktuned --help`.
+#include <CLI/CLI.hpp>
+
+#include "server/daemon.h"
+
+int main(int argc, char** argv) {
+  blocktune::DaemonOptions options;
+  CLI::App app{"blocktuned: the blocktune tuning daemon. It owns the GPUs of "
+               "this box, keeps every measurement in its store, and answers "
+               "block-shape queries over gRPC."};
+  app.add_option("--listen", options.listen,
+                 "host:port or unix:PATH; a non-loopback address needs "
+                 "--token-file or TLS")
+      ->capture_default_str();
+  app.add_option("--db", options.db,
+                 "SQLite store (default: " + blocktune::DefaultDatabasePath() +
+                     ")");
+  app.add_option("--gpus", options.gpus, "'all', 'none' or indices like 0,1")
+      ->capture_default_str();
+  app.add_option("--token-file", options.token_file,
+                 "require this bearer token (first line of the file) on "
+                 "every call");
+  app.add_option("--tls-cert", options.tls_cert, "PEM certificate chain");
+  app.add_option("--tls-key", options.tls_key, "PEM private key");
+  app.add_option("--log-level", options.log_level,
+                 "debug, info, warning or error")
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  return blocktune::RunDaemon(options);
+}

@@ -1,0 +1,147 @@
+#include "server/record_convert.h"
+
+#include "kernels/validate.h"
+
+namespace blocktune {
+
+v1::Source ToProto(TunedSource source) {
+  switch (source) {
+    case TunedSource::kMeasured: return v1::SOURCE_MEASURED;
+    case TunedSource::kPredicted: return v1::SOURCE_PREDICTED;
+    case TunedSource::kImported: return v1::SOURCE_IMPORTED;
+  }
+  return v1::SOURCE_UNSPECIFIED;
+}
+
+void ToProto(const SampleRecord& s, v1::Sample* out) {
+  ToProto(s.device, out->mutable_device());
+  out->set_campaign_id(s.campaign_id);
+  ToProto(s.context, out->mutable_context());
+  ToProto(s.block_shape, out->mutable_block_shape());
+  out->set_status(std::string(ToString(s.measurement.status)));
+  out->set_median_seconds(s.measurement.median_s);
+  out->set_spread(s.measurement.spread);
+  out->set_repetitions(s.measurement.repetitions);
+  out->set_sm_clock_mhz(s.measurement.sm_clock_mhz);
+  out->set_measured_unix(s.measured_unix);
+  out->set_error(s.measurement.error);
+}
+
+void ToProto(const TunedRecord& t, v1::TunedAnswer* out) {
+  ToProto(t.context, out->mutable_context());
+  ToProto(t.block_shape, out->mutable_block_shape());
+  ToProto(t.device, out->mutable_device());
+  out->set_predicted_seconds(t.predicted_s);
+  out->set_measured_seconds(t.measured_s);
+  out->set_tflops(Flops(t.context) / t.RankSeconds() / 1e12);
+  out->set_source(ToProto(t.source));
+  out->set_model_id(t.model_id);
+  out->set_updated_unix(t.updated_unix);
+}
+
+void ToProto(const ModelRecord& m, v1::Model* out) {
+  out->set_id(m.id);
+  ToProto(m.device, out->mutable_device());
+  out->set_op(ToProto(m.op));
+  out->set_architecture(m.architecture);
+  out->set_weights(m.weights);
+  out->set_normalization(m.normalization);
+  out->set_training_samples(m.training_samples);
+  out->set_metrics_json(m.metrics_json);
+  out->set_created_unix(m.created_unix);
+}
+
+void ToProto(const CampaignRecord& c, v1::Campaign* out) {
+  out->set_id(c.id);
+  ToProto(c.spec, out->mutable_spec());
+  out->set_state(ToProto(c.state));
+  if (c.device) ToProto(*c.device, out->mutable_device());
+  out->set_samples_ok(c.samples_ok);
+  out->set_samples_failed(c.samples_failed);
+  out->set_created_unix(c.created_unix);
+  out->set_updated_unix(c.updated_unix);
+  out->set_message(c.message);
+}
+
+StatusOr<SampleRecord> FromProto(const v1::Sample& p, std::string_view field) {
+  SampleRecord s;
+  BT_ASSIGN_OR_RETURN(s.device,
+                      FromProto(p.device(), JoinField(field, "device")));
+  BT_ASSIGN_OR_RETURN(s.context,
+                      FromProto(p.context(), JoinField(field, "context")));
+  BT_ASSIGN_OR_RETURN(s.block_shape, FromProto(p.block_shape(),
+                                               JoinField(field, "block_shape")));
+  BT_ASSIGN_OR_RETURN(s.measurement.status,
+                      SampleStatusFromString(p.status(),
+                                             JoinField(field, "status")));
+  BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "campaign_id"),
+                                p.campaign_id(), 0, INT64_MAX));
+  BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "measured_unix"),
+                                p.measured_unix(), 0, INT64_MAX));
+  s.campaign_id = p.campaign_id();
+  s.measurement.median_s = p.median_seconds();
+  s.measurement.spread = p.spread();
+  s.measurement.repetitions = p.repetitions();
+  s.measurement.sm_clock_mhz = p.sm_clock_mhz();
+  s.measurement.error = p.error();
+  s.measured_unix = p.measured_unix();
+  BT_RETURN_IF_ERROR(Validate(s.measurement, field));
+  return s;
+}
+
+StatusOr<TunedRecord> FromProto(const v1::TunedAnswer& p,
+                                std::string_view field) {
+  TunedRecord t;
+  BT_ASSIGN_OR_RETURN(t.device,
+                      FromProto(p.device(), JoinField(field, "device")));
+  BT_ASSIGN_OR_RETURN(t.context,
+                      FromProto(p.context(), JoinField(field, "context")));
+  BT_ASSIGN_OR_RETURN(t.block_shape, FromProto(p.block_shape(),
+                                               JoinField(field, "block_shape")));
+  t.predicted_s = p.predicted_seconds();
+  t.measured_s = p.measured_seconds();
+  switch (p.source()) {
+    case v1::SOURCE_MEASURED: t.source = TunedSource::kMeasured; break;
+    case v1::SOURCE_PREDICTED: t.source = TunedSource::kPredicted; break;
+    case v1::SOURCE_IMPORTED: t.source = TunedSource::kImported; break;
+    default:
+      return InvalidArgument(JoinField(field, "source") +
+                             " must be one of measured, predicted, imported; "
+                             "got " + std::to_string(p.source()));
+  }
+  BT_RETURN_IF_ERROR(
+      CheckRange(JoinField(field, "model_id"), p.model_id(), 0, INT64_MAX));
+  BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "updated_unix"),
+                                p.updated_unix(), 0, INT64_MAX));
+  t.model_id = p.model_id();
+  t.updated_unix = p.updated_unix();
+  WriteBatch check;  // the store's own rules for a tuned answer
+  check.tuned.push_back(t);
+  Status valid = Validate(check);
+  if (!valid.ok()) {
+    return InvalidArgument(std::string(field) + ": " + valid.message());
+  }
+  return t;
+}
+
+StatusOr<ModelRecord> FromProto(const v1::Model& p, std::string_view field) {
+  ModelRecord m;
+  BT_ASSIGN_OR_RETURN(m.device,
+                      FromProto(p.device(), JoinField(field, "device")));
+  BT_ASSIGN_OR_RETURN(m.op, FromProto(p.op(), JoinField(field, "op")));
+  BT_RETURN_IF_ERROR(
+      CheckText(JoinField(field, "architecture"), p.architecture(), 1, 256));
+  BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "training_samples"),
+                                p.training_samples(), 0, INT64_MAX));
+  BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "created_unix"),
+                                p.created_unix(), 0, INT64_MAX));
+  m.architecture = p.architecture();
+  m.weights = p.weights();
+  m.normalization = p.normalization();
+  m.training_samples = p.training_samples();
+  m.metrics_json = p.metrics_json();
+  m.created_unix = p.created_unix();
+  return m;
+}
+
+}  // namespace blocktune

@@ -1,0 +1,384 @@
+#include "server/service.h"
+
+#include <thread>
+
+#include "kernels/validate.h"
+#include "server/grpc_status.h"
+#include "server/log.h"
+#include "server/record_convert.h"
+
+#ifndef BLOCKTUNE_VERSION
+#define BLOCKTUNE_VERSION "0.0.0"
+#endif
+
+namespace blocktune {
+namespace {
+
+// Why GPU-backed calls cannot run yet. Each message names the missing part,
+// so a user knows it is not a fault of their request.
+constexpr char kNoGpuLayer[] =
+    "GPU discovery needs the CUDA driver layer, which is not built yet "
+    "(issue 3)";
+constexpr char kNoCampaigns[] =
+    "campaigns are not built yet: they need the block-shape sampler "
+    "(issue 4) and the supervised GPU workers (issue 5); the spec is valid "
+    "and nothing was stored";
+constexpr char kNoTraining[] =
+    "training is not built yet: the libtorch surrogate arrives with issue 6; "
+    "the request is valid";
+constexpr char kNoVerify[] =
+    "--verify re-benchmarks answers on the GPU, which needs the GPU workers "
+    "(issue 5); query without verify for the stored answers";
+constexpr char kNoKernel[] =
+    "GetKernel is not built yet: it needs the PTX generators (issue 3) and "
+    "arrives with the client library (issue 7); the request is valid";
+constexpr char kNoHeader[] =
+    "header export is not built yet (issue 7); export the dataset instead";
+
+Status CheckDeviceName(std::string_view field, const std::string& name) {
+  return CheckText(field, name, 0, 256);
+}
+
+Status CheckId(std::string_view field, int64_t id) {
+  return CheckRange(field, id, 1, INT64_MAX);
+}
+
+// An optional op filter: unspecified means every op.
+StatusOr<std::optional<Op>> OptionalOp(v1::Op op, std::string_view field) {
+  if (op == v1::OP_UNSPECIFIED) return std::optional<Op>();
+  BT_ASSIGN_OR_RETURN(Op parsed, FromProto(op, field));
+  return std::optional<Op>(parsed);
+}
+
+struct ValidQuery {
+  Context context;
+  std::string device_name;
+  int top = 1;
+};
+
+StatusOr<ValidQuery> ValidateQuery(const v1::QueryRequest& req,
+                                   std::string_view field) {
+  ValidQuery q;
+  BT_ASSIGN_OR_RETURN(q.context,
+                      FromProto(req.context(), JoinField(field, "context")));
+  BT_RETURN_IF_ERROR(
+      CheckDeviceName(JoinField(field, "device_name"), req.device_name()));
+  BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "top"), req.top(), 0, kMaxTop));
+  q.device_name = req.device_name();
+  q.top = req.top() == 0 ? 1 : req.top();
+  return q;
+}
+
+// Answers one validated query from the stored tuned answers.
+Status AnswerQuery(TuningStore* store, const ValidQuery& q,
+                   v1::QueryResponse* resp) {
+  BT_ASSIGN_OR_RETURN(auto found,
+                      store->FindTuned(q.context, q.device_name, q.top));
+  if (found.empty()) {
+    std::string where =
+        q.device_name.empty() ? "any device" : "device '" + q.device_name + "'";
+    return NotFound(
+        "no tuned answer for '" + ToString(q.context) + "' on " + where +
+        ". Get data by running a campaign (blocktune campaign start --op " +
+        std::string(ToString(OpOf(q.context))) +
+        ") or importing a dataset (blocktune import FILE); answers for "
+        "contexts never measured come from the surrogate (issue 6)");
+  }
+  for (const TunedRecord& t : found) ToProto(t, resp->add_answers());
+  resp->set_match(v1::MATCH_EXACT);
+  return OkStatus();
+}
+
+}  // namespace
+
+BlocktuneService::BlocktuneService(TuningStore* store, const TokenAuth* auth)
+    : store_(store), auth_(auth), started_(std::chrono::steady_clock::now()) {}
+
+template <typename Fn>
+grpc::Status BlocktuneService::Serve(const char* method,
+                                     grpc::ServerContext* ctx, Fn&& fn) {
+  Status status = auth_->Check(*ctx);
+  if (status.ok()) {
+    try {
+      status = fn();
+    } catch (const std::exception& e) {
+      status = Internal(std::string("unexpected error: ") + e.what());
+    } catch (...) {
+      status = Internal("unexpected error");
+    }
+  }
+  if (!status.ok()) {
+    const bool server_fault = status.code() == StatusCode::kInternal ||
+                              status.code() == StatusCode::kDataLoss;
+    if (server_fault) {
+      BT_LOG(kError) << method << ": " << status.ToString();
+    } else {
+      BT_LOG(kDebug) << method << ": " << status.ToString();
+    }
+  }
+  return ToGrpcStatus(status);
+}
+
+grpc::Status BlocktuneService::Health(grpc::ServerContext* ctx,
+                                      const v1::HealthRequest*,
+                                      v1::HealthResponse* resp) {
+  return Serve("Health", ctx, [&]() -> Status {
+    BT_ASSIGN_OR_RETURN(int64_t samples, store_->CountSamples({}));
+    BT_ASSIGN_OR_RETURN(int64_t tuned, store_->CountTuned());
+    resp->set_version(BLOCKTUNE_VERSION);
+    resp->set_schema_version(store_->SchemaVersion());
+    resp->set_database(store_->Describe());
+    resp->set_uptime_seconds(std::chrono::duration_cast<std::chrono::seconds>(
+                                 std::chrono::steady_clock::now() - started_)
+                                 .count());
+    resp->set_gpus_visible(0);
+    resp->set_gpu_status(kNoGpuLayer);
+    resp->set_samples(samples);
+    resp->set_tuned_answers(tuned);
+    return OkStatus();
+  });
+}
+
+grpc::Status BlocktuneService::ListDevices(grpc::ServerContext* ctx,
+                                           const v1::ListDevicesRequest*,
+                                           v1::ListDevicesResponse* resp) {
+  return Serve("ListDevices", ctx, [&]() -> Status {
+    BT_ASSIGN_OR_RETURN(auto devices, store_->ListDevices());
+    for (const DeviceRecord& d : devices) {
+      v1::Device* out = resp->add_devices();
+      ToProto(d.fingerprint, out->mutable_fingerprint());
+      out->set_attached(false);  // no GPU discovery yet (issue 3)
+      out->set_samples(d.samples);
+      out->set_tuned_answers(d.tuned);
+    }
+    return OkStatus();
+  });
+}
+
+grpc::Status BlocktuneService::StartCampaign(grpc::ServerContext* ctx,
+                                             const v1::StartCampaignRequest* req,
+                                             v1::StartCampaignResponse*) {
+  return Serve("StartCampaign", ctx, [&]() -> Status {
+    BT_RETURN_IF_ERROR(FromProto(req->spec(), "spec").status());
+    return Unimplemented(kNoCampaigns);
+  });
+}
+
+grpc::Status BlocktuneService::WatchCampaign(
+    grpc::ServerContext* ctx, const v1::WatchCampaignRequest* req,
+    grpc::ServerWriter<v1::CampaignProgress>* writer) {
+  return Serve("WatchCampaign", ctx, [&]() -> Status {
+    BT_RETURN_IF_ERROR(CheckId("id", req->id()));
+    BT_ASSIGN_OR_RETURN(CampaignRecord campaign, store_->GetCampaign(req->id()));
+    auto sent_at = std::chrono::steady_clock::now();
+    int64_t sent_samples = -1;
+    int64_t sent_updated = -1;
+    CampaignState sent_state = campaign.state;
+    while (true) {
+      const int64_t samples = campaign.samples_ok + campaign.samples_failed;
+      if (samples != sent_samples || campaign.updated_unix != sent_updated ||
+          campaign.state != sent_state) {
+        auto now = std::chrono::steady_clock::now();
+        v1::CampaignProgress progress;
+        ToProto(campaign, progress.mutable_campaign());
+        double seconds = std::chrono::duration<double>(now - sent_at).count();
+        if (sent_samples >= 0 && seconds > 0)
+          progress.set_samples_per_second((samples - sent_samples) / seconds);
+        if (!writer->Write(progress)) return Cancelled("client went away");
+        sent_at = now;
+        sent_samples = samples;
+        sent_updated = campaign.updated_unix;
+        sent_state = campaign.state;
+      }
+      if (IsTerminal(campaign.state)) return OkStatus();
+      for (int i = 0; i < 5; ++i) {
+        if (ctx->IsCancelled()) return Cancelled("client cancelled the watch");
+        if (stopping_) return Unavailable("blocktuned is shutting down");
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      BT_ASSIGN_OR_RETURN(campaign, store_->GetCampaign(req->id()));
+    }
+  });
+}
+
+grpc::Status BlocktuneService::ListCampaigns(grpc::ServerContext* ctx,
+                                             const v1::ListCampaignsRequest*,
+                                             v1::ListCampaignsResponse* resp) {
+  return Serve("ListCampaigns", ctx, [&]() -> Status {
+    BT_ASSIGN_OR_RETURN(auto campaigns, store_->ListCampaigns());
+    for (const CampaignRecord& c : campaigns) ToProto(c, resp->add_campaigns());
+    return OkStatus();
+  });
+}
+
+grpc::Status BlocktuneService::CancelCampaign(
+    grpc::ServerContext* ctx, const v1::CancelCampaignRequest* req,
+    v1::CancelCampaignResponse* resp) {
+  return Serve("CancelCampaign", ctx, [&]() -> Status {
+    BT_RETURN_IF_ERROR(CheckId("id", req->id()));
+    BT_ASSIGN_OR_RETURN(CampaignRecord campaign, store_->GetCampaign(req->id()));
+    if (IsTerminal(campaign.state)) {
+      return FailedPrecondition("campaign " + std::to_string(campaign.id) +
+                                " is already " +
+                                std::string(ToString(campaign.state)));
+    }
+    campaign.state = CampaignState::kCancelled;
+    campaign.message = "cancelled on request";
+    WriteBatch batch;
+    batch.campaign_updates.push_back(campaign);
+    BT_RETURN_IF_ERROR(store_->Commit(batch).status());
+    BT_ASSIGN_OR_RETURN(campaign, store_->GetCampaign(req->id()));
+    ToProto(campaign, resp->mutable_campaign());
+    return OkStatus();
+  });
+}
+
+grpc::Status BlocktuneService::TrainModel(
+    grpc::ServerContext* ctx, const v1::TrainModelRequest* req,
+    grpc::ServerWriter<v1::TrainProgress>*) {
+  return Serve("TrainModel", ctx, [&]() -> Status {
+    BT_RETURN_IF_ERROR(FromProto(req->op(), "op").status());
+    BT_RETURN_IF_ERROR(CheckDeviceName("device_name", req->device_name()));
+    BT_RETURN_IF_ERROR(
+        CheckRange("hidden_layers size", req->hidden_layers_size(), 0, 32));
+    for (int i = 0; i < req->hidden_layers_size(); ++i) {
+      BT_RETURN_IF_ERROR(CheckRange(
+          "hidden_layers[" + std::to_string(i) + "]", req->hidden_layers(i), 1,
+          4096));
+    }
+    BT_RETURN_IF_ERROR(CheckRange("epochs", req->epochs(), 0, 100000));
+    return Unimplemented(kNoTraining);
+  });
+}
+
+grpc::Status BlocktuneService::Query(grpc::ServerContext* ctx,
+                                     const v1::QueryRequest* req,
+                                     v1::QueryResponse* resp) {
+  return Serve("Query", ctx, [&]() -> Status {
+    BT_ASSIGN_OR_RETURN(ValidQuery q, ValidateQuery(*req, ""));
+    if (req->verify()) return Unimplemented(kNoVerify);
+    return AnswerQuery(store_, q, resp);
+  });
+}
+
+grpc::Status BlocktuneService::BatchQuery(grpc::ServerContext* ctx,
+                                          const v1::BatchQueryRequest* req,
+                                          v1::BatchQueryResponse* resp) {
+  return Serve("BatchQuery", ctx, [&]() -> Status {
+    BT_RETURN_IF_ERROR(CheckRange("queries size", req->queries_size(), 1,
+                                  kMaxBatchQueries));
+    std::vector<ValidQuery> queries;
+    for (int i = 0; i < req->queries_size(); ++i) {
+      const std::string field = "queries[" + std::to_string(i) + "]";
+      BT_ASSIGN_OR_RETURN(ValidQuery q, ValidateQuery(req->queries(i), field));
+      if (req->queries(i).verify()) {
+        return Unimplemented(field + ": " + kNoVerify);
+      }
+      queries.push_back(std::move(q));
+    }
+    for (const ValidQuery& q : queries) {
+      v1::BatchQueryResult* result = resp->add_results();
+      Status s = AnswerQuery(store_, q, result->mutable_response());
+      // Lack of data is a per-query answer; a store failure fails the call.
+      if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
+      result->set_code(static_cast<int>(s.code()));
+      result->set_message(s.message());
+    }
+    return OkStatus();
+  });
+}
+
+grpc::Status BlocktuneService::GetKernel(grpc::ServerContext* ctx,
+                                         const v1::GetKernelRequest* req,
+                                         v1::GetKernelResponse*) {
+  return Serve("GetKernel", ctx, [&]() -> Status {
+    BT_RETURN_IF_ERROR(FromProto(req->context(), "context").status());
+    if (req->has_block_shape()) {
+      BT_RETURN_IF_ERROR(FromProto(req->block_shape(), "block_shape").status());
+    }
+    BT_RETURN_IF_ERROR(CheckDeviceName("device_name", req->device_name()));
+    return Unimplemented(kNoKernel);
+  });
+}
+
+grpc::Status BlocktuneService::Export(grpc::ServerContext* ctx,
+                                      const v1::ExportRequest* req,
+                                      v1::ExportResponse* resp) {
+  return Serve("Export", ctx, [&]() -> Status {
+    StoreFilter filter;
+    BT_RETURN_IF_ERROR(CheckDeviceName("device_name", req->device_name()));
+    filter.device_name = req->device_name();
+    BT_ASSIGN_OR_RETURN(filter.op, OptionalOp(req->op(), "op"));
+    switch (req->format()) {
+      case v1::EXPORT_FORMAT_UNSPECIFIED:
+      case v1::EXPORT_FORMAT_DATASET:
+        break;
+      case v1::EXPORT_FORMAT_HEADER:
+        return Unimplemented(kNoHeader);
+      default:
+        return InvalidArgument("format must be one of dataset, header; got " +
+                               std::to_string(req->format()));
+    }
+    v1::Dataset* dataset = resp->mutable_dataset();
+    dataset->set_format(kDatasetFormat);
+    BT_ASSIGN_OR_RETURN(auto tuned, store_->ListTuned(filter));
+    for (const TunedRecord& t : tuned) ToProto(t, dataset->add_tuned());
+    if (req->include_samples()) {
+      BT_ASSIGN_OR_RETURN(auto samples, store_->ListSamples(filter));
+      for (const SampleRecord& s : samples) ToProto(s, dataset->add_samples());
+    }
+    if (req->include_models()) {
+      BT_ASSIGN_OR_RETURN(auto models, store_->ListModels(filter));
+      for (const ModelRecord& m : models) ToProto(m, dataset->add_models());
+    }
+    return OkStatus();
+  });
+}
+
+grpc::Status BlocktuneService::Import(grpc::ServerContext* ctx,
+                                      const v1::ImportRequest* req,
+                                      v1::ImportResponse* resp) {
+  return Serve("Import", ctx, [&]() -> Status {
+    const v1::Dataset& dataset = req->dataset();
+    if (dataset.format() != kDatasetFormat) {
+      return InvalidArgument(std::string("dataset.format must be '") +
+                             kDatasetFormat + "', got '" +
+                             dataset.format().substr(0, 64) + "'");
+    }
+    WriteBatch batch;
+    for (int i = 0; i < dataset.samples_size(); ++i) {
+      BT_ASSIGN_OR_RETURN(
+          SampleRecord s,
+          FromProto(dataset.samples(i),
+                    "dataset.samples[" + std::to_string(i) + "]"));
+      s.campaign_id = 0;  // campaigns of another store mean nothing here
+      batch.samples.push_back(std::move(s));
+    }
+    for (int i = 0; i < dataset.tuned_size(); ++i) {
+      BT_ASSIGN_OR_RETURN(
+          TunedRecord t,
+          FromProto(dataset.tuned(i),
+                    "dataset.tuned[" + std::to_string(i) + "]"));
+      t.source = TunedSource::kImported;
+      t.model_id = 0;  // model ids of another store mean nothing here
+      batch.tuned.push_back(std::move(t));
+    }
+    for (int i = 0; i < dataset.models_size(); ++i) {
+      BT_ASSIGN_OR_RETURN(
+          ModelRecord m,
+          FromProto(dataset.models(i),
+                    "dataset.models[" + std::to_string(i) + "]"));
+      batch.models.push_back(std::move(m));
+    }
+    BT_RETURN_IF_ERROR(store_->Commit(batch).status());
+    BT_LOG(kInfo) << "imported " << batch.samples.size() << " samples, "
+                  << batch.tuned.size() << " tuned answers, "
+                  << batch.models.size() << " models";
+    resp->set_samples(static_cast<int64_t>(batch.samples.size()));
+    resp->set_tuned(static_cast<int64_t>(batch.tuned.size()));
+    resp->set_models(static_cast<int64_t>(batch.models.size()));
+    return OkStatus();
+  });
+}
+
+}  // namespace blocktune

@@ -1,0 +1,76 @@
+// The blocktune.v1 service: translates messages to domain calls and back,
+// and nothing more (gRPC route_guide). Every handler checks the token,
+// validates the whole request before touching the store, and answers with
+// exactly one mapping of domain Status to gRPC status (grpc_status.h). No
+// exception escapes a handler: the daemon never crashes on a request.
+#ifndef BLOCKTUNE_SERVER_SERVICE_H_
+#define BLOCKTUNE_SERVER_SERVICE_H_
+
+#include <atomic>
+#include <chrono>
+#include <string>
+
+#include "blocktune/v1/blocktune.grpc.pb.h"
+#include "server/auth.h"
+#include "server/tuning_store.h"
+
+namespace blocktune {
+
+inline constexpr int kMaxTop = 100;
+inline constexpr int kMaxBatchQueries = 10000;
+inline constexpr char kDatasetFormat[] = "blocktune.dataset.v1";
+
+class BlocktuneService final : public v1::Blocktune::Service {
+ public:
+  // `store` and `auth` must outlive the service. Streams end soon after
+  // BeginShutdown().
+  BlocktuneService(TuningStore* store, const TokenAuth* auth);
+
+  void BeginShutdown() { stopping_ = true; }
+
+  grpc::Status Health(grpc::ServerContext* ctx, const v1::HealthRequest* req,
+                      v1::HealthResponse* resp) override;
+  grpc::Status ListDevices(grpc::ServerContext* ctx,
+                           const v1::ListDevicesRequest* req,
+                           v1::ListDevicesResponse* resp) override;
+  grpc::Status StartCampaign(grpc::ServerContext* ctx,
+                             const v1::StartCampaignRequest* req,
+                             v1::StartCampaignResponse* resp) override;
+  grpc::Status WatchCampaign(
+      grpc::ServerContext* ctx, const v1::WatchCampaignRequest* req,
+      grpc::ServerWriter<v1::CampaignProgress>* writer) override;
+  grpc::Status ListCampaigns(grpc::ServerContext* ctx,
+                             const v1::ListCampaignsRequest* req,
+                             v1::ListCampaignsResponse* resp) override;
+  grpc::Status CancelCampaign(grpc::ServerContext* ctx,
+                              const v1::CancelCampaignRequest* req,
+                              v1::CancelCampaignResponse* resp) override;
+  grpc::Status TrainModel(grpc::ServerContext* ctx,
+                          const v1::TrainModelRequest* req,
+                          grpc::ServerWriter<v1::TrainProgress>* writer) override;
+  grpc::Status Query(grpc::ServerContext* ctx, const v1::QueryRequest* req,
+                     v1::QueryResponse* resp) override;
+  grpc::Status BatchQuery(grpc::ServerContext* ctx,
+                          const v1::BatchQueryRequest* req,
+                          v1::BatchQueryResponse* resp) override;
+  grpc::Status GetKernel(grpc::ServerContext* ctx,
+                         const v1::GetKernelRequest* req,
+                         v1::GetKernelResponse* resp) override;
+  grpc::Status Export(grpc::ServerContext* ctx, const v1::ExportRequest* req,
+                      v1::ExportResponse* resp) override;
+  grpc::Status Import(grpc::ServerContext* ctx, const v1::ImportRequest* req,
+                      v1::ImportResponse* resp) override;
+
+ private:
+  template <typename Fn>
+  grpc::Status Serve(const char* method, grpc::ServerContext* ctx, Fn&& fn);
+
+  TuningStore* const store_;
+  const TokenAuth* const auth_;
+  const std::chrono::steady_clock::time_point started_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace blocktune
+
+#endif  // BLOCKTUNE_SERVER_SERVICE_H_
