@@ -1,6 +1,6 @@
 #include "server/auth.h"
 
-#include <fstream>
+#include "proto/auth_token.h"
 
 namespace blocktune {
 namespace {
@@ -14,18 +14,6 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
 }
 
 }  // namespace
-
-StatusOr<std::string> ReadTokenFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return FailedPrecondition("cannot read token file " + path);
-  std::string line;
-  std::getline(in, line);
-  const char* space = " \t\r\n";
-  size_t begin = line.find_first_not_of(space);
-  if (begin == std::string::npos) return std::string();
-  size_t end = line.find_last_not_of(space);
-  return line.substr(begin, end - begin + 1);
-}
 
 StatusOr<TokenAuth> TokenAuth::FromFile(const std::string& path) {
   BT_ASSIGN_OR_RETURN(std::string token, ReadTokenFile(path));
@@ -48,16 +36,15 @@ StatusOr<TokenAuth> TokenAuth::FromToken(std::string token) {
 Status TokenAuth::Check(const grpc::ServerContext& context) const {
   if (!enabled()) return OkStatus();
   const auto& metadata = context.client_metadata();
-  auto it = metadata.find("authorization");
+  auto it = metadata.find(kAuthMetadataKey);
   if (it == metadata.end()) {
     return Unauthenticated(
         "this blocktuned requires a token: send metadata 'authorization: "
         "Bearer <token>' (blocktune --token-file FILE)");
   }
   std::string_view value(it->second.data(), it->second.size());
-  constexpr std::string_view kBearer = "Bearer ";
-  if (value.substr(0, kBearer.size()) != kBearer ||
-      !ConstantTimeEquals(value.substr(kBearer.size()), token_)) {
+  if (value.substr(0, kBearerPrefix.size()) != kBearerPrefix ||
+      !ConstantTimeEquals(value.substr(kBearerPrefix.size()), token_)) {
     return Unauthenticated("the token sent is not this blocktuned's token");
   }
   return OkStatus();

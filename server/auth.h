@@ -31,9 +31,6 @@ class TokenAuth {
   std::string token_;
 };
 
-// Reads a token file for a client: the first line, trimmed.
-StatusOr<std::string> ReadTokenFile(const std::string& path);
-
 }  // namespace blocktune
 
 #endif  // BLOCKTUNE_SERVER_AUTH_H_

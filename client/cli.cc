@@ -1,0 +1,497 @@
+#include "client/cli.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "client/connection.h"
+#include "client/print.h"
+#include "proto/convert.h"
+
+namespace blocktune {
+namespace {
+
+// Flags shared by every subcommand.
+struct Globals {
+  ConnectionOptions connection;
+  bool json = false;
+};
+
+// Context flags of `query` and `kernel`; defaults are the CLI's, the API
+// has none.
+struct GemmFlags {
+  int64_t m = 0, n = 0, k = 0;
+  std::string layout = "NN";
+  std::string dtype = "fp32";
+};
+
+struct ConvFlags {
+  int64_t n = 0, h = 0, w = 0, c = 0, k = 0, r = 0, s = 0;
+  std::string pad = "0", stride = "1", dilation = "1";
+  std::string dtype = "fp32";
+};
+
+struct QueryFlags {
+  std::string device;
+  int top = 1;
+  bool verify = false;
+};
+
+int UsageError(const std::string& message) {
+  std::cerr << "blocktune: " << message << "\n";
+  return kExitUsage;
+}
+
+int CallFailed(const grpc::Status& status) {
+  std::cerr << "blocktune: " << ToString(static_cast<StatusCode>(
+                                    status.error_code()))
+            << ": " << status.error_message() << "\n";
+  return ExitCodeFor(status);
+}
+
+int StatusFailed(const Status& status) {
+  std::cerr << "blocktune: " << status.message() << "\n";
+  return status.code() == StatusCode::kUnavailable ? kExitUnreachable
+                                                   : kExitServerError;
+}
+
+void AddGemmFlags(CLI::App* cmd, GemmFlags* f) {
+  cmd->add_option("--m", f->m, "rows of A and C")->required();
+  cmd->add_option("--n", f->n, "columns of B and C")->required();
+  cmd->add_option("--k", f->k, "the reduction")->required();
+  cmd->add_option("--layout", f->layout,
+                  "layouts of A and B, N or T each: NN, NT, TN, TT")
+      ->capture_default_str();
+  cmd->add_option("--dtype", f->dtype, "fp32, fp16, bf16 or fp64")
+      ->capture_default_str();
+}
+
+void AddConvFlags(CLI::App* cmd, ConvFlags* f) {
+  cmd->add_option("--n", f->n, "batch")->required();
+  cmd->add_option("--h", f->h, "input height")->required();
+  cmd->add_option("--w", f->w, "input width")->required();
+  cmd->add_option("--c", f->c, "input channels")->required();
+  cmd->add_option("--k", f->k, "output channels")->required();
+  cmd->add_option("--r", f->r, "filter height")->required();
+  cmd->add_option("--s", f->s, "filter width")->required();
+  cmd->add_option("--pad", f->pad, "padding: P, or PH,PW")->capture_default_str();
+  cmd->add_option("--stride", f->stride, "stride: S, or SH,SW")
+      ->capture_default_str();
+  cmd->add_option("--dilation", f->dilation, "dilation: D, or DH,DW")
+      ->capture_default_str();
+  cmd->add_option("--dtype", f->dtype, "fp32, fp16, bf16 or fp64")
+      ->capture_default_str();
+}
+
+void AddQueryFlags(CLI::App* cmd, QueryFlags* f) {
+  cmd->add_option("--device", f->device, "device name (default: any)");
+  cmd->add_option("--top", f->top, "answers wanted, 1 to 100")
+      ->capture_default_str();
+  cmd->add_flag("--verify", f->verify, "re-benchmark the answers on the GPU");
+}
+
+StatusOr<Context> GemmFromFlags(const GemmFlags& f) {
+  GemmContext g;
+  g.m = f.m;
+  g.n = f.n;
+  g.k = f.k;
+  if (f.layout.size() != 2) {
+    return InvalidArgument("--layout must be two letters, N or T each (NN, "
+                           "NT, TN, TT), got '" + f.layout + "'");
+  }
+  BT_ASSIGN_OR_RETURN(g.layout_a, LayoutFromString(f.layout.substr(0, 1),
+                                                   "--layout (A)"));
+  BT_ASSIGN_OR_RETURN(g.layout_b, LayoutFromString(f.layout.substr(1, 1),
+                                                   "--layout (B)"));
+  BT_ASSIGN_OR_RETURN(g.dtype, DTypeFromString(f.dtype, "--dtype"));
+  BT_RETURN_IF_ERROR(Validate(g, "gemm"));
+  return Context(g);
+}
+
+// "2" -> (2, 2); "2,1" or "2x1" -> (2, 1).
+Status ParsePair(const std::string& flag, const std::string& text,
+                 int64_t* first, int64_t* second) {
+  size_t sep = text.find_first_of(",x");
+  auto parse = [&](const std::string& part, int64_t* out) -> Status {
+    char* end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || errno == ERANGE) {
+      return InvalidArgument(flag + " must be an integer or two (H,W), got '" +
+                             text + "'");
+    }
+    *out = v;
+    return OkStatus();
+  };
+  BT_RETURN_IF_ERROR(parse(text.substr(0, sep), first));
+  if (sep == std::string::npos) {
+    *second = *first;
+    return OkStatus();
+  }
+  return parse(text.substr(sep + 1), second);
+}
+
+StatusOr<Context> ConvFromFlags(const ConvFlags& f) {
+  ConvContext c;
+  c.n = f.n;
+  c.h = f.h;
+  c.w = f.w;
+  c.c = f.c;
+  c.k = f.k;
+  c.r = f.r;
+  c.s = f.s;
+  BT_RETURN_IF_ERROR(ParsePair("--pad", f.pad, &c.pad_h, &c.pad_w));
+  BT_RETURN_IF_ERROR(ParsePair("--stride", f.stride, &c.stride_h, &c.stride_w));
+  BT_RETURN_IF_ERROR(
+      ParsePair("--dilation", f.dilation, &c.dilation_h, &c.dilation_w));
+  BT_ASSIGN_OR_RETURN(c.dtype, DTypeFromString(f.dtype, "--dtype"));
+  BT_RETURN_IF_ERROR(Validate(c, "conv"));
+  return Context(c);
+}
+
+template <typename Response>
+int Emit(const Globals& g, const Response& response) {
+  if (g.json) std::cout << ToJson(response);
+  else Print(response, std::cout);
+  return kExitOk;
+}
+
+// Reads every message of a server stream, printing each.
+template <typename Message>
+int Drain(const Globals& g, grpc::ClientReader<Message>* reader) {
+  Message message;
+  while (reader->Read(&message)) {
+    if (g.json) std::cout << ToJson(message);
+    else Print(message, std::cout);
+    std::cout.flush();
+  }
+  grpc::Status status = reader->Finish();
+  return status.ok() ? kExitOk : CallFailed(status);
+}
+
+int RunQuery(Connection& conn, const Globals& g, const Context& ctx,
+             const QueryFlags& f) {
+  if (f.top < 1 || f.top > 100)
+    return UsageError("--top must be in [1, 100], got " + std::to_string(f.top));
+  v1::QueryRequest req;
+  ToProto(ctx, req.mutable_context());
+  req.set_device_name(f.device);
+  req.set_top(f.top);
+  req.set_verify(f.verify);
+  v1::QueryResponse resp;
+  grpc::Status status = conn.stub().Query(conn.NewContext().get(), req, &resp);
+  return status.ok() ? Emit(g, resp) : CallFailed(status);
+}
+
+int RunKernel(Connection& conn, const Globals& g, const Context& ctx,
+              const std::string& block_shape, const std::string& device) {
+  v1::GetKernelRequest req;
+  ToProto(ctx, req.mutable_context());
+  if (!block_shape.empty()) {
+    auto xb = BlockShapeFromString(block_shape);
+    if (!xb.ok()) return UsageError("--block-shape: " + xb.status().message());
+    ToProto(*xb, req.mutable_block_shape());
+  }
+  req.set_device_name(device);
+  v1::GetKernelResponse resp;
+  grpc::Status status =
+      conn.stub().GetKernel(conn.NewContext().get(), req, &resp);
+  if (!status.ok()) return CallFailed(status);
+  if (g.json) std::cout << ToJson(resp);
+  else std::cout << resp.ptx();
+  return kExitOk;
+}
+
+int RunExport(Connection& conn, const Globals& g, const std::string& out_path,
+              v1::ExportRequest req) {
+  v1::ExportResponse resp;
+  grpc::Status status = conn.stub().Export(conn.NewContext().get(), req, &resp);
+  if (!status.ok()) return CallFailed(status);
+  std::string text = req.format() == v1::EXPORT_FORMAT_HEADER
+                         ? resp.header()
+                         : ToJson(resp.dataset());
+  if (out_path.empty() || out_path == "-") {
+    std::cout << text;
+    return kExitOk;
+  }
+  std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return StatusFailed(Internal("cannot write " + out_path));
+  std::cerr << "wrote " << resp.dataset().tuned_size() << " tuned answers, "
+            << resp.dataset().samples_size() << " samples, "
+            << resp.dataset().models_size() << " models to " << out_path
+            << "\n";
+  return kExitOk;
+}
+
+int RunImport(Connection& conn, const Globals& g, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return UsageError("import: cannot read " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  v1::ImportRequest req;
+  auto parsed = google::protobuf::util::JsonStringToMessage(
+      text.str(), req.mutable_dataset());
+  if (!parsed.ok()) {
+    return UsageError("import: " + path + " is not a blocktune dataset (" +
+                      std::string(parsed.message()) + ")");
+  }
+  v1::ImportResponse resp;
+  grpc::Status status = conn.stub().Import(conn.NewContext().get(), req, &resp);
+  if (!status.ok()) return CallFailed(status);
+  if (g.json) {
+    std::cout << ToJson(resp);
+  } else {
+    std::cout << "imported " << resp.tuned() << " tuned answers, "
+              << resp.samples() << " samples, " << resp.models()
+              << " models\n";
+  }
+  return kExitOk;
+}
+
+StatusOr<v1::Op> OpFlag(const std::string& text, bool required) {
+  if (text.empty() && !required) return v1::OP_UNSPECIFIED;
+  BT_ASSIGN_OR_RETURN(Op op, OpFromString(text, "--op"));
+  return ToProto(op);
+}
+
+}  // namespace
+
+int RunCli(int argc, char** argv) {
+  Globals g;
+  if (const char* server = std::getenv("BLOCKTUNE_SERVER"))
+    g.connection.server = server;
+  if (const char* token = std::getenv("BLOCKTUNE_TOKEN_FILE"))
+    g.connection.token_file = token;
+
+  CLI::App app{"blocktune: ask blocktuned for the best block shape of a GEMM "
+               "or convolution, run tuning campaigns, move tuned data."};
+  app.require_subcommand(1);
+  app.fallthrough();  // global flags work after the subcommand too
+  app.add_option("--server", g.connection.server,
+                 "blocktuned address, host:port or unix:PATH "
+                 "(env BLOCKTUNE_SERVER)")
+      ->capture_default_str();
+  app.add_flag("--json", g.json, "print results as JSON");
+  app.add_option("--token-file", g.connection.token_file,
+                 "send the token in this file (env BLOCKTUNE_TOKEN_FILE)");
+  app.add_option("--tls-ca", g.connection.tls_ca,
+                 "use TLS, trusting these PEM roots");
+  app.add_option("--timeout", g.connection.timeout_s, "seconds per call")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400));
+
+  auto* health = app.add_subcommand("health", "is the daemon up, and what it holds");
+  auto* devices = app.add_subcommand("devices", "GPUs known to the store");
+
+  auto* campaign = app.add_subcommand("campaign", "tuning campaigns");
+  campaign->require_subcommand(1);
+  campaign->fallthrough();
+  std::string campaign_op = "gemm", campaign_dtype = "fp32";
+  v1::CampaignSpec spec;
+  int gpu = 0;
+  int64_t minutes = 0, max_samples = 0;
+  uint64_t seed = 0;
+  std::string label;
+  auto* c_start = campaign->add_subcommand("start", "start a campaign");
+  c_start->add_option("--op", campaign_op, "gemm or conv")->capture_default_str();
+  c_start->add_option("--dtype", campaign_dtype, "fp32")->capture_default_str();
+  c_start->add_option("--gpu", gpu, "GPU index")->capture_default_str();
+  c_start->add_option("--minutes", minutes, "time budget");
+  c_start->add_option("--max-samples", max_samples, "sample budget");
+  c_start->add_option("--seed", seed, "sampler seed")->capture_default_str();
+  c_start->add_option("--label", label, "a note for people");
+  int64_t campaign_id = 0;
+  auto* c_watch = campaign->add_subcommand("watch", "follow a campaign's progress");
+  c_watch->add_option("id", campaign_id, "campaign id")->required();
+  auto* c_list = campaign->add_subcommand("list", "every campaign");
+  auto* c_cancel = campaign->add_subcommand("cancel", "stop a campaign");
+  c_cancel->add_option("id", campaign_id, "campaign id")->required();
+
+  auto* train = app.add_subcommand("train", "train the surrogate on the samples");
+  std::string train_op, train_device;
+  std::vector<int> layers;
+  int epochs = 0;
+  train->add_option("--op", train_op, "gemm or conv")->required();
+  train->add_option("--device", train_device, "device name");
+  train->add_option("--layers", layers, "hidden layer sizes, e.g. 64,128,64")
+      ->delimiter(',');
+  train->add_option("--epochs", epochs, "training epochs (0: default)");
+
+  auto* query = app.add_subcommand("query", "best block shapes for a context");
+  query->require_subcommand(1);
+  query->fallthrough();
+  GemmFlags gemm_flags;
+  ConvFlags conv_flags;
+  QueryFlags query_flags;
+  auto* q_gemm = query->add_subcommand("gemm", "C = op(A) * op(B)");
+  AddGemmFlags(q_gemm, &gemm_flags);
+  AddQueryFlags(q_gemm, &query_flags);
+  auto* q_conv = query->add_subcommand("conv", "NHWC x KRSC convolution");
+  AddConvFlags(q_conv, &conv_flags);
+  AddQueryFlags(q_conv, &query_flags);
+
+  auto* kernel = app.add_subcommand("kernel", "PTX and launch geometry");
+  kernel->require_subcommand(1);
+  kernel->fallthrough();
+  std::string block_shape, kernel_device;
+  auto* k_gemm = kernel->add_subcommand("gemm", "a GEMM kernel");
+  AddGemmFlags(k_gemm, &gemm_flags);
+  auto* k_conv = kernel->add_subcommand("conv", "a convolution kernel");
+  AddConvFlags(k_conv, &conv_flags);
+  for (auto* k : {k_gemm, k_conv}) {
+    k->add_option("--block-shape", block_shape,
+                  "\"ML=64 NL=64 MS=4 NS=4 U=8 KG=1\" (default: the best)");
+    k->add_option("--device", kernel_device, "device name");
+  }
+
+  auto* export_cmd = app.add_subcommand("export", "write tuned data to a file");
+  std::string out_path, export_op, export_device, format = "dataset";
+  bool with_samples = false, with_models = false;
+  export_cmd->add_option("--out", out_path, "file (default: stdout)");
+  export_cmd->add_option("--op", export_op, "gemm or conv (default: both)");
+  export_cmd->add_option("--device", export_device, "device name");
+  export_cmd->add_flag("--samples", with_samples, "include every measurement");
+  export_cmd->add_flag("--models", with_models, "include trained models");
+  export_cmd->add_option("--format", format, "dataset or header")
+      ->capture_default_str();
+
+  auto* import_cmd = app.add_subcommand("import", "load a dataset file");
+  std::string import_path;
+  import_cmd->add_option("file", import_path, "a dataset written by export")
+      ->required();
+
+  auto* sample = app.add_subcommand(
+      "sample", "draw block shapes from the sampler (local, no daemon)");
+  std::string sample_op = "gemm";
+  int sample_count = 10;
+  sample->add_option("--op", sample_op, "gemm or conv")->capture_default_str();
+  sample->add_option("--count", sample_count, "how many")->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+
+  // Everything that can be checked here is, before any connection.
+  std::optional<Context> ctx;
+  if (*q_gemm || *k_gemm || *q_conv || *k_conv) {
+    auto parsed = (*q_gemm || *k_gemm) ? GemmFromFlags(gemm_flags)
+                                       : ConvFromFlags(conv_flags);
+    if (!parsed.ok()) return UsageError(parsed.status().message());
+    ctx = *parsed;
+  }
+  if (*c_start) {
+    auto op = OpFlag(campaign_op, true);
+    auto dtype = DTypeFromString(campaign_dtype, "--dtype");
+    if (!op.ok()) return UsageError(op.status().message());
+    if (!dtype.ok()) return UsageError(dtype.status().message());
+    spec.set_op(*op);
+    spec.set_dtype(ToProto(*dtype));
+    spec.set_gpu(gpu);
+    spec.set_minutes(minutes);
+    spec.set_max_samples(max_samples);
+    spec.set_seed(seed);
+    spec.set_label(label);
+    auto valid = FromProto(spec, "campaign");
+    if (!valid.ok()) return UsageError(valid.status().message());
+  }
+  if (*sample) {
+    auto op = OpFlag(sample_op, true);
+    if (!op.ok()) return UsageError(op.status().message());
+    std::cerr << "blocktune: UNIMPLEMENTED: sample is not built yet: the "
+                 "rejection sampler and Naive Bayes generator arrive with "
+                 "issue 4\n";
+    return kExitServerError;
+  }
+  v1::ExportRequest export_req;
+  if (*export_cmd) {
+    auto op = OpFlag(export_op, false);
+    if (!op.ok()) return UsageError(op.status().message());
+    export_req.set_op(*op);
+    export_req.set_device_name(export_device);
+    export_req.set_include_samples(with_samples);
+    export_req.set_include_models(with_models);
+    if (format == "dataset") export_req.set_format(v1::EXPORT_FORMAT_DATASET);
+    else if (format == "header") export_req.set_format(v1::EXPORT_FORMAT_HEADER);
+    else return UsageError("--format must be dataset or header, got '" + format + "'");
+  }
+  v1::TrainModelRequest train_req;
+  if (*train) {
+    auto op = OpFlag(train_op, true);
+    if (!op.ok()) return UsageError(op.status().message());
+    train_req.set_op(*op);
+    train_req.set_device_name(train_device);
+    for (int l : layers) train_req.add_hidden_layers(l);
+    train_req.set_epochs(epochs);
+  }
+
+  Connection conn(g.connection);
+  if (Status connected = conn.Connect(); !connected.ok())
+    return StatusFailed(connected);
+
+  if (*health) {
+    v1::HealthResponse resp;
+    grpc::Status s = conn.stub().Health(conn.NewContext().get(), {}, &resp);
+    return s.ok() ? Emit(g, resp) : CallFailed(s);
+  }
+  if (*devices) {
+    v1::ListDevicesResponse resp;
+    grpc::Status s = conn.stub().ListDevices(conn.NewContext().get(), {}, &resp);
+    return s.ok() ? Emit(g, resp) : CallFailed(s);
+  }
+  if (*c_start) {
+    v1::StartCampaignRequest req;
+    *req.mutable_spec() = spec;
+    v1::StartCampaignResponse resp;
+    grpc::Status s =
+        conn.stub().StartCampaign(conn.NewContext().get(), req, &resp);
+    return s.ok() ? Emit(g, resp.campaign()) : CallFailed(s);
+  }
+  if (*c_watch) {
+    v1::WatchCampaignRequest req;
+    req.set_id(campaign_id);
+    auto context = conn.NewContext(/*stream=*/true);
+    auto reader = conn.stub().WatchCampaign(context.get(), req);
+    return Drain(g, reader.get());
+  }
+  if (*c_list) {
+    v1::ListCampaignsResponse resp;
+    grpc::Status s =
+        conn.stub().ListCampaigns(conn.NewContext().get(), {}, &resp);
+    if (!s.ok()) return CallFailed(s);
+    if (g.json) std::cout << ToJson(resp);
+    else if (resp.campaigns().empty()) std::cout << "no campaigns yet\n";
+    for (const auto& c : resp.campaigns())
+      if (!g.json) Print(c, std::cout);
+    return kExitOk;
+  }
+  if (*c_cancel) {
+    v1::CancelCampaignRequest req;
+    req.set_id(campaign_id);
+    v1::CancelCampaignResponse resp;
+    grpc::Status s =
+        conn.stub().CancelCampaign(conn.NewContext().get(), req, &resp);
+    return s.ok() ? Emit(g, resp.campaign()) : CallFailed(s);
+  }
+  if (*train) {
+    auto context = conn.NewContext(/*stream=*/true);
+    auto reader = conn.stub().TrainModel(context.get(), train_req);
+    return Drain(g, reader.get());
+  }
+  if (*q_gemm || *q_conv) return RunQuery(conn, g, *ctx, query_flags);
+  if (*k_gemm || *k_conv)
+    return RunKernel(conn, g, *ctx, block_shape, kernel_device);
+  if (*export_cmd) return RunExport(conn, g, out_path, export_req);
+  if (*import_cmd) return RunImport(conn, g, import_path);
+  return UsageError("no command given; see blocktune --help");
+}
+
+}  // namespace blocktune

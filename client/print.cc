@@ -1,0 +1,119 @@
+#include "client/print.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <cstdio>
+
+#include "proto/convert.h"
+
+namespace blocktune {
+namespace {
+
+std::string Seconds(double s) {
+  char buf[32];
+  if (s >= 1) std::snprintf(buf, sizeof(buf), "%.3f s", s);
+  else if (s >= 1e-3) std::snprintf(buf, sizeof(buf), "%.3f ms", s * 1e3);
+  else std::snprintf(buf, sizeof(buf), "%.1f us", s * 1e6);
+  return buf;
+}
+
+std::string DeviceLine(const v1::DeviceFingerprint& p) {
+  auto device = FromProto(p, "device");
+  return device.ok() ? ToString(*device) : p.name();
+}
+
+const char* SourceName(v1::Source source) {
+  switch (source) {
+    case v1::SOURCE_MEASURED: return "measured";
+    case v1::SOURCE_PREDICTED: return "predicted";
+    case v1::SOURCE_IMPORTED: return "imported";
+    default: return "unknown";
+  }
+}
+
+const char* StateName(v1::CampaignState state) {
+  auto parsed = FromProto(state, "state");
+  return parsed.ok() ? ToString(*parsed).data() : "unknown";
+}
+
+}  // namespace
+
+std::string ToJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string json;
+  auto status =
+      google::protobuf::util::MessageToJsonString(message, &json, options);
+  if (!status.ok()) return "{\"error\": \"cannot print as JSON\"}\n";
+  return json;
+}
+
+void Print(const v1::HealthResponse& h, std::ostream& out) {
+  out << "blocktuned " << h.version() << ", up " << h.uptime_seconds()
+      << " s\n"
+      << "store      " << h.database() << " (schema v" << h.schema_version()
+      << "): " << h.samples() << " samples, " << h.tuned_answers()
+      << " tuned answers\n"
+      << "gpus       " << h.gpus_visible() << " visible";
+  if (!h.gpu_status().empty()) out << ": " << h.gpu_status();
+  out << "\n";
+}
+
+void Print(const v1::ListDevicesResponse& r, std::ostream& out) {
+  if (r.devices().empty()) {
+    out << "no devices known yet: a campaign or an import adds the GPU it "
+           "measured\n";
+    return;
+  }
+  for (const v1::Device& d : r.devices()) {
+    out << DeviceLine(d.fingerprint()) << "\n    "
+        << (d.attached() ? "attached" : "not attached") << ", " << d.samples()
+        << " samples, " << d.tuned_answers() << " tuned answers\n";
+  }
+}
+
+void Print(const v1::Campaign& c, std::ostream& out) {
+  out << "campaign " << c.id() << " " << StateName(c.state()) << ": "
+      << c.samples_ok() << " ok, " << c.samples_failed() << " failed";
+  if (!c.spec().label().empty()) out << " [" << c.spec().label() << "]";
+  if (!c.message().empty()) out << " (" << c.message() << ")";
+  out << "\n";
+}
+
+void Print(const v1::CampaignProgress& p, std::ostream& out) {
+  Print(p.campaign(), out);
+  if (p.samples_per_second() > 0) {
+    char rate[32];
+    std::snprintf(rate, sizeof(rate), "%.1f", p.samples_per_second());
+    out << "    " << rate << " samples/s\n";
+  }
+}
+
+void Print(const v1::QueryResponse& r, std::ostream& out) {
+  for (int i = 0; i < r.answers_size(); ++i) {
+    const v1::TunedAnswer& a = r.answers(i);
+    auto ctx = FromProto(a.context(), "context");
+    auto xb = FromProto(a.block_shape(), "block_shape");
+    if (i == 0 && ctx.ok()) out << ToString(*ctx) << "\n";
+    char tflops[32];
+    std::snprintf(tflops, sizeof(tflops), "%.2f", a.tflops());
+    out << "  " << (i + 1) << ". " << (xb.ok() ? ToString(*xb) : "?") << "  ";
+    if (a.measured_seconds() > 0)
+      out << "measured " << Seconds(a.measured_seconds()) << "  ";
+    if (a.predicted_seconds() > 0)
+      out << "predicted " << Seconds(a.predicted_seconds()) << "  ";
+    out << tflops << " TFLOP/s  (" << SourceName(a.source()) << ", "
+        << a.device().name() << ")\n";
+  }
+}
+
+void Print(const v1::TrainProgress& p, std::ostream& out) {
+  out << "epoch " << p.epoch() << "/" << p.epochs() << "  train mse "
+      << p.train_mse() << "  validation mse " << p.validation_mse();
+  if (p.model_id() > 0) out << "  -> model " << p.model_id();
+  out << "\n";
+}
+
+}  // namespace blocktune

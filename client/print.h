@@ -1,0 +1,26 @@
+// Human-readable output of blocktune.v1 responses for the CLI, and JSON
+// output for --json (proto3 JSON mapping, field names as in the .proto).
+#ifndef BLOCKTUNE_CLIENT_PRINT_H_
+#define BLOCKTUNE_CLIENT_PRINT_H_
+
+#include <google/protobuf/message.h>
+
+#include <ostream>
+#include <string>
+
+#include "blocktune/v1/blocktune.pb.h"
+
+namespace blocktune {
+
+std::string ToJson(const google::protobuf::Message& message);
+
+void Print(const v1::HealthResponse& health, std::ostream& out);
+void Print(const v1::ListDevicesResponse& devices, std::ostream& out);
+void Print(const v1::Campaign& campaign, std::ostream& out);
+void Print(const v1::CampaignProgress& progress, std::ostream& out);
+void Print(const v1::QueryResponse& response, std::ostream& out);
+void Print(const v1::TrainProgress& progress, std::ostream& out);
+
+}  // namespace blocktune
+
+#endif  // BLOCKTUNE_CLIENT_PRINT_H_
