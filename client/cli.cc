@@ -254,6 +254,24 @@ int RunImport(Connection& conn, const Globals& g, const std::string& path) {
   return kExitOk;
 }
 
+// --server, --json and the connection flags, on `cmd` and every subcommand
+// below it, so each subcommand's --help lists them.
+void AddSharedFlags(CLI::App* cmd, Globals* g) {
+  cmd->add_option("--server", g->connection.server,
+                  "blocktuned address, host:port or unix:PATH "
+                  "(env BLOCKTUNE_SERVER)")
+      ->capture_default_str();
+  cmd->add_flag("--json", g->json, "print results as JSON");
+  cmd->add_option("--token-file", g->connection.token_file,
+                  "send the token in this file (env BLOCKTUNE_TOKEN_FILE)");
+  cmd->add_option("--tls-ca", g->connection.tls_ca,
+                  "use TLS, trusting these PEM roots");
+  cmd->add_option("--timeout", g->connection.timeout_s, "seconds per call")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400));
+  for (CLI::App* sub : cmd->get_subcommands({})) AddSharedFlags(sub, g);
+}
+
 StatusOr<v1::Op> OpFlag(const std::string& text, bool required) {
   if (text.empty() && !required) return v1::OP_UNSPECIFIED;
   BT_ASSIGN_OR_RETURN(Op op, OpFromString(text, "--op"));
@@ -272,26 +290,11 @@ int RunCli(int argc, char** argv) {
   CLI::App app{"blocktune: ask blocktuned for the best block shape of a GEMM "
                "or convolution, run tuning campaigns, move tuned data."};
   app.require_subcommand(1);
-  app.fallthrough();  // global flags work after the subcommand too
-  app.add_option("--server", g.connection.server,
-                 "blocktuned address, host:port or unix:PATH "
-                 "(env BLOCKTUNE_SERVER)")
-      ->capture_default_str();
-  app.add_flag("--json", g.json, "print results as JSON");
-  app.add_option("--token-file", g.connection.token_file,
-                 "send the token in this file (env BLOCKTUNE_TOKEN_FILE)");
-  app.add_option("--tls-ca", g.connection.tls_ca,
-                 "use TLS, trusting these PEM roots");
-  app.add_option("--timeout", g.connection.timeout_s, "seconds per call")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 86400));
-
   auto* health = app.add_subcommand("health", "is the daemon up, and what it holds");
   auto* devices = app.add_subcommand("devices", "GPUs known to the store");
 
   auto* campaign = app.add_subcommand("campaign", "tuning campaigns");
   campaign->require_subcommand(1);
-  campaign->fallthrough();
   std::string campaign_op = "gemm", campaign_dtype = "fp32";
   v1::CampaignSpec spec;
   int gpu = 0;
@@ -325,7 +328,6 @@ int RunCli(int argc, char** argv) {
 
   auto* query = app.add_subcommand("query", "best block shapes for a context");
   query->require_subcommand(1);
-  query->fallthrough();
   GemmFlags gemm_flags;
   ConvFlags conv_flags;
   QueryFlags query_flags;
@@ -338,7 +340,6 @@ int RunCli(int argc, char** argv) {
 
   auto* kernel = app.add_subcommand("kernel", "PTX and launch geometry");
   kernel->require_subcommand(1);
-  kernel->fallthrough();
   std::string block_shape, kernel_device;
   auto* k_gemm = kernel->add_subcommand("gemm", "a GEMM kernel");
   AddGemmFlags(k_gemm, &gemm_flags);
@@ -372,6 +373,8 @@ int RunCli(int argc, char** argv) {
   int sample_count = 10;
   sample->add_option("--op", sample_op, "gemm or conv")->capture_default_str();
   sample->add_option("--count", sample_count, "how many")->capture_default_str();
+
+  AddSharedFlags(&app, &g);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,178 @@
+// The blocktune binary against a real blocktuned: exit codes, output, and
+// the query syntax users rely on.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+
+#include "server/daemon_process.h"
+#include "server/store_test_util.h"
+
+namespace blocktune {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace ::blocktune::testing;  // NOLINT
+
+struct CliRun {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+CliRun Cli(const std::string& args) {
+  CliRun run;
+  std::string command = std::string(BLOCKTUNE_CLI) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) run.out.append(buf.data(), n);
+  int status = pclose(pipe);
+  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    daemon_ = std::make_unique<DaemonProcess>(
+        BLOCKTUNED,
+        std::vector<std::string>{"--listen", "unix:" + dir_.path() + "/s.sock",
+                                 "--db", dir_.path() + "/b.db"},
+        dir_.path() + "/log");
+    ASSERT_TRUE(daemon_->ok()) << daemon_->Log();
+    server_ = "--server unix:" + dir_.path() + "/s.sock ";
+  }
+  TempDir dir_;
+  std::unique_ptr<DaemonProcess> daemon_;
+  std::string server_;
+};
+
+TEST_F(CliTest, HealthIsExitZero) {
+  CliRun r = Cli("health " + server_);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("blocktuned 0.1.0"));
+  r = Cli("health --json " + server_);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_THAT(r.out, HasSubstr("\"schema_version\": 1"));
+}
+
+TEST_F(CliTest, QueryOnAnEmptyStoreIsAClearNotFound) {
+  CliRun r = Cli("query gemm --m 4096 --n 16 --k 4096 --layout NT " + server_);
+  EXPECT_EQ(r.code, 4) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("NOT_FOUND: no tuned answer for 'gemm m=4096 "
+                               "n=16 k=4096 layout=NT dtype=fp32'"));
+  r = Cli("query conv --n 1 --h 56 --w 56 --c 64 --k 64 --r 3 --s 3 --pad 1 "
+          "--stride 1 --dilation 1 " + server_);
+  EXPECT_EQ(r.code, 4) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("pad=1x1 stride=1x1 dilation=1x1"));
+}
+
+TEST_F(CliTest, BadValuesAreUsageErrorsThatNameTheFlag) {
+  CliRun r = Cli("query gemm --m 0 --n 16 --k 4096 " + server_);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.out, HasSubstr("gemm.m must be in [1, 2147483647], got 0"));
+  r = Cli("query gemm --m 12 --n 16 --k 4096 --layout NX " + server_);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--layout (B) must be one of N, T"));
+  r = Cli("query gemm --m 99999999999999999999 --n 1 --k 1 " + server_);
+  EXPECT_EQ(r.code, 2);
+  r = Cli("query gemm --n 16 --k 4096 " + server_);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--m is required"));
+  r = Cli("query gemm --m 1 --n 1 --k 1 --top 500 " + server_);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--top must be in [1, 100]"));
+  r = Cli("query conv --n 1 --h 2 --w 2 --c 1 --k 1 --r 3 --s 3 " + server_);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.out, HasSubstr("filter height"));
+  r = Cli("campaign start --op fft --minutes 3 " + server_);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--op must be one of gemm, conv; got 'fft'"));
+  r = Cli("campaign start --op gemm " + server_);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.out, HasSubstr("a campaign needs a budget"));
+  r = Cli("frobnicate " + server_);
+  EXPECT_EQ(r.code, 2);
+}
+
+TEST_F(CliTest, HelpIsExitZeroOnEverySubcommand) {
+  for (const char* cmd : {"", "health", "devices", "campaign start",
+                          "campaign watch", "campaign list", "campaign cancel",
+                          "train", "query gemm", "query conv", "kernel gemm",
+                          "kernel conv", "export", "import", "sample"}) {
+    CliRun r = Cli(std::string(cmd) + " --help");
+    EXPECT_EQ(r.code, 0) << cmd << ": " << r.out;
+    EXPECT_THAT(r.out, HasSubstr("--server")) << cmd;
+    EXPECT_THAT(r.out, HasSubstr("--json")) << cmd;
+  }
+}
+
+TEST_F(CliTest, AnUnreachableServerIsExitThree) {
+  CliRun r = Cli("health --server unix:" + dir_.path() + "/nobody.sock");
+  EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.out, HasSubstr("cannot reach blocktuned"));
+}
+
+TEST_F(CliTest, ImportThenQueryThenExport) {
+  // A dataset file as `blocktune export` writes it.
+  const std::string file = dir_.path() + "/dataset.json";
+  std::ofstream(file) << R"({
+    "format": "blocktune.dataset.v1",
+    "tuned": [{
+      "context": {"gemm": {"m": "4096", "n": "16", "k": "4096",
+                           "layout_a": "LAYOUT_N", "layout_b": "LAYOUT_T",
+                           "dtype": "DTYPE_FP32"}},
+      "block_shape": {"ml": "64", "nl": "16", "ms": "4", "ns": "2",
+                      "u": "8", "kg": "4"},
+      "device": {"name": "NVIDIA H100 80GB HBM3", "cc_major": 9,
+                 "cc_minor": 0, "sm_count": 132,
+                 "memory_bytes": "85899345920", "sm_clock_mhz": 1980,
+                 "memory_clock_mhz": 2619, "driver_version": "13.0",
+                 "cuda_version": "13.0", "ptxas_version": "13.0.88"},
+      "measured_seconds": 8.5e-05, "source": "SOURCE_MEASURED"}]})";
+  CliRun r = Cli("import " + file + " " + server_);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("imported 1 tuned answers"));
+  r = Cli("query gemm --m 4096 --n 16 --k 4096 --layout NT " + server_);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("1. ML=64 NL=16 MS=4 NS=2 U=8 KG=4"));
+  EXPECT_THAT(r.out, HasSubstr("measured 85.0 us"));
+  r = Cli("query gemm --m 4096 --n 16 --k 4096 --layout NT --json " + server_);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_THAT(r.out, HasSubstr("\"match\": \"MATCH_EXACT\""));
+  r = Cli("devices " + server_);
+  EXPECT_THAT(r.out, HasSubstr("NVIDIA H100 80GB HBM3 (sm_90, 132 SMs"));
+
+  const std::string out = dir_.path() + "/out.json";
+  r = Cli("export --out " + out + " " + server_);
+  EXPECT_EQ(r.code, 0) << r.out;
+  std::ifstream in(out);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_THAT(text, HasSubstr("\"ml\": \"64\""));
+  EXPECT_THAT(text, HasSubstr("SOURCE_IMPORTED"));
+
+  std::ofstream(dir_.path() + "/junk.json") << "not json";
+  r = Cli("import " + dir_.path() + "/junk.json " + server_);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.out, HasSubstr("is not a blocktune dataset"));
+}
+
+TEST_F(CliTest, UnbuiltCommandsSayWhatIsMissing) {
+  CliRun r = Cli("campaign start --op conv --minutes 20 " + server_);
+  EXPECT_EQ(r.code, 4);
+  EXPECT_THAT(r.out, HasSubstr("UNIMPLEMENTED"));
+  r = Cli("sample --op gemm");
+  EXPECT_EQ(r.code, 4);
+  EXPECT_THAT(r.out, HasSubstr("issue 4"));
+  r = Cli("kernel gemm --m 64 --n 64 --k 64 " + server_);
+  EXPECT_EQ(r.code, 4);
+  EXPECT_THAT(r.out, HasSubstr("issue 3"));
+}
+
+}  // namespace
+}  // namespace blocktune

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Sets up, builds, starts blocktuned on the default database and asks it for
+# the best block shape of a GEMM (the thesis's MLP case: C = A * B^T,
+# A 4096 x 4096, B 16 x 4096).
+#   BLOCKTUNE_DB=path   another database than the default
+#   (default: $XDG_DATA_HOME/blocktune/blocktune.db or
+#    ~/.local/share/blocktune/blocktune.db)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh
+build=${BUILD_DIR:-build}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j "$(nproc)" --target blocktuned blocktune
+
+run_dir=$(mktemp -d)
+socket="unix:$run_dir/blocktuned.sock"
+db_flag=()
+[[ -n "${BLOCKTUNE_DB:-}" ]] && db_flag=(--db "$BLOCKTUNE_DB")
+"$build/server/blocktuned" --listen "$socket" "${db_flag[@]}" \
+  2>"$run_dir/blocktuned.log" &
+daemon=$!
+cleanup() {
+  kill -TERM "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
+  rm -rf "$run_dir"
+}
+trap cleanup EXIT
+for _ in $(seq 100); do
+  grep -q "listening on" "$run_dir/blocktuned.log" 2>/dev/null && break
+  kill -0 "$daemon" 2>/dev/null || { cat "$run_dir/blocktuned.log"; exit 1; }
+  sleep 0.1
+done
+cat "$run_dir/blocktuned.log"
+
+cli=("$build/client/blocktune" --server "$socket")
+echo
+echo "\$ blocktune health"
+"${cli[@]}" health
+echo
+echo "\$ blocktune query gemm --m 4096 --n 16 --k 4096 --layout NT"
+set +e
+"${cli[@]}" query gemm --m 4096 --n 16 --k 4096 --layout NT
+code=$?
+set -e
+if [[ $code -eq 4 ]]; then
+  echo "(exit 4: the daemon answered, but its database holds no tuned answer"
+  echo " for this shape yet; a campaign or an import provides one)"
+elif [[ $code -ne 0 ]]; then
+  exit "$code"
+fi
