@@ -69,3 +69,23 @@ TEST(BlockShapeTest, StringRoundTrip) {
 
 }  // namespace
 }  // namespace blocktune
+
+namespace blocktune {
+namespace {
+
+TEST(StatusTest, CodesRoundTripAndAnnotate) {
+  for (int c = 0; c <= 16; ++c) {
+    auto code = static_cast<StatusCode>(c);
+    EXPECT_EQ(StatusCodeFromString(ToString(code)), code);
+  }
+  EXPECT_EQ(StatusCodeFromString("NOPE"), std::nullopt);
+  Status s = InvalidArgument("m must be in [1, 8]").Annotate("queries[2]");
+  EXPECT_EQ(s.ToString(), "INVALID_ARGUMENT: queries[2]: m must be in [1, 8]");
+  StatusOr<int> bad = NotFound("x");
+  EXPECT_FALSE(bad.ok());
+  StatusOr<int> good = 3;
+  EXPECT_EQ(*good, 3);
+}
+
+}  // namespace
+}  // namespace blocktune

@@ -25,6 +25,14 @@ std::string_view ToString(StatusCode code) {
   return "UNKNOWN";
 }
 
+std::optional<StatusCode> StatusCodeFromString(std::string_view text) {
+  for (int c = 0; c <= static_cast<int>(StatusCode::kUnauthenticated); ++c) {
+    if (ToString(static_cast<StatusCode>(c)) == text)
+      return static_cast<StatusCode>(c);
+  }
+  return std::nullopt;
+}
+
 std::string Status::ToString() const {
   if (ok()) return "OK";
   return std::string(blocktune::ToString(code_)) + ": " + message_;

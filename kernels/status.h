@@ -37,6 +37,8 @@ enum class StatusCode {
 };
 
 std::string_view ToString(StatusCode code);
+// "INVALID_ARGUMENT" -> kInvalidArgument; nullopt for an unknown name.
+std::optional<StatusCode> StatusCodeFromString(std::string_view text);
 
 class [[nodiscard]] Status {
  public:
