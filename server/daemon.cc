@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "kernels/cuda_driver.h"
 #include "kernels/validate.h"
 #include "server/auth.h"
 #include "server/log.h"
@@ -50,6 +51,33 @@ void WarnIfReadableByOthers(const std::string& path) {
     BT_LOG(kWarning) << "--token-file " << path
                      << " is readable by group or others; chmod 600 it";
   }
+}
+
+// The GPUs --gpus selects among those the driver sees, and a line for
+// Health saying what was found.
+std::pair<std::vector<DeviceFingerprint>, std::string> FindGpus(
+    const GpuSelection& selection) {
+  std::vector<DeviceFingerprint> gpus;
+  if (!selection.all && selection.indices.empty())
+    return {gpus, "no GPUs: started with --gpus none"};
+  auto driver = cuda::Driver::Get();
+  if (!driver.ok()) return {gpus, driver.status().message()};
+  std::string status = "CUDA driver " + (*driver)->VersionString() + ", " +
+                       std::to_string((*driver)->device_count()) +
+                       " device(s) seen";
+  for (int i = 0; i < (*driver)->device_count(); ++i) {
+    bool wanted = selection.all;
+    for (int index : selection.indices) wanted |= (index == i);
+    if (!wanted) continue;
+    auto fp = (*driver)->Fingerprint(i);
+    if (fp.ok()) gpus.push_back(*fp);
+    else status += "; GPU " + std::to_string(i) + ": " + fp.status().message();
+  }
+  for (int index : selection.indices) {
+    if (index >= (*driver)->device_count())
+      status += "; --gpus names GPU " + std::to_string(index) + ", which does not exist";
+  }
+  return {gpus, status};
 }
 
 }  // namespace
@@ -162,6 +190,10 @@ int RunDaemon(const DaemonOptions& options) {
                 << ")";
 
   BlocktuneService service(store->get(), &auth);
+  auto [gpus, gpu_status] = FindGpus(*ParseGpus(options.gpus));
+  BT_LOG(kInfo) << gpus.size() << " GPU(s) in use: " << gpu_status;
+  for (const DeviceFingerprint& gpu : gpus) BT_LOG(kInfo) << "  " << ToString(gpu);
+  service.SetAttachedGpus(std::move(gpus), std::move(gpu_status));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;

@@ -16,9 +16,6 @@ namespace {
 
 // Why GPU-backed calls cannot run yet. Each message names the missing part,
 // so a user knows it is not a fault of their request.
-constexpr char kNoGpuLayer[] =
-    "GPU discovery needs the CUDA driver layer, which is not built yet "
-    "(issue 3)";
 constexpr char kNoCampaigns[] =
     "campaigns are not built yet: they need the block-shape sampler "
     "(issue 4) and the supervised GPU workers (issue 5); the spec is valid "
@@ -94,6 +91,12 @@ Status AnswerQuery(TuningStore* store, const ValidQuery& q,
 BlocktuneService::BlocktuneService(TuningStore* store, const TokenAuth* auth)
     : store_(store), auth_(auth), started_(std::chrono::steady_clock::now()) {}
 
+void BlocktuneService::SetAttachedGpus(std::vector<DeviceFingerprint> gpus,
+                                       std::string status) {
+  attached_ = std::move(gpus);
+  gpu_status_ = std::move(status);
+}
+
 template <typename Fn>
 grpc::Status BlocktuneService::Serve(const char* method,
                                      grpc::ServerContext* ctx, Fn&& fn) {
@@ -131,8 +134,8 @@ grpc::Status BlocktuneService::Health(grpc::ServerContext* ctx,
     resp->set_uptime_seconds(std::chrono::duration_cast<std::chrono::seconds>(
                                  std::chrono::steady_clock::now() - started_)
                                  .count());
-    resp->set_gpus_visible(0);
-    resp->set_gpu_status(kNoGpuLayer);
+    resp->set_gpus_visible(static_cast<int>(attached_.size()));
+    resp->set_gpu_status(gpu_status_);
     resp->set_samples(samples);
     resp->set_tuned_answers(tuned);
     return OkStatus();
@@ -144,12 +147,30 @@ grpc::Status BlocktuneService::ListDevices(grpc::ServerContext* ctx,
                                            v1::ListDevicesResponse* resp) {
   return Serve("ListDevices", ctx, [&]() -> Status {
     BT_ASSIGN_OR_RETURN(auto devices, store_->ListDevices());
+    // A stored device is attached when a GPU of this box is the same chip;
+    // its driver and ptxas may differ, which makes a new fingerprint.
+    auto same_chip = [](const DeviceFingerprint& a, const DeviceFingerprint& b) {
+      return a.name == b.name && a.cc_major == b.cc_major &&
+             a.cc_minor == b.cc_minor && a.sm_count == b.sm_count;
+    };
+    std::vector<bool> listed(attached_.size(), false);
     for (const DeviceRecord& d : devices) {
       v1::Device* out = resp->add_devices();
       ToProto(d.fingerprint, out->mutable_fingerprint());
-      out->set_attached(false);  // no GPU discovery yet (issue 3)
+      for (size_t i = 0; i < attached_.size(); ++i) {
+        if (same_chip(attached_[i], d.fingerprint)) {
+          out->set_attached(true);
+          listed[i] = true;
+        }
+      }
       out->set_samples(d.samples);
       out->set_tuned_answers(d.tuned);
+    }
+    for (size_t i = 0; i < attached_.size(); ++i) {
+      if (listed[i]) continue;
+      v1::Device* out = resp->add_devices();
+      ToProto(attached_[i], out->mutable_fingerprint());
+      out->set_attached(true);
     }
     return OkStatus();
   });

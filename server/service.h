@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "blocktune/v1/blocktune.grpc.pb.h"
 #include "server/auth.h"
@@ -25,6 +26,10 @@ class BlocktuneService final : public v1::Blocktune::Service {
   // `store` and `auth` must outlive the service. Streams end soon after
   // BeginShutdown().
   BlocktuneService(TuningStore* store, const TokenAuth* auth);
+
+  // The GPUs this daemon may use, found at start, and a line saying why
+  // there are none (or which were left out).
+  void SetAttachedGpus(std::vector<DeviceFingerprint> gpus, std::string status);
 
   void BeginShutdown() { stopping_ = true; }
 
@@ -69,6 +74,8 @@ class BlocktuneService final : public v1::Blocktune::Service {
   const TokenAuth* const auth_;
   const std::chrono::steady_clock::time_point started_;
   std::atomic<bool> stopping_{false};
+  std::vector<DeviceFingerprint> attached_;
+  std::string gpu_status_ = "GPUs not probed";
 };
 
 }  // namespace blocktune
