@@ -99,8 +99,9 @@ namespace {
 
 const Driver::Api& Api() { return (*Driver::Get())->api(); }
 
-#define BT_CU(call) \
-  BT_RETURN_IF_ERROR(Api().Check(Api().call, #call))
+// Calls driver entry point `fn`; an error names it: "cuMemAlloc: ...".
+#define BT_CU(fn, ...) \
+  BT_RETURN_IF_ERROR(Api().Check(Api().fn(__VA_ARGS__), #fn))
 
 template <typename Fn>
 bool Resolve(void* library, Fn* fn, const char* name,
@@ -320,17 +321,17 @@ Module::~Module() {
 
 StatusOr<Function> Module::GetFunction(const std::string& name) const {
   Function fn;
-  BT_CU(cuModuleGetFunction(&fn.handle, module_, name.c_str()));
-  BT_CU(cuFuncGetAttribute(&fn.registers, kFuncNumRegs, fn.handle));
-  BT_CU(cuFuncGetAttribute(&fn.local_bytes, kFuncLocalBytes, fn.handle));
-  BT_CU(cuFuncGetAttribute(&fn.static_shared_bytes, kFuncSharedBytes, fn.handle));
+  BT_CU(cuModuleGetFunction, &fn.handle, module_, name.c_str());
+  BT_CU(cuFuncGetAttribute, &fn.registers, kFuncNumRegs, fn.handle);
+  BT_CU(cuFuncGetAttribute, &fn.local_bytes, kFuncLocalBytes, fn.handle);
+  BT_CU(cuFuncGetAttribute, &fn.static_shared_bytes, kFuncSharedBytes, fn.handle);
   return fn;
 }
 
 StatusOr<DeviceBuffer> DeviceBuffer::Allocate(size_t bytes) {
   BT_RETURN_IF_ERROR(Driver::Get().status());
   DeviceBuffer buffer;
-  BT_CU(cuMemAlloc(&buffer.address_, bytes == 0 ? 4 : bytes));
+  BT_CU(cuMemAlloc, &buffer.address_, bytes == 0 ? 4 : bytes);
   buffer.bytes_ = bytes;
   return buffer;
 }
@@ -353,25 +354,25 @@ DeviceBuffer::~DeviceBuffer() {
 
 Status DeviceBuffer::CopyFromHost(const void* host, size_t bytes) {
   if (bytes > bytes_) return InvalidArgument("copy larger than the buffer");
-  BT_CU(cuMemcpyHtoD(address_, host, bytes));
+  BT_CU(cuMemcpyHtoD, address_, host, bytes);
   return OkStatus();
 }
 
 Status DeviceBuffer::CopyToHost(void* host, size_t bytes) const {
   if (bytes > bytes_) return InvalidArgument("copy larger than the buffer");
-  BT_CU(cuMemcpyDtoH(host, address_, bytes));
+  BT_CU(cuMemcpyDtoH, host, address_, bytes);
   return OkStatus();
 }
 
 Status DeviceBuffer::Fill32(uint32_t value) {
-  BT_CU(cuMemsetD32(address_, value, bytes_ / 4));
+  BT_CU(cuMemsetD32, address_, value, bytes_ / 4);
   return OkStatus();
 }
 
 StatusOr<std::unique_ptr<Event>> Event::Create() {
   BT_RETURN_IF_ERROR(Driver::Get().status());
   std::unique_ptr<Event> event(new Event);
-  BT_CU(cuEventCreate(&event->event_, 0));
+  BT_CU(cuEventCreate, &event->event_, 0);
   return event;
 }
 
@@ -380,30 +381,30 @@ Event::~Event() {
 }
 
 Status Event::Record() {
-  BT_CU(cuEventRecord(event_, nullptr));
+  BT_CU(cuEventRecord, event_, nullptr);
   return OkStatus();
 }
 
 Status Event::Synchronize() {
-  BT_CU(cuEventSynchronize(event_));
+  BT_CU(cuEventSynchronize, event_);
   return OkStatus();
 }
 
 StatusOr<float> Event::MillisecondsSince(const Event& start) const {
   float ms = 0;
-  BT_CU(cuEventElapsedTime(&ms, start.event_, event_));
+  BT_CU(cuEventElapsedTime, &ms, start.event_, event_);
   return ms;
 }
 
 Status Launch(const Function& fn, Dim3 grid, Dim3 block, unsigned shared_bytes,
               std::vector<void*> args) {
-  BT_CU(cuLaunchKernel(fn.handle, grid.x, grid.y, grid.z, block.x, block.y,
-                       block.z, shared_bytes, nullptr, args.data(), nullptr));
+  BT_CU(cuLaunchKernel, fn.handle, grid.x, grid.y, grid.z, block.x, block.y,
+                       block.z, shared_bytes, nullptr, args.data(), nullptr);
   return OkStatus();
 }
 
 Status SetMaxDynamicShared(const Function& fn, int bytes) {
-  BT_CU(cuFuncSetAttribute(fn.handle, kFuncMaxDynamicShared, bytes));
+  BT_CU(cuFuncSetAttribute, fn.handle, kFuncMaxDynamicShared, bytes);
   return OkStatus();
 }
 
