@@ -112,29 +112,6 @@ StatusOr<Context> GemmFromFlags(const GemmFlags& f) {
   return Context(g);
 }
 
-// "2" -> (2, 2); "2,1" or "2x1" -> (2, 1).
-Status ParsePair(const std::string& flag, const std::string& text,
-                 int64_t* first, int64_t* second) {
-  size_t sep = text.find_first_of(",x");
-  auto parse = [&](const std::string& part, int64_t* out) -> Status {
-    char* end = nullptr;
-    errno = 0;
-    long long v = std::strtoll(part.c_str(), &end, 10);
-    if (part.empty() || *end != '\0' || errno == ERANGE) {
-      return InvalidArgument(flag + " must be an integer or two (H,W), got '" +
-                             text + "'");
-    }
-    *out = v;
-    return OkStatus();
-  };
-  BT_RETURN_IF_ERROR(parse(text.substr(0, sep), first));
-  if (sep == std::string::npos) {
-    *second = *first;
-    return OkStatus();
-  }
-  return parse(text.substr(sep + 1), second);
-}
-
 StatusOr<Context> ConvFromFlags(const ConvFlags& f) {
   ConvContext c;
   c.n = f.n;
@@ -144,10 +121,11 @@ StatusOr<Context> ConvFromFlags(const ConvFlags& f) {
   c.k = f.k;
   c.r = f.r;
   c.s = f.s;
-  BT_RETURN_IF_ERROR(ParsePair("--pad", f.pad, &c.pad_h, &c.pad_w));
-  BT_RETURN_IF_ERROR(ParsePair("--stride", f.stride, &c.stride_h, &c.stride_w));
+  BT_RETURN_IF_ERROR(ParseWindowPair("--pad", f.pad, &c.pad_h, &c.pad_w));
   BT_RETURN_IF_ERROR(
-      ParsePair("--dilation", f.dilation, &c.dilation_h, &c.dilation_w));
+      ParseWindowPair("--stride", f.stride, &c.stride_h, &c.stride_w));
+  BT_RETURN_IF_ERROR(
+      ParseWindowPair("--dilation", f.dilation, &c.dilation_h, &c.dilation_w));
   BT_ASSIGN_OR_RETURN(c.dtype, DTypeFromString(f.dtype, "--dtype"));
   BT_RETURN_IF_ERROR(Validate(c, "conv"));
   return Context(c);

@@ -45,19 +45,6 @@ StatusOr<int64_t> ParseInt(std::string_view key, std::string_view text) {
   return value;
 }
 
-// "3x1" -> (3, 1); "2" -> (2, 2).
-Status ParsePair(std::string_view key, std::string_view text, int64_t* first,
-                 int64_t* second) {
-  size_t x = text.find('x');
-  BT_ASSIGN_OR_RETURN(*first, ParseInt(key, text.substr(0, x)));
-  if (x == std::string_view::npos) {
-    *second = *first;
-    return OkStatus();
-  }
-  BT_ASSIGN_OR_RETURN(*second, ParseInt(key, text.substr(x + 1)));
-  return OkStatus();
-}
-
 // key=value words after the op word; every key once, none unknown.
 StatusOr<std::map<std::string, std::string>> ParseFields(
     const std::vector<std::string_view>& words,
@@ -86,6 +73,23 @@ StatusOr<std::map<std::string, std::string>> ParseFields(
 }
 
 }  // namespace
+
+Status ParseWindowPair(std::string_view field, std::string_view text,
+                       int64_t* h, int64_t* w) {
+  size_t sep = text.find_first_of(",x");
+  auto parsed = ParseInt(field, text.substr(0, sep));
+  if (parsed.ok() && sep != std::string_view::npos) {
+    *h = *parsed;
+    parsed = ParseInt(field, text.substr(sep + 1));
+    if (parsed.ok()) *w = *parsed;
+  } else if (parsed.ok()) {
+    *h = *w = *parsed;
+  }
+  if (parsed.ok()) return OkStatus();
+  return InvalidArgument(std::string(field) +
+                         " must be an integer, or two as HxW or H,W; got '" +
+                         std::string(text) + "'");
+}
 
 Status Validate(const GemmContext& ctx, std::string_view field) {
   BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "m"), ctx.m, 1, kMaxDim));
@@ -227,10 +231,10 @@ StatusOr<Context> ContextFromString(std::string_view text) {
   BT_ASSIGN_OR_RETURN(c.k, ParseInt("k", f["k"]));
   BT_ASSIGN_OR_RETURN(c.r, ParseInt("r", f["r"]));
   BT_ASSIGN_OR_RETURN(c.s, ParseInt("s", f["s"]));
-  BT_RETURN_IF_ERROR(ParsePair("pad", f["pad"], &c.pad_h, &c.pad_w));
-  BT_RETURN_IF_ERROR(ParsePair("stride", f["stride"], &c.stride_h,
+  BT_RETURN_IF_ERROR(ParseWindowPair("pad", f["pad"], &c.pad_h, &c.pad_w));
+  BT_RETURN_IF_ERROR(ParseWindowPair("stride", f["stride"], &c.stride_h,
                                &c.stride_w));
-  BT_RETURN_IF_ERROR(ParsePair("dilation", f["dilation"], &c.dilation_h,
+  BT_RETURN_IF_ERROR(ParseWindowPair("dilation", f["dilation"], &c.dilation_h,
                                &c.dilation_w));
   BT_ASSIGN_OR_RETURN(c.dtype, DTypeFromString(f["dtype"]));
   BT_RETURN_IF_ERROR(Validate(c));

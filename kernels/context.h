@@ -106,6 +106,11 @@ double MinBytes(const Context& ctx);
 //   "conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1x1 stride=1x1 dilation=1x1
 //    dtype=fp32"
 std::string ToString(const Context& ctx);
+// Parses a window pair for pad, stride or dilation: "3" is (3, 3); "3x1"
+// and "3,1" are (3, 1). Errors name `field`. Ranges are Validate's job.
+Status ParseWindowPair(std::string_view field, std::string_view text,
+                       int64_t* h, int64_t* w);
+
 // Parses ToString's format (and "pad=1" for square windows) and validates.
 StatusOr<Context> ContextFromString(std::string_view text);
 

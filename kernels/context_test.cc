@@ -128,6 +128,14 @@ TEST(ContextStringTest, RoundTripsAndValidates) {
   ASSERT_TRUE(square.ok());
   EXPECT_EQ(std::get<ConvContext>(*square).pad_w, 1);
 
+  int64_t h = 0, w = 0;
+  EXPECT_TRUE(ParseWindowPair("--pad", "2,1", &h, &w).ok());
+  EXPECT_EQ(h, 2);
+  EXPECT_EQ(w, 1);
+  EXPECT_TRUE(ParseWindowPair("--pad", "3", &h, &w).ok());
+  EXPECT_EQ(w, 3);
+  EXPECT_THAT(ParseWindowPair("--pad", "3,", &h, &w).message(),
+              HasSubstr("--pad must be an integer, or two"));
   EXPECT_FALSE(ContextFromString("").ok());
   EXPECT_FALSE(ContextFromString("gemm m=1 n=1 k=1 layout=NX dtype=fp32").ok());
   EXPECT_FALSE(ContextFromString("gemm m=1 n=1 layout=NN dtype=fp32").ok());
