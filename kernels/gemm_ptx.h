@@ -1,0 +1,79 @@
+// The GEMM code generator k(x_B) of thesis §4.1.1: fp32 PTX for
+//   C = alpha * op(A) * op(B) + beta * C
+// for any block shape x_B and any M, N, K (ragged edges are predicated, not
+// padded). A is M x K, B is K x N, C is M x N, all row-major with leading
+// dimensions lda, ldb, ldc; layout T stores an operand transposed (A as
+// K x M, B as N x K).
+//
+// Each program computes an M_L x N_L block of C with (M_L/M_S)*(N_L/N_S)
+// threads of M_S x N_S elements each. Per reduction step it stages an
+// M_L x U block of A and a U x N_L block of B in shared memory, double
+// buffered: the next step's global loads are in flight while the current
+// step's M_S*N_S*U FMAs run (thesis Listing 4.2). With K_G > 1 the
+// reduction is split over K_G programs; their partial sums go to a
+// workspace and a second kernel adds them in a fixed order, so results are
+// deterministic.
+#ifndef BLOCKTUNE_KERNELS_GEMM_PTX_H_
+#define BLOCKTUNE_KERNELS_GEMM_PTX_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "kernels/block_shape.h"
+#include "kernels/context.h"
+#include "kernels/status.h"
+
+namespace blocktune {
+
+// What a device offers a kernel; CanImplement decides against it.
+struct KernelLimits {
+  int max_threads_per_block = 1024;
+  int max_static_shared_bytes = 48 * 1024;
+  int max_registers_per_thread = 255;
+  int registers_per_sm = 65536;
+  // S_IC of thesis §4.2.1: the bound on the unrolled reduction loop,
+  // 16 * (M_S*U + N_S*U + M_S*N_S*U) <= S_IC. 12 KiB in the thesis for
+  // Volta to Ampere; a property of the device profile (issue 4).
+  int instruction_cache_bytes = 12 * 1024;
+};
+
+// Shared memory the GEMM kernel of `xb` declares: two stages of
+// (M_L + N_L) x U floats.
+int64_t GemmSharedBytes(const BlockShape& xb);
+// A register estimate per thread: accumulators, fragments, staged loads
+// and addressing.
+int64_t GemmRegisterEstimate(const BlockShape& xb);
+
+// The one place the hardware rules live: OK if the kernel of `xb` can run
+// on a device with `limits`; else FAILED_PRECONDITION naming the rule.
+// `ctx` must be a GEMM or convolution context that validated.
+Status CanImplement(const Context& ctx, const BlockShape& xb,
+                    const KernelLimits& limits);
+
+struct GemmKernel {
+  std::string ptx;
+  std::string entry = "blocktune_gemm";
+  // Present when K_G > 1: adds the K_G partial sums, in order, and applies
+  // alpha and beta. Launch it after `entry` on the same stream.
+  std::string reduce_entry;
+  std::array<unsigned, 3> grid{};   // for `entry`
+  std::array<unsigned, 3> block{};
+  std::array<unsigned, 3> reduce_grid{};
+  std::array<unsigned, 3> reduce_block{};
+  int64_t workspace_bytes = 0;  // K_G * M * N floats when K_G > 1
+};
+
+// Parameters of `entry`, in order:
+//   .u64 A, .u64 B, .u64 C, .u64 W (workspace; 0 when K_G == 1),
+//   .u32 M, N, K, lda, ldb, ldc, .f32 alpha, beta.
+// `reduce_entry` takes: .u64 W, .u64 C, .u32 M, N, ldc, K_G,
+// .f32 alpha, beta.
+// The PTX targets `arch` ("sm_80", "sm_90"). The launch geometry is for
+// the M, N, K of `ctx`; the PTX itself works for any M, N, K.
+StatusOr<GemmKernel> GenerateGemm(const GemmContext& ctx, const BlockShape& xb,
+                                  const std::string& arch = "sm_80");
+
+}  // namespace blocktune
+
+#endif  // BLOCKTUNE_KERNELS_GEMM_PTX_H_
