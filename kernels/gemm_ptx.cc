@@ -112,12 +112,17 @@ void EmitLoads(Ptx& p, char name, int64_t loads) {
   }
 }
 
-// Staging registers into the shared stage whose offset is in `stage`.
+// Staging registers into the shared stage whose offset is in `stage`. A
+// thread whose element lies past the tile (the tile's size need not be a
+// multiple of the thread count) stores nothing: its offset is outside the
+// stage. Rows past M and columns past N are not stored either; the results
+// they would feed are never written.
 void EmitStores(Ptx& p, char name, int64_t loads, const std::string& stage) {
   const std::string s(1, name);
   for (int64_t j = 0; j < loads; ++j) {
     p << "\tadd.u32 %y, %s" << s << N(j) << ", " << stage << ";\n";
-    p << "\tst.shared.f32 [%y], %l" << s << N(j) << ";\n";
+    p << "\t@%q" << s << N(j) << " st.shared.f32 [%y], %l" << s << N(j)
+      << ";\n";
   }
 }
 
