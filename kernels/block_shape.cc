@@ -1,7 +1,5 @@
 #include "kernels/block_shape.h"
 
-#include <charconv>
-
 #include "kernels/validate.h"
 
 namespace blocktune {
@@ -55,14 +53,7 @@ StatusOr<BlockShape> BlockShapeFromString(std::string_view text) {
       {"ML", &xb.ml}, {"NL", &xb.nl}, {"MS", &xb.ms},
       {"NS", &xb.ns}, {"U", &xb.u},   {"KG", &xb.kg}};
   bool seen[6] = {};
-  size_t i = 0;
-  while (i < text.size()) {
-    while (i < text.size() && text[i] == ' ') ++i;
-    size_t end = text.find(' ', i);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view word = text.substr(i, end - i);
-    i = end;
-    if (word.empty()) continue;
+  for (std::string_view word : SplitWords(text)) {
     size_t eq = word.find('=');
     std::string_view key = word.substr(0, eq);
     size_t index = 0;
@@ -73,14 +64,9 @@ StatusOr<BlockShape> BlockShapeFromString(std::string_view text) {
           std::string(word) + "'");
     }
     seen[index] = true;
-    std::string_view value = word.substr(eq + 1);
-    auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(),
-                                     *keys[index].second);
-    if (ec != std::errc() || ptr != value.data() + value.size()) {
-      return InvalidArgument("block shape: " + std::string(key) +
-                             " must be an integer, got '" +
-                             std::string(value) + "'");
-    }
+    BT_ASSIGN_OR_RETURN(*keys[index].second,
+                        ParseInt64("block shape: " + std::string(key),
+                                   word.substr(eq + 1)));
   }
   for (size_t k = 0; k < 6; ++k) {
     if (!seen[k]) {

@@ -1,6 +1,5 @@
 #include "kernels/context.h"
 
-#include <charconv>
 #include <map>
 #include <vector>
 
@@ -19,30 +18,6 @@ Status CheckTensor(std::string_view field, std::string_view what,
     elements = *product;
   }
   return OkStatus();
-}
-
-std::vector<std::string_view> SplitWords(std::string_view text) {
-  std::vector<std::string_view> words;
-  size_t i = 0;
-  while (i < text.size()) {
-    while (i < text.size() && text[i] == ' ') ++i;
-    size_t j = i;
-    while (j < text.size() && text[j] != ' ') ++j;
-    if (j > i) words.push_back(text.substr(i, j - i));
-    i = j;
-  }
-  return words;
-}
-
-StatusOr<int64_t> ParseInt(std::string_view key, std::string_view text) {
-  int64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(),
-                                   value);
-  if (ec != std::errc() || end != text.data() + text.size()) {
-    return InvalidArgument(std::string(key) + " must be an integer, got '" +
-                           std::string(text) + "'");
-  }
-  return value;
 }
 
 // key=value words after the op word; every key once, none unknown.
@@ -77,10 +52,10 @@ StatusOr<std::map<std::string, std::string>> ParseFields(
 Status ParseWindowPair(std::string_view field, std::string_view text,
                        int64_t* h, int64_t* w) {
   size_t sep = text.find_first_of(",x");
-  auto parsed = ParseInt(field, text.substr(0, sep));
+  auto parsed = ParseInt64(field, text.substr(0, sep));
   if (parsed.ok() && sep != std::string_view::npos) {
     *h = *parsed;
-    parsed = ParseInt(field, text.substr(sep + 1));
+    parsed = ParseInt64(field, text.substr(sep + 1));
     if (parsed.ok()) *w = *parsed;
   } else if (parsed.ok()) {
     *h = *w = *parsed;
@@ -204,9 +179,9 @@ StatusOr<Context> ContextFromString(std::string_view text) {
     BT_ASSIGN_OR_RETURN(auto f, ParseFields(words, {"m", "n", "k", "layout",
                                                     "dtype"}));
     GemmContext g;
-    BT_ASSIGN_OR_RETURN(g.m, ParseInt("m", f["m"]));
-    BT_ASSIGN_OR_RETURN(g.n, ParseInt("n", f["n"]));
-    BT_ASSIGN_OR_RETURN(g.k, ParseInt("k", f["k"]));
+    BT_ASSIGN_OR_RETURN(g.m, ParseInt64("m", f["m"]));
+    BT_ASSIGN_OR_RETURN(g.n, ParseInt64("n", f["n"]));
+    BT_ASSIGN_OR_RETURN(g.k, ParseInt64("k", f["k"]));
     const std::string& layout = f["layout"];
     if (layout.size() != 2) {
       return InvalidArgument("layout must be two letters (NN, NT, TN, TT), "
@@ -224,13 +199,13 @@ StatusOr<Context> ContextFromString(std::string_view text) {
                                                   "s", "pad", "stride",
                                                   "dilation", "dtype"}));
   ConvContext c;
-  BT_ASSIGN_OR_RETURN(c.n, ParseInt("n", f["n"]));
-  BT_ASSIGN_OR_RETURN(c.h, ParseInt("h", f["h"]));
-  BT_ASSIGN_OR_RETURN(c.w, ParseInt("w", f["w"]));
-  BT_ASSIGN_OR_RETURN(c.c, ParseInt("c", f["c"]));
-  BT_ASSIGN_OR_RETURN(c.k, ParseInt("k", f["k"]));
-  BT_ASSIGN_OR_RETURN(c.r, ParseInt("r", f["r"]));
-  BT_ASSIGN_OR_RETURN(c.s, ParseInt("s", f["s"]));
+  BT_ASSIGN_OR_RETURN(c.n, ParseInt64("n", f["n"]));
+  BT_ASSIGN_OR_RETURN(c.h, ParseInt64("h", f["h"]));
+  BT_ASSIGN_OR_RETURN(c.w, ParseInt64("w", f["w"]));
+  BT_ASSIGN_OR_RETURN(c.c, ParseInt64("c", f["c"]));
+  BT_ASSIGN_OR_RETURN(c.k, ParseInt64("k", f["k"]));
+  BT_ASSIGN_OR_RETURN(c.r, ParseInt64("r", f["r"]));
+  BT_ASSIGN_OR_RETURN(c.s, ParseInt64("s", f["s"]));
   BT_RETURN_IF_ERROR(ParseWindowPair("pad", f["pad"], &c.pad_h, &c.pad_w));
   BT_RETURN_IF_ERROR(ParseWindowPair("stride", f["stride"], &c.stride_h,
                                &c.stride_w));

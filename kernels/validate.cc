@@ -1,6 +1,7 @@
 #include "kernels/validate.h"
 
 #include <cctype>
+#include <charconv>
 #include <limits>
 
 namespace blocktune {
@@ -47,6 +48,30 @@ Status CheckText(std::string_view field, std::string_view value,
     }
   }
   return OkStatus();
+}
+
+std::vector<std::string_view> SplitWords(std::string_view text) {
+  std::vector<std::string_view> words;
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && text[i] == ' ') ++i;
+    size_t j = i;
+    while (j < text.size() && text[j] != ' ') ++j;
+    if (j > i) words.push_back(text.substr(i, j - i));
+    i = j;
+  }
+  return words;
+}
+
+StatusOr<int64_t> ParseInt64(std::string_view field, std::string_view text) {
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(),
+                                   value);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    return InvalidArgument(std::string(field) + " must be an integer, got '" +
+                           std::string(text) + "'");
+  }
+  return value;
 }
 
 std::string JoinNames(const std::string_view* names, size_t count) {

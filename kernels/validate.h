@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "kernels/status.h"
 
@@ -31,6 +32,13 @@ StatusOr<int64_t> CheckedProduct(std::string_view what, int64_t a, int64_t b,
 // ASCII only, so it can be shown in logs and terminals as is.
 Status CheckText(std::string_view field, std::string_view value,
                  size_t min_len, size_t max_len);
+
+// The words of `text`, split on spaces (runs of spaces count as one).
+std::vector<std::string_view> SplitWords(std::string_view text);
+
+// The whole of `text` as a decimal int64, or INVALID_ARGUMENT:
+// "<field> must be an integer, got '<text>'".
+StatusOr<int64_t> ParseInt64(std::string_view field, std::string_view text);
 
 // Name table for an enum; every enum in blocktune has one, giving it
 // ToString and FromString with the same spelling.
