@@ -74,10 +74,6 @@ StatusOr<SampleRecord> FromProto(const v1::Sample& p, std::string_view field) {
   BT_ASSIGN_OR_RETURN(s.measurement.status,
                       SampleStatusFromString(p.status(),
                                              JoinField(field, "status")));
-  BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "campaign_id"),
-                                p.campaign_id(), 0, INT64_MAX));
-  BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "measured_unix"),
-                                p.measured_unix(), 0, INT64_MAX));
   s.campaign_id = p.campaign_id();
   s.measurement.median_s = p.median_seconds();
   s.measurement.spread = p.spread();
@@ -85,7 +81,7 @@ StatusOr<SampleRecord> FromProto(const v1::Sample& p, std::string_view field) {
   s.measurement.sm_clock_mhz = p.sm_clock_mhz();
   s.measurement.error = p.error();
   s.measured_unix = p.measured_unix();
-  BT_RETURN_IF_ERROR(Validate(s.measurement, field));
+  BT_RETURN_IF_ERROR(Validate(s, field));
   return s;
 }
 
@@ -109,18 +105,9 @@ StatusOr<TunedRecord> FromProto(const v1::TunedAnswer& p,
                              " must be one of measured, predicted, imported; "
                              "got " + std::to_string(p.source()));
   }
-  BT_RETURN_IF_ERROR(
-      CheckRange(JoinField(field, "model_id"), p.model_id(), 0, INT64_MAX));
-  BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "updated_unix"),
-                                p.updated_unix(), 0, INT64_MAX));
   t.model_id = p.model_id();
   t.updated_unix = p.updated_unix();
-  WriteBatch check;  // the store's own rules for a tuned answer
-  check.tuned.push_back(t);
-  Status valid = Validate(check);
-  if (!valid.ok()) {
-    return InvalidArgument(std::string(field) + ": " + valid.message());
-  }
+  BT_RETURN_IF_ERROR(Validate(t, field));
   return t;
 }
 
@@ -129,18 +116,13 @@ StatusOr<ModelRecord> FromProto(const v1::Model& p, std::string_view field) {
   BT_ASSIGN_OR_RETURN(m.device,
                       FromProto(p.device(), JoinField(field, "device")));
   BT_ASSIGN_OR_RETURN(m.op, FromProto(p.op(), JoinField(field, "op")));
-  BT_RETURN_IF_ERROR(
-      CheckText(JoinField(field, "architecture"), p.architecture(), 1, 256));
-  BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "training_samples"),
-                                p.training_samples(), 0, INT64_MAX));
-  BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "created_unix"),
-                                p.created_unix(), 0, INT64_MAX));
   m.architecture = p.architecture();
   m.weights = p.weights();
   m.normalization = p.normalization();
   m.training_samples = p.training_samples();
   m.metrics_json = p.metrics_json();
   m.created_unix = p.created_unix();
+  BT_RETURN_IF_ERROR(Validate(m, field));
   return m;
 }
 

@@ -100,6 +100,12 @@ TYPED_TEST(StoreTest, ABadRecordWritesNothing) {
   EXPECT_THAT(s.message(), HasSubstr("samples[5].context.gemm.k must be in"));
   EXPECT_EQ(*this->store_->CountSamples({}), 0);
 
+  WriteBatch stamped;
+  stamped.tuned.push_back(TestTuned(TestGemm(8, 8, 8), TestShape(8, 8), 1e-5));
+  stamped.tuned[0].updated_unix = -1;
+  EXPECT_THAT(this->store_->Commit(stamped).status().message(),
+              HasSubstr("tuned[0].updated_unix must be in [0,"));
+
   // An update of a campaign that does not exist rolls back its samples too.
   WriteBatch orphan;
   orphan.samples.push_back(TestSample(2, 0));

@@ -119,6 +119,12 @@ struct StoreFilter {
   int64_t limit = 0;  // 0: no limit
 };
 
+// The store's rules for one record; errors name fields under `field`
+// ("samples[3].context.gemm.m").
+Status Validate(const SampleRecord& sample, std::string_view field);
+Status Validate(const TunedRecord& tuned, std::string_view field);
+Status Validate(const ModelRecord& model, std::string_view field);
+Status Validate(const CampaignRecord& campaign, std::string_view field);
 // Validates every record of `batch`, naming the first bad one.
 Status Validate(const WriteBatch& batch);
 
