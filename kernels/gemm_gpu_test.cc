@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "kernels/cuda_driver.h"
-#include "kernels/gemm_ptx.h"
+#include "kernels/gemm_launch.h"
 
 namespace blocktune {
 namespace {
@@ -35,9 +35,8 @@ StatusOr<double> RunCase(const Case& c, std::mt19937& rng) {
   for (float& v : b) v = uniform(rng);
   for (float& v : cm) v = uniform(rng);
 
-  BT_ASSIGN_OR_RETURN(GemmKernel kernel, GenerateGemm(g, c.xb, "sm_90"));
-  BT_ASSIGN_OR_RETURN(auto module, cuda::Module::Load(kernel.ptx));
-  BT_ASSIGN_OR_RETURN(cuda::Function fn, module->GetFunction(kernel.entry));
+  BT_ASSIGN_OR_RETURN(auto gemm, LoadedGemm::Create(g, c.xb, "sm_90"));
+  const GemmKernel& kernel = gemm->kernel();
   BT_ASSIGN_OR_RETURN(DeviceBuffer da, DeviceBuffer::Allocate(a.size() * 4));
   BT_ASSIGN_OR_RETURN(DeviceBuffer db, DeviceBuffer::Allocate(b.size() * 4));
   BT_ASSIGN_OR_RETURN(DeviceBuffer dc, DeviceBuffer::Allocate(cm.size() * 4));
@@ -51,22 +50,17 @@ StatusOr<double> RunCase(const Case& c, std::mt19937& rng) {
     BT_RETURN_IF_ERROR(dc.CopyFromHost(cm.data(), cm.size() * 4));
   }
   if (kernel.workspace_bytes > 0) BT_RETURN_IF_ERROR(dw.Fill32(0x7fc00000));
-  uint64_t pa = da.address(), pb = db.address(), pc = dc.address(),
-           pw = dw.address();
-  uint32_t m = g.m, n = g.n, k = g.k, lda = c.lda, ldb = c.ldb, ldc = c.ldc;
-  float alpha = c.alpha, beta = c.beta;
-  BT_RETURN_IF_ERROR(cuda::Launch(
-      fn, {kernel.grid[0], kernel.grid[1], kernel.grid[2]},
-      {kernel.block[0], kernel.block[1], kernel.block[2]}, 0,
-      {&pa, &pb, &pc, &pw, &m, &n, &k, &lda, &ldb, &ldc, &alpha, &beta}));
-  if (!kernel.reduce_entry.empty()) {
-    BT_ASSIGN_OR_RETURN(cuda::Function reduce,
-                        module->GetFunction(kernel.reduce_entry));
-    uint32_t kg = c.xb.kg;
-    BT_RETURN_IF_ERROR(cuda::Launch(
-        reduce, {kernel.reduce_grid[0]}, {kernel.reduce_block[0]}, 0,
-        {&pw, &pc, &m, &n, &ldc, &kg, &alpha, &beta}));
-  }
+  GemmOperands ops;
+  ops.a = da.address();
+  ops.b = db.address();
+  ops.c = dc.address();
+  ops.workspace = dw.address();
+  ops.lda = c.lda;
+  ops.ldb = c.ldb;
+  ops.ldc = c.ldc;
+  ops.alpha = c.alpha;
+  ops.beta = c.beta;
+  BT_RETURN_IF_ERROR(gemm->Launch(ops));
   std::vector<float> out(cm.size());
   BT_RETURN_IF_ERROR(dc.CopyToHost(out.data(), out.size() * 4));
 

@@ -180,7 +180,7 @@ std::string GemmEntry(const GemmContext& ctx, const Tiling& t,
     << "\t.reg .pred %qa<" << N(t.loads_a) << ">, %qb<" << N(t.loads_b) << ">;\n"
     << "\t.reg .b32 %M, %N, %K, %lda, %ldb, %ldc, %thr, %tm, %tn, %m0, %n0, "
     << "%z, %kc, %kbeg, %kend, %k0, %t, %ntiles, %e, %x, %y;\n"
-    << "\t.reg .b32 %sA_0, %sA_1, %sB_0, %sB_1, %cur_a, %cur_b, %nxt_a, "
+    << "\t.reg .b32 %sA_0, %sB_0, %cur_a, %cur_b, %nxt_a, "
     << "%nxt_b, %ra, %rb, %col<" << N(t.ns) << ">;\n"
     << "\t.reg .b32 %ka<" << N(t.loads_a) << ">, %kb<" << N(t.loads_b)
     << ">, %sa<" << N(t.loads_a) << ">, %sb<" << N(t.loads_b) << ">;\n"
@@ -205,8 +205,7 @@ std::string GemmEntry(const GemmContext& ctx, const Tiling& t,
     << "\trem.u32 %tn, %thr, " << N(t.tn) << ";\n"
     << "\tmov.u32 %m0, %ctaid.x;\n\tmul.lo.u32 %m0, %m0, " << N(t.ml) << ";\n"
     << "\tmov.u32 %n0, %ctaid.y;\n\tmul.lo.u32 %n0, %n0, " << N(t.nl) << ";\n"
-    << "\tmov.u32 %sA_0, sA;\n\tadd.u32 %sA_1, %sA_0, " << N(t.stage_a) << ";\n"
-    << "\tmov.u32 %sB_0, sB;\n\tadd.u32 %sB_1, %sB_0, " << N(t.stage_b) << ";\n";
+    << "\tmov.u32 %sA_0, sA;\n\tmov.u32 %sB_0, sB;\n";
   p << "\t// ---- this program's share of K (reduction splitting, K_G = "
     << N(t.kg) << "): chunks of ceil(K / (K_G*U)) * U\n"
     << "\tmov.u32 %z, %ctaid.z;\n"

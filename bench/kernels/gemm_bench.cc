@@ -18,7 +18,7 @@
 
 #include "bench/timing.h"
 #include "kernels/cuda_driver.h"
-#include "kernels/gemm_ptx.h"
+#include "kernels/gemm_launch.h"
 
 namespace blocktune {
 namespace {
@@ -79,32 +79,21 @@ std::vector<BlockShape> Candidates(const GemmContext& g, int sm_count,
 
 StatusOr<double> TimeOurs(const GemmContext& g, const BlockShape& xb,
                           Operands& ops, int reps) {
-  BT_ASSIGN_OR_RETURN(GemmKernel k, GenerateGemm(g, xb, "sm_90"));
-  BT_ASSIGN_OR_RETURN(auto module, cuda::Module::Load(k.ptx));
-  BT_ASSIGN_OR_RETURN(cuda::Function fn, module->GetFunction(k.entry));
-  cuda::Function reduce;
-  if (!k.reduce_entry.empty()) {
-    BT_ASSIGN_OR_RETURN(reduce, module->GetFunction(k.reduce_entry));
+  BT_ASSIGN_OR_RETURN(auto gemm, LoadedGemm::Create(g, xb, "sm_90"));
+  const int64_t workspace = gemm->kernel().workspace_bytes;
+  if (ops.w.bytes() < static_cast<size_t>(workspace)) {
+    BT_ASSIGN_OR_RETURN(ops.w, DeviceBuffer::Allocate(workspace));
   }
-  if (ops.w.bytes() < static_cast<size_t>(k.workspace_bytes)) {
-    BT_ASSIGN_OR_RETURN(ops.w, DeviceBuffer::Allocate(k.workspace_bytes));
-  }
-  uint32_t m = g.m, n = g.n, kk = g.k, lda = Ld(g, 'a'), ldb = Ld(g, 'b'),
-           ldc = g.n, kg = xb.kg;
-  float alpha = 1, beta = 0;
-  uint64_t pc = ops.c.address(), pw = ops.w.address();
-  auto launch = [&](size_t copy) -> Status {
-    uint64_t pa = ops.a[copy].address(), pb = ops.b[copy].address();
-    BT_RETURN_IF_ERROR(cuda::Launch(
-        fn, {k.grid[0], k.grid[1], k.grid[2]}, {k.block[0]}, 0,
-        {&pa, &pb, &pc, &pw, &m, &n, &kk, &lda, &ldb, &ldc, &alpha, &beta}));
-    if (!k.reduce_entry.empty()) {
-      BT_RETURN_IF_ERROR(cuda::Launch(reduce, {k.reduce_grid[0]},
-                                      {k.reduce_block[0]}, 0,
-                                      {&pw, &pc, &m, &n, &ldc, &kg, &alpha,
-                                       &beta}));
-    }
-    return OkStatus();
+  GemmOperands args;
+  args.c = ops.c.address();
+  args.workspace = ops.w.address();
+  args.lda = Ld(g, 'a');
+  args.ldb = Ld(g, 'b');
+  args.ldc = g.n;
+  auto launch = [&](size_t copy) {
+    args.a = ops.a[copy].address();
+    args.b = ops.b[copy].address();
+    return gemm->Launch(args);
   };
   BT_ASSIGN_OR_RETURN(auto start, cuda::Event::Create());
   BT_ASSIGN_OR_RETURN(auto stop, cuda::Event::Create());

@@ -1,0 +1,45 @@
+// A generated GEMM loaded into the current CUDA context, launched as one
+// operation: the main kernel and, when K_G > 1, the reduction of its
+// partial sums after it on the same stream.
+#ifndef BLOCKTUNE_KERNELS_GEMM_LAUNCH_H_
+#define BLOCKTUNE_KERNELS_GEMM_LAUNCH_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kernels/cuda_driver.h"
+#include "kernels/gemm_ptx.h"
+
+namespace blocktune {
+
+// Device addresses and scalars of one C = alpha * op(A) * op(B) + beta * C.
+struct GemmOperands {
+  uint64_t a = 0, b = 0, c = 0;
+  uint64_t workspace = 0;  // GemmKernel::workspace_bytes, when K_G > 1
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  float alpha = 1, beta = 0;
+};
+
+class LoadedGemm {
+ public:
+  // Generates k(x_B) for `ctx` and loads it; needs a current context.
+  static StatusOr<std::unique_ptr<LoadedGemm>> Create(
+      const GemmContext& ctx, const BlockShape& xb,
+      const std::string& arch = "sm_90");
+
+  const GemmKernel& kernel() const { return kernel_; }
+  // Enqueues the GEMM for the M, N, K it was created for.
+  Status Launch(const GemmOperands& ops) const;
+
+ private:
+  LoadedGemm() = default;
+  GemmContext ctx_;
+  GemmKernel kernel_;
+  std::unique_ptr<cuda::Module> module_;
+  cuda::Function main_, reduce_;
+};
+
+}  // namespace blocktune
+
+#endif  // BLOCKTUNE_KERNELS_GEMM_LAUNCH_H_
