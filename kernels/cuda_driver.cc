@@ -39,6 +39,7 @@ constexpr int kFuncSharedBytes = 1;
 constexpr int kFuncLocalBytes = 3;
 constexpr int kFuncNumRegs = 4;
 constexpr int kFuncMaxDynamicShared = 8;
+constexpr int kFuncPreferredSharedCarveout = 9;
 // CUjit_option
 constexpr int kJitInfoLog = 3;
 constexpr int kJitInfoLogSize = 4;
@@ -405,6 +406,11 @@ Status Launch(const Function& fn, Dim3 grid, Dim3 block, unsigned shared_bytes,
 
 Status SetMaxDynamicShared(const Function& fn, int bytes) {
   BT_CU(cuFuncSetAttribute, fn.handle, kFuncMaxDynamicShared, bytes);
+  return OkStatus();
+}
+
+Status PreferSharedCarveout(const Function& fn, int percent) {
+  BT_CU(cuFuncSetAttribute, fn.handle, kFuncPreferredSharedCarveout, percent);
   return OkStatus();
 }
 

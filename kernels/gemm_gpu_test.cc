@@ -1,6 +1,7 @@
-// The generated GEMM against a float64 reference on the GPU (ctest label
-// gpu): random shapes, tiny and ragged ones, all four layouts, leading
-// dimensions past the minimum, K_G > 1, beta zero and not. The output is
+// The generated GEMM and convolution against a float64 reference on the
+// GPU (ctest label gpu): random shapes, tiny and ragged ones, all four
+// layouts, leading dimensions past the minimum, K_G > 1, beta zero and not;
+// convolutions with padding, stride and dilation. The output is
 // poisoned with NaN before every run where beta is zero, so an element the
 // kernel never wrote fails the check.
 #include <gtest/gtest.h>
@@ -154,6 +155,123 @@ TEST_F(GemmGpuTest, RandomShapesLayoutsAndSplitsMatchFloat64) {
     ++cases;
   }
   std::cout << cases << " cases, worst relative error " << worst << "\n";
+}
+
+// Output of a convolution against float64; NaN-poisoned when beta == 0.
+StatusOr<double> RunConvCase(const ConvContext& cv, const BlockShape& xb,
+                             float alpha, float beta, std::mt19937& rng) {
+  const int64_t P = cv.P(), Q = cv.Q();
+  std::uniform_real_distribution<float> uniform(-1.f, 1.f);
+  std::vector<float> x(cv.n * cv.h * cv.w * cv.c), f(cv.k * cv.r * cv.s * cv.c),
+      y(cv.n * P * Q * cv.k);
+  for (float& v : x) v = uniform(rng);
+  for (float& v : f) v = uniform(rng);
+  for (float& v : y) v = uniform(rng);
+
+  BT_ASSIGN_OR_RETURN(auto conv, LoadedGemm::Create(cv, xb, "sm_90"));
+  const GemmKernel& kernel = conv->kernel();
+  BT_ASSIGN_OR_RETURN(DeviceBuffer dx, DeviceBuffer::Allocate(x.size() * 4));
+  BT_ASSIGN_OR_RETURN(DeviceBuffer df, DeviceBuffer::Allocate(f.size() * 4));
+  BT_ASSIGN_OR_RETURN(DeviceBuffer dy, DeviceBuffer::Allocate(y.size() * 4));
+  BT_ASSIGN_OR_RETURN(DeviceBuffer dw,
+                      DeviceBuffer::Allocate(kernel.workspace_bytes));
+  BT_RETURN_IF_ERROR(dx.CopyFromHost(x.data(), x.size() * 4));
+  BT_RETURN_IF_ERROR(df.CopyFromHost(f.data(), f.size() * 4));
+  if (beta == 0) {
+    BT_RETURN_IF_ERROR(dy.Fill32(0x7fc00000));
+  } else {
+    BT_RETURN_IF_ERROR(dy.CopyFromHost(y.data(), y.size() * 4));
+  }
+  if (kernel.workspace_bytes > 0) BT_RETURN_IF_ERROR(dw.Fill32(0x7fc00000));
+  GemmOperands ops;
+  ops.a = dx.address();
+  ops.b = df.address();
+  ops.c = dy.address();
+  ops.workspace = dw.address();
+  ops.alpha = alpha;
+  ops.beta = beta;
+  BT_RETURN_IF_ERROR(conv->Launch(ops));
+  std::vector<float> out(y.size());
+  BT_RETURN_IF_ERROR(dy.CopyToHost(out.data(), out.size() * 4));
+
+  double err = 0, norm = 0;
+  for (int64_t n = 0; n < cv.n; ++n)
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t q = 0; q < Q; ++q)
+        for (int64_t k = 0; k < cv.k; ++k) {
+          double sum = 0;
+          for (int64_t r = 0; r < cv.r; ++r) {
+            const int64_t h = p * cv.stride_h - cv.pad_h + r * cv.dilation_h;
+            if (h < 0 || h >= cv.h) continue;
+            for (int64_t s = 0; s < cv.s; ++s) {
+              const int64_t w = q * cv.stride_w - cv.pad_w + s * cv.dilation_w;
+              if (w < 0 || w >= cv.w) continue;
+              const float* xp = &x[((n * cv.h + h) * cv.w + w) * cv.c];
+              const float* fp = &f[((k * cv.r + r) * cv.s + s) * cv.c];
+              for (int64_t c = 0; c < cv.c; ++c) sum += double(xp[c]) * fp[c];
+            }
+          }
+          const int64_t i = ((n * P + p) * Q + q) * cv.k + k;
+          const double ref = alpha * sum + (beta == 0 ? 0.0 : beta * y[i]);
+          const double got = out[i];
+          if (!std::isfinite(got)) {
+            return Internal("y[" + std::to_string(i) + "] = " +
+                            std::to_string(got) + " (not written?)");
+          }
+          err += (got - ref) * (got - ref);
+          norm += ref * ref;
+        }
+  return std::sqrt(err / std::max(norm, 1e-300));
+}
+
+TEST_F(GemmGpuTest, ConvolutionsWithPadStrideDilationMatchFloat64) {
+  std::mt19937 rng(11);
+  auto pick = [&](std::initializer_list<int64_t> v) {
+    return *(v.begin() + rng() % v.size());
+  };
+  KernelLimits limits;
+  int cases = 0;
+  double worst = 0;
+  while (cases < 120) {
+    ConvContext cv;
+    cv.n = pick({1, 1, 2, 3});
+    cv.h = 1 + rng() % 20;
+    cv.w = 1 + rng() % 20;
+    cv.c = pick({1, 2, 3, 5, 8, 16, 17, 32, 64});
+    cv.k = pick({1, 3, 8, 16, 31, 64});
+    cv.r = pick({1, 2, 3, 5});
+    cv.s = pick({1, 2, 3, 5});
+    cv.pad_h = rng() % (cv.r + 1);
+    cv.pad_w = rng() % (cv.s + 1);
+    cv.stride_h = pick({1, 1, 2, 3});
+    cv.stride_w = pick({1, 1, 2, 3});
+    cv.dilation_h = pick({1, 1, 2});
+    cv.dilation_w = pick({1, 1, 2});
+    if (cases == 0) {  // the smallest: one pixel, one channel, 1x1 filter
+      cv = ConvContext{};
+      cv.n = cv.h = cv.w = cv.c = cv.k = cv.r = cv.s = 1;
+    }
+    if (!Validate(cv).ok()) continue;
+    BlockShape xb;
+    xb.ml = pick({16, 32, 64, 128});
+    xb.nl = pick({8, 16, 32, 64});
+    xb.ms = std::min<int64_t>(xb.ml, pick({1, 2, 4, 8}));
+    xb.ns = std::min<int64_t>(xb.nl, pick({1, 2, 4, 8}));
+    xb.u = pick({1, 2, 4, 8, 16});
+    xb.kg = pick({1, 1, 2, 3, 4});
+    if (!Validate(xb).ok() || !CanImplement(cv, xb, limits).ok()) continue;
+    const float alpha = rng() % 2 ? 1.f : 0.75f;
+    const float beta = rng() % 3 == 0 ? -0.5f : 0.f;
+    auto err = RunConvCase(cv, xb, alpha, beta, rng);
+    const std::string what = ToString(Context(cv)) + " " + ToString(xb) +
+                             " beta=" + std::to_string(beta);
+    ASSERT_TRUE(err.ok()) << what << ": " << err.status().ToString();
+    EXPECT_LT(*err, 1e-5) << what;
+    worst = std::max(worst, *err);
+    ++cases;
+  }
+  std::cout << cases << " convolution cases, worst relative error " << worst
+            << "\n";
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// A generated GEMM loaded into the current CUDA context, launched as one
+// A generated GEMM or convolution loaded into the current CUDA context, launched as one
 // operation: the main kernel and, when K_G > 1, the reduction of its
 // partial sums after it on the same stream.
 #ifndef BLOCKTUNE_KERNELS_GEMM_LAUNCH_H_
@@ -14,6 +14,8 @@
 namespace blocktune {
 
 // Device addresses and scalars of one C = alpha * op(A) * op(B) + beta * C.
+// For a convolution, a is the NHWC input, b the KRSC filter and c the NPQK
+// output; the leading dimensions are implied and ignored.
 struct GemmOperands {
   uint64_t a = 0, b = 0, c = 0;
   uint64_t workspace = 0;  // GemmKernel::workspace_bytes, when K_G > 1
@@ -25,16 +27,16 @@ class LoadedGemm {
  public:
   // Generates k(x_B) for `ctx` and loads it; needs a current context.
   static StatusOr<std::unique_ptr<LoadedGemm>> Create(
-      const GemmContext& ctx, const BlockShape& xb,
+      const Context& ctx, const BlockShape& xb,
       const std::string& arch = "sm_90");
 
   const GemmKernel& kernel() const { return kernel_; }
-  // Enqueues the GEMM for the M, N, K it was created for.
+  // Enqueues the GEMM or convolution for the shape it was created for.
   Status Launch(const GemmOperands& ops) const;
 
  private:
   LoadedGemm() = default;
-  GemmContext ctx_;
+  Context ctx_;
   GemmKernel kernel_;
   std::unique_ptr<cuda::Module> module_;
   cuda::Function main_, reduce_;

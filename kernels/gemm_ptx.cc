@@ -8,6 +8,7 @@ namespace blocktune {
 namespace {
 
 constexpr int64_t kReduceThreads = 256;
+constexpr int64_t kMax32 = (int64_t{1} << 32) - 1;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 std::string N(int64_t v) { return std::to_string(v); }
@@ -17,13 +18,39 @@ struct Tiling {
   int64_t ml, nl, ms, ns, u, kg;
   int64_t tm, tn, threads;  // TM = M_L/M_S threads down, TN = N_L/N_S across
   int64_t loads_a, loads_b; // global loads per thread per step
+  // Shared rows (one per reduction index) are M_L + pad_a floats apart
+  // (N_L + pad_b for B). Without padding, the U threads that stage one
+  // row's consecutive K elements all hit one bank (ncu: 4.6-way store
+  // conflicts); pad = 32/U spreads them, rounded to the fragment vector
+  // width so vector reads stay aligned.
+  int64_t row_a, row_b;
   int64_t stage_a, stage_b; // bytes of one shared-memory stage
+  // Fragment vector widths: a thread's M_S rows come in groups of VA
+  // adjacent rows (VB columns for N_S), so each group is one ld.shared.v4
+  // (or v2) instead of VA scalar loads.
+  int64_t va, vb;
   explicit Tiling(const BlockShape& xb)
       : ml(xb.ml), nl(xb.nl), ms(xb.ms), ns(xb.ns), u(xb.u), kg(xb.kg),
         tm(xb.ml / xb.ms), tn(xb.nl / xb.ns), threads(tm * tn),
         loads_a(CeilDiv(xb.ml * xb.u, threads)),
         loads_b(CeilDiv(xb.nl * xb.u, threads)),
-        stage_a(xb.u * xb.ml * 4), stage_b(xb.u * xb.nl * 4) {}
+        va(VectorWidth(xb.ms)), vb(VectorWidth(xb.ns)) {
+    row_a = xb.ml + Pad(xb.u, va);
+    row_b = xb.nl + Pad(xb.u, vb);
+    stage_a = xb.u * row_a * 4;
+    stage_b = xb.u * row_b * 4;
+  }
+  static int64_t Pad(int64_t u, int64_t v) {
+    const int64_t spread = u >= 32 ? 1 : CeilDiv(32, u);
+    return CeilDiv(spread, v) * v;
+  }
+  static int64_t VectorWidth(int64_t s) {
+    return s % 4 == 0 ? 4 : s % 2 == 0 ? 2 : 1;
+  }
+  // Offset of a thread's i-th row (of M_S) from its first: group i / VA
+  // lies TM*VA rows past the previous one.
+  int64_t RowOffset(int64_t i) const { return (i / va) * tm * va + i % va; }
+  int64_t ColOffset(int64_t j) const { return (j / vb) * tn * vb + j % vb; }
 };
 
 class Ptx {
@@ -41,16 +68,20 @@ class Ptx {
     return *this;
   }
   std::string str() const { return out_.str(); }
+  // A fresh number for a label, unique within this text.
+  int NextLabel() { return labels_++; }
 
  private:
   std::ostringstream out_;
+  int labels_ = 0;
 };
 
 // One operand's staging: for load j of this thread, element e = tid + j*T
 // of the tile, its offset in a shared stage, its reduction index kk and a
 // pointer that walks along K one step at a time.
 void EmitOperandSetup(Ptx& p, char name, int64_t loads, int64_t extent,
-                      int64_t u, int64_t threads, bool contiguous_k,
+                      int64_t row, int64_t u, int64_t threads,
+                      bool contiguous_k,
                       bool k_major_pointer) {
   // name 'a': extent = M_L, row origin %m0, bound %M, ld %lda
   // name 'b': extent = N_L, col origin %n0, bound %N, ld %ldb
@@ -75,7 +106,7 @@ void EmitOperandSetup(Ptx& p, char name, int64_t loads, int64_t extent,
       p << "\tdiv.u32 %k" << s << J << ", %e, " << N(extent) << ";\n";
     }
     // Offset in a stage: stage[kk][x], x the row of A or column of B.
-    p << "\tmad.lo.u32 %s" << s << J << ", %k" << s << J << ", " << N(extent)
+    p << "\tmad.lo.u32 %s" << s << J << ", %k" << s << J << ", " << N(row)
       << ", %x;\n";
     p << "\tshl.b32 %s" << s << J << ", %s" << s << J << ", 2;\n";
     p << "\tadd.u32 %x, %x, " << origin << ";\n";
@@ -126,20 +157,31 @@ void EmitStores(Ptx& p, char name, int64_t loads, const std::string& stage) {
   }
 }
 
-// M_S*N_S*U FMAs on one shared stage: thread (tm, tn) reads rows
-// tm + i*TM of A and columns tn + j*TN of B, so a warp reads consecutive
-// words of B and broadcasts words of A.
+// A vector of `width` consecutive fragment registers from shared memory.
+void EmitFragmentLoad(Ptx& p, const std::string& frag, int64_t first,
+                      int64_t width, const std::string& base, int64_t bytes) {
+  p << "\tld.shared";
+  if (width > 1) p << ".v" << N(width);
+  p << ".f32 ";
+  if (width > 1) p << "{";
+  for (int64_t v = 0; v < width; ++v)
+    p << (v ? ", " : "") << frag << N(first + v);
+  if (width > 1) p << "}";
+  p << ", [" << base << "+" << N(bytes) << "];\n";
+}
+
+// M_S*N_S*U FMAs on one shared stage. Thread (tm, tn) reads rows
+// tm*VA + RowOffset(i) of A and columns tn*VB + ColOffset(j) of B: a warp
+// reads consecutive 16-byte vectors of B and broadcasts vectors of A.
 void EmitCompute(Ptx& p, const Tiling& t) {
   for (int64_t k = 0; k < t.u; ++k) {
     p << "\t// reduction step k = " << N(k) << "\n";
-    for (int64_t i = 0; i < t.ms; ++i) {
-      p << "\tld.shared.f32 %fa" << N(i) << ", [%ra+"
-        << N((k * t.ml + i * t.tm) * 4) << "];\n";
-    }
-    for (int64_t j = 0; j < t.ns; ++j) {
-      p << "\tld.shared.f32 %fb" << N(j) << ", [%rb+"
-        << N((k * t.nl + j * t.tn) * 4) << "];\n";
-    }
+    for (int64_t i = 0; i < t.ms; i += t.va)
+      EmitFragmentLoad(p, "%fa", i, t.va, "%ra",
+                       (k * t.row_a + t.RowOffset(i)) * 4);
+    for (int64_t j = 0; j < t.ns; j += t.vb)
+      EmitFragmentLoad(p, "%fb", j, t.vb, "%rb",
+                       (k * t.row_b + t.ColOffset(j)) * 4);
     for (int64_t i = 0; i < t.ms; ++i) {
       for (int64_t j = 0; j < t.ns; ++j) {
         const std::string c = "%c" + N(i * t.ns + j);
@@ -150,25 +192,130 @@ void EmitCompute(Ptx& p, const Tiling& t) {
   }
 }
 
+// Conv A: load j gathers row x = m0 + e/U of the implicit matrix, the
+// output pixel (n, p, q) = x, whose window starts at input row
+// hb = p*stride_h - pad_h and column wb = q*stride_w - pad_w of image n.
+// The reduction index kk = (r*S + s)*C + c is walked as (r, s, c): one
+// walk per thread when U divides the thread count, else one per load.
+void EmitConvSetup(Ptx& p, const Tiling& t, int64_t walks) {
+  for (int64_t j = 0; j < t.loads_a; ++j) {
+    const std::string J = N(j);
+    p << "\t// A load " << J << ": element tid + " << N(j * t.threads)
+      << " of the M_L x U tile, an output pixel of the input window\n"
+      << "\tadd.u32 %e, %thr, " << N(j * t.threads) << ";\n"
+      << "\tsetp.lt.u32 %qa" << J << ", %e, " << N(t.ml * t.u) << ";\n"
+      << "\trem.u32 %ka" << J << ", %e, " << N(t.u) << ";\n"
+      << "\tdiv.u32 %x, %e, " << N(t.u) << ";\n"
+      << "\tmad.lo.u32 %sa" << J << ", %ka" << J << ", " << N(t.row_a)
+      << ", %x;\n"
+      << "\tshl.b32 %sa" << J << ", %sa" << J << ", 2;\n"
+      << "\tadd.u32 %sa" << J << ", %sa" << J << ", %sA_0;\n"
+      << "\tadd.u32 %x, %x, %m0;\n"
+      << "\tsetp.lt.and.u32 %qa" << J << ", %x, %M, %qa" << J << ";\n"
+      << "\trem.u32 %y, %x, %oq;\n\tdiv.u32 %x, %x, %oq;\n"
+      << "\tmul.lo.u32 %wb" << J << ", %y, %sw;\n"
+      << "\tsub.s32 %wb" << J << ", %wb" << J << ", %pw;\n"
+      << "\trem.u32 %y, %x, %op;\n\tdiv.u32 %x, %x, %op;\n"
+      << "\tmul.lo.u32 %hb" << J << ", %y, %sh;\n"
+      << "\tsub.s32 %hb" << J << ", %hb" << J << ", %ph;\n"
+      << "\t// image base: A + n*H*W*C floats\n"
+      << "\tmul.wide.u32 %o, %x, %hwc;\n\tshl.b64 %o, %o, 2;\n"
+      << "\tadd.u64 %pa" << J << ", %A, %o;\n";
+  }
+  for (int64_t w = 0; w < walks; ++w) {
+    const std::string W = N(w);
+    p << "\t// walk " << W << ": (r, s, c) of kk = kbeg + ka" << W << "\n"
+      << "\tadd.u32 %y, %kbeg, %ka" << W << ";\n"
+      << "\trem.u32 %wc" << W << ", %y, %ic;\n\tdiv.u32 %y, %y, %ic;\n"
+      << "\trem.u32 %ws" << W << ", %y, %fs;\n"
+      << "\tdiv.u32 %wr" << W << ", %y, %fs;\n";
+  }
+}
+
+// One step of conv A gathers: zero outside the image (padding), past the
+// tile, past M and past this program's K; then every walk advances by U,
+// carrying c into s and s into r.
+void EmitConvLoads(Ptx& p, const Tiling& t, int64_t walks) {
+  for (int64_t j = 0; j < t.loads_a; ++j) {
+    const std::string J = N(j), W = N(walks == 1 ? 0 : j);
+    p << "\tadd.u32 %y, %k0, %ka" << J << ";\n"
+      << "\tsetp.lt.and.u32 %pl, %y, %kend, %qa" << J << ";\n"
+      << "\tmad.lo.s32 %h, %wr" << W << ", %dh, %hb" << J << ";\n"
+      << "\tmad.lo.s32 %w, %ws" << W << ", %dw, %wb" << J << ";\n"
+      << "\tsetp.lt.and.u32 %pl, %h, %ih, %pl;  // unsigned: h < 0 fails\n"
+      << "\tsetp.lt.and.u32 %pl, %w, %iw, %pl;\n"
+      << "\tmad.lo.u32 %y, %h, %iw, %w;\n"
+      << "\tmad.lo.u32 %y, %y, %ic, %wc" << W << ";\n"
+      << "\tmul.wide.u32 %o, %y, 4;\n"
+      << "\tadd.u64 %o, %o, %pa" << J << ";\n"
+      << "\tmov.f32 %la" << J << ", 0f00000000;\n"
+      << "\t@%pl ld.global.nc.f32 %la" << J << ", [%o];\n";
+  }
+  for (int64_t w = 0; w < walks; ++w) {
+    const std::string W = N(w), L = N(p.NextLabel());
+    p << "\tadd.u32 %wc" << W << ", %wc" << W << ", " << N(t.u) << ";\n"
+      << "$CARRY" << L << ":\n"
+      << "\tsetp.lt.u32 %padv, %wc" << W << ", %ic;\n"
+      << "\t@%padv bra $CARRIED" << L << ";\n"
+      << "\tsub.u32 %wc" << W << ", %wc" << W << ", %ic;\n"
+      << "\tadd.u32 %ws" << W << ", %ws" << W << ", 1;\n"
+      << "\tsetp.eq.u32 %padv, %ws" << W << ", %fs;\n"
+      << "\t@%padv mov.u32 %ws" << W << ", 0;\n"
+      << "\t@%padv add.u32 %wr" << W << ", %wr" << W << ", 1;\n"
+      << "\tbra $CARRY" << L << ";\n"
+      << "$CARRIED" << L << ":\n";
+  }
+}
+
+void EmitALoads(Ptx& p, const Tiling& t, int64_t walks) {
+  if (walks > 0) {
+    EmitConvLoads(p, t, walks);
+  } else {
+    EmitLoads(p, 'a', t.loads_a);
+  }
+}
+
+// `conv` selects the implicit-GEMM convolution: A is gathered from the
+// NHWC input and B is the KRSC filter, a transposed K x N operand.
 std::string GemmEntry(const GemmContext& ctx, const Tiling& t,
-                      const std::string& arch) {
+                      const std::string& arch, bool conv) {
   const bool a_t = ctx.layout_a == Layout::kT;
   const bool b_t = ctx.layout_b == Layout::kT;
+  // Conv A loads share one (r, s, c) walk when every load of a thread has
+  // the same reduction index, i.e. when U divides the thread count.
+  const int64_t walks = conv ? (t.threads % t.u == 0 ? 1 : t.loads_a) : 0;
   Ptx p;
   p << "//\n// blocktune GEMM k(x_B), fp32: C = alpha * op(A) * op(B) + beta * C\n"
     << "// x_B: M_L=" << N(t.ml) << " N_L=" << N(t.nl) << " M_S=" << N(t.ms)
     << " N_S=" << N(t.ns) << " U=" << N(t.u) << " K_G=" << N(t.kg)
     << "; A " << (a_t ? "T" : "N") << ", B " << (b_t ? "T" : "N") << "\n"
     << "// " << N(t.threads) << " threads: thread (tm, tn) = (tid / "
-    << N(t.tn) << ", tid % " << N(t.tn) << ") owns rows tm + i*" << N(t.tm)
-    << " and columns tn + j*" << N(t.tn) << " of the program's block\n//\n"
+    << N(t.tn) << ", tid % " << N(t.tn) << ") owns " << N(t.ms / t.va)
+    << " groups of " << N(t.va) << " rows, at tm*" << N(t.va) << " + g*"
+    << N(t.tm * t.va) << ", and " << N(t.ns / t.vb) << " groups of "
+    << N(t.vb) << " columns, at tn*" << N(t.vb) << " + g*" << N(t.tn * t.vb)
+    << ", of the program's block\n";
+  if (conv) {
+    p << "// implicit-GEMM convolution (thesis 4.1.2): NHWC input as A "
+      << "(M = N*P*Q rows, K = R*S*C), KRSC filter as B (K x N, transposed),"
+      << " NPQK output as C\n";
+  }
+  p << "//\n"
     << ".version 8.0\n.target " << arch << "\n.address_size 64\n\n";
 
-  p << ".visible .entry blocktune_gemm(\n"
+  p << ".visible .entry " << (conv ? "blocktune_conv" : "blocktune_gemm")
+    << "(\n"
     << "\t.param .u64 pA, .param .u64 pB, .param .u64 pC, .param .u64 pW,\n"
     << "\t.param .u32 pM, .param .u32 pN, .param .u32 pK,\n"
     << "\t.param .u32 plda, .param .u32 pldb, .param .u32 pldc,\n"
-    << "\t.param .f32 palpha, .param .f32 pbeta)\n"
+    << "\t.param .f32 palpha, .param .f32 pbeta";
+  if (conv) {
+    p << ",\n\t.param .u32 pImgH, .param .u32 pImgW, .param .u32 pImgC,\n"
+      << "\t.param .u32 pOutP, .param .u32 pOutQ, .param .u32 pFltS,\n"
+      << "\t.param .u32 pPadH, .param .u32 pPadW, .param .u32 pStrH, "
+      << ".param .u32 pStrW,\n\t.param .u32 pDilH, .param .u32 pDilW";
+  }
+  p << ")\n"
     // No .maxntid: with it ptxas caps registers far below the budget and
     // spills (seen: 40 registers and a 16-byte spill for 512 threads on
     // sm_80, where 44 registers and no spill fit).
@@ -189,7 +336,16 @@ std::string GemmEntry(const GemmContext& ctx, const Tiling& t,
     << "\t.reg .f32 %alpha, %beta, %v, %old;\n"
     << "\t.reg .f32 %c<" << N(t.ms * t.ns) << ">, %fa<" << N(t.ms) << ">, %fb<"
     << N(t.ns) << ">, %la<" << N(t.loads_a) << ">, %lb<" << N(t.loads_b)
-    << ">;\n\n";
+    << ">;\n";
+  if (conv) {
+    p << "\t.reg .pred %padv;\n"
+      << "\t.reg .b32 %ih, %iw, %ic, %op, %oq, %fs, %ph, %pw, %sh, %sw, "
+      << "%dh, %dw, %h, %w, %hwc;\n"
+      << "\t.reg .b32 %hb<" << N(t.loads_a) << ">, %wb<" << N(t.loads_a)
+      << ">, %wr<" << N(walks) << ">, %ws<" << N(walks) << ">, %wc<"
+      << N(walks) << ">;\n";
+  }
+  p << "\n";
 
   p << "\t// ---- parameters, program and thread coordinates\n"
     << "\tld.param.u64 %A, [pA];\n\tcvta.to.global.u64 %A, %A;\n"
@@ -200,8 +356,17 @@ std::string GemmEntry(const GemmContext& ctx, const Tiling& t,
     << "\tld.param.u32 %K, [pK];\n\tld.param.u32 %lda, [plda];\n"
     << "\tld.param.u32 %ldb, [pldb];\n\tld.param.u32 %ldc, [pldc];\n"
     << "\tld.param.f32 %alpha, [palpha];\n\tld.param.f32 %beta, [pbeta];\n"
-    << "\tmov.u32 %thr, %tid.x;\n"
-    << "\tdiv.u32 %tm, %thr, " << N(t.tn) << ";\n"
+    << "\tmov.u32 %thr, %tid.x;\n";
+  if (conv) {
+    p << "\tld.param.u32 %ih, [pImgH];\n\tld.param.u32 %iw, [pImgW];\n"
+      << "\tld.param.u32 %ic, [pImgC];\n\tld.param.u32 %op, [pOutP];\n"
+      << "\tld.param.u32 %oq, [pOutQ];\n\tld.param.u32 %fs, [pFltS];\n"
+      << "\tld.param.u32 %ph, [pPadH];\n\tld.param.u32 %pw, [pPadW];\n"
+      << "\tld.param.u32 %sh, [pStrH];\n\tld.param.u32 %sw, [pStrW];\n"
+      << "\tld.param.u32 %dh, [pDilH];\n\tld.param.u32 %dw, [pDilW];\n"
+      << "\tmul.lo.u32 %hwc, %ih, %iw;\n\tmul.lo.u32 %hwc, %hwc, %ic;\n";
+  }
+  p << "\tdiv.u32 %tm, %thr, " << N(t.tn) << ";\n"
     << "\trem.u32 %tn, %thr, " << N(t.tn) << ";\n"
     << "\tmov.u32 %m0, %ctaid.x;\n\tmul.lo.u32 %m0, %m0, " << N(t.ml) << ";\n"
     << "\tmov.u32 %n0, %ctaid.y;\n\tmul.lo.u32 %n0, %n0, " << N(t.nl) << ";\n"
@@ -219,13 +384,19 @@ std::string GemmEntry(const GemmContext& ctx, const Tiling& t,
     << "\tadd.u32 %ntiles, %ntiles, " << N(t.u - 1) << ";\n"
     << "\tdiv.u32 %ntiles, %ntiles, " << N(t.u) << ";\n";
   p << "\t// ---- per-thread staging of A and B: offsets, predicates, pointers\n";
-  EmitOperandSetup(p, 'a', t.loads_a, t.ml, t.u, t.threads,
-                   /*contiguous_k=*/!a_t, /*k_major_pointer=*/a_t);
-  EmitOperandSetup(p, 'b', t.loads_b, t.nl, t.u, t.threads,
+  if (conv) {
+    EmitConvSetup(p, t, walks);
+  } else {
+    EmitOperandSetup(p, 'a', t.loads_a, t.ml, t.row_a, t.u, t.threads,
+                     /*contiguous_k=*/!a_t, /*k_major_pointer=*/a_t);
+  }
+  EmitOperandSetup(p, 'b', t.loads_b, t.nl, t.row_b, t.u, t.threads,
                    /*contiguous_k=*/b_t, /*k_major_pointer=*/!b_t);
   // One step along K: U columns of A (N) or U rows (T), likewise for B.
-  p << (a_t ? "\tmul.wide.u32 %step_a, %lda, " + N(t.u * 4) + ";\n"
-            : "\tmov.u64 %step_a, " + N(t.u * 4) + ";\n");
+  if (!conv) {
+    p << (a_t ? "\tmul.wide.u32 %step_a, %lda, " + N(t.u * 4) + ";\n"
+              : "\tmov.u64 %step_a, " + N(t.u * 4) + ";\n");
+  }
   p << (b_t ? "\tmov.u64 %step_b, " + N(t.u * 4) + ";\n"
             : "\tmul.wide.u32 %step_b, %ldb, " + N(t.u * 4) + ";\n");
 
@@ -235,7 +406,7 @@ std::string GemmEntry(const GemmContext& ctx, const Tiling& t,
   p << "\tsetp.eq.u32 %pl, %ntiles, 0;\n\t@%pl bra $EPILOGUE;\n";
   p << "\t// ---- prologue: the first step into stage 0\n"
     << "\tmov.u32 %k0, %kbeg;\n";
-  EmitLoads(p, 'a', t.loads_a);
+  EmitALoads(p, t, walks);
   EmitLoads(p, 'b', t.loads_b);
   EmitStores(p, 'a', t.loads_a, "0");
   EmitStores(p, 'b', t.loads_b, "0");
@@ -247,11 +418,11 @@ std::string GemmEntry(const GemmContext& ctx, const Tiling& t,
   p << "$LOOP:\n"
     << "\t// ---- prefetch step t+1 into registers (nothing past K)\n"
     << "\tadd.u32 %k0, %k0, " << N(t.u) << ";\n";
-  EmitLoads(p, 'a', t.loads_a);
+  EmitALoads(p, t, walks);
   EmitLoads(p, 'b', t.loads_b);
   p << "\t// ---- compute step t from shared memory\n"
-    << "\tmad.lo.u32 %ra, %tm, 4, %cur_a;\n"
-    << "\tmad.lo.u32 %rb, %tn, 4, %cur_b;\n";
+    << "\tmad.lo.u32 %ra, %tm, " << N(4 * t.va) << ", %cur_a;\n"
+    << "\tmad.lo.u32 %rb, %tn, " << N(4 * t.vb) << ", %cur_b;\n";
   EmitCompute(p, t);
   p << "\t// ---- stage step t+1, then swap stages\n";
   EmitStores(p, 'a', t.loads_a, "%nxt_a");
@@ -267,9 +438,9 @@ std::string GemmEntry(const GemmContext& ctx, const Tiling& t,
 
   p << "$EPILOGUE:\n";
   for (int64_t j = 0; j < t.ns; ++j) {
-    p << "\tadd.u32 %col" << N(j) << ", %n0, %tn;\n"
-      << "\tadd.u32 %col" << N(j) << ", %col" << N(j) << ", " << N(j * t.tn)
-      << ";\n"
+    p << "\tmad.lo.u32 %col" << N(j) << ", %tn, " << N(t.vb) << ", %n0;\n"
+      << "\tadd.u32 %col" << N(j) << ", %col" << N(j) << ", "
+      << N(t.ColOffset(j)) << ";\n"
       << "\tsetp.lt.u32 %pcol" << N(j) << ", %col" << N(j) << ", %N;\n";
   }
   if (t.kg == 1) {
@@ -279,8 +450,8 @@ std::string GemmEntry(const GemmContext& ctx, const Tiling& t,
     p << "\t// ---- partial sums to the workspace W[z][row][col]\n";
   }
   for (int64_t i = 0; i < t.ms; ++i) {
-    p << "\tmad.lo.u32 %x, %tm, 1, %m0;\n"
-      << "\tadd.u32 %x, %x, " << N(i * t.tm) << ";\n"
+    p << "\tmad.lo.u32 %x, %tm, " << N(t.va) << ", %m0;\n"
+      << "\tadd.u32 %x, %x, " << N(t.RowOffset(i)) << ";\n"
       << "\tsetp.lt.u32 %prow, %x, %M;\n";
     if (t.kg == 1) {
       p << "\tmul.wide.u32 %o, %x, %ldc;\n";
@@ -360,7 +531,35 @@ std::string ReduceEntry() {
 }  // namespace
 
 int64_t GemmSharedBytes(const BlockShape& xb) {
-  return 2 * xb.u * (xb.ml + xb.nl) * 4;
+  Tiling t(xb);
+  return 2 * (t.stage_a + t.stage_b);
+}
+
+int64_t KernelRegisterEstimate(const Context& ctx, const BlockShape& xb) {
+  int64_t registers = GemmRegisterEstimate(xb);
+  if (std::holds_alternative<ConvContext>(ctx)) {
+    // Window origins per load, the (r, s, c) walks, twelve shape scalars.
+    Tiling t(xb);
+    const int64_t walks = t.threads % t.u == 0 ? 1 : t.loads_a;
+    registers += 2 * t.loads_a + 3 * walks + 12;
+  }
+  return registers;
+}
+
+Status CheckConvAddressing(const ConvContext& ctx) {
+  const int64_t image = ctx.h * ctx.w * ctx.c;
+  if (image > kMax32) {
+    return FailedPrecondition("one input image, h*w*c = " + N(image) +
+                              ", exceeds the kernel's 32-bit offsets (" +
+                              N(kMax32) + ")");
+  }
+  GemmShape g = ImplicitGemm(ctx);
+  if (g.m > kMaxDim || g.k > kMaxDim) {
+    return FailedPrecondition(
+        "the implicit GEMM's n*p*q = " + N(g.m) + " or c*r*s = " + N(g.k) +
+        " exceeds " + N(kMaxDim));
+  }
+  return OkStatus();
 }
 
 int64_t GemmRegisterEstimate(const BlockShape& xb) {
@@ -382,11 +581,14 @@ Status CanImplement(const Context& ctx, const BlockShape& xb,
                               N(limits.max_threads_per_block));
   }
   if (GemmSharedBytes(xb) > limits.max_static_shared_bytes) {
-    return FailedPrecondition("shared memory 2*U*(M_L+N_L)*4 = " +
+    return FailedPrecondition("shared memory 2*U*(M_L+N_L+padding)*4 = " +
                               N(GemmSharedBytes(xb)) + " B exceeds " +
                               N(limits.max_static_shared_bytes) + " B");
   }
-  const int64_t registers = GemmRegisterEstimate(xb);
+  if (const auto* conv = std::get_if<ConvContext>(&ctx)) {
+    BT_RETURN_IF_ERROR(CheckConvAddressing(*conv));
+  }
+  const int64_t registers = KernelRegisterEstimate(ctx, xb);
   if (registers > limits.max_registers_per_thread ||
       registers * xb.ThreadsPerProgram() > limits.registers_per_sm) {
     return FailedPrecondition("an estimated " + N(registers) +
@@ -414,33 +616,65 @@ Status CanImplement(const Context& ctx, const BlockShape& xb,
   return OkStatus();
 }
 
-StatusOr<GemmKernel> GenerateGemm(const GemmContext& ctx, const BlockShape& xb,
-                                  const std::string& arch) {
-  BT_RETURN_IF_ERROR(Validate(ctx, "gemm"));
+namespace {
+
+StatusOr<GemmKernel> Generate(const GemmContext& g, bool conv,
+                              const BlockShape& xb, const std::string& arch) {
   BT_RETURN_IF_ERROR(Validate(xb, "block_shape"));
-  if (ctx.dtype != DType::kFp32) {
-    return Unimplemented("the GEMM generator emits fp32 only, got " +
-                         std::string(ToString(ctx.dtype)));
+  if (g.dtype != DType::kFp32) {
+    return Unimplemented("the generator emits fp32 only, got " +
+                         std::string(ToString(g.dtype)));
   }
   if (arch.rfind("sm_", 0) != 0) {
     return InvalidArgument("arch must look like sm_90, got '" + arch + "'");
   }
   Tiling t(xb);
   GemmKernel kernel;
-  kernel.ptx = GemmEntry(ctx, t, arch);
-  kernel.grid = {static_cast<unsigned>(CeilDiv(ctx.m, t.ml)),
-                 static_cast<unsigned>(CeilDiv(ctx.n, t.nl)),
+  kernel.ptx = GemmEntry(g, t, arch, conv);
+  kernel.entry = conv ? "blocktune_conv" : "blocktune_gemm";
+  kernel.grid = {static_cast<unsigned>(CeilDiv(g.m, t.ml)),
+                 static_cast<unsigned>(CeilDiv(g.n, t.nl)),
                  static_cast<unsigned>(t.kg)};
   kernel.block = {static_cast<unsigned>(t.threads), 1, 1};
   if (t.kg > 1) {
     kernel.ptx += ReduceEntry();
     kernel.reduce_entry = "blocktune_gemm_reduce";
     kernel.reduce_grid = {
-        static_cast<unsigned>(CeilDiv(ctx.m * ctx.n, kReduceThreads)), 1, 1};
+        static_cast<unsigned>(CeilDiv(g.m * g.n, kReduceThreads)), 1, 1};
     kernel.reduce_block = {static_cast<unsigned>(kReduceThreads), 1, 1};
-    kernel.workspace_bytes = t.kg * ctx.m * ctx.n * 4;
+    kernel.workspace_bytes = t.kg * g.m * g.n * 4;
   }
   return kernel;
+}
+
+}  // namespace
+
+StatusOr<GemmKernel> GenerateGemm(const GemmContext& ctx, const BlockShape& xb,
+                                  const std::string& arch) {
+  BT_RETURN_IF_ERROR(Validate(ctx, "gemm"));
+  return Generate(ctx, /*conv=*/false, xb, arch);
+}
+
+StatusOr<GemmKernel> GenerateConv(const ConvContext& ctx, const BlockShape& xb,
+                                  const std::string& arch) {
+  BT_RETURN_IF_ERROR(Validate(ctx, "conv"));
+  GemmShape shape = ImplicitGemm(ctx);
+  GemmContext g;
+  g.m = shape.m;
+  g.n = shape.n;
+  g.k = shape.k;
+  g.layout_a = Layout::kN;
+  g.layout_b = Layout::kT;
+  g.dtype = ctx.dtype;
+  BT_RETURN_IF_ERROR(CheckConvAddressing(ctx));
+  return Generate(g, /*conv=*/true, xb, arch);
+}
+
+StatusOr<GemmKernel> GenerateKernel(const Context& ctx, const BlockShape& xb,
+                                    const std::string& arch) {
+  if (const auto* conv = std::get_if<ConvContext>(&ctx))
+    return GenerateConv(*conv, xb, arch);
+  return GenerateGemm(std::get<GemmContext>(ctx), xb, arch);
 }
 
 }  // namespace blocktune

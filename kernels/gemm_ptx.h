@@ -38,8 +38,16 @@ struct KernelLimits {
   int instruction_cache_bytes = 12 * 1024;
 };
 
+// The estimate for the kernel of `ctx`: a convolution adds its window
+// origins and reduction walks.
+int64_t KernelRegisterEstimate(const Context& ctx, const BlockShape& xb);
+// FAILED_PRECONDITION where a convolution is too large for the kernel's
+// 32-bit offsets (one image, the implicit GEMM's M and K).
+Status CheckConvAddressing(const ConvContext& ctx);
+
 // Shared memory the GEMM kernel of `xb` declares: two stages of
-// (M_L + N_L) x U floats.
+// U rows of (M_L + pad_a) + (N_L + pad_b) floats, the pads against bank
+// conflicts.
 int64_t GemmSharedBytes(const BlockShape& xb);
 // A register estimate per thread: accumulators, fragments, staged loads
 // and addressing.
@@ -53,7 +61,7 @@ Status CanImplement(const Context& ctx, const BlockShape& xb,
 
 struct GemmKernel {
   std::string ptx;
-  std::string entry = "blocktune_gemm";
+  std::string entry = "blocktune_gemm";  // or "blocktune_conv"
   // Present when K_G > 1: adds the K_G partial sums, in order, and applies
   // alpha and beta. Launch it after `entry` on the same stream.
   std::string reduce_entry;
@@ -73,6 +81,19 @@ struct GemmKernel {
 // the M, N, K of `ctx`; the PTX itself works for any M, N, K.
 StatusOr<GemmKernel> GenerateGemm(const GemmContext& ctx, const BlockShape& xb,
                                   const std::string& arch = "sm_80");
+
+// The implicit-GEMM convolution of thesis §4.1.2 on the same x_B:
+// M = N*P*Q output pixels, N = K output channels, K = C*R*S. Entry
+// "blocktune_conv" takes GenerateGemm's parameters, with A the NHWC input,
+// B the KRSC filter (ldb = C*R*S), C the NPQK output (ldc = K), lda unused,
+// followed by .u32 H, W, C, P, Q, S, pad_h, pad_w, stride_h, stride_w,
+// dilation_h, dilation_w. Padding reads as zeros.
+StatusOr<GemmKernel> GenerateConv(const ConvContext& ctx, const BlockShape& xb,
+                                  const std::string& arch = "sm_80");
+
+// GenerateGemm or GenerateConv, by the context's op.
+StatusOr<GemmKernel> GenerateKernel(const Context& ctx, const BlockShape& xb,
+                                    const std::string& arch = "sm_80");
 
 }  // namespace blocktune
 

@@ -1,6 +1,7 @@
-// Assembles 300 GEMM kernels sampled across the block-shape space with
-// ptxas, for sm_90 and sm_80, and checks that every configuration
-// CanImplement accepts assembles without spilling. Runs in CI (no GPU
+// Assembles 300 GEMM and 300 convolution kernels sampled across the
+// block-shape and context spaces with ptxas, for sm_90 and sm_80, and
+// checks that every configuration CanImplement accepts assembles without
+// spilling. Runs in CI (no GPU
 // needed); skips with a message where no ptxas is installed.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -36,7 +37,7 @@ struct Assembled {
 };
 
 Assembled RunPtxas(const std::string& ptxas, const std::string& ptx_path,
-                   const std::string& arch) {
+                   const std::string& arch, const std::string& entry) {
   std::string cmd = ptxas + " -arch=" + arch + " -v " + ptx_path + " -o " +
                     ptx_path + "." + arch + ".cubin 2>&1";
   Assembled out;
@@ -45,9 +46,10 @@ Assembled RunPtxas(const std::string& ptxas, const std::string& ptx_path,
   size_t n;
   while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.log.append(buf, n);
   out.ok = pclose(pipe) == 0;
-  // The main entry's report comes first in the log for blocktune_gemm.
+  // The main entry's report.
   std::smatch m;
-  std::regex used("Function properties for blocktune_gemm\\n.*?(\\d+) bytes "
+  std::regex used("Function properties for " + entry +
+                  "\\n.*?(\\d+) bytes "
                   "spill stores, (\\d+) bytes spill loads\\n.*?Used (\\d+) "
                   "registers");
   if (std::regex_search(out.log, m, used)) {
@@ -57,19 +59,51 @@ Assembled RunPtxas(const std::string& ptxas, const std::string& ptx_path,
   return out;
 }
 
-TEST(GemmPtxasTest, SampledKernelsAssembleWithoutSpills) {
+// Powers of two as the sampler draws them, plus the K_G axis.
+BlockShape SampleBlockShape(std::mt19937& rng) {
+  auto pow2 = [&](int lo, int hi) {
+    return int64_t{1} << (lo + rng() % (hi - lo + 1));
+  };
+  return {pow2(0, 8), pow2(0, 8), pow2(0, 4),
+          pow2(0, 4), pow2(0, 5), pow2(0, 4)};
+}
+
+Context SampleGemm(std::mt19937& rng) {
+  GemmContext g;
+  g.m = 1 + rng() % 8192;
+  g.n = 1 + rng() % 8192;
+  g.k = 1 + rng() % 8192;
+  g.layout_a = rng() % 2 ? Layout::kT : Layout::kN;
+  g.layout_b = rng() % 2 ? Layout::kT : Layout::kN;
+  return g;
+}
+
+Context SampleConv(std::mt19937& rng) {
+  ConvContext c;
+  c.n = 1 + rng() % 32;
+  c.h = c.w = 7 << (rng() % 5);
+  c.c = int64_t{1} << (rng() % 11);
+  c.k = int64_t{1} << (rng() % 11);
+  c.r = c.s = 1 + 2 * (rng() % 4);
+  c.pad_h = c.pad_w = rng() % (c.r / 2 + 1);
+  c.stride_h = c.stride_w = 1 + rng() % 2;
+  c.dilation_h = c.dilation_w = 1 + rng() % 2;
+  if (c.P() < 1 || c.Q() < 1) c.dilation_h = c.dilation_w = 1;
+  if (c.P() < 1 || c.Q() < 1) c.r = c.s = 1;
+  return c;
+}
+
+void AssembleSampled(Op op, uint32_t seed) {
   const std::string ptxas = FindPtxas();
   if (ptxas.empty()) GTEST_SKIP() << "no ptxas (set BLOCKTUNE_PTXAS)";
   const auto dir = std::filesystem::temp_directory_path() /
                    ("blocktune-ptxas-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
 
-  // Powers of two as the sampler draws them, plus the K_G and layout axes.
-  std::mt19937 rng(300);
-  auto pow2 = [&](int lo, int hi) { return int64_t{1} << (lo + rng() % (hi - lo + 1)); };
+  std::mt19937 rng(seed);
   KernelLimits limits;
   struct Job {
-    GemmContext ctx;
+    Context ctx;
     BlockShape xb;
     std::string path;
   };
@@ -77,14 +111,9 @@ TEST(GemmPtxasTest, SampledKernelsAssembleWithoutSpills) {
   int rejected = 0;
   while (jobs.size() < 300) {
     Job job;
-    job.ctx.m = 1 + rng() % 8192;
-    job.ctx.n = 1 + rng() % 8192;
-    job.ctx.k = 1 + rng() % 8192;
-    job.ctx.layout_a = rng() % 2 ? Layout::kT : Layout::kN;
-    job.ctx.layout_b = rng() % 2 ? Layout::kT : Layout::kN;
-    job.xb = {pow2(0, 8), pow2(0, 8), pow2(0, 4), pow2(0, 4), pow2(0, 5),
-              pow2(0, 4)};
-    if (!Validate(job.xb).ok()) continue;
+    job.ctx = op == Op::kGemm ? SampleGemm(rng) : SampleConv(rng);
+    job.xb = SampleBlockShape(rng);
+    if (!Validate(job.ctx).ok() || !Validate(job.xb).ok()) continue;
     if (!CanImplement(job.ctx, job.xb, limits).ok()) {
       ++rejected;
       continue;
@@ -102,17 +131,16 @@ TEST(GemmPtxasTest, SampledKernelsAssembleWithoutSpills) {
     for (size_t i = next++; i < jobs.size(); i = next++) {
       const Job& job = jobs[i];
       for (const char* arch : {"sm_90", "sm_80"}) {
-        auto kernel = GenerateGemm(job.ctx, job.xb, arch);
-        std::string what = ToString(job.xb) + " " +
-                           std::string(ToString(job.ctx.layout_a)) +
-                           std::string(ToString(job.ctx.layout_b)) + " " + arch;
+        auto kernel = GenerateKernel(job.ctx, job.xb, arch);
+        std::string what =
+            ToString(job.xb) + " " + ToString(job.ctx) + " " + arch;
         if (!kernel.ok()) {
           std::lock_guard lock(mu);
           failures.push_back(what + ": " + kernel.status().ToString());
           continue;
         }
         std::ofstream(job.path) << kernel->ptx;
-        Assembled a = RunPtxas(ptxas, job.path, arch);
+        Assembled a = RunPtxas(ptxas, job.path, arch, kernel->entry);
         std::lock_guard lock(mu);
         if (!a.ok || a.registers < 0) {
           failures.push_back(what + ": ptxas failed\n" + a.log.substr(0, 2000));
@@ -123,7 +151,8 @@ TEST(GemmPtxasTest, SampledKernelsAssembleWithoutSpills) {
         }
         max_registers = std::max(max_registers, a.registers);
         max_estimate_gap = std::max<int64_t>(
-            max_estimate_gap, a.registers - GemmRegisterEstimate(job.xb));
+            max_estimate_gap,
+            a.registers - KernelRegisterEstimate(job.ctx, job.xb));
       }
     }
   };
@@ -134,10 +163,19 @@ TEST(GemmPtxasTest, SampledKernelsAssembleWithoutSpills) {
   std::filesystem::remove_all(dir);
 
   for (const auto& f : failures) ADD_FAILURE() << f;
-  std::cout << jobs.size() << " kernels x 2 archs assembled with " << ptxas
+  std::cout << jobs.size() << " " << ToString(op)
+            << " kernels x 2 archs assembled with " << ptxas
             << "; " << rejected << " sampled shapes rejected by CanImplement; "
             << "max registers " << max_registers
             << ", max (registers - estimate) " << max_estimate_gap << "\n";
+}
+
+TEST(KernelPtxasTest, SampledGemmKernelsAssembleWithoutSpills) {
+  AssembleSampled(Op::kGemm, 300);
+}
+
+TEST(KernelPtxasTest, SampledConvKernelsAssembleWithoutSpills) {
+  AssembleSampled(Op::kConv, 301);
 }
 
 }  // namespace
