@@ -18,8 +18,33 @@ StatusOr<std::unique_ptr<LoadedGemm>> LoadedGemm::Create(
   return gemm;
 }
 
+namespace {
+
+Status CheckVectorOperand(const char* name, uint64_t address, int64_t ld,
+                          int64_t vector) {
+  if (vector == 1) return OkStatus();
+  if (address % (4 * vector) != 0 || ld % vector != 0) {
+    return InvalidArgument(
+        std::string(name) + ": this kernel reads it in vectors of " +
+        std::to_string(vector) + " floats, so its address must be " +
+        std::to_string(4 * vector) + "-byte aligned and its leading " +
+        "dimension a multiple of " + std::to_string(vector) + "; got ld " +
+        std::to_string(ld));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 Status LoadedGemm::Launch(const GemmOperands& ops) const {
   const GemmKernel& k = kernel_;
+  if (std::holds_alternative<GemmContext>(ctx_)) {
+    BT_RETURN_IF_ERROR(CheckVectorOperand("a", ops.a, ops.lda, k.vector_a));
+    BT_RETURN_IF_ERROR(CheckVectorOperand("b", ops.b, ops.ldb, k.vector_b));
+  } else {
+    BT_RETURN_IF_ERROR(CheckVectorOperand("filter", ops.b,
+                                          ImplicitGemm(ctx_).k, k.vector_b));
+  }
   const GemmShape g = ImplicitGemm(ctx_);
   uint64_t a = ops.a, b = ops.b, c = ops.c, w = ops.workspace;
   uint32_t m = g.m, n = g.n, kk = g.k;

@@ -29,11 +29,14 @@ struct Tiling {
   // adjacent rows (VB columns for N_S), so each group is one ld.shared.v4
   // (or v2) instead of VA scalar loads.
   int64_t va, vb;
-  explicit Tiling(const BlockShape& xb)
+  // Global load vector widths (1 or 4), chosen by VectorWidths().
+  int64_t vec_a, vec_b;
+  explicit Tiling(const BlockShape& xb, int64_t vec_a = 1, int64_t vec_b = 1)
       : ml(xb.ml), nl(xb.nl), ms(xb.ms), ns(xb.ns), u(xb.u), kg(xb.kg),
         tm(xb.ml / xb.ms), tn(xb.nl / xb.ns), threads(tm * tn),
-        loads_a(CeilDiv(xb.ml * xb.u, threads)),
-        loads_b(CeilDiv(xb.nl * xb.u, threads)),
+        loads_a(CeilDiv(xb.ml * xb.u / vec_a, threads)),
+        loads_b(CeilDiv(xb.nl * xb.u / vec_b, threads)),
+        vec_a(vec_a), vec_b(vec_b),
         va(VectorWidth(xb.ms)), vb(VectorWidth(xb.ns)) {
     row_a = xb.ml + Pad(xb.u, va);
     row_b = xb.nl + Pad(xb.u, vb);
@@ -76,13 +79,14 @@ class Ptx {
   int labels_ = 0;
 };
 
-// One operand's staging: for load j of this thread, element e = tid + j*T
-// of the tile, its offset in a shared stage, its reduction index kk and a
-// pointer that walks along K one step at a time.
+// One operand's staging: for load j of this thread, element (or vector of
+// `vec` elements) e = tid + j*T of the tile, its offset in a shared stage,
+// its reduction index kk and a pointer that walks along K one step at a
+// time. A vector runs along the operand's contiguous dimension: along K
+// when `contiguous_k`, else along M (A) or N (B).
 void EmitOperandSetup(Ptx& p, char name, int64_t loads, int64_t extent,
-                      int64_t row, int64_t u, int64_t threads,
-                      bool contiguous_k,
-                      bool k_major_pointer) {
+                      int64_t row, int64_t u, int64_t threads, int64_t vec,
+                      bool contiguous_k, bool k_major_pointer) {
   // name 'a': extent = M_L, row origin %m0, bound %M, ld %lda
   // name 'b': extent = N_L, col origin %n0, bound %N, ld %ldb
   const std::string s(1, name);
@@ -91,19 +95,27 @@ void EmitOperandSetup(Ptx& p, char name, int64_t loads, int64_t extent,
   const std::string ld = name == 'a' ? "%lda" : "%ldb";
   const std::string base = name == 'a' ? "%A" : "%B";
   const std::string smem = name == 'a' ? "%sA_0" : "%sB_0";
+  const int64_t per_row = contiguous_k ? u / vec : extent / vec;
   for (int64_t j = 0; j < loads; ++j) {
     const std::string J = N(j);
-    p << "\t// " << (name == 'a' ? "A" : "B") << " load " << J
-      << ": element tid + " << N(j * threads) << " of the "
+    p << "\t// " << (name == 'a' ? "A" : "B") << " load " << J << ": "
+      << (vec > 1 ? "vector of " + N(vec) + " at " : "element ") << "tid + "
+      << N(j * threads) << " of the "
       << (name == 'a' ? "M_L x U" : "U x N_L") << " tile\n";
     p << "\tadd.u32 %e, %thr, " << N(j * threads) << ";\n";
-    p << "\tsetp.lt.u32 %q" << s << J << ", %e, " << N(extent * u) << ";\n";
+    p << "\tsetp.lt.u32 %q" << s << J << ", %e, " << N(extent * u / vec)
+      << ";\n";
     if (contiguous_k) {
-      p << "\trem.u32 %k" << s << J << ", %e, " << N(u) << ";\n";
-      p << "\tdiv.u32 %x, %e, " << N(u) << ";\n";
+      p << "\trem.u32 %k" << s << J << ", %e, " << N(per_row) << ";\n";
+      if (vec > 1) {
+        p << "\tmul.lo.u32 %k" << s << J << ", %k" << s << J << ", "
+          << N(vec) << ";\n";
+      }
+      p << "\tdiv.u32 %x, %e, " << N(per_row) << ";\n";
     } else {
-      p << "\trem.u32 %x, %e, " << N(extent) << ";\n";
-      p << "\tdiv.u32 %k" << s << J << ", %e, " << N(extent) << ";\n";
+      p << "\trem.u32 %x, %e, " << N(per_row) << ";\n";
+      if (vec > 1) p << "\tmul.lo.u32 %x, %x, " << N(vec) << ";\n";
+      p << "\tdiv.u32 %k" << s << J << ", %e, " << N(per_row) << ";\n";
     }
     // Offset in a stage: stage[kk][x], x the row of A or column of B.
     p << "\tmad.lo.u32 %s" << s << J << ", %k" << s << J << ", " << N(row)
@@ -127,17 +139,30 @@ void EmitOperandSetup(Ptx& p, char name, int64_t loads, int64_t extent,
   }
 }
 
+// "{%la4, %la5, %la6, %la7}" for load 1 of width 4; "%la1" for width 1.
+std::string StagingRegs(char name, int64_t j, int64_t vec) {
+  const std::string r = std::string("%l") + name;
+  if (vec == 1) return r + N(j);
+  std::string out = "{";
+  for (int64_t v = 0; v < vec; ++v)
+    out += (v ? ", " : "") + r + N(j * vec + v);
+  return out + "}";
+}
+
 // Global loads of one step into staging registers, predicated on the tile
 // and on K (past %kend nothing is read and zeros are staged), then the
-// pointers advance one step.
-void EmitLoads(Ptx& p, char name, int64_t loads) {
+// pointers advance one step. A vector lies wholly inside or outside the
+// bounds: its width divides K (or M, N) and U (or M_L, N_L).
+void EmitLoads(Ptx& p, char name, int64_t loads, int64_t vec) {
   const std::string s(1, name);
   for (int64_t j = 0; j < loads; ++j) {
     const std::string J = N(j);
     p << "\tadd.u32 %y, %k0, %k" << s << J << ";\n";
     p << "\tsetp.lt.and.u32 %pl, %y, %kend, %q" << s << J << ";\n";
-    p << "\tmov.f32 %l" << s << J << ", 0f00000000;\n";
-    p << "\t@%pl ld.global.nc.f32 %l" << s << J << ", [%p" << s << J << "];\n";
+    for (int64_t v = 0; v < vec; ++v)
+      p << "\tmov.f32 %l" << s << N(j * vec + v) << ", 0f00000000;\n";
+    p << "\t@%pl ld.global.nc" << (vec > 1 ? ".v" + N(vec) : "") << ".f32 "
+      << StagingRegs(name, j, vec) << ", [%p" << s << J << "];\n";
     p << "\tadd.u64 %p" << s << J << ", %p" << s << J << ", %step_" << s
       << ";\n";
   }
@@ -147,13 +172,23 @@ void EmitLoads(Ptx& p, char name, int64_t loads) {
 // thread whose element lies past the tile (the tile's size need not be a
 // multiple of the thread count) stores nothing: its offset is outside the
 // stage. Rows past M and columns past N are not stored either; the results
-// they would feed are never written.
-void EmitStores(Ptx& p, char name, int64_t loads, const std::string& stage) {
+// they would feed are never written. A vector along K goes to `vec` rows of
+// the stage; one across M or N is one vector store when rows stay aligned.
+void EmitStores(Ptx& p, char name, int64_t loads, const std::string& stage,
+                int64_t vec, bool contiguous_k, int64_t row) {
   const std::string s(1, name);
   for (int64_t j = 0; j < loads; ++j) {
     p << "\tadd.u32 %y, %s" << s << N(j) << ", " << stage << ";\n";
-    p << "\t@%q" << s << N(j) << " st.shared.f32 [%y], %l" << s << N(j)
-      << ";\n";
+    if (vec > 1 && !contiguous_k && row % vec == 0) {
+      p << "\t@%q" << s << N(j) << " st.shared.v" << N(vec) << ".f32 [%y], "
+        << StagingRegs(name, j, vec) << ";\n";
+      continue;
+    }
+    for (int64_t v = 0; v < vec; ++v) {
+      const int64_t offset = (contiguous_k ? v * row : v) * 4;
+      p << "\t@%q" << s << N(j) << " st.shared.f32 [%y+" << N(offset)
+        << "], %l" << s << N(j * vec + v) << ";\n";
+    }
   }
 }
 
@@ -271,7 +306,7 @@ void EmitALoads(Ptx& p, const Tiling& t, int64_t walks) {
   if (walks > 0) {
     EmitConvLoads(p, t, walks);
   } else {
-    EmitLoads(p, 'a', t.loads_a);
+    EmitLoads(p, 'a', t.loads_a, t.vec_a);
   }
 }
 
@@ -335,7 +370,8 @@ std::string GemmEntry(const GemmContext& ctx, const Tiling& t,
     << "\t.reg .b64 %pa<" << N(t.loads_a) << ">, %pb<" << N(t.loads_b) << ">;\n"
     << "\t.reg .f32 %alpha, %beta, %v, %old;\n"
     << "\t.reg .f32 %c<" << N(t.ms * t.ns) << ">, %fa<" << N(t.ms) << ">, %fb<"
-    << N(t.ns) << ">, %la<" << N(t.loads_a) << ">, %lb<" << N(t.loads_b)
+    << N(t.ns) << ">, %la<" << N(t.loads_a * t.vec_a) << ">, %lb<"
+    << N(t.loads_b * t.vec_b)
     << ">;\n";
   if (conv) {
     p << "\t.reg .pred %padv;\n"
@@ -388,9 +424,11 @@ std::string GemmEntry(const GemmContext& ctx, const Tiling& t,
     EmitConvSetup(p, t, walks);
   } else {
     EmitOperandSetup(p, 'a', t.loads_a, t.ml, t.row_a, t.u, t.threads,
+                     t.vec_a,
                      /*contiguous_k=*/!a_t, /*k_major_pointer=*/a_t);
   }
   EmitOperandSetup(p, 'b', t.loads_b, t.nl, t.row_b, t.u, t.threads,
+                   t.vec_b,
                    /*contiguous_k=*/b_t, /*k_major_pointer=*/!b_t);
   // One step along K: U columns of A (N) or U rows (T), likewise for B.
   if (!conv) {
@@ -407,9 +445,9 @@ std::string GemmEntry(const GemmContext& ctx, const Tiling& t,
   p << "\t// ---- prologue: the first step into stage 0\n"
     << "\tmov.u32 %k0, %kbeg;\n";
   EmitALoads(p, t, walks);
-  EmitLoads(p, 'b', t.loads_b);
-  EmitStores(p, 'a', t.loads_a, "0");
-  EmitStores(p, 'b', t.loads_b, "0");
+  EmitLoads(p, 'b', t.loads_b, t.vec_b);
+  EmitStores(p, 'a', t.loads_a, "0", t.vec_a, !a_t, t.row_a);
+  EmitStores(p, 'b', t.loads_b, "0", t.vec_b, b_t, t.row_b);
   p << "\tbar.sync 0;\n"
     << "\tmov.u32 %cur_a, %sA_0;\n\tmov.u32 %cur_b, %sB_0;\n"
     << "\tmov.u32 %nxt_a, " << N(t.stage_a) << ";\n"
@@ -419,14 +457,14 @@ std::string GemmEntry(const GemmContext& ctx, const Tiling& t,
     << "\t// ---- prefetch step t+1 into registers (nothing past K)\n"
     << "\tadd.u32 %k0, %k0, " << N(t.u) << ";\n";
   EmitALoads(p, t, walks);
-  EmitLoads(p, 'b', t.loads_b);
+  EmitLoads(p, 'b', t.loads_b, t.vec_b);
   p << "\t// ---- compute step t from shared memory\n"
     << "\tmad.lo.u32 %ra, %tm, " << N(4 * t.va) << ", %cur_a;\n"
     << "\tmad.lo.u32 %rb, %tn, " << N(4 * t.vb) << ", %cur_b;\n";
   EmitCompute(p, t);
   p << "\t// ---- stage step t+1, then swap stages\n";
-  EmitStores(p, 'a', t.loads_a, "%nxt_a");
-  EmitStores(p, 'b', t.loads_b, "%nxt_b");
+  EmitStores(p, 'a', t.loads_a, "%nxt_a", t.vec_a, !a_t, t.row_a);
+  EmitStores(p, 'b', t.loads_b, "%nxt_b", t.vec_b, b_t, t.row_b);
   p << "\tbar.sync 0;\n"
     << "\tadd.u32 %cur_a, %sA_0, %nxt_a;\n"
     << "\tadd.u32 %cur_b, %sB_0, %nxt_b;\n"
@@ -628,8 +666,21 @@ StatusOr<GemmKernel> Generate(const GemmContext& g, bool conv,
   if (arch.rfind("sm_", 0) != 0) {
     return InvalidArgument("arch must look like sm_90, got '" + arch + "'");
   }
-  Tiling t(xb);
+  // Vector loads of 4 where every vector lies wholly inside or outside the
+  // bounds and starts 16-byte aligned: along K when the operand is
+  // contiguous in K (U and K multiples of 4), else along M or N (M_L and M,
+  // or N_L and N, multiples of 4). The convolution's gathered A is scalar.
+  auto width = [&](bool contiguous_k, int64_t tile, int64_t dim) -> int64_t {
+    if (contiguous_k) return xb.u % 4 == 0 && g.k % 4 == 0 ? 4 : 1;
+    return tile % 4 == 0 && dim % 4 == 0 ? 4 : 1;
+  };
+  const int64_t vec_a =
+      conv ? 1 : width(g.layout_a == Layout::kN, xb.ml, g.m);
+  const int64_t vec_b = width(g.layout_b == Layout::kT, xb.nl, g.n);
+  Tiling t(xb, vec_a, vec_b);
   GemmKernel kernel;
+  kernel.vector_a = vec_a;
+  kernel.vector_b = vec_b;
   kernel.ptx = GemmEntry(g, t, arch, conv);
   kernel.entry = conv ? "blocktune_conv" : "blocktune_gemm";
   kernel.grid = {static_cast<unsigned>(CeilDiv(g.m, t.ml)),

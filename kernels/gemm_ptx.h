@@ -70,6 +70,11 @@ struct GemmKernel {
   std::array<unsigned, 3> reduce_grid{};
   std::array<unsigned, 3> reduce_block{};
   int64_t workspace_bytes = 0;  // K_G * M * N floats when K_G > 1
+  // Global load vector widths. Where 4, the kernel reads that operand in
+  // 16-byte vectors: its base must be 16-byte aligned and its leading
+  // dimension a multiple of 4 (LoadedGemm::Launch checks).
+  int64_t vector_a = 1;
+  int64_t vector_b = 1;
 };
 
 // Parameters of `entry`, in order:
