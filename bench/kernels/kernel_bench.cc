@@ -112,6 +112,16 @@ std::vector<BlockShape> Candidates(const Context& ctx, int sm_count,
               out.push_back(xb);
             }
   std::shuffle(out.begin(), out.end(), rng);
+  // Up to 40 dense thread tiles (M_S*N_S >= 32, 128..256 threads) first:
+  // on large shapes the time budget ends the sweep after a few dozen
+  // kernels. The rest stay in random order.
+  auto dense_end = std::stable_partition(
+      out.begin(), out.end(), [](const BlockShape& xb) {
+        const int64_t threads = xb.ThreadsPerProgram();
+        return xb.ms * xb.ns >= 32 && threads >= 128 && threads <= 256;
+      });
+  const auto front = out.begin() + std::min<ptrdiff_t>(40, dense_end - out.begin());
+  std::shuffle(front, out.end(), rng);
   out.resize(std::min<size_t>(out.size(), quick ? 40 : 300));
   return out;
 }
