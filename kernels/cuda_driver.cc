@@ -22,6 +22,7 @@ constexpr CUresult kErrorNoDevice = 100;
 
 // CUdevice_attribute
 constexpr int kAttrMaxThreadsPerBlock = 1;
+constexpr int kAttrWarpSize = 10;
 constexpr int kAttrMaxSharedPerBlock = 8;
 constexpr int kAttrMaxRegistersPerBlock = 12;
 constexpr int kAttrClockRateKhz = 13;
@@ -220,7 +221,10 @@ StatusOr<DeviceLimits> Driver::Limits(int ordinal) const {
       {&l.max_registers_per_sm, kAttrMaxRegistersPerSm},
       {&l.max_threads_per_sm, kAttrMaxThreadsPerSm},
       {&l.l2_bytes, kAttrL2Bytes},
-      {&l.sm_count, kAttrSmCount}};
+      {&l.sm_count, kAttrSmCount},
+      {&l.warp_size, kAttrWarpSize},
+      {&l.cc_major, kAttrCcMajor},
+      {&l.cc_minor, kAttrCcMinor}};
   for (const auto& [out, attribute] : attributes) {
     BT_RETURN_IF_ERROR(a.Check(a.cuDeviceGetAttribute(out, attribute, device),
                                "cuDeviceGetAttribute"));

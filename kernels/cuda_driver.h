@@ -35,6 +35,9 @@ struct DeviceLimits {
   int max_threads_per_sm = 0;
   int l2_bytes = 0;
   int sm_count = 0;
+  int warp_size = 0;
+  int cc_major = 0;
+  int cc_minor = 0;
 };
 
 class Driver {

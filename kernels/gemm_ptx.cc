@@ -611,47 +611,98 @@ int64_t GemmRegisterEstimate(const BlockShape& xb) {
   return t.ms * t.ns + 2 * (t.ms + t.ns) + 7 * (t.loads_a + t.loads_b) + 48;
 }
 
+const char* ToString(HardwareRule rule) {
+  switch (rule) {
+    case HardwareRule::kNone: return "none";
+    case HardwareRule::kThreads: return "threads";
+    case HardwareRule::kSharedMemory: return "shared_memory";
+    case HardwareRule::kRegisters: return "registers";
+    case HardwareRule::kInstructionCache: return "instruction_cache";
+    case HardwareRule::kGrid: return "grid";
+    case HardwareRule::kAddressing: return "addressing";
+  }
+  return "?";
+}
+
+int64_t ReductionLoopBytes(const BlockShape& xb) {
+  return 16 * (xb.ms * xb.u + xb.ns * xb.u + xb.ms * xb.ns * xb.u);
+}
+
+bool Passes(HardwareRule rule, const Context& ctx, const BlockShape& xb,
+            const KernelLimits& limits) {
+  switch (rule) {
+    case HardwareRule::kNone:
+      return true;
+    case HardwareRule::kThreads:
+      return xb.ThreadsPerProgram() <= limits.max_threads_per_block;
+    case HardwareRule::kSharedMemory:
+      return GemmSharedBytes(xb) <= limits.max_static_shared_bytes;
+    case HardwareRule::kRegisters: {
+      const int64_t registers = KernelRegisterEstimate(ctx, xb);
+      return registers <= limits.max_registers_per_thread &&
+             registers * xb.ThreadsPerProgram() <= limits.registers_per_sm;
+    }
+    case HardwareRule::kInstructionCache:
+      return ReductionLoopBytes(xb) <= limits.instruction_cache_bytes;
+    case HardwareRule::kGrid: {
+      const GemmShape g = ImplicitGemm(ctx);
+      return CeilDiv(g.n, xb.nl) <= 65535 &&
+             CeilDiv(g.m, xb.ml) <= 2147483647;
+    }
+    case HardwareRule::kAddressing: {
+      const auto* conv = std::get_if<ConvContext>(&ctx);
+      if (!conv) return true;
+      const GemmShape g = ImplicitGemm(ctx);
+      return conv->h * conv->w * conv->c <= kMax32 && g.m <= kMaxDim &&
+             g.k <= kMaxDim;
+    }
+  }
+  return false;
+}
+
+HardwareRule FirstFailingHardwareRule(const Context& ctx, const BlockShape& xb,
+                                      const KernelLimits& limits) {
+  for (HardwareRule rule : kHardwareRules)
+    if (!Passes(rule, ctx, xb, limits)) return rule;
+  return HardwareRule::kNone;
+}
+
 Status CanImplement(const Context& ctx, const BlockShape& xb,
                     const KernelLimits& limits) {
-  if (xb.ThreadsPerProgram() > limits.max_threads_per_block) {
-    return FailedPrecondition("threads per program (M_L/M_S)*(N_L/N_S) = " +
-                              N(xb.ThreadsPerProgram()) + " exceeds " +
-                              N(limits.max_threads_per_block));
-  }
-  if (GemmSharedBytes(xb) > limits.max_static_shared_bytes) {
-    return FailedPrecondition("shared memory 2*U*(M_L+N_L+padding)*4 = " +
-                              N(GemmSharedBytes(xb)) + " B exceeds " +
-                              N(limits.max_static_shared_bytes) + " B");
-  }
-  if (const auto* conv = std::get_if<ConvContext>(&ctx)) {
-    BT_RETURN_IF_ERROR(CheckConvAddressing(*conv));
-  }
+  const HardwareRule rule = FirstFailingHardwareRule(ctx, xb, limits);
+  const GemmShape g = ImplicitGemm(ctx);
   const int64_t registers = KernelRegisterEstimate(ctx, xb);
-  if (registers > limits.max_registers_per_thread ||
-      registers * xb.ThreadsPerProgram() > limits.registers_per_sm) {
-    return FailedPrecondition("an estimated " + N(registers) +
-                              " registers per thread do not fit (" +
-                              N(limits.max_registers_per_thread) +
-                              " per thread, " + N(limits.registers_per_sm) +
-                              " per SM)");
+  switch (rule) {
+    case HardwareRule::kNone:
+      return OkStatus();
+    case HardwareRule::kThreads:
+      return FailedPrecondition("threads per program (M_L/M_S)*(N_L/N_S) = " +
+                                N(xb.ThreadsPerProgram()) + " exceeds " +
+                                N(limits.max_threads_per_block));
+    case HardwareRule::kSharedMemory:
+      return FailedPrecondition("shared memory 2*U*(M_L+N_L+padding)*4 = " +
+                                N(GemmSharedBytes(xb)) + " B exceeds " +
+                                N(limits.max_static_shared_bytes) + " B");
+    case HardwareRule::kRegisters:
+      return FailedPrecondition("an estimated " + N(registers) +
+                                " registers per thread do not fit (" +
+                                N(limits.max_registers_per_thread) +
+                                " per thread, " + N(limits.registers_per_sm) +
+                                " per SM)");
+    case HardwareRule::kInstructionCache:
+      return FailedPrecondition(
+          "the reduction loop, 16*(M_S*U + N_S*U + M_S*N_S*U) = " +
+          N(ReductionLoopBytes(xb)) + " B, exceeds the instruction cache " +
+          "S_IC = " + N(limits.instruction_cache_bytes) + " B");
+    case HardwareRule::kGrid:
+      return FailedPrecondition("grid y = ceil(N / N_L) = " +
+                                N(CeilDiv(g.n, xb.nl)) +
+                                " exceeds 65535, or grid x = ceil(M / M_L) "
+                                "exceeds 2^31-1");
+    case HardwareRule::kAddressing:
+      return CheckConvAddressing(std::get<ConvContext>(ctx));
   }
-  const int64_t loop_bytes =
-      16 * (xb.ms * xb.u + xb.ns * xb.u + xb.ms * xb.ns * xb.u);
-  if (loop_bytes > limits.instruction_cache_bytes) {
-    return FailedPrecondition(
-        "the reduction loop, 16*(M_S*U + N_S*U + M_S*N_S*U) = " +
-        N(loop_bytes) + " B, exceeds the instruction cache S_IC = " +
-        N(limits.instruction_cache_bytes) + " B");
-  }
-  GemmShape g = ImplicitGemm(ctx);
-  if (CeilDiv(g.n, xb.nl) > 65535) {
-    return FailedPrecondition("grid y = ceil(N / N_L) = " +
-                              N(CeilDiv(g.n, xb.nl)) + " exceeds 65535");
-  }
-  if (CeilDiv(g.m, xb.ml) > 2147483647) {
-    return FailedPrecondition("grid x = ceil(M / M_L) exceeds 2^31-1");
-  }
-  return OkStatus();
+  return Internal("unknown hardware rule");
 }
 
 namespace {

@@ -53,9 +53,32 @@ int64_t GemmSharedBytes(const BlockShape& xb);
 // and addressing.
 int64_t GemmRegisterEstimate(const BlockShape& xb);
 
-// The one place the hardware rules live: OK if the kernel of `xb` can run
-// on a device with `limits`; else FAILED_PRECONDITION naming the rule.
-// `ctx` must be a GEMM or convolution context that validated.
+// The hardware rules, each named; the sampler counts rejections by them.
+enum class HardwareRule {
+  kNone,
+  kThreads,           // (M_L/M_S)*(N_L/N_S) <= threads per block
+  kSharedMemory,      // GemmSharedBytes <= static shared memory
+  kRegisters,         // estimate per thread, and per program within an SM
+  kInstructionCache,  // 16*(M_S*U + N_S*U + M_S*N_S*U) <= S_IC
+  kGrid,              // grid dimensions
+  kAddressing,        // convolution offsets fit the kernel's 32 bits
+};
+inline constexpr HardwareRule kHardwareRules[] = {
+    HardwareRule::kThreads,          HardwareRule::kSharedMemory,
+    HardwareRule::kRegisters,        HardwareRule::kInstructionCache,
+    HardwareRule::kGrid,             HardwareRule::kAddressing};
+const char* ToString(HardwareRule rule);
+
+// The one place the hardware rules live. Passes: whether one rule holds,
+// with no allocation (the sampler calls it millions of times a second).
+bool Passes(HardwareRule rule, const Context& ctx, const BlockShape& xb,
+            const KernelLimits& limits);
+// The first rule, in kHardwareRules order, that fails; kNone if all hold.
+HardwareRule FirstFailingHardwareRule(const Context& ctx, const BlockShape& xb,
+                                      const KernelLimits& limits);
+// OK if the kernel of `xb` can run on a device with `limits`; else
+// FAILED_PRECONDITION naming the rule and the numbers. `ctx` must be a
+// GEMM or convolution context that validated, `xb` a valid block shape.
 Status CanImplement(const Context& ctx, const BlockShape& xb,
                     const KernelLimits& limits);
 
