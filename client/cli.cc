@@ -11,6 +11,9 @@
 #include "client/connection.h"
 #include "client/print.h"
 #include "proto/convert.h"
+#include "tuner/device_profile.h"
+#include "tuner/sample_report.h"
+#include "tuner/sampler.h"
 
 namespace blocktune {
 namespace {
@@ -46,6 +49,8 @@ int UsageError(const std::string& message) {
   return kExitUsage;
 }
 
+
+
 int CallFailed(const grpc::Status& status) {
   std::cerr << "blocktune: " << ToString(static_cast<StatusCode>(
                                     status.error_code()))
@@ -57,6 +62,91 @@ int StatusFailed(const Status& status) {
   std::cerr << "blocktune: " << status.message() << "\n";
   return status.code() == StatusCode::kUnavailable ? kExitUnreachable
                                                    : kExitServerError;
+}
+
+struct SampleFlags {
+  std::string op = "gemm";
+  std::string sampler = "bayes";
+  int64_t count = 10000;
+  std::string profile = "h100";
+  uint64_t seed = 1;
+  std::string domain;
+  std::vector<std::string> rules = {"power_of_two", "min_block_elements",
+                                    "split_has_work", "occupancy"};
+  double rho = 0.5;
+  double alpha = 100;
+  int64_t warmup = 20000;
+  bool list = false;
+};
+
+// `blocktune sample`: runs here, no daemon. Bad flags exit 2 naming the
+// flag; a missing GPU for --device-profile gpu exits 3.
+int RunSample(const SampleFlags& f, bool json) {
+  Op op;
+  if (f.op == "gemm") {
+    op = Op::kGemm;
+  } else if (f.op == "conv") {
+    op = Op::kConv;
+  } else {
+    return UsageError("--op must be gemm or conv, got '" + f.op + "'");
+  }
+  if (f.sampler != "uniform" && f.sampler != "bayes")
+    return UsageError("--sampler must be uniform or bayes, got '" + f.sampler + "'");
+  if (f.count < 1 || f.count > 100'000'000)
+    return UsageError("--count must be in [1, 100000000], got " +
+                      std::to_string(f.count));
+  if (f.warmup < 1 || f.warmup > 10'000'000)
+    return UsageError("--warmup must be in [1, 10000000], got " +
+                      std::to_string(f.warmup));
+  if (!(f.alpha > 0 && f.alpha <= 1e9))
+    return UsageError("--alpha must be in (0, 1e9], got " + std::to_string(f.alpha));
+  StatusOr<DeviceProfile> profile = f.profile == "gpu"
+                                        ? ProfileFromDevice(0)
+                                        : ProfileByName(f.profile);
+  if (!profile.ok()) {
+    if (profile.status().code() == StatusCode::kUnavailable)
+      return StatusFailed(profile.status());
+    return UsageError("--device-profile: " + profile.status().message());
+  }
+  StatusOr<Domain> domain = DefaultDomain(op);
+  if (!f.domain.empty()) {
+    std::ifstream in(f.domain);
+    if (!in) return UsageError("--domain: cannot read '" + f.domain + "'");
+    std::stringstream text;
+    text << in.rdbuf();
+    domain = ParseDomain(text.str());
+    if (domain.ok() && domain->op != op)
+      return UsageError("--domain: '" + f.domain + "' is a " +
+                        std::string(ToString(domain->op)) + " domain, not " +
+                        f.op);
+  }
+  if (!domain.ok()) return UsageError("--domain: " + domain.status().message());
+  auto rules = RuleSet::Make(*profile, f.rules, f.rho);
+  if (!rules.ok()) return UsageError("--rules/--rho: " + rules.status().message());
+  SamplingOptions options;
+  options.sampler = f.sampler;
+  options.count = f.count;
+  options.seed = f.seed;
+  options.alpha = f.alpha;
+  options.warmup_accepted = f.warmup;
+  // Enough for acceptance down to 1e-5; the report says if it fell short.
+  options.max_draws = std::max<int64_t>(100'000'000, f.count * 100'000);
+  std::vector<Candidate> accepted;
+  auto report = RunSampling(*domain, *profile, *rules, options,
+                            f.list ? &accepted : nullptr);
+  if (!report.ok()) return UsageError(report.status().message());
+  tuner::SamplingReport proto = ToProto(*report, accepted);
+  if (json) {
+    std::cout << ToJson(proto);
+  } else {
+    PrintReport(proto, std::cout);
+  }
+  if (report->accepted < f.count) {
+    std::cerr << "blocktune: only " << report->accepted << " of " << f.count
+              << " accepted within " << options.max_draws << " draws\n";
+    return kExitServerError;
+  }
+  return kExitOk;
 }
 
 void AddGemmFlags(CLI::App* cmd, GemmFlags* f) {
@@ -346,11 +436,37 @@ int RunCli(int argc, char** argv) {
       ->required();
 
   auto* sample = app.add_subcommand(
-      "sample", "draw block shapes from the sampler (local, no daemon)");
-  std::string sample_op = "gemm";
-  int sample_count = 10;
-  sample->add_option("--op", sample_op, "gemm or conv")->capture_default_str();
-  sample->add_option("--count", sample_count, "how many")->capture_default_str();
+      "sample",
+      "draw (x_B, x_C) candidates with the rejection sampler, locally (no "
+      "daemon), and report acceptance, rejections by rule, draws per second "
+      "and the marginals of the accepted samples");
+  SampleFlags sample_flags;
+  sample->add_option("--op", sample_flags.op, "gemm or conv")
+      ->capture_default_str();
+  sample->add_option("--sampler", sample_flags.sampler, "uniform or bayes")
+      ->capture_default_str();
+  sample->add_option("--count", sample_flags.count, "accepted samples wanted")
+      ->capture_default_str();
+  sample->add_option("--device-profile", sample_flags.profile,
+                     "h100, h200, a100, v100, or gpu (read GPU 0)")
+      ->capture_default_str();
+  sample->add_option("--seed", sample_flags.seed, "sampler seed")
+      ->capture_default_str();
+  sample->add_option("--domain", sample_flags.domain,
+                     "a SamplingDomain text file (default: built in)");
+  sample->add_option("--rules", sample_flags.rules,
+                     "sampling-only rules to apply (hardware rules always "
+                     "apply)")
+      ->delimiter(',')
+      ->capture_default_str();
+  sample->add_option("--rho", sample_flags.rho, "occupancy rule: programs >= "
+                     "rho * SMs")->capture_default_str();
+  sample->add_option("--alpha", sample_flags.alpha,
+                     "Naive Bayes prior count per value")->capture_default_str();
+  sample->add_option("--warmup", sample_flags.warmup,
+                     "Naive Bayes warm-up: uniform accepted samples")
+      ->capture_default_str();
+  sample->add_flag("--list", sample_flags.list, "print every accepted sample");
 
   AddSharedFlags(&app, &g);
 
@@ -384,14 +500,7 @@ int RunCli(int argc, char** argv) {
     auto valid = FromProto(spec, "campaign");
     if (!valid.ok()) return UsageError(valid.status().message());
   }
-  if (*sample) {
-    auto op = OpFlag(sample_op, true);
-    if (!op.ok()) return UsageError(op.status().message());
-    std::cerr << "blocktune: UNIMPLEMENTED: sample is not built yet: the "
-                 "rejection sampler and Naive Bayes generator arrive with "
-                 "issue 4\n";
-    return kExitServerError;
-  }
+  if (*sample) return RunSample(sample_flags, g.json);
   v1::ExportRequest export_req;
   if (*export_cmd) {
     auto op = OpFlag(export_op, false);

@@ -166,12 +166,36 @@ TEST_F(CliTest, UnbuiltCommandsSayWhatIsMissing) {
   CliRun r = Cli("campaign start --op conv --minutes 20 " + server_);
   EXPECT_EQ(r.code, 4);
   EXPECT_THAT(r.out, HasSubstr("UNIMPLEMENTED"));
-  r = Cli("sample --op gemm");
-  EXPECT_EQ(r.code, 4);
-  EXPECT_THAT(r.out, HasSubstr("issue 4"));
   r = Cli("kernel gemm --m 64 --n 64 --k 64 " + server_);
   EXPECT_EQ(r.code, 4);
   EXPECT_THAT(r.out, HasSubstr("issue 3"));
+}
+
+// `sample` runs locally: no daemon, no --server.
+TEST_F(CliTest, SampleReportsAcceptanceRulesAndMarginals) {
+  CliRun r = Cli("sample --op conv --sampler bayes --count 500 --seed 3");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("acceptance: 500 of"));
+  EXPECT_THAT(r.out, HasSubstr("million draws/s"));
+  EXPECT_THAT(r.out, HasSubstr("occupancy"));
+  EXPECT_THAT(r.out, HasSubstr("  rs: "));
+  r = Cli("sample --op gemm --sampler uniform --count 20 --json --list");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("\"rejected_by_rule\""));
+  EXPECT_THAT(r.out, HasSubstr("| ML="));
+  r = Cli("sample --op gemm --device-profile b200");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--device-profile"));
+  EXPECT_THAT(r.out, HasSubstr("h100-sxm, h200, a100, v100"));
+  r = Cli("sample --op fft");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--op must be gemm or conv"));
+  r = Cli("sample --rules occupancy,magic");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.out, HasSubstr("'magic'"));
+  r = Cli("sample --count 0");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--count must be in [1, 100000000]"));
 }
 
 }  // namespace

@@ -164,7 +164,7 @@ struct SamplingOptions {
   uint64_t seed = 1;
   double alpha = 100;
   // The Naive Bayes warm-up: uniform draws until this many are accepted.
-  int64_t warmup_accepted = 5000;
+  int64_t warmup_accepted = 20000;
   // Stop after this many draws (warm-up included) even if short of count.
   int64_t max_draws = 2'000'000'000;
 };

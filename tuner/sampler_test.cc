@@ -247,7 +247,7 @@ TEST(SamplerTest, NaiveBayesLosesNoSupport) {
     UniformSampler warm(domain);
     NaiveBayesSampler bayes(domain, 100);
     Draw draw;
-    for (int accepted = 0; accepted < 5000;) {
+    for (int accepted = 0; accepted < 20000;) {
       warm.Propose(rng, &draw);
       if (rules.FirstFailing(Materialize(domain, draw)) < 0) {
         bayes.Observe(draw);
