@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Builds blocktune on an air-gapped GPU host that has a compiler, CMake,
+# CUDA and a pip PyTorch (for libtorch), but no package registry.
+#
+#   On a connected Debian 12 machine:   scripts/offline-deps.sh download
+#     fetches the Debian packages of gRPC, protobuf's compiler plugin,
+#     abseil, re2, c-ares, SQLite, SQLiteCpp, GoogleTest and CLI11 into
+#     .deps/debs (git-ignored); copy the checkout, .deps included.
+#   On the GPU host:                    scripts/offline-deps.sh build
+#     unpacks them into .deps/prefix with dpkg -x and configures and builds
+#     into build-gpu/ against them and the pip libtorch.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+deps=.deps
+packages=(libgrpc++-dev libgrpc++1.51 libgrpc29 libgrpc-dev
+          protobuf-compiler-grpc libprotoc32 libabsl-dev libabsl20220623
+          libre2-dev libre2-9 libc-ares-dev libc-ares2 libsqlite3-dev
+          libsqlite3-0 libsqlitecpp-dev libgtest-dev
+          libgmock-dev libcli11-dev)
+
+case "${1:-}" in
+  download)
+    mkdir -p "$deps/debs"
+    (cd "$deps/debs" && apt-get download "${packages[@]}")
+    ls "$deps/debs"
+    ;;
+  build)
+    prefix="$PWD/$deps/prefix"
+    mkdir -p "$prefix"
+    for deb in "$deps"/debs/*.deb; do dpkg -x "$deb" "$prefix"; done
+    lib="$prefix/usr/lib/x86_64-linux-gnu"
+    export LIBRARY_PATH="$lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
+    export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export PATH="$prefix/usr/bin:$PATH"
+    torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)
+    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_PREFIX_PATH="$prefix/usr;$lib/cmake;$torch_prefix"
+    cmake --build build-gpu -j "$(nproc)"
+    echo "built in build-gpu/; run with LD_LIBRARY_PATH=$lib"
+    ;;
+  *)
+    echo "usage: scripts/offline-deps.sh download|build" >&2
+    exit 2
+    ;;
+esac
