@@ -82,14 +82,9 @@ struct SampleFlags {
 // `blocktune sample`: runs here, no daemon. Bad flags exit 2 naming the
 // flag; a missing GPU for --device-profile gpu exits 3.
 int RunSample(const SampleFlags& f, bool json) {
-  Op op;
-  if (f.op == "gemm") {
-    op = Op::kGemm;
-  } else if (f.op == "conv") {
-    op = Op::kConv;
-  } else {
-    return UsageError("--op must be gemm or conv, got '" + f.op + "'");
-  }
+  auto parsed_op = OpFromString(f.op, "--op");
+  if (!parsed_op.ok()) return UsageError(parsed_op.status().message());
+  const Op op = *parsed_op;
   if (f.sampler != "uniform" && f.sampler != "bayes")
     return UsageError("--sampler must be uniform or bayes, got '" + f.sampler + "'");
   if (f.count < 1 || f.count > 100'000'000)
@@ -118,7 +113,7 @@ int RunSample(const SampleFlags& f, bool json) {
     if (domain.ok() && domain->op != op)
       return UsageError("--domain: '" + f.domain + "' is a " +
                         std::string(ToString(domain->op)) + " domain, not " +
-                        f.op);
+                        std::string(ToString(op)));
   }
   if (!domain.ok()) return UsageError("--domain: " + domain.status().message());
   auto rules = RuleSet::Make(*profile, f.rules, f.rho);

@@ -189,7 +189,7 @@ TEST_F(CliTest, SampleReportsAcceptanceRulesAndMarginals) {
   EXPECT_THAT(r.out, HasSubstr("h100-sxm, h200, a100, v100"));
   r = Cli("sample --op fft");
   EXPECT_EQ(r.code, 2);
-  EXPECT_THAT(r.out, HasSubstr("--op must be gemm or conv"));
+  EXPECT_THAT(r.out, HasSubstr("--op must be one of gemm, conv; got 'fft'"));
   r = Cli("sample --rules occupancy,magic");
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.out, HasSubstr("'magic'"));

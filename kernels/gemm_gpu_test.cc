@@ -25,6 +25,38 @@ struct Case {
   float alpha, beta;
 };
 
+// Copies the inputs to the GPU, runs `kernel` with `ops`' scalars and
+// leading dimensions, and returns C. C starts as `c`, or as NaN where
+// beta == 0 so that an element never written fails the check; the split-K
+// workspace starts as NaN too.
+StatusOr<std::vector<float>> RunOnGpu(const LoadedGemm& kernel,
+                                      const std::vector<float>& a,
+                                      const std::vector<float>& b,
+                                      const std::vector<float>& c,
+                                      GemmOperands ops) {
+  const int64_t workspace = kernel.kernel().workspace_bytes;
+  BT_ASSIGN_OR_RETURN(DeviceBuffer da, DeviceBuffer::Allocate(a.size() * 4));
+  BT_ASSIGN_OR_RETURN(DeviceBuffer db, DeviceBuffer::Allocate(b.size() * 4));
+  BT_ASSIGN_OR_RETURN(DeviceBuffer dc, DeviceBuffer::Allocate(c.size() * 4));
+  BT_ASSIGN_OR_RETURN(DeviceBuffer dw, DeviceBuffer::Allocate(workspace));
+  BT_RETURN_IF_ERROR(da.CopyFromHost(a.data(), a.size() * 4));
+  BT_RETURN_IF_ERROR(db.CopyFromHost(b.data(), b.size() * 4));
+  if (ops.beta == 0) {
+    BT_RETURN_IF_ERROR(dc.Fill32(0x7fc00000));  // NaN
+  } else {
+    BT_RETURN_IF_ERROR(dc.CopyFromHost(c.data(), c.size() * 4));
+  }
+  if (workspace > 0) BT_RETURN_IF_ERROR(dw.Fill32(0x7fc00000));
+  ops.a = da.address();
+  ops.b = db.address();
+  ops.c = dc.address();
+  ops.workspace = dw.address();
+  BT_RETURN_IF_ERROR(kernel.Launch(ops));
+  std::vector<float> out(c.size());
+  BT_RETURN_IF_ERROR(dc.CopyToHost(out.data(), out.size() * 4));
+  return out;
+}
+
 // Returns ||C - ref|| / ||ref|| (Frobenius), or a failed Status.
 StatusOr<double> RunCase(const Case& c, std::mt19937& rng) {
   const GemmContext& g = c.ctx;
@@ -37,33 +69,13 @@ StatusOr<double> RunCase(const Case& c, std::mt19937& rng) {
   for (float& v : cm) v = uniform(rng);
 
   BT_ASSIGN_OR_RETURN(auto gemm, LoadedGemm::Create(g, c.xb, "sm_90"));
-  const GemmKernel& kernel = gemm->kernel();
-  BT_ASSIGN_OR_RETURN(DeviceBuffer da, DeviceBuffer::Allocate(a.size() * 4));
-  BT_ASSIGN_OR_RETURN(DeviceBuffer db, DeviceBuffer::Allocate(b.size() * 4));
-  BT_ASSIGN_OR_RETURN(DeviceBuffer dc, DeviceBuffer::Allocate(cm.size() * 4));
-  BT_ASSIGN_OR_RETURN(DeviceBuffer dw,
-                      DeviceBuffer::Allocate(kernel.workspace_bytes));
-  BT_RETURN_IF_ERROR(da.CopyFromHost(a.data(), a.size() * 4));
-  BT_RETURN_IF_ERROR(db.CopyFromHost(b.data(), b.size() * 4));
-  if (c.beta == 0) {
-    BT_RETURN_IF_ERROR(dc.Fill32(0x7fc00000));  // NaN
-  } else {
-    BT_RETURN_IF_ERROR(dc.CopyFromHost(cm.data(), cm.size() * 4));
-  }
-  if (kernel.workspace_bytes > 0) BT_RETURN_IF_ERROR(dw.Fill32(0x7fc00000));
   GemmOperands ops;
-  ops.a = da.address();
-  ops.b = db.address();
-  ops.c = dc.address();
-  ops.workspace = dw.address();
   ops.lda = c.lda;
   ops.ldb = c.ldb;
   ops.ldc = c.ldc;
   ops.alpha = c.alpha;
   ops.beta = c.beta;
-  BT_RETURN_IF_ERROR(gemm->Launch(ops));
-  std::vector<float> out(cm.size());
-  BT_RETURN_IF_ERROR(dc.CopyToHost(out.data(), out.size() * 4));
+  BT_ASSIGN_OR_RETURN(std::vector<float> out, RunOnGpu(*gemm, a, b, cm, ops));
 
   double err = 0, norm = 0;
   for (int64_t i = 0; i < g.m; ++i) {
@@ -178,30 +190,10 @@ StatusOr<double> RunConvCase(const ConvContext& cv, const BlockShape& xb,
   for (float& v : y) v = uniform(rng);
 
   BT_ASSIGN_OR_RETURN(auto conv, LoadedGemm::Create(cv, xb, "sm_90"));
-  const GemmKernel& kernel = conv->kernel();
-  BT_ASSIGN_OR_RETURN(DeviceBuffer dx, DeviceBuffer::Allocate(x.size() * 4));
-  BT_ASSIGN_OR_RETURN(DeviceBuffer df, DeviceBuffer::Allocate(f.size() * 4));
-  BT_ASSIGN_OR_RETURN(DeviceBuffer dy, DeviceBuffer::Allocate(y.size() * 4));
-  BT_ASSIGN_OR_RETURN(DeviceBuffer dw,
-                      DeviceBuffer::Allocate(kernel.workspace_bytes));
-  BT_RETURN_IF_ERROR(dx.CopyFromHost(x.data(), x.size() * 4));
-  BT_RETURN_IF_ERROR(df.CopyFromHost(f.data(), f.size() * 4));
-  if (beta == 0) {
-    BT_RETURN_IF_ERROR(dy.Fill32(0x7fc00000));
-  } else {
-    BT_RETURN_IF_ERROR(dy.CopyFromHost(y.data(), y.size() * 4));
-  }
-  if (kernel.workspace_bytes > 0) BT_RETURN_IF_ERROR(dw.Fill32(0x7fc00000));
   GemmOperands ops;
-  ops.a = dx.address();
-  ops.b = df.address();
-  ops.c = dy.address();
-  ops.workspace = dw.address();
   ops.alpha = alpha;
   ops.beta = beta;
-  BT_RETURN_IF_ERROR(conv->Launch(ops));
-  std::vector<float> out(y.size());
-  BT_RETURN_IF_ERROR(dy.CopyToHost(out.data(), out.size() * 4));
+  BT_ASSIGN_OR_RETURN(std::vector<float> out, RunOnGpu(*conv, x, f, y, ops));
 
   double err = 0, norm = 0;
   for (int64_t n = 0; n < cv.n; ++n)

@@ -29,15 +29,15 @@ struct Tiling {
   // adjacent rows (VB columns for N_S), so each group is one ld.shared.v4
   // (or v2) instead of VA scalar loads.
   int64_t va, vb;
-  // Global load vector widths (1 or 4), chosen by VectorWidths().
+  // Global load vector widths (1 or 4), chosen by Generate().
   int64_t vec_a, vec_b;
   explicit Tiling(const BlockShape& xb, int64_t vec_a = 1, int64_t vec_b = 1)
       : ml(xb.ml), nl(xb.nl), ms(xb.ms), ns(xb.ns), u(xb.u), kg(xb.kg),
         tm(xb.ml / xb.ms), tn(xb.nl / xb.ns), threads(tm * tn),
         loads_a(CeilDiv(xb.ml * xb.u / vec_a, threads)),
         loads_b(CeilDiv(xb.nl * xb.u / vec_b, threads)),
-        vec_a(vec_a), vec_b(vec_b),
-        va(VectorWidth(xb.ms)), vb(VectorWidth(xb.ns)) {
+        va(VectorWidth(xb.ms)), vb(VectorWidth(xb.ns)),
+        vec_a(vec_a), vec_b(vec_b) {
     row_a = xb.ml + Pad(xb.u, va);
     row_b = xb.nl + Pad(xb.u, vb);
     stage_a = xb.u * row_a * 4;
@@ -669,10 +669,7 @@ HardwareRule FirstFailingHardwareRule(const Context& ctx, const BlockShape& xb,
 
 Status CanImplement(const Context& ctx, const BlockShape& xb,
                     const KernelLimits& limits) {
-  const HardwareRule rule = FirstFailingHardwareRule(ctx, xb, limits);
-  const GemmShape g = ImplicitGemm(ctx);
-  const int64_t registers = KernelRegisterEstimate(ctx, xb);
-  switch (rule) {
+  switch (FirstFailingHardwareRule(ctx, xb, limits)) {
     case HardwareRule::kNone:
       return OkStatus();
     case HardwareRule::kThreads:
@@ -684,7 +681,8 @@ Status CanImplement(const Context& ctx, const BlockShape& xb,
                                 N(GemmSharedBytes(xb)) + " B exceeds " +
                                 N(limits.max_static_shared_bytes) + " B");
     case HardwareRule::kRegisters:
-      return FailedPrecondition("an estimated " + N(registers) +
+      return FailedPrecondition("an estimated " +
+                                N(KernelRegisterEstimate(ctx, xb)) +
                                 " registers per thread do not fit (" +
                                 N(limits.max_registers_per_thread) +
                                 " per thread, " + N(limits.registers_per_sm) +
@@ -696,7 +694,7 @@ Status CanImplement(const Context& ctx, const BlockShape& xb,
           "S_IC = " + N(limits.instruction_cache_bytes) + " B");
     case HardwareRule::kGrid:
       return FailedPrecondition("grid y = ceil(N / N_L) = " +
-                                N(CeilDiv(g.n, xb.nl)) +
+                                N(CeilDiv(ImplicitGemm(ctx).n, xb.nl)) +
                                 " exceeds 65535, or grid x = ceil(M / M_L) "
                                 "exceeds 2^31-1");
     case HardwareRule::kAddressing:

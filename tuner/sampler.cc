@@ -296,7 +296,7 @@ void UniformSampler::Propose(Rng& rng, Draw* draw) const {
   draw->named = -1;
   if (d.named_fraction > 0 && rng.Uniform01() < d.named_fraction)
     draw->named = static_cast<int>(rng.Below(d.named.size()));
-  const size_t params = draw->named >= 0 ? kBlockParameters : d.values.size();
+  const size_t params = DrawnParameters(d, *draw);
   for (size_t p = 0; p < params; ++p)
     draw->index[p] = static_cast<int>(rng.Below(d.values[p].size()));
 }
@@ -310,8 +310,7 @@ NaiveBayesSampler::NaiveBayesSampler(const Domain& domain, double alpha)
 }
 
 void NaiveBayesSampler::Observe(const Draw& accepted) {
-  const size_t params =
-      accepted.named >= 0 ? kBlockParameters : domain_.values.size();
+  const size_t params = DrawnParameters(domain_, accepted);
   for (size_t p = 0; p < params; ++p) counts_[p][accepted.index[p]] += 1;
   if (accepted.named >= 0) named_counts_[accepted.named] += 1;
 }
@@ -348,7 +347,7 @@ void NaiveBayesSampler::Propose(Rng& rng, Draw* draw) const {
   draw->named = -1;
   if (d.named_fraction > 0 && rng.Uniform01() < d.named_fraction)
     draw->named = Pick(named_cumulative_, rng);
-  const size_t params = draw->named >= 0 ? kBlockParameters : d.values.size();
+  const size_t params = DrawnParameters(d, *draw);
   for (size_t p = 0; p < params; ++p) draw->index[p] = Pick(cumulative_[p], rng);
 }
 
@@ -417,8 +416,7 @@ StatusOr<SamplingReport> RunSampling(const Domain& domain,
     }
     ++report.accepted;
     report.accepted_named += draw.named >= 0;
-    const size_t params =
-        draw.named >= 0 ? kBlockParameters : domain.values.size();
+    const size_t params = DrawnParameters(domain, draw);
     for (size_t p = 0; p < params; ++p) ++marginal[p][draw.index[p]];
     if (accepted) accepted->push_back(std::move(c));
   }

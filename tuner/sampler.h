@@ -49,6 +49,12 @@ struct Draw {
   int named = -1;
 };
 
+// How many leading parameters `draw` drew: x_B alone when its context is
+// a named one, else every parameter of the domain.
+inline size_t DrawnParameters(const Domain& domain, const Draw& draw) {
+  return draw.named >= 0 ? kBlockParameters : domain.values.size();
+}
+
 struct Candidate {
   Context ctx;
   BlockShape xb;

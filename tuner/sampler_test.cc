@@ -258,8 +258,7 @@ TEST(SamplerTest, NaiveBayesLosesNoSupport) {
     std::vector<std::set<int64_t>> proposed(domain.values.size());
     for (int i = 0; i < 200000; ++i) {
       bayes.Propose(rng, &draw);
-      const size_t params =
-          draw.named >= 0 ? kBlockParameters : domain.values.size();
+      const size_t params = DrawnParameters(domain, draw);
       for (size_t p = 0; p < params; ++p)
         proposed[p].insert(domain.values[p][draw.index[p]]);
     }

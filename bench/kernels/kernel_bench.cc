@@ -153,8 +153,11 @@ StatusOr<double> TimeLaunches(const std::function<Status(size_t)>& launch,
   return bench::Quantile(ms, 0.5);
 }
 
+// Times k(x_B). With `output`, runs it once more on input copy 0 (the one
+// the vendor's reference uses) and copies C there.
 StatusOr<double> TimeOurs(const Context& ctx, const BlockShape& xb,
-                          Operands& ops, int reps) {
+                          Operands& ops, int reps,
+                          std::vector<float>* output = nullptr) {
   BT_ASSIGN_OR_RETURN(auto kernel, LoadedGemm::Create(ctx, xb, "sm_90"));
   const int64_t workspace = kernel->kernel().workspace_bytes;
   if (ops.w.bytes() < static_cast<size_t>(workspace)) {
@@ -169,41 +172,49 @@ StatusOr<double> TimeOurs(const Context& ctx, const BlockShape& xb,
     args.ldb = Ld(*g, 'b');
     args.ldc = g->n;
   }
-  return TimeLaunches(
-      [&](size_t copy) {
-        args.a = ops.a[copy].address();
-        args.b = ops.b[copy].address();
-        return kernel->Launch(args);
-      },
-      ops.a.size(), reps);
+  auto launch = [&](size_t copy) {
+    args.a = ops.a[copy].address();
+    args.b = ops.b[copy].address();
+    return kernel->Launch(args);
+  };
+  BT_ASSIGN_OR_RETURN(double ms, TimeLaunches(launch, ops.a.size(), reps));
+  if (output) {
+    BT_RETURN_IF_ERROR(launch(0));
+    BT_RETURN_IF_ERROR(ops.c.CopyToHost(output->data(), output->size() * 4));
+  }
+  return ms;
 }
 
 float* F(const DeviceBuffer& b) { return reinterpret_cast<float*>(b.address()); }
 
-// Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
+cublasOperation_t CublasOp(Layout l) {
+  return l == Layout::kT ? CUBLAS_OP_T : CUBLAS_OP_N;
+}
+
+// cublasSgemm on input copy `i`. Row-major C = op(A) op(B) is column-major
+// C^T = op(B)^T op(A)^T.
+Status Sgemm(cublasHandle_t h, const GemmContext& g, const Operands& ops,
+             size_t i) {
+  const float alpha = 1, beta = 0;
+  cublasStatus_t s = cublasSgemm(
+      h, CublasOp(g.layout_b), CublasOp(g.layout_a), g.n, g.m, g.k, &alpha,
+      F(ops.b[i]), Ld(g, 'b'), F(ops.a[i]), Ld(g, 'a'), &beta, F(ops.c), g.n);
+  return s == CUBLAS_STATUS_SUCCESS
+             ? OkStatus()
+             : Internal("cublasSgemm: " + std::to_string(s));
+}
+
 StatusOr<double> TimeSgemm(cublasHandle_t h, const GemmContext& g,
                            Operands& ops, int reps) {
-  const float alpha = 1, beta = 0;
-  auto op = [](Layout l) { return l == Layout::kT ? CUBLAS_OP_T : CUBLAS_OP_N; };
-  return TimeLaunches(
-      [&](size_t i) {
-        cublasStatus_t s = cublasSgemm(
-            h, op(g.layout_b), op(g.layout_a), g.n, g.m, g.k, &alpha,
-            F(ops.b[i]), Ld(g, 'b'), F(ops.a[i]), Ld(g, 'a'), &beta, F(ops.c),
-            g.n);
-        return s == CUBLAS_STATUS_SUCCESS
-                   ? OkStatus()
-                   : Internal("cublasSgemm: " + std::to_string(s));
-      },
-      ops.a.size(), reps);
+  return TimeLaunches([&](size_t i) { return Sgemm(h, g, ops, i); },
+                      ops.a.size(), reps);
 }
 
 // The best of the cublasLt heuristic's candidates; `count` gets how many
 // it returned and were timed.
 StatusOr<double> TimeLtBest(cublasLtHandle_t lt, const GemmContext& g,
                             Operands& ops, int reps, int* count) {
-  auto op = [](Layout l) { return l == Layout::kT ? CUBLAS_OP_T : CUBLAS_OP_N; };
-  cublasOperation_t ta = op(g.layout_b), tb = op(g.layout_a);
+  cublasOperation_t ta = CublasOp(g.layout_b), tb = CublasOp(g.layout_a);
   cublasLtMatmulDesc_t desc;
   cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
   cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
@@ -476,26 +487,8 @@ int Main(int argc, char** argv) {
                   Describe(p.ctx).c_str());
       continue;
     }
-    best_ms = TimeOurs(p.ctx, best, ops, reps).value();
     std::vector<float> ours(g.m * g.n), ref(g.m * g.n);
-    // Output of the last timed launch (input copy (reps-1) % copies); the
-    // vendor runs on copy 0 below, so run ours once more on copy 0.
-    {
-      auto k = LoadedGemm::Create(p.ctx, best, "sm_90").value();
-      GemmOperands args;
-      args.a = ops.a[0].address();
-      args.b = ops.b[0].address();
-      args.c = ops.c.address();
-      args.workspace = ops.w.address();
-      if (const auto* gc = std::get_if<GemmContext>(&p.ctx)) {
-        args.lda = Ld(*gc, 'a');
-        args.ldb = Ld(*gc, 'b');
-        args.ldc = gc->n;
-      }
-      (void)k->Launch(args);
-      cudaDeviceSynchronize();
-      (void)ops.c.CopyToHost(ours.data(), ours.size() * 4);
-    }
+    best_ms = TimeOurs(p.ctx, best, ops, reps, &ours).value();
     double vendor_ms = 0, sgemm_ms = 0;
     std::string vendor = "?";
     if (const auto* gc = std::get_if<GemmContext>(&p.ctx)) {
@@ -505,11 +498,7 @@ int Main(int argc, char** argv) {
       sgemm_ms = sg.ok() ? *sg : 0;
       // Reference output: cublasSgemm on copy 0, into a poisoned C.
       (void)ops.c.Fill32(0x7fc00000);
-      const float alpha = 1, beta = 0;
-      auto op = [](Layout l) { return l == Layout::kT ? CUBLAS_OP_T : CUBLAS_OP_N; };
-      cublasSgemm(handle, op(gc->layout_b), op(gc->layout_a), gc->n, gc->m,
-                  gc->k, &alpha, F(ops.b[0]), Ld(*gc, 'b'), F(ops.a[0]),
-                  Ld(*gc, 'a'), &beta, F(ops.c), gc->n);
+      (void)Sgemm(handle, *gc, ops, 0);
       vendor_ms = lt_ms.ok() && sgemm_ms > 0 ? std::min(*lt_ms, sgemm_ms)
                 : lt_ms.ok() ? *lt_ms : sgemm_ms;
       vendor = "lt " + std::to_string(count) + " cand";
