@@ -72,7 +72,8 @@ struct SampleFlags {
   uint64_t seed = 1;
   std::string domain;
   std::vector<std::string> rules = {"power_of_two", "min_block_elements",
-                                    "split_has_work", "occupancy"};
+                                    "split_has_work", "max_work",
+                                    "working_set", "occupancy"};
   double rho = 0.5;
   double alpha = 100;
   int64_t warmup = 20000;

@@ -206,12 +206,30 @@ uint64_t Rng::Next() {
 
 // ---- Rules
 
+int64_t WorkingSetBytes(const Context& ctx, const BlockShape& xb) {
+  const GemmShape g = ImplicitGemm(ctx);
+  int64_t floats = g.m * g.n;  // C
+  if (const auto* cv = std::get_if<ConvContext>(&ctx)) {
+    floats += cv->n * cv->h * cv->w * cv->c + cv->k * cv->r * cv->s * cv->c;
+  } else {
+    floats += g.m * g.k + g.k * g.n;
+  }
+  if (xb.kg > 1) floats += xb.kg * g.m * g.n;
+  return 4 * floats;
+}
+
 StatusOr<RuleSet> RuleSet::Make(const DeviceProfile& profile,
                                 const std::vector<std::string>& sampling_rules,
-                                double rho) {
+                                double rho, double max_flops,
+                                int64_t max_bytes) {
   if (!(rho > 0 && rho <= 64)) {
     return InvalidArgument("rho must be in (0, 64], got " + std::to_string(rho));
   }
+  if (!(max_flops >= 1)) {
+    return InvalidArgument("max_flops must be >= 1, got " +
+                           std::to_string(max_flops));
+  }
+  BT_RETURN_IF_ERROR(CheckRange("max_bytes", max_bytes, 1, int64_t{1} << 50));
   constexpr int kCount = std::size(kSamplingRules);
   bool wanted[kCount] = {};
   for (const std::string& name : sampling_rules) {
@@ -220,13 +238,16 @@ StatusOr<RuleSet> RuleSet::Make(const DeviceProfile& profile,
     if (i == kCount) {
       return InvalidArgument("unknown sampling rule '" + name +
                              "'; known: power_of_two, min_block_elements, "
-                             "split_has_work, occupancy");
+                             "split_has_work, max_work, working_set, "
+                             "occupancy");
     }
     wanted[i] = true;
   }
   RuleSet set;
   set.limits_ = profile.Limits();
   set.min_programs_ = static_cast<int64_t>(std::ceil(rho * profile.sm_count));
+  set.max_flops_ = max_flops;
+  set.max_bytes_ = max_bytes;
   auto add = [&](Kind kind, const std::string& name,
                  HardwareRule hw = HardwareRule::kNone) {
     set.rules_.push_back({kind, hw});
@@ -238,13 +259,16 @@ StatusOr<RuleSet> RuleSet::Make(const DeviceProfile& profile,
   if (wanted[1]) add(Kind::kMinBlockElements, "min_block_elements");
   if (wanted[2]) add(Kind::kSplitHasWork, "split_has_work");
   for (HardwareRule hw : kHardwareRules) add(Kind::kHardware, ToString(hw), hw);
-  if (wanted[3]) add(Kind::kOccupancy, "occupancy");
+  if (wanted[3]) add(Kind::kMaxWork, "max_work");
+  if (wanted[4]) add(Kind::kWorkingSet, "working_set");
+  if (wanted[5]) add(Kind::kOccupancy, "occupancy");
   return set;
 }
 
 RuleSet RuleSet::ForSampling(const DeviceProfile& profile) {
   return *Make(profile, {"power_of_two", "min_block_elements",
-                         "split_has_work", "occupancy"});
+                         "split_has_work", "max_work", "working_set",
+                         "occupancy"});
 }
 
 RuleSet RuleSet::HardwareOnly(const DeviceProfile& profile) {
@@ -279,6 +303,14 @@ int RuleSet::FirstFailing(const Candidate& c) const {
         break;
       case Kind::kHardware:
         ok = Passes(rules_[i].hardware, c.ctx, xb, limits_);
+        break;
+      case Kind::kMaxWork: {
+        const GemmShape g = ImplicitGemm(c.ctx);
+        ok = 2.0 * double(g.m) * double(g.n) * double(g.k) <= max_flops_;
+        break;
+      }
+      case Kind::kWorkingSet:
+        ok = WorkingSetBytes(c.ctx, xb) <= max_bytes_;
         break;
       case Kind::kOccupancy:
         ok = ProgramsInGrid(c.ctx, xb) >= min_programs_;

@@ -73,6 +73,12 @@ class Rng {
   }
   double Uniform01() { return (Next() >> 11) * 0x1.0p-53; }
 
+  // The whole state, so a campaign can stop and carry on exactly.
+  std::array<uint64_t, 4> state() const { return {s_[0], s_[1], s_[2], s_[3]}; }
+  void set_state(const std::array<uint64_t, 4>& s) {
+    for (int i = 0; i < 4; ++i) s_[i] = s[i];
+  }
+
  private:
   uint64_t s_[4];
 };
@@ -87,16 +93,30 @@ class Rng {
 //   min_block_elements  M_L * N_L >= 32                       (sampling)
 //   split_has_work      K_G * U <= K: no split without a step  (sampling)
 //   threads, shared_memory, registers, instruction_cache, grid, addressing
+//   max_work            2*M*N*K <= max_flops                  (sampling)
+//   working_set         A + B + C + workspace <= max_bytes    (sampling)
 //   occupancy           programs >= rho * N_SM                (sampling)
+// max_work and working_set bound what one benchmark costs, so a campaign
+// measures ~100 samples a second instead of spending seconds on one
+// 16384 x 16384 x 131072 GEMM (or failing to allocate it).
+inline constexpr double kDefaultMaxFlops = 0x1p36;           // 6.9e10
+inline constexpr int64_t kDefaultMaxBytes = int64_t{1} << 30;  // 1 GiB
+
+// Bytes a benchmark of `xb` in `ctx` touches: operands, output, workspace.
+int64_t WorkingSetBytes(const Context& ctx, const BlockShape& xb);
+
 class RuleSet {
  public:
   static constexpr const char* kSamplingRules[] = {
-      "power_of_two", "min_block_elements", "split_has_work", "occupancy"};
+      "power_of_two", "min_block_elements", "split_has_work", "max_work",
+      "working_set",  "occupancy"};
   // `sampling_rules`: names from kSamplingRules. INVALID_ARGUMENT names an
   // unknown rule and lists the known ones; rho must be in (0, 64].
   static StatusOr<RuleSet> Make(const DeviceProfile& profile,
                                 const std::vector<std::string>& sampling_rules,
-                                double rho = 0.5);
+                                double rho = 0.5,
+                                double max_flops = kDefaultMaxFlops,
+                                int64_t max_bytes = kDefaultMaxBytes);
   // All the sampling rules at rho = 0.5: how training data is drawn.
   static RuleSet ForSampling(const DeviceProfile& profile);
   // The hardware rules only: what query-time search applies.
@@ -108,7 +128,8 @@ class RuleSet {
 
  private:
   enum class Kind { kBlockShape, kContext, kPowerOfTwo, kMinBlockElements,
-                    kSplitHasWork, kHardware, kOccupancy };
+                    kSplitHasWork, kHardware, kMaxWork, kWorkingSet,
+                    kOccupancy };
   struct Rule {
     Kind kind;
     HardwareRule hardware = HardwareRule::kNone;
@@ -117,6 +138,8 @@ class RuleSet {
   std::vector<std::string> names_;
   KernelLimits limits_;
   int64_t min_programs_ = 0;  // ceil(rho * N_SM)
+  double max_flops_ = kDefaultMaxFlops;
+  int64_t max_bytes_ = kDefaultMaxBytes;
 };
 
 // Proposes draws. Deterministic given the Rng's seed.

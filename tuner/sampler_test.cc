@@ -84,14 +84,14 @@ TEST(RulesTest, OccupancyWithRhoHalfOn132Sms) {
 
 TEST(RulesTest, SamplingAndHardwareRulesByHand) {
   const RuleSet rules = RuleSet::ForSampling(H100());
-  const Context big = Gemm(4096, 4096, 4096);
+  const Context big = Gemm(2048, 2048, 4096);
   EXPECT_EQ(Rejects(rules, big, {48, 64, 4, 4, 8, 1}), "power_of_two");
   EXPECT_EQ(Rejects(rules, big, {4, 4, 1, 1, 8, 1}), "min_block_elements");
   EXPECT_EQ(Rejects(rules, big, {4, 8, 1, 1, 8, 1}), "");  // 32 elements
   // K_G * U = 64 * 8 > K = 256: splits with nothing to add.
-  EXPECT_EQ(Rejects(rules, Gemm(4096, 4096, 256), {128, 128, 8, 8, 8, 64}),
+  EXPECT_EQ(Rejects(rules, Gemm(1024, 1024, 256), {128, 128, 8, 8, 8, 64}),
             "split_has_work");
-  EXPECT_EQ(Rejects(rules, Gemm(4096, 4096, 256), {128, 128, 8, 8, 8, 32}),
+  EXPECT_EQ(Rejects(rules, Gemm(1024, 1024, 256), {128, 128, 8, 8, 8, 32}),
             "");
   EXPECT_EQ(Rejects(rules, big, {8, 64, 16, 2, 8, 1}), "block_shape");
   // 256*256 threads.
@@ -107,6 +107,30 @@ TEST(RulesTest, SamplingAndHardwareRulesByHand) {
   EXPECT_EQ(unknown.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(unknown.status().message(), HasSubstr("'fast_only'"));
   EXPECT_FALSE(RuleSet::Make(H100(), {}, 0.0).ok());
+}
+
+// What one benchmark may cost: 2*M*N*K <= 2^36 flops, and operands plus
+// output plus K_G workspace <= 1 GiB.
+TEST(RulesTest, BenchmarkCostBounds) {
+  const RuleSet rules = RuleSet::ForSampling(H100());
+  // 2 * 4096^2 * 2048 = 2^36 exactly: accepted; K = 2049 is over.
+  EXPECT_EQ(Rejects(rules, Gemm(4096, 4096, 2048), {128, 128, 8, 8, 8, 1}), "");
+  EXPECT_EQ(Rejects(rules, Gemm(4096, 4096, 2049), {128, 128, 8, 8, 8, 1}),
+            "max_work");
+  // 64 x 64 x 2^22: A + B = 2 GiB.
+  EXPECT_EQ(Rejects(rules, Gemm(64, 64, 1 << 22), {32, 32, 4, 4, 8, 8}),
+            "working_set");
+  // 4096^2 C with K_G = 8 workspace: (8 + 1) * 64 MiB + A + B (2 * 8 MiB)
+  // = 592 MiB: accepted; K_G = 16 makes 1104 MiB.
+  EXPECT_EQ(WorkingSetBytes(Gemm(4096, 4096, 512), {128, 128, 8, 8, 8, 8}),
+            int64_t{592} << 20);
+  EXPECT_EQ(Rejects(rules, Gemm(4096, 4096, 512), {128, 128, 8, 8, 8, 8}), "");
+  EXPECT_EQ(Rejects(rules, Gemm(4096, 4096, 512), {128, 128, 8, 8, 8, 16}),
+            "working_set");
+  auto loose = RuleSet::Make(H100(), {"max_work"}, 0.5, 1e15);
+  ASSERT_TRUE(loose.ok());
+  EXPECT_EQ(Rejects(*loose, Gemm(4096, 4096, 4096), {128, 128, 8, 8, 8, 1}), "");
+  EXPECT_FALSE(RuleSet::Make(H100(), {}, 0.5, 0).ok());
 }
 
 TEST(RulesTest, ConvolutionContextAndAddressing) {
