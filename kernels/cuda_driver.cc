@@ -6,6 +6,8 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <mutex>
 
@@ -75,6 +77,7 @@ struct Driver::Api {
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, size_t);
   CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, size_t);
   CUresult (*cuMemsetD32)(CUdeviceptr, unsigned, size_t);
+  CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, Handle);
   CUresult (*cuEventCreate)(Handle*, unsigned);
   CUresult (*cuEventDestroy)(Handle);
   CUresult (*cuEventRecord)(Handle, Handle);
@@ -148,6 +151,7 @@ Status Load(Driver::Api* api) {
   ok &= Resolve(lib, &api->cuMemcpyHtoD, "cuMemcpyHtoD_v2");
   ok &= Resolve(lib, &api->cuMemcpyDtoH, "cuMemcpyDtoH_v2");
   ok &= Resolve(lib, &api->cuMemsetD32, "cuMemsetD32_v2");
+  ok &= Resolve(lib, &api->cuMemsetD32Async, "cuMemsetD32Async");
   ok &= Resolve(lib, &api->cuEventCreate, "cuEventCreate");
   ok &= Resolve(lib, &api->cuEventDestroy, "cuEventDestroy_v2");
   ok &= Resolve(lib, &api->cuEventRecord, "cuEventRecord");
@@ -299,7 +303,7 @@ Status Context::Synchronize() const {
   return a.Check(a.cuCtxSynchronize(), "cuCtxSynchronize");
 }
 
-StatusOr<std::unique_ptr<Module>> Module::Load(const std::string& ptx) {
+StatusOr<std::unique_ptr<Module>> Module::Load(const std::string& image) {
   BT_ASSIGN_OR_RETURN(Driver * driver, Driver::Get());
   const Driver::Api& a = driver->api();
   std::string info(16384, '\0'), error(16384, '\0');
@@ -307,7 +311,7 @@ StatusOr<std::unique_ptr<Module>> Module::Load(const std::string& ptx) {
   void* values[] = {info.data(), reinterpret_cast<void*>(info.size()),
                     error.data(), reinterpret_cast<void*>(error.size())};
   std::unique_ptr<Module> module(new Module);
-  CUresult result = a.cuModuleLoadDataEx(&module->module_, ptx.c_str(), 4,
+  CUresult result = a.cuModuleLoadDataEx(&module->module_, image.c_str(), 4,
                                          options, values);
   error.resize(error.find('\0'));
   info.resize(info.find('\0'));
@@ -371,6 +375,11 @@ Status DeviceBuffer::CopyToHost(void* host, size_t bytes) const {
 
 Status DeviceBuffer::Fill32(uint32_t value) {
   BT_CU(cuMemsetD32, address_, value, bytes_ / 4);
+  return OkStatus();
+}
+
+Status DeviceBuffer::Fill32Async(uint32_t value, size_t words) {
+  BT_CU(cuMemsetD32Async, address_, value, std::min(words, bytes_ / 4), nullptr);
   return OkStatus();
 }
 

@@ -95,11 +95,13 @@ struct Function {
   int static_shared_bytes = 0;
 };
 
-// A PTX module, JIT-compiled by the driver for the current context's device.
+// A module in the current context: PTX, JIT-compiled by the driver, or a
+// cubin image (kernels/ptx_compiler.h) loaded as is.
 class Module {
  public:
-  // The error of a failed load carries the JIT's error log.
-  static StatusOr<std::unique_ptr<Module>> Load(const std::string& ptx);
+  // `image` is PTX text or a cubin. The error of a failed load carries the
+  // JIT's error log.
+  static StatusOr<std::unique_ptr<Module>> Load(const std::string& image);
   ~Module();
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
@@ -128,6 +130,10 @@ class DeviceBuffer {
   Status CopyToHost(void* host, size_t bytes) const;
   // Sets every 32-bit word, e.g. to a NaN pattern to poison an output.
   Status Fill32(uint32_t value);
+  // The first `words` words (all, by default), queued on the default
+  // stream: between timed runs, writing a buffer twice the L2's size
+  // flushes it.
+  Status Fill32Async(uint32_t value, size_t words = SIZE_MAX);
 
  private:
   uint64_t address_ = 0;

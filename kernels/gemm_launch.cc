@@ -4,10 +4,17 @@ namespace blocktune {
 
 StatusOr<std::unique_ptr<LoadedGemm>> LoadedGemm::Create(
     const Context& ctx, const BlockShape& xb, const std::string& arch) {
+  BT_ASSIGN_OR_RETURN(GemmKernel kernel, GenerateKernel(ctx, xb, arch));
+  const std::string ptx = kernel.ptx;
+  return Load(ctx, std::move(kernel), ptx);
+}
+
+StatusOr<std::unique_ptr<LoadedGemm>> LoadedGemm::Load(
+    const Context& ctx, GemmKernel kernel, const std::string& image) {
   std::unique_ptr<LoadedGemm> gemm(new LoadedGemm);
   gemm->ctx_ = ctx;
-  BT_ASSIGN_OR_RETURN(gemm->kernel_, GenerateKernel(ctx, xb, arch));
-  BT_ASSIGN_OR_RETURN(gemm->module_, cuda::Module::Load(gemm->kernel_.ptx));
+  gemm->kernel_ = std::move(kernel);
+  BT_ASSIGN_OR_RETURN(gemm->module_, cuda::Module::Load(image));
   BT_ASSIGN_OR_RETURN(gemm->main_,
                       gemm->module_->GetFunction(gemm->kernel_.entry));
   BT_RETURN_IF_ERROR(cuda::PreferSharedCarveout(gemm->main_, 100));

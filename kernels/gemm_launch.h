@@ -29,6 +29,11 @@ class LoadedGemm {
   static StatusOr<std::unique_ptr<LoadedGemm>> Create(
       const Context& ctx, const BlockShape& xb,
       const std::string& arch = "sm_90");
+  // Loads `kernel`, generated for `ctx`, from `image`: its PTX or a cubin
+  // compiled from it (kernels/ptx_compiler.h).
+  static StatusOr<std::unique_ptr<LoadedGemm>> Load(const Context& ctx,
+                                                    GemmKernel kernel,
+                                                    const std::string& image);
 
   const GemmKernel& kernel() const { return kernel_; }
   // Enqueues the GEMM or convolution for the shape it was created for.

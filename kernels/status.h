@@ -86,6 +86,9 @@ inline Status Internal(std::string m) {
 inline Status Unavailable(std::string m) {
   return Status(StatusCode::kUnavailable, std::move(m));
 }
+inline Status OutOfRange(std::string m) {
+  return Status(StatusCode::kOutOfRange, std::move(m));
+}
 inline Status DataLoss(std::string m) {
   return Status(StatusCode::kDataLoss, std::move(m));
 }

@@ -1,0 +1,48 @@
+// A campaign's candidates: the sampler of thesis §4.2 run as an endless,
+// deterministic stream. Given (domain, profile, sampler, seed) the n-th
+// candidate is always the same, and the stream's whole state is its Rng
+// (the Naive Bayes tables are refit from the same seeded warm-up), so a
+// campaign that stops after candidate n carries on with candidate n+1.
+#ifndef BLOCKTUNE_TUNER_CANDIDATE_STREAM_H_
+#define BLOCKTUNE_TUNER_CANDIDATE_STREAM_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "tuner/sampler.h"
+
+namespace blocktune {
+
+class CandidateStream {
+ public:
+  // `sampler` is "bayes" or "uniform". The Naive Bayes warm-up (20,000
+  // accepted uniform draws, ~0.3 s) runs here.
+  static StatusOr<std::unique_ptr<CandidateStream>> Make(
+      Domain domain, const DeviceProfile& profile, const std::string& sampler,
+      uint64_t seed);
+
+  // The next accepted candidate; FAILED_PRECONDITION
+  // if 10 million draws in a row are rejected (a domain nothing passes).
+  StatusOr<Candidate> Next();
+
+  std::array<uint64_t, 4> rng_state() const { return rng_.state(); }
+  void set_rng_state(const std::array<uint64_t, 4>& s) { rng_.set_state(s); }
+  // Draws and acceptances since the warm-up, this process only.
+  int64_t draws() const { return draws_; }
+  int64_t accepted() const { return accepted_; }
+
+ private:
+  CandidateStream(Domain domain, const DeviceProfile& profile, uint64_t seed);
+  Domain domain_;
+  RuleSet rules_;
+  Rng rng_;
+  std::unique_ptr<Sampler> sampler_;
+  int64_t draws_ = 0;
+  int64_t accepted_ = 0;
+};
+
+}  // namespace blocktune
+
+#endif  // BLOCKTUNE_TUNER_CANDIDATE_STREAM_H_

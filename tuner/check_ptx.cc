@@ -1,0 +1,382 @@
+#include "tuner/check_ptx.h"
+
+namespace blocktune {
+
+// Register conventions: %r 32-bit integers, %rd 64-bit, %f float, %fd
+// double, %p predicates. HASH(x) below is the "lowbias32" integer hash
+// (x ^= x >> 16; x *= 0x7feb352d; x ^= x >> 15; x *= 0x846ca68b;
+// x ^= x >> 16), written out where used.
+const char* CheckPtx() {
+  return R"ptx(//
+// blocktune measurement helpers (tuner/check_ptx.h says what each does).
+//
+.version 8.0
+.target sm_80
+.address_size 64
+
+// ---- blocktune_fill: ptr[i] = uniform [-1, 1) from HASH(i * golden + seed)
+.visible .entry blocktune_fill(
+  .param .u64 p_ptr, .param .u32 p_count, .param .u32 p_seed)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<4>;
+  .reg .f32 %f<2>;
+  ld.param.u64 %rd0, [p_ptr];
+  ld.param.u32 %r0, [p_count];
+  ld.param.u32 %r1, [p_seed];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, %tid.x;
+  mad.lo.u32 %r5, %r2, %r3, %r4;        // i
+  mov.u32 %r6, %nctaid.x;
+  mul.lo.u32 %r6, %r6, %r3;             // grid stride
+FILL_LOOP:
+  setp.ge.u32 %p0, %r5, %r0;
+  @%p0 bra FILL_DONE;
+  mad.lo.u32 %r7, %r5, -1640531535, %r1;  // i * 0x9e3779b1 + seed
+  shr.u32 %r8, %r7, 16;
+  xor.b32 %r7, %r7, %r8;
+  mul.lo.u32 %r7, %r7, 2146121005;        // 0x7feb352d
+  shr.u32 %r8, %r7, 15;
+  xor.b32 %r7, %r7, %r8;
+  mul.lo.u32 %r7, %r7, -2073254261;       // 0x846ca68b
+  shr.u32 %r8, %r7, 16;
+  xor.b32 %r7, %r7, %r8;
+  shr.u32 %r7, %r7, 8;                    // 24 random bits
+  cvt.rn.f32.u32 %f0, %r7;
+  fma.rn.f32 %f1, %f0, 0f34000000, 0fBF800000;  // x * 2^-23 - 1
+  mul.wide.u32 %rd1, %r5, 4;
+  add.u64 %rd2, %rd0, %rd1;
+  st.global.f32 [%rd2], %f1;
+  add.u32 %r5, %r5, %r6;
+  bra FILL_LOOP;
+FILL_DONE:
+  ret;
+}
+
+// ---- blocktune_check_gemm: float64 reference at sampled points
+.visible .entry blocktune_check_gemm(
+  .param .u64 p_a, .param .u64 p_b, .param .u64 p_c, .param .u64 p_err,
+  .param .u32 p_m, .param .u32 p_n, .param .u32 p_k,
+  .param .u32 p_lda, .param .u32 p_ldb, .param .u32 p_ldc,
+  .param .u32 p_ta, .param .u32 p_tb, .param .u32 p_points, .param .u32 p_seed)
+{
+  .reg .pred %p<8>;
+  .reg .b32 %r<24>;
+  .reg .b64 %rd<24>;
+  .reg .f32 %f<4>;
+  .reg .f64 %fd<8>;
+  // the thread's point
+  mov.u32 %r0, %ctaid.x;
+  mov.u32 %r1, %ntid.x;
+  mov.u32 %r2, %tid.x;
+  mad.lo.u32 %r3, %r0, %r1, %r2;          // t
+  ld.param.u32 %r4, [p_points];
+  setp.ge.u32 %p0, %r3, %r4;
+  @%p0 bra GEMM_DONE;
+  ld.param.u32 %r5, [p_m];
+  ld.param.u32 %r6, [p_n];
+  ld.param.u32 %r7, [p_k];
+  ld.param.u32 %r8, [p_seed];
+  mad.lo.u32 %r9, %r3, -1640531535, %r8;  // HASH(t * golden + seed)
+  shr.u32 %r10, %r9, 16;
+  xor.b32 %r9, %r9, %r10;
+  mul.lo.u32 %r9, %r9, 2146121005;
+  shr.u32 %r10, %r9, 15;
+  xor.b32 %r9, %r9, %r10;
+  mul.lo.u32 %r9, %r9, -2073254261;
+  shr.u32 %r10, %r9, 16;
+  xor.b32 %r9, %r9, %r10;
+  rem.u32 %r11, %r9, %r5;                 // i
+  mul.lo.u32 %r12, %r9, -2048144789;      // a second mix for j
+  shr.u32 %r10, %r12, 13;
+  xor.b32 %r12, %r12, %r10;
+  rem.u32 %r12, %r12, %r6;                // j
+  // thread 0 checks (0, 0), thread 1 (M-1, N-1): the ragged corner
+  setp.eq.u32 %p1, %r3, 0;
+  setp.eq.u32 %p2, %r3, 1;
+  selp.u32 %r11, 0, %r11, %p1;
+  selp.u32 %r12, 0, %r12, %p1;
+  sub.u32 %r13, %r5, 1;
+  sub.u32 %r14, %r6, 1;
+  selp.u32 %r11, %r13, %r11, %p2;
+  selp.u32 %r12, %r14, %r12, %p2;
+  // walks along row i of op(A) and column j of op(B), in bytes:
+  //   A normal: start i*lda, step 1;   transposed: start i, step lda
+  //   B normal: start j, step ldb;     transposed: start j*ldb, step 1
+  ld.param.u32 %r15, [p_lda];
+  ld.param.u32 %r16, [p_ldb];
+  ld.param.u32 %r17, [p_ta];
+  ld.param.u32 %r18, [p_tb];
+  setp.ne.u32 %p3, %r17, 0;
+  setp.ne.u32 %p4, %r18, 0;
+  cvt.u64.u32 %rd0, %r11;                 // i
+  cvt.u64.u32 %rd1, %r12;                 // j
+  cvt.u64.u32 %rd2, %r15;                 // lda
+  cvt.u64.u32 %rd3, %r16;                 // ldb
+  mul.lo.u64 %rd4, %rd0, %rd2;
+  selp.b64 %rd5, %rd0, %rd4, %p3;         // A start
+  selp.b64 %rd6, %rd2, 1, %p3;            // A step
+  mul.lo.u64 %rd7, %rd1, %rd3;
+  selp.b64 %rd8, %rd7, %rd1, %p4;         // B start
+  selp.b64 %rd9, 1, %rd3, %p4;            // B step
+  ld.param.u64 %rd10, [p_a];
+  ld.param.u64 %rd11, [p_b];
+  shl.b64 %rd5, %rd5, 2;
+  shl.b64 %rd6, %rd6, 2;
+  shl.b64 %rd8, %rd8, 2;
+  shl.b64 %rd9, %rd9, 2;
+  add.u64 %rd12, %rd10, %rd5;             // &op(A)[i][0]
+  add.u64 %rd13, %rd11, %rd8;             // &op(B)[0][j]
+  mov.f64 %fd0, 0d0000000000000000;       // sum
+  mov.f64 %fd1, 0d0000000000000000;       // sum of |products|
+  mov.u32 %r19, 0;
+GEMM_LOOP:
+  setp.ge.u32 %p5, %r19, %r7;
+  @%p5 bra GEMM_COMPARE;
+  ld.global.f32 %f0, [%rd12];
+  ld.global.f32 %f1, [%rd13];
+  cvt.f64.f32 %fd2, %f0;
+  cvt.f64.f32 %fd3, %f1;
+  mul.f64 %fd4, %fd2, %fd3;
+  add.f64 %fd0, %fd0, %fd4;
+  abs.f64 %fd4, %fd4;
+  add.f64 %fd1, %fd1, %fd4;
+  add.u64 %rd12, %rd12, %rd6;
+  add.u64 %rd13, %rd13, %rd9;
+  add.u32 %r19, %r19, 1;
+  bra GEMM_LOOP;
+GEMM_COMPARE:
+  ld.param.u32 %r20, [p_ldc];
+  mul.wide.u32 %rd14, %r11, %r20;
+  add.u64 %rd14, %rd14, %rd1;
+  shl.b64 %rd14, %rd14, 2;
+  ld.param.u64 %rd15, [p_c];
+  add.u64 %rd15, %rd15, %rd14;
+  ld.global.f32 %f2, [%rd15];
+  cvt.f64.f32 %fd5, %f2;
+  sub.f64 %fd5, %fd5, %fd0;
+  abs.f64 %fd5, %fd5;
+  max.f64 %fd1, %fd1, 0d39B4484BFEEBC2A0;  // 1e-30
+  div.rn.f64 %fd6, %fd5, %fd1;
+  cvt.rn.f32.f64 %f3, %fd6;
+  testp.finite.f32 %p6, %f2;
+  @!%p6 mov.f32 %f3, 0f7F800000;          // +inf
+  mov.b32 %r21, %f3;
+  ld.param.u64 %rd16, [p_err];
+  atom.global.max.u32 %r22, [%rd16], %r21;
+GEMM_DONE:
+  ret;
+}
+
+// ---- blocktune_check_conv: float64 reference at sampled points
+.visible .entry blocktune_check_conv(
+  .param .u64 p_x, .param .u64 p_f, .param .u64 p_y, .param .u64 p_err,
+  .param .u32 p_n, .param .u32 p_h, .param .u32 p_w, .param .u32 p_c,
+  .param .u32 p_k, .param .u32 p_r, .param .u32 p_s,
+  .param .u32 p_p, .param .u32 p_q,
+  .param .u32 p_pad_h, .param .u32 p_pad_w,
+  .param .u32 p_stride_h, .param .u32 p_stride_w,
+  .param .u32 p_dil_h, .param .u32 p_dil_w,
+  .param .u32 p_points, .param .u32 p_seed)
+{
+  .reg .pred %p<10>;
+  .reg .b32 %r<48>;
+  .reg .b64 %rd<24>;
+  .reg .f32 %f<4>;
+  .reg .f64 %fd<8>;
+  mov.u32 %r0, %ctaid.x;
+  mov.u32 %r1, %ntid.x;
+  mov.u32 %r2, %tid.x;
+  mad.lo.u32 %r3, %r0, %r1, %r2;          // t
+  ld.param.u32 %r4, [p_points];
+  setp.ge.u32 %p0, %r3, %r4;
+  @%p0 bra CONV_DONE;
+  ld.param.u32 %r5, [p_n];
+  ld.param.u32 %r6, [p_h];
+  ld.param.u32 %r7, [p_w];
+  ld.param.u32 %r8, [p_c];
+  ld.param.u32 %r9, [p_k];
+  ld.param.u32 %r10, [p_r];
+  ld.param.u32 %r11, [p_s];
+  ld.param.u32 %r12, [p_p];
+  ld.param.u32 %r13, [p_q];
+  ld.param.u32 %r14, [p_seed];
+  // rows of the implicit GEMM: N*P*Q output pixels
+  mul.lo.u32 %r15, %r5, %r12;
+  mul.lo.u32 %r15, %r15, %r13;
+  mad.lo.u32 %r16, %r3, -1640531535, %r14;  // HASH(t * golden + seed)
+  shr.u32 %r17, %r16, 16;
+  xor.b32 %r16, %r16, %r17;
+  mul.lo.u32 %r16, %r16, 2146121005;
+  shr.u32 %r17, %r16, 15;
+  xor.b32 %r16, %r16, %r17;
+  mul.lo.u32 %r16, %r16, -2073254261;
+  shr.u32 %r17, %r16, 16;
+  xor.b32 %r16, %r16, %r17;
+  rem.u32 %r18, %r16, %r15;               // pixel
+  mul.lo.u32 %r19, %r16, -2048144789;
+  shr.u32 %r17, %r19, 13;
+  xor.b32 %r19, %r19, %r17;
+  rem.u32 %r19, %r19, %r9;                // output channel k
+  setp.eq.u32 %p1, %r3, 0;
+  setp.eq.u32 %p2, %r3, 1;
+  selp.u32 %r18, 0, %r18, %p1;
+  selp.u32 %r19, 0, %r19, %p1;
+  sub.u32 %r20, %r15, 1;
+  sub.u32 %r21, %r9, 1;
+  selp.u32 %r18, %r20, %r18, %p2;
+  selp.u32 %r19, %r21, %r19, %p2;
+  // pixel -> (n, p, q)
+  rem.u32 %r22, %r18, %r13;               // q
+  div.u32 %r23, %r18, %r13;
+  rem.u32 %r24, %r23, %r12;               // p
+  div.u32 %r25, %r23, %r12;               // n
+  ld.param.u32 %r26, [p_pad_h];
+  ld.param.u32 %r27, [p_pad_w];
+  ld.param.u32 %r28, [p_stride_h];
+  ld.param.u32 %r29, [p_stride_w];
+  ld.param.u32 %r30, [p_dil_h];
+  ld.param.u32 %r31, [p_dil_w];
+  mul.lo.u32 %r32, %r24, %r28;
+  sub.s32 %r32, %r32, %r26;               // h0 = p*stride - pad
+  mul.lo.u32 %r33, %r22, %r29;
+  sub.s32 %r33, %r33, %r27;               // w0 = q*stride - pad
+  ld.param.u64 %rd0, [p_x];
+  ld.param.u64 %rd1, [p_f];
+  mov.f64 %fd0, 0d0000000000000000;
+  mov.f64 %fd1, 0d0000000000000000;
+  mov.u32 %r34, 0;                        // r
+CONV_R:
+  setp.ge.u32 %p3, %r34, %r10;
+  @%p3 bra CONV_COMPARE;
+  mad.lo.s32 %r35, %r34, %r30, %r32;      // h = h0 + r*dil
+  mov.u32 %r36, 0;                        // s
+CONV_S:
+  setp.ge.u32 %p4, %r36, %r11;
+  @%p4 bra CONV_R_NEXT;
+  mad.lo.s32 %r37, %r36, %r31, %r33;      // w = w0 + s*dil
+  // outside the image: padding, contributes nothing
+  setp.lt.s32 %p5, %r35, 0;
+  setp.ge.s32 %p6, %r35, %r6;
+  or.pred %p5, %p5, %p6;
+  setp.lt.s32 %p6, %r37, 0;
+  or.pred %p5, %p5, %p6;
+  setp.ge.s32 %p6, %r37, %r7;
+  or.pred %p5, %p5, %p6;
+  @%p5 bra CONV_S_NEXT;
+  // x: ((n*H + h)*W + w)*C;  f: ((k*R + r)*S + s)*C
+  mad.lo.u32 %r38, %r25, %r6, %r35;
+  mad.lo.u32 %r38, %r38, %r7, %r37;
+  mul.wide.u32 %rd2, %r38, %r8;
+  shl.b64 %rd2, %rd2, 2;
+  add.u64 %rd2, %rd0, %rd2;
+  mad.lo.u32 %r39, %r19, %r10, %r34;
+  mad.lo.u32 %r39, %r39, %r11, %r36;
+  mul.wide.u32 %rd3, %r39, %r8;
+  shl.b64 %rd3, %rd3, 2;
+  add.u64 %rd3, %rd1, %rd3;
+  mov.u32 %r40, 0;                        // c
+CONV_C:
+  setp.ge.u32 %p7, %r40, %r8;
+  @%p7 bra CONV_S_NEXT;
+  ld.global.f32 %f0, [%rd2];
+  ld.global.f32 %f1, [%rd3];
+  cvt.f64.f32 %fd2, %f0;
+  cvt.f64.f32 %fd3, %f1;
+  mul.f64 %fd4, %fd2, %fd3;
+  add.f64 %fd0, %fd0, %fd4;
+  abs.f64 %fd4, %fd4;
+  add.f64 %fd1, %fd1, %fd4;
+  add.u64 %rd2, %rd2, 4;
+  add.u64 %rd3, %rd3, 4;
+  add.u32 %r40, %r40, 1;
+  bra CONV_C;
+CONV_S_NEXT:
+  add.u32 %r36, %r36, 1;
+  bra CONV_S;
+CONV_R_NEXT:
+  add.u32 %r34, %r34, 1;
+  bra CONV_R;
+CONV_COMPARE:
+  // y[pixel][k], NPQK
+  mul.wide.u32 %rd4, %r18, %r9;
+  cvt.u64.u32 %rd5, %r19;
+  add.u64 %rd4, %rd4, %rd5;
+  shl.b64 %rd4, %rd4, 2;
+  ld.param.u64 %rd6, [p_y];
+  add.u64 %rd6, %rd6, %rd4;
+  ld.global.f32 %f2, [%rd6];
+  cvt.f64.f32 %fd5, %f2;
+  sub.f64 %fd5, %fd5, %fd0;
+  abs.f64 %fd5, %fd5;
+  max.f64 %fd1, %fd1, 0d39B4484BFEEBC2A0;
+  div.rn.f64 %fd6, %fd5, %fd1;
+  cvt.rn.f32.f64 %f3, %fd6;
+  testp.finite.f32 %p8, %f2;
+  @!%p8 mov.f32 %f3, 0f7F800000;
+  mov.b32 %r41, %f3;
+  ld.param.u64 %rd7, [p_err];
+  atom.global.max.u32 %r42, [%rd7], %r41;
+CONV_DONE:
+  ret;
+}
+
+// ---- blocktune_count_nonfinite: how many NaN or infinite outputs
+.visible .entry blocktune_count_nonfinite(
+  .param .u64 p_ptr, .param .u32 p_count, .param .u64 p_counter)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<5>;
+  .reg .f32 %f<1>;
+  ld.param.u64 %rd0, [p_ptr];
+  ld.param.u32 %r0, [p_count];
+  ld.param.u64 %rd1, [p_counter];
+  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r2, %ntid.x;
+  mov.u32 %r3, %tid.x;
+  mad.lo.u32 %r4, %r1, %r2, %r3;
+  mov.u32 %r5, %nctaid.x;
+  mul.lo.u32 %r5, %r5, %r2;
+SCAN_LOOP:
+  setp.ge.u32 %p0, %r4, %r0;
+  @%p0 bra SCAN_DONE;
+  mul.wide.u32 %rd2, %r4, 4;
+  add.u64 %rd3, %rd0, %rd2;
+  ld.global.f32 %f0, [%rd3];
+  testp.finite.f32 %p1, %f0;
+  @!%p1 atom.global.add.u32 %r6, [%rd1], 1;
+  add.u32 %r4, %r4, %r5;
+  bra SCAN_LOOP;
+SCAN_DONE:
+  ret;
+}
+
+// ---- blocktune_clock: SM cycles over %globaltimer nanoseconds
+.visible .entry blocktune_clock(.param .u64 p_out, .param .u32 p_spin_ns)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<10>;
+  ld.param.u64 %rd0, [p_out];
+  ld.param.u32 %r0, [p_spin_ns];
+  cvt.u64.u32 %rd1, %r0;
+  mov.u64 %rd2, %globaltimer;
+  mov.u64 %rd3, %clock64;
+CLOCK_SPIN:
+  mov.u64 %rd4, %globaltimer;
+  sub.u64 %rd5, %rd4, %rd2;
+  setp.lt.u64 %p0, %rd5, %rd1;
+  @%p0 bra CLOCK_SPIN;
+  mov.u64 %rd6, %clock64;
+  sub.u64 %rd7, %rd6, %rd3;
+  st.global.u64 [%rd0], %rd5;
+  st.global.u64 [%rd0+8], %rd7;
+  ret;
+}
+)ptx";
+}
+
+}  // namespace blocktune

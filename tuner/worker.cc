@@ -1,0 +1,151 @@
+#include "tuner/worker.h"
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "tuner/worker_protocol.h"
+
+namespace blocktune {
+
+bool ParseWorkItem(PreparedSample* s) {
+  auto ctx = ContextFromString(s->item.context());
+  if (!ctx.ok()) {
+    s->status = ctx.status();
+  } else if (s->item.block_shape_size() != 6) {
+    s->status = InvalidArgument("work item: block_shape needs 6 values, got " +
+                                std::to_string(s->item.block_shape_size()));
+  } else {
+    s->ctx = *ctx;
+    const auto& b = s->item.block_shape();
+    s->xb = BlockShape{b[0], b[1], b[2], b[3], b[4], b[5]};
+    return true;
+  }
+  s->failure = "compile_error";
+  return false;
+}
+
+namespace {
+
+// The worker's queues: items read from the daemon, samples compiled and
+// waiting for the GPU.
+class Pipeline {
+ public:
+  void Push(tuner::WorkItem item) {
+    std::lock_guard lock(mu_);
+    todo_.push_back(std::move(item));
+    cv_.notify_all();
+  }
+  void Close() {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    cv_.notify_all();
+  }
+  // For a compile thread: false when there is nothing more to compile.
+  bool PopTodo(tuner::WorkItem* item) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !todo_.empty() || closed_; });
+    if (todo_.empty()) return false;
+    *item = std::move(todo_.front());
+    todo_.pop_front();
+    ++compiling_;
+    return true;
+  }
+  void PushReady(std::unique_ptr<PreparedSample> s) {
+    std::lock_guard lock(mu_);
+    --compiling_;
+    ready_.push_back(std::move(s));
+    cv_.notify_all();
+  }
+  // For the GPU thread: null when everything sent has been measured.
+  std::unique_ptr<PreparedSample> PopReady() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] {
+      return !ready_.empty() || (closed_ && todo_.empty() && compiling_ == 0);
+    });
+    if (ready_.empty()) return nullptr;
+    auto s = std::move(ready_.front());
+    ready_.pop_front();
+    return s;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<tuner::WorkItem> todo_;
+  std::deque<std::unique_ptr<PreparedSample>> ready_;
+  int compiling_ = 0;
+  bool closed_ = false;
+};
+
+}  // namespace
+
+int RunWorker(WorkerBackend& backend, int in_fd, int out_fd,
+              const WorkerOptions& options) {
+  int threads = options.compile_threads;
+  if (threads <= 0) {
+    threads = static_cast<int>(std::thread::hardware_concurrency()) - 1;
+  }
+  threads = std::max(1, std::min(threads, 32));
+  tuner::WorkerMessage hello_message;
+  tuner::WorkerHello* hello = hello_message.mutable_hello();
+  *hello = backend.Open();
+  hello->set_compile_threads(threads);
+  if (!WriteMessage(out_fd, hello_message).ok()) return 1;
+  if (!hello->error().empty()) return kExitNoDevice;
+
+  Pipeline pipeline;
+  std::thread reader([&] {
+    tuner::DaemonMessage message;
+    while (ReadMessage(in_fd, &message).ok()) {
+      if (message.has_work()) pipeline.Push(message.work());
+      if (message.shutdown()) break;
+    }
+    pipeline.Close();
+  });
+  reader.detach();  // it may sit in read() until the process ends
+  std::vector<std::thread> compilers;
+  for (int i = 0; i < threads; ++i) {
+    compilers.emplace_back([&] {
+      tuner::WorkItem item;
+      while (pipeline.PopTodo(&item)) {
+        auto s = std::make_unique<PreparedSample>();
+        s->item = std::move(item);
+        if (ParseWorkItem(s.get())) backend.Prepare(s.get());
+        pipeline.PushReady(std::move(s));
+      }
+    });
+  }
+  int code = 0;
+  while (auto s = pipeline.PopReady()) {
+    tuner::WorkerMessage started;
+    started.mutable_started()->set_seq(s->item.seq());
+    if (!WriteMessage(out_fd, started).ok()) {
+      code = 1;
+      break;
+    }
+    bool broken = false;
+    tuner::WorkerMessage result;
+    *result.mutable_result() = backend.Measure(*s, &broken);
+    result.mutable_result()->set_seq(s->item.seq());
+    if (!WriteMessage(out_fd, result).ok()) {
+      code = 1;
+      break;
+    }
+    if (broken) {
+      code = kExitBroken;
+      break;
+    }
+  }
+  // After a clean end every compile thread has finished; otherwise they
+  // may be blocked, and the caller ends the process with _exit(code).
+  for (auto& t : compilers) {
+    if (code == 0) t.join();
+    else t.detach();
+  }
+  return code;
+}
+
+}  // namespace blocktune

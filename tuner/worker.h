@@ -1,0 +1,95 @@
+// A GPU worker process (DESIGN.md, "Processes"): it owns one GPU, compiles
+// the kernels the daemon sends on CPU threads while the GPU benchmarks the
+// ones already compiled, and streams results back over its stdout.
+//
+// Before it runs a sample's kernel it says so (WorkStarted), so when a
+// kernel faults or hangs and the daemon kills the worker, the daemon knows
+// which sample did it. After a sticky CUDA error the worker reports the
+// sample and exits with kExitBroken; the daemon restarts it.
+//
+// The GPU sits behind WorkerBackend, so the daemon's supervision and
+// scheduling are tested with a fake one (NewFakeBackend) in CI, and the
+// real one runs on the GPU host.
+#ifndef BLOCKTUNE_TUNER_WORKER_H_
+#define BLOCKTUNE_TUNER_WORKER_H_
+
+#include <memory>
+#include <string>
+
+#include "kernels/block_shape.h"
+#include "kernels/context.h"
+#include "kernels/gemm_ptx.h"
+#include "kernels/status.h"
+#include "tuner/worker.pb.h"
+
+namespace blocktune {
+
+inline constexpr int kExitBroken = 3;    // sticky GPU error: restart me
+inline constexpr int kExitNoDevice = 4;  // Hello carried the reason
+
+// One sample on its way through the worker.
+struct PreparedSample {
+  tuner::WorkItem item;
+  Context ctx;
+  BlockShape xb;
+  Status status;        // not OK: the sample failed before the GPU
+  std::string failure;  // its SampleStatus name, when status is not OK
+  GemmKernel kernel;
+  std::string image;    // cubin, or PTX for the driver to JIT
+  double compile_s = 0;
+};
+
+class WorkerBackend {
+ public:
+  virtual ~WorkerBackend() = default;
+  // Opens the device; the Hello's error says why not.
+  virtual tuner::WorkerHello Open() = 0;
+  // CPU work: generation and compilation. Called from several threads.
+  virtual void Prepare(PreparedSample* sample) = 0;
+  // GPU work, on one thread. Sets *broken after a sticky error.
+  virtual tuner::WorkResult Measure(const PreparedSample& sample,
+                                    bool* broken) = 0;
+};
+
+struct WorkerOptions {
+  int compile_threads = 0;  // 0: the cores less one, at least 1
+};
+
+// Serves `in_fd` / `out_fd` until the daemon closes the pipe or says
+// shutdown. Returns the process exit code.
+int RunWorker(WorkerBackend& backend, int in_fd, int out_fd,
+              const WorkerOptions& options);
+
+// Parses item.context and item.block_shape into sample->ctx and ->xb;
+// the failure on error is "compile_error".
+bool ParseWorkItem(PreparedSample* sample);
+
+// A fake GPU for tests of scheduling and failure handling. `spec` is
+// comma-separated key=value:
+//   measure_us=N  compile_us=N   time each sample takes (default 200, 100)
+//   crash_every=N       seq % N == N-1 aborts the worker mid-measure
+//   hang_every=N        ... hangs it forever
+//   sticky_every=N      ... reports launch_error and exits kExitBroken
+//   wrong_every=N       ... reports wrong_result
+//   compile_error_every=N
+//   no_device=1         Hello says there is no GPU
+// Times are a deterministic function of the sample, so runs repeat.
+StatusOr<std::unique_ptr<WorkerBackend>> NewFakeBackend(const std::string& spec);
+
+// The real GPU `ordinal`, through the dlopen'ed driver and nvJitLink.
+struct GpuBackendOptions {
+  double verify_fraction = 0.1;  // of samples of an already verified kernel
+  double tolerance = 1e-5;       // |C - ref| / sum |a*b| at sampled points
+  int check_points = 1024;
+  int64_t buffer_bytes = int64_t{1} << 30;  // per operand
+  double min_time_s = 5e-4;   // timed runs add up to at least this
+  int min_runs = 5;
+  int max_runs = 50;
+  double max_spread = 0.10;   // (p90 - p10) / median; above: measure again
+};
+std::unique_ptr<WorkerBackend> NewGpuBackend(int ordinal,
+                                             const GpuBackendOptions& options);
+
+}  // namespace blocktune
+
+#endif  // BLOCKTUNE_TUNER_WORKER_H_
