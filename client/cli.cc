@@ -3,6 +3,8 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <CLI/CLI.hpp>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -237,6 +239,31 @@ int Drain(const Globals& g, grpc::ClientReader<Message>* reader) {
   return status.ok() ? kExitOk : CallFailed(status);
 }
 
+// A live bar on a terminal, a line per update otherwise, JSON with --json.
+// Ends with the campaign's final state, and fails unless it is done.
+int WatchProgress(const Globals& g,
+                  grpc::ClientReader<v1::CampaignProgress>* reader) {
+  const bool live = !g.json && isatty(STDOUT_FILENO);
+  v1::CampaignProgress p;
+  v1::CampaignProgress last;
+  bool any = false;
+  while (reader->Read(&p)) {
+    any = true;
+    last = p;
+    if (g.json) std::cout << ToJson(p);
+    else if (live) std::cout << "\r\033[K" << ProgressLine(p, 30);
+    else std::cout << ProgressLine(p, 0) << "\n";
+    std::cout.flush();
+  }
+  if (live) std::cout << "\n";
+  grpc::Status status = reader->Finish();
+  if (!status.ok()) return CallFailed(status);
+  if (!g.json && any) Print(last.campaign(), std::cout);
+  return !any || last.campaign().state() == v1::CAMPAIGN_STATE_DONE
+             ? kExitOk
+             : kExitCampaignFailed;
+}
+
 int RunQuery(Connection& conn, const Globals& g, const Context& ctx,
              const QueryFlags& f) {
   if (f.top < 1 || f.top > 100)
@@ -361,14 +388,21 @@ int RunCli(int argc, char** argv) {
   campaign->require_subcommand(1);
   std::string campaign_op = "gemm", campaign_dtype = "fp32";
   v1::CampaignSpec spec;
-  int gpu = 0;
+  std::vector<int> gpus;
+  std::string sampler = "bayes";
+  bool watch_after_start = false;
   int64_t minutes = 0, max_samples = 0;
   uint64_t seed = 0;
   std::string label;
   auto* c_start = campaign->add_subcommand("start", "start a campaign");
   c_start->add_option("--op", campaign_op, "gemm or conv")->capture_default_str();
   c_start->add_option("--dtype", campaign_dtype, "fp32")->capture_default_str();
-  c_start->add_option("--gpu", gpu, "GPU index")->capture_default_str();
+  c_start->add_option("--gpus", gpus, "GPU ordinals, e.g. 0,1 (default: all)")
+      ->delimiter(',');
+  c_start->add_option("--sampler", sampler, "bayes or uniform")
+      ->capture_default_str();
+  c_start->add_flag("--watch", watch_after_start,
+                    "follow its progress until it ends");
   c_start->add_option("--minutes", minutes, "time budget");
   c_start->add_option("--max-samples", max_samples, "sample budget");
   c_start->add_option("--seed", seed, "sampler seed")->capture_default_str();
@@ -488,7 +522,8 @@ int RunCli(int argc, char** argv) {
     if (!dtype.ok()) return UsageError(dtype.status().message());
     spec.set_op(*op);
     spec.set_dtype(ToProto(*dtype));
-    spec.set_gpu(gpu);
+    for (int gpu : gpus) spec.add_gpus(gpu);
+    spec.set_sampler(sampler);
     spec.set_minutes(minutes);
     spec.set_max_samples(max_samples);
     spec.set_seed(seed);
@@ -539,14 +574,16 @@ int RunCli(int argc, char** argv) {
     v1::StartCampaignResponse resp;
     grpc::Status s =
         conn.stub().StartCampaign(conn.NewContext().get(), req, &resp);
-    return s.ok() ? Emit(g, resp.campaign()) : CallFailed(s);
+    if (!s.ok()) return CallFailed(s);
+    if (!watch_after_start) return Emit(g, resp.campaign());
+    campaign_id = resp.campaign().id();
   }
-  if (*c_watch) {
+  if (*c_watch || (*c_start && watch_after_start)) {
     v1::WatchCampaignRequest req;
     req.set_id(campaign_id);
     auto context = conn.NewContext(/*stream=*/true);
     auto reader = conn.stub().WatchCampaign(context.get(), req);
-    return Drain(g, reader.get());
+    return WatchProgress(g, reader.get());
   }
   if (*c_list) {
     v1::ListCampaignsResponse resp;

@@ -18,6 +18,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitUnreachable = 3;
 inline constexpr int kExitServerError = 4;
+inline constexpr int kExitCampaignFailed = 5;  // watched campaign ended not done
 
 struct ConnectionOptions {
   std::string server = "127.0.0.1:50051";  // host:port or unix:PATH

@@ -2,6 +2,8 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "proto/convert.h"
@@ -83,12 +85,47 @@ void Print(const v1::Campaign& c, std::ostream& out) {
 }
 
 void Print(const v1::CampaignProgress& p, std::ostream& out) {
-  Print(p.campaign(), out);
-  if (p.samples_per_second() > 0) {
-    char rate[32];
-    std::snprintf(rate, sizeof(rate), "%.1f", p.samples_per_second());
-    out << "    " << rate << " samples/s\n";
+  out << ProgressLine(p, 0) << "\n";
+}
+
+std::string ProgressLine(const v1::CampaignProgress& p, int bar_width) {
+  const v1::Campaign& c = p.campaign();
+  std::string state = v1::CampaignState_Name(c.state());
+  state = state.substr(std::string("CAMPAIGN_STATE_").size());
+  for (char& ch : state) ch = static_cast<char>(std::tolower(ch));
+  char buf[160];
+  std::string line = "campaign " + std::to_string(c.id()) + " " + state;
+  const double fraction =
+      p.target() > 0 ? std::min(1.0, double(p.done()) / p.target())
+      : c.spec().minutes() > 0
+          ? std::min(1.0, p.elapsed_seconds() / (60.0 * c.spec().minutes()))
+          : 0;
+  if (bar_width > 0) {
+    const int filled = static_cast<int>(fraction * bar_width + 0.5);
+    line += " [" + std::string(filled, '#') +
+            std::string(bar_width - filled, ' ') + "]";
   }
+  std::snprintf(buf, sizeof(buf), " %lld%s%s %.1f%%  %.1f samples/s  acc %.1f%%",
+                static_cast<long long>(p.done()), p.target() > 0 ? "/" : "",
+                p.target() > 0 ? std::to_string(p.target()).c_str() : "",
+                100 * fraction, p.samples_per_second(), 100 * p.acceptance());
+  line += buf;
+  int64_t failed = 0;
+  std::string kinds;
+  for (const auto& [kind, n] : p.failures()) {
+    failed += n;
+    kinds += (kinds.empty() ? "" : ", ") + kind + " " + std::to_string(n);
+  }
+  line += "  fail " + std::to_string(failed);
+  if (!kinds.empty()) line += " (" + kinds + ")";
+  std::snprintf(buf, sizeof(buf), "  verified %lld  best %.1f TFLOP/s",
+                static_cast<long long>(p.verified()), p.best_tflops());
+  line += buf;
+  if (p.eta_seconds() >= 0 && c.state() == v1::CAMPAIGN_STATE_RUNNING) {
+    std::snprintf(buf, sizeof(buf), "  ETA %.0fs", p.eta_seconds());
+    line += buf;
+  }
+  return line;
 }
 
 void Print(const v1::QueryResponse& r, std::ostream& out) {

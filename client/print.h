@@ -18,6 +18,10 @@ void Print(const v1::HealthResponse& health, std::ostream& out);
 void Print(const v1::ListDevicesResponse& devices, std::ostream& out);
 void Print(const v1::Campaign& campaign, std::ostream& out);
 void Print(const v1::CampaignProgress& progress, std::ostream& out);
+// One line of progress: "campaign 3 running [#####     ] 5120/10000
+// 51.2%  103.4 samples/s  acc 27%  fail 12 (wrong_result 2, timeout 1)
+// best 41.2 TFLOP/s  ETA 47s". bar_width 0 leaves the bar out.
+std::string ProgressLine(const v1::CampaignProgress& progress, int bar_width);
 void Print(const v1::QueryResponse& response, std::ostream& out);
 void Print(const v1::TrainProgress& progress, std::ostream& out);
 

@@ -199,7 +199,8 @@ StatusOr<CampaignSpec> FromProto(const v1::CampaignSpec& p,
   BT_ASSIGN_OR_RETURN(spec.op, FromProto(p.op(), JoinField(field, "op")));
   BT_ASSIGN_OR_RETURN(spec.dtype,
                       FromProto(p.dtype(), JoinField(field, "dtype")));
-  spec.gpu = p.gpu();
+  spec.gpus.assign(p.gpus().begin(), p.gpus().end());
+  spec.sampler = p.sampler().empty() ? "bayes" : p.sampler();
   spec.minutes = p.minutes();
   spec.max_samples = p.max_samples();
   spec.seed = p.seed();
@@ -211,7 +212,8 @@ StatusOr<CampaignSpec> FromProto(const v1::CampaignSpec& p,
 void ToProto(const CampaignSpec& spec, v1::CampaignSpec* out) {
   out->set_op(ToProto(spec.op));
   out->set_dtype(ToProto(spec.dtype));
-  out->set_gpu(spec.gpu);
+  for (int gpu : spec.gpus) out->add_gpus(gpu);
+  out->set_sampler(spec.sampler);
   out->set_minutes(spec.minutes);
   out->set_max_samples(spec.max_samples);
   out->set_seed(spec.seed);

@@ -246,7 +246,7 @@ class MalformedRequests {
       case 2: spec->set_minutes(Pick(2) ? -1 : kMaxCampaignMinutes + 1); what = "minutes"; break;
       case 3: spec->set_minutes(0); what = "no budget"; break;
       case 4: spec->set_max_samples(-Any(1, 1000)); what = "max_samples"; break;
-      case 5: spec->set_gpu(Pick(2) ? -1 : 64); what = "gpu"; break;
+      case 5: spec->add_gpus(Pick(2) ? -1 : 64); what = "gpus"; break;
       default: spec->set_label(BadText()); what = "label";
     }
     return {"StartCampaign " + what, [req](v1::Blocktune::Stub& s) {

@@ -89,6 +89,17 @@ CREATE TABLE tuned (
 );
 CREATE INDEX tuned_by_context ON tuned (context);
 )sql"},
+      {2, "campaigns choose GPUs and sampler; samples keep their campaign seq",
+       R"sql(
+ALTER TABLE campaigns DROP COLUMN gpu;
+ALTER TABLE campaigns ADD COLUMN gpus TEXT NOT NULL DEFAULT '';
+ALTER TABLE campaigns ADD COLUMN sampler TEXT NOT NULL DEFAULT 'bayes';
+-- seq numbers a campaign's candidates; -1 for samples from elsewhere. A
+-- resumed campaign can never store the same candidate twice.
+ALTER TABLE samples ADD COLUMN seq INTEGER NOT NULL DEFAULT -1;
+CREATE UNIQUE INDEX samples_campaign_seq ON samples (campaign_id, seq)
+  WHERE seq >= 0;
+)sql"},
   };
   return kMigrations;
 }

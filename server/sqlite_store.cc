@@ -9,6 +9,8 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <sqlite3.h>
 
+#include <sstream>
+
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -182,8 +184,8 @@ class SqliteStore final : public TuningStore {
         SQLite::Statement q(*writer_,
             "INSERT INTO samples (device_id, campaign_id, op, context, "
             "ml, nl, ms, ns, u, kg, status, median_s, spread, repetitions, "
-            "sm_clock_mhz, measured_unix, error) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+            "sm_clock_mhz, measured_unix, error, seq) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
         for (const SampleRecord& s : batch.samples) {
           const Measurement& m = s.measurement;
           q.bind(1, device_id(s.device));
@@ -199,6 +201,7 @@ class SqliteStore final : public TuningStore {
           q.bind(16, static_cast<int64_t>(s.measured_unix ? s.measured_unix
                                                           : now));
           q.bind(17, m.error);
+          q.bind(18, static_cast<int64_t>(s.seq));
           q.exec();
           q.reset();
         }
@@ -245,20 +248,20 @@ class SqliteStore final : public TuningStore {
       }
       for (const CampaignRecord& c : batch.campaign_updates) {
         SQLite::Statement q(*writer_,
-            "UPDATE campaigns SET op = ?, dtype = ?, gpu = ?, minutes = ?, "
-            "max_samples = ?, seed = ?, label = ?, state = ?, device_id = ?, "
-            "samples_ok = ?, samples_failed = ?, rng_state = ?, message = ?, "
-            "updated_unix = ? WHERE id = ?");
+            "UPDATE campaigns SET op = ?, dtype = ?, gpus = ?, sampler = ?, "
+            "minutes = ?, max_samples = ?, seed = ?, label = ?, state = ?, "
+            "device_id = ?, samples_ok = ?, samples_failed = ?, "
+            "rng_state = ?, message = ?, updated_unix = ? WHERE id = ?");
         BindSpec(q, 1, c.spec);
-        q.bind(8, std::string(ToString(c.state)));
-        if (c.device) q.bind(9, device_id(*c.device));
-        else q.bind(9);
-        q.bind(10, static_cast<int64_t>(c.samples_ok));
-        q.bind(11, static_cast<int64_t>(c.samples_failed));
-        q.bind(12, c.rng_state.data(), static_cast<int>(c.rng_state.size()));
-        q.bind(13, c.message);
-        q.bind(14, static_cast<int64_t>(now));
-        q.bind(15, static_cast<int64_t>(c.id));
+        q.bind(9, std::string(ToString(c.state)));
+        if (c.device) q.bind(10, device_id(*c.device));
+        else q.bind(10);
+        q.bind(11, static_cast<int64_t>(c.samples_ok));
+        q.bind(12, static_cast<int64_t>(c.samples_failed));
+        q.bind(13, c.rng_state.data(), static_cast<int>(c.rng_state.size()));
+        q.bind(14, c.message);
+        q.bind(15, static_cast<int64_t>(now));
+        q.bind(16, static_cast<int64_t>(c.id));
         if (q.exec() != 1) {
           return NotFound("campaign " + std::to_string(c.id) +
                           " does not exist");  // txn rolls back
@@ -294,7 +297,7 @@ class SqliteStore final : public TuningStore {
       SQLite::Statement q(db, std::string("SELECT ") + kDeviceColumns +
           ", s.id, s.campaign_id, s.context, s.ml, s.nl, s.ms, s.ns, s.u, "
           "s.kg, s.status, s.median_s, s.spread, s.repetitions, "
-          "s.sm_clock_mhz, s.measured_unix, s.error "
+          "s.sm_clock_mhz, s.measured_unix, s.error, s.seq "
           "FROM samples s JOIN devices d ON d.id = s.device_id " +
           kSampleWhere + " ORDER BY s.id LIMIT ?4");
       BindFilter(q, filter);
@@ -319,6 +322,7 @@ class SqliteStore final : public TuningStore {
         s.measurement.sm_clock_mhz = q.getColumn(c + 13).getDouble();
         s.measured_unix = q.getColumn(c + 14).getInt64();
         s.measurement.error = q.getColumn(c + 15).getString();
+        s.seq = q.getColumn(c + 16).getInt64();
         out.push_back(std::move(s));
       }
       return OkStatus();
@@ -403,14 +407,14 @@ class SqliteStore final : public TuningStore {
     int64_t id = 0;
     BT_RETURN_IF_ERROR(Guard([&]() {
       SQLite::Statement q(*writer_,
-          "INSERT INTO campaigns (op, dtype, gpu, minutes, max_samples, seed, "
-          "label, state, created_unix, updated_unix) "
-          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+          "INSERT INTO campaigns (op, dtype, gpus, sampler, minutes, "
+          "max_samples, seed, label, state, created_unix, updated_unix) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
       BindSpec(q, 1, spec);
-      q.bind(8, std::string(ToString(CampaignState::kQueued)));
+      q.bind(9, std::string(ToString(CampaignState::kQueued)));
       const int64_t now = NowUnix();
-      q.bind(9, static_cast<int64_t>(now));
       q.bind(10, static_cast<int64_t>(now));
+      q.bind(11, static_cast<int64_t>(now));
       q.exec();
       id = writer_->getLastInsertRowid();
       return OkStatus();
@@ -449,11 +453,14 @@ class SqliteStore final : public TuningStore {
   static void BindSpec(SQLite::Statement& q, int first, const CampaignSpec& s) {
     q.bind(first + 0, std::string(ToString(s.op)));
     q.bind(first + 1, std::string(ToString(s.dtype)));
-    q.bind(first + 2, s.gpu);
-    q.bind(first + 3, static_cast<int64_t>(s.minutes));
-    q.bind(first + 4, static_cast<int64_t>(s.max_samples));
-    q.bind(first + 5, static_cast<int64_t>(s.seed));  // stored bit for bit
-    q.bind(first + 6, s.label);
+    std::string gpus;
+    for (int g : s.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+    q.bind(first + 2, gpus);
+    q.bind(first + 3, s.sampler);
+    q.bind(first + 4, static_cast<int64_t>(s.minutes));
+    q.bind(first + 5, static_cast<int64_t>(s.max_samples));
+    q.bind(first + 6, static_cast<int64_t>(s.seed));  // stored bit for bit
+    q.bind(first + 7, s.label);
   }
 
   static std::string TunedSelect() {
@@ -522,9 +529,10 @@ class SqliteStore final : public TuningStore {
   Status ReadCampaigns(int64_t id, std::vector<CampaignRecord>* out) {
     return Read([&](SQLite::Database& db) -> Status {
       SQLite::Statement q(db, std::string("SELECT ") + kDeviceColumns +
-          ", c.id, c.op, c.dtype, c.gpu, c.minutes, c.max_samples, c.seed, "
+          ", c.id, c.op, c.dtype, c.gpus, c.minutes, c.max_samples, c.seed, "
           "c.label, c.state, c.samples_ok, c.samples_failed, c.rng_state, "
-          "c.message, c.created_unix, c.updated_unix, c.device_id "
+          "c.message, c.created_unix, c.updated_unix, c.device_id, "
+          "c.sampler "
           "FROM campaigns c LEFT JOIN devices d ON d.id = c.device_id "
           "WHERE (?1 = 0 OR c.id = ?1) ORDER BY c.id");
       q.bind(1, static_cast<int64_t>(id));
@@ -539,7 +547,12 @@ class SqliteStore final : public TuningStore {
             c.spec.dtype,
             Stored(DTypeFromString(q.getColumn(k + 2).getString()),
                    "campaigns", c.id));
-        c.spec.gpu = q.getColumn(k + 3).getInt();
+        {
+          std::stringstream gpus(q.getColumn(k + 3).getString());
+          std::string g;
+          while (std::getline(gpus, g, ',')) c.spec.gpus.push_back(std::stoi(g));
+        }
+        c.spec.sampler = q.getColumn(k + 16).getString();
         c.spec.minutes = q.getColumn(k + 4).getInt64();
         c.spec.max_samples = q.getColumn(k + 5).getInt64();
         c.spec.seed = static_cast<uint64_t>(q.getColumn(k + 6).getInt64());

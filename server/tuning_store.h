@@ -37,6 +37,7 @@ namespace blocktune {
 struct SampleRecord {
   DeviceFingerprint device;
   int64_t campaign_id = 0;  // 0: not from a campaign of this store
+  int64_t seq = -1;         // the campaign's candidate number, or -1
   Context context;
   BlockShape block_shape;
   Measurement measurement;

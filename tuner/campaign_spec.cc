@@ -15,8 +15,25 @@ constexpr EnumNames<CampaignState, 5> kCampaignStateNames{
 }  // namespace
 
 Status Validate(const CampaignSpec& spec, std::string_view field) {
-  BT_RETURN_IF_ERROR(
-      CheckRange(JoinField(field, "gpu"), spec.gpu, 0, kMaxGpuIndex));
+  BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "gpus size"),
+                                static_cast<int64_t>(spec.gpus.size()), 0,
+                                kMaxGpuIndex + 1));
+  for (size_t i = 0; i < spec.gpus.size(); ++i) {
+    const std::string name =
+        JoinField(field, "gpus[" + std::to_string(i) + "]");
+    BT_RETURN_IF_ERROR(CheckRange(name, spec.gpus[i], 0, kMaxGpuIndex));
+    for (size_t j = 0; j < i; ++j) {
+      if (spec.gpus[j] == spec.gpus[i]) {
+        return InvalidArgument(name + " repeats GPU " +
+                               std::to_string(spec.gpus[i]));
+      }
+    }
+  }
+  if (spec.sampler != "bayes" && spec.sampler != "uniform") {
+    return InvalidArgument(JoinField(field, "sampler") +
+                           " must be bayes or uniform, got '" + spec.sampler +
+                           "'");
+  }
   BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "minutes"), spec.minutes, 0,
                                 kMaxCampaignMinutes));
   BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "max_samples"),

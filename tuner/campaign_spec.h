@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <vector>
 
 #include "kernels/operation.h"
 #include "kernels/status.h"
@@ -21,14 +22,16 @@ inline constexpr int kMaxGpuIndex = 63;
 struct CampaignSpec {
   Op op = Op::kGemm;
   DType dtype = DType::kFp32;
-  int gpu = 0;              // index of the GPU, among those the daemon owns
+  std::vector<int> gpus;    // GPU ordinals; empty: every GPU the daemon owns
+  std::string sampler = "bayes";  // or "uniform"
   int64_t minutes = 0;      // time budget; 0 = no time limit
   int64_t max_samples = 0;  // sample budget; 0 = no sample limit
   uint64_t seed = 0;        // sampler seed, so a campaign can be replayed
   std::string label;        // free text for people, may be empty
 
   auto Tie() const {
-    return std::tie(op, dtype, gpu, minutes, max_samples, seed, label);
+    return std::tie(op, dtype, gpus, sampler, minutes, max_samples, seed,
+                    label);
   }
   friend bool operator==(const CampaignSpec& a, const CampaignSpec& b) {
     return a.Tie() == b.Tie();

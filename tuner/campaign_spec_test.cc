@@ -18,9 +18,15 @@ TEST(CampaignSpecTest, NeedsABudgetAndBoundedFields) {
   EXPECT_THAT(Validate(spec).message(), HasSubstr("a campaign needs a budget"));
   spec.max_samples = 1000;
   EXPECT_TRUE(Validate(spec).ok());
-  spec.gpu = 64;
-  EXPECT_EQ(Validate(spec).message(), "spec.gpu must be in [0, 63], got 64");
-  spec.gpu = 0;
+  spec.gpus = {64};
+  EXPECT_EQ(Validate(spec).message(), "spec.gpus[0] must be in [0, 63], got 64");
+  spec.gpus = {1, 1};
+  EXPECT_EQ(Validate(spec).message(), "spec.gpus[1] repeats GPU 1");
+  spec.gpus = {0, 1};
+  spec.sampler = "random";
+  EXPECT_EQ(Validate(spec).message(),
+            "spec.sampler must be bayes or uniform, got 'random'");
+  spec.sampler = "uniform";
   spec.minutes = -1;
   EXPECT_THAT(Validate(spec).message(), HasSubstr("spec.minutes must be in"));
 }
