@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include "kernels/cuda_driver.h"
 #include "kernels/validate.h"
 #include "server/auth.h"
+#include "server/campaigns.h"
 #include "server/log.h"
 #include "server/service.h"
 #include "server/tuning_store.h"
@@ -56,7 +58,7 @@ void WarnIfReadableByOthers(const std::string& path) {
 // The GPUs --gpus selects among those the driver sees, and a line for
 // Health saying what was found.
 std::pair<std::vector<DeviceFingerprint>, std::string> FindGpus(
-    const GpuSelection& selection) {
+    const GpuSelection& selection, std::vector<int>* ordinals) {
   std::vector<DeviceFingerprint> gpus;
   if (!selection.all && selection.indices.empty())
     return {gpus, "no GPUs: started with --gpus none"};
@@ -70,7 +72,10 @@ std::pair<std::vector<DeviceFingerprint>, std::string> FindGpus(
     for (int index : selection.indices) wanted |= (index == i);
     if (!wanted) continue;
     auto fp = (*driver)->Fingerprint(i);
-    if (fp.ok()) gpus.push_back(*fp);
+    if (fp.ok()) {
+      gpus.push_back(*fp);
+      ordinals->push_back(i);
+    }
     else status += "; GPU " + std::to_string(i) + ": " + fp.status().message();
   }
   for (int index : selection.indices) {
@@ -90,6 +95,14 @@ std::string DefaultDatabasePath() {
   const char* home = std::getenv("HOME");
   return std::string(home ? home : ".") +
          "/.local/share/blocktune/blocktune.db";
+}
+
+std::string DefaultWorkerPath() {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return "blocktune-worker";
+  std::string path(self, static_cast<size_t>(n));
+  return path.substr(0, path.rfind('/') + 1) + "blocktune-worker";
 }
 
 bool IsLoopback(const std::string& listen) {
@@ -190,7 +203,38 @@ int RunDaemon(const DaemonOptions& options) {
                 << ")";
 
   BlocktuneService service(store->get(), &auth);
-  auto [gpus, gpu_status] = FindGpus(*ParseGpus(options.gpus));
+  CampaignOptions campaign_options;
+  campaign_options.worker_path =
+      options.worker.empty() ? DefaultWorkerPath() : options.worker;
+  campaign_options.kernel_timeout_s = options.kernel_timeout_s;
+  std::vector<DeviceFingerprint> gpus;
+  std::string gpu_status;
+  if (options.fake_gpus > 0) {
+    for (int i = 0; i < options.fake_gpus; ++i) {
+      DeviceFingerprint fake;
+      fake.name = "Fake GPU";
+      fake.cc_major = 9;
+      fake.sm_count = 132;
+      fake.memory_bytes = int64_t{80} << 30;
+      fake.sm_clock_mhz = 1980;
+      fake.memory_clock_mhz = 2619;
+      fake.driver_version = fake.cuda_version = fake.ptxas_version = "fake";
+      gpus.push_back(fake);
+      campaign_options.gpus.push_back(i);
+    }
+    gpu_status = std::to_string(options.fake_gpus) +
+                 " fake GPU(s) (--fake-gpus, for tests)";
+    campaign_options.fake = true;
+    campaign_options.worker_args = {"--fake", options.fake_worker};
+  } else {
+    std::tie(gpus, gpu_status) =
+        FindGpus(*ParseGpus(options.gpus), &campaign_options.gpus);
+  }
+  if (!gpus.empty() && access(campaign_options.worker_path.c_str(), X_OK) != 0) {
+    BT_LOG(kError) << "the GPU worker " << campaign_options.worker_path
+                   << " is missing or not executable; campaigns will fail "
+                      "(give --worker PATH)";
+  }
   BT_LOG(kInfo) << gpus.size() << " GPU(s) in use: " << gpu_status;
   for (const DeviceFingerprint& gpu : gpus) BT_LOG(kInfo) << "  " << ToString(gpu);
   service.SetAttachedGpus(std::move(gpus), std::move(gpu_status));
@@ -215,12 +259,19 @@ int RunDaemon(const DaemonOptions& options) {
                 << (auth.enabled() ? " (token required)" : "")
                 << (options.tls_cert.empty() ? "" : " (TLS)");
 
+  CampaignManager campaigns(store->get(), campaign_options);
+  service.SetCampaigns(&campaigns);
+  if (Status resumed = campaigns.ResumeStored(); !resumed.ok()) {
+    BT_LOG(kError) << "cannot resume campaigns: " << resumed.message();
+  }
+
   std::thread stopper([&] {
     int signal = 0;
     sigwait(&stop_signals, &signal);
     BT_LOG(kInfo) << "got " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
                   << ", finishing in-flight calls";
     service.BeginShutdown();
+    campaigns.Shutdown();  // the running campaign resumes at the next start
     server->GetHealthCheckService()->SetServingStatus(false);
     server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   });

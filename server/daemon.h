@@ -18,6 +18,11 @@ struct DaemonOptions {
   std::string tls_cert;
   std::string tls_key;
   std::string log_level = "info";
+  std::string worker;             // blocktune-worker; empty: beside blocktuned
+  double kernel_timeout_s = 30;   // the watchdog's limit for one sample
+  // Tests: this many fake GPUs, their workers run with --fake fake_worker.
+  int fake_gpus = 0;
+  std::string fake_worker;
 };
 
 // $XDG_DATA_HOME/blocktune/blocktune.db, else

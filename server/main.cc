@@ -22,6 +22,19 @@ int main(int argc, char** argv) {
                  "every call");
   app.add_option("--tls-cert", options.tls_cert, "PEM certificate chain");
   app.add_option("--tls-key", options.tls_key, "PEM private key");
+  app.add_option("--worker", options.worker,
+                 "the GPU worker program (default: blocktune-worker beside "
+                 "blocktuned)");
+  app.add_option("--kernel-timeout", options.kernel_timeout_s,
+                 "seconds one sample may run before its worker is killed")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+  app.add_option("--fake-gpus", options.fake_gpus,
+                 "for tests: this many fake GPUs instead of real ones")
+      ->check(CLI::Range(0, 8));
+  app.add_option("--fake-worker", options.fake_worker,
+                 "for tests: the fake GPUs' behaviour, key=N,... "
+                 "(tuner/worker.h)");
   app.add_option("--log-level", options.log_level,
                  "debug, info, warning or error")
       ->capture_default_str();

@@ -17,9 +17,7 @@ namespace {
 // Why GPU-backed calls cannot run yet. Each message names the missing part,
 // so a user knows it is not a fault of their request.
 constexpr char kNoCampaigns[] =
-    "campaigns are not built yet: they need the block-shape sampler "
-    "(issue 4) and the supervised GPU workers (issue 5); the spec is valid "
-    "and nothing was stored";
+    "this blocktuned runs no campaign scheduler; nothing was stored";
 constexpr char kNoTraining[] =
     "training is not built yet: the libtorch surrogate arrives with issue 6; "
     "the request is valid";
@@ -178,10 +176,13 @@ grpc::Status BlocktuneService::ListDevices(grpc::ServerContext* ctx,
 
 grpc::Status BlocktuneService::StartCampaign(grpc::ServerContext* ctx,
                                              const v1::StartCampaignRequest* req,
-                                             v1::StartCampaignResponse*) {
+                                             v1::StartCampaignResponse* resp) {
   return Serve("StartCampaign", ctx, [&]() -> Status {
-    BT_RETURN_IF_ERROR(FromProto(req->spec(), "spec").status());
-    return Unimplemented(kNoCampaigns);
+    BT_ASSIGN_OR_RETURN(CampaignSpec spec, FromProto(req->spec(), "spec"));
+    if (campaigns_ == nullptr) return FailedPrecondition(kNoCampaigns);
+    BT_ASSIGN_OR_RETURN(CampaignRecord record, campaigns_->Start(spec));
+    ToProto(record, resp->mutable_campaign());
+    return OkStatus();
   });
 }
 
@@ -190,34 +191,47 @@ grpc::Status BlocktuneService::WatchCampaign(
     grpc::ServerWriter<v1::CampaignProgress>* writer) {
   return Serve("WatchCampaign", ctx, [&]() -> Status {
     BT_RETURN_IF_ERROR(CheckId("id", req->id()));
-    BT_ASSIGN_OR_RETURN(CampaignRecord campaign, store_->GetCampaign(req->id()));
-    auto sent_at = std::chrono::steady_clock::now();
-    int64_t sent_samples = -1;
-    int64_t sent_updated = -1;
-    CampaignState sent_state = campaign.state;
+    auto progress = [&]() -> StatusOr<CampaignProgressInfo> {
+      if (campaigns_ != nullptr) return campaigns_->Progress(req->id());
+      CampaignProgressInfo p;
+      BT_ASSIGN_OR_RETURN(p.record, store_->GetCampaign(req->id()));
+      p.done = p.record.samples_ok + p.record.samples_failed;
+      p.target = p.record.spec.max_samples;
+      return p;
+    };
+    auto last_sent = std::chrono::steady_clock::now();
+    int64_t sent_done = -1;
+    std::optional<CampaignState> sent_state;
     while (true) {
-      const int64_t samples = campaign.samples_ok + campaign.samples_failed;
-      if (samples != sent_samples || campaign.updated_unix != sent_updated ||
-          campaign.state != sent_state) {
-        auto now = std::chrono::steady_clock::now();
-        v1::CampaignProgress progress;
-        ToProto(campaign, progress.mutable_campaign());
-        double seconds = std::chrono::duration<double>(now - sent_at).count();
-        if (sent_samples >= 0 && seconds > 0)
-          progress.set_samples_per_second((samples - sent_samples) / seconds);
-        if (!writer->Write(progress)) return Cancelled("client went away");
-        sent_at = now;
-        sent_samples = samples;
-        sent_updated = campaign.updated_unix;
-        sent_state = campaign.state;
+      BT_ASSIGN_OR_RETURN(CampaignProgressInfo p, progress());
+      const auto now = std::chrono::steady_clock::now();
+      // On every state change, and about once a second while it runs.
+      if (p.record.state != sent_state ||
+          (p.done != sent_done && now - last_sent >= std::chrono::seconds(1))) {
+        v1::CampaignProgress out;
+        ToProto(p.record, out.mutable_campaign());
+        out.set_samples_per_second(p.samples_per_second);
+        out.set_done(p.done);
+        out.set_target(p.target);
+        out.set_acceptance(p.acceptance);
+        for (const auto& [kind, n] : p.failures) (*out.mutable_failures())[kind] = n;
+        out.set_best_tflops(p.best_tflops);
+        out.set_eta_seconds(p.eta_s);
+        out.set_elapsed_seconds(p.elapsed_s);
+        out.set_verified(p.verified);
+        out.set_workers(p.workers);
+        out.set_worker_restarts(p.worker_restarts);
+        if (!writer->Write(out)) return Cancelled("client went away");
+        last_sent = now;
+        sent_done = p.done;
+        sent_state = p.record.state;
       }
-      if (IsTerminal(campaign.state)) return OkStatus();
-      for (int i = 0; i < 5; ++i) {
+      if (IsTerminal(p.record.state)) return OkStatus();
+      for (int i = 0; i < 2; ++i) {
         if (ctx->IsCancelled()) return Cancelled("client cancelled the watch");
         if (stopping_) return Unavailable("blocktuned is shutting down");
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
-      BT_ASSIGN_OR_RETURN(campaign, store_->GetCampaign(req->id()));
     }
   });
 }
@@ -237,18 +251,11 @@ grpc::Status BlocktuneService::CancelCampaign(
     v1::CancelCampaignResponse* resp) {
   return Serve("CancelCampaign", ctx, [&]() -> Status {
     BT_RETURN_IF_ERROR(CheckId("id", req->id()));
-    BT_ASSIGN_OR_RETURN(CampaignRecord campaign, store_->GetCampaign(req->id()));
-    if (IsTerminal(campaign.state)) {
-      return FailedPrecondition("campaign " + std::to_string(campaign.id) +
-                                " is already " +
-                                std::string(ToString(campaign.state)));
+    if (campaigns_ == nullptr) {
+      BT_RETURN_IF_ERROR(store_->GetCampaign(req->id()).status());
+      return FailedPrecondition(kNoCampaigns);
     }
-    campaign.state = CampaignState::kCancelled;
-    campaign.message = "cancelled on request";
-    WriteBatch batch;
-    batch.campaign_updates.push_back(campaign);
-    BT_RETURN_IF_ERROR(store_->Commit(batch).status());
-    BT_ASSIGN_OR_RETURN(campaign, store_->GetCampaign(req->id()));
+    BT_ASSIGN_OR_RETURN(CampaignRecord campaign, campaigns_->Cancel(req->id()));
     ToProto(campaign, resp->mutable_campaign());
     return OkStatus();
   });

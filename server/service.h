@@ -13,6 +13,7 @@
 
 #include "blocktune/v1/blocktune.grpc.pb.h"
 #include "server/auth.h"
+#include "server/campaigns.h"
 #include "server/tuning_store.h"
 
 namespace blocktune {
@@ -30,6 +31,10 @@ class BlocktuneService final : public v1::Blocktune::Service {
   // The GPUs this daemon may use, found at start, and a line saying why
   // there are none (or which were left out).
   void SetAttachedGpus(std::vector<DeviceFingerprint> gpus, std::string status);
+
+  // The scheduler that runs campaigns; without one, StartCampaign and
+  // CancelCampaign answer FAILED_PRECONDITION.
+  void SetCampaigns(CampaignManager* campaigns) { campaigns_ = campaigns; }
 
   void BeginShutdown() { stopping_ = true; }
 
@@ -75,6 +80,7 @@ class BlocktuneService final : public v1::Blocktune::Service {
   const std::chrono::steady_clock::time_point started_;
   std::atomic<bool> stopping_{false};
   std::vector<DeviceFingerprint> attached_;
+  CampaignManager* campaigns_ = nullptr;
   std::string gpu_status_ = "GPUs not probed";
 };
 

@@ -1,6 +1,8 @@
 // blocktune-worker: one GPU's worker process. blocktuned starts it with
 // its stdin and stdout as the pipe of tuner/worker_protocol.h; run by hand
 // it waits for framed messages, so it is of little use outside the daemon.
+#include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -9,6 +11,12 @@
 #include "tuner/worker.h"
 
 int main(int argc, char** argv) {
+  // Die with the daemon, even after kill -9: a worker left behind would
+  // hold its GPU.
+  const pid_t parent = getppid();
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) return 1;
+  signal(SIGPIPE, SIG_IGN);  // a closed pipe is a write error, not a death
   CLI::App app{"blocktune-worker: benchmarks kernels on one GPU for blocktuned"};
   int gpu = 0;
   std::string fake;

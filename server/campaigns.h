@@ -1,0 +1,98 @@
+// The campaign scheduler: runs tuning campaigns (DESIGN.md, "Processes")
+// on the daemon's GPUs, one campaign at a time in the order they were
+// started, each on one worker process per GPU.
+//
+// Exactly-once samples. Candidates are numbered (seq) as the stream of
+// tuner/candidate_stream.h produces them. Results come back in any order;
+// they are committed only as a contiguous prefix 0..n-1, in one
+// transaction with the campaign's cursor (the stream's Rng after
+// candidate n-1, counters, elapsed time). After any stop, kill -9 of the
+// daemon included, the campaign resumes at candidate n with the same
+// sampler state: nothing committed is measured twice (the store's unique
+// (campaign, seq) index makes sure) and nothing is skipped.
+//
+// Failures. A worker that crashes, exits after a sticky CUDA error, or is
+// killed by the watchdog (a sample running past kernel_timeout_s) costs
+// only the sample it said it was running: that one is recorded as
+// launch_error or timeout with the reason, the samples queued behind it
+// go to the restarted worker.
+#ifndef BLOCKTUNE_SERVER_CAMPAIGNS_H_
+#define BLOCKTUNE_SERVER_CAMPAIGNS_H_
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/device.h"
+#include "server/tuning_store.h"
+
+namespace blocktune {
+
+struct CampaignOptions {
+  std::string worker_path;       // blocktune-worker
+  std::vector<std::string> worker_args;  // added to every worker's argv
+  std::vector<int> gpus;         // ordinals the daemon owns
+  bool fake = false;             // the workers are fakes: profile h100-sxm
+  double kernel_timeout_s = 30;  // watchdog, per running sample
+  int max_failed_starts = 3;     // a GPU whose worker fails this often in a
+                                 // row is given up
+  int commit_every_ms = 250;
+};
+
+// What WatchCampaign streams, besides the stored record.
+struct CampaignProgressInfo {
+  CampaignRecord record;
+  int64_t done = 0;
+  int64_t target = 0;
+  double samples_per_second = 0;
+  double acceptance = 0;
+  std::map<std::string, int64_t> failures;
+  double best_tflops = 0;
+  double eta_s = -1;
+  double elapsed_s = 0;
+  int64_t verified = 0;
+  int workers = 0;
+  int64_t worker_restarts = 0;
+};
+
+class CampaignManager {
+ public:
+  CampaignManager(TuningStore* store, CampaignOptions options);
+  ~CampaignManager();  // Shutdown()
+
+  // Queues the campaigns a previous daemon left queued or running.
+  Status ResumeStored();
+  // FAILED_PRECONDITION when the daemon has no GPU or the spec names one it
+  // does not own; nothing is stored then.
+  StatusOr<CampaignRecord> Start(const CampaignSpec& spec);
+  // Stops a queued or running campaign; returns its final record.
+  StatusOr<CampaignRecord> Cancel(int64_t id);
+  // The live state of campaign `id` (from the store when not running).
+  StatusOr<CampaignProgressInfo> Progress(int64_t id);
+  // Stops the running campaign where it is (it stays "running" in the
+  // store, to resume on the next start) and the scheduler.
+  void Shutdown();
+
+ private:
+  class Run;
+  void SchedulerLoop();
+
+  TuningStore* const store_;
+  const CampaignOptions options_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<int64_t> queue_;
+  std::shared_ptr<Run> running_;
+  bool stopping_ = false;
+  std::thread scheduler_;
+};
+
+}  // namespace blocktune
+
+#endif  // BLOCKTUNE_SERVER_CAMPAIGNS_H_
