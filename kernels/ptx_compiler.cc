@@ -26,7 +26,7 @@ struct PtxCompiler::Api {
 
 namespace {
 
-constexpr int kInputPtx = 1;  // NVJITLINK_INPUT_PTX
+constexpr int kInputPtx = 2;  // NVJITLINK_INPUT_PTX (CUBIN is 1)
 
 template <typename Fn>
 bool Resolve(void* library, Fn* fn, const std::string& name) {
@@ -42,9 +42,12 @@ StatusOr<std::unique_ptr<PtxCompiler::Api>> LoadApi() {
   };
   const char* env = std::getenv("BLOCKTUNE_NVJITLINK");
   std::string tried;
-  const Candidate candidates[] = {{"libnvJitLink.so.13", "_13_0"},
-                                  {"libnvJitLink.so.12", "_12_0"},
-                                  {"libnvJitLink.so", "_13_0"}};
+  // The loader's path first, then the toolkit's usual home.
+  const Candidate candidates[] = {
+      {"libnvJitLink.so.13", "_13_0"},
+      {"libnvJitLink.so.12", "_12_0"},
+      {"/usr/local/cuda/lib64/libnvJitLink.so.13", "_13_0"},
+      {"/usr/local/cuda/lib64/libnvJitLink.so.12", "_12_0"}};
   for (const Candidate& c : candidates) {
     const char* file = (env && env[0]) ? env : c.file;
     void* lib = dlopen(file, RTLD_NOW | RTLD_LOCAL);

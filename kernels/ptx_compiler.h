@@ -20,7 +20,8 @@ namespace blocktune {
 class PtxCompiler {
  public:
   // The process's compiler, loaded once. The library is libnvJitLink.so.13
-  // (then .so.12, then .so) unless BLOCKTUNE_NVJITLINK names a file.
+  // (then .so.12), from the loader's path or /usr/local/cuda/lib64, unless
+  // BLOCKTUNE_NVJITLINK names a file.
   static StatusOr<const PtxCompiler*> Get();
 
   // A cubin for `arch` ("sm_90"). INTERNAL with nvJitLink's error log when
