@@ -8,12 +8,14 @@
 //    and the output is compared with a float64 reference at 1024 sampled
 //    points and scanned for NaN or infinity (tuner/check_ptx.h). A wrong
 //    kernel is a wrong_result, never a time.
-//  * timing: one warm-up run, itself timed to choose the count, then runs
-//    timed one by one with events, each after writing a scratch buffer of twice the
-//    L2's size so no run finds its operands in cache. At least 5 runs and
-//    0.5 ms of kernel time, at most 50; a kernel slower than 20 ms gets 3
-//    runs, one slower than 0.3 s one run. Median and (p90 - p10) / median;
-//    over 10 % spread measures again, keeping the steadier measurement.
+//  * timing: one warm-up run (the checked run, when there is one), then
+//    runs timed one by one with events, each after writing a scratch
+//    buffer of twice the L2's size so no run finds its operands in cache.
+//    At least 5 runs and 0.5 ms of kernel time, at most 50; a kernel
+//    slower than 5 ms gets 3 runs, one slower than 50 ms 2 (their
+//    run-to-run spread is small, and they are most of a campaign's GPU
+//    time). Median and (p90 - p10) / median; over 10 % spread measures
+//    again, keeping the steadier measurement.
 //  * the SM clock: a probe kernel compares %clock64 with %globaltimer over
 //    20 us right after the timed runs.
 #include <algorithm>
@@ -319,23 +321,25 @@ class GpuBackend : public WorkerBackend {
       BT_RETURN_IF_ERROR(Check(s.ctx, *gemm, ops, r));
       if (r->status() == "wrong_result") return OkStatus();
     }
-    // The warm-up, timed, to choose how many runs to time.
-    std::vector<double> warm;
-    BT_RETURN_IF_ERROR(TimeRuns(*gemm, ops, 1, &warm));
-    const double t = warm[0];
+    // The checked run warms the kernel up; without one, an untimed run
+    // does. The first timed run sets how many more to time.
+    std::vector<double> times;
+    if (!verify) BT_RETURN_IF_ERROR(TimeRuns(*gemm, ops, 1, &times));
+    times.clear();
+    BT_RETURN_IF_ERROR(TimeRuns(*gemm, ops, 1, &times));
+    const double t = times[0];
     int runs = options_.min_runs;
-    if (t > 0.3) runs = 1;
-    else if (t > 0.02) runs = 3;
+    if (t > 0.05) runs = 2;
+    else if (t > 0.005) runs = 3;
     else
       runs = std::clamp(static_cast<int>(std::ceil(options_.min_time_s / t)),
                         options_.min_runs, options_.max_runs);
-    std::vector<double> times;
-    BT_RETURN_IF_ERROR(TimeRuns(*gemm, ops, runs, &times));
+    BT_RETURN_IF_ERROR(TimeRuns(*gemm, ops, runs - 1, &times));
     Timing best = Summarize(times);
     int measurements = 1;
     if (best.spread > options_.max_spread && runs >= options_.min_runs) {
       times.clear();
-      BT_RETURN_IF_ERROR(TimeRuns(*gemm, ops, std::min(2 * runs, options_.max_runs * 2), &times));
+      BT_RETURN_IF_ERROR(TimeRuns(*gemm, ops, runs, &times));
       Timing again = Summarize(times);
       measurements = 2;
       if (again.spread < best.spread) best = again;
