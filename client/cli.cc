@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -297,6 +298,42 @@ int RunKernel(Connection& conn, const Globals& g, const Context& ctx,
   return kExitOk;
 }
 
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A whole file; a gzip file (any name: zlib reads plain files as they are)
+// comes back decompressed.
+StatusOr<std::string> ReadMaybeGzip(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (f == nullptr) return NotFound("cannot read " + path);
+  std::string out;
+  char buf[1 << 16];
+  int n;
+  while ((n = gzread(f, buf, sizeof(buf))) > 0) out.append(buf, n);
+  const bool failed = n < 0;
+  gzclose(f);
+  if (failed) return DataLoss(path + ": corrupt gzip data");
+  return out;
+}
+
+Status WriteMaybeGzip(const std::string& path, const std::string& text) {
+  if (!EndsWith(path, ".gz")) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    return out ? OkStatus() : Internal("cannot write " + path);
+  }
+  gzFile f = gzopen(path.c_str(), "wb9");
+  if (f == nullptr) return Internal("cannot write " + path);
+  const bool ok =
+      gzwrite(f, text.data(), static_cast<unsigned>(text.size())) ==
+      static_cast<int>(text.size());
+  return gzclose(f) == Z_OK && ok ? OkStatus()
+                                  : Internal("cannot write " + path);
+}
+
 int RunExport(Connection& conn, const Globals& g, const std::string& out_path,
               v1::ExportRequest req) {
   v1::ExportResponse resp;
@@ -309,10 +346,7 @@ int RunExport(Connection& conn, const Globals& g, const std::string& out_path,
     std::cout << text;
     return kExitOk;
   }
-  std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) return StatusFailed(Internal("cannot write " + out_path));
+  if (Status w = WriteMaybeGzip(out_path, text); !w.ok()) return StatusFailed(w);
   std::cerr << "wrote " << resp.dataset().tuned_size() << " tuned answers, "
             << resp.dataset().samples_size() << " samples, "
             << resp.dataset().models_size() << " models to " << out_path
@@ -321,13 +355,11 @@ int RunExport(Connection& conn, const Globals& g, const std::string& out_path,
 }
 
 int RunImport(Connection& conn, const Globals& g, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return UsageError("import: cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
+  auto text = ReadMaybeGzip(path);
+  if (!text.ok()) return UsageError("import: " + text.status().message());
   v1::ImportRequest req;
   auto parsed = google::protobuf::util::JsonStringToMessage(
-      text.str(), req.mutable_dataset());
+      *text, req.mutable_dataset());
   if (!parsed.ok()) {
     return UsageError("import: " + path + " is not a blocktune dataset (" +
                       std::string(parsed.message()) + ")");

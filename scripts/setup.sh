@@ -8,7 +8,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsqlite3-dev libsqlitecpp-dev sqlite3
   libgtest-dev libgmock-dev
-  libcli11-dev
+  libcli11-dev zlib1g-dev
 )
 
 missing=()

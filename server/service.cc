@@ -22,8 +22,9 @@ constexpr char kNoTraining[] =
     "training is not built yet: the libtorch surrogate arrives with issue 6; "
     "the request is valid";
 constexpr char kNoVerify[] =
-    "--verify re-benchmarks answers on the GPU, which needs the GPU workers "
-    "(issue 5); query without verify for the stored answers";
+    "--verify (re-benchmarking the top answers on a GPU worker) arrives with "
+    "the surrogate's query path (issue 6); query without verify for the "
+    "stored answers";
 constexpr char kNoKernel[] =
     "GetKernel is not built yet: it needs the PTX generators (issue 3) and "
     "arrives with the client library (issue 7); the request is valid";

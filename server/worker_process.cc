@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 
 #include "tuner/worker_protocol.h"
 
@@ -18,6 +19,10 @@ namespace blocktune {
 StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(
     const std::vector<std::string>& argv, int worker, uint64_t generation,
     Sink sink) {
+  // Writing to a worker that just died must be an error, not SIGPIPE
+  // killing the daemon.
+  static std::once_flag ignore_sigpipe;
+  std::call_once(ignore_sigpipe, [] { signal(SIGPIPE, SIG_IGN); });
   int in[2], out[2];
   if (pipe2(in, O_CLOEXEC) != 0) {
     return Internal(std::string("pipe: ") + std::strerror(errno));
