@@ -18,21 +18,6 @@ double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-DeviceFingerprint FromHello(const tuner::WorkerHello& h) {
-  DeviceFingerprint f;
-  f.name = h.name();
-  f.cc_major = h.cc_major();
-  f.cc_minor = h.cc_minor();
-  f.sm_count = h.sm_count();
-  f.memory_bytes = h.memory_bytes();
-  f.sm_clock_mhz = h.sm_clock_mhz();
-  f.memory_clock_mhz = h.memory_clock_mhz();
-  f.driver_version = h.driver_version();
-  f.cuda_version = h.cuda_version();
-  f.ptxas_version = h.ptxas_version();
-  return f;
-}
-
 std::string Truncate(std::string s) {
   if (s.size() > 4096) s.resize(4096);
   return s;
@@ -93,7 +78,11 @@ class CampaignManager::Run {
     if (s.ok()) s = Loop();
     if (!s.ok()) {
       BT_LOG(kError) << "campaign " << record_.id << " failed: " << s.message();
-      CommitPrefix();  // keep every sample that is complete
+      // Keep every sample that is complete, if the store still takes them.
+      if (Status kept = CommitPrefix(); !kept.ok()) {
+        BT_LOG(kError) << "campaign " << record_.id
+                       << ": cannot store its last samples: " << kept.message();
+      }
       Finish(CampaignState::kFailed, s.message());
     }
     slots_.clear();  // kills the workers, joins their readers
@@ -110,6 +99,7 @@ class CampaignManager::Run {
     std::deque<int64_t> sent;  // seqs in order, not yet answered
     std::optional<int64_t> running;
     Clock::time_point started_at;
+    Clock::time_point last_heard;  // spawn, or its last message
     bool watchdog_killed = false;
     int failed_starts = 0;
     bool given_up = false;
@@ -173,6 +163,7 @@ class CampaignManager::Run {
     slot.running.reset();
     slot.watchdog_killed = false;
     slot.hello_error.clear();
+    slot.last_heard = Clock::now();
     ++slot.generation;
     std::vector<std::string> argv = {options_.worker_path, "--gpu",
                                      std::to_string(slot.gpu)};
@@ -217,7 +208,7 @@ class CampaignManager::Run {
       }
       for (WorkerEvent& e : events) Handle(std::move(e));
       if (cancel || stop) {
-        CommitPrefix();
+        BT_RETURN_IF_ERROR(CommitPrefix());
         if (cancel) Finish(CampaignState::kCancelled, "cancelled on request");
         else BT_LOG(kInfo) << "campaign " << record_.id
                            << " paused for shutdown at sample " << committed_;
@@ -331,6 +322,7 @@ class CampaignManager::Run {
       HandleExit(e.worker, e);
       return;
     }
+    slot.last_heard = Clock::now();
     const tuner::WorkerMessage& m = e.message;
     if (m.has_hello()) {
       if (!m.hello().error().empty()) {
@@ -398,17 +390,29 @@ class CampaignManager::Run {
     Spawn(i);
   }
 
+  // Kills a worker whose sample runs past the timeout (that sample is a
+  // timeout), and one that has work and has said nothing for as long while
+  // running none (nothing is charged; its work goes to the restart).
   void Watchdog() {
     for (auto& slot : slots_) {
-      if (slot->running && !slot->watchdog_killed && slot->process &&
+      if (!slot->process || slot->watchdog_killed) continue;
+      if (slot->running &&
           Since(slot->started_at) > options_.kernel_timeout_s) {
         BT_LOG(kWarning) << "campaign " << record_.id << ": sample "
                          << *slot->running << " ran past "
                          << options_.kernel_timeout_s
                          << " s on GPU " << slot->gpu << "; killing its worker";
-        slot->watchdog_killed = true;
-        slot->process->Kill();
+      } else if (!slot->running && !slot->sent.empty() &&
+                 Since(slot->last_heard) > options_.kernel_timeout_s) {
+        BT_LOG(kWarning) << "campaign " << record_.id << ": the GPU "
+                         << slot->gpu << " worker has " << slot->sent.size()
+                         << " samples and said nothing for "
+                         << options_.kernel_timeout_s << " s; killing it";
+      } else {
+        continue;
       }
+      slot->watchdog_killed = true;
+      slot->process->Kill();
     }
   }
 

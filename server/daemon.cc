@@ -19,6 +19,7 @@
 #include "server/log.h"
 #include "server/service.h"
 #include "server/tuning_store.h"
+#include "tuner/worker.h"
 
 namespace blocktune {
 namespace {
@@ -211,15 +212,7 @@ int RunDaemon(const DaemonOptions& options) {
   std::string gpu_status;
   if (options.fake_gpus > 0) {
     for (int i = 0; i < options.fake_gpus; ++i) {
-      DeviceFingerprint fake;
-      fake.name = "Fake GPU";
-      fake.cc_major = 9;
-      fake.sm_count = 132;
-      fake.memory_bytes = int64_t{80} << 30;
-      fake.sm_clock_mhz = 1980;
-      fake.memory_clock_mhz = 2619;
-      fake.driver_version = fake.cuda_version = fake.ptxas_version = "fake";
-      gpus.push_back(fake);
+      gpus.push_back(FakeFingerprint());
       campaign_options.gpus.push_back(i);
     }
     gpu_status = std::to_string(options.fake_gpus) +

@@ -192,19 +192,16 @@ grpc::Status BlocktuneService::WatchCampaign(
     grpc::ServerWriter<v1::CampaignProgress>* writer) {
   return Serve("WatchCampaign", ctx, [&]() -> Status {
     BT_RETURN_IF_ERROR(CheckId("id", req->id()));
-    auto progress = [&]() -> StatusOr<CampaignProgressInfo> {
-      if (campaigns_ != nullptr) return campaigns_->Progress(req->id());
-      CampaignProgressInfo p;
-      BT_ASSIGN_OR_RETURN(p.record, store_->GetCampaign(req->id()));
-      p.done = p.record.samples_ok + p.record.samples_failed;
-      p.target = p.record.spec.max_samples;
-      return p;
-    };
+    if (campaigns_ == nullptr) {
+      BT_RETURN_IF_ERROR(store_->GetCampaign(req->id()).status());
+      return FailedPrecondition(kNoCampaigns);
+    }
     auto last_sent = std::chrono::steady_clock::now();
     int64_t sent_done = -1;
     std::optional<CampaignState> sent_state;
     while (true) {
-      BT_ASSIGN_OR_RETURN(CampaignProgressInfo p, progress());
+      BT_ASSIGN_OR_RETURN(CampaignProgressInfo p,
+                          campaigns_->Progress(req->id()));
       const auto now = std::chrono::steady_clock::now();
       // On every state change, and about once a second while it runs.
       if (p.record.state != sent_state ||

@@ -21,26 +21,18 @@ StatusOr<std::unique_ptr<CandidateStream>> CandidateStream::Make(
     s->sampler_ = std::make_unique<UniformSampler>(s->domain_);
     return s;
   }
-  // The warm-up of RunSampling: uniform draws from the same Rng until
-  // enough are accepted, then one fit.
+  // The warm-up of RunSampling, from the same Rng.
   auto bayes = std::make_unique<NaiveBayesSampler>(s->domain_);
-  UniformSampler uniform(s->domain_);
   const SamplingOptions defaults;
-  Draw draw;
-  int64_t accepted = 0, draws = 0;
-  while (accepted < defaults.warmup_accepted) {
-    uniform.Propose(s->rng_, &draw);
-    if (++draws > 100'000'000) {
-      return FailedPrecondition(
-          "the sampling domain accepts almost nothing: " +
-          std::to_string(accepted) + " of 100000000 warm-up draws");
-    }
-    if (s->rules_.FirstFailing(Materialize(s->domain_, draw)) < 0) {
-      bayes->Observe(draw);
-      ++accepted;
-    }
+  constexpr int64_t kMaxWarmUpDraws = 100'000'000;
+  const auto [draws, accepted] =
+      WarmUp(s->domain_, s->rules_, defaults.warmup_accepted, kMaxWarmUpDraws,
+             s->rng_, bayes.get());
+  if (accepted < defaults.warmup_accepted) {
+    return FailedPrecondition("the sampling domain accepts almost nothing: " +
+                              std::to_string(accepted) + " of " +
+                              std::to_string(draws) + " warm-up draws");
   }
-  bayes->Fit();
   s->sampler_ = std::move(bayes);
   return s;
 }

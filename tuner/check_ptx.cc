@@ -3,9 +3,9 @@
 namespace blocktune {
 
 // Register conventions: %r 32-bit integers, %rd 64-bit, %f float, %fd
-// double, %p predicates. HASH(x) below is the "lowbias32" integer hash
-// (x ^= x >> 16; x *= 0x7feb352d; x ^= x >> 15; x *= 0x846ca68b;
-// x ^= x >> 16), written out where used.
+// double, %p predicates. Two .func helpers serve every entry: the hash
+// that makes inputs and picks check points, and the comparison of one
+// output with its float64 reference.
 const char* CheckPtx() {
   return R"ptx(//
 // blocktune measurement helpers (tuner/check_ptx.h says what each does).
@@ -14,7 +14,49 @@ const char* CheckPtx() {
 .target sm_80
 .address_size 64
 
-// ---- blocktune_fill: ptr[i] = uniform [-1, 1) from HASH(i * golden + seed)
+// ---- blocktune_hash: "lowbias32" of x * 0x9e3779b1 + seed
+// (x ^= x >> 16; x *= 0x7feb352d; x ^= x >> 15; x *= 0x846ca68b;
+// x ^= x >> 16)
+.func (.reg .b32 %h) blocktune_hash(.reg .b32 %x, .reg .b32 %seed)
+{
+  .reg .b32 %t;
+  mad.lo.u32 %h, %x, -1640531535, %seed;
+  shr.u32 %t, %h, 16;
+  xor.b32 %h, %h, %t;
+  mul.lo.u32 %h, %h, 2146121005;          // 0x7feb352d
+  shr.u32 %t, %h, 15;
+  xor.b32 %h, %h, %t;
+  mul.lo.u32 %h, %h, -2073254261;         // 0x846ca68b
+  shr.u32 %t, %h, 16;
+  xor.b32 %h, %h, %t;
+  ret;
+}
+
+// ---- blocktune_compare: e = |c - ref| / max(sum |products|, 1e-30), +inf
+// for a non-finite c; atom.max of e's bits into *err (non-negative floats
+// order like their bits)
+.func blocktune_compare(.reg .u64 %c_ptr, .reg .f64 %ref, .reg .f64 %abs_sum,
+                        .reg .u64 %err)
+{
+  .reg .pred %finite;
+  .reg .b32 %bits, %old;
+  .reg .f32 %c, %e;
+  .reg .f64 %d, %n;
+  ld.global.f32 %c, [%c_ptr];
+  cvt.f64.f32 %d, %c;
+  sub.f64 %d, %d, %ref;
+  abs.f64 %d, %d;
+  max.f64 %n, %abs_sum, 0d39B4484BFEEBC2A0;  // 1e-30
+  div.rn.f64 %d, %d, %n;
+  cvt.rn.f32.f64 %e, %d;
+  testp.finite.f32 %finite, %c;
+  @!%finite mov.f32 %e, 0f7F800000;         // +inf
+  mov.b32 %bits, %e;
+  atom.global.max.u32 %old, [%err], %bits;
+  ret;
+}
+
+// ---- blocktune_fill: ptr[i] = uniform [-1, 1) from blocktune_hash(i, seed)
 .visible .entry blocktune_fill(
   .param .u64 p_ptr, .param .u32 p_count, .param .u32 p_seed)
 {
@@ -34,15 +76,7 @@ const char* CheckPtx() {
 FILL_LOOP:
   setp.ge.u32 %p0, %r5, %r0;
   @%p0 bra FILL_DONE;
-  mad.lo.u32 %r7, %r5, -1640531535, %r1;  // i * 0x9e3779b1 + seed
-  shr.u32 %r8, %r7, 16;
-  xor.b32 %r7, %r7, %r8;
-  mul.lo.u32 %r7, %r7, 2146121005;        // 0x7feb352d
-  shr.u32 %r8, %r7, 15;
-  xor.b32 %r7, %r7, %r8;
-  mul.lo.u32 %r7, %r7, -2073254261;       // 0x846ca68b
-  shr.u32 %r8, %r7, 16;
-  xor.b32 %r7, %r7, %r8;
+  call (%r7), blocktune_hash, (%r5, %r1);
   shr.u32 %r7, %r7, 8;                    // 24 random bits
   cvt.rn.f32.u32 %f0, %r7;
   fma.rn.f32 %f1, %f0, 0f34000000, 0fBF800000;  // x * 2^-23 - 1
@@ -79,15 +113,7 @@ FILL_DONE:
   ld.param.u32 %r6, [p_n];
   ld.param.u32 %r7, [p_k];
   ld.param.u32 %r8, [p_seed];
-  mad.lo.u32 %r9, %r3, -1640531535, %r8;  // HASH(t * golden + seed)
-  shr.u32 %r10, %r9, 16;
-  xor.b32 %r9, %r9, %r10;
-  mul.lo.u32 %r9, %r9, 2146121005;
-  shr.u32 %r10, %r9, 15;
-  xor.b32 %r9, %r9, %r10;
-  mul.lo.u32 %r9, %r9, -2073254261;
-  shr.u32 %r10, %r9, 16;
-  xor.b32 %r9, %r9, %r10;
+  call (%r9), blocktune_hash, (%r3, %r8);
   rem.u32 %r11, %r9, %r5;                 // i
   mul.lo.u32 %r12, %r9, -2048144789;      // a second mix for j
   shr.u32 %r10, %r12, 13;
@@ -154,18 +180,8 @@ GEMM_COMPARE:
   shl.b64 %rd14, %rd14, 2;
   ld.param.u64 %rd15, [p_c];
   add.u64 %rd15, %rd15, %rd14;
-  ld.global.f32 %f2, [%rd15];
-  cvt.f64.f32 %fd5, %f2;
-  sub.f64 %fd5, %fd5, %fd0;
-  abs.f64 %fd5, %fd5;
-  max.f64 %fd1, %fd1, 0d39B4484BFEEBC2A0;  // 1e-30
-  div.rn.f64 %fd6, %fd5, %fd1;
-  cvt.rn.f32.f64 %f3, %fd6;
-  testp.finite.f32 %p6, %f2;
-  @!%p6 mov.f32 %f3, 0f7F800000;          // +inf
-  mov.b32 %r21, %f3;
   ld.param.u64 %rd16, [p_err];
-  atom.global.max.u32 %r22, [%rd16], %r21;
+  call blocktune_compare, (%rd15, %fd0, %fd1, %rd16);
 GEMM_DONE:
   ret;
 }
@@ -206,15 +222,7 @@ GEMM_DONE:
   // rows of the implicit GEMM: N*P*Q output pixels
   mul.lo.u32 %r15, %r5, %r12;
   mul.lo.u32 %r15, %r15, %r13;
-  mad.lo.u32 %r16, %r3, -1640531535, %r14;  // HASH(t * golden + seed)
-  shr.u32 %r17, %r16, 16;
-  xor.b32 %r16, %r16, %r17;
-  mul.lo.u32 %r16, %r16, 2146121005;
-  shr.u32 %r17, %r16, 15;
-  xor.b32 %r16, %r16, %r17;
-  mul.lo.u32 %r16, %r16, -2073254261;
-  shr.u32 %r17, %r16, 16;
-  xor.b32 %r16, %r16, %r17;
+  call (%r16), blocktune_hash, (%r3, %r14);
   rem.u32 %r18, %r16, %r15;               // pixel
   mul.lo.u32 %r19, %r16, -2048144789;
   shr.u32 %r17, %r19, 13;
@@ -307,18 +315,8 @@ CONV_COMPARE:
   shl.b64 %rd4, %rd4, 2;
   ld.param.u64 %rd6, [p_y];
   add.u64 %rd6, %rd6, %rd4;
-  ld.global.f32 %f2, [%rd6];
-  cvt.f64.f32 %fd5, %f2;
-  sub.f64 %fd5, %fd5, %fd0;
-  abs.f64 %fd5, %fd5;
-  max.f64 %fd1, %fd1, 0d39B4484BFEEBC2A0;
-  div.rn.f64 %fd6, %fd5, %fd1;
-  cvt.rn.f32.f64 %f3, %fd6;
-  testp.finite.f32 %p8, %f2;
-  @!%p8 mov.f32 %f3, 0f7F800000;
-  mov.b32 %r41, %f3;
   ld.param.u64 %rd7, [p_err];
-  atom.global.max.u32 %r42, [%rd7], %r41;
+  call blocktune_compare, (%rd6, %fd0, %fd1, %rd7);
 CONV_DONE:
   ret;
 }

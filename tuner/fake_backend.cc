@@ -25,16 +25,7 @@ class FakeBackend : public WorkerBackend {
       h.set_error("no GPU: the fake backend was told to have none");
       return h;
     }
-    h.set_name("Fake GPU");
-    h.set_cc_major(9);
-    h.set_cc_minor(0);
-    h.set_sm_count(132);
-    h.set_memory_bytes(int64_t{80} << 30);
-    h.set_sm_clock_mhz(1980);
-    h.set_memory_clock_mhz(2619);
-    h.set_driver_version("fake");
-    h.set_cuda_version("fake");
-    h.set_ptxas_version("fake");
+    ToHello(FakeFingerprint(), &h);
     return h;
   }
 
@@ -82,7 +73,7 @@ class FakeBackend : public WorkerBackend {
     r.set_median_s(3e-6 + flops / (20e12 * quality));
     r.set_spread(0.01);
     r.set_repetitions(5);
-    r.set_sm_clock_mhz(1980);
+    r.set_sm_clock_mhz(FakeFingerprint().sm_clock_mhz);
     r.set_measurements(1);
     return r;
   }

@@ -136,16 +136,7 @@ class GpuBackend : public WorkerBackend {
     } else {
       fp.ptxas_version = "driver JIT " + fp.driver_version;
     }
-    h->set_name(fp.name);
-    h->set_cc_major(fp.cc_major);
-    h->set_cc_minor(fp.cc_minor);
-    h->set_sm_count(fp.sm_count);
-    h->set_memory_bytes(fp.memory_bytes);
-    h->set_sm_clock_mhz(fp.sm_clock_mhz);
-    h->set_memory_clock_mhz(fp.memory_clock_mhz);
-    h->set_driver_version(fp.driver_version);
-    h->set_cuda_version(fp.cuda_version);
-    h->set_ptxas_version(fp.ptxas_version);
+    ToHello(fp, h);
 
     std::string image = CheckPtx();
     if (compiler_ != nullptr) {

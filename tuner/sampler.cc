@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <iterator>
+#include <optional>
 
 #include "kernels/validate.h"
 #include "tuner/domain.pb.h"
@@ -206,8 +207,10 @@ uint64_t Rng::Next() {
 
 // ---- Rules
 
-int64_t WorkingSetBytes(const Context& ctx, const BlockShape& xb) {
-  const GemmShape g = ImplicitGemm(ctx);
+namespace {
+
+int64_t WorkingSetBytes(const Context& ctx, const GemmShape& g,
+                        const BlockShape& xb) {
   int64_t floats = g.m * g.n;  // C
   if (const auto* cv = std::get_if<ConvContext>(&ctx)) {
     floats += cv->n * cv->h * cv->w * cv->c + cv->k * cv->r * cv->s * cv->c;
@@ -216,6 +219,12 @@ int64_t WorkingSetBytes(const Context& ctx, const BlockShape& xb) {
   }
   if (xb.kg > 1) floats += xb.kg * g.m * g.n;
   return 4 * floats;
+}
+
+}  // namespace
+
+int64_t WorkingSetBytes(const Context& ctx, const BlockShape& xb) {
+  return WorkingSetBytes(ctx, ImplicitGemm(ctx), xb);
 }
 
 StatusOr<RuleSet> RuleSet::Make(const DeviceProfile& profile,
@@ -277,6 +286,12 @@ RuleSet RuleSet::HardwareOnly(const DeviceProfile& profile) {
 
 int RuleSet::FirstFailing(const Candidate& c) const {
   const BlockShape& xb = c.xb;
+  // The implicit GEMM's M, N, K, once, for the rules that need them.
+  std::optional<GemmShape> shape;
+  auto gemm = [&]() -> const GemmShape& {
+    if (!shape) shape = ImplicitGemm(c.ctx);
+    return *shape;
+  };
   for (size_t i = 0; i < rules_.size(); ++i) {
     bool ok = true;
     switch (rules_[i].kind) {
@@ -299,18 +314,18 @@ int RuleSet::FirstFailing(const Candidate& c) const {
         ok = xb.ml * xb.nl >= 32;
         break;
       case Kind::kSplitHasWork:
-        ok = xb.kg * xb.u <= ImplicitGemm(c.ctx).k;
+        ok = xb.kg * xb.u <= gemm().k;
         break;
       case Kind::kHardware:
         ok = Passes(rules_[i].hardware, c.ctx, xb, limits_);
         break;
       case Kind::kMaxWork: {
-        const GemmShape g = ImplicitGemm(c.ctx);
+        const GemmShape& g = gemm();
         ok = 2.0 * double(g.m) * double(g.n) * double(g.k) <= max_flops_;
         break;
       }
       case Kind::kWorkingSet:
-        ok = WorkingSetBytes(c.ctx, xb) <= max_bytes_;
+        ok = WorkingSetBytes(c.ctx, gemm(), xb) <= max_bytes_;
         break;
       case Kind::kOccupancy:
         ok = ProgramsInGrid(c.ctx, xb) >= min_programs_;
@@ -385,6 +400,24 @@ void NaiveBayesSampler::Propose(Rng& rng, Draw* draw) const {
 
 // ---- Running
 
+std::pair<int64_t, int64_t> WarmUp(const Domain& domain, const RuleSet& rules,
+                                   int64_t wanted, int64_t max_draws, Rng& rng,
+                                   NaiveBayesSampler* bayes) {
+  UniformSampler uniform(domain);
+  Draw draw;
+  int64_t draws = 0, accepted = 0;
+  while (accepted < wanted && draws < max_draws) {
+    uniform.Propose(rng, &draw);
+    ++draws;
+    if (rules.FirstFailing(Materialize(domain, draw)) < 0) {
+      bayes->Observe(draw);
+      ++accepted;
+    }
+  }
+  bayes->Fit();
+  return {draws, accepted};
+}
+
 StatusOr<SamplingReport> RunSampling(const Domain& domain,
                                      const DeviceProfile& profile,
                                      const RuleSet& rules,
@@ -421,16 +454,9 @@ StatusOr<SamplingReport> RunSampling(const Domain& domain,
   // accepted, then fit. Rejections here are not counted in the report.
   if (options.sampler == "bayes") {
     const auto start = Clock::now();
-    while (report.warmup_accepted < options.warmup_accepted &&
-           report.warmup_draws < options.max_draws) {
-      uniform.Propose(rng, &draw);
-      ++report.warmup_draws;
-      if (rules.FirstFailing(Materialize(domain, draw)) < 0) {
-        bayes.Observe(draw);
-        ++report.warmup_accepted;
-      }
-    }
-    bayes.Fit();
+    std::tie(report.warmup_draws, report.warmup_accepted) =
+        WarmUp(domain, rules, options.warmup_accepted, options.max_draws, rng,
+               &bayes);
     report.warmup_seconds = seconds(start);
   }
   const Sampler& sampler =

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/block_shape.h"
@@ -186,6 +187,13 @@ class NaiveBayesSampler : public Sampler {
   std::vector<std::vector<double>> cumulative_;  // normalized, ends at 1
   std::vector<double> named_cumulative_;
 };
+
+// The Naive Bayes warm-up: uniform draws from `rng` until `wanted` pass
+// `rules` (or `max_draws` are made), each accepted one observed by
+// `bayes`, then one Fit(). Returns {draws, accepted}.
+std::pair<int64_t, int64_t> WarmUp(const Domain& domain, const RuleSet& rules,
+                                   int64_t wanted, int64_t max_draws, Rng& rng,
+                                   NaiveBayesSampler* bayes);
 
 struct SamplingOptions {
   std::string sampler = "bayes";  // or "uniform"

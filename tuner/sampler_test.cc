@@ -265,20 +265,13 @@ TEST(SamplerTest, NaiveBayesLosesNoSupport) {
     SamplingReport uniform = *RunSampling(
         domain, H100(), RuleSet::ForSampling(H100()), options, nullptr);
 
-    // Warm up and fit exactly as RunSampling does, then propose.
+    // Warm up and fit as RunSampling does, then propose.
     const RuleSet rules = RuleSet::ForSampling(H100());
     Rng rng(4);
-    UniformSampler warm(domain);
     NaiveBayesSampler bayes(domain, 100);
+    EXPECT_EQ(WarmUp(domain, rules, 20000, int64_t{1} << 40, rng, &bayes).second,
+              20000);
     Draw draw;
-    for (int accepted = 0; accepted < 20000;) {
-      warm.Propose(rng, &draw);
-      if (rules.FirstFailing(Materialize(domain, draw)) < 0) {
-        bayes.Observe(draw);
-        ++accepted;
-      }
-    }
-    bayes.Fit();
     std::vector<std::set<int64_t>> proposed(domain.values.size());
     for (int i = 0; i < 200000; ++i) {
       bayes.Propose(rng, &draw);

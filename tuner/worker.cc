@@ -10,6 +10,47 @@
 
 namespace blocktune {
 
+void ToHello(const DeviceFingerprint& f, tuner::WorkerHello* h) {
+  h->set_name(f.name);
+  h->set_cc_major(f.cc_major);
+  h->set_cc_minor(f.cc_minor);
+  h->set_sm_count(f.sm_count);
+  h->set_memory_bytes(f.memory_bytes);
+  h->set_sm_clock_mhz(f.sm_clock_mhz);
+  h->set_memory_clock_mhz(f.memory_clock_mhz);
+  h->set_driver_version(f.driver_version);
+  h->set_cuda_version(f.cuda_version);
+  h->set_ptxas_version(f.ptxas_version);
+}
+
+DeviceFingerprint FromHello(const tuner::WorkerHello& h) {
+  DeviceFingerprint f;
+  f.name = h.name();
+  f.cc_major = h.cc_major();
+  f.cc_minor = h.cc_minor();
+  f.sm_count = h.sm_count();
+  f.memory_bytes = h.memory_bytes();
+  f.sm_clock_mhz = h.sm_clock_mhz();
+  f.memory_clock_mhz = h.memory_clock_mhz();
+  f.driver_version = h.driver_version();
+  f.cuda_version = h.cuda_version();
+  f.ptxas_version = h.ptxas_version();
+  return f;
+}
+
+DeviceFingerprint FakeFingerprint() {
+  DeviceFingerprint f;
+  f.name = "Fake GPU";
+  f.cc_major = 9;
+  f.cc_minor = 0;
+  f.sm_count = 132;
+  f.memory_bytes = int64_t{80} << 30;
+  f.sm_clock_mhz = 1980;
+  f.memory_clock_mhz = 2619;
+  f.driver_version = f.cuda_version = f.ptxas_version = "fake";
+  return f;
+}
+
 bool ParseWorkItem(PreparedSample* s) {
   auto ctx = ContextFromString(s->item.context());
   if (!ctx.ok()) {
@@ -96,30 +137,33 @@ int RunWorker(WorkerBackend& backend, int in_fd, int out_fd,
   if (!WriteMessage(out_fd, hello_message).ok()) return 1;
   if (!hello->error().empty()) return kExitNoDevice;
 
-  Pipeline pipeline;
-  std::thread reader([&] {
+  // Shared with the threads: after a sticky error the compile threads are
+  // left waiting on it while the process ends, so it must outlive this
+  // function (destroying a condition variable with waiters blocks forever).
+  auto pipeline = std::make_shared<Pipeline>();
+  std::thread reader([pipeline, in_fd] {
     tuner::DaemonMessage message;
     while (ReadMessage(in_fd, &message).ok()) {
-      if (message.has_work()) pipeline.Push(message.work());
+      if (message.has_work()) pipeline->Push(message.work());
       if (message.shutdown()) break;
     }
-    pipeline.Close();
+    pipeline->Close();
   });
   reader.detach();  // it may sit in read() until the process ends
   std::vector<std::thread> compilers;
   for (int i = 0; i < threads; ++i) {
-    compilers.emplace_back([&] {
+    compilers.emplace_back([pipeline, &backend] {
       tuner::WorkItem item;
-      while (pipeline.PopTodo(&item)) {
+      while (pipeline->PopTodo(&item)) {
         auto s = std::make_unique<PreparedSample>();
         s->item = std::move(item);
         if (ParseWorkItem(s.get())) backend.Prepare(s.get());
-        pipeline.PushReady(std::move(s));
+        pipeline->PushReady(std::move(s));
       }
     });
   }
   int code = 0;
-  while (auto s = pipeline.PopReady()) {
+  while (auto s = pipeline->PopReady()) {
     tuner::WorkerMessage started;
     started.mutable_started()->set_seq(s->item.seq());
     if (!WriteMessage(out_fd, started).ok()) {
@@ -140,7 +184,8 @@ int RunWorker(WorkerBackend& backend, int in_fd, int out_fd,
     }
   }
   // After a clean end every compile thread has finished; otherwise they
-  // may be blocked, and the caller ends the process with _exit(code).
+  // may be blocked, and the caller ends the process with _exit(code)
+  // (`backend` must live until then).
   for (auto& t : compilers) {
     if (code == 0) t.join();
     else t.detach();

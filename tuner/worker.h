@@ -18,6 +18,7 @@
 
 #include "kernels/block_shape.h"
 #include "kernels/context.h"
+#include "kernels/device.h"
 #include "kernels/gemm_ptx.h"
 #include "kernels/status.h"
 #include "tuner/worker.pb.h"
@@ -56,9 +57,18 @@ struct WorkerOptions {
 };
 
 // Serves `in_fd` / `out_fd` until the daemon closes the pipe or says
-// shutdown. Returns the process exit code.
+// shutdown. Returns the process exit code; unless it is 0, threads may
+// still use `backend`, and the caller must end the process (_exit) without
+// destroying it.
 int RunWorker(WorkerBackend& backend, int in_fd, int out_fd,
               const WorkerOptions& options);
+
+// The device fields of a Hello, both ways.
+void ToHello(const DeviceFingerprint& fingerprint, tuner::WorkerHello* hello);
+DeviceFingerprint FromHello(const tuner::WorkerHello& hello);
+
+// The GPU every fake worker reports: an H100-like sm_90 with 132 SMs.
+DeviceFingerprint FakeFingerprint();
 
 // Parses item.context and item.block_shape into sample->ctx and ->xb;
 // the failure on error is "compile_error".

@@ -49,6 +49,5 @@ int main(int argc, char** argv) {
   const int code = blocktune::RunWorker(*backend, STDIN_FILENO, STDOUT_FILENO,
                                         options);
   // Threads may still be blocked on the pipe or the GPU; end here.
-  std::cout.flush();
   _exit(code);
 }
