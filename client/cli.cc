@@ -4,7 +4,6 @@
 
 #include <CLI/CLI.hpp>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -14,6 +13,7 @@
 #include "client/connection.h"
 #include "client/print.h"
 #include "proto/convert.h"
+#include "proto/dataset_file.h"
 #include "tuner/device_profile.h"
 #include "tuner/sample_report.h"
 #include "tuner/sampler.h"
@@ -298,42 +298,6 @@ int RunKernel(Connection& conn, const Globals& g, const Context& ctx,
   return kExitOk;
 }
 
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// A whole file; a gzip file (any name: zlib reads plain files as they are)
-// comes back decompressed.
-StatusOr<std::string> ReadMaybeGzip(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr) return NotFound("cannot read " + path);
-  std::string out;
-  char buf[1 << 16];
-  int n;
-  while ((n = gzread(f, buf, sizeof(buf))) > 0) out.append(buf, n);
-  const bool failed = n < 0;
-  gzclose(f);
-  if (failed) return DataLoss(path + ": corrupt gzip data");
-  return out;
-}
-
-Status WriteMaybeGzip(const std::string& path, const std::string& text) {
-  if (!EndsWith(path, ".gz")) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    return out ? OkStatus() : Internal("cannot write " + path);
-  }
-  gzFile f = gzopen(path.c_str(), "wb9");
-  if (f == nullptr) return Internal("cannot write " + path);
-  const bool ok =
-      gzwrite(f, text.data(), static_cast<unsigned>(text.size())) ==
-      static_cast<int>(text.size());
-  return gzclose(f) == Z_OK && ok ? OkStatus()
-                                  : Internal("cannot write " + path);
-}
-
 int RunExport(Connection& conn, const Globals& g, const std::string& out_path,
               v1::ExportRequest req) {
   v1::ExportResponse resp;
@@ -355,15 +319,10 @@ int RunExport(Connection& conn, const Globals& g, const std::string& out_path,
 }
 
 int RunImport(Connection& conn, const Globals& g, const std::string& path) {
-  auto text = ReadMaybeGzip(path);
-  if (!text.ok()) return UsageError("import: " + text.status().message());
+  auto dataset = ReadDatasetFile(path);
+  if (!dataset.ok()) return UsageError("import: " + dataset.status().message());
   v1::ImportRequest req;
-  auto parsed = google::protobuf::util::JsonStringToMessage(
-      *text, req.mutable_dataset());
-  if (!parsed.ok()) {
-    return UsageError("import: " + path + " is not a blocktune dataset (" +
-                      std::string(parsed.message()) + ")");
-  }
+  *req.mutable_dataset() = std::move(*dataset);
   v1::ImportResponse resp;
   grpc::Status status = conn.stub().Import(conn.NewContext().get(), req, &resp);
   if (!status.ok()) return CallFailed(status);

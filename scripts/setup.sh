@@ -9,6 +9,10 @@ packages=(
   libsqlite3-dev libsqlitecpp-dev sqlite3
   libgtest-dev libgmock-dev
   libcli11-dev zlib1g-dev
+  # libtorch 1.13 (CPU) for the surrogate. Debian's libtorch links
+  # libblas.so.3, which is the slow reference BLAS unless an optimized one
+  # provides it: OpenBLAS makes training and scoring ~60x faster.
+  libtorch-dev libopenblas0-pthread
 )
 
 missing=()

@@ -1,0 +1,57 @@
+// Runtime inference (thesis §4.4): for a context, score every block shape in
+// the search range with the surrogate and keep the best k. The search is
+// exhaustive over the range, so it finds the model's global optimum there.
+//
+// The range: every combination of the x_B values the model's training data
+// covered (Surrogate::search_values), that the hardware rules accept for the
+// context, with M_L*N_L >= 32 (fewer elements than a warp's threads only
+// wastes lanes) and K_G*U <= K (a split that leaves programs without a
+// single reduction step only adds work). The context-free rules (threads,
+// shared memory, instruction cache) are applied once, at construction.
+#ifndef BLOCKTUNE_MODELS_SEARCH_H_
+#define BLOCKTUNE_MODELS_SEARCH_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "models/surrogate.h"
+#include "tuner/device_profile.h"
+
+namespace blocktune {
+
+struct ScoredShape {
+  BlockShape xb;
+  double predicted_s = 0;
+};
+
+struct SearchStats {
+  int64_t candidates = 0;  // block shapes scored
+  double seconds = 0;      // enumeration and scoring
+};
+
+class BlockSearch {
+ public:
+  BlockSearch(Surrogate model, const DeviceProfile& profile);
+
+  // The block shapes of the range for `ctx` (which must have validated).
+  std::vector<BlockShape> Candidates(const Context& ctx) const;
+  // The k best by predicted time, fastest first (k >= 1).
+  std::vector<ScoredShape> Top(const Context& ctx, int k,
+                               SearchStats* stats = nullptr) const;
+  // Scores given block shapes for `ctx`, in order.
+  std::vector<double> PredictSeconds(const Context& ctx,
+                                     const std::vector<BlockShape>& shapes) const;
+
+  const Surrogate& model() const { return model_; }
+  int64_t grid_size() const { return static_cast<int64_t>(grid_.size()); }
+
+ private:
+  Surrogate model_;
+  KernelLimits limits_;
+  std::vector<BlockShape> grid_;  // context-free rules applied
+  std::vector<float> grid_logs_;  // log2 of each grid shape's 6 components
+};
+
+}  // namespace blocktune
+
+#endif  // BLOCKTUNE_MODELS_SEARCH_H_

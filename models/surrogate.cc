@@ -1,0 +1,278 @@
+#include "models/surrogate.h"
+
+#include <cmath>
+
+#include "kernels/validate.h"
+#include "models/features.h"
+#include "models/surrogate.pb.h"
+#include "models/surrogate_impl.h"
+
+namespace blocktune {
+namespace {
+
+constexpr char kWeightsFormat[] = "blocktune.mlp.v1";
+constexpr char kTarget[] = "ln(flop/s)";
+constexpr const char* kBlockNames[kBlockParameters] = {"ml", "nl", "ms",
+                                                       "ns", "u",  "kg"};
+
+}  // namespace
+
+std::string ArchitectureString(const std::vector<int>& hidden) {
+  std::string s;
+  for (size_t i = 0; i < hidden.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(hidden[i]);
+  }
+  return s;
+}
+
+StatusOr<std::vector<int>> ParseArchitecture(std::string_view text,
+                                             std::string_view field) {
+  std::vector<int> hidden;
+  size_t start = 0;
+  while (start <= text.size() && !text.empty()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    const std::string item_field =
+        std::string(field) + "[" + std::to_string(hidden.size()) + "]";
+    BT_ASSIGN_OR_RETURN(int64_t width,
+                        ParseInt64(item_field, text.substr(start, comma - start)));
+    BT_RETURN_IF_ERROR(CheckRange(item_field, width, 1, kMaxLayerWidth));
+    hidden.push_back(static_cast<int>(width));
+    start = comma + 1;
+  }
+  BT_RETURN_IF_ERROR(CheckRange(std::string(field) + " layers",
+                                static_cast<int64_t>(hidden.size()), 1,
+                                kMaxHiddenLayers));
+  return hidden;
+}
+
+std::string LibtorchVersion() {
+  std::string v = TORCH_VERSION;
+  if (torch::cuda::is_available()) v += "+cuda";
+  return v;
+}
+
+bool LibtorchHasCuda() { return torch::cuda::is_available(); }
+
+void Surrogate::Impl::Build(uint64_t seed) {
+  torch::manual_seed(seed);
+  net = torch::nn::Sequential();
+  linears.clear();
+  int width = inputs;
+  for (int h : hidden) {
+    linears.push_back(torch::nn::Linear(width, h));
+    net->push_back(linears.back());
+    net->push_back(torch::nn::ReLU());
+    width = h;
+  }
+  linears.push_back(torch::nn::Linear(width, 1));
+  net->push_back(linears.back());
+  net->eval();
+}
+
+void Surrogate::Impl::SyncNormalization() {
+  std::vector<float> inv(stddev.size());
+  for (size_t i = 0; i < stddev.size(); ++i)
+    inv[i] = stddev[i] > 0 ? 1.f / stddev[i] : 1.f;
+  mean_t = torch::tensor(mean).to(device);
+  inv_std_t = torch::tensor(inv).to(device);
+}
+
+StatusOr<Surrogate> Surrogate::Create(Op op, const std::vector<int>& hidden,
+                                      uint64_t seed) {
+  BT_RETURN_IF_ERROR(CheckRange("hidden_layers size",
+                                static_cast<int64_t>(hidden.size()), 1,
+                                kMaxHiddenLayers));
+  for (size_t i = 0; i < hidden.size(); ++i) {
+    BT_RETURN_IF_ERROR(CheckRange("hidden_layers[" + std::to_string(i) + "]",
+                                  hidden[i], 1, kMaxLayerWidth));
+  }
+  auto impl = std::make_shared<Impl>();
+  impl->op = op;
+  impl->hidden = hidden;
+  impl->inputs = static_cast<int>(FeatureNames(op).size());
+  impl->mean.assign(impl->inputs, 0.f);
+  impl->stddev.assign(impl->inputs, 1.f);
+  impl->Build(seed);
+  impl->SyncNormalization();
+  return Surrogate(std::move(impl));
+}
+
+StatusOr<Surrogate> Surrogate::Load(Op op, const std::string& architecture,
+                                    const std::string& weights,
+                                    const std::string& normalization) {
+  BT_ASSIGN_OR_RETURN(std::vector<int> hidden,
+                      ParseArchitecture(architecture, "architecture"));
+  BT_ASSIGN_OR_RETURN(Surrogate s, Create(op, hidden, 0));
+  Impl& impl = *s.impl_;
+
+  models::Normalization norm;
+  if (!norm.ParseFromString(normalization)) {
+    return DataLoss("model normalization does not parse");
+  }
+  if (norm.op() != ToString(op)) {
+    return InvalidArgument("model normalization is for op '" + norm.op() +
+                           "', not " + std::string(ToString(op)));
+  }
+  const auto& names = FeatureNames(op);
+  if (norm.features_size() != static_cast<int>(names.size()) ||
+      norm.mean_size() != norm.features_size() ||
+      norm.stddev_size() != norm.features_size()) {
+    return InvalidArgument("model normalization has " +
+                           std::to_string(norm.features_size()) +
+                           " features; this build's " +
+                           std::string(ToString(op)) + " model takes " +
+                           std::to_string(names.size()));
+  }
+  for (int i = 0; i < norm.features_size(); ++i) {
+    if (norm.features(i) != names[i]) {
+      return InvalidArgument("model feature " + std::to_string(i) + " is '" +
+                             norm.features(i) + "', this build expects '" +
+                             names[i] + "'");
+    }
+  }
+  if (norm.target() != kTarget || !(norm.target_std() > 0)) {
+    return InvalidArgument("model target is '" + norm.target() +
+                           "', expected " + kTarget);
+  }
+  impl.mean.assign(norm.mean().begin(), norm.mean().end());
+  impl.stddev.assign(norm.stddev().begin(), norm.stddev().end());
+  impl.target_mean = norm.target_mean();
+  impl.target_std = norm.target_std();
+  if (norm.search_values_size() != kBlockParameters) {
+    return InvalidArgument("model normalization lists " +
+                           std::to_string(norm.search_values_size()) +
+                           " search ranges, expected 6 (ml nl ms ns u kg)");
+  }
+  for (int p = 0; p < kBlockParameters; ++p) {
+    const auto& v = norm.search_values(p);
+    if (v.parameter() != kBlockNames[p] || v.values_size() == 0) {
+      return InvalidArgument("model search range " + std::to_string(p) +
+                             " is '" + v.parameter() + "', expected a " +
+                             kBlockNames[p] + " with values");
+    }
+    impl.search_values[p].assign(v.values().begin(), v.values().end());
+  }
+
+  models::Weights w;
+  if (!w.ParseFromString(weights)) return DataLoss("model weights do not parse");
+  if (w.format() != kWeightsFormat ||
+      w.layers_size() != static_cast<int>(impl.linears.size())) {
+    return InvalidArgument("model weights are '" + w.format() + "' with " +
+                           std::to_string(w.layers_size()) +
+                           " layers; architecture " + architecture + " needs " +
+                           std::to_string(impl.linears.size()) + " layers of " +
+                           kWeightsFormat);
+  }
+  torch::NoGradGuard no_grad;
+  for (int l = 0; l < w.layers_size(); ++l) {
+    const models::Layer& layer = w.layers(l);
+    auto& lin = impl.linears[l];
+    const int64_t out = lin->weight.size(0), in = lin->weight.size(1);
+    if (layer.inputs() != in || layer.outputs() != out ||
+        layer.weight_size() != in * out || layer.bias_size() != out) {
+      return InvalidArgument("model layer " + std::to_string(l) + " is " +
+                             std::to_string(layer.inputs()) + "x" +
+                             std::to_string(layer.outputs()) +
+                             ", architecture needs " + std::to_string(in) +
+                             "x" + std::to_string(out));
+    }
+    std::vector<float> wv(layer.weight().begin(), layer.weight().end());
+    std::vector<float> bv(layer.bias().begin(), layer.bias().end());
+    lin->weight.copy_(torch::tensor(wv).view({out, in}));
+    lin->bias.copy_(torch::tensor(bv));
+  }
+  impl.SyncNormalization();
+  return s;
+}
+
+Op Surrogate::op() const { return impl_->op; }
+const std::vector<int>& Surrogate::hidden() const { return impl_->hidden; }
+const SearchValues& Surrogate::search_values() const {
+  return impl_->search_values;
+}
+
+int64_t Surrogate::parameters() const {
+  int64_t n = 0;
+  for (const auto& p : impl_->net->parameters()) n += p.numel();
+  return n;
+}
+
+std::string Surrogate::SerializeWeights() const {
+  models::Weights w;
+  w.set_format(kWeightsFormat);
+  for (const auto& lin : impl_->linears) {
+    torch::Tensor wt = lin->weight.detach().to(torch::kCPU).contiguous();
+    torch::Tensor bt = lin->bias.detach().to(torch::kCPU).contiguous();
+    models::Layer* layer = w.add_layers();
+    layer->set_inputs(static_cast<int32_t>(wt.size(1)));
+    layer->set_outputs(static_cast<int32_t>(wt.size(0)));
+    layer->mutable_weight()->Add(wt.data_ptr<float>(),
+                                 wt.data_ptr<float>() + wt.numel());
+    layer->mutable_bias()->Add(bt.data_ptr<float>(),
+                               bt.data_ptr<float>() + bt.numel());
+  }
+  return w.SerializeAsString();
+}
+
+std::string Surrogate::SerializeNormalization() const {
+  models::Normalization n;
+  n.set_op(std::string(ToString(impl_->op)));
+  for (const auto& name : FeatureNames(impl_->op)) n.add_features(name);
+  n.mutable_mean()->Add(impl_->mean.begin(), impl_->mean.end());
+  n.mutable_stddev()->Add(impl_->stddev.begin(), impl_->stddev.end());
+  n.set_target(kTarget);
+  n.set_target_mean(impl_->target_mean);
+  n.set_target_std(impl_->target_std);
+  for (int p = 0; p < kBlockParameters; ++p) {
+    auto* v = n.add_search_values();
+    v->set_parameter(kBlockNames[p]);
+    v->mutable_values()->Add(impl_->search_values[p].begin(),
+                             impl_->search_values[p].end());
+  }
+  return n.SerializeAsString();
+}
+
+void Surrogate::Predict(const float* features, int64_t n, float* out) const {
+  constexpr int64_t kChunk = 8192;
+  torch::InferenceMode guard;
+  Impl& impl = *impl_;
+  const int64_t f = impl.inputs;
+  for (int64_t start = 0; start < n; start += kChunk) {
+    const int64_t rows = std::min(kChunk, n - start);
+    torch::Tensor x =
+        torch::from_blob(const_cast<float*>(features + start * f), {rows, f},
+                         torch::kFloat32);
+    x = ((x.to(impl.device) - impl.mean_t) * impl.inv_std_t);
+    torch::Tensor y = impl.Forward(x).view({rows}).to(torch::kCPU).contiguous();
+    const float* py = y.data_ptr<float>();
+    for (int64_t i = 0; i < rows; ++i) {
+      out[start + i] =
+          static_cast<float>(py[i] * impl.target_std + impl.target_mean);
+    }
+  }
+}
+
+double Surrogate::PredictSeconds(const Context& ctx,
+                                 const BlockShape& xb) const {
+  std::vector<float> f = LogFeatures(ctx, xb);
+  float y = 0;
+  Predict(f.data(), 1, &y);
+  return Flops(ctx) / std::exp(static_cast<double>(y));
+}
+
+bool Surrogate::UseCuda(bool on) {
+  Impl& impl = *impl_;
+  torch::Device want = (on && torch::cuda::is_available())
+                           ? torch::Device(torch::kCUDA, 0)
+                           : torch::Device(torch::kCPU);
+  impl.net->to(want);
+  impl.device = want;
+  impl.SyncNormalization();
+  return impl.device.is_cuda();
+}
+
+bool Surrogate::on_cuda() const { return impl_->device.is_cuda(); }
+
+}  // namespace blocktune

@@ -1,0 +1,84 @@
+// The surrogate f(x_B, x_C) of thesis §4.3: a ReLU MLP over the log
+// features of models/features.h, predicting ln(flop/s). libtorch stays in
+// the .cc files: this header is all the daemon and tools see.
+//
+// Thread-safety: Predict may be called from many threads at once on one
+// Surrogate; nothing else may run concurrently with it.
+#ifndef BLOCKTUNE_MODELS_SURROGATE_H_
+#define BLOCKTUNE_MODELS_SURROGATE_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/block_shape.h"
+#include "kernels/context.h"
+#include "kernels/status.h"
+#include "tuner/sampler.h"
+
+namespace blocktune {
+
+namespace models {
+class Normalization;
+}
+
+// The thesis's best architecture (Table 4.1).
+inline const std::vector<int> kDefaultHidden = {64, 128, 192, 256, 192, 128, 64};
+inline constexpr int kMaxHiddenLayers = 32;
+inline constexpr int kMaxLayerWidth = 4096;
+
+// "64,128,64" <-> {64, 128, 64}. Parsing names `field` and the ranges.
+std::string ArchitectureString(const std::vector<int>& hidden);
+StatusOr<std::vector<int>> ParseArchitecture(std::string_view text,
+                                             std::string_view field);
+
+// The libtorch this build links, "1.13.1"; "+cuda" when it has CUDA.
+std::string LibtorchVersion();
+// Whether libtorch can use a GPU here.
+bool LibtorchHasCuda();
+
+// The x_B values a model was trained on, per parameter (ml nl ms ns u kg).
+using SearchValues = std::array<std::vector<int64_t>, kBlockParameters>;
+
+class Surrogate {
+ public:
+  struct Impl;
+
+  // An untrained network with deterministic initial weights.
+  static StatusOr<Surrogate> Create(Op op, const std::vector<int>& hidden,
+                                    uint64_t seed);
+  // From the stored blobs (ModelRecord weights and normalization).
+  static StatusOr<Surrogate> Load(Op op, const std::string& architecture,
+                                  const std::string& weights,
+                                  const std::string& normalization);
+
+  Op op() const;
+  const std::vector<int>& hidden() const;
+  int64_t parameters() const;
+  std::string SerializeWeights() const;
+  std::string SerializeNormalization() const;
+  const SearchValues& search_values() const;
+
+  // Predicted ln(flop/s) for `n` rows of raw LogFeatures, row-major.
+  void Predict(const float* features, int64_t n, float* out) const;
+  // Predicted seconds for one pair (both must have validated).
+  double PredictSeconds(const Context& ctx, const BlockShape& xb) const;
+
+  // Moves inference (and training) to the GPU when libtorch has one.
+  // Returns whether it is there.
+  bool UseCuda(bool on);
+  bool on_cuda() const;
+
+  Impl& impl() { return *impl_; }
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  explicit Surrogate(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace blocktune
+
+#endif  // BLOCKTUNE_MODELS_SURROGATE_H_

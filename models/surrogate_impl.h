@@ -1,0 +1,33 @@
+// The libtorch side of Surrogate, shared by surrogate.cc and train.cc only.
+#ifndef BLOCKTUNE_MODELS_SURROGATE_IMPL_H_
+#define BLOCKTUNE_MODELS_SURROGATE_IMPL_H_
+
+#include <torch/torch.h>
+
+#include "models/surrogate.h"
+
+namespace blocktune {
+
+struct Surrogate::Impl {
+  Op op = Op::kGemm;
+  std::vector<int> hidden;
+  int inputs = 0;
+  torch::nn::Sequential net{nullptr};
+  std::vector<torch::nn::Linear> linears;  // the same modules, in order
+  // Feature normalization and target scale.
+  std::vector<float> mean, stddev;
+  double target_mean = 0, target_std = 1;
+  SearchValues search_values;
+  torch::Tensor mean_t, inv_std_t;  // on the net's device
+  torch::Device device = torch::kCPU;
+
+  void Build(uint64_t seed);
+  // Re-derives mean_t / inv_std_t after mean or stddev change.
+  void SyncNormalization();
+  // Normalized features -> normalized target, no grad.
+  torch::Tensor Forward(const torch::Tensor& x) { return net->forward(x); }
+};
+
+}  // namespace blocktune
+
+#endif  // BLOCKTUNE_MODELS_SURROGATE_IMPL_H_

@@ -1,0 +1,131 @@
+#include "models/surrogate.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "models/features.h"
+#include "models/search.h"
+#include "models/train.h"
+
+namespace blocktune {
+namespace {
+
+// A made-up but GEMM-shaped law: time = work / (efficiency * peak), where
+// efficiency grows with tile reuse and falls when the tile overshoots M or N
+// or the grid underfills 132 SMs. Smooth in log space, as real data are.
+double ToySeconds(const GemmContext& g, const BlockShape& xb) {
+  const double reuse = std::log2(double(xb.ms * xb.ns)) + 1;
+  const double over_m = std::max(1.0, double(xb.ml) / g.m);
+  const double over_n = std::max(1.0, double(xb.nl) / g.n);
+  const double programs = std::ceil(double(g.m) / xb.ml) *
+                          std::ceil(double(g.n) / xb.nl) * xb.kg;
+  const double fill = std::min(1.0, programs / 132.0);
+  const double eff = reuse / 8.0 * fill / (over_m * over_n);
+  return 2.0 * g.m * g.n * g.k / (eff * 5e13);
+}
+
+std::vector<TrainingRow> ToyRows(int count, uint64_t seed) {
+  Rng rng(seed);
+  auto pick = [&](std::initializer_list<int64_t> v) {
+    return *(v.begin() + rng.Below(static_cast<uint32_t>(v.size())));
+  };
+  std::vector<TrainingRow> rows;
+  while (static_cast<int>(rows.size()) < count) {
+    GemmContext g;
+    g.m = pick({64, 256, 1024, 4096});
+    g.n = pick({16, 64, 256, 1024, 4096});
+    g.k = pick({256, 1024, 4096});
+    BlockShape xb{pick({16, 32, 64, 128}), pick({16, 32, 64, 128}),
+                  pick({1, 2, 4, 8}), pick({1, 2, 4, 8}), pick({4, 8}),
+                  pick({1, 2, 4})};
+    if (xb.ml % xb.ms || xb.nl % xb.ns) continue;
+    rows.push_back({g, xb, ToySeconds(g, xb)});
+  }
+  return rows;
+}
+
+TEST(ArchitectureTest, ParsesAndNamesBadWidths) {
+  EXPECT_EQ(ParseArchitecture("64,128,64", "hidden").value(),
+            (std::vector<int>{64, 128, 64}));
+  Status bad = ParseArchitecture("64,0", "hidden").status();
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("hidden[1] must be in [1, 4096]"),
+            std::string::npos)
+      << bad.message();
+  EXPECT_FALSE(ParseArchitecture("64,x", "hidden").ok());
+  EXPECT_EQ(ArchitectureString(kDefaultHidden), "64,128,192,256,192,128,64");
+}
+
+TEST(TrainTest, RejectsTooFewRowsAndBadOptions) {
+  EXPECT_EQ(Train(Op::kGemm, ToyRows(5, 1), TrainOptions{}).status().code(),
+            StatusCode::kFailedPrecondition);
+  TrainOptions o;
+  o.validation_fraction = 0.9;
+  Status s = Train(Op::kGemm, ToyRows(100, 1), o).status();
+  EXPECT_NE(s.message().find("validation_fraction"), std::string::npos);
+}
+
+// The learned model must rank a clearly better block shape above a clearly
+// worse one in contexts it never saw, and survive a round trip through its
+// stored form unchanged.
+TEST(TrainTest, LearnsToRankAndRoundTrips) {
+  TrainOptions o;
+  o.hidden = {32, 32};
+  o.epochs = 60;
+  o.patience = 20;
+  o.use_cuda = false;
+  std::vector<TrainingRow> rows = ToyRows(3000, 7);
+  int epochs_seen = 0;
+  auto trained = Train(Op::kGemm, rows, o, [&](const EpochReport& r) {
+    ++epochs_seen;
+    EXPECT_EQ(r.epoch, epochs_seen);
+    return true;
+  });
+  ASSERT_TRUE(trained.ok()) << trained.status().ToString();
+  EXPECT_GT(epochs_seen, 5);
+  EXPECT_LT(trained->validation_mse, 0.05) << trained->metrics_json;
+  EXPECT_NE(trained->metrics_json.find("\"spearman_validation\""),
+            std::string::npos);
+
+  GemmContext unseen;  // m, k not in the training grid
+  unseen.m = 2048;
+  unseen.n = 512;
+  unseen.k = 2048;
+  const BlockShape good{64, 64, 8, 8, 8, 1};  // 7x faster in ToySeconds
+  const BlockShape bad{16, 16, 1, 1, 4, 1};
+  const Surrogate& s = trained->surrogate;
+  EXPECT_LT(s.PredictSeconds(unseen, good), s.PredictSeconds(unseen, bad) / 3);
+
+  auto loaded = Surrogate::Load(Op::kGemm, ArchitectureString(o.hidden),
+                                s.SerializeWeights(), s.SerializeNormalization());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_DOUBLE_EQ(loaded->PredictSeconds(unseen, good),
+                   s.PredictSeconds(unseen, good));
+  EXPECT_EQ(loaded->search_values()[0], (std::vector<int64_t>{16, 32, 64, 128}));
+
+  // A model stored for another op, or with other layers, is refused.
+  EXPECT_FALSE(Surrogate::Load(Op::kConv, "32,32", s.SerializeWeights(),
+                               s.SerializeNormalization())
+                   .ok());
+  EXPECT_FALSE(Surrogate::Load(Op::kGemm, "32,64", s.SerializeWeights(),
+                               s.SerializeNormalization())
+                   .ok());
+
+  // Exhaustive search over the trained range finds a shape whose true time
+  // is within 20% of the true best of that range.
+  BlockSearch search(*loaded, ProfileByName("h100").value());
+  std::vector<BlockShape> all = search.Candidates(unseen);
+  ASSERT_GT(all.size(), 100u);
+  double best = INFINITY;
+  for (const BlockShape& xb : all) best = std::min(best, ToySeconds(unseen, xb));
+  SearchStats stats;
+  auto top = search.Top(unseen, 5, &stats);
+  ASSERT_EQ(top.size(), 5u);
+  EXPECT_EQ(stats.candidates, static_cast<int64_t>(all.size()));
+  EXPECT_LE(top[0].predicted_s, top[4].predicted_s);
+  EXPECT_LT(ToySeconds(unseen, top[0].xb), best * 1.2);
+}
+
+}  // namespace
+}  // namespace blocktune

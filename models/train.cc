@@ -1,0 +1,299 @@
+#include "models/train.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "kernels/validate.h"
+#include "models/features.h"
+#include "models/surrogate.pb.h"
+#include "models/surrogate_impl.h"
+
+namespace blocktune {
+namespace {
+
+// Mean squared error of predictions (normalized) against targets
+// (normalized), in the target's own units.
+double Mse(const torch::Tensor& pred, const torch::Tensor& target,
+           double target_std) {
+  return torch::mse_loss(pred, target).item<double>() * target_std *
+         target_std;
+}
+
+std::vector<double> Ranks(const std::vector<double>& v) {
+  std::vector<size_t> order(v.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> rank(v.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+    const double mean_rank = 0.5 * (i + j);
+    for (size_t t = i; t <= j; ++t) rank[order[t]] = mean_rank;
+    i = j + 1;
+  }
+  return rank;
+}
+
+}  // namespace
+
+double Spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  if (n < 2) return 0;
+  std::vector<double> ra = Ranks(a), rb = Ranks(b);
+  const double ma = std::accumulate(ra.begin(), ra.end(), 0.0) / n;
+  const double mb = std::accumulate(rb.begin(), rb.end(), 0.0) / n;
+  double sab = 0, saa = 0, sbb = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sab += (ra[i] - ma) * (rb[i] - mb);
+    saa += (ra[i] - ma) * (ra[i] - ma);
+    sbb += (rb[i] - mb) * (rb[i] - mb);
+  }
+  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 0;
+}
+
+Status Validate(const TrainOptions& o) {
+  BT_RETURN_IF_ERROR(CheckRange("hidden_layers size",
+                                static_cast<int64_t>(o.hidden.size()), 1,
+                                kMaxHiddenLayers));
+  for (size_t i = 0; i < o.hidden.size(); ++i) {
+    BT_RETURN_IF_ERROR(CheckRange("hidden_layers[" + std::to_string(i) + "]",
+                                  o.hidden[i], 1, kMaxLayerWidth));
+  }
+  BT_RETURN_IF_ERROR(CheckRange("epochs", o.epochs, 1, 100000));
+  BT_RETURN_IF_ERROR(CheckRange("patience", o.patience, 1, 100000));
+  BT_RETURN_IF_ERROR(CheckRange("batch_size", o.batch_size, 1, 1 << 20));
+  if (!(o.learning_rate > 0 && o.learning_rate <= 1)) {
+    return InvalidArgument("learning_rate must be in (0, 1], got " +
+                           std::to_string(o.learning_rate));
+  }
+  if (!(o.validation_fraction >= 0.01 && o.validation_fraction <= 0.5)) {
+    return InvalidArgument("validation_fraction must be in [0.01, 0.5], got " +
+                           std::to_string(o.validation_fraction));
+  }
+  return OkStatus();
+}
+
+StatusOr<TrainedModel> Train(
+    Op op, const std::vector<TrainingRow>& rows, const TrainOptions& options,
+    const std::function<bool(const EpochReport&)>& on_epoch) {
+  const auto started = std::chrono::steady_clock::now();
+  BT_RETURN_IF_ERROR(Validate(options));
+  if (rows.size() < 20) {
+    return FailedPrecondition("training needs at least 20 measured " +
+                              std::string(ToString(op)) + " samples, got " +
+                              std::to_string(rows.size()));
+  }
+  const int64_t n = static_cast<int64_t>(rows.size());
+  const int64_t f = static_cast<int64_t>(FeatureNames(op).size());
+
+  // Features, targets, and the x_B values the data covers.
+  std::vector<float> x(n * f);
+  std::vector<float> y(n);
+  std::array<std::set<int64_t>, kBlockParameters> seen;
+  for (int64_t i = 0; i < n; ++i) {
+    const TrainingRow& r = rows[i];
+    if (OpOf(r.ctx) != op) {
+      return InvalidArgument("rows[" + std::to_string(i) + "] is a " +
+                             std::string(ToString(OpOf(r.ctx))) +
+                             " sample; training a " +
+                             std::string(ToString(op)) + " model");
+    }
+    if (!(r.seconds > 0) || !std::isfinite(r.seconds)) {
+      return InvalidArgument("rows[" + std::to_string(i) +
+                             "].seconds must be positive and finite");
+    }
+    std::vector<float> fi = LogFeatures(r.ctx, r.xb);
+    std::copy(fi.begin(), fi.end(), x.begin() + i * f);
+    y[i] = static_cast<float>(std::log(Flops(r.ctx) / r.seconds));
+    const int64_t v[kBlockParameters] = {r.xb.ml, r.xb.nl, r.xb.ms,
+                                         r.xb.ns, r.xb.u,  r.xb.kg};
+    for (int p = 0; p < kBlockParameters; ++p) seen[p].insert(v[p]);
+  }
+
+  // The split, from the seed.
+  Rng rng(options.seed);
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  for (int64_t i = n - 1; i > 0; --i) {
+    std::swap(order[i], order[rng.Below(static_cast<uint32_t>(i + 1))]);
+  }
+  const int64_t n_val = std::max<int64_t>(
+      1, static_cast<int64_t>(std::llround(n * options.validation_fraction)));
+  std::vector<int64_t> val_idx(order.begin(), order.begin() + n_val);
+  std::vector<int64_t> train_idx(order.begin() + n_val, order.end());
+  const int64_t n_train = static_cast<int64_t>(train_idx.size());
+
+  BT_ASSIGN_OR_RETURN(Surrogate model,
+                      Surrogate::Create(op, options.hidden, options.seed));
+  Surrogate::Impl& impl = model.impl();
+  for (int p = 0; p < kBlockParameters; ++p) {
+    impl.search_values[p].assign(seen[p].begin(), seen[p].end());
+  }
+
+  // Normalization from the training part only.
+  std::vector<double> sum(f, 0), sq(f, 0);
+  double ysum = 0, ysq = 0;
+  for (int64_t i : train_idx) {
+    for (int64_t j = 0; j < f; ++j) {
+      sum[j] += x[i * f + j];
+      sq[j] += double(x[i * f + j]) * x[i * f + j];
+    }
+    ysum += y[i];
+    ysq += double(y[i]) * y[i];
+  }
+  for (int64_t j = 0; j < f; ++j) {
+    const double m = sum[j] / n_train;
+    const double var = std::max(0.0, sq[j] / n_train - m * m);
+    impl.mean[j] = static_cast<float>(m);
+    impl.stddev[j] = var > 1e-12 ? static_cast<float>(std::sqrt(var)) : 1.f;
+  }
+  impl.target_mean = ysum / n_train;
+  const double yvar = std::max(0.0, ysq / n_train - impl.target_mean * impl.target_mean);
+  impl.target_std = yvar > 1e-12 ? std::sqrt(yvar) : 1.0;
+
+  const bool cuda = model.UseCuda(options.use_cuda);
+  const torch::Device dev = impl.device;
+  torch::Tensor X = torch::from_blob(x.data(), {n, f}, torch::kFloat32).clone();
+  X = ((X - torch::tensor(impl.mean)) / torch::tensor(impl.stddev)).to(dev);
+  torch::Tensor Y = ((torch::from_blob(y.data(), {n}, torch::kFloat32).clone() -
+                      impl.target_mean) /
+                     impl.target_std)
+                        .view({n, 1})
+                        .to(dev);
+  auto to_index = [&](const std::vector<int64_t>& idx) {
+    return torch::tensor(idx, torch::kInt64).to(dev);
+  };
+  torch::Tensor Xv = X.index_select(0, to_index(val_idx));
+  torch::Tensor Yv = Y.index_select(0, to_index(val_idx));
+  torch::Tensor Xt = X.index_select(0, to_index(train_idx));
+  torch::Tensor Yt = Y.index_select(0, to_index(train_idx));
+
+  torch::optim::Adam adam(impl.net->parameters(),
+                          torch::optim::AdamOptions(options.learning_rate));
+  double lr = options.learning_rate;
+  double best = INFINITY, last_train = 0;
+  int best_epoch = 0, since_change = 0, epochs_run = 0;
+  std::vector<torch::Tensor> best_state;
+  const int decay_after = std::max(1, options.patience / 4);
+  torch::manual_seed(options.seed);
+
+  for (int epoch = 1; epoch <= options.epochs; ++epoch) {
+    epochs_run = epoch;
+    impl.net->train();
+    torch::Tensor perm = torch::randperm(n_train, torch::TensorOptions()
+                                                      .dtype(torch::kInt64)
+                                                      .device(dev));
+    double loss_sum = 0;
+    int64_t seen_rows = 0;
+    for (int64_t s = 0; s < n_train; s += options.batch_size) {
+      const int64_t rows_b = std::min<int64_t>(options.batch_size, n_train - s);
+      torch::Tensor idx = perm.slice(0, s, s + rows_b);
+      torch::Tensor xb = Xt.index_select(0, idx);
+      torch::Tensor yb = Yt.index_select(0, idx);
+      adam.zero_grad();
+      torch::Tensor loss = torch::mse_loss(impl.net->forward(xb), yb);
+      loss.backward();
+      adam.step();
+      loss_sum += loss.item<double>() * rows_b;
+      seen_rows += rows_b;
+    }
+    last_train = loss_sum / seen_rows * impl.target_std * impl.target_std;
+    impl.net->eval();
+    double val;
+    {
+      torch::NoGradGuard ng;
+      val = Mse(impl.net->forward(Xv), Yv, impl.target_std);
+    }
+    if (val < best) {
+      best = val;
+      best_epoch = epoch;
+      since_change = 0;
+      best_state.clear();
+      for (const auto& p : impl.net->parameters()) best_state.push_back(p.detach().clone());
+    } else if (++since_change % decay_after == 0) {
+      lr *= 0.5;
+      for (auto& group : adam.param_groups()) {
+        static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+      }
+    }
+    EpochReport report{epoch, options.epochs, last_train, val, best};
+    if (on_epoch && !on_epoch(report)) {
+      return Cancelled("training cancelled after epoch " + std::to_string(epoch));
+    }
+    if (epoch - best_epoch >= options.patience) break;
+  }
+  {
+    torch::NoGradGuard ng;
+    auto params = impl.net->parameters();
+    for (size_t i = 0; i < params.size(); ++i) params[i].copy_(best_state[i]);
+  }
+  impl.net->eval();
+
+  // Rank quality on the held-out samples.
+  std::vector<float> pred(n_val);
+  std::vector<float> xval(n_val * f);
+  for (int64_t i = 0; i < n_val; ++i) {
+    std::copy(x.begin() + val_idx[i] * f, x.begin() + (val_idx[i] + 1) * f,
+              xval.begin() + i * f);
+  }
+  model.Predict(xval.data(), n_val, pred.data());
+  std::vector<double> pv(pred.begin(), pred.end()), mv(n_val);
+  std::map<std::string, std::vector<int64_t>> by_context;
+  for (int64_t i = 0; i < n_val; ++i) {
+    mv[i] = y[val_idx[i]];
+    by_context[ToString(rows[val_idx[i]].ctx)].push_back(i);
+  }
+  std::vector<double> within;
+  for (const auto& [ctx, members] : by_context) {
+    if (members.size() < 8) continue;
+    std::vector<double> a, b;
+    for (int64_t i : members) {
+      a.push_back(pv[i]);
+      b.push_back(mv[i]);
+    }
+    within.push_back(Spearman(a, b));
+  }
+  double within_median = 0;
+  if (!within.empty()) {
+    std::sort(within.begin(), within.end());
+    within_median = within[within.size() / 2];
+  }
+
+  models::Metrics m;
+  m.set_validation_mse(best);
+  m.set_train_mse(last_train);
+  m.set_epochs_run(epochs_run);
+  m.set_best_epoch(best_epoch);
+  m.set_training_samples(n_train);
+  m.set_validation_samples(n_val);
+  m.set_spearman_validation(Spearman(pv, mv));
+  m.set_spearman_within_context_median(within_median);
+  m.set_contexts_ranked(static_cast<int32_t>(within.size()));
+  m.set_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                              started)
+                    .count());
+  m.set_device(cuda ? "cuda" : "cpu");
+  m.set_libtorch_version(LibtorchVersion());
+  m.set_seed(options.seed);
+  m.set_batch_size(options.batch_size);
+  m.set_learning_rate(options.learning_rate);
+  m.set_architecture(ArchitectureString(options.hidden));
+
+  model.UseCuda(false);
+  TrainedModel out{model, "", best, last_train, m.spearman_validation(),
+                   within_median, epochs_run, best_epoch, n_train, n_val};
+  google::protobuf::util::JsonPrintOptions jopt;
+  jopt.always_print_primitive_fields = true;
+  jopt.preserve_proto_field_names = true;
+  google::protobuf::util::MessageToJsonString(m, &out.metrics_json, jopt);
+  return out;
+}
+
+}  // namespace blocktune

@@ -1,0 +1,74 @@
+// Training the surrogate (thesis §4.3): Adam on minibatches of normalized
+// log features, target ln(flop/s), early stopping on a held-out split, all
+// from a fixed seed, on the GPU when libtorch has one and on the CPU
+// otherwise.
+#ifndef BLOCKTUNE_MODELS_TRAIN_H_
+#define BLOCKTUNE_MODELS_TRAIN_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "models/surrogate.h"
+
+namespace blocktune {
+
+// One measured sample as training sees it.
+struct TrainingRow {
+  Context ctx;
+  BlockShape xb;
+  double seconds = 0;  // median time, > 0
+};
+
+struct TrainOptions {
+  std::vector<int> hidden = kDefaultHidden;
+  int epochs = 400;               // at most; early stopping ends sooner
+  int patience = 40;              // epochs without a better validation MSE
+  int batch_size = 256;
+  double learning_rate = 1e-3;    // halved after patience/4 flat epochs
+  double validation_fraction = 0.1;
+  uint64_t seed = 1;
+  bool use_cuda = true;           // when libtorch has CUDA
+};
+
+// Validates every option, naming the field and its range.
+Status Validate(const TrainOptions& options);
+
+struct EpochReport {
+  int epoch = 0;     // 1-based
+  int epochs = 0;    // the most there will be
+  double train_mse = 0;
+  double validation_mse = 0;
+  double best_validation_mse = 0;
+};
+
+struct TrainedModel {
+  Surrogate surrogate;
+  std::string metrics_json;  // models::Metrics as JSON
+  double validation_mse = 0;         // of ln(flop/s), best epoch
+  double train_mse = 0;              // last epoch
+  double spearman_validation = 0;    // all held-out samples
+  double spearman_within_context = 0;  // median over contexts
+  int epochs_run = 0;
+  int best_epoch = 0;
+  int64_t training_samples = 0;
+  int64_t validation_samples = 0;
+};
+
+// Trains on `rows` (all of one op, at least 20). `on_epoch` is called after
+// every epoch; training stops with CANCELLED when it returns false. The
+// weights kept are those of the best validation epoch.
+StatusOr<TrainedModel> Train(Op op, const std::vector<TrainingRow>& rows,
+                             const TrainOptions& options,
+                             const std::function<bool(const EpochReport&)>&
+                                 on_epoch = nullptr);
+
+// Spearman's rank correlation of two equally long series (ties get their
+// mean rank); 0 for fewer than 2 points.
+double Spearman(const std::vector<double>& a, const std::vector<double>& b);
+
+}  // namespace blocktune
+
+#endif  // BLOCKTUNE_MODELS_TRAIN_H_
