@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (hiddens.empty()) hiddens.push_back(ArchitectureString(kDefaultHidden));
 
+  ConfigureCpuInference(0);
   auto op = OpFromString(op_text, "--op");
   auto dataset = ReadDatasetFile(data);
   if (!op.ok() || !dataset.ok()) {

@@ -411,9 +411,14 @@ int RunCli(int argc, char** argv) {
   int epochs = 0;
   train->add_option("--op", train_op, "gemm or conv")->required();
   train->add_option("--device", train_device, "device name");
-  train->add_option("--layers", layers, "hidden layer sizes, e.g. 64,128,64")
+  train->add_option("--hidden,--layers", layers,
+                    "hidden layer sizes (default 64,128,192,256,192,128,64)")
       ->delimiter(',');
-  train->add_option("--epochs", epochs, "training epochs (0: default)");
+  train->add_option("--epochs", epochs,
+                    "at most this many epochs (0: 400; early stopping ends "
+                    "sooner)");
+  uint64_t train_seed = 0;
+  train->add_option("--seed", train_seed, "split, weights and batches (0: 1)");
 
   auto* query = app.add_subcommand("query", "best block shapes for a context");
   query->require_subcommand(1);
@@ -543,6 +548,7 @@ int RunCli(int argc, char** argv) {
     train_req.set_device_name(train_device);
     for (int l : layers) train_req.add_hidden_layers(l);
     train_req.set_epochs(epochs);
+    train_req.set_seed(train_seed);
   }
 
   Connection conn(g.connection);

@@ -29,6 +29,7 @@ const char* SourceName(v1::Source source) {
     case v1::SOURCE_MEASURED: return "measured";
     case v1::SOURCE_PREDICTED: return "predicted";
     case v1::SOURCE_IMPORTED: return "imported";
+    case v1::SOURCE_VERIFIED: return "verified";
     default: return "unknown";
   }
 }
@@ -129,6 +130,20 @@ std::string ProgressLine(const v1::CampaignProgress& p, int bar_width) {
 }
 
 void Print(const v1::QueryResponse& r, std::ostream& out) {
+  const char* source = r.source() == v1::QUERY_SOURCE_CACHED      ? "cached"
+                       : r.source() == v1::QUERY_SOURCE_PREDICTED ? "predicted"
+                       : r.source() == v1::QUERY_SOURCE_VERIFIED  ? "verified"
+                                                                  : "unknown";
+  out << "source: " << source;
+  if (r.candidates() > 0) {
+    char took[64];
+    std::snprintf(took, sizeof(took), " (%lld block shapes scored in %.1f ms)",
+                  static_cast<long long>(r.candidates()),
+                  1e3 * r.search_seconds());
+    out << took;
+  }
+  out << "\n";
+  if (!r.note().empty()) out << "note: " << r.note() << "\n";
   for (int i = 0; i < r.answers_size(); ++i) {
     const v1::TunedAnswer& a = r.answers(i);
     auto ctx = FromProto(a.context(), "context");
@@ -149,7 +164,9 @@ void Print(const v1::QueryResponse& r, std::ostream& out) {
 void Print(const v1::TrainProgress& p, std::ostream& out) {
   out << "epoch " << p.epoch() << "/" << p.epochs() << "  train mse "
       << p.train_mse() << "  validation mse " << p.validation_mse();
-  if (p.model_id() > 0) out << "  -> model " << p.model_id();
+  if (p.model_id() > 0) {
+    out << "  -> model " << p.model_id() << "\n" << p.metrics_json();
+  }
   out << "\n";
 }
 

@@ -35,9 +35,15 @@ BlockSearch::BlockSearch(Surrogate model, const DeviceProfile& profile)
 }
 
 std::vector<BlockShape> BlockSearch::Candidates(const Context& ctx) const {
+  return CandidatesImpl(ctx, nullptr);
+}
+
+std::vector<BlockShape> BlockSearch::CandidatesImpl(
+    const Context& ctx, std::vector<int32_t>* index) const {
   std::vector<BlockShape> out;
   const int64_t k = ImplicitGemm(ctx).k;
-  for (const BlockShape& xb : grid_) {
+  for (size_t g = 0; g < grid_.size(); ++g) {
+    const BlockShape& xb = grid_[g];
     if (xb.kg * xb.u > k && xb.kg > 1) continue;
     if (!Passes(HardwareRule::kRegisters, ctx, xb, limits_) ||
         !Passes(HardwareRule::kGrid, ctx, xb, limits_) ||
@@ -45,6 +51,7 @@ std::vector<BlockShape> BlockSearch::Candidates(const Context& ctx) const {
       continue;
     }
     out.push_back(xb);
+    if (index) index->push_back(static_cast<int32_t>(g));
   }
   return out;
 }
@@ -76,8 +83,25 @@ std::vector<double> BlockSearch::PredictSeconds(
 std::vector<ScoredShape> BlockSearch::Top(const Context& ctx, int k,
                                           SearchStats* stats) const {
   const auto start = std::chrono::steady_clock::now();
-  std::vector<BlockShape> shapes = Candidates(ctx);
-  std::vector<double> seconds = PredictSeconds(ctx, shapes);
+  std::vector<int32_t> index;
+  std::vector<BlockShape> shapes = CandidatesImpl(ctx, &index);
+  // Features from the grid's precomputed logs and the context's, once.
+  const std::vector<float> probe = LogFeatures(ctx, BlockShape{1, 1, 1, 1, 1, 1});
+  const size_t f = probe.size();
+  std::vector<float> x(shapes.size() * f);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    float* row = x.data() + i * f;
+    std::copy(probe.begin(), probe.end(), row);
+    std::copy_n(grid_logs_.data() + size_t(index[i]) * kBlockParameters,
+                kBlockParameters, row);
+  }
+  std::vector<float> y(shapes.size());
+  model_.Predict(x.data(), static_cast<int64_t>(shapes.size()), y.data());
+  const double flops = Flops(ctx);
+  std::vector<double> seconds(shapes.size());
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    seconds[i] = flops / std::exp(static_cast<double>(y[i]));
+  }
   std::vector<size_t> order(shapes.size());
   std::iota(order.begin(), order.end(), 0);
   const size_t keep = std::min(order.size(), static_cast<size_t>(std::max(k, 1)));

@@ -46,6 +46,8 @@ class BlockSearch {
   int64_t grid_size() const { return static_cast<int64_t>(grid_.size()); }
 
  private:
+  std::vector<BlockShape> CandidatesImpl(const Context& ctx,
+                                         std::vector<int32_t>* index) const;
   Surrogate model_;
   KernelLimits limits_;
   std::vector<BlockShape> grid_;  // context-free rules applied

@@ -1,6 +1,10 @@
 #include "models/surrogate.h"
 
+#include <dlfcn.h>
+
+#include <atomic>
 #include <cmath>
+#include <thread>
 
 #include "kernels/validate.h"
 #include "models/features.h"
@@ -55,6 +59,26 @@ std::string LibtorchVersion() {
 
 bool LibtorchHasCuda() { return torch::cuda::is_available(); }
 
+namespace {
+std::atomic<int> scoring_threads{0};
+}
+
+int ScoringThreads() {
+  int t = scoring_threads.load();
+  if (t > 0) return t;
+  return std::min(8, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+}
+
+void ConfigureCpuInference(int threads) {
+  scoring_threads = threads;
+  // OpenBLAS's own threads would fight ours: one BLAS thread per caller.
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(
+          dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+    set(1);
+  }
+}
+
 void Surrogate::Impl::Build(uint64_t seed) {
   torch::manual_seed(seed);
   net = torch::nn::Sequential();
@@ -69,6 +93,23 @@ void Surrogate::Impl::Build(uint64_t seed) {
   linears.push_back(torch::nn::Linear(width, 1));
   net->push_back(linears.back());
   net->eval();
+}
+
+void Surrogate::Impl::Freeze() {
+  torch::NoGradGuard no_grad;
+  frozen_w.clear();
+  frozen_b.clear();
+  for (const auto& lin : linears) {
+    frozen_w.push_back(lin->weight.detach().t().contiguous());
+    frozen_b.push_back(lin->bias.detach().clone());
+  }
+  // Fold the feature normalization into the first layer:
+  // W (x - mean) * inv = (W * inv) x - (W * inv) mean.
+  if (!frozen_w.empty() && mean_t.defined()) {
+    torch::Tensor w = frozen_w[0] * inv_std_t.view({-1, 1});  // [in, out]
+    frozen_b[0] = frozen_b[0] - torch::matmul(mean_t.view({1, -1}), w).view({-1});
+    frozen_w[0] = w.contiguous();
+  }
 }
 
 void Surrogate::Impl::SyncNormalization() {
@@ -184,6 +225,7 @@ StatusOr<Surrogate> Surrogate::Load(Op op, const std::string& architecture,
     lin->bias.copy_(torch::tensor(bv));
   }
   impl.SyncNormalization();
+  impl.Freeze();
   return s;
 }
 
@@ -235,23 +277,51 @@ std::string Surrogate::SerializeNormalization() const {
 }
 
 void Surrogate::Predict(const float* features, int64_t n, float* out) const {
-  constexpr int64_t kChunk = 8192;
-  torch::InferenceMode guard;
   Impl& impl = *impl_;
   const int64_t f = impl.inputs;
-  for (int64_t start = 0; start < n; start += kChunk) {
-    const int64_t rows = std::min(kChunk, n - start);
-    torch::Tensor x =
-        torch::from_blob(const_cast<float*>(features + start * f), {rows, f},
-                         torch::kFloat32);
-    x = ((x.to(impl.device) - impl.mean_t) * impl.inv_std_t);
-    torch::Tensor y = impl.Forward(x).view({rows}).to(torch::kCPU).contiguous();
-    const float* py = y.data_ptr<float>();
-    for (int64_t i = 0; i < rows; ++i) {
-      out[start + i] =
-          static_cast<float>(py[i] * impl.target_std + impl.target_mean);
+  // On the CPU, small chunks spread over threads, each a chain of
+  // single-threaded BLAS calls: on 2 cores ~1.3x the speed of one
+  // multithreaded BLAS call per layer on large chunks (bench/results/cpu).
+  // On a GPU, large chunks.
+  const bool gpu = impl.device.is_cuda();
+  const int64_t chunk = gpu ? 65536 : 512;
+  const int64_t chunks = (n + chunk - 1) / chunk;
+  auto run = [&](int64_t first, int64_t step) {
+    torch::InferenceMode guard;
+    for (int64_t c = first; c < chunks; c += step) {
+      const int64_t start = c * chunk;
+      const int64_t rows = std::min(chunk, n - start);
+      torch::Tensor a =
+          torch::from_blob(const_cast<float*>(features + start * f), {rows, f},
+                           torch::kFloat32)
+              .to(impl.device);
+      if (impl.frozen_w.empty()) {
+        a = impl.Forward((a - impl.mean_t) * impl.inv_std_t);
+      } else {
+        for (size_t l = 0; l < impl.frozen_w.size(); ++l) {
+          a = torch::addmm(impl.frozen_b[l], a, impl.frozen_w[l]);
+          if (l + 1 < impl.frozen_w.size()) a.relu_();
+        }
+      }
+      torch::Tensor y = a.view({rows}).to(torch::kCPU).contiguous();
+      const float* py = y.data_ptr<float>();
+      for (int64_t i = 0; i < rows; ++i) {
+        out[start + i] =
+            static_cast<float>(py[i] * impl.target_std + impl.target_mean);
+      }
     }
+  };
+  const int threads = gpu ? 1
+                          : static_cast<int>(std::min<int64_t>(
+                                chunks, std::max(1, ScoringThreads())));
+  if (threads <= 1) {
+    run(0, 1);
+    return;
   }
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(run, t, threads);
+  run(0, threads);
+  for (auto& t : pool) t.join();
 }
 
 double Surrogate::PredictSeconds(const Context& ctx,
@@ -270,6 +340,7 @@ bool Surrogate::UseCuda(bool on) {
   impl.net->to(want);
   impl.device = want;
   impl.SyncNormalization();
+  impl.Freeze();
   return impl.device.is_cuda();
 }
 

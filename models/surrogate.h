@@ -39,6 +39,12 @@ std::string LibtorchVersion();
 // Whether libtorch can use a GPU here.
 bool LibtorchHasCuda();
 
+// CPU scoring: Predict splits its rows over this many threads (0: one per
+// core, at most 8), and an OpenBLAS found in the process is told to use one
+// thread per call. Call once at start, before any Predict.
+void ConfigureCpuInference(int threads);
+int ScoringThreads();
+
 // The x_B values a model was trained on, per parameter (ml nl ms ns u kg).
 using SearchValues = std::array<std::vector<int64_t>, kBlockParameters>;
 

@@ -20,6 +20,12 @@ struct Surrogate::Impl {
   SearchValues search_values;
   torch::Tensor mean_t, inv_std_t;  // on the net's device
   torch::Device device = torch::kCPU;
+  // For inference: each layer's weight transposed to [in, out] contiguous
+  // (a plain NN GEMM for BLAS) and its bias. Rebuilt by Freeze() whenever
+  // the weights or the device change; empty while training.
+  std::vector<torch::Tensor> frozen_w, frozen_b;
+
+  void Freeze();
 
   void Build(uint64_t seed);
   // Re-derives mean_t / inv_std_t after mean or stddev change.

@@ -159,6 +159,8 @@ StatusOr<TrainedModel> Train(
   impl.target_std = yvar > 1e-12 ? std::sqrt(yvar) : 1.0;
 
   const bool cuda = model.UseCuda(options.use_cuda);
+  impl.frozen_w.clear();  // training changes the weights
+  impl.frozen_b.clear();
   const torch::Device dev = impl.device;
   torch::Tensor X = torch::from_blob(x.data(), {n, f}, torch::kFloat32).clone();
   X = ((X - torch::tensor(impl.mean)) / torch::tensor(impl.stddev)).to(dev);
@@ -235,6 +237,7 @@ StatusOr<TrainedModel> Train(
     for (size_t i = 0; i < params.size(); ++i) params[i].copy_(best_state[i]);
   }
   impl.net->eval();
+  impl.Freeze();
 
   // Rank quality on the held-out samples.
   std::vector<float> pred(n_val);
@@ -286,7 +289,7 @@ StatusOr<TrainedModel> Train(
   m.set_learning_rate(options.learning_rate);
   m.set_architecture(ArchitectureString(options.hidden));
 
-  model.UseCuda(false);
+  model.UseCuda(false);  // also freezes the weights for inference
   TrainedModel out{model, "", best, last_train, m.spearman_validation(),
                    within_median, epochs_run, best_epoch, n_train, n_val};
   google::protobuf::util::JsonPrintOptions jopt;

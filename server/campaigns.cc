@@ -645,10 +645,40 @@ StatusOr<CampaignProgressInfo> CampaignManager::Progress(int64_t id) {
   return p;
 }
 
+StatusOr<BenchListResult> CampaignManager::Measure(
+    const std::vector<Candidate>& list) {
+  if (options_.gpus.empty()) {
+    return FailedPrecondition("no GPU: blocktuned owns no GPU");
+  }
+  {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return stopping_ || !measuring_; });
+    if (stopping_) return Unavailable("blocktuned is shutting down");
+    if (running_) {
+      return FailedPrecondition("the GPU is busy with campaign " +
+                                std::to_string(running_->id()));
+    }
+    measuring_ = true;
+  }
+  BenchListOptions o;
+  o.worker_path = options_.worker_path;
+  o.worker_args = options_.worker_args;
+  o.gpu = options_.gpus.front();
+  o.kernel_timeout_s = options_.kernel_timeout_s;
+  auto result = BenchmarkList(o, list);
+  {
+    std::lock_guard lock(mu_);
+    measuring_ = false;
+    cv_.notify_all();
+  }
+  return result;
+}
+
 void CampaignManager::SchedulerLoop() {
   std::unique_lock lock(mu_);
   while (true) {
-    cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    cv_.wait(lock,
+             [&] { return stopping_ || (!queue_.empty() && !measuring_); });
     if (stopping_) return;
     const int64_t id = queue_.front();
     queue_.pop_front();

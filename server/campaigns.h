@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "kernels/device.h"
+#include "server/bench_list.h"
 #include "server/tuning_store.h"
 
 namespace blocktune {
@@ -75,6 +76,12 @@ class CampaignManager {
   StatusOr<CampaignRecord> Cancel(int64_t id);
   // The live state of campaign `id` (from the store when not running).
   StatusOr<CampaignProgressInfo> Progress(int64_t id);
+  // Benchmarks `list` on the daemon's first GPU between campaigns (query
+  // verification). FAILED_PRECONDITION, saying why, when the daemon has no
+  // GPU or a campaign holds it; a second caller waits for the first.
+  StatusOr<BenchListResult> Measure(const std::vector<Candidate>& list);
+  bool has_gpu() const { return !options_.gpus.empty(); }
+
   // Stops the running campaign where it is (it stays "running" in the
   // store, to resume on the next start) and the scheduler.
   void Shutdown();
@@ -90,6 +97,7 @@ class CampaignManager {
   std::deque<int64_t> queue_;
   std::shared_ptr<Run> running_;
   bool stopping_ = false;
+  bool measuring_ = false;  // Measure() has the GPU; no campaign starts
   std::thread scheduler_;
 };
 

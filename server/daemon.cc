@@ -231,6 +231,22 @@ int RunDaemon(const DaemonOptions& options) {
   BT_LOG(kInfo) << gpus.size() << " GPU(s) in use: " << gpu_status;
   for (const DeviceFingerprint& gpu : gpus) BT_LOG(kInfo) << "  " << ToString(gpu);
   service.SetAttachedGpus(std::move(gpus), std::move(gpu_status));
+
+  // The surrogates, loaded before the first query can arrive.
+  ConfigureCpuInference(0);
+  const bool score_cuda = options.score_device != "cpu" && LibtorchHasCuda();
+  if (options.score_device == "cuda" && !score_cuda) {
+    BT_LOG(kWarning) << "--score-device cuda: this libtorch ("
+                     << LibtorchVersion() << ") has no GPU; scoring on the CPU";
+  }
+  SurrogateRegistry surrogates(store->get(), score_cuda);
+  if (Status loaded = surrogates.LoadAll(); !loaded.ok()) {
+    BT_LOG(kError) << "cannot read models: " << loaded.message();
+  }
+  QueryPolicy policy;
+  policy.verify_always = options.verify_queries;
+  policy.verify_top = options.verify_top;
+  service.SetSurrogates(&surrogates, policy);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;

@@ -21,6 +21,11 @@ struct DaemonOptions {
   std::string worker;             // blocktune-worker; empty: beside blocktuned
   double kernel_timeout_s = 30;   // the watchdog's limit for one sample
   // Tests: this many fake GPUs, their workers run with --fake fake_worker.
+  // Queries: re-benchmark every new answer's top verify_top on a free GPU
+  // (as if each query said --verify); score on the GPU when libtorch can.
+  bool verify_queries = false;
+  int verify_top = 10;
+  std::string score_device = "cpu";  // "cpu", "cuda" or "auto"
   int fake_gpus = 0;
   std::string fake_worker;
 };

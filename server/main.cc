@@ -29,6 +29,16 @@ int main(int argc, char** argv) {
                  "seconds one sample may run before its worker is killed")
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
+  app.add_flag("--verify-queries", options.verify_queries,
+               "re-benchmark the top answers of every new query on a free GPU");
+  app.add_option("--verify-top", options.verify_top,
+                 "block shapes a verified query re-benchmarks")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  app.add_option("--score-device", options.score_device,
+                 "where the surrogate scores block shapes")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
+      ->capture_default_str();
   app.add_option("--fake-gpus", options.fake_gpus,
                  "for tests: this many fake GPUs instead of real ones")
       ->check(CLI::Range(0, 8));

@@ -9,6 +9,7 @@ v1::Source ToProto(TunedSource source) {
     case TunedSource::kMeasured: return v1::SOURCE_MEASURED;
     case TunedSource::kPredicted: return v1::SOURCE_PREDICTED;
     case TunedSource::kImported: return v1::SOURCE_IMPORTED;
+    case TunedSource::kVerified: return v1::SOURCE_VERIFIED;
   }
   return v1::SOURCE_UNSPECIFIED;
 }
@@ -48,6 +49,8 @@ void ToProto(const ModelRecord& m, v1::Model* out) {
   out->set_normalization(m.normalization);
   out->set_training_samples(m.training_samples);
   out->set_metrics_json(m.metrics_json);
+  out->set_training_set(m.training_set);
+  out->set_libtorch_version(m.libtorch_version);
   out->set_created_unix(m.created_unix);
 }
 
@@ -100,9 +103,10 @@ StatusOr<TunedRecord> FromProto(const v1::TunedAnswer& p,
     case v1::SOURCE_MEASURED: t.source = TunedSource::kMeasured; break;
     case v1::SOURCE_PREDICTED: t.source = TunedSource::kPredicted; break;
     case v1::SOURCE_IMPORTED: t.source = TunedSource::kImported; break;
+    case v1::SOURCE_VERIFIED: t.source = TunedSource::kVerified; break;
     default:
       return InvalidArgument(JoinField(field, "source") +
-                             " must be one of measured, predicted, imported; "
+                             " must be one of measured, predicted, imported, verified; "
                              "got " + std::to_string(p.source()));
   }
   t.model_id = p.model_id();
@@ -121,6 +125,8 @@ StatusOr<ModelRecord> FromProto(const v1::Model& p, std::string_view field) {
   m.normalization = p.normalization();
   m.training_samples = p.training_samples();
   m.metrics_json = p.metrics_json();
+  m.training_set = p.training_set();
+  m.libtorch_version = p.libtorch_version();
   m.created_unix = p.created_unix();
   BT_RETURN_IF_ERROR(Validate(m, field));
   return m;

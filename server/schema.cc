@@ -100,6 +100,11 @@ ALTER TABLE samples ADD COLUMN seq INTEGER NOT NULL DEFAULT -1;
 CREATE UNIQUE INDEX samples_campaign_seq ON samples (campaign_id, seq)
   WHERE seq >= 0;
 )sql"},
+      {3, "models record how they were trained and with which libtorch", R"sql(
+ALTER TABLE models ADD COLUMN training_set TEXT NOT NULL DEFAULT '';
+ALTER TABLE models ADD COLUMN libtorch_version TEXT NOT NULL DEFAULT '';
+CREATE INDEX tuned_by_device_op ON tuned (device_id, op);
+)sql"},
   };
   return kMigrations;
 }

@@ -1,8 +1,11 @@
 #include "server/service.h"
 
+#include <algorithm>
+#include <map>
 #include <thread>
 
 #include "kernels/validate.h"
+#include "models/train.h"
 #include "server/grpc_status.h"
 #include "server/log.h"
 #include "server/record_convert.h"
@@ -18,13 +21,6 @@ namespace {
 // so a user knows it is not a fault of their request.
 constexpr char kNoCampaigns[] =
     "this blocktuned runs no campaign scheduler; nothing was stored";
-constexpr char kNoTraining[] =
-    "training is not built yet: the libtorch surrogate arrives with issue 6; "
-    "the request is valid";
-constexpr char kNoVerify[] =
-    "--verify (re-benchmarking the top answers on a GPU worker) arrives with "
-    "the surrogate's query path (issue 6); query without verify for the "
-    "stored answers";
 constexpr char kNoKernel[] =
     "GetKernel is not built yet: it needs the PTX generators (issue 3) and "
     "arrives with the client library (issue 7); the request is valid";
@@ -46,43 +42,34 @@ StatusOr<std::optional<Op>> OptionalOp(v1::Op op, std::string_view field) {
   return std::optional<Op>(parsed);
 }
 
-struct ValidQuery {
-  Context context;
-  std::string device_name;
-  int top = 1;
-};
-
-StatusOr<ValidQuery> ValidateQuery(const v1::QueryRequest& req,
-                                   std::string_view field) {
-  ValidQuery q;
-  BT_ASSIGN_OR_RETURN(q.context,
-                      FromProto(req.context(), JoinField(field, "context")));
-  BT_RETURN_IF_ERROR(
-      CheckDeviceName(JoinField(field, "device_name"), req.device_name()));
-  BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "top"), req.top(), 0, kMaxTop));
-  q.device_name = req.device_name();
-  q.top = req.top() == 0 ? 1 : req.top();
-  return q;
+// The answer records of a search (and its measurements, when verified).
+TunedRecord MakeTuned(const LoadedModel& model, const Context& ctx,
+                      const ScoredShape& s) {
+  TunedRecord t;
+  t.device = model.device;
+  t.context = ctx;
+  t.block_shape = s.xb;
+  t.predicted_s = s.predicted_s;
+  t.source = TunedSource::kPredicted;
+  t.model_id = model.id;
+  t.updated_unix = NowUnix();
+  return t;
 }
 
-// Answers one validated query from the stored tuned answers.
-Status AnswerQuery(TuningStore* store, const ValidQuery& q,
-                   v1::QueryResponse* resp) {
-  BT_ASSIGN_OR_RETURN(auto found,
-                      store->FindTuned(q.context, q.device_name, q.top));
-  if (found.empty()) {
-    std::string where =
-        q.device_name.empty() ? "any device" : "device '" + q.device_name + "'";
-    return NotFound(
-        "no tuned answer for '" + ToString(q.context) + "' on " + where +
-        ". Get data by running a campaign (blocktune campaign start --op " +
-        std::string(ToString(OpOf(q.context))) +
-        ") or importing a dataset (blocktune import FILE); answers for "
-        "contexts never measured come from the surrogate (issue 6)");
+// Whether stored answers can stand for this query: enough of them, from
+// the model in use now (or measured), and measured when verify is asked.
+bool CacheServes(const std::vector<TunedRecord>& found, int top, bool verify,
+                 const std::optional<LoadedModel>& model) {
+  if (found.empty() || static_cast<int>(found.size()) < top) return false;
+  for (const TunedRecord& t : found) {
+    const bool measured = t.measured_s > 0;
+    if (verify && !measured) return false;
+    if (!measured && t.source == TunedSource::kPredicted && model &&
+        t.model_id != model->id) {
+      return false;  // predicted by a model that has been replaced
+    }
   }
-  for (const TunedRecord& t : found) ToProto(t, resp->add_answers());
-  resp->set_match(v1::MATCH_EXACT);
-  return OkStatus();
+  return true;
 }
 
 }  // namespace
@@ -259,21 +246,245 @@ grpc::Status BlocktuneService::CancelCampaign(
   });
 }
 
+StatusOr<BlocktuneService::ValidQuery> BlocktuneService::ValidateQuery(
+    const v1::QueryRequest& req, std::string_view field) {
+  ValidQuery q;
+  BT_ASSIGN_OR_RETURN(q.context,
+                      FromProto(req.context(), JoinField(field, "context")));
+  BT_RETURN_IF_ERROR(
+      CheckDeviceName(JoinField(field, "device_name"), req.device_name()));
+  BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "top"), req.top(), 0, kMaxTop));
+  q.device_name = req.device_name();
+  q.top = req.top() == 0 ? 1 : req.top();
+  q.verify = req.verify();
+  return q;
+}
+
+// Thesis §4.4: a stored answer if there is one; else exhaustive search over
+// the surrogate, the top k re-benchmarked when asked and a GPU is free; the
+// answer is stored either way.
+Status BlocktuneService::AnswerQuery(const ValidQuery& q,
+                                     v1::QueryResponse* resp) {
+  const Op op = OpOf(q.context);
+  const bool verify = q.verify || policy_.verify_always;
+  std::optional<LoadedModel> model;
+  if (surrogates_) model = surrogates_->Find(op, q.device_name);
+  BT_ASSIGN_OR_RETURN(auto found,
+                      store_->FindTuned(q.context, q.device_name, q.top));
+  const bool gpu_free_for_verify = campaigns_ && campaigns_->has_gpu();
+  if (CacheServes(found, q.top, verify && gpu_free_for_verify && model,
+                  model) ||
+      (!model && !found.empty())) {
+    for (const TunedRecord& t : found) ToProto(t, resp->add_answers());
+    resp->set_match(v1::MATCH_EXACT);
+    resp->set_source(v1::QUERY_SOURCE_CACHED);
+    return OkStatus();
+  }
+  if (!model) {
+    std::string where =
+        q.device_name.empty() ? "any device" : "device '" + q.device_name + "'";
+    return NotFound(
+        "no tuned answer for '" + ToString(q.context) + "' on " + where +
+        " and no trained " + std::string(ToString(op)) +
+        " model to predict one. Train one (blocktune train --op " +
+        std::string(ToString(op)) +
+        ") on campaign data, or import a dataset with a model (blocktune "
+        "import FILE)");
+  }
+
+  const int search_k = verify ? std::max(q.top, policy_.verify_top) : q.top;
+  SearchStats stats;
+  std::vector<ScoredShape> top = model->search->Top(q.context, search_k, &stats);
+  resp->set_candidates(stats.candidates);
+  resp->set_search_seconds(stats.seconds);
+  if (top.empty()) {
+    return FailedPrecondition("no block shape in model " +
+                              std::to_string(model->id) +
+                              "'s search range fits '" + ToString(q.context) +
+                              "' on " + model->device.name);
+  }
+  std::vector<TunedRecord> answers;
+  for (const ScoredShape& s : top) answers.push_back(MakeTuned(*model, q.context, s));
+  v1::QuerySource source = v1::QUERY_SOURCE_PREDICTED;
+
+  if (verify) {
+    std::string why;
+    if (!campaigns_ || !campaigns_->has_gpu()) {
+      why = "no GPU: blocktuned owns no GPU";
+    } else {
+      std::vector<Candidate> list;
+      for (const ScoredShape& s : top) list.push_back({q.context, s.xb});
+      auto measured = campaigns_->Measure(list);
+      if (!measured.ok()) {
+        why = measured.status().message();
+      } else {
+        int ok = 0;
+        for (size_t i = 0; i < answers.size(); ++i) {
+          const Measurement& m = measured->measurements[i];
+          answers[i].device = measured->device;
+          if (m.status == SampleStatus::kOk) {
+            answers[i].measured_s = m.median_s;
+            answers[i].source = TunedSource::kVerified;
+            ++ok;
+          }
+        }
+        if (ok == 0) {
+          why = "none of the top " + std::to_string(list.size()) +
+                " block shapes ran correctly (first: " +
+                std::string(ToString(measured->measurements[0].status)) + " " +
+                measured->measurements[0].error + ")";
+          answers.clear();
+        } else {
+          // Measured ones first, fastest first; failures dropped.
+          answers.erase(std::remove_if(answers.begin(), answers.end(),
+                                       [](const TunedRecord& t) {
+                                         return t.measured_s <= 0;
+                                       }),
+                        answers.end());
+          std::stable_sort(answers.begin(), answers.end(),
+                           [](const TunedRecord& a, const TunedRecord& b) {
+                             return a.measured_s < b.measured_s;
+                           });
+          source = v1::QUERY_SOURCE_VERIFIED;
+        }
+      }
+    }
+    if (!why.empty()) {
+      resp->set_note("not re-benchmarked: " + why);
+      if (answers.empty()) {
+        for (const ScoredShape& s : top)
+          answers.push_back(MakeTuned(*model, q.context, s));
+      }
+    }
+  }
+  if (static_cast<int>(answers.size()) > q.top) answers.resize(q.top);
+  WriteBatch batch;
+  batch.tuned = answers;
+  BT_RETURN_IF_ERROR(store_->Commit(batch).status());
+  for (const TunedRecord& t : answers) ToProto(t, resp->add_answers());
+  resp->set_match(v1::MATCH_PREDICTED);
+  resp->set_source(source);
+  return OkStatus();
+}
+
 grpc::Status BlocktuneService::TrainModel(
     grpc::ServerContext* ctx, const v1::TrainModelRequest* req,
-    grpc::ServerWriter<v1::TrainProgress>*) {
+    grpc::ServerWriter<v1::TrainProgress>* writer) {
   return Serve("TrainModel", ctx, [&]() -> Status {
-    BT_RETURN_IF_ERROR(FromProto(req->op(), "op").status());
+    BT_ASSIGN_OR_RETURN(Op op, FromProto(req->op(), "op"));
     BT_RETURN_IF_ERROR(CheckDeviceName("device_name", req->device_name()));
-    BT_RETURN_IF_ERROR(
-        CheckRange("hidden_layers size", req->hidden_layers_size(), 0, 32));
-    for (int i = 0; i < req->hidden_layers_size(); ++i) {
-      BT_RETURN_IF_ERROR(CheckRange(
-          "hidden_layers[" + std::to_string(i) + "]", req->hidden_layers(i), 1,
-          4096));
+    TrainOptions options;
+    if (req->hidden_layers_size() > 0) {
+      options.hidden.assign(req->hidden_layers().begin(),
+                            req->hidden_layers().end());
     }
+    if (req->epochs() != 0) options.epochs = req->epochs();
+    if (req->seed() != 0) options.seed = req->seed();
     BT_RETURN_IF_ERROR(CheckRange("epochs", req->epochs(), 0, 100000));
-    return Unimplemented(kNoTraining);
+    BT_RETURN_IF_ERROR(Validate(options));
+    if (!surrogates_) {
+      return FailedPrecondition("this blocktuned keeps no surrogates");
+    }
+    std::unique_lock training(training_mu_, std::try_to_lock);
+    if (!training.owns_lock()) {
+      return FailedPrecondition(
+          "another TrainModel is running; wait for it to end");
+    }
+
+    // The device: the one named, or the only one with samples for op.
+    StoreFilter filter;
+    filter.op = op;
+    filter.device_name = req->device_name();
+    BT_ASSIGN_OR_RETURN(auto samples, store_->ListSamples(filter));
+    std::map<std::string, int64_t> per_device;
+    for (const SampleRecord& s : samples) {
+      if (s.measurement.status == SampleStatus::kOk) ++per_device[s.device.name];
+    }
+    if (per_device.empty()) {
+      return FailedPrecondition(
+          "no measured " + std::string(ToString(op)) + " samples" +
+          (req->device_name().empty() ? std::string()
+                                      : " for device '" + req->device_name() + "'") +
+          " to train on: run a campaign (blocktune campaign start --op " +
+          std::string(ToString(op)) + ") or import a dataset");
+    }
+    if (per_device.size() > 1) {
+      std::string names;
+      for (const auto& [name, n] : per_device)
+        names += (names.empty() ? "" : ", ") + name + " (" + std::to_string(n) + ")";
+      return InvalidArgument("device_name must name one device; samples of " +
+                             std::string(ToString(op)) + " come from " + names);
+    }
+    const std::string device_name = per_device.begin()->first;
+    std::vector<TrainingRow> rows;
+    std::map<std::string, int64_t> fingerprints;
+    DeviceFingerprint device;
+    int64_t newest = 0;
+    for (const SampleRecord& s : samples) {
+      if (s.measurement.status != SampleStatus::kOk) continue;
+      rows.push_back({s.context, s.block_shape, s.measurement.median_s});
+      if (++fingerprints[s.device.driver_version + "|" + s.device.ptxas_version] == 1 ||
+          device.name.empty()) {
+        device = s.device;
+      }
+      newest = std::max(newest, s.measured_unix);
+    }
+    BT_LOG(kInfo) << "training a " << ToString(op) << " model for "
+                  << device_name << " on " << rows.size() << " samples, "
+                  << ArchitectureString(options.hidden);
+    const auto started = std::chrono::steady_clock::now();
+    auto since = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                           started)
+          .count();
+    };
+    auto trained = Train(op, rows, options, [&](const EpochReport& r) {
+      v1::TrainProgress p;
+      p.set_epoch(r.epoch);
+      p.set_epochs(r.epochs);
+      p.set_train_mse(r.train_mse);
+      p.set_validation_mse(r.validation_mse);
+      p.set_best_validation_mse(r.best_validation_mse);
+      p.set_seconds(since());
+      // A client that went away ends the training.
+      return !stopping_ && !ctx->IsCancelled() && writer->Write(p);
+    });
+    BT_RETURN_IF_ERROR(trained.status());
+
+    ModelRecord record;
+    record.device = device;
+    record.op = op;
+    record.architecture = ArchitectureString(options.hidden);
+    record.weights = trained->surrogate.SerializeWeights();
+    record.normalization = trained->surrogate.SerializeNormalization();
+    record.training_samples = trained->training_samples;
+    record.training_set =
+        "device=" + device_name + " op=" + std::string(ToString(op)) +
+        " ok_samples=" + std::to_string(rows.size()) +
+        " newest_measured_unix=" + std::to_string(newest) +
+        " validation_fraction=" + std::to_string(options.validation_fraction) +
+        " seed=" + std::to_string(options.seed);
+    record.libtorch_version = LibtorchVersion();
+    record.metrics_json = trained->metrics_json;
+    record.created_unix = NowUnix();
+    WriteBatch batch;
+    batch.models.push_back(record);
+    BT_ASSIGN_OR_RETURN(CommitResult committed, store_->Commit(batch));
+    record.id = committed.model_ids.at(0);
+    BT_RETURN_IF_ERROR(surrogates_->Add(record));
+
+    v1::TrainProgress last;
+    last.set_epoch(trained->epochs_run);
+    last.set_epochs(options.epochs);
+    last.set_train_mse(trained->train_mse);
+    last.set_validation_mse(trained->validation_mse);
+    last.set_best_validation_mse(trained->validation_mse);
+    last.set_model_id(record.id);
+    last.set_metrics_json(trained->metrics_json);
+    last.set_seconds(since());
+    writer->Write(last);
+    BT_LOG(kInfo) << "model " << record.id << " trained: " << trained->metrics_json;
+    return OkStatus();
   });
 }
 
@@ -282,8 +493,7 @@ grpc::Status BlocktuneService::Query(grpc::ServerContext* ctx,
                                      v1::QueryResponse* resp) {
   return Serve("Query", ctx, [&]() -> Status {
     BT_ASSIGN_OR_RETURN(ValidQuery q, ValidateQuery(*req, ""));
-    if (req->verify()) return Unimplemented(kNoVerify);
-    return AnswerQuery(store_, q, resp);
+    return AnswerQuery(q, resp);
   });
 }
 
@@ -297,16 +507,17 @@ grpc::Status BlocktuneService::BatchQuery(grpc::ServerContext* ctx,
     for (int i = 0; i < req->queries_size(); ++i) {
       const std::string field = "queries[" + std::to_string(i) + "]";
       BT_ASSIGN_OR_RETURN(ValidQuery q, ValidateQuery(req->queries(i), field));
-      if (req->queries(i).verify()) {
-        return Unimplemented(field + ": " + kNoVerify);
-      }
       queries.push_back(std::move(q));
     }
     for (const ValidQuery& q : queries) {
       v1::BatchQueryResult* result = resp->add_results();
-      Status s = AnswerQuery(store_, q, result->mutable_response());
+      Status s = AnswerQuery(q, result->mutable_response());
       // Lack of data is a per-query answer; a store failure fails the call.
-      if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
+      if (!s.ok() && (s.code() == StatusCode::kInternal ||
+                      s.code() == StatusCode::kDataLoss ||
+                      s.code() == StatusCode::kUnavailable)) {
+        return s;
+      }
       result->set_code(static_cast<int>(s.code()));
       result->set_message(s.message());
     }
@@ -396,7 +607,17 @@ grpc::Status BlocktuneService::Import(grpc::ServerContext* ctx,
                     "dataset.models[" + std::to_string(i) + "]"));
       batch.models.push_back(std::move(m));
     }
-    BT_RETURN_IF_ERROR(store_->Commit(batch).status());
+    BT_ASSIGN_OR_RETURN(CommitResult committed, store_->Commit(batch));
+    if (surrogates_) {
+      for (size_t i = 0; i < batch.models.size(); ++i) {
+        ModelRecord m = batch.models[i];
+        m.id = committed.model_ids[i];
+        if (Status s = surrogates_->Add(m); !s.ok()) {
+          BT_LOG(kWarning) << "imported model " << m.id
+                           << " does not load: " << s.ToString();
+        }
+      }
+    }
     BT_LOG(kInfo) << "imported " << batch.samples.size() << " samples, "
                   << batch.tuned.size() << " tuned answers, "
                   << batch.models.size() << " models";

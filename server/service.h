@@ -8,12 +8,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "blocktune/v1/blocktune.grpc.pb.h"
 #include "server/auth.h"
 #include "server/campaigns.h"
+#include "server/surrogates.h"
 #include "server/tuning_store.h"
 
 namespace blocktune {
@@ -21,6 +23,13 @@ namespace blocktune {
 inline constexpr int kMaxTop = 100;
 inline constexpr int kMaxBatchQueries = 10000;
 inline constexpr char kDatasetFormat[] = "blocktune.dataset.v1";
+
+// How queries use the surrogate and the GPU.
+struct QueryPolicy {
+  bool verify_always = false;  // re-benchmark every new answer when a GPU
+                               // is free, as if each query said --verify
+  int verify_top = 10;         // block shapes re-benchmarked per verify
+};
 
 class BlocktuneService final : public v1::Blocktune::Service {
  public:
@@ -35,6 +44,12 @@ class BlocktuneService final : public v1::Blocktune::Service {
   // The scheduler that runs campaigns; without one, StartCampaign and
   // CancelCampaign answer FAILED_PRECONDITION.
   void SetCampaigns(CampaignManager* campaigns) { campaigns_ = campaigns; }
+  // The trained surrogates; without them, queries answer from stored
+  // answers only and TrainModel is refused.
+  void SetSurrogates(SurrogateRegistry* surrogates, QueryPolicy policy) {
+    surrogates_ = surrogates;
+    policy_ = policy;
+  }
 
   void BeginShutdown() { stopping_ = true; }
 
@@ -72,6 +87,16 @@ class BlocktuneService final : public v1::Blocktune::Service {
                       v1::ImportResponse* resp) override;
 
  private:
+  struct ValidQuery {
+    Context context;
+    std::string device_name;
+    int top = 1;
+    bool verify = false;
+  };
+  static StatusOr<ValidQuery> ValidateQuery(const v1::QueryRequest& req,
+                                            std::string_view field);
+  Status AnswerQuery(const ValidQuery& q, v1::QueryResponse* resp);
+
   template <typename Fn>
   grpc::Status Serve(const char* method, grpc::ServerContext* ctx, Fn&& fn);
 
@@ -81,6 +106,9 @@ class BlocktuneService final : public v1::Blocktune::Service {
   std::atomic<bool> stopping_{false};
   std::vector<DeviceFingerprint> attached_;
   CampaignManager* campaigns_ = nullptr;
+  SurrogateRegistry* surrogates_ = nullptr;
+  QueryPolicy policy_;
+  std::mutex training_mu_;  // one training at a time
   std::string gpu_status_ = "GPUs not probed";
 };
 

@@ -232,8 +232,9 @@ class SqliteStore final : public TuningStore {
       for (const ModelRecord& m : batch.models) {
         SQLite::Statement q(*writer_,
             "INSERT INTO models (device_id, op, architecture, weights, "
-            "normalization, training_samples, metrics_json, created_unix) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+            "normalization, training_samples, metrics_json, created_unix, "
+            "training_set, libtorch_version) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
         q.bind(1, device_id(m.device));
         q.bind(2, std::string(ToString(m.op)));
         q.bind(3, m.architecture);
@@ -243,6 +244,8 @@ class SqliteStore final : public TuningStore {
         q.bind(6, static_cast<int64_t>(m.training_samples));
         q.bind(7, m.metrics_json);
         q.bind(8, static_cast<int64_t>(m.created_unix ? m.created_unix : now));
+        q.bind(9, m.training_set);
+        q.bind(10, m.libtorch_version);
         q.exec();
         result.model_ids.push_back(writer_->getLastInsertRowid());
       }
@@ -499,7 +502,8 @@ class SqliteStore final : public TuningStore {
     return Read([&](SQLite::Database& db) -> Status {
       SQLite::Statement q(db, std::string("SELECT ") + kDeviceColumns +
           ", m.id, m.op, m.architecture, m.weights, m.normalization, "
-          "m.training_samples, m.metrics_json, m.created_unix "
+          "m.training_samples, m.metrics_json, m.created_unix, m.training_set, "
+          "m.libtorch_version "
           "FROM models m JOIN devices d ON d.id = m.device_id "
           "WHERE (?1 = '' OR d.name = ?1) AND (?2 = '' OR m.op = ?2) "
           "AND (?3 = 0 OR m.id = ?3) ORDER BY m.id LIMIT ?4");
@@ -519,6 +523,8 @@ class SqliteStore final : public TuningStore {
         m.training_samples = q.getColumn(c + 5).getInt64();
         m.metrics_json = q.getColumn(c + 6).getString();
         m.created_unix = q.getColumn(c + 7).getInt64();
+        m.training_set = q.getColumn(c + 8).getString();
+        m.libtorch_version = q.getColumn(c + 9).getString();
         out->push_back(std::move(m));
       }
       return OkStatus();

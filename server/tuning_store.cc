@@ -7,10 +7,11 @@
 namespace blocktune {
 namespace {
 
-constexpr EnumNames<TunedSource, 3> kTunedSourceNames{
+constexpr EnumNames<TunedSource, 4> kTunedSourceNames{
     {{TunedSource::kMeasured, "measured"},
      {TunedSource::kPredicted, "predicted"},
-     {TunedSource::kImported, "imported"}}};
+     {TunedSource::kImported, "imported"},
+     {TunedSource::kVerified, "verified"}}};
 
 std::string Indexed(std::string_view name, size_t i) {
   return std::string(name) + "[" + std::to_string(i) + "]";

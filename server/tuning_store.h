@@ -45,7 +45,8 @@ struct SampleRecord {
 };
 
 // Where a tuned answer came from.
-enum class TunedSource { kMeasured, kPredicted, kImported };
+// kVerified: the surrogate's top k re-benchmarked, the fastest kept.
+enum class TunedSource { kMeasured, kPredicted, kImported, kVerified };
 std::string_view ToString(TunedSource source);
 StatusOr<TunedSource> TunedSourceFromString(std::string_view text,
                                             std::string_view field = "source");
@@ -76,6 +77,10 @@ struct ModelRecord {
   std::string weights;        // serialized parameters
   std::string normalization;  // serialized feature normalization
   int64_t training_samples = 0;
+  // Which samples trained it: device, op, count, the newest sample's id
+  // and the split's seed, so a training can be repeated.
+  std::string training_set;
+  std::string libtorch_version;  // that trained it, "1.13.0"
   std::string metrics_json;
   int64_t created_unix = 0;
 };

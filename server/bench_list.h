@@ -1,0 +1,44 @@
+// Benchmarks a given list of (x_C, x_B) on one GPU worker process: what
+// query verification (re-benchmarking the surrogate's top k) and the
+// oracle evaluation need, with the same measurement protocol and the same
+// failure handling as a campaign. A crash or a sticky error costs only the
+// sample the worker said it was running (launch_error); a sample running
+// past the timeout is killed (timeout); the worker restarts for the rest.
+#ifndef BLOCKTUNE_SERVER_BENCH_LIST_H_
+#define BLOCKTUNE_SERVER_BENCH_LIST_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernels/device.h"
+#include "tuner/measurement.h"
+#include "tuner/sampler.h"
+
+namespace blocktune {
+
+struct BenchListOptions {
+  std::string worker_path;               // blocktune-worker
+  std::vector<std::string> worker_args;  // added to the worker's argv
+  int gpu = 0;
+  double kernel_timeout_s = 30;
+  double start_timeout_s = 120;          // for the worker's hello
+};
+
+struct BenchListResult {
+  DeviceFingerprint device;
+  std::vector<Measurement> measurements;  // one per candidate, in order
+  std::vector<bool> verified;             // checked against the reference
+  int restarts = 0;
+};
+
+// UNAVAILABLE when the worker cannot start (with its reason), or dies three
+// times in a row without finishing a sample. `progress(done)` is called as
+// results arrive.
+StatusOr<BenchListResult> BenchmarkList(
+    const BenchListOptions& options, const std::vector<Candidate>& list,
+    const std::function<void(size_t)>& progress = nullptr);
+
+}  // namespace blocktune
+
+#endif  // BLOCKTUNE_SERVER_BENCH_LIST_H_

@@ -1,0 +1,69 @@
+#include "server/surrogates.h"
+
+#include "server/log.h"
+
+namespace blocktune {
+
+StatusOr<DeviceProfile> ProfileForFingerprint(const DeviceFingerprint& fp) {
+  for (const DeviceProfile& p : BuiltinProfiles()) {
+    if (p.cc_major == fp.cc_major && p.cc_minor == fp.cc_minor) {
+      DeviceProfile out = p;
+      if (fp.sm_count > 0) out.sm_count = fp.sm_count;
+      return out;
+    }
+  }
+  return NotFound("no device profile for compute capability " +
+                  std::to_string(fp.cc_major) + "." +
+                  std::to_string(fp.cc_minor) + " (" + fp.name + ")");
+}
+
+Status SurrogateRegistry::LoadAll() {
+  BT_ASSIGN_OR_RETURN(auto records, store_->ListModels(StoreFilter{}));
+  // Oldest first, so the newest of each (device, op) stays.
+  for (const ModelRecord& r : records) {
+    Status s = Add(r);
+    if (!s.ok()) {
+      BT_LOG(kWarning) << "model " << r.id << " (" << ToString(r.op) << ", "
+                       << r.device.name << ") not loaded: " << s.ToString();
+    }
+  }
+  return OkStatus();
+}
+
+Status SurrogateRegistry::Add(const ModelRecord& r) {
+  BT_ASSIGN_OR_RETURN(DeviceProfile profile, ProfileForFingerprint(r.device));
+  BT_ASSIGN_OR_RETURN(Surrogate model, Surrogate::Load(r.op, r.architecture,
+                                                      r.weights,
+                                                      r.normalization));
+  const bool cuda = model.UseCuda(use_cuda_);
+  LoadedModel loaded{r.id, r.device, r.op,
+                     std::make_shared<const BlockSearch>(model, profile)};
+  BT_LOG(kInfo) << "model " << r.id << " loaded: " << ToString(r.op) << " on "
+                << r.device.name << ", " << r.architecture << ", "
+                << loaded.search->grid_size() << " block shapes in range, "
+                << "scoring on " << (cuda ? "cuda" : "cpu");
+  std::lock_guard lock(mu_);
+  LoadedModel& slot = models_[{r.device.name, r.op}];
+  if (slot.id <= r.id) slot = std::move(loaded);
+  return OkStatus();
+}
+
+std::optional<LoadedModel> SurrogateRegistry::Find(
+    Op op, std::string_view device_name) const {
+  std::lock_guard lock(mu_);
+  const LoadedModel* best = nullptr;
+  for (const auto& [key, m] : models_) {
+    if (key.second != op) continue;
+    if (!device_name.empty() && key.first != device_name) continue;
+    if (!best || m.id > best->id) best = &m;
+  }
+  if (!best) return std::nullopt;
+  return *best;
+}
+
+int SurrogateRegistry::size() const {
+  std::lock_guard lock(mu_);
+  return static_cast<int>(models_.size());
+}
+
+}  // namespace blocktune
