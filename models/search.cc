@@ -10,8 +10,10 @@
 namespace blocktune {
 
 BlockSearch::BlockSearch(Surrogate model, const DeviceProfile& profile)
-    : model_(std::move(model)), limits_(profile.Limits()) {
-  const SearchValues& v = model_.search_values();
+    : model_(std::move(model)), range_(model_.search_values(), profile) {}
+
+SearchRange::SearchRange(const SearchValues& v, const DeviceProfile& profile)
+    : limits_(profile.Limits()) {
   for (int64_t ml : v[0])
     for (int64_t nl : v[1])
       for (int64_t ms : v[2])
@@ -34,17 +36,19 @@ BlockSearch::BlockSearch(Surrogate model, const DeviceProfile& profile)
             }
 }
 
-std::vector<BlockShape> BlockSearch::Candidates(const Context& ctx) const {
-  return CandidatesImpl(ctx, nullptr);
-}
-
-std::vector<BlockShape> BlockSearch::CandidatesImpl(
+std::vector<BlockShape> SearchRange::Candidates(
     const Context& ctx, std::vector<int32_t>* index) const {
   std::vector<BlockShape> out;
   const int64_t k = ImplicitGemm(ctx).k;
+  // The K_G partial sums live in a workspace of M*N*K_G floats: all of it
+  // must fit where the operands do (1 GiB, or the operands alone when they
+  // are larger, which then allows no split).
+  BlockShape unsplit{1, 1, 1, 1, 1, 1};
+  const int64_t limit = std::max(kDefaultMaxBytes, WorkingSetBytes(ctx, unsplit));
   for (size_t g = 0; g < grid_.size(); ++g) {
     const BlockShape& xb = grid_[g];
     if (xb.kg * xb.u > k && xb.kg > 1) continue;
+    if (xb.kg > 1 && WorkingSetBytes(ctx, xb) > limit) continue;
     if (!Passes(HardwareRule::kRegisters, ctx, xb, limits_) ||
         !Passes(HardwareRule::kGrid, ctx, xb, limits_) ||
         !Passes(HardwareRule::kAddressing, ctx, xb, limits_)) {
@@ -84,7 +88,7 @@ std::vector<ScoredShape> BlockSearch::Top(const Context& ctx, int k,
                                           SearchStats* stats) const {
   const auto start = std::chrono::steady_clock::now();
   std::vector<int32_t> index;
-  std::vector<BlockShape> shapes = CandidatesImpl(ctx, &index);
+  std::vector<BlockShape> shapes = range_.Candidates(ctx, &index);
   // Features from the grid's precomputed logs and the context's, once.
   const std::vector<float> probe = LogFeatures(ctx, BlockShape{1, 1, 1, 1, 1, 1});
   const size_t f = probe.size();
@@ -92,8 +96,7 @@ std::vector<ScoredShape> BlockSearch::Top(const Context& ctx, int k,
   for (size_t i = 0; i < shapes.size(); ++i) {
     float* row = x.data() + i * f;
     std::copy(probe.begin(), probe.end(), row);
-    std::copy_n(grid_logs_.data() + size_t(index[i]) * kBlockParameters,
-                kBlockParameters, row);
+    std::copy_n(range_.grid_logs(index[i]), kBlockParameters, row);
   }
   std::vector<float> y(shapes.size());
   model_.Predict(x.data(), static_cast<int64_t>(shapes.size()), y.data());

@@ -6,7 +6,9 @@
 // covered (Surrogate::search_values), that the hardware rules accept for the
 // context, with M_L*N_L >= 32 (fewer elements than a warp's threads only
 // wastes lanes) and K_G*U <= K (a split that leaves programs without a
-// single reduction step only adds work). The context-free rules (threads,
+// single reduction step only adds work), and whose K_G partial sums fit
+// in memory beside the operands (1 GiB in all, as a campaign measures; no
+// split when the operands alone are larger). The context-free rules (threads,
 // shared memory, instruction cache) are applied once, at construction.
 #ifndef BLOCKTUNE_MODELS_SEARCH_H_
 #define BLOCKTUNE_MODELS_SEARCH_H_
@@ -29,12 +31,34 @@ struct SearchStats {
   double seconds = 0;      // enumeration and scoring
 };
 
+// The search range alone, for any x_B values (no model needed).
+class SearchRange {
+ public:
+  SearchRange(const SearchValues& values, const DeviceProfile& profile);
+  // The block shapes of the range for `ctx` (which must have validated);
+  // `index`, when given, receives each one's position in the grid.
+  std::vector<BlockShape> Candidates(const Context& ctx,
+                                     std::vector<int32_t>* index = nullptr) const;
+  int64_t grid_size() const { return static_cast<int64_t>(grid_.size()); }
+  // log2 of grid shape i's six components.
+  const float* grid_logs(int32_t i) const {
+    return grid_logs_.data() + size_t(i) * kBlockParameters;
+  }
+
+ private:
+  KernelLimits limits_;
+  std::vector<BlockShape> grid_;  // context-free rules applied
+  std::vector<float> grid_logs_;
+};
+
 class BlockSearch {
  public:
   BlockSearch(Surrogate model, const DeviceProfile& profile);
 
   // The block shapes of the range for `ctx` (which must have validated).
-  std::vector<BlockShape> Candidates(const Context& ctx) const;
+  std::vector<BlockShape> Candidates(const Context& ctx) const {
+    return range_.Candidates(ctx);
+  }
   // The k best by predicted time, fastest first (k >= 1).
   std::vector<ScoredShape> Top(const Context& ctx, int k,
                                SearchStats* stats = nullptr) const;
@@ -43,15 +67,11 @@ class BlockSearch {
                                      const std::vector<BlockShape>& shapes) const;
 
   const Surrogate& model() const { return model_; }
-  int64_t grid_size() const { return static_cast<int64_t>(grid_.size()); }
+  int64_t grid_size() const { return range_.grid_size(); }
 
  private:
-  std::vector<BlockShape> CandidatesImpl(const Context& ctx,
-                                         std::vector<int32_t>* index) const;
   Surrogate model_;
-  KernelLimits limits_;
-  std::vector<BlockShape> grid_;  // context-free rules applied
-  std::vector<float> grid_logs_;  // log2 of each grid shape's 6 components
+  SearchRange range_;
 };
 
 }  // namespace blocktune

@@ -13,7 +13,7 @@ namespace blocktune {
 
 StatusOr<BenchListResult> BenchmarkList(
     const BenchListOptions& options, const std::vector<Candidate>& list,
-    const std::function<void(size_t)>& progress) {
+    const BenchListSink& on_result) {
   using Clock = std::chrono::steady_clock;
   BenchListResult out;
   out.measurements.resize(list.size());
@@ -103,7 +103,7 @@ StatusOr<BenchListResult> BenchmarkList(
           done[seq] = true;
           ++done_count;
           if (running == seq) running.reset();
-          if (progress) progress(done_count);
+          if (on_result) on_result(seq, meas, r.verified());
         }
       }
       if (exited) break;
@@ -132,7 +132,7 @@ StatusOr<BenchListResult> BenchmarkList(
                        : "the worker " + exit_text + " while running it";
       done[*running] = true;
       ++done_count;
-      if (progress) progress(done_count);
+      if (on_result) on_result(*running, meas, false);
     }
     if (done_count < list.size()) {
       failures_in_a_row = done_count > done_before ? 0 : failures_in_a_row + 1;

@@ -32,12 +32,15 @@ struct BenchListResult {
   int restarts = 0;
 };
 
+// Called as each result arrives: the candidate's index, its measurement,
+// whether it was checked against the reference.
+using BenchListSink = std::function<void(size_t, const Measurement&, bool)>;
+
 // UNAVAILABLE when the worker cannot start (with its reason), or dies three
-// times in a row without finishing a sample. `progress(done)` is called as
-// results arrive.
-StatusOr<BenchListResult> BenchmarkList(
-    const BenchListOptions& options, const std::vector<Candidate>& list,
-    const std::function<void(size_t)>& progress = nullptr);
+// times in a row without finishing a sample.
+StatusOr<BenchListResult> BenchmarkList(const BenchListOptions& options,
+                                        const std::vector<Candidate>& list,
+                                        const BenchListSink& on_result = nullptr);
 
 }  // namespace blocktune
 
