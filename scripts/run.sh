@@ -36,12 +36,28 @@ cli=("$build/client/blocktune" --server "$socket")
 echo
 echo "\$ blocktune health"
 "${cli[@]}" health
+
+# First start: the shipped H100 surrogates (trained on the shipped H100
+# campaign data), so a machine without a GPU answers real queries.
+if ! "${cli[@]}" --json health | grep -Eq '"models": *[1-9]'; then
+  echo
+  echo "\$ blocktune import models/pretrained/h100-sxm/models.json.gz"
+  "${cli[@]}" import models/pretrained/h100-sxm/models.json.gz
+fi
 echo
-echo "\$ blocktune query gemm --m 4096 --n 16 --k 4096 --layout NT"
+echo "\$ blocktune query gemm --m 4096 --n 16 --k 4096 --layout NT --top 3"
 set +e
-"${cli[@]}" query gemm --m 4096 --n 16 --k 4096 --layout NT
+"${cli[@]}" query gemm --m 4096 --n 16 --k 4096 --layout NT --top 3
 code=$?
 set -e
+if [[ $code -eq 0 ]]; then
+  echo
+  echo "\$ blocktune query gemm --m 4096 --n 16 --k 4096 --layout NT --top 3   # again"
+  "${cli[@]}" query gemm --m 4096 --n 16 --k 4096 --layout NT --top 3
+  echo
+  echo "\$ blocktune query conv --n 8 --h 28 --w 28 --c 128 --k 128 --r 3 --s 3 --pad 1"
+  "${cli[@]}" query conv --n 8 --h 28 --w 28 --c 128 --k 128 --r 3 --s 3 --pad 1
+fi
 if [[ $code -eq 4 ]]; then
   echo "(exit 4: the daemon answered, but its database holds no tuned answer"
   echo " for this shape yet; a campaign or an import provides one)"

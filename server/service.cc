@@ -124,6 +124,7 @@ grpc::Status BlocktuneService::Health(grpc::ServerContext* ctx,
     resp->set_gpu_status(gpu_status_);
     resp->set_samples(samples);
     resp->set_tuned_answers(tuned);
+    resp->set_models(surrogates_ ? surrogates_->size() : 0);
     return OkStatus();
   });
 }
