@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -22,6 +23,9 @@
 #include "tuner/worker.h"
 
 namespace blocktune {
+namespace {
+int g_signal_pipe[2] = {-1, -1};
+}  // namespace
 namespace {
 
 constexpr int kMaxMessageBytes = 512 << 20;  // datasets travel whole
@@ -170,13 +174,22 @@ int RunDaemon(const DaemonOptions& options) {
   SetLogLevel(*LogLevelFromString(options.log_level));
   umask(077);  // the database, its WAL and a unix socket are ours alone
 
-  // Signals are taken by one thread with sigwait, so every other thread
-  // (gRPC's included) must start with them blocked.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // SIGINT and SIGTERM go through a self-pipe to one thread. A handler,
+  // not sigwait with a blocked mask: threads that libraries start before
+  // main (OpenBLAS's pool) never see that mask, and a signal delivered to
+  // one of them would kill the process.
+  if (pipe(g_signal_pipe) != 0) {
+    BT_LOG(kError) << "cannot create the signal pipe";
+    return 1;
+  }
+  struct sigaction action {};
+  action.sa_handler = [](int signal) {
+    const unsigned char byte = static_cast<unsigned char>(signal);
+    (void)!write(g_signal_pipe[1], &byte, 1);
+  };
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
 
   TokenAuth auth;
   if (!options.token_file.empty()) {
@@ -275,8 +288,10 @@ int RunDaemon(const DaemonOptions& options) {
   }
 
   std::thread stopper([&] {
-    int signal = 0;
-    sigwait(&stop_signals, &signal);
+    unsigned char byte = 0;
+    while (read(g_signal_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    const int signal = byte;
     BT_LOG(kInfo) << "got " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
                   << ", finishing in-flight calls";
     service.BeginShutdown();

@@ -1,0 +1,243 @@
+// Training and queries in a real blocktuned (issue 6): TrainModel on a small
+// committed H100 dataset, the trained model judged on held-out
+// measurements of a context it never saw, predicted then cached answers,
+// BatchQuery, and --verify re-benchmarking on a (fake) GPU worker.
+#include <gtest/gtest.h>
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+
+#include "models/surrogate.h"
+#include "proto/convert.h"
+#include "proto/dataset_file.h"
+#include "server/daemon_process.h"
+#include "server/record_convert.h"
+#include "server/store_test_util.h"
+
+namespace blocktune {
+namespace {
+
+using namespace ::blocktune::testing;  // NOLINT
+
+std::unique_ptr<grpc::ClientContext> Ctx(int seconds = 300) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() +
+                    std::chrono::seconds(seconds));
+  return ctx;
+}
+
+std::string TestData(const std::string& name) {
+  return std::string(BLOCKTUNE_SOURCE_DIR) + "/server/testdata/" + name;
+}
+
+v1::QueryRequest GemmQuery(int64_t m, int64_t n, int64_t k, int top) {
+  v1::QueryRequest q;
+  v1::GemmContext* g = q.mutable_context()->mutable_gemm();
+  g->set_m(m);
+  g->set_n(n);
+  g->set_k(k);
+  g->set_layout_a(v1::LAYOUT_N);
+  g->set_layout_b(v1::LAYOUT_T);
+  g->set_dtype(v1::DTYPE_FP32);
+  q.set_top(top);
+  return q;
+}
+
+class QueryTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<DaemonProcess> Start(std::vector<std::string> extra = {}) {
+    const std::string n = std::to_string(++starts_);
+    std::vector<std::string> args = {
+        "--listen", "unix:" + dir_.path() + "/s" + n + ".sock", "--db",
+        dir_.path() + "/q.db"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto d = std::make_unique<DaemonProcess>(BLOCKTUNED, args,
+                                             dir_.path() + "/blocktuned" + n + ".log");
+    EXPECT_TRUE(d->ok()) << d->Log();
+    return d;
+  }
+
+  // Imports the small dataset and trains a small model on it; returns the
+  // progress messages.
+  static std::vector<v1::TrainProgress> ImportAndTrain(const DaemonProcess& d) {
+    auto dataset = ReadDatasetFile(TestData("gemm-4000.json.gz"));
+    EXPECT_TRUE(dataset.ok()) << dataset.status().ToString();
+    v1::ImportRequest imp;
+    *imp.mutable_dataset() = *dataset;
+    v1::ImportResponse imported;
+    EXPECT_TRUE(d.NewStub()->Import(Ctx().get(), imp, &imported).ok());
+    EXPECT_EQ(imported.samples(), 4000);
+
+    v1::TrainModelRequest req;
+    req.set_op(v1::OP_GEMM);
+    for (int h : {64, 64, 64}) req.add_hidden_layers(h);
+    req.set_epochs(40);
+    auto ctx = Ctx();
+    auto reader = d.NewStub()->TrainModel(ctx.get(), req);
+    std::vector<v1::TrainProgress> progress;
+    v1::TrainProgress p;
+    while (reader->Read(&p)) progress.push_back(p);
+    grpc::Status s = reader->Finish();
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return progress;
+  }
+
+  TempDir dir_;
+  int starts_ = 0;
+};
+
+TEST_F(QueryTest, TrainsRanksHeldOutShapesAndAnswersPredictedThenCached) {
+  auto d = Start({"--gpus", "none"});
+  ASSERT_TRUE(d->ok());
+
+  // No model yet: a clear NOT_FOUND that says how to get one.
+  v1::QueryResponse none;
+  grpc::Status s = d->NewStub()->Query(Ctx().get(), GemmQuery(4096, 16, 4096, 1), &none);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_NE(s.error_message().find("blocktune train --op gemm"), std::string::npos);
+
+  std::vector<v1::TrainProgress> progress = ImportAndTrain(*d);
+  ASSERT_GE(progress.size(), 3u);
+  for (size_t i = 0; i + 1 < progress.size(); ++i) {
+    EXPECT_EQ(progress[i].epoch(), static_cast<int>(i + 1));
+  }
+  const v1::TrainProgress& last = progress.back();
+  ASSERT_GT(last.model_id(), 0);
+  EXPECT_LT(last.validation_mse(), 0.25) << last.metrics_json();
+  EXPECT_NE(last.metrics_json().find("spearman_validation"), std::string::npos);
+
+  // The stored model, read back the way the header export will.
+  v1::ExportRequest ex;
+  ex.set_include_models(true);
+  v1::ExportResponse exported;
+  ASSERT_TRUE(d->NewStub()->Export(Ctx().get(), ex, &exported).ok());
+  ASSERT_EQ(exported.dataset().models_size(), 1);
+  const v1::Model& m = exported.dataset().models(0);
+  EXPECT_EQ(m.architecture(), "64,64,64");
+  EXPECT_FALSE(m.libtorch_version().empty());
+  EXPECT_NE(m.training_set().find("ok_samples=4000"), std::string::npos);
+  auto model = Surrogate::Load(Op::kGemm, m.architecture(), m.weights(),
+                               m.normalization());
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+
+  // Held-out: every measured pair of the unseen context 4096x16x4096 whose
+  // speeds differ 3x or more; the model must order most of them right.
+  auto held = ReadDatasetFile(TestData("gemm-heldout.json.gz"));
+  ASSERT_TRUE(held.ok());
+  std::vector<std::pair<double, double>> measured_predicted;
+  for (int i = 0; i < held->samples_size() && i < 400; ++i) {
+    auto r = FromProto(held->samples(i), "samples");
+    ASSERT_TRUE(r.ok());
+    measured_predicted.push_back(
+        {r->measurement.median_s, model->PredictSeconds(r->context, r->block_shape)});
+  }
+  int pairs = 0, right = 0;
+  for (size_t i = 0; i < measured_predicted.size(); ++i) {
+    for (size_t j = i + 1; j < measured_predicted.size(); ++j) {
+      const auto& [mi, pi] = measured_predicted[i];
+      const auto& [mj, pj] = measured_predicted[j];
+      if (std::max(mi, mj) < 3 * std::min(mi, mj)) continue;
+      ++pairs;
+      right += (mi < mj) == (pi < pj);
+    }
+  }
+  ASSERT_GT(pairs, 1000);
+  EXPECT_GT(double(right) / pairs, 0.9) << right << " of " << pairs;
+
+  // Predicted, then cached, the same answers.
+  v1::QueryResponse first, second;
+  ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), GemmQuery(4096, 16, 4096, 3), &first).ok());
+  EXPECT_EQ(first.source(), v1::QUERY_SOURCE_PREDICTED);
+  EXPECT_GT(first.candidates(), 10000);
+  ASSERT_EQ(first.answers_size(), 3);
+  EXPECT_LE(first.answers(0).predicted_seconds(), first.answers(2).predicted_seconds());
+  EXPECT_EQ(first.answers(0).model_id(), last.model_id());
+  ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), GemmQuery(4096, 16, 4096, 3), &second).ok());
+  EXPECT_EQ(second.source(), v1::QUERY_SOURCE_CACHED);
+  EXPECT_EQ(second.answers(0).block_shape().DebugString(),
+            first.answers(0).block_shape().DebugString());
+  // Verify without a GPU: still an answer, with a note saying why.
+  v1::QueryRequest vq = GemmQuery(1000, 300, 700, 1);
+  vq.set_verify(true);
+  v1::QueryResponse vr;
+  ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), vq, &vr).ok());
+  EXPECT_EQ(vr.source(), v1::QUERY_SOURCE_PREDICTED);
+  EXPECT_NE(vr.note().find("no GPU"), std::string::npos) << vr.note();
+
+  // BatchQuery: answers, and a per-query error naming the bad field.
+  v1::BatchQueryRequest batch;
+  *batch.add_queries() = GemmQuery(512, 512, 512, 1);
+  *batch.add_queries() = GemmQuery(0, 512, 512, 1);
+  *batch.add_queries() = GemmQuery(4096, 16, 4096, 1);
+  v1::BatchQueryResponse br;
+  s = d->NewStub()->BatchQuery(Ctx().get(), batch, &br);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("queries[1].context.gemm.m"), std::string::npos)
+      << s.error_message();
+  batch.mutable_queries(1)->mutable_context()->mutable_gemm()->set_m(64);
+  ASSERT_TRUE(d->NewStub()->BatchQuery(Ctx().get(), batch, &br).ok());
+  ASSERT_EQ(br.results_size(), 3);
+  for (const auto& r : br.results()) EXPECT_EQ(r.code(), 0) << r.message();
+  EXPECT_EQ(br.results(2).response().source(), v1::QUERY_SOURCE_CACHED);
+
+  // The model survives a restart.
+  EXPECT_EQ(d->Stop(SIGTERM), 0);
+  auto again = Start({"--gpus", "none"});
+  v1::QueryResponse after;
+  ASSERT_TRUE(again->NewStub()->Query(Ctx().get(), GemmQuery(2048, 16, 2048, 1), &after).ok());
+  EXPECT_EQ(after.source(), v1::QUERY_SOURCE_PREDICTED);
+  EXPECT_EQ(after.answers(0).model_id(), last.model_id());
+}
+
+TEST_F(QueryTest, TrainModelRejectsBadRequestsByField) {
+  auto d = Start({"--gpus", "none"});
+  v1::TrainModelRequest req;
+  req.set_op(v1::OP_GEMM);
+  req.add_hidden_layers(0);
+  auto ctx = Ctx();
+  auto reader = d->NewStub()->TrainModel(ctx.get(), req);
+  v1::TrainProgress p;
+  while (reader->Read(&p)) {}
+  grpc::Status s = reader->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("hidden_layers[0] must be in [1, 4096]"),
+            std::string::npos)
+      << s.error_message();
+
+  req.clear_hidden_layers();
+  auto ctx2 = Ctx();
+  auto reader2 = d->NewStub()->TrainModel(ctx2.get(), req);
+  while (reader2->Read(&p)) {}
+  s = reader2->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(s.error_message().find("no measured gemm samples"), std::string::npos);
+}
+
+// --verify re-benchmarks the top k on a GPU worker (a fake one here; the
+// real path runs on the H100, bench/results/h100/queries.txt) and returns
+// them ordered by measured time.
+TEST_F(QueryTest, VerifyRebenchmarksTopKOnTheWorker) {
+  auto d = Start({"--fake-gpus", "1", "--fake-worker", "measure_us=100",
+                  "--verify-top", "5"});
+  ASSERT_TRUE(d->ok());
+  ImportAndTrain(*d);
+  v1::QueryRequest q = GemmQuery(3000, 48, 1000, 2);
+  q.set_verify(true);
+  v1::QueryResponse r;
+  grpc::Status s = d->NewStub()->Query(Ctx().get(), q, &r);
+  ASSERT_TRUE(s.ok()) << s.error_message() << d->Log();
+  EXPECT_EQ(r.source(), v1::QUERY_SOURCE_VERIFIED) << r.note();
+  ASSERT_EQ(r.answers_size(), 2);
+  EXPECT_EQ(r.answers(0).source(), v1::SOURCE_VERIFIED);
+  EXPECT_GT(r.answers(0).measured_seconds(), 0);
+  EXPECT_LE(r.answers(0).measured_seconds(), r.answers(1).measured_seconds());
+  EXPECT_GT(r.answers(0).predicted_seconds(), 0);
+  // Cached from now on, and a verified answer serves a later verify.
+  v1::QueryResponse again;
+  ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), q, &again).ok());
+  EXPECT_EQ(again.source(), v1::QUERY_SOURCE_CACHED);
+}
+
+}  // namespace
+}  // namespace blocktune
