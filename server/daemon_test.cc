@@ -428,7 +428,7 @@ TEST_F(DaemonTest, QueryAnswersExactlyFromImportedDataElseNotFound) {
   EXPECT_THAT(s.error_message(),
               HasSubstr("no tuned answer for 'gemm m=4096 n=16 k=4096 "
                         "layout=NT dtype=fp32' on any device"));
-  EXPECT_THAT(s.error_message(), HasSubstr("blocktune campaign start"));
+  EXPECT_THAT(s.error_message(), HasSubstr("blocktune train --op gemm"));
   EXPECT_THAT(s.error_message(), HasSubstr("blocktune import"));
 
   v1::ImportResponse imported;
@@ -493,9 +493,11 @@ TEST_F(DaemonTest, UnbuiltCapabilitiesAnswerUnimplementedNamingWhatIsMissing) {
   v1::QueryRequest verify = TestQuery();
   verify.set_verify(true);
   v1::QueryResponse q;
+  // Verify is built: with no stored answer and no model, NOT_FOUND says
+  // how to get a model.
   s = stub->Query(Ctx().get(), verify, &q);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_THAT(s.error_message(), HasSubstr("issue 6"));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(s.error_message(), HasSubstr("blocktune train --op gemm"));
 
   v1::GetKernelRequest kernel;
   *kernel.mutable_context() = TestQuery().context();
@@ -511,8 +513,8 @@ TEST_F(DaemonTest, UnbuiltCapabilitiesAnswerUnimplementedNamingWhatIsMissing) {
   v1::TrainProgress p;
   EXPECT_FALSE(reader->Read(&p));
   s = reader->Finish();
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_THAT(s.error_message(), HasSubstr("issue 6"));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(s.error_message(), HasSubstr("no measured gemm samples"));
 
   v1::ExportRequest header;
   header.set_format(v1::EXPORT_FORMAT_HEADER);
