@@ -60,28 +60,42 @@ std::vector<BlockShape> SearchRange::Candidates(
   return out;
 }
 
-std::vector<double> BlockSearch::PredictSeconds(
-    const Context& ctx, const std::vector<BlockShape>& shapes) const {
+namespace {
+
+// Predicted seconds of `n` block shapes in `ctx`: each row is the context's
+// features with the block shape's six log2 values, which `block_logs(i,
+// row)` writes first.
+template <typename BlockLogs>
+std::vector<double> Score(const Surrogate& model, const Context& ctx, size_t n,
+                          BlockLogs&& block_logs) {
   const std::vector<float> probe = LogFeatures(ctx, BlockShape{1, 1, 1, 1, 1, 1});
   const size_t f = probe.size();
-  std::vector<float> x(shapes.size() * f);
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    const BlockShape& xb = shapes[i];
+  std::vector<float> x(n * f);
+  for (size_t i = 0; i < n; ++i) {
     float* row = x.data() + i * f;
     std::copy(probe.begin(), probe.end(), row);
-    int j = 0;
-    for (int64_t c : {xb.ml, xb.nl, xb.ms, xb.ns, xb.u, xb.kg}) {
-      row[j++] = static_cast<float>(std::log2(double(c)));
-    }
+    block_logs(i, row);
   }
-  std::vector<float> y(shapes.size());
-  model_.Predict(x.data(), static_cast<int64_t>(shapes.size()), y.data());
+  std::vector<float> y(n);
+  model.Predict(x.data(), static_cast<int64_t>(n), y.data());
   const double flops = Flops(ctx);
-  std::vector<double> seconds(shapes.size());
-  for (size_t i = 0; i < shapes.size(); ++i) {
+  std::vector<double> seconds(n);
+  for (size_t i = 0; i < n; ++i) {
     seconds[i] = flops / std::exp(static_cast<double>(y[i]));
   }
   return seconds;
+}
+
+}  // namespace
+
+std::vector<double> BlockSearch::PredictSeconds(
+    const Context& ctx, const std::vector<BlockShape>& shapes) const {
+  return Score(model_, ctx, shapes.size(), [&](size_t i, float* row) {
+    const BlockShape& xb = shapes[i];
+    for (int64_t c : {xb.ml, xb.nl, xb.ms, xb.ns, xb.u, xb.kg}) {
+      *row++ = static_cast<float>(std::log2(double(c)));
+    }
+  });
 }
 
 std::vector<ScoredShape> BlockSearch::Top(const Context& ctx, int k,
@@ -89,22 +103,11 @@ std::vector<ScoredShape> BlockSearch::Top(const Context& ctx, int k,
   const auto start = std::chrono::steady_clock::now();
   std::vector<int32_t> index;
   std::vector<BlockShape> shapes = range_.Candidates(ctx, &index);
-  // Features from the grid's precomputed logs and the context's, once.
-  const std::vector<float> probe = LogFeatures(ctx, BlockShape{1, 1, 1, 1, 1, 1});
-  const size_t f = probe.size();
-  std::vector<float> x(shapes.size() * f);
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    float* row = x.data() + i * f;
-    std::copy(probe.begin(), probe.end(), row);
-    std::copy_n(range_.grid_logs(index[i]), kBlockParameters, row);
-  }
-  std::vector<float> y(shapes.size());
-  model_.Predict(x.data(), static_cast<int64_t>(shapes.size()), y.data());
-  const double flops = Flops(ctx);
-  std::vector<double> seconds(shapes.size());
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    seconds[i] = flops / std::exp(static_cast<double>(y[i]));
-  }
+  // The block shapes' logs come precomputed with the grid.
+  std::vector<double> seconds =
+      Score(model_, ctx, shapes.size(), [&](size_t i, float* row) {
+        std::copy_n(range_.grid_logs(index[i]), kBlockParameters, row);
+      });
   std::vector<size_t> order(shapes.size());
   std::iota(order.begin(), order.end(), 0);
   const size_t keep = std::min(order.size(), static_cast<size_t>(std::max(k, 1)));

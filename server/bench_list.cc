@@ -71,14 +71,11 @@ StatusOr<BenchListResult> BenchmarkList(
           ready = true;
           for (size_t i = 0; i < list.size(); ++i) {
             if (done[i]) continue;
-            tuner::DaemonMessage d;
-            tuner::WorkItem* item = d.mutable_work();
-            item->set_seq(static_cast<int64_t>(i));
-            item->set_context(ToString(list[i].ctx));
-            const BlockShape& xb = list[i].xb;
-            for (int64_t v : {xb.ml, xb.nl, xb.ms, xb.ns, xb.u, xb.kg})
-              item->add_block_shape(v);
-            if (!worker->Send(d).ok()) break;  // its exit event follows
+            if (!worker->Send(WorkMessage(static_cast<int64_t>(i), list[i].ctx,
+                                          list[i].xb))
+                     .ok()) {
+              break;  // its exit event follows
+            }
           }
           tuner::DaemonMessage shutdown;
           shutdown.set_shutdown(true);
@@ -92,13 +89,7 @@ StatusOr<BenchListResult> BenchmarkList(
           if (seq < 0 || seq >= static_cast<int64_t>(list.size()) || done[seq])
             continue;
           Measurement& meas = out.measurements[seq];
-          auto status = SampleStatusFromString(r.status(), "status");
-          meas.status = status.ok() ? *status : SampleStatus::kLaunchError;
-          meas.median_s = meas.status == SampleStatus::kOk ? r.median_s() : 0;
-          meas.spread = r.spread();
-          meas.repetitions = r.repetitions();
-          meas.sm_clock_mhz = r.sm_clock_mhz();
-          meas.error = r.error();
+          meas = FromWorkResult(r);
           out.verified[seq] = r.verified();
           done[seq] = true;
           ++done_count;

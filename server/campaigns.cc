@@ -269,15 +269,9 @@ class CampaignManager::Run {
           break;
         }
         const Pending& p = pending_[seq];
-        tuner::DaemonMessage m;
-        tuner::WorkItem* item = m.mutable_work();
-        item->set_seq(seq);
-        item->set_context(ToString(p.candidate.ctx));
-        const BlockShape& xb = p.candidate.xb;
-        for (int64_t v : {xb.ml, xb.nl, xb.ms, xb.ns, xb.u, xb.kg})
-          item->add_block_shape(v);
         slot.sent.push_back(seq);
-        if (!slot.process->Send(m).ok()) {
+        if (!slot.process->Send(WorkMessage(seq, p.candidate.ctx, p.candidate.xb))
+                 .ok()) {
           // The worker is going away; its exit event requeues what it had.
           break;
         }
@@ -286,8 +280,16 @@ class CampaignManager::Run {
     return OkStatus();
   }
 
+  // A failure the daemon saw itself (a dead or killed worker).
   void Record(int64_t seq, const Slot& slot, SampleStatus status,
-              const tuner::WorkResult* r, const std::string& error) {
+              const std::string& error) {
+    Measurement m;
+    m.status = status;
+    m.error = error;
+    Record(seq, slot, std::move(m), false);
+  }
+
+  void Record(int64_t seq, const Slot& slot, Measurement m, bool verified) {
     auto it = pending_.find(seq);
     if (it == pending_.end() || done_.count(seq)) return;
     Done d;
@@ -297,21 +299,10 @@ class CampaignManager::Run {
     s.seq = seq;
     s.context = it->second.candidate.ctx;
     s.block_shape = it->second.candidate.xb;
-    s.measurement.status = status;
-    s.measurement.error = Truncate(error);
+    s.measurement = std::move(m);
+    s.measurement.error = Truncate(s.measurement.error);
     s.measured_unix = NowUnix();
-    if (r != nullptr) {
-      s.measurement.median_s = r->median_s();
-      s.measurement.spread = r->spread();
-      s.measurement.repetitions = r->repetitions();
-      s.measurement.sm_clock_mhz = r->sm_clock_mhz();
-      d.verified = r->verified();
-      if (Status v = Validate(s.measurement, "result"); !v.ok()) {
-        s.measurement = Measurement{};
-        s.measurement.status = SampleStatus::kLaunchError;
-        s.measurement.error = "the worker sent an invalid result: " + v.message();
-      }
-    }
+    d.verified = verified;
     done_[seq] = std::move(d);
   }
 
@@ -339,11 +330,7 @@ class CampaignManager::Run {
       slot.started_at = Clock::now();
     } else if (m.has_result()) {
       const tuner::WorkResult& r = m.result();
-      auto status = SampleStatusFromString(r.status(), "status");
-      Record(r.seq(), slot,
-             status.ok() ? *status : SampleStatus::kLaunchError, &r,
-             status.ok() ? r.error()
-                         : "the worker sent " + status.status().message());
+      Record(r.seq(), slot, FromWorkResult(r), r.verified());
       slot.sent.erase(std::remove(slot.sent.begin(), slot.sent.end(), r.seq()),
                       slot.sent.end());
       if (slot.running == r.seq()) slot.running.reset();
@@ -355,11 +342,11 @@ class CampaignManager::Run {
     if (slot.running) {
       const int64_t seq = *slot.running;
       if (slot.watchdog_killed) {
-        Record(seq, slot, SampleStatus::kTimeout, nullptr,
+        Record(seq, slot, SampleStatus::kTimeout,
                "no result after " + std::to_string(options_.kernel_timeout_s) +
                    " s; the watchdog killed the worker");
       } else {
-        Record(seq, slot, SampleStatus::kLaunchError, nullptr,
+        Record(seq, slot, SampleStatus::kLaunchError,
                "the GPU worker " + e.exit + " while running this sample");
       }
       slot.sent.erase(std::remove(slot.sent.begin(), slot.sent.end(), seq),

@@ -272,9 +272,9 @@ Status BlocktuneService::AnswerQuery(const ValidQuery& q,
   if (surrogates_) model = surrogates_->Find(op, q.device_name);
   BT_ASSIGN_OR_RETURN(auto found,
                       store_->FindTuned(q.context, q.device_name, q.top));
-  const bool gpu_free_for_verify = campaigns_ && campaigns_->has_gpu();
-  if (CacheServes(found, q.top, verify && gpu_free_for_verify && model,
-                  model) ||
+  // Without a GPU to verify on, stored predictions serve a verify query.
+  const bool can_verify = campaigns_ && campaigns_->has_gpu();
+  if (CacheServes(found, q.top, verify && can_verify && model, model) ||
       (!model && !found.empty())) {
     for (const TunedRecord& t : found) ToProto(t, resp->add_answers());
     resp->set_match(v1::MATCH_EXACT);
@@ -417,17 +417,16 @@ grpc::Status BlocktuneService::TrainModel(
                              std::string(ToString(op)) + " come from " + names);
     }
     const std::string device_name = per_device.begin()->first;
+    // The model is filed under the fingerprint of the newest sample (the
+    // list is oldest first); its name and compute capability are those of
+    // every sample here.
     std::vector<TrainingRow> rows;
-    std::map<std::string, int64_t> fingerprints;
     DeviceFingerprint device;
     int64_t newest = 0;
     for (const SampleRecord& s : samples) {
       if (s.measurement.status != SampleStatus::kOk) continue;
       rows.push_back({s.context, s.block_shape, s.measurement.median_s});
-      if (++fingerprints[s.device.driver_version + "|" + s.device.ptxas_version] == 1 ||
-          device.name.empty()) {
-        device = s.device;
-      }
+      device = s.device;
       newest = std::max(newest, s.measured_unix);
     }
     BT_LOG(kInfo) << "training a " << ToString(op) << " model for "

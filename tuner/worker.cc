@@ -68,6 +68,39 @@ bool ParseWorkItem(PreparedSample* s) {
   return false;
 }
 
+tuner::DaemonMessage WorkMessage(int64_t seq, const Context& ctx,
+                                 const BlockShape& xb) {
+  tuner::DaemonMessage m;
+  tuner::WorkItem* item = m.mutable_work();
+  item->set_seq(seq);
+  item->set_context(ToString(ctx));
+  for (int64_t v : {xb.ml, xb.nl, xb.ms, xb.ns, xb.u, xb.kg})
+    item->add_block_shape(v);
+  return m;
+}
+
+Measurement FromWorkResult(const tuner::WorkResult& r) {
+  Measurement m;
+  auto status = SampleStatusFromString(r.status(), "status");
+  if (!status.ok()) {
+    m.status = SampleStatus::kLaunchError;
+    m.error = "the worker sent " + status.status().message();
+    return m;
+  }
+  m.status = *status;
+  m.error = r.error();
+  m.median_s = r.median_s();
+  m.spread = r.spread();
+  m.repetitions = r.repetitions();
+  m.sm_clock_mhz = r.sm_clock_mhz();
+  if (Status v = Validate(m, "result"); !v.ok()) {
+    m = Measurement{};
+    m.status = SampleStatus::kLaunchError;
+    m.error = "the worker sent an invalid result: " + v.message();
+  }
+  return m;
+}
+
 namespace {
 
 // The worker's queues: items read from the daemon, samples compiled and

@@ -21,6 +21,7 @@
 #include "kernels/device.h"
 #include "kernels/gemm_ptx.h"
 #include "kernels/status.h"
+#include "tuner/measurement.h"
 #include "tuner/worker.pb.h"
 
 namespace blocktune {
@@ -73,6 +74,12 @@ DeviceFingerprint FakeFingerprint();
 // Parses item.context and item.block_shape into sample->ctx and ->xb;
 // the failure on error is "compile_error".
 bool ParseWorkItem(PreparedSample* sample);
+// The daemon's side: a work item for (ctx, xb) numbered `seq`.
+tuner::DaemonMessage WorkMessage(int64_t seq, const Context& ctx,
+                                 const BlockShape& xb);
+// A worker's result as a Measurement. A status the daemon does not know, or
+// numbers that do not validate, become launch_error saying so.
+Measurement FromWorkResult(const tuner::WorkResult& r);
 
 // A fake GPU for tests of scheduling and failure handling. `spec` is
 // comma-separated key=value:
