@@ -45,6 +45,14 @@ struct QueryFlags {
   std::string device;
   int top = 1;
   bool verify = false;
+  bool fallback = false;
+};
+
+struct KernelFlags {
+  std::string block_shape;
+  std::string device;
+  std::string arch;
+  std::string out;  // the PTX goes here; "" or "-": stdout
 };
 
 int UsageError(const std::string& message) {
@@ -181,6 +189,9 @@ void AddQueryFlags(CLI::App* cmd, QueryFlags* f) {
   cmd->add_option("--top", f->top, "answers wanted, 1 to 100")
       ->capture_default_str();
   cmd->add_flag("--verify", f->verify, "re-benchmark the answers on the GPU");
+  cmd->add_flag("--fallback", f->fallback,
+                "with no stored answer and no model, answer the nearest "
+                "stored context's block shape, or a default one");
 }
 
 StatusOr<Context> GemmFromFlags(const GemmFlags& f) {
@@ -274,27 +285,44 @@ int RunQuery(Connection& conn, const Globals& g, const Context& ctx,
   req.set_device_name(f.device);
   req.set_top(f.top);
   req.set_verify(f.verify);
+  req.set_fallback(f.fallback);
   v1::QueryResponse resp;
   grpc::Status status = conn.stub().Query(conn.NewContext().get(), req, &resp);
   return status.ok() ? Emit(g, resp) : CallFailed(status);
 }
 
+// -o FILE: the PTX goes to FILE and a summary (or, with --json, the whole
+// response) to stdout; without -o, the PTX (or the JSON) to stdout.
 int RunKernel(Connection& conn, const Globals& g, const Context& ctx,
-              const std::string& block_shape, const std::string& device) {
+              const KernelFlags& f) {
   v1::GetKernelRequest req;
   ToProto(ctx, req.mutable_context());
-  if (!block_shape.empty()) {
-    auto xb = BlockShapeFromString(block_shape);
+  if (!f.block_shape.empty()) {
+    auto xb = BlockShapeFromString(f.block_shape);
     if (!xb.ok()) return UsageError("--block-shape: " + xb.status().message());
     ToProto(*xb, req.mutable_block_shape());
   }
-  req.set_device_name(device);
+  if (!f.arch.empty()) {
+    if (Status a = CheckArch("--arch", f.arch); !a.ok()) return UsageError(a.message());
+  }
+  req.set_device_name(f.device);
+  req.set_arch(f.arch);
   v1::GetKernelResponse resp;
   grpc::Status status =
       conn.stub().GetKernel(conn.NewContext().get(), req, &resp);
   if (!status.ok()) return CallFailed(status);
-  if (g.json) std::cout << ToJson(resp);
-  else std::cout << resp.ptx();
+  const bool to_file = !f.out.empty() && f.out != "-";
+  if (to_file) {
+    if (Status w = WriteMaybeGzip(f.out, resp.ptx()); !w.ok()) return StatusFailed(w);
+  }
+  if (g.json) {
+    std::cout << ToJson(resp);
+  } else if (to_file) {
+    PrintKernelSummary(resp, std::cout);
+    std::cout << "ptx: " << f.out << " (" << resp.ptx().size() << " bytes)\n";
+  } else {
+    std::cout << resp.ptx();
+  }
   return kExitOk;
 }
 
@@ -434,15 +462,19 @@ int RunCli(int argc, char** argv) {
 
   auto* kernel = app.add_subcommand("kernel", "PTX and launch geometry");
   kernel->require_subcommand(1);
-  std::string block_shape, kernel_device;
+  KernelFlags kernel_flags;
   auto* k_gemm = kernel->add_subcommand("gemm", "a GEMM kernel");
   AddGemmFlags(k_gemm, &gemm_flags);
   auto* k_conv = kernel->add_subcommand("conv", "a convolution kernel");
   AddConvFlags(k_conv, &conv_flags);
   for (auto* k : {k_gemm, k_conv}) {
-    k->add_option("--block-shape", block_shape,
-                  "\"ML=64 NL=64 MS=4 NS=4 U=8 KG=1\" (default: the best)");
-    k->add_option("--device", kernel_device, "device name");
+    k->add_option("--block-shape", kernel_flags.block_shape,
+                  "\"ML=64 NL=64 MS=4 NS=4 U=8 KG=1\" (default: the best "
+                  "answer for the context)");
+    k->add_option("--device", kernel_flags.device, "device name");
+    k->add_option("--arch", kernel_flags.arch,
+                  "PTX target, e.g. sm_90 (default: the device's)");
+    k->add_option("-o,--out", kernel_flags.out, "write the PTX to this file");
   }
 
   auto* export_cmd = app.add_subcommand("export", "write tuned data to a file");
@@ -608,7 +640,7 @@ int RunCli(int argc, char** argv) {
   }
   if (*q_gemm || *q_conv) return RunQuery(conn, g, *ctx, query_flags);
   if (*k_gemm || *k_conv)
-    return RunKernel(conn, g, *ctx, block_shape, kernel_device);
+    return RunKernel(conn, g, *ctx, kernel_flags);
   if (*export_cmd) return RunExport(conn, g, out_path, export_req);
   if (*import_cmd) return RunImport(conn, g, import_path);
   return UsageError("no command given; see blocktune --help");

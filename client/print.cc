@@ -30,6 +30,7 @@ const char* SourceName(v1::Source source) {
     case v1::SOURCE_PREDICTED: return "predicted";
     case v1::SOURCE_IMPORTED: return "imported";
     case v1::SOURCE_VERIFIED: return "verified";
+    case v1::SOURCE_DEFAULT: return "default";
     default: return "unknown";
   }
 }
@@ -133,7 +134,9 @@ void Print(const v1::QueryResponse& r, std::ostream& out) {
   const char* source = r.source() == v1::QUERY_SOURCE_CACHED      ? "cached"
                        : r.source() == v1::QUERY_SOURCE_PREDICTED ? "predicted"
                        : r.source() == v1::QUERY_SOURCE_VERIFIED  ? "verified"
-                                                                  : "unknown";
+                       : r.source() == v1::QUERY_SOURCE_FALLBACK
+                           ? (r.match() == v1::MATCH_NEAREST ? "nearest" : "default")
+                           : "unknown";
   out << "source: " << source;
   if (r.candidates() > 0) {
     char took[64];
@@ -156,8 +159,44 @@ void Print(const v1::QueryResponse& r, std::ostream& out) {
       out << "measured " << Seconds(a.measured_seconds()) << "  ";
     if (a.predicted_seconds() > 0)
       out << "predicted " << Seconds(a.predicted_seconds()) << "  ";
-    out << tflops << " TFLOP/s  (" << SourceName(a.source()) << ", "
-        << a.device().name() << ")\n";
+    if (a.tflops() > 0) out << tflops << " TFLOP/s  ";
+    out << "(" << SourceName(a.source());
+    if (!a.device().name().empty()) out << ", " << a.device().name();
+    out << ")\n";
+  }
+}
+
+void PrintKernelSummary(const v1::GetKernelResponse& k, std::ostream& out) {
+  auto dims = [](const google::protobuf::RepeatedField<int64_t>& d) {
+    std::string s;
+    for (int64_t v : d) s += (s.empty() ? "" : " x ") + std::to_string(v);
+    return s;
+  };
+  auto xb = FromProto(k.block_shape(), "block_shape");
+  out << "block shape: " << (xb.ok() ? ToString(*xb) : "?");
+  if (k.has_query()) {
+    out << "  (" << (k.query().source() == v1::QUERY_SOURCE_FALLBACK
+                         ? (k.query().match() == v1::MATCH_NEAREST ? "nearest" : "default")
+                         : k.query().source() == v1::QUERY_SOURCE_CACHED ? "cached"
+                         : k.query().source() == v1::QUERY_SOURCE_VERIFIED ? "verified"
+                                                                           : "predicted")
+        << ")";
+  }
+  out << "\nentry: " << k.entry() << "  grid " << dims(k.grid()) << "  block "
+      << dims(k.block()) << "  shared " << k.shared_bytes() << " B  "
+      << k.arch() << "\n";
+  out << "params:";
+  for (const v1::KernelParam& p : k.params()) out << " " << p.type() << " " << p.name();
+  out << "\n";
+  if (!k.reduce_entry().empty()) {
+    out << "then: " << k.reduce_entry() << "  grid " << dims(k.reduce_grid())
+        << "  block " << dims(k.reduce_block()) << "  workspace "
+        << k.workspace_bytes() << " B\n";
+  }
+  if (k.vector_a() > 1 || k.vector_b() > 1) {
+    out << "alignment: 16-byte vectors for" << (k.vector_a() > 1 ? " A" : "")
+        << (k.vector_b() > 1 ? " B" : "")
+        << " (base 16-byte aligned, leading dimension a multiple of 4)\n";
   }
 }
 

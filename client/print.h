@@ -24,6 +24,8 @@ void Print(const v1::CampaignProgress& progress, std::ostream& out);
 std::string ProgressLine(const v1::CampaignProgress& progress, int bar_width);
 void Print(const v1::QueryResponse& response, std::ostream& out);
 void Print(const v1::TrainProgress& progress, std::ostream& out);
+// GetKernel without the PTX: block shape, entry, geometry, parameters.
+void PrintKernelSummary(const v1::GetKernelResponse& kernel, std::ostream& out);
 
 }  // namespace blocktune
 

@@ -1,5 +1,6 @@
 #include "kernels/gemm_ptx.h"
 
+#include <cctype>
 #include <sstream>
 
 #include "kernels/validate.h"
@@ -775,6 +776,65 @@ StatusOr<GemmKernel> GenerateKernel(const Context& ctx, const BlockShape& xb,
   if (const auto* conv = std::get_if<ConvContext>(&ctx))
     return GenerateConv(*conv, xb, arch);
   return GenerateGemm(std::get<GemmContext>(ctx), xb, arch);
+}
+
+std::vector<KernelParam> EntryParams(Op op) {
+  std::vector<KernelParam> params = {
+      {"A", "u64", 0, 8, op == Op::kConv ? "NHWC input" : "A, M x K (K x M when T)"},
+      {"B", "u64", 8, 8, op == Op::kConv ? "KRSC filter" : "B, K x N (N x K when T)"},
+      {"C", "u64", 16, 8, op == Op::kConv ? "NPQK output" : "C, M x N"},
+      {"W", "u64", 24, 8, "workspace of K_G*M*N floats; 0 when K_G == 1"},
+      {"M", "u32", 32, 4, op == Op::kConv ? "N*P*Q" : "rows of C"},
+      {"N", "u32", 36, 4, op == Op::kConv ? "K (output channels)" : "columns of C"},
+      {"K", "u32", 40, 4, op == Op::kConv ? "C*R*S" : "reduction length"},
+      {"lda", "u32", 44, 4, op == Op::kConv ? "C" : "leading dimension of A"},
+      {"ldb", "u32", 48, 4, op == Op::kConv ? "C*R*S" : "leading dimension of B"},
+      {"ldc", "u32", 52, 4, op == Op::kConv ? "K" : "leading dimension of C"},
+      {"alpha", "f32", 56, 4, "C = alpha * op(A) * op(B) + beta * C"},
+      {"beta", "f32", 60, 4, "beta 0 never reads C"},
+  };
+  if (op == Op::kConv) {
+    static const char* const kConvNames[12][2] = {
+        {"H", "input height"},      {"W_in", "input width"},
+        {"C_in", "input channels"}, {"P", "output height"},
+        {"Q", "output width"},      {"S", "filter width"},
+        {"pad_h", "rows of zeros above"}, {"pad_w", "columns of zeros left"},
+        {"stride_h", "vertical stride"},  {"stride_w", "horizontal stride"},
+        {"dilation_h", "vertical dilation"},
+        {"dilation_w", "horizontal dilation"}};
+    for (int i = 0; i < 12; ++i) {
+      params.push_back({kConvNames[i][0], "u32", 64 + 4 * i, 4, kConvNames[i][1]});
+    }
+  }
+  return params;
+}
+
+std::vector<KernelParam> ReduceParams() {
+  return {{"W", "u64", 0, 8, "the workspace the entry wrote"},
+          {"C", "u64", 8, 8, "output"},
+          {"M", "u32", 16, 4, "rows of C"},
+          {"N", "u32", 20, 4, "columns of C"},
+          {"ldc", "u32", 24, 4, "leading dimension of C"},
+          {"K_G", "u32", 28, 4, "partial sums to add"},
+          {"alpha", "f32", 32, 4, "as for the entry"},
+          {"beta", "f32", 36, 4, "as for the entry"}};
+}
+
+Status CheckArch(std::string_view field, const std::string& arch) {
+  int number = 0;
+  size_t i = 3;
+  bool ok = arch.size() >= 5 && arch.compare(0, 3, "sm_") == 0;
+  for (; ok && i < arch.size() && std::isdigit(static_cast<unsigned char>(arch[i])); ++i) {
+    number = number * 10 + (arch[i] - '0');
+    if (number > 1000) ok = false;
+  }
+  ok = ok && i > 3 && (i == arch.size() || (i + 1 == arch.size() && arch[i] == 'a'));
+  if (!ok || number < 70 || number > 120) {
+    return InvalidArgument(std::string(field) +
+                           " must be sm_XY with XY in [70, 120] (e.g. sm_90), got '" +
+                           arch.substr(0, 32) + "'");
+  }
+  return OkStatus();
 }
 
 }  // namespace blocktune

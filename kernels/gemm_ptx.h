@@ -19,6 +19,8 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "kernels/block_shape.h"
 #include "kernels/context.h"
@@ -118,6 +120,24 @@ StatusOr<GemmKernel> GenerateGemm(const GemmContext& ctx, const BlockShape& xb,
 // dilation_h, dilation_w. Padding reads as zeros.
 StatusOr<GemmKernel> GenerateConv(const ConvContext& ctx, const BlockShape& xb,
                                   const std::string& arch = "sm_80");
+
+// One parameter of a generated entry, for callers that build the argument
+// array of cuLaunchKernel themselves (GetKernel, exported launch code).
+struct KernelParam {
+  const char* name;     // "A", "M", "alpha", ...
+  const char* type;     // PTX type: "u64" (device address), "u32", "f32"
+  int offset;           // bytes from the start of the parameter block
+  int size;             // bytes
+  const char* meaning;
+};
+// The parameters of GenerateGemm's (op kGemm) or GenerateConv's (kConv)
+// entry, and of the K_G reduction's, in order, as documented above.
+std::vector<KernelParam> EntryParams(Op op);
+std::vector<KernelParam> ReduceParams();
+
+// OK for a PTX target the generator supports: "sm_XY" with XY in [70, 120]
+// ("sm_90a" style suffixes too); INVALID_ARGUMENT naming `field` otherwise.
+Status CheckArch(std::string_view field, const std::string& arch);
 
 // GenerateGemm or GenerateConv, by the context's op.
 StatusOr<GemmKernel> GenerateKernel(const Context& ctx, const BlockShape& xb,

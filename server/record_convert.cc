@@ -34,7 +34,8 @@ void ToProto(const TunedRecord& t, v1::TunedAnswer* out) {
   ToProto(t.device, out->mutable_device());
   out->set_predicted_seconds(t.predicted_s);
   out->set_measured_seconds(t.measured_s);
-  out->set_tflops(Flops(t.context) / t.RankSeconds() / 1e12);
+  // 0 when neither measured nor predicted (a fallback answer).
+  out->set_tflops(t.RankSeconds() > 0 ? Flops(t.context) / t.RankSeconds() / 1e12 : 0);
   out->set_source(ToProto(t.source));
   out->set_model_id(t.model_id);
   out->set_updated_unix(t.updated_unix);

@@ -6,6 +6,7 @@
 
 #include "kernels/validate.h"
 #include "models/train.h"
+#include "server/fallback.h"
 #include "server/grpc_status.h"
 #include "server/log.h"
 #include "server/record_convert.h"
@@ -21,11 +22,9 @@ namespace {
 // so a user knows it is not a fault of their request.
 constexpr char kNoCampaigns[] =
     "this blocktuned runs no campaign scheduler; nothing was stored";
-constexpr char kNoKernel[] =
-    "GetKernel is not built yet: it needs the PTX generators (issue 3) and "
-    "arrives with the client library (issue 7); the request is valid";
 constexpr char kNoHeader[] =
-    "header export is not built yet (issue 7); export the dataset instead";
+    "the daemon exports datasets; C++ headers are written by the client: "
+    "blocktune export --op gemm|conv (--shapes FILE | --all-tuned) -o tuned.h";
 
 Status CheckDeviceName(std::string_view field, const std::string& name) {
   return CheckText(field, name, 0, 256);
@@ -258,7 +257,62 @@ StatusOr<BlocktuneService::ValidQuery> BlocktuneService::ValidateQuery(
   q.device_name = req.device_name();
   q.top = req.top() == 0 ? 1 : req.top();
   q.verify = req.verify();
+  q.fallback = req.fallback();
   return q;
+}
+
+// The hardware rules of a stored device; the generic limits where the
+// fingerprint names no GPU blocktune has a profile of.
+static KernelLimits LimitsOf(const DeviceFingerprint& fp) {
+  auto profile = ProfileForFingerprint(fp);
+  return profile.ok() ? profile->Limits() : KernelLimits{};
+}
+
+Status BlocktuneService::AnswerFallback(const ValidQuery& q,
+                                        const std::string& why,
+                                        v1::QueryResponse* resp) {
+  StoreFilter filter;
+  filter.op = OpOf(q.context);
+  filter.device_name = q.device_name;
+  BT_ASSIGN_OR_RETURN(auto stored, store_->ListTuned(filter));
+  if (auto nearest = NearestTuned(stored, q.context, LimitsOf)) {
+    const std::string from = ToString(nearest->context);
+    nearest->context = q.context;
+    nearest->measured_s = 0;  // measured, if at all, for another context
+    nearest->predicted_s = 0;
+    ToProto(*nearest, resp->add_answers());
+    resp->set_match(v1::MATCH_NEAREST);
+    resp->set_source(v1::QUERY_SOURCE_FALLBACK);
+    resp->set_note(why + "; this is the stored answer of the nearest context, '" +
+                   from + "'");
+    return OkStatus();
+  }
+  // A default for the device asked for (or this box's GPU, or the generic
+  // limits when neither is known).
+  DeviceFingerprint device;
+  BT_ASSIGN_OR_RETURN(auto devices, store_->ListDevices());
+  for (const DeviceRecord& d : devices) {
+    if (q.device_name.empty() || d.fingerprint.name == q.device_name) {
+      device = d.fingerprint;
+      break;
+    }
+  }
+  if (device.name.empty() && !attached_.empty()) device = attached_.front();
+  if (device.name.empty()) device.name = q.device_name;
+  BT_ASSIGN_OR_RETURN(BlockShape xb, DefaultBlockShape(q.context, LimitsOf(device)));
+  TunedRecord t;
+  t.device = device;
+  t.context = q.context;
+  t.block_shape = xb;
+  t.source = TunedSource::kImported;
+  v1::TunedAnswer* answer = resp->add_answers();
+  ToProto(t, answer);
+  answer->set_source(v1::SOURCE_DEFAULT);
+  resp->set_source(v1::QUERY_SOURCE_FALLBACK);
+  resp->set_match(v1::MATCH_DEFAULT);
+  resp->set_note(why + " and no stored answer of another context fits; this "
+                 "is a default block shape, untuned");
+  return OkStatus();
 }
 
 // Thesis §4.4: a stored answer if there is one; else exhaustive search over
@@ -284,6 +338,12 @@ Status BlocktuneService::AnswerQuery(const ValidQuery& q,
   if (!model) {
     std::string where =
         q.device_name.empty() ? "any device" : "device '" + q.device_name + "'";
+    if (q.fallback) {
+      return AnswerFallback(q,
+                            "no tuned answer and no trained " +
+                                std::string(ToString(op)) + " model on " + where,
+                            resp);
+    }
     return NotFound(
         "no tuned answer for '" + ToString(q.context) + "' on " + where +
         " and no trained " + std::string(ToString(op)) +
@@ -299,6 +359,13 @@ Status BlocktuneService::AnswerQuery(const ValidQuery& q,
   resp->set_candidates(stats.candidates);
   resp->set_search_seconds(stats.seconds);
   if (top.empty()) {
+    if (q.fallback) {
+      return AnswerFallback(q,
+                            "no block shape in model " +
+                                std::to_string(model->id) +
+                                "'s search range fits this context",
+                            resp);
+    }
     return FailedPrecondition("no block shape in model " +
                               std::to_string(model->id) +
                               "'s search range fits '" + ToString(q.context) +
@@ -525,16 +592,94 @@ grpc::Status BlocktuneService::BatchQuery(grpc::ServerContext* ctx,
   });
 }
 
+namespace {
+
+void ToProto(const std::vector<KernelParam>& params,
+             google::protobuf::RepeatedPtrField<v1::KernelParam>* out) {
+  for (const KernelParam& p : params) {
+    v1::KernelParam* o = out->Add();
+    o->set_name(p.name);
+    o->set_type(p.type);
+    o->set_offset(p.offset);
+    o->set_size(p.size);
+    o->set_meaning(p.meaning);
+  }
+}
+
+}  // namespace
+
 grpc::Status BlocktuneService::GetKernel(grpc::ServerContext* ctx,
                                          const v1::GetKernelRequest* req,
-                                         v1::GetKernelResponse*) {
+                                         v1::GetKernelResponse* resp) {
   return Serve("GetKernel", ctx, [&]() -> Status {
-    BT_RETURN_IF_ERROR(FromProto(req->context(), "context").status());
+    BT_ASSIGN_OR_RETURN(Context context, FromProto(req->context(), "context"));
+    std::optional<BlockShape> xb;
     if (req->has_block_shape()) {
-      BT_RETURN_IF_ERROR(FromProto(req->block_shape(), "block_shape").status());
+      BT_ASSIGN_OR_RETURN(xb, FromProto(req->block_shape(), "block_shape"));
     }
     BT_RETURN_IF_ERROR(CheckDeviceName("device_name", req->device_name()));
-    return Unimplemented(kNoKernel);
+    if (!req->arch().empty()) BT_RETURN_IF_ERROR(CheckArch("arch", req->arch()));
+
+    // The device: the query answer's, else the one named, else this box's
+    // GPU; unknown devices get the generic limits.
+    DeviceFingerprint device;
+    if (!xb) {
+      ValidQuery q;
+      q.context = context;
+      q.device_name = req->device_name();
+      q.fallback = true;
+      BT_RETURN_IF_ERROR(AnswerQuery(q, resp->mutable_query()));
+      const v1::TunedAnswer& best = resp->query().answers(0);
+      BT_ASSIGN_OR_RETURN(xb, FromProto(best.block_shape(), "answer"));
+      if (!best.device().name().empty()) {
+        BT_ASSIGN_OR_RETURN(device, FromProto(best.device(), "answer.device"));
+      }
+    } else {
+      BT_ASSIGN_OR_RETURN(auto devices, store_->ListDevices());
+      for (const DeviceRecord& d : devices) {
+        if (!req->device_name().empty() && d.fingerprint.name == req->device_name()) {
+          device = d.fingerprint;
+        }
+      }
+      if (device.name.empty() && !attached_.empty()) device = attached_.front();
+      if (device.name.empty() && !req->device_name().empty()) {
+        return NotFound("device_name '" + req->device_name() +
+                        "' is not in the store; blocktune devices lists them");
+      }
+    }
+    const KernelLimits limits = LimitsOf(device);
+    if (Status fits = CanImplement(context, *xb, limits); !fits.ok()) {
+      return FailedPrecondition("block_shape " + ToString(*xb) + " cannot run" +
+                                (device.name.empty() ? std::string()
+                                                     : " on " + device.name) +
+                                ": " + fits.message());
+    }
+    std::string arch = req->arch();
+    if (arch.empty()) {
+      arch = device.cc_major >= 7 ? "sm_" + std::to_string(device.cc_major) +
+                                        std::to_string(device.cc_minor)
+                                  : "sm_80";
+    }
+    BT_ASSIGN_OR_RETURN(GemmKernel kernel, GenerateKernel(context, *xb, arch));
+    resp->set_ptx(kernel.ptx);
+    resp->set_entry(kernel.entry);
+    for (unsigned d : kernel.grid) resp->add_grid(d);
+    for (unsigned d : kernel.block) resp->add_block(d);
+    resp->set_shared_bytes(GemmSharedBytes(*xb));
+    ToProto(*xb, resp->mutable_block_shape());
+    resp->set_arch(arch);
+    ToProto(EntryParams(OpOf(context)), resp->mutable_params());
+    if (!kernel.reduce_entry.empty()) {
+      resp->set_reduce_entry(kernel.reduce_entry);
+      for (unsigned d : kernel.reduce_grid) resp->add_reduce_grid(d);
+      for (unsigned d : kernel.reduce_block) resp->add_reduce_block(d);
+      ToProto(ReduceParams(), resp->mutable_reduce_params());
+    }
+    resp->set_workspace_bytes(kernel.workspace_bytes);
+    resp->set_vector_a(static_cast<int32_t>(kernel.vector_a));
+    resp->set_vector_b(static_cast<int32_t>(kernel.vector_b));
+    if (!device.name.empty()) ToProto(device, resp->mutable_device());
+    return OkStatus();
   });
 }
 

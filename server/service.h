@@ -92,10 +92,15 @@ class BlocktuneService final : public v1::Blocktune::Service {
     std::string device_name;
     int top = 1;
     bool verify = false;
+    bool fallback = false;
   };
   static StatusOr<ValidQuery> ValidateQuery(const v1::QueryRequest& req,
                                             std::string_view field);
   Status AnswerQuery(const ValidQuery& q, v1::QueryResponse* resp);
+  // QueryRequest.fallback: the nearest stored context's answer, else a
+  // default block shape; `why` says why nothing better was found.
+  Status AnswerFallback(const ValidQuery& q, const std::string& why,
+                        v1::QueryResponse* resp);
 
   template <typename Fn>
   grpc::Status Serve(const char* method, grpc::ServerContext* ctx, Fn&& fn);

@@ -1,0 +1,54 @@
+#include "server/fallback.h"
+
+#include <cmath>
+#include <limits>
+
+namespace blocktune {
+namespace {
+
+double LogRatio2(int64_t a, int64_t b) {
+  const double r = std::log2(double(a)) - std::log2(double(b));
+  return r * r;
+}
+
+}  // namespace
+
+double ContextDistance(const Context& a, const Context& b) {
+  if (OpOf(a) != OpOf(b)) return std::numeric_limits<double>::infinity();
+  if (const auto* ga = std::get_if<GemmContext>(&a)) {
+    const auto& gb = std::get<GemmContext>(b);
+    return LogRatio2(ga->m, gb.m) + LogRatio2(ga->n, gb.n) +
+           LogRatio2(ga->k, gb.k) + (ga->layout_a != gb.layout_a) +
+           (ga->layout_b != gb.layout_b);
+  }
+  const auto& ca = std::get<ConvContext>(a);
+  const auto& cb = std::get<ConvContext>(b);
+  return LogRatio2(ca.n, cb.n) + LogRatio2(ca.h, cb.h) + LogRatio2(ca.w, cb.w) +
+         LogRatio2(ca.c, cb.c) + LogRatio2(ca.k, cb.k) + LogRatio2(ca.r, cb.r) +
+         LogRatio2(ca.s, cb.s) + (ca.pad_h != cb.pad_h) +
+         (ca.pad_w != cb.pad_w) + (ca.stride_h != cb.stride_h) +
+         (ca.stride_w != cb.stride_w) + (ca.dilation_h != cb.dilation_h) +
+         (ca.dilation_w != cb.dilation_w);
+}
+
+bool FitsContext(const Context& ctx, const BlockShape& xb,
+                 const KernelLimits& limits) {
+  if (xb.kg > 1 && xb.kg * xb.u > ImplicitGemm(ctx).k) return false;
+  return FirstFailingHardwareRule(ctx, xb, limits) == HardwareRule::kNone;
+}
+
+StatusOr<BlockShape> DefaultBlockShape(const Context& ctx,
+                                       const KernelLimits& limits) {
+  static constexpr BlockShape kDefaults[] = {
+      {64, 64, 4, 4, 8, 1},  {32, 64, 2, 4, 8, 1}, {32, 32, 2, 2, 8, 1},
+      {128, 32, 4, 2, 8, 1}, {16, 16, 1, 1, 4, 1}, {256, 16, 4, 1, 4, 1},
+  };
+  for (const BlockShape& xb : kDefaults) {
+    if (FitsContext(ctx, xb, limits)) return xb;
+  }
+  return FailedPrecondition("no default block shape fits '" + ToString(ctx) +
+                            "': " +
+                            CanImplement(ctx, kDefaults[0], limits).message());
+}
+
+}  // namespace blocktune
