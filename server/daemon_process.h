@@ -1,44 +1,21 @@
-// Test helper: a real blocktuned process, started from its binary with the
-// given flags, its stderr captured, and stopped with a signal.
+// Test helper: a real blocktuned process (child_daemon.h) with a stub to
+// call it.
 #ifndef BLOCKTUNE_SERVER_DAEMON_PROCESS_H_
 #define BLOCKTUNE_SERVER_DAEMON_PROCESS_H_
-
-#include <sys/types.h>
 
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "blocktune/v1/blocktune.grpc.pb.h"
+#include "server/child_daemon.h"
 
 namespace blocktune::testing {
 
-class DaemonProcess {
+class DaemonProcess : public ChildDaemon {
  public:
-  // Starts `binary` with `args` and waits up to 20 s for "listening on" in
-  // its log. ok() is false if it exited or never listened.
-  DaemonProcess(const std::string& binary, std::vector<std::string> args,
-                const std::string& log_path);
-  ~DaemonProcess();  // SIGKILLs the process if still running
-
-  bool ok() const { return listening_; }
-  // The address from the "listening on ..." line (the bound port for :0).
-  const std::string& address() const { return address_; }
-  std::string Log() const;
-
-  // Sends `signal` and waits; returns the exit code, or 128 + signal.
-  int Stop(int signal);
-  // Waits for the process to exit on its own (for start-up failures).
-  int Wait();
-
+  using ChildDaemon::ChildDaemon;
   std::unique_ptr<v1::Blocktune::Stub> NewStub() const;
-
- private:
-  pid_t pid_ = -1;
-  int wait_status_ = 0;  // from waitpid, once exited
-  std::string log_path_;
-  std::string address_;
-  bool listening_ = false;
 };
 
 }  // namespace blocktune::testing

@@ -1,0 +1,332 @@
+// blocktune::Client over the blocktune.v1 gRPC API. Everything protobuf
+// stays in this file (pimpl).
+#include "blocktune/client.h"
+
+#include <mutex>
+
+#include "blocktune/v1/blocktune.grpc.pb.h"
+#include "client/connection.h"
+
+namespace blocktune {
+namespace {
+
+constexpr int kMaxBatch = 10000;
+
+void ToProto(const GemmProblem& p, v1::Context* out) {
+  v1::GemmContext* g = out->mutable_gemm();
+  g->set_m(p.m);
+  g->set_n(p.n);
+  g->set_k(p.k);
+  g->set_layout_a(p.a_transposed ? v1::LAYOUT_T : v1::LAYOUT_N);
+  g->set_layout_b(p.b_transposed ? v1::LAYOUT_T : v1::LAYOUT_N);
+  g->set_dtype(v1::DTYPE_FP32);
+}
+
+void ToProto(const ConvProblem& p, v1::Context* out) {
+  v1::ConvContext* c = out->mutable_conv();
+  c->set_n(p.n);
+  c->set_h(p.h);
+  c->set_w(p.w);
+  c->set_c(p.c);
+  c->set_k(p.k);
+  c->set_r(p.r);
+  c->set_s(p.s);
+  c->set_pad_h(p.pad_h);
+  c->set_pad_w(p.pad_w);
+  c->set_stride_h(p.stride_h);
+  c->set_stride_w(p.stride_w);
+  c->set_dilation_h(p.dilation_h);
+  c->set_dilation_w(p.dilation_w);
+  c->set_dtype(v1::DTYPE_FP32);
+}
+
+void ToProto(const BlockConfig& b, v1::BlockShape* out) {
+  out->set_ml(b.ml);
+  out->set_nl(b.nl);
+  out->set_ms(b.ms);
+  out->set_ns(b.ns);
+  out->set_u(b.u);
+  out->set_kg(b.kg);
+}
+
+BlockConfig FromProto(const v1::BlockShape& b) {
+  return {b.ml(), b.nl(), b.ms(), b.ns(), b.u(), b.kg()};
+}
+
+Error ToError(const grpc::Status& s) {
+  ErrorCode code = ErrorCode::kInternal;
+  switch (s.error_code()) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::OUT_OF_RANGE:
+      code = ErrorCode::kInvalidArgument;
+      break;
+    case grpc::StatusCode::UNAVAILABLE:
+      code = ErrorCode::kUnavailable;
+      break;
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::PERMISSION_DENIED:
+      code = ErrorCode::kUnauthenticated;
+      break;
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      code = ErrorCode::kDeadlineExceeded;
+      break;
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      code = ErrorCode::kFailedPrecondition;
+      break;
+    case grpc::StatusCode::NOT_FOUND:
+      code = ErrorCode::kNotFound;
+      break;
+    default:
+      break;
+  }
+  return {code, s.error_message()};
+}
+
+Error ToError(const Status& s) {
+  grpc::StatusCode code = s.code() == StatusCode::kUnavailable
+                              ? grpc::StatusCode::UNAVAILABLE
+                              : grpc::StatusCode::FAILED_PRECONDITION;
+  return ToError(grpc::Status(code, s.message()));
+}
+
+MatchQuality MatchOf(const v1::QueryResponse& r) {
+  switch (r.source()) {
+    case v1::QUERY_SOURCE_CACHED: return MatchQuality::kCached;
+    case v1::QUERY_SOURCE_VERIFIED: return MatchQuality::kVerified;
+    case v1::QUERY_SOURCE_PREDICTED: return MatchQuality::kPredicted;
+    default:
+      return r.match() == v1::MATCH_NEAREST ? MatchQuality::kNearest
+                                            : MatchQuality::kDefault;
+  }
+}
+
+// The best answer of a response (the daemon sends best first).
+Result<Answer> ToAnswer(const v1::QueryResponse& r) {
+  if (r.answers().empty()) {
+    return Error{ErrorCode::kInternal, "the daemon sent no answer"};
+  }
+  const v1::TunedAnswer& a = r.answers(0);
+  Answer out;
+  out.block = FromProto(a.block_shape());
+  out.match = MatchOf(r);
+  out.predicted_seconds = a.predicted_seconds();
+  out.measured_seconds = a.measured_seconds();
+  out.tflops = a.tflops();
+  out.provenance.device = a.device().name();
+  out.provenance.cc_major = a.device().cc_major();
+  out.provenance.cc_minor = a.device().cc_minor();
+  out.provenance.driver_version = a.device().driver_version();
+  out.provenance.ptxas_version = a.device().ptxas_version();
+  out.provenance.model_id = a.model_id();
+  out.provenance.updated_unix = a.updated_unix();
+  out.provenance.note = r.note();
+  return out;
+}
+
+std::vector<KernelParam> ToParams(
+    const google::protobuf::RepeatedPtrField<v1::KernelParam>& params) {
+  std::vector<KernelParam> out;
+  for (const v1::KernelParam& p : params) {
+    out.push_back({p.name(), p.type(), p.offset(), p.size()});
+  }
+  return out;
+}
+
+template <typename Repeated>
+std::array<unsigned, 3> Dims(const Repeated& d) {
+  std::array<unsigned, 3> out{1, 1, 1};
+  for (int i = 0; i < d.size() && i < 3; ++i) out[i] = static_cast<unsigned>(d.Get(i));
+  return out;
+}
+
+}  // namespace
+
+std::string BlockConfig::ToString() const {
+  return "ML=" + std::to_string(ml) + " NL=" + std::to_string(nl) +
+         " MS=" + std::to_string(ms) + " NS=" + std::to_string(ns) +
+         " U=" + std::to_string(u) + " KG=" + std::to_string(kg);
+}
+
+const char* ToString(MatchQuality match) {
+  switch (match) {
+    case MatchQuality::kCached: return "cached";
+    case MatchQuality::kVerified: return "verified";
+    case MatchQuality::kPredicted: return "predicted";
+    case MatchQuality::kNearest: return "nearest";
+    case MatchQuality::kDefault: return "default";
+  }
+  return "?";
+}
+
+const char* ToString(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument: return "invalid_argument";
+    case ErrorCode::kUnavailable: return "unavailable";
+    case ErrorCode::kUnauthenticated: return "unauthenticated";
+    case ErrorCode::kDeadlineExceeded: return "deadline_exceeded";
+    case ErrorCode::kFailedPrecondition: return "failed_precondition";
+    case ErrorCode::kNotFound: return "not_found";
+    case ErrorCode::kInternal: return "internal";
+  }
+  return "?";
+}
+
+struct Client::Impl {
+  Impl(std::string address, ClientOptions opts) : options(std::move(opts)) {
+    ConnectionOptions c;
+    c.server = std::move(address);
+    c.token_file = options.token_file;
+    c.tls_ca = options.tls_ca;
+    c.timeout_s = std::max(1, (options.timeout_ms + 999) / 1000);
+    connection = std::make_unique<Connection>(c);
+  }
+
+  // The stub once the channel is up; retried on the next call after a
+  // failure, so a daemon started later is found.
+  Result<v1::Blocktune::Stub*> Stub() const {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!connected) {
+      Status s = connection->Connect();
+      if (!s.ok()) return ToError(s);
+      connected = true;
+    }
+    return &connection->stub();
+  }
+
+  std::unique_ptr<grpc::ClientContext> NewContext() const {
+    auto ctx = connection->NewContext();
+    ctx->set_deadline(std::chrono::system_clock::now() +
+                      std::chrono::milliseconds(options.timeout_ms));
+    return ctx;
+  }
+
+  template <typename Problem>
+  Result<Answer> Query(const Problem& problem, const QueryOptions& q) const {
+    auto stub = Stub();
+    if (!stub.ok()) return stub.error();
+    v1::QueryRequest req;
+    Fill(problem, q, &req);
+    v1::QueryResponse resp;
+    grpc::Status s = (*stub)->Query(NewContext().get(), req, &resp);
+    if (!s.ok()) return ToError(s);
+    return ToAnswer(resp);
+  }
+
+  template <typename Problem>
+  Result<std::vector<Answer>> BatchQuery(const std::vector<Problem>& problems,
+                                         const QueryOptions& q) const {
+    if (problems.empty()) return std::vector<Answer>();
+    if (problems.size() > static_cast<size_t>(kMaxBatch)) {
+      return Error{ErrorCode::kInvalidArgument,
+                   "problems: at most " + std::to_string(kMaxBatch) +
+                       " per call, got " + std::to_string(problems.size())};
+    }
+    auto stub = Stub();
+    if (!stub.ok()) return stub.error();
+    v1::BatchQueryRequest req;
+    for (const Problem& p : problems) Fill(p, q, req.add_queries());
+    v1::BatchQueryResponse resp;
+    grpc::Status s = (*stub)->BatchQuery(NewContext().get(), req, &resp);
+    if (!s.ok()) return ToError(s);
+    std::vector<Answer> out;
+    for (int i = 0; i < resp.results_size(); ++i) {
+      const v1::BatchQueryResult& r = resp.results(i);
+      if (r.code() != 0) {
+        Error e = ToError(grpc::Status(static_cast<grpc::StatusCode>(r.code()),
+                                       r.message()));
+        e.message = "problems[" + std::to_string(i) + "]: " + e.message;
+        return e;
+      }
+      auto answer = ToAnswer(r.response());
+      if (!answer.ok()) return answer.error();
+      out.push_back(std::move(*answer));
+    }
+    return out;
+  }
+
+  template <typename Problem>
+  Result<Kernel> GetKernel(const Problem& problem,
+                           const std::optional<BlockConfig>& config,
+                           const std::string& arch) const {
+    auto stub = Stub();
+    if (!stub.ok()) return stub.error();
+    v1::GetKernelRequest req;
+    ToProto(problem, req.mutable_context());
+    if (config) ToProto(*config, req.mutable_block_shape());
+    req.set_device_name(options.device);
+    req.set_arch(arch);
+    v1::GetKernelResponse resp;
+    grpc::Status s = (*stub)->GetKernel(NewContext().get(), req, &resp);
+    if (!s.ok()) return ToError(s);
+    Kernel k;
+    k.ptx = std::move(*resp.mutable_ptx());
+    k.arch = resp.arch();
+    k.entry = resp.entry();
+    k.grid = Dims(resp.grid());
+    k.block = Dims(resp.block());
+    k.shared_bytes = resp.shared_bytes();
+    k.params = ToParams(resp.params());
+    k.reduce_entry = resp.reduce_entry();
+    if (!k.reduce_entry.empty()) {
+      k.reduce_grid = Dims(resp.reduce_grid());
+      k.reduce_block = Dims(resp.reduce_block());
+      k.reduce_params = ToParams(resp.reduce_params());
+    }
+    k.workspace_bytes = resp.workspace_bytes();
+    k.vector_a = resp.vector_a();
+    k.vector_b = resp.vector_b();
+    k.config = FromProto(resp.block_shape());
+    if (resp.has_query()) {
+      auto answer = ToAnswer(resp.query());
+      if (answer.ok()) k.answer = std::move(*answer);
+    }
+    return k;
+  }
+
+  template <typename Problem>
+  void Fill(const Problem& p, const QueryOptions& q, v1::QueryRequest* req) const {
+    ToProto(p, req->mutable_context());
+    req->set_device_name(options.device);
+    req->set_top(1);
+    req->set_verify(q.verify);
+    req->set_fallback(true);
+  }
+
+  const ClientOptions options;
+  std::unique_ptr<Connection> connection;
+  mutable std::mutex mu;
+  mutable bool connected = false;
+};
+
+Client::Client(std::string address, ClientOptions options)
+    : impl_(std::make_unique<Impl>(std::move(address), std::move(options))) {}
+Client::~Client() = default;
+Client::Client(Client&&) noexcept = default;
+Client& Client::operator=(Client&&) noexcept = default;
+
+Result<Answer> Client::Query(const GemmProblem& p, const QueryOptions& q) const {
+  return impl_->Query(p, q);
+}
+Result<Answer> Client::Query(const ConvProblem& p, const QueryOptions& q) const {
+  return impl_->Query(p, q);
+}
+Result<std::vector<Answer>> Client::BatchQuery(
+    const std::vector<GemmProblem>& p, const QueryOptions& q) const {
+  return impl_->BatchQuery(p, q);
+}
+Result<std::vector<Answer>> Client::BatchQuery(
+    const std::vector<ConvProblem>& p, const QueryOptions& q) const {
+  return impl_->BatchQuery(p, q);
+}
+Result<Kernel> Client::GetKernel(const GemmProblem& p,
+                                 const std::optional<BlockConfig>& config,
+                                 const std::string& arch) const {
+  return impl_->GetKernel(p, config, arch);
+}
+Result<Kernel> Client::GetKernel(const ConvProblem& p,
+                                 const std::optional<BlockConfig>& config,
+                                 const std::string& arch) const {
+  return impl_->GetKernel(p, config, arch);
+}
+
+}  // namespace blocktune

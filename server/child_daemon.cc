@@ -1,0 +1,79 @@
+#include "server/child_daemon.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace blocktune::testing {
+
+ChildDaemon::ChildDaemon(const std::string& binary,
+                         std::vector<std::string> args,
+                         const std::string& log_path)
+    : log_path_(log_path) {
+  pid_ = fork();
+  if (pid_ == 0) {
+    int fd = open(log_path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    dup2(fd, STDERR_FILENO);
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(binary.c_str()));
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(binary.c_str(), argv.data());
+    _exit(127);
+  }
+  const std::string marker = "listening on ";
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::string log = Log();
+    size_t at = log.find(marker);
+    if (at != std::string::npos) {
+      size_t end = log.find_first_of(" \n", at + marker.size());
+      address_ = log.substr(at + marker.size(), end - at - marker.size());
+      listening_ = true;
+      return;
+    }
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {  // exited early
+      pid_ = -1;
+      wait_status_ = status;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+ChildDaemon::~ChildDaemon() {
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+std::string ChildDaemon::Log() const {
+  std::ifstream in(log_path_);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+int ChildDaemon::Wait() {
+  if (pid_ > 0) {
+    waitpid(pid_, &wait_status_, 0);
+    pid_ = -1;
+  }
+  return WIFEXITED(wait_status_) ? WEXITSTATUS(wait_status_)
+                                 : 128 + WTERMSIG(wait_status_);
+}
+
+int ChildDaemon::Stop(int signal) {
+  if (pid_ > 0) kill(pid_, signal);
+  return Wait();
+}
+
+}  // namespace blocktune::testing
