@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "client/connection.h"
+#include "client/header_export_cmd.h"
 #include "client/print.h"
 #include "proto/convert.h"
 #include "proto/dataset_file.h"
@@ -55,25 +56,9 @@ struct KernelFlags {
   std::string out;  // the PTX goes here; "" or "-": stdout
 };
 
-int UsageError(const std::string& message) {
-  std::cerr << "blocktune: " << message << "\n";
-  return kExitUsage;
-}
 
 
 
-int CallFailed(const grpc::Status& status) {
-  std::cerr << "blocktune: " << ToString(static_cast<StatusCode>(
-                                    status.error_code()))
-            << ": " << status.error_message() << "\n";
-  return ExitCodeFor(status);
-}
-
-int StatusFailed(const Status& status) {
-  std::cerr << "blocktune: " << status.message() << "\n";
-  return status.code() == StatusCode::kUnavailable ? kExitUnreachable
-                                                   : kExitServerError;
-}
 
 struct SampleFlags {
   std::string op = "gemm";
@@ -331,9 +316,7 @@ int RunExport(Connection& conn, const Globals& g, const std::string& out_path,
   v1::ExportResponse resp;
   grpc::Status status = conn.stub().Export(conn.NewContext().get(), req, &resp);
   if (!status.ok()) return CallFailed(status);
-  std::string text = req.format() == v1::EXPORT_FORMAT_HEADER
-                         ? resp.header()
-                         : ToJson(resp.dataset());
+  std::string text = ToJson(resp.dataset());
   if (out_path.empty() || out_path == "-") {
     std::cout << text;
     return kExitOk;
@@ -477,16 +460,28 @@ int RunCli(int argc, char** argv) {
     k->add_option("-o,--out", kernel_flags.out, "write the PTX to this file");
   }
 
-  auto* export_cmd = app.add_subcommand("export", "write tuned data to a file");
-  std::string out_path, export_op, export_device, format = "dataset";
+  auto* export_cmd = app.add_subcommand(
+      "export",
+      "write tuned data to a file: a dataset (JSON, .gz compressed), or with "
+      "--shapes/--all-tuned a self-contained C++ header");
+  std::string out_path, export_op, export_device, format;
   bool with_samples = false, with_models = false;
-  export_cmd->add_option("--out", out_path, "file (default: stdout)");
+  HeaderExportFlags header_flags;
+  export_cmd->add_option("-o,--out", out_path, "file (default: stdout)");
   export_cmd->add_option("--op", export_op, "gemm or conv (default: both)");
   export_cmd->add_option("--device", export_device, "device name");
   export_cmd->add_flag("--samples", with_samples, "include every measurement");
   export_cmd->add_flag("--models", with_models, "include trained models");
-  export_cmd->add_option("--format", format, "dataset or header")
-      ->capture_default_str();
+  export_cmd->add_option("--format", format,
+                         "dataset or header (default: header with --shapes or "
+                         "--all-tuned or an -o ending in .h/.hpp)");
+  export_cmd->add_option("--shapes", header_flags.shapes,
+                         "header: answer these contexts, one per line "
+                         "(\"gemm m=4096 n=16 k=4096 layout=NT\")");
+  export_cmd->add_flag("--all-tuned", header_flags.all_tuned,
+                       "header: every stored answer");
+  export_cmd->add_flag("--with-model", header_flags.with_model,
+                       "header: embed the surrogate, to predict unseen shapes");
 
   auto* import_cmd = app.add_subcommand("import", "load a dataset file");
   std::string import_path;
@@ -561,16 +556,48 @@ int RunCli(int argc, char** argv) {
   }
   if (*sample) return RunSample(sample_flags, g.json);
   v1::ExportRequest export_req;
+  bool export_header = false;
   if (*export_cmd) {
-    auto op = OpFlag(export_op, false);
-    if (!op.ok()) return UsageError(op.status().message());
-    export_req.set_op(*op);
-    export_req.set_device_name(export_device);
-    export_req.set_include_samples(with_samples);
-    export_req.set_include_models(with_models);
-    if (format == "dataset") export_req.set_format(v1::EXPORT_FORMAT_DATASET);
-    else if (format == "header") export_req.set_format(v1::EXPORT_FORMAT_HEADER);
-    else return UsageError("--format must be dataset or header, got '" + format + "'");
+    auto ends_with = [&](const char* suffix) {
+      const std::string x = suffix;
+      return out_path.size() >= x.size() &&
+             out_path.compare(out_path.size() - x.size(), x.size(), x) == 0;
+    };
+    if (format.empty()) {
+      export_header = !header_flags.shapes.empty() || header_flags.all_tuned ||
+                      ends_with(".h") || ends_with(".hpp");
+    } else if (format == "header") {
+      export_header = true;
+    } else if (format != "dataset") {
+      return UsageError("--format must be dataset or header, got '" + format + "'");
+    }
+    if (export_header) {
+      if (export_op.empty()) return UsageError("header export needs --op gemm or --op conv");
+      if (with_samples || with_models) {
+        return UsageError("--samples and --models are for dataset export; a "
+                          "header takes --with-model");
+      }
+      header_flags.op = export_op;
+      header_flags.device = export_device;
+      header_flags.out = out_path;
+      for (int i = 0; i < argc; ++i) {
+        header_flags.command += (i ? " " : "") + std::string(i ? argv[i] : "blocktune");
+      }
+      if (header_flags.shapes.empty() == !header_flags.all_tuned) {
+        return UsageError("header export needs exactly one of --shapes FILE and --all-tuned");
+      }
+    } else {
+      if (!header_flags.shapes.empty() || header_flags.all_tuned || header_flags.with_model) {
+        return UsageError("--shapes, --all-tuned and --with-model are for header export");
+      }
+      auto op = OpFlag(export_op, false);
+      if (!op.ok()) return UsageError(op.status().message());
+      export_req.set_op(*op);
+      export_req.set_device_name(export_device);
+      export_req.set_include_samples(with_samples);
+      export_req.set_include_models(with_models);
+      export_req.set_format(v1::EXPORT_FORMAT_DATASET);
+    }
   }
   v1::TrainModelRequest train_req;
   if (*train) {
@@ -641,6 +668,7 @@ int RunCli(int argc, char** argv) {
   if (*q_gemm || *q_conv) return RunQuery(conn, g, *ctx, query_flags);
   if (*k_gemm || *k_conv)
     return RunKernel(conn, g, *ctx, kernel_flags);
+  if (*export_cmd && export_header) return RunHeaderExport(conn, header_flags);
   if (*export_cmd) return RunExport(conn, g, out_path, export_req);
   if (*import_cmd) return RunImport(conn, g, import_path);
   return UsageError("no command given; see blocktune --help");

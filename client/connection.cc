@@ -1,5 +1,7 @@
 #include "client/connection.h"
 
+#include <iostream>
+
 #include <fstream>
 #include <sstream>
 
@@ -56,6 +58,24 @@ int ExitCodeFor(const grpc::Status& status) {
       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
     return kExitUnreachable;
   return kExitServerError;
+}
+
+int UsageError(const std::string& message) {
+  std::cerr << "blocktune: " << message << "\n";
+  return kExitUsage;
+}
+
+int CallFailed(const grpc::Status& status) {
+  std::cerr << "blocktune: "
+            << ToString(static_cast<StatusCode>(status.error_code())) << ": "
+            << status.error_message() << "\n";
+  return ExitCodeFor(status);
+}
+
+int StatusFailed(const Status& status) {
+  std::cerr << "blocktune: " << status.message() << "\n";
+  return status.code() == StatusCode::kUnavailable ? kExitUnreachable
+                                                   : kExitServerError;
 }
 
 }  // namespace blocktune

@@ -50,6 +50,11 @@ class Connection {
 // 0 for OK; 3 when the server could not be reached; 4 for any other error.
 int ExitCodeFor(const grpc::Status& status);
 
+// CLI helpers: print "blocktune: <why>" to stderr and return the exit code.
+int UsageError(const std::string& message);        // 2
+int CallFailed(const grpc::Status& status);        // ExitCodeFor
+int StatusFailed(const Status& status);            // 3 unavailable, else 4
+
 }  // namespace blocktune
 
 #endif  // BLOCKTUNE_CLIENT_CONNECTION_H_

@@ -13,6 +13,9 @@ packages=(
   # libblas.so.3, which is the slow reference BLAS unless an optimized one
   # provides it: OpenBLAS makes training and scoring ~60x faster.
   libtorch-dev libopenblas0-pthread
+  # Exported headers are checked to compile warning-free with both g++ and
+  # clang++.
+  clang
 )
 
 missing=()

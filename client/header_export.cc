@@ -1,0 +1,498 @@
+#include "client/header_export.h"
+
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "models/surrogate.pb.h"
+
+namespace blocktune {
+namespace {
+
+// What every exported header shares; guarded so that a GEMM and a
+// convolution header can be included in one translation unit.
+constexpr char kCommon[] = R"(#ifndef BLOCKTUNE_TUNED_COMMON_V1_
+#define BLOCKTUNE_TUNED_COMMON_V1_
+namespace blocktune {
+namespace tuned {
+
+// x_B of thesis 4.1: an ml x nl block of C per program, ms x ns per thread,
+// u the reduction step staged in shared memory, kg programs per reduction.
+struct BlockShape {
+  int ml, nl, ms, ns, u, kg;
+};
+
+// How a returned configuration matches the shape asked for.
+enum class Match {
+  kExact,      // exported for exactly this shape
+  kPredicted,  // the embedded model's fastest candidate for this shape
+  kNearest,    // exported for the nearest shape (distance below)
+  kDefault,    // nothing fits: an untuned default
+};
+
+// Storage of A and B in C = op(A) * op(B): N as given, T transposed.
+enum class Layout { NN, NT, TN, TT };
+
+struct Config {
+  BlockShape block;
+  Match match;
+  // kExact: the exported answer's time (measured, else predicted);
+  // kPredicted: the model's prediction for this shape; else 0.
+  double seconds;
+};
+
+// An fp32 convolution, NHWC input, KRSC filter.
+struct ConvShape {
+  std::int64_t n = 1, h = 0, w = 0, c = 0, k = 0, r = 3, s = 3;
+  std::int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1;
+  std::int64_t dilation_h = 1, dilation_w = 1;
+};
+
+namespace detail {
+
+constexpr BlockShape kDefaultBlock = {64, 64, 4, 4, 8, 1};
+
+inline double SqLog2Ratio(double a, double b) {
+  const double r = std::log2(a) - std::log2(b);
+  return r * r;
+}
+
+inline float Log2f(std::int64_t v) {
+  return static_cast<float>(std::log2(static_cast<double>(v)));
+}
+
+// Whether a block shape can run for an (implicit) GEMM of m x n x k whose
+// operands take `operand_bytes`: a split leaves every program at least one
+// reduction step, the grid fits, and the K_G partial sums fit in memory
+// (1 GiB in all, or the operands alone when larger) -- the rules the
+// daemon's search applies beyond the context-free hardware ones.
+inline bool Fits(const BlockShape& b, std::int64_t m, std::int64_t n,
+                 std::int64_t k, double operand_bytes) {
+  if (b.kg > 1 && std::int64_t{b.kg} * b.u > k) return false;
+  if ((n + b.nl - 1) / b.nl > 65535) return false;
+  if (b.kg > 1) {
+    const double limit = operand_bytes > 1073741824.0 ? operand_bytes : 1073741824.0;
+    if (operand_bytes + 4.0 * b.kg * double(m) * double(n) > limit) return false;
+  }
+  return true;
+}
+
+struct MlpLayer {
+  int inputs, outputs;
+  const float* weight;  // [outputs][inputs]
+  const float* bias;
+};
+
+// The surrogate: normalized features through ReLU layers (none after the
+// last), in float, summing inputs in order, as blocktuned does.
+inline float Mlp(const MlpLayer* layers, int count, const float* features,
+                 const float* mean, const float* stddev, int inputs) {
+  float a[1024], b[1024];
+  for (int i = 0; i < inputs; ++i) a[i] = (features[i] - mean[i]) / stddev[i];
+  float* in = a;
+  float* out = b;
+  for (int l = 0; l < count; ++l) {
+    const MlpLayer& layer = layers[l];
+    for (int o = 0; o < layer.outputs; ++o) {
+      const float* w = layer.weight + static_cast<std::size_t>(o) * layer.inputs;
+      float sum = layer.bias[o];
+      for (int i = 0; i < layer.inputs; ++i) sum += w[i] * in[i];
+      out[o] = (l + 1 < count && sum < 0.f) ? 0.f : sum;
+    }
+    float* t = in;
+    in = out;
+    out = t;
+  }
+  return in[0];
+}
+
+}  // namespace detail
+}  // namespace tuned
+}  // namespace blocktune
+#endif  // BLOCKTUNE_TUNED_COMMON_V1_
+)";
+
+std::string Hex(float v) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%af", static_cast<double>(v));
+  return buf;
+}
+
+std::string Num(double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
+}
+
+std::string Block(const BlockShape& b) {
+  return "{" + std::to_string(b.ml) + ", " + std::to_string(b.nl) + ", " +
+         std::to_string(b.ms) + ", " + std::to_string(b.ns) + ", " +
+         std::to_string(b.u) + ", " + std::to_string(b.kg) + "}";
+}
+
+const char* LayoutName(const GemmContext& g) {
+  static const char* const kNames[2][2] = {{"NN", "NT"}, {"TN", "TT"}};
+  return kNames[g.layout_a == Layout::kT][g.layout_b == Layout::kT];
+}
+
+// `name`[] as a float array, eight values a line.
+void FloatArray(std::ostream& out, const std::string& name,
+                const google::protobuf::RepeatedField<float>& values) {
+  out << "inline constexpr float " << name << "[] = {";
+  for (int i = 0; i < values.size(); ++i) {
+    out << (i % 8 == 0 ? "\n    " : " ") << Hex(values.Get(i)) << ",";
+  }
+  out << "};\n";
+}
+
+// The embedded model: its arrays and `Predict<Op>`; features as
+// models/features.cc computes them.
+Status WriteModel(std::ostream& out, const HeaderSpec& spec, const std::string& op) {
+  const v1::Model& model = *spec.model;
+  models::Weights weights;
+  models::Normalization norm;
+  if (!weights.ParseFromString(model.weights()) ||
+      weights.format() != "blocktune.mlp.v1" || weights.layers().empty()) {
+    return InvalidArgument("model " + std::to_string(model.id()) +
+                           ": weights do not parse as blocktune.mlp.v1");
+  }
+  if (!norm.ParseFromString(model.normalization()) ||
+      norm.target() != "ln(flop/s)") {
+    return InvalidArgument("model " + std::to_string(model.id()) +
+                           ": normalization does not parse");
+  }
+  const int inputs = norm.features_size();
+  const int expected = spec.op == Op::kGemm ? 11 : 19;
+  if (inputs != expected || norm.mean_size() != inputs ||
+      norm.stddev_size() != inputs || weights.layers(0).inputs() != inputs) {
+    return InvalidArgument("model " + std::to_string(model.id()) + " takes " +
+                           std::to_string(inputs) + " features; the " + op +
+                           " header computes " + std::to_string(expected));
+  }
+  int previous = inputs;
+  for (const models::Layer& l : weights.layers()) {
+    if (l.inputs() != previous || l.outputs() < 1 || l.outputs() > 1024 ||
+        l.weight_size() != l.inputs() * l.outputs() || l.bias_size() != l.outputs()) {
+      return InvalidArgument("model " + std::to_string(model.id()) +
+                             ": inconsistent layer sizes");
+    }
+    previous = l.outputs();
+  }
+  if (previous != 1) {
+    return InvalidArgument("model " + std::to_string(model.id()) +
+                           ": the last layer must have one output");
+  }
+  const std::string p = "k" + op;  // kGemm / kConv
+  out << "\n// The surrogate f(x_B, x_C): model " << model.id() << ", hidden layers "
+      << model.architecture() << ". Inputs:";
+  for (const std::string& f : norm.features()) out << " " << f;
+  out << ".\n// Output: normalized ln(flop/s).\n";
+  FloatArray(out, p + "Mean", norm.mean());
+  FloatArray(out, p + "Stddev", norm.stddev());
+  for (int l = 0; l < weights.layers_size(); ++l) {
+    FloatArray(out, p + "W" + std::to_string(l), weights.layers(l).weight());
+    FloatArray(out, p + "B" + std::to_string(l), weights.layers(l).bias());
+  }
+  out << "inline constexpr MlpLayer " << p << "Layers[] = {\n";
+  for (int l = 0; l < weights.layers_size(); ++l) {
+    out << "    {" << weights.layers(l).inputs() << ", "
+        << weights.layers(l).outputs() << ", " << p << "W" << l << ", " << p << "B"
+        << l << "},\n";
+  }
+  out << "};\n";
+  // Full precision for the target's scale: it enters every prediction.
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.17g", norm.target_mean());
+  out << "inline constexpr double " << p << "TargetMean = " << buf << ";\n";
+  std::snprintf(buf, sizeof(buf), "%.17g", norm.target_std());
+  out << "inline constexpr double " << p << "TargetStd = " << buf << ";\n";
+  out << "inline float " << p.substr(1) << "LnFlops(const float* features) {\n"
+      << "  const float y = Mlp(" << p << "Layers, "
+      << weights.layers_size() << ", features, " << p << "Mean, " << p
+      << "Stddev, " << inputs << ");\n"
+      << "  return static_cast<float>(y * " << p << "TargetStd + " << p
+      << "TargetMean);\n}\n";
+  return OkStatus();
+}
+
+void WriteProvenance(std::ostream& out, const HeaderSpec& spec, const std::string& file_op) {
+  const v1::DeviceFingerprint& d = spec.device;
+  std::map<std::string, int> sources;
+  for (const HeaderEntry& e : spec.entries) ++sources[e.source];
+  out << "// Tuned " << file_op << " block shapes from blocktune. Generated; do not edit.\n"
+      << "//\n"
+      << "// device:  " << d.name() << " (sm_" << d.cc_major() << d.cc_minor()
+      << ", " << d.sm_count() << " SMs)\n"
+      << "// driver:  " << (d.driver_version().empty() ? "unknown" : d.driver_version())
+      << ", CUDA " << (d.cuda_version().empty() ? "unknown" : d.cuda_version()) << "\n"
+      << "// ptxas:   " << (d.ptxas_version().empty() ? "unknown" : d.ptxas_version()) << "\n";
+  if (spec.model) {
+    out << "// model:   " << spec.model->id() << " (hidden layers "
+        << spec.model->architecture() << ", libtorch "
+        << (spec.model->libtorch_version().empty() ? "?" : spec.model->libtorch_version())
+        << ", " << spec.model->training_samples() << " training samples)\n"
+        << "//          " << spec.model->training_set() << "\n";
+  } else {
+    out << "// model:   none (exported without --with-model)\n";
+  }
+  out << "// date:    " << spec.generated_utc << "\n"
+      << "// command: " << spec.command << "\n"
+      << "// answers: " << spec.entries.size() << " (";
+  bool first = true;
+  for (const auto& [source, n] : sources) {
+    out << (first ? "" : ", ") << source << " " << n;
+    first = false;
+  }
+  out << "), " << spec.candidates.size() << " candidate block shapes\n"
+      << "//\n"
+      << "// Self-contained C++17; needs only the standard library.\n"
+      << "//\n";
+}
+
+}  // namespace
+
+StatusOr<std::string> WriteTunedHeader(const HeaderSpec& spec) {
+  if (spec.entries.empty()) {
+    return InvalidArgument("entries: a header needs at least one answer");
+  }
+  const bool gemm = spec.op == Op::kGemm;
+  const std::string op = gemm ? "Gemm" : "Conv";
+  const std::string guard = gemm ? "BLOCKTUNE_TUNED_GEMM_H_" : "BLOCKTUNE_TUNED_CONV_H_";
+  std::ostringstream out;
+  WriteProvenance(out, spec, gemm ? "GEMM" : "convolution");
+  if (gemm) {
+    out << "// blocktune::tuned::gemm_config(m, n, k, layout) returns, in order:\n"
+           "//   kExact     the answer exported for exactly (m, n, k, layout);\n";
+  } else {
+    out << "// blocktune::tuned::conv_config(shape) returns, in order:\n"
+           "//   kExact     the answer exported for exactly this shape;\n";
+  }
+  if (spec.model) {
+    out << "//   kPredicted the candidate block shape the embedded model predicts\n"
+           "//              fastest, among those that fit the shape;\n";
+  }
+  out << "//   kNearest   the answer of the nearest exported shape whose block shape\n"
+         "//              fits. Distance: the sum over "
+      << (gemm ? "M, N and K" : "N, H, W, C, K, R and S")
+      << " of the squared\n"
+         "//              log2 ratio, plus 1 for every "
+      << (gemm ? "operand layout" : "pad, stride or dilation")
+      << " that differs;\n"
+         "//   kDefault   64x64 tiles of 4x4 per thread, U = 8, no split.\n"
+         "// A block shape fits when a split leaves every program at least one\n"
+         "// reduction step (K_G * U <= K), ceil(N / N_L) <= 65535, and the K_G\n"
+         "// partial sums fit in 1 GiB with the operands.\n"
+      << "#ifndef " << guard << "\n#define " << guard << "\n\n"
+      << "#include <cmath>\n#include <cstddef>\n#include <cstdint>\n\n"
+      << kCommon << "\nnamespace blocktune {\nnamespace tuned {\nnamespace detail {\n\n";
+
+  // The table.
+  if (gemm) {
+    out << "struct GemmEntry {\n  std::int64_t m, n, k;\n  Layout layout;\n"
+           "  BlockShape block;\n  double seconds;\n};\n"
+           "inline constexpr GemmEntry kGemmEntries[] = {\n";
+    for (const HeaderEntry& e : spec.entries) {
+      const auto& g = std::get<GemmContext>(e.context);
+      out << "    {" << g.m << ", " << g.n << ", " << g.k << ", Layout::"
+          << LayoutName(g) << ", " << Block(e.block_shape) << ", " << Num(e.seconds)
+          << "},\n";
+    }
+  } else {
+    out << "struct ConvEntry {\n  ConvShape shape;\n  BlockShape block;\n"
+           "  double seconds;\n};\n"
+           "inline constexpr ConvEntry kConvEntries[] = {\n";
+    for (const HeaderEntry& e : spec.entries) {
+      const auto& c = std::get<ConvContext>(e.context);
+      out << "    {{" << c.n << ", " << c.h << ", " << c.w << ", " << c.c << ", "
+          << c.k << ", " << c.r << ", " << c.s << ", " << c.pad_h << ", "
+          << c.pad_w << ", " << c.stride_h << ", " << c.stride_w << ", "
+          << c.dilation_h << ", " << c.dilation_w << "}, " << Block(e.block_shape)
+          << ", " << Num(e.seconds) << "},\n";
+    }
+  }
+  out << "};\n";
+
+  if (spec.model) {
+    out << "inline constexpr BlockShape k" << op << "Candidates[] = {\n";
+    for (const BlockShape& b : spec.candidates) out << "    " << Block(b) << ",\n";
+    out << "};\n";
+    BT_RETURN_IF_ERROR(WriteModel(out, spec, op));
+  }
+
+  // Shape helpers and the lookup.
+  if (gemm) {
+    out << R"(
+inline double GemmOperandBytes(std::int64_t m, std::int64_t n, std::int64_t k) {
+  return 4.0 * (double(m) * double(n) + double(m) * double(k) + double(k) * double(n));
+}
+
+inline double GemmDistance(const GemmEntry& e, std::int64_t m, std::int64_t n,
+                           std::int64_t k, Layout layout) {
+  const int a = layout == Layout::TN || layout == Layout::TT;
+  const int b = layout == Layout::NT || layout == Layout::TT;
+  const int ea = e.layout == Layout::TN || e.layout == Layout::TT;
+  const int eb = e.layout == Layout::NT || e.layout == Layout::TT;
+  return SqLog2Ratio(double(e.m), double(m)) + SqLog2Ratio(double(e.n), double(n)) +
+         SqLog2Ratio(double(e.k), double(k)) + (a != ea) + (b != eb);
+}
+
+}  // namespace detail
+)";
+    if (spec.model) {
+      out << R"(
+// The embedded model's predicted time, in seconds, of block shape `block`
+// for C = op(A) op(B) of m x n x k (as blocktuned predicts it).
+inline double gemm_predict_seconds(std::int64_t m, std::int64_t n, std::int64_t k,
+                                   Layout layout, const BlockShape& block) {
+  const float f[11] = {detail::Log2f(block.ml), detail::Log2f(block.nl),
+                       detail::Log2f(block.ms), detail::Log2f(block.ns),
+                       detail::Log2f(block.u),  detail::Log2f(block.kg),
+                       detail::Log2f(m),        detail::Log2f(n),
+                       detail::Log2f(k),
+                       (layout == Layout::TN || layout == Layout::TT) ? 1.f : 0.f,
+                       (layout == Layout::NT || layout == Layout::TT) ? 1.f : 0.f};
+  const double flops = 2.0 * double(m) * double(n) * double(k);
+  return flops / std::exp(static_cast<double>(detail::GemmLnFlops(f)));
+}
+)";
+    }
+    out << R"(
+// The block shape to run C = op(A) op(B) of m x n x k with (see the top of
+// this file for the order of preference).
+inline Config gemm_config(std::int64_t m, std::int64_t n, std::int64_t k,
+                          Layout layout = Layout::NN) {
+  for (const detail::GemmEntry& e : detail::kGemmEntries) {
+    if (e.m == m && e.n == n && e.k == k && e.layout == layout)
+      return {e.block, Match::kExact, e.seconds};
+  }
+  const double operands = detail::GemmOperandBytes(m, n, k);
+)";
+    if (spec.model) {
+      out << R"(  {
+    const BlockShape* best = nullptr;
+    double best_seconds = 0;
+    for (const BlockShape& b : detail::kGemmCandidates) {
+      if (!detail::Fits(b, m, n, k, operands)) continue;
+      const double s = gemm_predict_seconds(m, n, k, layout, b);
+      if (best == nullptr || s < best_seconds) {
+        best = &b;
+        best_seconds = s;
+      }
+    }
+    if (best != nullptr) return {*best, Match::kPredicted, best_seconds};
+  }
+)";
+    }
+    out << R"(  const detail::GemmEntry* nearest = nullptr;
+  double nearest_distance = 0;
+  for (const detail::GemmEntry& e : detail::kGemmEntries) {
+    if (!detail::Fits(e.block, m, n, k, operands)) continue;
+    const double d = detail::GemmDistance(e, m, n, k, layout);
+    if (nearest == nullptr || d < nearest_distance) {
+      nearest = &e;
+      nearest_distance = d;
+    }
+  }
+  if (nearest != nullptr) return {nearest->block, Match::kNearest, 0.0};
+  return {detail::kDefaultBlock, Match::kDefault, 0.0};
+}
+)";
+  } else {
+    out << R"(
+inline std::int64_t ConvP(const ConvShape& s) {
+  return (s.h + 2 * s.pad_h - s.dilation_h * (s.r - 1) - 1) / s.stride_h + 1;
+}
+inline std::int64_t ConvQ(const ConvShape& s) {
+  return (s.w + 2 * s.pad_w - s.dilation_w * (s.s - 1) - 1) / s.stride_w + 1;
+}
+inline bool SameShape(const ConvShape& a, const ConvShape& b) {
+  return a.n == b.n && a.h == b.h && a.w == b.w && a.c == b.c && a.k == b.k &&
+         a.r == b.r && a.s == b.s && a.pad_h == b.pad_h && a.pad_w == b.pad_w &&
+         a.stride_h == b.stride_h && a.stride_w == b.stride_w &&
+         a.dilation_h == b.dilation_h && a.dilation_w == b.dilation_w;
+}
+inline double ConvDistance(const ConvShape& a, const ConvShape& b) {
+  return SqLog2Ratio(double(a.n), double(b.n)) + SqLog2Ratio(double(a.h), double(b.h)) +
+         SqLog2Ratio(double(a.w), double(b.w)) + SqLog2Ratio(double(a.c), double(b.c)) +
+         SqLog2Ratio(double(a.k), double(b.k)) + SqLog2Ratio(double(a.r), double(b.r)) +
+         SqLog2Ratio(double(a.s), double(b.s)) + (a.pad_h != b.pad_h) +
+         (a.pad_w != b.pad_w) + (a.stride_h != b.stride_h) +
+         (a.stride_w != b.stride_w) + (a.dilation_h != b.dilation_h) +
+         (a.dilation_w != b.dilation_w);
+}
+inline bool ConvFits(const BlockShape& b, const ConvShape& s) {
+  const std::int64_t m = s.n * ConvP(s) * ConvQ(s);
+  const double operands = 4.0 * (double(m) * double(s.k) +
+                                 double(s.n) * double(s.h) * double(s.w) * double(s.c) +
+                                 double(s.k) * double(s.r) * double(s.s) * double(s.c));
+  return Fits(b, m, s.k, s.c * s.r * s.s, operands);
+}
+
+}  // namespace detail
+)";
+    if (spec.model) {
+      out << R"(
+// The embedded model's predicted time, in seconds, of block shape `block`
+// for the convolution `shape` (as blocktuned predicts it).
+inline double conv_predict_seconds(const ConvShape& shape, const BlockShape& block) {
+  const std::int64_t p = detail::ConvP(shape), q = detail::ConvQ(shape);
+  const float f[19] = {
+      detail::Log2f(block.ml),  detail::Log2f(block.nl),  detail::Log2f(block.ms),
+      detail::Log2f(block.ns),  detail::Log2f(block.u),   detail::Log2f(block.kg),
+      detail::Log2f(shape.n),   detail::Log2f(p),         detail::Log2f(q),
+      detail::Log2f(shape.c),   detail::Log2f(shape.k),   detail::Log2f(shape.r),
+      detail::Log2f(shape.s),   detail::Log2f(shape.stride_h),
+      detail::Log2f(shape.stride_w), detail::Log2f(shape.dilation_h),
+      detail::Log2f(shape.dilation_w), detail::Log2f(1 + shape.pad_h),
+      detail::Log2f(1 + shape.pad_w)};
+  const double flops = 2.0 * double(shape.n * p * q) * double(shape.k) *
+                       double(shape.c * shape.r * shape.s);
+  return flops / std::exp(static_cast<double>(detail::ConvLnFlops(f)));
+}
+)";
+    }
+    out << R"(
+// The block shape to run the convolution `shape` with (see the top of this
+// file for the order of preference).
+inline Config conv_config(const ConvShape& shape) {
+  for (const detail::ConvEntry& e : detail::kConvEntries) {
+    if (detail::SameShape(e.shape, shape)) return {e.block, Match::kExact, e.seconds};
+  }
+)";
+    if (spec.model) {
+      out << R"(  {
+    const BlockShape* best = nullptr;
+    double best_seconds = 0;
+    for (const BlockShape& b : detail::kConvCandidates) {
+      if (!detail::ConvFits(b, shape)) continue;
+      const double s = conv_predict_seconds(shape, b);
+      if (best == nullptr || s < best_seconds) {
+        best = &b;
+        best_seconds = s;
+      }
+    }
+    if (best != nullptr) return {*best, Match::kPredicted, best_seconds};
+  }
+)";
+    }
+    out << R"(  const detail::ConvEntry* nearest = nullptr;
+  double nearest_distance = 0;
+  for (const detail::ConvEntry& e : detail::kConvEntries) {
+    if (!detail::ConvFits(e.block, shape)) continue;
+    const double d = detail::ConvDistance(e.shape, shape);
+    if (nearest == nullptr || d < nearest_distance) {
+      nearest = &e;
+      nearest_distance = d;
+    }
+  }
+  if (nearest != nullptr) return {nearest->block, Match::kNearest, 0.0};
+  return {detail::kDefaultBlock, Match::kDefault, 0.0};
+}
+)";
+  }
+  out << "\n}  // namespace tuned\n}  // namespace blocktune\n\n#endif  // " << guard
+      << "\n";
+  return out.str();
+}
+
+}  // namespace blocktune
