@@ -162,13 +162,26 @@ TEST_F(CliTest, ImportThenQueryThenExport) {
   EXPECT_THAT(r.out, HasSubstr("is not a blocktune dataset"));
 }
 
-TEST_F(CliTest, UnbuiltCommandsSayWhatIsMissing) {
+TEST_F(CliTest, CampaignWithoutGpuSaysWhyAndKernelFallsBack) {
   CliRun r = Cli("campaign start --op conv --minutes 20 " + server_);
   EXPECT_EQ(r.code, 4);
   EXPECT_THAT(r.out, HasSubstr("no GPU"));
   r = Cli("kernel gemm --m 64 --n 64 --k 64 " + server_);
-  EXPECT_EQ(r.code, 4);
-  EXPECT_THAT(r.out, HasSubstr("issue 3"));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr(".visible .entry blocktune_gemm("));
+  const std::string ptx = dir_.path() + "/k.ptx";
+  r = Cli("kernel conv --n 1 --h 14 --w 14 --c 256 --k 256 --r 3 --s 3 --pad 1 "
+          "--block-shape \"ML=64 NL=64 MS=4 NS=4 U=8 KG=2\" --arch sm_80 -o " +
+          ptx + " " + server_);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("entry: blocktune_conv  grid 4 x 4 x 2  block 256 x 1 x 1"));
+  EXPECT_THAT(r.out, HasSubstr("then: blocktune_gemm_reduce"));
+  std::ifstream in(ptx);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_THAT(text, HasSubstr(".target sm_80"));
+  r = Cli("kernel gemm --m 64 --n 64 --k 64 --arch sm_1 " + server_);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--arch must be sm_XY"));
 }
 
 // `sample` runs locally: no daemon, no --server.

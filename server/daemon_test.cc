@@ -477,7 +477,7 @@ TEST_F(DaemonTest, QueryAnswersExactlyFromImportedDataElseNotFound) {
   EXPECT_EQ(devices.devices(0).tuned_answers(), 4);
 }
 
-TEST_F(DaemonTest, UnbuiltCapabilitiesAnswerUnimplementedNamingWhatIsMissing) {
+TEST_F(DaemonTest, CallsWithoutGpuOrDataSayWhatIsMissing) {
   auto daemon = Start();
   auto stub = daemon->NewStub();
   v1::StartCampaignRequest start;
@@ -502,9 +502,17 @@ TEST_F(DaemonTest, UnbuiltCapabilitiesAnswerUnimplementedNamingWhatIsMissing) {
   v1::GetKernelRequest kernel;
   *kernel.mutable_context() = TestQuery().context();
   v1::GetKernelResponse k;
+  // GetKernel never fails for lack of data: the default block shape's
+  // kernel, saying so.
   s = stub->GetKernel(Ctx().get(), kernel, &k);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_THAT(s.error_message(), HasSubstr("PTX generators (issue 3)"));
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(k.query().match(), v1::MATCH_DEFAULT);
+  EXPECT_THAT(k.ptx(), HasSubstr(".visible .entry blocktune_gemm("));
+  EXPECT_EQ(k.params_size(), 12);
+  kernel.set_arch("sm_999");
+  s = stub->GetKernel(Ctx().get(), kernel, &k);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("arch must be sm_XY with XY in [70, 120]"));
 
   v1::TrainModelRequest train;
   train.set_op(v1::OP_GEMM);
@@ -521,7 +529,7 @@ TEST_F(DaemonTest, UnbuiltCapabilitiesAnswerUnimplementedNamingWhatIsMissing) {
   v1::ExportResponse e;
   s = stub->Export(Ctx().get(), header, &e);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_THAT(s.error_message(), HasSubstr("issue 7"));
+  EXPECT_THAT(s.error_message(), HasSubstr("written by the client"));
 }
 
 TEST_F(DaemonTest, CampaignsAreListedWatchedAndCancelled) {
