@@ -43,4 +43,21 @@ grep -q "match=predicted" <<<"$out"
 grep -q "device=NVIDIA H100" <<<"$out"
 grep -q "kernel blocktune_gemm sm_90" <<<"$out"
 grep -q "same_block 1" <<<"$out"
+
+# The example application builds against the package where a CUDA toolkit
+# is (it needs a GPU only to run: examples/gemm_app/demo.sh).
+if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  "$work/prefix/bin/blocktune" --server "unix:$work/s.sock" export --op gemm \
+    --shapes <(echo "gemm m=4096 n=16 k=4096 layout=NT") --with-model \
+    -o "$work/tuned_gemm.h"
+  cmake -S "$src/examples/gemm_app" -B "$work/example" -G "$generator" \
+    -DCMAKE_PREFIX_PATH="$work/prefix" -DTUNED_HEADER="$work/tuned_gemm.h" \
+    -DCUDAToolkit_ROOT=/usr/local/cuda >"$work/example.log" 2>&1 &&
+    cmake --build "$work/example" >>"$work/example.log" 2>&1 ||
+    { cat "$work/example.log"; exit 1; }
+  test -x "$work/example/gemm_app"
+  echo "examples/gemm_app builds against the package"
+else
+  echo "no CUDA toolkit: examples/gemm_app not built"
+fi
 echo "package test passed"
