@@ -249,7 +249,7 @@ TEST_F(HeaderExportTest, HeadersCompileCleanAndMatchTheDaemon) {
   std::ifstream header(dir_.path() + "/tuned_gemm.h");
   std::string text((std::istreambuf_iterator<char>(header)), {});
   EXPECT_THAT(text, HasSubstr("// device:  NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)"));
-  EXPECT_THAT(text, HasSubstr("// model:   1 (hidden layers 64,128,192,256,192,128,64"));
+  EXPECT_THAT(text, HasSubstr("// model:   1 (hidden layers 128,128,128"));
   EXPECT_THAT(text, HasSubstr("// date:    20"));
   EXPECT_THAT(text, HasSubstr("// ptxas:   "));
 
