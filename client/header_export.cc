@@ -77,6 +77,40 @@ inline bool Fits(const BlockShape& b, std::int64_t m, std::int64_t n,
   return true;
 }
 
+// The candidate that `fits` accepts with the fewest `seconds`; null if none
+// fits.
+template <std::size_t N, typename FitsFn, typename SecondsFn>
+inline const BlockShape* Fastest(const BlockShape (&candidates)[N], FitsFn fits,
+                                 SecondsFn seconds, double* best_seconds) {
+  const BlockShape* best = nullptr;
+  for (const BlockShape& b : candidates) {
+    if (!fits(b)) continue;
+    const double s = seconds(b);
+    if (best == nullptr || s < *best_seconds) {
+      best = &b;
+      *best_seconds = s;
+    }
+  }
+  return best;
+}
+
+// The entry whose block shape `fits` at the least `distance`; null if none.
+template <typename Entry, std::size_t N, typename FitsFn, typename DistanceFn>
+inline const Entry* Nearest(const Entry (&entries)[N], FitsFn fits,
+                            DistanceFn distance) {
+  const Entry* nearest = nullptr;
+  double nearest_distance = 0;
+  for (const Entry& e : entries) {
+    if (!fits(e.block)) continue;
+    const double d = distance(e);
+    if (nearest == nullptr || d < nearest_distance) {
+      nearest = &e;
+      nearest_distance = d;
+    }
+  }
+  return nearest;
+}
+
 struct MlpLayer {
   int inputs, outputs;
   const float* weight;  // [outputs][inputs]
@@ -366,33 +400,24 @@ inline Config gemm_config(std::int64_t m, std::int64_t n, std::int64_t k,
       return {e.block, Match::kExact, e.seconds};
   }
   const double operands = detail::GemmOperandBytes(m, n, k);
+  auto fits = [&](const BlockShape& b) {
+    return detail::Fits(b, m, n, k, operands);
+  };
 )";
     if (spec.model) {
-      out << R"(  {
-    const BlockShape* best = nullptr;
-    double best_seconds = 0;
-    for (const BlockShape& b : detail::kGemmCandidates) {
-      if (!detail::Fits(b, m, n, k, operands)) continue;
-      const double s = gemm_predict_seconds(m, n, k, layout, b);
-      if (best == nullptr || s < best_seconds) {
-        best = &b;
-        best_seconds = s;
-      }
-    }
-    if (best != nullptr) return {*best, Match::kPredicted, best_seconds};
+      out << R"(  double seconds = 0;
+  if (const BlockShape* best = detail::Fastest(
+          detail::kGemmCandidates, fits,
+          [&](const BlockShape& b) { return gemm_predict_seconds(m, n, k, layout, b); },
+          &seconds)) {
+    return {*best, Match::kPredicted, seconds};
   }
 )";
     }
-    out << R"(  const detail::GemmEntry* nearest = nullptr;
-  double nearest_distance = 0;
-  for (const detail::GemmEntry& e : detail::kGemmEntries) {
-    if (!detail::Fits(e.block, m, n, k, operands)) continue;
-    const double d = detail::GemmDistance(e, m, n, k, layout);
-    if (nearest == nullptr || d < nearest_distance) {
-      nearest = &e;
-      nearest_distance = d;
-    }
-  }
+    out << R"(  const detail::GemmEntry* nearest = detail::Nearest(
+      detail::kGemmEntries, fits, [&](const detail::GemmEntry& e) {
+        return detail::GemmDistance(e, m, n, k, layout);
+      });
   if (nearest != nullptr) return {nearest->block, Match::kNearest, 0.0};
   return {detail::kDefaultBlock, Match::kDefault, 0.0};
 }
@@ -459,32 +484,20 @@ inline Config conv_config(const ConvShape& shape) {
     if (detail::SameShape(e.shape, shape)) return {e.block, Match::kExact, e.seconds};
   }
 )";
+    out << R"(  auto fits = [&](const BlockShape& b) { return detail::ConvFits(b, shape); };
+)";
     if (spec.model) {
-      out << R"(  {
-    const BlockShape* best = nullptr;
-    double best_seconds = 0;
-    for (const BlockShape& b : detail::kConvCandidates) {
-      if (!detail::ConvFits(b, shape)) continue;
-      const double s = conv_predict_seconds(shape, b);
-      if (best == nullptr || s < best_seconds) {
-        best = &b;
-        best_seconds = s;
-      }
-    }
-    if (best != nullptr) return {*best, Match::kPredicted, best_seconds};
+      out << R"(  double seconds = 0;
+  if (const BlockShape* best = detail::Fastest(
+          detail::kConvCandidates, fits,
+          [&](const BlockShape& b) { return conv_predict_seconds(shape, b); }, &seconds)) {
+    return {*best, Match::kPredicted, seconds};
   }
 )";
     }
-    out << R"(  const detail::ConvEntry* nearest = nullptr;
-  double nearest_distance = 0;
-  for (const detail::ConvEntry& e : detail::kConvEntries) {
-    if (!detail::ConvFits(e.block, shape)) continue;
-    const double d = detail::ConvDistance(e.shape, shape);
-    if (nearest == nullptr || d < nearest_distance) {
-      nearest = &e;
-      nearest_distance = d;
-    }
-  }
+    out << R"(  const detail::ConvEntry* nearest = detail::Nearest(
+      detail::kConvEntries, fits,
+      [&](const detail::ConvEntry& e) { return detail::ConvDistance(e.shape, shape); });
   if (nearest != nullptr) return {nearest->block, Match::kNearest, 0.0};
   return {detail::kDefaultBlock, Match::kDefault, 0.0};
 }

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "client/header_export.h"
+#include "client/print.h"
 #include "proto/convert.h"
 #include "proto/dataset_file.h"
 
@@ -27,17 +28,6 @@ std::string NowUtc() {
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
-}
-
-std::string SourceName(v1::Source s) {
-  switch (s) {
-    case v1::SOURCE_MEASURED: return "measured";
-    case v1::SOURCE_PREDICTED: return "predicted";
-    case v1::SOURCE_IMPORTED: return "imported";
-    case v1::SOURCE_VERIFIED: return "verified";
-    case v1::SOURCE_DEFAULT: return "default";
-    default: return "unknown";
-  }
 }
 
 double AnswerSeconds(const v1::TunedAnswer& a) {
@@ -138,9 +128,8 @@ int RunHeaderExport(Connection& conn, const HeaderExportFlags& f) {
         if (!xb.ok()) return StatusFailed(xb.status());
         e.block_shape = *xb;
         e.seconds = AnswerSeconds(best);
-        e.source = q.source() == v1::QUERY_SOURCE_FALLBACK
-                       ? (q.match() == v1::MATCH_NEAREST ? "nearest" : "default")
-                       : SourceName(best.source());
+        e.source = q.source() == v1::QUERY_SOURCE_FALLBACK ? QuerySourceName(q)
+                                                            : SourceName(best.source());
         spec.entries.push_back(e);
         for (const v1::TunedAnswer& a : q.answers()) {
           if (auto b = FromProto(a.block_shape(), "answer"); b.ok()) add_candidate(*b);

@@ -24,6 +24,8 @@ std::string DeviceLine(const v1::DeviceFingerprint& p) {
   return device.ok() ? ToString(*device) : p.name();
 }
 
+}  // namespace
+
 const char* SourceName(v1::Source source) {
   switch (source) {
     case v1::SOURCE_MEASURED: return "measured";
@@ -34,6 +36,19 @@ const char* SourceName(v1::Source source) {
     default: return "unknown";
   }
 }
+
+const char* QuerySourceName(const v1::QueryResponse& r) {
+  switch (r.source()) {
+    case v1::QUERY_SOURCE_CACHED: return "cached";
+    case v1::QUERY_SOURCE_PREDICTED: return "predicted";
+    case v1::QUERY_SOURCE_VERIFIED: return "verified";
+    case v1::QUERY_SOURCE_FALLBACK:
+      return r.match() == v1::MATCH_NEAREST ? "nearest" : "default";
+    default: return "unknown";
+  }
+}
+
+namespace {
 
 const char* StateName(v1::CampaignState state) {
   auto parsed = FromProto(state, "state");
@@ -131,13 +146,7 @@ std::string ProgressLine(const v1::CampaignProgress& p, int bar_width) {
 }
 
 void Print(const v1::QueryResponse& r, std::ostream& out) {
-  const char* source = r.source() == v1::QUERY_SOURCE_CACHED      ? "cached"
-                       : r.source() == v1::QUERY_SOURCE_PREDICTED ? "predicted"
-                       : r.source() == v1::QUERY_SOURCE_VERIFIED  ? "verified"
-                       : r.source() == v1::QUERY_SOURCE_FALLBACK
-                           ? (r.match() == v1::MATCH_NEAREST ? "nearest" : "default")
-                           : "unknown";
-  out << "source: " << source;
+  out << "source: " << QuerySourceName(r);
   if (r.candidates() > 0) {
     char took[64];
     std::snprintf(took, sizeof(took), " (%lld block shapes scored in %.1f ms)",
@@ -175,12 +184,7 @@ void PrintKernelSummary(const v1::GetKernelResponse& k, std::ostream& out) {
   auto xb = FromProto(k.block_shape(), "block_shape");
   out << "block shape: " << (xb.ok() ? ToString(*xb) : "?");
   if (k.has_query()) {
-    out << "  (" << (k.query().source() == v1::QUERY_SOURCE_FALLBACK
-                         ? (k.query().match() == v1::MATCH_NEAREST ? "nearest" : "default")
-                         : k.query().source() == v1::QUERY_SOURCE_CACHED ? "cached"
-                         : k.query().source() == v1::QUERY_SOURCE_VERIFIED ? "verified"
-                                                                           : "predicted")
-        << ")";
+    out << "  (" << QuerySourceName(k.query()) << ")";
   }
   out << "\nentry: " << k.entry() << "  grid " << dims(k.grid()) << "  block "
       << dims(k.block()) << "  shared " << k.shared_bytes() << " B  "

@@ -14,6 +14,12 @@ namespace blocktune {
 
 std::string ToJson(const google::protobuf::Message& message);
 
+// "measured", "predicted", "imported", "verified", "default".
+const char* SourceName(v1::Source source);
+// How a query was answered: "cached", "predicted", "verified", or for a
+// fallback "nearest" / "default".
+const char* QuerySourceName(const v1::QueryResponse& response);
+
 void Print(const v1::HealthResponse& health, std::ostream& out);
 void Print(const v1::ListDevicesResponse& devices, std::ostream& out);
 void Print(const v1::Campaign& campaign, std::ostream& out);
