@@ -1,12 +1,8 @@
 // The blocktune binary against a real blocktuned: exit codes, output, and
 // the query syntax users rely on.
-#include <signal.h>
-#include <sys/wait.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <array>
 #include <cstdio>
 #include <fstream>
 
@@ -19,21 +15,10 @@ namespace {
 using ::testing::HasSubstr;
 using namespace ::blocktune::testing;  // NOLINT
 
-struct CliRun {
-  int code = -1;
-  std::string out;  // stdout and stderr together
-};
+using CliRun = CommandResult;
 
 CliRun Cli(const std::string& args) {
-  CliRun run;
-  std::string command = std::string(BLOCKTUNE_CLI) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) run.out.append(buf.data(), n);
-  int status = pclose(pipe);
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
+  return RunCommand(std::string(BLOCKTUNE_CLI) + " " + args);
 }
 
 class CliTest : public ::testing::Test {

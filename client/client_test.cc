@@ -26,7 +26,7 @@ std::string MakeTempDir() {
 }
 
 int RunCli(const std::string& args) {
-  return std::system((std::string(BLOCKTUNE_CLI) + " " + args + " >/dev/null 2>&1").c_str());
+  return testing::RunCommand(std::string(BLOCKTUNE_CLI) + " " + args).code;
 }
 
 class ClientTest : public ::testing::Test {

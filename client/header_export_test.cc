@@ -32,21 +32,9 @@ constexpr char kModels[] = "/models/pretrained/h100-sxm/models.json.gz";
 // the two agree to ~1e-6; a wrong feature or weight is off by far more.
 constexpr double kTolerance = 1e-4;
 
-struct ShellRun {
-  int code = -1;
-  std::string out;
-};
+using ShellRun = CommandResult;
 
-ShellRun Shell(const std::string& command) {
-  ShellRun run;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) run.out.append(buf, n);
-  const int status = pclose(pipe);
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
+ShellRun Shell(const std::string& command) { return RunCommand(command); }
 
 // The program the exported headers are compiled into. stdin lines:
 //   g M N K LAYOUT [ML NL MS NS U KG]   (predict when a block is given)

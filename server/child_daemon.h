@@ -40,6 +40,14 @@ class ChildDaemon {
   bool listening_ = false;
 };
 
+// Runs `command` through the shell, stderr merged into stdout; code is the
+// exit status, -1 if it did not exit.
+struct CommandResult {
+  int code = -1;
+  std::string out;
+};
+CommandResult RunCommand(const std::string& command);
+
 }  // namespace blocktune::testing
 
 #endif  // BLOCKTUNE_SERVER_CHILD_DAEMON_H_
