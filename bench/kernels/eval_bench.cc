@@ -1,0 +1,411 @@
+// The thesis evaluation (issue 8, thesis §4.5) on one GPU: for every shape of
+// a plan written by bench/eval_plan (blocktune's answers from its query
+// path), times under one protocol (bench/kernels/measure.h):
+//   model   the query path's answer from the surrogate alone (its top 1);
+//   top10   the best of the query path's top 10, each timed here: the
+//           selection the daemon's --verify makes;
+//   oracle  the best block shape found by sweeping: the top 10 plus up to
+//           --sweep sampled valid block shapes within --budget-ms of kernel
+//           time;
+//   cuBLAS  cublasSgemm as called, and the best of the cublasLt heuristic's
+//           candidates (TF32 off);
+//   cuDNN   the best of cudnnFind over every algorithm, NHWC and NCHW.
+// The picks are timed again after selection (the median of RepsFor(shape)
+// launches) so that the least of several noisy timings is not what is
+// reported; each pick's output is compared with the vendor's.
+//
+//   eval_bench --plan bench/results/h100/eval/plan.tsv [--family F]...
+//       --csv out.csv --json out.json [--sweep 200] [--budget-ms 4000]
+// A plan line: family \t context \t rank \t block shape \t predicted seconds.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/kernels/measure.h"
+#include "bench/timing.h"
+#include "kernels/ptx_compiler.h"
+
+namespace blocktune::bench {
+namespace {
+
+struct Planned {
+  std::string family;
+  Context ctx;
+  std::vector<BlockShape> top;  // rank order
+  double predicted_s = 0;       // of the top 1
+};
+
+StatusOr<std::vector<Planned>> ReadPlan(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound("cannot read --plan " + path);
+  std::vector<Planned> out;
+  std::map<std::string, size_t> index;
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> f;
+    size_t a = 0;
+    for (size_t b; (b = line.find('\t', a)) != std::string::npos; a = b + 1)
+      f.push_back(line.substr(a, b - a));
+    f.push_back(line.substr(a));
+    const std::string where = path + ":" + std::to_string(line_no) + ": ";
+    if (f.size() != 5)
+      return InvalidArgument(where + "expected 5 tab-separated fields");
+    auto ctx = ContextFromString(f[1]);
+    if (!ctx.ok()) return InvalidArgument(where + ctx.status().message());
+    auto xb = BlockShapeFromString(f[3]);
+    if (!xb.ok()) return InvalidArgument(where + xb.status().message());
+    auto [it, added] = index.emplace(f[0] + "\t" + f[1], out.size());
+    if (added) out.push_back({f[0], *ctx, {}, 0});
+    Planned& p = out[it->second];
+    if (p.top.empty()) p.predicted_s = std::stod(f[4]);
+    p.top.push_back(*xb);
+  }
+  return out;
+}
+
+// Generates and loads every block shape, compiling PTX to cubins on all
+// cores through nvJitLink where it is (the driver's JIT compiles one module
+// at a time). Entries that do not load stay null.
+std::vector<std::unique_ptr<LoadedGemm>> LoadAll(
+    const Context& ctx, const std::vector<BlockShape>& shapes) {
+  std::vector<std::unique_ptr<LoadedGemm>> out(shapes.size());
+  auto compiler = PtxCompiler::Get();
+  if (!compiler.ok()) {
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      auto k = LoadedGemm::Create(ctx, shapes[i], "sm_90");
+      if (k.ok()) out[i] = std::move(*k);
+    }
+    return out;
+  }
+  std::vector<std::optional<GemmKernel>> kernels(shapes.size());
+  std::vector<std::string> images(shapes.size());
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < shapes.size();) {
+        auto k = GenerateKernel(ctx, shapes[i], "sm_90");
+        if (!k.ok()) continue;
+        auto image = (*compiler)->Compile(k->ptx, "sm_90");
+        if (!image.ok()) continue;
+        kernels[i] = std::move(*k);
+        images[i] = std::move(*image);
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    if (!kernels[i]) continue;
+    auto k = LoadedGemm::Load(ctx, std::move(*kernels[i]), images[i]);
+    if (k.ok()) out[i] = std::move(*k);
+  }
+  return out;
+}
+
+struct Pick {
+  BlockShape xb{};
+  double ms = INFINITY;
+  double relerr = NAN;
+};
+
+struct Row {
+  std::string family, context, describe;
+  double gflop = 0;
+  Pick model, top10, oracle;
+  double predicted_ms = 0;
+  int tried = 0, top_loaded = 0;
+  double sgemm_ms = NAN, lt_ms = NAN, dnn_ms = NAN, vendor_ms = NAN;
+  int lt_count = 0, dnn_count = 0;
+  std::string dnn_algo;
+};
+
+std::string Num(double v, const char* format = "%.4f") {
+  if (!std::isfinite(v)) return "";
+  char b[32];
+  std::snprintf(b, sizeof(b), format, v);
+  return b;
+}
+
+const char* kCsvHeader =
+    "family,context,shape,gflop,model_xb,model_us,model_predicted_us,"
+    "top10_xb,top10_us,oracle_xb,oracle_us,tried,sgemm_us,lt_us,lt_candidates,"
+    "cudnn_us,cudnn_algo,cudnn_algorithms,vendor_us,relerr_model,relerr_top10,"
+    "relerr_oracle";
+
+std::string CsvLine(const Row& r) {
+  std::string s = r.family + "," + r.context + "," + r.describe + "," +
+                  Num(r.gflop) + "," + ToString(r.model.xb) + "," +
+                  Num(r.model.ms * 1e3, "%.2f") + "," +
+                  Num(r.predicted_ms * 1e3, "%.2f") + "," + ToString(r.top10.xb) +
+                  "," + Num(r.top10.ms * 1e3, "%.2f") + "," +
+                  ToString(r.oracle.xb) + "," + Num(r.oracle.ms * 1e3, "%.2f") +
+                  "," + std::to_string(r.tried) + "," +
+                  Num(r.sgemm_ms * 1e3, "%.2f") + "," + Num(r.lt_ms * 1e3, "%.2f") +
+                  "," + std::to_string(r.lt_count) + "," +
+                  Num(r.dnn_ms * 1e3, "%.2f") + "," + r.dnn_algo + "," +
+                  std::to_string(r.dnn_count) + "," +
+                  Num(r.vendor_ms * 1e3, "%.2f") + "," +
+                  Num(r.model.relerr, "%.2e") + "," + Num(r.top10.relerr, "%.2e") +
+                  "," + Num(r.oracle.relerr, "%.2e");
+  return s;
+}
+
+std::string JsonNum(double v, const char* format = "%.3f") {
+  return std::isfinite(v) ? Num(v, format) : "null";
+}
+
+std::string JsonObject(const Row& r) {
+  auto pick = [](const Pick& p) {
+    return "{\"block_shape\": \"" + ToString(p.xb) + "\", \"us\": " +
+           JsonNum(p.ms * 1e3) + ", \"relerr\": " + JsonNum(p.relerr, "%.3e") +
+           "}";
+  };
+  return "{\"family\": \"" + r.family + "\", \"context\": \"" + r.context +
+         "\", \"shape\": \"" + r.describe + "\", \"gflop\": " + JsonNum(r.gflop, "%.6f") +
+         ", \"model\": " + pick(r.model) + ", \"model_predicted_us\": " +
+         JsonNum(r.predicted_ms * 1e3) + ", \"top10\": " + pick(r.top10) +
+         ", \"oracle\": " + pick(r.oracle) + ", \"tried\": " +
+         std::to_string(r.tried) + ", \"sgemm_us\": " + JsonNum(r.sgemm_ms * 1e3) +
+         ", \"lt_us\": " + JsonNum(r.lt_ms * 1e3) + ", \"lt_candidates\": " +
+         std::to_string(r.lt_count) + ", \"cudnn_us\": " + JsonNum(r.dnn_ms * 1e3) +
+         ", \"cudnn_algo\": \"" + r.dnn_algo + "\", \"cudnn_algorithms\": " +
+         std::to_string(r.dnn_count) + ", \"vendor_us\": " +
+         JsonNum(r.vendor_ms * 1e3) + "}";
+}
+
+int Usage() {
+  std::fprintf(stderr,
+               "usage: eval_bench --plan FILE --csv FILE --json FILE "
+               "[--family NAME]... [--sweep N (0..2000)] [--budget-ms MS "
+               "(0..600000)]\n");
+  return 2;
+}
+
+int Main(int argc, char** argv) {
+  std::string plan_path, csv_path, json_path;
+  std::set<std::string> families;
+  long sweep = 200;
+  double budget_ms = 4000;
+  for (int i = 1; i < argc; ++i) {
+    auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+    const std::string flag = argv[i];
+    const char* v = value();
+    if (!v) return Usage();
+    if (flag == "--plan") plan_path = v;
+    else if (flag == "--csv") csv_path = v;
+    else if (flag == "--json") json_path = v;
+    else if (flag == "--family") families.insert(v);
+    else if (flag == "--sweep") sweep = std::strtol(v, nullptr, 10);
+    else if (flag == "--budget-ms") budget_ms = std::strtod(v, nullptr);
+    else return Usage();
+  }
+  if (plan_path.empty() || csv_path.empty() || json_path.empty()) return Usage();
+  if (sweep < 0 || sweep > 2000) {
+    std::fprintf(stderr, "--sweep: %ld is outside [0, 2000]\n", sweep);
+    return 2;
+  }
+  if (!(budget_ms >= 0 && budget_ms <= 600000)) {
+    std::fprintf(stderr, "--budget-ms: outside [0, 600000]\n");
+    return 2;
+  }
+  auto plan = ReadPlan(plan_path);
+  if (!plan.ok()) {
+    std::fprintf(stderr, "%s\n", plan.status().ToString().c_str());
+    return 2;
+  }
+  auto cu = cuda::Context::Open(0);
+  if (!cu.ok()) {
+    std::printf("%s\n", cu.status().message().c_str());
+    return 1;
+  }
+  cuda::Driver* driver = *cuda::Driver::Get();
+  const DeviceFingerprint fp = *driver->Fingerprint(0);
+  cublasHandle_t handle;
+  cublasCreate(&handle);
+  cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH);  // no TF32
+  cublasLtHandle_t lt;
+  cublasLtCreate(&lt);
+#ifdef BLOCKTUNE_HAVE_CUDNN
+  cudnnHandle_t dnn;
+  cudnnCreate(&dnn);
+#endif
+  FILE* csv = std::fopen(csv_path.c_str(), "w");
+  FILE* json = std::fopen(json_path.c_str(), "w");
+  if (!csv || !json) {
+    std::fprintf(stderr, "cannot write --csv or --json\n");
+    return 2;
+  }
+  std::fprintf(csv, "# %s\n%s\n", ToString(fp).c_str(), kCsvHeader);
+  std::fprintf(json, "{\"device\": \"%s\", \"rows\": [\n", ToString(fp).c_str());
+  std::printf("# %s; sweep %ld, budget %.0f ms of kernel time per shape\n",
+              ToString(fp).c_str(), sweep, budget_ms);
+  std::printf("%-8s %-32s %9s %9s %9s %9s %6s %6s %6s %5s\n", "family", "shape",
+              "model_us", "top10_us", "oracle_us", "vendor_us", "v/top10",
+              "v/model", "m/orcl", "tried");
+  std::mt19937 rng(1);
+  bool first = true;
+  const double t_start = NowSeconds();
+  for (const Planned& p : *plan) {
+    if (!families.empty() && !families.count(p.family)) continue;
+    Row row;
+    row.family = p.family;
+    row.context = ToString(p.ctx);
+    row.describe = Describe(p.ctx);
+    row.gflop = Flops(p.ctx) / 1e9;
+    row.predicted_ms = p.predicted_s * 1e3;
+    auto made = MakeOperands(p.ctx, rng);
+    if (!made.ok()) {
+      std::printf("%-8s %-32s %s\n", p.family.c_str(), row.describe.c_str(),
+                  made.status().ToString().c_str());
+      continue;
+    }
+    Operands& ops = *made;
+    const int reps = RepsFor(p.ctx);
+    const int sweep_reps = std::max(5, reps / 4);
+
+    // The candidates: the query path's top 10, then the sweep's sample.
+    std::vector<BlockShape> shapes = p.top;
+    std::set<std::string> seen;
+    for (const BlockShape& xb : shapes) seen.insert(ToString(xb));
+    for (const BlockShape& xb :
+         SweepCandidates(p.ctx, fp.sm_count, static_cast<size_t>(sweep), rng))
+      if (seen.insert(ToString(xb)).second) shapes.push_back(xb);
+    auto loaded = LoadAll(p.ctx, shapes);
+
+    // Top 10, each at full repetitions; then the sweep within the budget.
+    std::vector<double> ms(shapes.size(), INFINITY);
+    double spent = 0;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const bool in_top = i < p.top.size();
+      if (!in_top && spent > budget_ms) break;
+      if (!loaded[i]) continue;
+      const int r = in_top ? reps : sweep_reps;
+      auto t = TimeOurs(p.ctx, *loaded[i], ops, r);
+      if (!t.ok()) continue;
+      ms[i] = *t;
+      spent += *t * (r + 2);
+      ++row.tried;
+      if (in_top) ++row.top_loaded;
+    }
+    auto best_of = [&](size_t begin, size_t end) {
+      size_t best = begin;
+      for (size_t i = begin; i < end; ++i)
+        if (ms[i] < ms[best]) best = i;
+      return best;
+    };
+    const size_t n_top = p.top.size();
+    const size_t top_i = best_of(0, n_top);
+    const size_t oracle_i = best_of(0, shapes.size());
+    if (!loaded[0] || !std::isfinite(ms[top_i])) {
+      std::printf("%-8s %-32s the model's answer did not run\n",
+                  p.family.c_str(), row.describe.c_str());
+      continue;
+    }
+    // Re-time the picks, keeping each one's output for the check.
+    std::vector<float> out_model, out_top, out_oracle, ref;
+    auto retime = [&](size_t i, std::vector<float>* out, Pick* pick) {
+      pick->xb = shapes[i];
+      auto t = TimeOurs(p.ctx, *loaded[i], ops, reps, out);
+      pick->ms = t.ok() ? *t : INFINITY;
+    };
+    retime(0, &out_model, &row.model);
+    retime(top_i, &out_top, &row.top10);
+    retime(oracle_i, &out_oracle, &row.oracle);
+    // The oracle is the best known: the model's and top 10's picks are in
+    // the swept set.
+    if (row.model.ms < row.oracle.ms) {
+      row.oracle = row.model;
+      out_oracle = out_model;
+    }
+    if (row.top10.ms < row.oracle.ms) {
+      row.oracle = row.top10;
+      out_oracle = out_top;
+    }
+
+    // The vendor, whose output is the reference.
+    bool ref_ok = false;
+    if (const auto* gc = std::get_if<GemmContext>(&p.ctx)) {
+      auto lt_ms = TimeLtBest(lt, *gc, ops, reps, &row.lt_count);
+      auto sg = TimeSgemm(handle, *gc, ops, reps);
+      if (lt_ms.ok()) row.lt_ms = *lt_ms;
+      if (sg.ok()) row.sgemm_ms = *sg;
+      row.vendor_ms = std::fmin(row.lt_ms, row.sgemm_ms);
+      ref_ok = ops.c.Fill32(0x7fc00000).ok() && Sgemm(handle, *gc, ops, 0).ok();
+    } else {
+#ifdef BLOCKTUNE_HAVE_CUDNN
+      const auto& cv = std::get<ConvContext>(p.ctx);
+      int nchw_count = 0, nhwc_count = 0;
+      std::string nchw_name, nhwc_name;
+      auto nchw = TimeCudnnBest(dnn, cv, CUDNN_TENSOR_NCHW, ops, reps,
+                                &nchw_count, &nchw_name);
+      auto nhwc = TimeCudnnBest(dnn, cv, CUDNN_TENSOR_NHWC, ops, reps,
+                                &nhwc_count, &nhwc_name);
+      row.dnn_count = nchw_count + nhwc_count;
+      ref_ok = nhwc.ok();  // NHWC ran last: its output is in C
+      if (nhwc.ok()) {
+        row.dnn_ms = *nhwc;
+        row.dnn_algo = nhwc_name;
+      }
+      if (nchw.ok() && !(*nchw >= row.dnn_ms)) {
+        row.dnn_ms = *nchw;
+        row.dnn_algo = nchw_name;
+      }
+      row.vendor_ms = row.dnn_ms;
+#endif
+    }
+    cudaDeviceSynchronize();
+    ref.resize(ops.c.bytes() / 4);
+    if (ref_ok && ops.c.CopyToHost(ref.data(), ref.size() * 4).ok()) {
+      row.model.relerr = RelativeError(out_model, ref);
+      row.top10.relerr = RelativeError(out_top, ref);
+      row.oracle.relerr = RelativeError(out_oracle, ref);
+    }
+    std::fprintf(csv, "%s\n", CsvLine(row).c_str());
+    std::fprintf(json, "%s%s", first ? "" : ",\n", JsonObject(row).c_str());
+    std::fflush(csv);
+    std::fflush(json);
+    first = false;
+    std::printf("%-8s %-32s %9.1f %9.1f %9.1f %9.1f %6.2f %6.2f %6.2f %5d%s\n",
+                p.family.c_str(), row.describe.c_str(), row.model.ms * 1e3,
+                row.top10.ms * 1e3, row.oracle.ms * 1e3, row.vendor_ms * 1e3,
+                row.vendor_ms / row.top10.ms, row.vendor_ms / row.model.ms,
+                row.oracle.ms / row.model.ms, row.tried,
+                row.model.relerr < 1e-5 && row.top10.relerr < 1e-5 &&
+                        row.oracle.relerr < 1e-5
+                    ? ""
+                    : "  RELERR");
+    std::fflush(stdout);
+  }
+  std::fprintf(json, "\n]}\n");
+  std::fclose(csv);
+  std::fclose(json);
+  std::printf("# %.0f s\n", NowSeconds() - t_start);
+#ifdef BLOCKTUNE_HAVE_CUDNN
+  cudnnDestroy(dnn);
+#endif
+  cublasLtDestroy(lt);
+  cublasDestroy(handle);
+  return 0;
+}
+
+}  // namespace
+}  // namespace blocktune::bench
+
+int main(int argc, char** argv) { return blocktune::bench::Main(argc, argv); }
