@@ -10,7 +10,9 @@ Protocol, as bench/kernels/measure.h: random inputs in [-1, 1] rotated over
 >= 200 MB of copies, CUDA events around each launch, 2 warm-ups, the median
 of 10..200 launches (about 20 GFLOP); every config timed, the best timed
 again; its output (C poisoned with NaN first) compared with a float64
-reference by ||C - ref|| / ||ref||.
+reference by ||C - ref|| / ||ref||. Each launch is a CUDA graph replay, so
+Python's launch cost is not timed (blocktune's kernels and cuBLAS are
+launched from C++).
 
   python3 bench/eval/triton_gemm.py --plan plan.tsv --csv triton.csv
 
@@ -99,14 +101,30 @@ def main():
                      num_stages=stages)
 
     def time_ms(cfg, As, Bs, C, reps):
+        # Compile, then capture one CUDA graph per input copy and time its
+        # replays: Python's launch overhead (~20 us a launch) would otherwise
+        # be timed as idle GPU in front of every small kernel.
         for i in range(2):
             launch(cfg, As[i % len(As)], Bs[i % len(Bs)], C)
+        torch.cuda.synchronize()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        graphs = []
+        with torch.cuda.stream(side):
+            for i in range(len(As)):
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g, stream=side):
+                    launch(cfg, As[i], Bs[i], C)
+                graphs.append(g)
+        torch.cuda.current_stream().wait_stream(side)
+        for i in range(2):
+            graphs[i % len(graphs)].replay()
         times = []
         for r in range(reps):
             s = torch.cuda.Event(enable_timing=True)
             e = torch.cuda.Event(enable_timing=True)
             s.record()
-            launch(cfg, As[r % len(As)], Bs[r % len(Bs)], C)
+            graphs[r % len(graphs)].replay()
             e.record()
             e.synchronize()
             times.append(s.elapsed_time(e))
