@@ -6,6 +6,7 @@
 #                                     # query path over the shipped models)
 #   bench/eval/run.sh gpu EVAL_BENCH  # the GPU host: time the plan (about
 #                                     # 5 min on an H100), then Triton
+#                                     # (TRITON=0: not)
 #   bench/eval/run.sh report          # any machine: summary.md and the PNGs
 #
 # EVAL_BENCH is bench/kernels/eval_bench from a build with the CUDA toolkit
@@ -36,8 +37,10 @@ case "${1:-}" in
       --family conv256 --family resnet50_b1 --family resnet50_b32 \
       --csv "$results/eval-rest.csv" --json "$results/eval-rest.json" \
       --sweep 300 --budget-ms 6000 | tee "$results/eval-rest.txt"
-    python3 bench/eval/triton_gemm.py --plan "$results/plan.tsv" \
-      --csv "$results/triton.csv" | tee "$results/triton.txt"
+    if [[ "${TRITON:-1}" != 0 ]]; then
+      python3 bench/eval/triton_gemm.py --plan "$results/plan.tsv" \
+        --csv "$results/triton.csv" | tee "$results/triton.txt"
+    fi
     ;;
   report)
     python=python3
