@@ -94,7 +94,7 @@ def read_rows(results):
                       "oracle_us", "sgemm_us", "lt_us", "cudnn_us", "vendor_us",
                       "relerr_model", "relerr_top10", "relerr_oracle",
                       "model_repeat_us"):
-                r[k] = number(r[k])
+                r[k] = number(r.get(k))
             rows.append(r)
     triton = {}
     path = os.path.join(results, "triton.csv")
