@@ -295,6 +295,10 @@ def main():
     text = (["# Thesis evaluation on the H100 (issue 8)", "",
              "Made by `bench/eval/report.py` from the CSV files beside this one. "
              "Ratios are vendor time / blocktune time (> 1: blocktune faster).", "",
+             "Made with `bench/eval/run.sh plan` (blocktune's top 10 through one BatchQuery "
+             "over the shipped models), `bench/eval/run.sh gpu EVAL_BENCH` on an H100 "
+             "(`eval_bench --sweep 300 --budget-ms 6000`, then `triton_gemm.py`) and "
+             "`bench/eval/run.sh report`.", "",
              "## Headline", ""] + headline(rows) + ["", "## Targets", ""] + targets(rows) +
             ["", "## Every shape", ""] + shape_table(rows) +
             ["", "## Block shapes chosen (thesis Tables 4.3-4.8)", "",
