@@ -73,7 +73,12 @@ StatusOr<std::vector<Planned>> ReadPlan(const std::string& path) {
     auto [it, added] = index.emplace(f[0] + "\t" + f[1], out.size());
     if (added) out.push_back({f[0], *ctx, {}, 0});
     Planned& p = out[it->second];
-    if (p.top.empty()) p.predicted_s = std::stod(f[4]);
+    char* end = nullptr;
+    const double predicted = std::strtod(f[4].c_str(), &end);
+    if (end == f[4].c_str() || *end != '\0' || !(predicted >= 0))
+      return InvalidArgument(where + "predicted seconds: '" + f[4] +
+                             "' is not a number >= 0");
+    if (p.top.empty()) p.predicted_s = predicted;
     p.top.push_back(*xb);
   }
   return out;
@@ -214,13 +219,21 @@ int Main(int argc, char** argv) {
     else if (flag == "--csv") csv_path = v;
     else if (flag == "--json") json_path = v;
     else if (flag == "--family") families.insert(v);
-    else if (flag == "--sweep") sweep = std::strtol(v, nullptr, 10);
-    else if (flag == "--budget-ms") budget_ms = std::strtod(v, nullptr);
+    else if (flag == "--sweep" || flag == "--budget-ms") {
+      char* end = nullptr;
+      const double x = std::strtod(v, &end);
+      if (end == v || *end != '\0') {
+        std::fprintf(stderr, "%s: '%s' is not a number\n", flag.c_str(), v);
+        return 2;
+      }
+      if (flag == "--sweep") sweep = x >= 0 && x <= 2000 ? static_cast<long>(x) : -1;
+      else budget_ms = x;
+    }
     else return Usage();
   }
   if (plan_path.empty() || csv_path.empty() || json_path.empty()) return Usage();
   if (sweep < 0 || sweep > 2000) {
-    std::fprintf(stderr, "--sweep: %ld is outside [0, 2000]\n", sweep);
+    std::fprintf(stderr, "--sweep: outside [0, 2000]\n");
     return 2;
   }
   if (!(budget_ms >= 0 && budget_ms <= 600000)) {
