@@ -5,8 +5,8 @@
 // top --top block shapes of every shape. bench/kernels/eval_bench times the
 // plan on the GPU.
 //
-//   eval_plan --blocktuned build/server/blocktuned \
-//       --models models/pretrained/h100-sxm/models.json.gz \
+//   eval_plan --blocktuned build/server/blocktuned
+//       --models models/pretrained/h100-sxm/models.json.gz
 //       --shapes bench/eval/shapes.txt --out plan.tsv [--top 10]
 // A shapes line: "family | context" (kernels ToString form).
 // A plan line: family \t context \t rank \t block shape \t predicted seconds.
@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
       if (line.empty() || line[0] == '#') continue;
       const size_t bar = line.find(" | ");
       auto ctx = bar == std::string::npos
-                     ? StatusOr<Context>(InvalidArgument("expected 'family | context'"))
+                     ? StatusOr<Context>(
+                           InvalidArgument("expected 'family | context'"))
                      : ContextFromString(line.substr(bar + 3));
       if (!ctx.ok()) {
         std::fprintf(stderr, "%s:%d: %s\n", shapes_path.c_str(), line_no,
@@ -123,15 +124,18 @@ int main(int argc, char** argv) {
           << ToString(*FromProto(a.block_shape(), "block_shape")) << "\t"
           << a.predicted_seconds() << "\n";
     }
-    std::printf("%-12s %-80s %6lld shapes scored, top 1 %s (%.1f us predicted)\n",
-                families[i].c_str(), text.c_str(),
-                static_cast<long long>(r.response().candidates()),
-                ToString(*FromProto(r.response().answers(0).block_shape(),
-                                    "block_shape")).c_str(),
-                r.response().answers(0).predicted_seconds() * 1e6);
+    std::printf(
+        "%-12s %-80s %6lld shapes scored, top 1 %s (%.1f us predicted)\n",
+        families[i].c_str(), text.c_str(),
+        static_cast<long long>(r.response().candidates()),
+        ToString(
+            *FromProto(r.response().answers(0).block_shape(), "block_shape"))
+            .c_str(),
+        r.response().answers(0).predicted_seconds() * 1e6);
   }
-  std::printf("# %d shapes answered in %.2f s through one BatchQuery; %d failed\n",
-              resp.results_size() - failed, seconds, failed);
+  std::printf(
+      "# %d shapes answered in %.2f s through one BatchQuery; %d failed\n",
+      resp.results_size() - failed, seconds, failed);
   d.Stop(SIGTERM);
   return failed == 0 ? 0 : 1;
 }

@@ -136,9 +136,7 @@ struct Row {
   Pick model, top10, oracle;
   double predicted_ms = 0, model_repeat_ms = NAN;
   int tried = 0, top_loaded = 0;
-  double sgemm_ms = NAN, lt_ms = NAN, dnn_ms = NAN, vendor_ms = NAN;
-  int lt_count = 0, dnn_count = 0;
-  std::string dnn_algo;
+  VendorTime vendor;
 };
 
 std::string Num(double v, const char* format = "%.4f") {
@@ -155,21 +153,20 @@ const char* kCsvHeader =
     "relerr_oracle,model_repeat_us";
 
 std::string CsvLine(const Row& r) {
-  std::string s = r.family + "," + r.context + "," + r.describe + "," +
-                  Num(r.gflop) + "," + ToString(r.model.xb) + "," +
-                  Num(r.model.ms * 1e3, "%.2f") + "," +
-                  Num(r.predicted_ms * 1e3, "%.2f") + "," + ToString(r.top10.xb) +
-                  "," + Num(r.top10.ms * 1e3, "%.2f") + "," +
-                  ToString(r.oracle.xb) + "," + Num(r.oracle.ms * 1e3, "%.2f") +
-                  "," + std::to_string(r.tried) + "," +
-                  Num(r.sgemm_ms * 1e3, "%.2f") + "," + Num(r.lt_ms * 1e3, "%.2f") +
-                  "," + std::to_string(r.lt_count) + "," +
-                  Num(r.dnn_ms * 1e3, "%.2f") + "," + r.dnn_algo + "," +
-                  std::to_string(r.dnn_count) + "," +
-                  Num(r.vendor_ms * 1e3, "%.2f") + "," +
-                  Num(r.model.relerr, "%.2e") + "," + Num(r.top10.relerr, "%.2e") +
-                  "," + Num(r.oracle.relerr, "%.2e") + "," +
-                  Num(r.model_repeat_ms * 1e3, "%.2f");
+  std::string s =
+      r.family + "," + r.context + "," + r.describe + "," + Num(r.gflop) + "," +
+      ToString(r.model.xb) + "," + Num(r.model.ms * 1e3, "%.2f") + "," +
+      Num(r.predicted_ms * 1e3, "%.2f") + "," + ToString(r.top10.xb) + "," +
+      Num(r.top10.ms * 1e3, "%.2f") + "," + ToString(r.oracle.xb) + "," +
+      Num(r.oracle.ms * 1e3, "%.2f") + "," + std::to_string(r.tried) + "," +
+      Num(r.vendor.sgemm_ms * 1e3, "%.2f") + "," +
+      Num(r.vendor.lt_ms * 1e3, "%.2f") + "," +
+      std::to_string(r.vendor.lt_candidates) + "," +
+      Num(r.vendor.dnn_ms * 1e3, "%.2f") + "," + r.vendor.dnn_algo + "," +
+      std::to_string(r.vendor.dnn_algorithms) + "," +
+      Num(r.vendor.best_ms * 1e3, "%.2f") + "," + Num(r.model.relerr, "%.2e") +
+      "," + Num(r.top10.relerr, "%.2e") + "," + Num(r.oracle.relerr, "%.2e") +
+      "," + Num(r.model_repeat_ms * 1e3, "%.2f");
   return s;
 }
 
@@ -179,22 +176,26 @@ std::string JsonNum(double v, const char* format = "%.3f") {
 
 std::string JsonObject(const Row& r) {
   auto pick = [](const Pick& p) {
-    return "{\"block_shape\": \"" + ToString(p.xb) + "\", \"us\": " +
-           JsonNum(p.ms * 1e3) + ", \"relerr\": " + JsonNum(p.relerr, "%.3e") +
-           "}";
+    return "{\"block_shape\": \"" + ToString(p.xb) +
+           "\", \"us\": " + JsonNum(p.ms * 1e3) +
+           ", \"relerr\": " + JsonNum(p.relerr, "%.3e") + "}";
   };
   return "{\"family\": \"" + r.family + "\", \"context\": \"" + r.context +
-         "\", \"shape\": \"" + r.describe + "\", \"gflop\": " + JsonNum(r.gflop, "%.6f") +
-         ", \"model\": " + pick(r.model) + ", \"model_predicted_us\": " +
-         JsonNum(r.predicted_ms * 1e3) + ", \"top10\": " + pick(r.top10) +
-         ", \"oracle\": " + pick(r.oracle) + ", \"model_repeat_us\": " +
-         JsonNum(r.model_repeat_ms * 1e3) + ", \"tried\": " +
-         std::to_string(r.tried) + ", \"sgemm_us\": " + JsonNum(r.sgemm_ms * 1e3) +
-         ", \"lt_us\": " + JsonNum(r.lt_ms * 1e3) + ", \"lt_candidates\": " +
-         std::to_string(r.lt_count) + ", \"cudnn_us\": " + JsonNum(r.dnn_ms * 1e3) +
-         ", \"cudnn_algo\": \"" + r.dnn_algo + "\", \"cudnn_algorithms\": " +
-         std::to_string(r.dnn_count) + ", \"vendor_us\": " +
-         JsonNum(r.vendor_ms * 1e3) + "}";
+         "\", \"shape\": \"" + r.describe +
+         "\", \"gflop\": " + JsonNum(r.gflop, "%.6f") +
+         ", \"model\": " + pick(r.model) +
+         ", \"model_predicted_us\": " + JsonNum(r.predicted_ms * 1e3) +
+         ", \"top10\": " + pick(r.top10) + ", \"oracle\": " + pick(r.oracle) +
+         ", \"model_repeat_us\": " + JsonNum(r.model_repeat_ms * 1e3) +
+         ", \"tried\": " + std::to_string(r.tried) +
+         ", \"sgemm_us\": " + JsonNum(r.vendor.sgemm_ms * 1e3) +
+         ", \"lt_us\": " + JsonNum(r.vendor.lt_ms * 1e3) +
+         ", \"lt_candidates\": " + std::to_string(r.vendor.lt_candidates) +
+         ", \"cudnn_us\": " + JsonNum(r.vendor.dnn_ms * 1e3) +
+         ", \"cudnn_algo\": \"" + r.vendor.dnn_algo +
+         "\", \"cudnn_algorithms\": " +
+         std::to_string(r.vendor.dnn_algorithms) +
+         ", \"vendor_us\": " + JsonNum(r.vendor.best_ms * 1e3) + "}";
 }
 
 int Usage() {
@@ -211,14 +212,20 @@ int Main(int argc, char** argv) {
   long sweep = 200;
   double budget_ms = 4000;
   for (int i = 1; i < argc; ++i) {
-    auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+    auto value = [&]() -> const char* {
+      return i + 1 < argc ? argv[++i] : nullptr;
+    };
     const std::string flag = argv[i];
     const char* v = value();
     if (!v) return Usage();
-    if (flag == "--plan") plan_path = v;
-    else if (flag == "--csv") csv_path = v;
-    else if (flag == "--json") json_path = v;
-    else if (flag == "--family") families.insert(v);
+    if (flag == "--plan")
+      plan_path = v;
+    else if (flag == "--csv")
+      csv_path = v;
+    else if (flag == "--json")
+      json_path = v;
+    else if (flag == "--family")
+      families.insert(v);
     else if (flag == "--sweep" || flag == "--budget-ms") {
       char* end = nullptr;
       const double x = std::strtod(v, &end);
@@ -226,12 +233,15 @@ int Main(int argc, char** argv) {
         std::fprintf(stderr, "%s: '%s' is not a number\n", flag.c_str(), v);
         return 2;
       }
-      if (flag == "--sweep") sweep = x >= 0 && x <= 2000 ? static_cast<long>(x) : -1;
-      else budget_ms = x;
-    }
-    else return Usage();
+      if (flag == "--sweep")
+        sweep = x >= 0 && x <= 2000 ? static_cast<long>(x) : -1;
+      else
+        budget_ms = x;
+    } else
+      return Usage();
   }
-  if (plan_path.empty() || csv_path.empty() || json_path.empty()) return Usage();
+  if (plan_path.empty() || csv_path.empty() || json_path.empty())
+    return Usage();
   if (sweep < 0 || sweep > 2000) {
     std::fprintf(stderr, "--sweep: outside [0, 2000]\n");
     return 2;
@@ -252,15 +262,7 @@ int Main(int argc, char** argv) {
   }
   cuda::Driver* driver = *cuda::Driver::Get();
   const DeviceFingerprint fp = *driver->Fingerprint(0);
-  cublasHandle_t handle;
-  cublasCreate(&handle);
-  cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH);  // no TF32
-  cublasLtHandle_t lt;
-  cublasLtCreate(&lt);
-#ifdef BLOCKTUNE_HAVE_CUDNN
-  cudnnHandle_t dnn;
-  cudnnCreate(&dnn);
-#endif
+  Vendor vendor;
   FILE* csv = std::fopen(csv_path.c_str(), "w");
   FILE* json = std::fopen(json_path.c_str(), "w");
   if (!csv || !json) {
@@ -268,7 +270,8 @@ int Main(int argc, char** argv) {
     return 2;
   }
   std::fprintf(csv, "# %s\n%s\n", ToString(fp).c_str(), kCsvHeader);
-  std::fprintf(json, "{\"device\": \"%s\", \"rows\": [\n", ToString(fp).c_str());
+  std::fprintf(json, "{\"device\": \"%s\", \"rows\": [\n",
+               ToString(fp).c_str());
   std::printf("# %s; sweep %ld, budget %.0f ms of kernel time per shape\n",
               ToString(fp).c_str(), sweep, budget_ms);
   std::printf("%-8s %-32s %9s %9s %9s %9s %6s %6s %6s %5s\n", "family", "shape",
@@ -360,40 +363,10 @@ int Main(int argc, char** argv) {
       row.model_repeat_ms = *again;
 
     // The vendor, whose output is the reference.
-    bool ref_ok = false;
-    if (const auto* gc = std::get_if<GemmContext>(&p.ctx)) {
-      auto lt_ms = TimeLtBest(lt, *gc, ops, reps, &row.lt_count);
-      auto sg = TimeSgemm(handle, *gc, ops, reps);
-      if (lt_ms.ok()) row.lt_ms = *lt_ms;
-      if (sg.ok()) row.sgemm_ms = *sg;
-      row.vendor_ms = std::fmin(row.lt_ms, row.sgemm_ms);
-      ref_ok = ops.c.Fill32(0x7fc00000).ok() && Sgemm(handle, *gc, ops, 0).ok();
-    } else {
-#ifdef BLOCKTUNE_HAVE_CUDNN
-      const auto& cv = std::get<ConvContext>(p.ctx);
-      int nchw_count = 0, nhwc_count = 0;
-      std::string nchw_name, nhwc_name;
-      auto nchw = TimeCudnnBest(dnn, cv, CUDNN_TENSOR_NCHW, ops, reps,
-                                &nchw_count, &nchw_name);
-      auto nhwc = TimeCudnnBest(dnn, cv, CUDNN_TENSOR_NHWC, ops, reps,
-                                &nhwc_count, &nhwc_name);
-      row.dnn_count = nchw_count + nhwc_count;
-      ref_ok = nhwc.ok();  // NHWC ran last: its output is in C
-      if (nhwc.ok()) {
-        row.dnn_ms = *nhwc;
-        row.dnn_algo = nhwc_name;
-      }
-      if (nchw.ok() && !(*nchw >= row.dnn_ms)) {
-        row.dnn_ms = *nchw;
-        row.dnn_algo = nchw_name;
-      }
-      row.vendor_ms = row.dnn_ms;
-#endif
-    }
-    cudaDeviceSynchronize();
-    std::vector<float> ref;
-    ref.resize(ops.c.bytes() / 4);
-    if (ref_ok && ops.c.CopyToHost(ref.data(), ref.size() * 4).ok()) {
+    row.vendor = vendor.Time(p.ctx, ops, reps);
+    std::vector<float> ref(ops.c.bytes() / 4);
+    if (row.vendor.reference &&
+        ops.c.CopyToHost(ref.data(), ref.size() * 4).ok()) {
       row.model.relerr = RelativeError(timed[0].second, ref);
       row.top10.relerr = RelativeError(timed[top_i].second, ref);
       row.oracle.relerr = RelativeError(timed[fastest].second, ref);
@@ -405,9 +378,10 @@ int Main(int argc, char** argv) {
     first = false;
     std::printf("%-8s %-32s %9.1f %9.1f %9.1f %9.1f %6.2f %6.2f %6.2f %5d%s\n",
                 p.family.c_str(), row.describe.c_str(), row.model.ms * 1e3,
-                row.top10.ms * 1e3, row.oracle.ms * 1e3, row.vendor_ms * 1e3,
-                row.vendor_ms / row.top10.ms, row.vendor_ms / row.model.ms,
-                row.oracle.ms / row.model.ms, row.tried,
+                row.top10.ms * 1e3, row.oracle.ms * 1e3,
+                row.vendor.best_ms * 1e3, row.vendor.best_ms / row.top10.ms,
+                row.vendor.best_ms / row.model.ms, row.oracle.ms / row.model.ms,
+                row.tried,
                 row.model.relerr < 1e-5 && row.top10.relerr < 1e-5 &&
                         row.oracle.relerr < 1e-5
                     ? ""
@@ -418,11 +392,6 @@ int Main(int argc, char** argv) {
   std::fclose(csv);
   std::fclose(json);
   std::printf("# %.0f s\n", NowSeconds() - t_start);
-#ifdef BLOCKTUNE_HAVE_CUDNN
-  cudnnDestroy(dnn);
-#endif
-  cublasLtDestroy(lt);
-  cublasDestroy(handle);
   return 0;
 }
 

@@ -81,14 +81,8 @@ int Main(int argc, char** argv) {
   cuda::Driver* driver = *cuda::Driver::Get();
   DeviceFingerprint fp = *driver->Fingerprint(0);
   std::printf("# %s\n", ToString(fp).c_str());
-  cublasHandle_t handle;
-  cublasCreate(&handle);
-  cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH);  // no TF32
-  cublasLtHandle_t lt;
-  cublasLtCreate(&lt);
+  Vendor vendor;
 #ifdef BLOCKTUNE_HAVE_CUDNN
-  cudnnHandle_t dnn;
-  cudnnCreate(&dnn);
   std::printf("# cuDNN %zu\n", cudnnGetVersion());
 #endif
   std::printf("# ratio = vendor / ours (> 1: blocktune faster); sgemm = "
@@ -136,48 +130,18 @@ int Main(int argc, char** argv) {
     }
     std::vector<float> ours(g.m * g.n), ref(g.m * g.n);
     best_ms = TimeOurs(p.ctx, best, ops, reps, &ours).value();
-    double vendor_ms = 0, sgemm_ms = 0;
-    std::string vendor = "?";
-    if (const auto* gc = std::get_if<GemmContext>(&p.ctx)) {
-      int count = 0;
-      auto lt_ms = TimeLtBest(lt, *gc, ops, reps, &count);
-      auto sg = TimeSgemm(handle, *gc, ops, reps);
-      sgemm_ms = sg.ok() ? *sg : 0;
-      // Reference output: cublasSgemm on copy 0, into a poisoned C.
-      (void)ops.c.Fill32(0x7fc00000);
-      (void)Sgemm(handle, *gc, ops, 0);
-      vendor_ms = lt_ms.ok() && sgemm_ms > 0 ? std::min(*lt_ms, sgemm_ms)
-                : lt_ms.ok() ? *lt_ms : sgemm_ms;
-      vendor = "lt " + std::to_string(count) + " cand";
-    } else {
-#ifdef BLOCKTUNE_HAVE_CUDNN
-      // Best over both layouts cuDNN offers for fp32; NHWC last, so its
-      // output is the reference.
-      int nchw_count = 0, count = 0;
-      std::string nchw_name;
-      const auto& cv = std::get<ConvContext>(p.ctx);
-      auto nchw_ms = TimeCudnnBest(dnn, cv, CUDNN_TENSOR_NCHW, ops, reps,
-                                   &nchw_count, &nchw_name);
-      auto dnn_ms = TimeCudnnBest(dnn, cv, CUDNN_TENSOR_NHWC, ops, reps,
-                                  &count, &vendor);
-      if (!dnn_ms.ok()) {
-        std::printf("%-8s %-30s cuDNN: %s\n", p.family.c_str(),
-                    Describe(p.ctx).c_str(), dnn_ms.status().ToString().c_str());
-        continue;
-      }
-      vendor_ms = *dnn_ms;
-      if (nchw_ms.ok() && *nchw_ms < vendor_ms) {
-        vendor_ms = *nchw_ms;
-        vendor = nchw_name;
-      }
-      vendor += ", " + std::to_string(count + nchw_count) + " algos";
-#else
-      std::printf("%-8s %-30s built without cuDNN\n", p.family.c_str(),
-                  Describe(p.ctx).c_str());
+    const VendorTime v = vendor.Time(p.ctx, ops, reps);
+    if (!std::isfinite(v.best_ms) || !v.reference) {
+      std::printf("%-8s %-30s %s\n", p.family.c_str(), Describe(p.ctx).c_str(),
+                  v.error.c_str());
       continue;
-#endif
     }
-    cudaDeviceSynchronize();
+    const double vendor_ms = v.best_ms;
+    const double sgemm_ms = std::isfinite(v.sgemm_ms) ? v.sgemm_ms : 0;
+    const std::string which =
+        std::get_if<GemmContext>(&p.ctx)
+            ? "lt " + std::to_string(v.lt_candidates) + " cand"
+            : v.dnn_algo + ", " + std::to_string(v.dnn_algorithms) + " algos";
     (void)ops.c.CopyToHost(ref.data(), ref.size() * 4);
     char sgemm[16] = "-", r_sgemm[16] = "-";
     if (sgemm_ms > 0) {
@@ -188,14 +152,9 @@ int Main(int argc, char** argv) {
                 p.family.c_str(), Describe(p.ctx).c_str(), tried,
                 best_ms * 1e3, vendor_ms * 1e3, sgemm, vendor_ms / best_ms,
                 r_sgemm, RelativeError(ours, ref),
-                ToString(best).c_str(), vendor.c_str());
+                ToString(best).c_str(), which.c_str());
     std::fflush(stdout);
   }
-#ifdef BLOCKTUNE_HAVE_CUDNN
-  cudnnDestroy(dnn);
-#endif
-  cublasLtDestroy(lt);
-  cublasDestroy(handle);
   return 0;
 }
 

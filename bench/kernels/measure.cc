@@ -29,7 +29,9 @@ std::pair<int64_t, int64_t> InputElements(const Context& ctx) {
   return {g.m * g.k, g.k * g.n};
 }
 
-float* F(const DeviceBuffer& b) { return reinterpret_cast<float*>(b.address()); }
+float* F(const DeviceBuffer& b) {
+  return reinterpret_cast<float*>(b.address());
+}
 
 cublasOperation_t CublasOp(Layout l) {
   return l == Layout::kT ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -102,12 +104,13 @@ std::vector<BlockShape> SweepCandidates(const Context& ctx, int sm_count,
   // Up to 40 dense thread tiles (M_S*N_S >= 32, 128..256 threads) first:
   // on large shapes the time budget ends the sweep after a few dozen
   // kernels. The rest stay in random order.
-  auto dense_end = std::stable_partition(
-      out.begin(), out.end(), [](const BlockShape& xb) {
+  auto dense_end =
+      std::stable_partition(out.begin(), out.end(), [](const BlockShape& xb) {
         const int64_t threads = xb.ThreadsPerProgram();
         return xb.ms * xb.ns >= 32 && threads >= 128 && threads <= 256;
       });
-  const auto front = out.begin() + std::min<ptrdiff_t>(40, dense_end - out.begin());
+  const auto front =
+      out.begin() + std::min<ptrdiff_t>(40, dense_end - out.begin());
   std::shuffle(front, out.end(), rng);
   out.resize(std::min(out.size(), limit));
   return out;
@@ -124,9 +127,6 @@ double RelativeError(const std::vector<float>& ours,
   return std::sqrt(err / std::max(norm, 1e-300));
 }
 
-
-
-
 GemmContext Gemm(int64_t m, int64_t n, int64_t k, Layout la, Layout lb) {
   GemmContext g;
   g.m = m;
@@ -136,10 +136,6 @@ GemmContext Gemm(int64_t m, int64_t n, int64_t k, Layout la, Layout lb) {
   g.layout_b = lb;
   return g;
 }
-
-
-
-
 
 StatusOr<double> TimeLaunches(const std::function<Status(size_t)>& launch,
                               size_t copies, int reps) {
@@ -202,16 +198,16 @@ StatusOr<double> TimeOurs(const Context& ctx, const BlockShape& xb,
   return TimeOurs(ctx, *kernel, ops, reps, output);
 }
 
-
+namespace {
 
 // cublasSgemm on input copy `i`. Row-major C = op(A) op(B) is column-major
 // C^T = op(B)^T op(A)^T.
 Status Sgemm(cublasHandle_t h, const GemmContext& g, const Operands& ops,
              size_t i) {
   const float alpha = 1, beta = 0;
-  cublasStatus_t s = cublasSgemm(
-      h, CublasOp(g.layout_b), CublasOp(g.layout_a), g.n, g.m, g.k, &alpha,
-      F(ops.b[i]), Ld(g, 'b'), F(ops.a[i]), Ld(g, 'a'), &beta, F(ops.c), g.n);
+  cublasStatus_t s = cublasSgemm(h, CublasOp(g.layout_b), CublasOp(g.layout_a),
+                                 g.n, g.m, g.k, &alpha, F(ops.b[i]), Ld(g, 'b'),
+                                 F(ops.a[i]), Ld(g, 'a'), &beta, F(ops.c), g.n);
   return s == CUBLAS_STATUS_SUCCESS
              ? OkStatus()
              : Internal("cublasSgemm: " + std::to_string(s));
@@ -223,6 +219,8 @@ StatusOr<double> TimeSgemm(cublasHandle_t h, const GemmContext& g,
                       ops.a.size(), reps);
 }
 
+// The best of the cublasLt heuristic's candidates (up to 16 asked for);
+// `count` gets how many ran.
 StatusOr<double> TimeLtBest(cublasLtHandle_t lt, const GemmContext& g,
                             Operands& ops, int reps, int* count) {
   cublasOperation_t ta = CublasOp(g.layout_b), tb = CublasOp(g.layout_a);
@@ -259,8 +257,8 @@ StatusOr<double> TimeLtBest(cublasLtHandle_t lt, const GemmContext& g,
         [&](size_t i) {
           cublasStatus_t s = cublasLtMatmul(
               lt, desc, &alpha, F(ops.b[i]), la, F(ops.a[i]), lb, &beta,
-              F(ops.c), lc, F(ops.c), lc, &results[r].algo,
-              F(workspace), workspace_bytes, nullptr);
+              F(ops.c), lc, F(ops.c), lc, &results[r].algo, F(workspace),
+              workspace_bytes, nullptr);
           return s == CUBLAS_STATUS_SUCCESS
                      ? OkStatus()
                      : Internal("cublasLtMatmul: " + std::to_string(s));
@@ -280,6 +278,9 @@ StatusOr<double> TimeLtBest(cublasLtHandle_t lt, const GemmContext& g,
 }
 
 #ifdef BLOCKTUNE_HAVE_CUDNN
+// The best cuDNN forward algorithm for tensors in `format` (NHWC input and
+// KRSC filter, or NCHW and KCRS): cudnnFind's list, each re-timed here.
+// For NHWC it leaves the best algorithm's output in ops.c, poisoned first.
 StatusOr<double> TimeCudnnBest(cudnnHandle_t h, const ConvContext& cv,
                                cudnnTensorFormat_t format, Operands& ops,
                                int reps, int* count, std::string* best_name) {
@@ -298,20 +299,21 @@ StatusOr<double> TimeCudnnBest(cudnnHandle_t h, const ConvContext& cv,
                                   cv.stride_w, cv.dilation_h, cv.dilation_w,
                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
   cudnnSetConvolutionMathType(cd, CUDNN_FMA_MATH);  // no TF32
-  cudnnSetTensor4dDescriptor(yd, format, CUDNN_DATA_FLOAT, cv.n, cv.k,
-                             cv.P(), cv.Q());
+  cudnnSetTensor4dDescriptor(yd, format, CUDNN_DATA_FLOAT, cv.n, cv.k, cv.P(),
+                             cv.Q());
   const char* layout = format == CUDNN_TENSOR_NHWC ? "nhwc" : "nchw";
   cudnnConvolutionFwdAlgoPerf_t perf[16];
   int found = 0;
-  cudnnStatus_t s = cudnnFindConvolutionForwardAlgorithm(h, xd, fd, cd, yd,
-                                                         16, &found, perf);
+  cudnnStatus_t s =
+      cudnnFindConvolutionForwardAlgorithm(h, xd, fd, cd, yd, 16, &found, perf);
   if (std::getenv("BLOCKTUNE_BENCH_VERBOSE")) {
     for (int i = 0; i < found; ++i)
-      std::printf("#   cudnnFind %s algo%d status=%d math=%d time=%.1fus mem=%zu\n",
-                  format == CUDNN_TENSOR_NHWC ? "nhwc" : "nchw",
-                  static_cast<int>(perf[i].algo), static_cast<int>(perf[i].status),
-                  static_cast<int>(perf[i].mathType), perf[i].time * 1e3,
-                  perf[i].memory);
+      std::printf(
+          "#   cudnnFind %s algo%d status=%d math=%d time=%.1fus mem=%zu\n",
+          format == CUDNN_TENSOR_NHWC ? "nhwc" : "nchw",
+          static_cast<int>(perf[i].algo), static_cast<int>(perf[i].status),
+          static_cast<int>(perf[i].mathType), perf[i].time * 1e3,
+          perf[i].memory);
   }
   double best = 1e30;
   *count = 0;
@@ -332,9 +334,8 @@ StatusOr<double> TimeCudnnBest(cudnnHandle_t h, const ConvContext& cv,
           cudnnStatus_t r = cudnnConvolutionForward(
               h, &alpha, xd, F(ops.a[c]), fd, F(ops.b[c]), cd, algo,
               F(*workspace), bytes, &beta, yd, F(ops.c));
-          return r == CUDNN_STATUS_SUCCESS
-                     ? OkStatus()
-                     : Internal(cudnnGetErrorString(r));
+          return r == CUDNN_STATUS_SUCCESS ? OkStatus()
+                                           : Internal(cudnnGetErrorString(r));
         },
         ops.a.size(), reps);
     if (!ms.ok()) continue;
@@ -371,6 +372,67 @@ StatusOr<double> TimeCudnnBest(cudnnHandle_t h, const ConvContext& cv,
 }
 #endif
 
+}  // namespace
+
+Vendor::Vendor() {
+  cublasCreate(&blas_);
+  cublasSetMathMode(blas_, CUBLAS_PEDANTIC_MATH);  // no TF32
+  cublasLtCreate(&lt_);
+#ifdef BLOCKTUNE_HAVE_CUDNN
+  cudnnCreate(&dnn_);
+#endif
+}
+
+Vendor::~Vendor() {
+#ifdef BLOCKTUNE_HAVE_CUDNN
+  cudnnDestroy(dnn_);
+#endif
+  cublasLtDestroy(lt_);
+  cublasDestroy(blas_);
+}
+
+VendorTime Vendor::Time(const Context& ctx, Operands& ops, int reps) {
+  VendorTime v;
+  if (const auto* g = std::get_if<GemmContext>(&ctx)) {
+    auto lt = TimeLtBest(lt_, *g, ops, reps, &v.lt_candidates);
+    auto sgemm = TimeSgemm(blas_, *g, ops, reps);
+    if (lt.ok()) v.lt_ms = *lt;
+    if (sgemm.ok()) v.sgemm_ms = *sgemm;
+    v.best_ms = std::fmin(v.lt_ms, v.sgemm_ms);
+    if (!std::isfinite(v.best_ms)) v.error = sgemm.status().ToString();
+    Status ref = ops.c.Fill32(0x7fc00000);
+    if (ref.ok()) ref = Sgemm(blas_, *g, ops, 0);
+    v.reference = ref.ok();
+    if (!ref.ok()) v.error = ref.ToString();
+  } else {
+#ifdef BLOCKTUNE_HAVE_CUDNN
+    const auto& cv = std::get<ConvContext>(ctx);
+    int nchw_count = 0, nhwc_count = 0;
+    std::string nchw_name, nhwc_name;
+    auto nchw = TimeCudnnBest(dnn_, cv, CUDNN_TENSOR_NCHW, ops, reps,
+                              &nchw_count, &nchw_name);
+    auto nhwc = TimeCudnnBest(dnn_, cv, CUDNN_TENSOR_NHWC, ops, reps,
+                              &nhwc_count, &nhwc_name);
+    v.dnn_algorithms = nchw_count + nhwc_count;
+    v.reference = nhwc.ok();  // NHWC ran last: its output is in C
+    if (!nhwc.ok()) v.error = "cuDNN: " + nhwc.status().ToString();
+    if (nhwc.ok()) {
+      v.dnn_ms = *nhwc;
+      v.dnn_algo = nhwc_name;
+    }
+    if (nchw.ok() && !(*nchw >= v.dnn_ms)) {
+      v.dnn_ms = *nchw;
+      v.dnn_algo = nchw_name;
+    }
+    v.best_ms = v.dnn_ms;
+#else
+    v.error = "built without cuDNN";
+#endif
+  }
+  cudaDeviceSynchronize();
+  return v;
+}
+
 std::string Describe(const Context& ctx) {
   char out[96];
   if (const auto* cv = std::get_if<ConvContext>(&ctx)) {
@@ -380,9 +442,9 @@ std::string Describe(const Context& ctx) {
                   cv->stride_h == 2 ? "/2" : "");
   } else {
     const auto& g = std::get<GemmContext>(ctx);
-    std::snprintf(out, sizeof(out), "M=%lld N=%lld K=%lld %s%s",
-                  (long long)g.m, (long long)g.n, (long long)g.k,
-                  ToString(g.layout_a).data(), ToString(g.layout_b).data());
+    std::snprintf(out, sizeof(out), "M=%lld N=%lld K=%lld %s%s", (long long)g.m,
+                  (long long)g.n, (long long)g.k, ToString(g.layout_a).data(),
+                  ToString(g.layout_b).data());
   }
   return out;
 }

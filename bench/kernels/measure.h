@@ -14,6 +14,7 @@
 #include <cudnn.h>
 #endif
 
+#include <cmath>
 #include <functional>
 #include <random>
 #include <string>
@@ -62,24 +63,41 @@ StatusOr<double> TimeOurs(const Context& ctx, const BlockShape& xb,
                           Operands& ops, int reps,
                           std::vector<float>* output = nullptr);
 
-// cublasSgemm as called, on input copy `i` (row-major C = op(A) op(B)).
-Status Sgemm(cublasHandle_t h, const GemmContext& g, const Operands& ops,
-             size_t i);
-StatusOr<double> TimeSgemm(cublasHandle_t h, const GemmContext& g,
-                           Operands& ops, int reps);
-// The best of the cublasLt heuristic's candidates (up to 16 asked for);
-// `count` gets how many ran.
-StatusOr<double> TimeLtBest(cublasLtHandle_t lt, const GemmContext& g,
-                            Operands& ops, int reps, int* count);
+// The vendor library's time for one shape, and its output as the reference.
+struct VendorTime {
+  double sgemm_ms = NAN;  // cublasSgemm as called
+  double lt_ms = NAN;     // the best cublasLt heuristic candidate
+  int lt_candidates = 0;
+  double dnn_ms = NAN;  // the best cudnnFind algorithm, NHWC or NCHW
+  int dnn_algorithms = 0;
+  std::string dnn_algo;    // "nchw algo1"
+  double best_ms = NAN;    // the least of the above
+  bool reference = false;  // ops.c holds the vendor's output for input copy 0
+  std::string error;       // why there is no time or no reference
+};
 
+// cuBLAS (PEDANTIC math: no TF32), cublasLt and cuDNN handles on the current
+// device, and the vendor's side of a comparison.
+class Vendor {
+ public:
+  Vendor();
+  ~Vendor();
+  Vendor(const Vendor&) = delete;
+  Vendor& operator=(const Vendor&) = delete;
+
+  // GEMM: cublasSgemm and the best cublasLt candidate, then cublasSgemm on
+  // input copy 0 into a NaN-poisoned C. Convolution: the best cuDNN
+  // algorithm over NCHW and NHWC tensors; the NHWC one runs last and leaves
+  // its output in C.
+  VendorTime Time(const Context& ctx, Operands& ops, int reps);
+
+ private:
+  cublasHandle_t blas_ = nullptr;
+  cublasLtHandle_t lt_ = nullptr;
 #ifdef BLOCKTUNE_HAVE_CUDNN
-// The best cuDNN forward algorithm for tensors in `format` (NHWC input and
-// KRSC filter, or NCHW and KCRS): cudnnFind's list, each re-timed here.
-// For NHWC it leaves the best algorithm's output in ops.c, poisoned first.
-StatusOr<double> TimeCudnnBest(cudnnHandle_t h, const ConvContext& cv,
-                               cudnnTensorFormat_t format, Operands& ops,
-                               int reps, int* count, std::string* best_name);
+  cudnnHandle_t dnn_ = nullptr;
 #endif
+};
 
 // ||ours - ref|| / ||ref||; NaN anywhere gives NaN.
 double RelativeError(const std::vector<float>& ours,
