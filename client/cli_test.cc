@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "client/test_dataset.h"
 #include "server/daemon_process.h"
 #include "server/store_test_util.h"
 
@@ -106,20 +107,7 @@ TEST_F(CliTest, AnUnreachableServerIsExitThree) {
 TEST_F(CliTest, ImportThenQueryThenExport) {
   // A dataset file as `blocktune export` writes it.
   const std::string file = dir_.path() + "/dataset.json";
-  std::ofstream(file) << R"({
-    "format": "blocktune.dataset.v1",
-    "tuned": [{
-      "context": {"gemm": {"m": "4096", "n": "16", "k": "4096",
-                           "layout_a": "LAYOUT_N", "layout_b": "LAYOUT_T",
-                           "dtype": "DTYPE_FP32"}},
-      "block_shape": {"ml": "64", "nl": "16", "ms": "4", "ns": "2",
-                      "u": "8", "kg": "4"},
-      "device": {"name": "NVIDIA H100 80GB HBM3", "cc_major": 9,
-                 "cc_minor": 0, "sm_count": 132,
-                 "memory_bytes": "85899345920", "sm_clock_mhz": 1980,
-                 "memory_clock_mhz": 2619, "driver_version": "13.0",
-                 "cuda_version": "13.0", "ptxas_version": "13.0.88"},
-      "measured_seconds": 8.5e-05, "source": "SOURCE_MEASURED"}]})";
+  std::ofstream(file) << testing::kOneTunedGemmDataset;
   CliRun r = Cli("import " + file + " " + server_);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("imported 1 tuned answers"));

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "client/test_dataset.h"
 #include "server/child_daemon.h"
 
 namespace blocktune {
@@ -161,20 +162,7 @@ TEST_F(ClientTest, ShippedModelPredictsThenCaches) {
 
 TEST_F(ClientTest, StoredAnswersServeNearbyProblemsAsNearest) {
   const std::string file = dir_ + "/tuned.json";
-  std::ofstream(file) << R"({
-    "format": "blocktune.dataset.v1",
-    "tuned": [{
-      "context": {"gemm": {"m": "4096", "n": "16", "k": "4096",
-                           "layout_a": "LAYOUT_N", "layout_b": "LAYOUT_T",
-                           "dtype": "DTYPE_FP32"}},
-      "block_shape": {"ml": "64", "nl": "16", "ms": "4", "ns": "2",
-                      "u": "8", "kg": "4"},
-      "device": {"name": "NVIDIA H100 80GB HBM3", "cc_major": 9,
-                 "cc_minor": 0, "sm_count": 132,
-                 "memory_bytes": "85899345920", "sm_clock_mhz": 1980,
-                 "memory_clock_mhz": 2619, "driver_version": "13.0",
-                 "cuda_version": "13.0", "ptxas_version": "13.0.88"},
-      "measured_seconds": 8.5e-05, "source": "SOURCE_MEASURED"}]})";
+  std::ofstream(file) << testing::kOneTunedGemmDataset;
   ASSERT_EQ(Import(file), 0);
   Client client(address_);
   auto exact = client.Query(GemmProblem{4096, 16, 4096, false, true});
