@@ -83,12 +83,16 @@ def geomean(values):
     return math.exp(sum(map(math.log, values)) / len(values)) if values else float("nan")
 
 
+def read_csv(path):
+    """A CSV file's rows as dicts; lines starting with # are comments."""
+    with open(path) as f:
+        return list(csv.DictReader(l for l in f if not l.startswith("#")))
+
+
 def read_rows(results):
     rows = []
     for path in sorted(glob.glob(os.path.join(results, "eval-*.csv"))):
-        with open(path) as f:
-            lines = [l for l in f if not l.startswith("#")]
-        for r in csv.DictReader(lines):
+        for r in read_csv(path):
             r["ctx"] = parse_context(r["context"])
             for k in ("gflop", "model_us", "model_predicted_us", "top10_us",
                       "oracle_us", "sgemm_us", "lt_us", "cudnn_us", "vendor_us",
@@ -99,9 +103,7 @@ def read_rows(results):
     triton = {}
     path = os.path.join(results, "triton.csv")
     if os.path.exists(path):
-        with open(path) as f:
-            lines = [l for l in f if not l.startswith("#")]
-        for t in csv.DictReader(lines):
+        for t in read_csv(path):
             triton[t["context"]] = (number(t["triton_us"]), t["triton_config"])
     for r in rows:
         r["triton_us"], r["triton_config"] = triton.get(r["context"], (float("nan"), ""))
