@@ -260,6 +260,10 @@ int RunDaemon(const DaemonOptions& options) {
   policy.verify_always = options.verify_queries;
   policy.verify_top = options.verify_top;
   service.SetSurrogates(&surrogates, policy);
+  // The campaign manager exists before the server accepts a call, so that no
+  // request sees a service without one.
+  CampaignManager campaigns(store->get(), campaign_options);
+  service.SetCampaigns(&campaigns);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
@@ -277,15 +281,14 @@ int RunDaemon(const DaemonOptions& options) {
   if (bound.rfind("unix", 0) != 0 && port > 0) {
     bound = bound.substr(0, bound.rfind(':')) + ":" + std::to_string(port);
   }
-  BT_LOG(kInfo) << "listening on " << bound
-                << (auth.enabled() ? " (token required)" : "")
-                << (options.tls_cert.empty() ? "" : " (TLS)");
-
-  CampaignManager campaigns(store->get(), campaign_options);
-  service.SetCampaigns(&campaigns);
+  // Stored campaigns are queued, and said so, before "listening on": a client
+  // that waits for that line sees them.
   if (Status resumed = campaigns.ResumeStored(); !resumed.ok()) {
     BT_LOG(kError) << "cannot resume campaigns: " << resumed.message();
   }
+  BT_LOG(kInfo) << "listening on " << bound
+                << (auth.enabled() ? " (token required)" : "")
+                << (options.tls_cert.empty() ? "" : " (TLS)");
 
   std::thread stopper([&] {
     unsigned char byte = 0;
