@@ -4,10 +4,14 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <pthread.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -165,6 +169,43 @@ Status CheckOptions(const DaemonOptions& options) {
   return OkStatus();
 }
 
+
+namespace {
+
+// One daemon per database: the store answers cached queries from memory
+// and only its own commits invalidate that, so a second blocktuned on the
+// same file would serve stale answers. An flock on DB.lock (released by the
+// kernel when the process dies, even by kill -9) refuses the second one.
+// The descriptor stays open for the daemon's life.
+StatusOr<int> LockDatabase(const std::string& db) {
+  const std::string path = db + ".lock";
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return FailedPrecondition("cannot open the lock file " + path + ": " +
+                              std::strerror(errno));
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char pid[32] = {};
+    const ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+    close(fd);
+    std::string holder = n > 0 ? std::string(pid, n) : "";
+    while (!holder.empty() && std::isspace(static_cast<unsigned char>(holder.back())))
+      holder.pop_back();
+    return FailedPrecondition(
+        "the database " + db + " is in use by another blocktuned" +
+        (holder.empty() ? std::string() : " (pid " + holder + ")") +
+        "; stop it, or give this one its own --db");
+  }
+  const std::string pid = std::to_string(getpid()) + "\n";
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) < 0) {
+    BT_LOG(kWarning) << "cannot write the pid to " << path << ": "
+                     << std::strerror(errno);
+  }
+  return fd;
+}
+
+}  // namespace
+
 int RunDaemon(const DaemonOptions& options) {
   Status checked = CheckOptions(options);
   if (!checked.ok()) {
@@ -208,6 +249,11 @@ int RunDaemon(const DaemonOptions& options) {
   }
 
   const std::string db = options.db.empty() ? DefaultDatabasePath() : options.db;
+  auto lock = LockDatabase(db);
+  if (!lock.ok()) {
+    BT_LOG(kError) << lock.status().message();
+    return 1;
+  }
   auto store = OpenSqliteStore(db);
   if (!store.ok()) {
     BT_LOG(kError) << "cannot open the store: " << store.status().ToString();

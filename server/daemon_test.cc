@@ -584,6 +584,27 @@ TEST_F(DaemonTest, CampaignsAreListedWatchedAndCancelled) {
 
 // ------------------------------------------------- exposure and security --
 
+// The store answers from memory what only its own commits change, so a
+// second daemon on the same database is refused, and the file is free again
+// once the first is gone, however it ended.
+TEST_F(DaemonTest, OneDaemonPerDatabase) {
+  auto first = Start();
+  DaemonProcess second(BLOCKTUNED,
+                       {"--listen", "unix:" + dir_.path() + "/s2.sock", "--db",
+                        db()},
+                       dir_.path() + "/second.log");
+  EXPECT_FALSE(second.ok());
+  EXPECT_EQ(second.Wait(), 1);
+  EXPECT_THAT(second.Log(), HasSubstr("the database " + db() +
+                                      " is in use by another blocktuned (pid "));
+  EXPECT_EQ(first->Stop(SIGKILL), 128 + SIGKILL);
+  DaemonProcess third(BLOCKTUNED,
+                      {"--listen", "unix:" + dir_.path() + "/s3.sock", "--db",
+                       db()},
+                      dir_.path() + "/third.log");
+  EXPECT_TRUE(third.ok()) << third.Log();
+}
+
 TEST_F(DaemonTest, RefusesANonLoopbackAddressWithoutTokenOrTls) {
   DaemonProcess daemon(BLOCKTUNED,
                        {"--listen", "0.0.0.0:0", "--db", db()}, log());

@@ -15,6 +15,8 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <unordered_map>
 
 #include "server/schema.h"
 #include "server/tuning_store.h"
@@ -24,6 +26,44 @@ namespace {
 
 constexpr int kBusyTimeoutMs = 10000;
 constexpr size_t kMaxIdleReaders = 8;
+
+// FindTuned's answers by key, valid until the next commit. A reader takes
+// the generation before it reads the database and files its answer only if
+// no commit ended since, so a read that raced a commit is never kept.
+// Only commits through this store invalidate it: the daemon owns its
+// database file (DESIGN.md), no other process writes it while it runs.
+class TunedCache {
+ public:
+  static constexpr size_t kMaxEntries = 65536;
+
+  uint64_t Generation() const {
+    std::lock_guard lock(mu_);
+    return generation_;
+  }
+  std::optional<std::vector<TunedRecord>> Get(const std::string& key) const {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(key);
+    if (it == entries_.end()) return std::nullopt;
+    return it->second;
+  }
+  void Put(const std::string& key, uint64_t generation,
+           const std::vector<TunedRecord>& answers) {
+    std::lock_guard lock(mu_);
+    if (generation != generation_) return;
+    if (entries_.size() >= kMaxEntries) entries_.clear();
+    entries_.emplace(key, answers);
+  }
+  void Invalidate() {
+    std::lock_guard lock(mu_);
+    ++generation_;
+    entries_.clear();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  uint64_t generation_ = 0;
+  std::unordered_map<std::string, std::vector<TunedRecord>> entries_;
+};
 
 Status FromSqlite(const SQLite::Exception& e, const std::string& path) {
   std::string message = "sqlite (" + path + "): " + e.what();
@@ -273,6 +313,7 @@ class SqliteStore final : public TuningStore {
       txn.commit();
       return OkStatus();
     });
+    tuned_cache_.Invalidate();  // after the write, even a failed one
     if (!status.ok()) return status;
     return result;
   }
@@ -351,6 +392,13 @@ class SqliteStore final : public TuningStore {
   StatusOr<std::vector<TunedRecord>> FindTuned(const Context& ctx,
                                                std::string_view device_name,
                                                int top) override {
+    // Cached queries are the hot path (thousands a second): answered from
+    // memory until the next commit.
+    std::string key = ToString(ctx);
+    key.append(1, '\0').append(device_name).append(1, '\0');
+    key += std::to_string(top);
+    const uint64_t generation = tuned_cache_.Generation();
+    if (auto hit = tuned_cache_.Get(key)) return *std::move(hit);
     std::vector<TunedRecord> out;
     BT_RETURN_IF_ERROR(Read([&](SQLite::Database& db) {
       SQLite::Statement q(db, TunedSelect() +
@@ -363,6 +411,7 @@ class SqliteStore final : public TuningStore {
       q.bind(3, top);
       return ReadTuned(q, &out);
     }));
+    tuned_cache_.Put(key, generation, out);
     return out;
   }
 
@@ -657,6 +706,7 @@ class SqliteStore final : public TuningStore {
   }
 
   const std::string path_;
+  TunedCache tuned_cache_;
   int schema_version_ = 0;
   std::mutex write_mu_;
   std::unique_ptr<SQLite::Database> writer_;

@@ -179,6 +179,11 @@ TYPED_TEST(StoreTest, TunedAnswersRankFastestFirstAndReplace) {
   top = this->store_->FindTuned(ctx, "NVIDIA H100 80GB HBM3", 1);
   ASSERT_EQ(top->size(), 1u);
   EXPECT_EQ((*top)[0].block_shape, TestShape(64, 16));
+  // A question asked before the commit (the SQLite store keeps its answers
+  // in memory) gets the new answer too.
+  top = this->store_->FindTuned(ctx, "NVIDIA H100 80GB HBM3", 3);
+  ASSERT_EQ(top->size(), 3u);
+  EXPECT_EQ((*top)[0].block_shape, TestShape(64, 16));
   EXPECT_DOUBLE_EQ((*top)[0].measured_s, 5e-5);
   EXPECT_EQ(*this->store_->CountTuned(), 6);
   EXPECT_TRUE(this->store_->FindTuned(TestGemm(8, 8, 8), "", 5)->empty());
