@@ -146,7 +146,7 @@ TEST_F(GemmGpuTest, RandomShapesLayoutsAndSplitsMatchFloat64) {
       c.xb.ms = std::min<int64_t>(c.xb.ml, pick({1, 2, 4, 8}));
       c.xb.ns = std::min<int64_t>(c.xb.nl, pick({1, 2, 4, 8}));
       c.xb.u = pick({1, 2, 4, 8, 16});
-      c.xb.kg = pick({1, 1, 2, 3, 4, 8});
+      c.xb.kg = pick({1, 1, 2, 3, 4, 8, 16, 37, 64});  // 1, 2, 4, 8 reduce lanes
     }
     if (!Validate(c.xb).ok() || !CanImplement(c.ctx, c.xb, limits).ok())
       continue;
@@ -259,7 +259,7 @@ TEST_F(GemmGpuTest, ConvolutionsWithPadStrideDilationMatchFloat64) {
     xb.ms = std::min<int64_t>(xb.ml, pick({1, 2, 4, 8}));
     xb.ns = std::min<int64_t>(xb.nl, pick({1, 2, 4, 8}));
     xb.u = pick({1, 2, 4, 8, 16});
-    xb.kg = pick({1, 1, 2, 3, 4});
+    xb.kg = pick({1, 1, 2, 3, 4, 16, 37});
     if (!Validate(xb).ok() || !CanImplement(cv, xb, limits).ok()) continue;
     const float alpha = rng() % 2 ? 1.f : 0.75f;
     const float beta = rng() % 3 == 0 ? -0.5f : 0.f;

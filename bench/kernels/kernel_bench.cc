@@ -13,8 +13,10 @@
 // launch reads its inputs from the 50 MB L2. The best kernel's output is
 // compared with the vendor's (relative Frobenius error).
 //
-//   kernel_bench [--quick] [--family NAME] [--xb "ML=.. NL=.. ..."]
-//   --xb times that one block shape instead of sweeping (for profiling).
+//   kernel_bench [--quick] [--family NAME] [--context TEXT] [--xb "ML=.. ..."]
+//   --context replaces the families with that one context
+//   ("gemm m=1024 n=1024 k=1024 layout=NN dtype=fp32"); --xb times that one
+//   block shape instead of sweeping (both for profiling).
 //   ratio = vendor time / ours; > 1 means blocktune is faster.
 #include <cuda_runtime.h>
 
@@ -55,6 +57,7 @@ int Main(int argc, char** argv) {
   bool quick = false;
   std::string only;
   std::optional<BlockShape> fixed;
+  std::vector<Problem> problems;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
@@ -67,9 +70,17 @@ int Main(int argc, char** argv) {
         return 2;
       }
       fixed = *xb;
+    } else if (std::strcmp(argv[i], "--context") == 0 && i + 1 < argc) {
+      auto ctx = ContextFromString(argv[++i]);
+      if (!ctx.ok()) {
+        std::fprintf(stderr, "--context: %s\n", ctx.status().ToString().c_str());
+        return 2;
+      }
+      problems.push_back({"context", *ctx});
     } else {
       std::fprintf(stderr,
-                   "usage: kernel_bench [--quick] [--family NAME] [--xb X]\n");
+                   "usage: kernel_bench [--quick] [--family NAME] [--context TEXT] "
+                   "[--xb X]\n");
       return 2;
     }
   }
@@ -92,7 +103,8 @@ int Main(int argc, char** argv) {
               "shape", "tried", "ours_us", "vendor_us", "sgemm_us", "ratio",
               "r_sgemm", "relerr", "best x_B (vendor)");
   std::mt19937 rng(1);
-  for (const Problem& p : Problems(quick)) {
+  if (problems.empty()) problems = Problems(quick);
+  for (const Problem& p : problems) {
     if (!only.empty() && p.family != only) continue;
     const GemmShape g = ImplicitGemm(p.ctx);
     auto made = MakeOperands(p.ctx, rng);
