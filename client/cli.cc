@@ -430,6 +430,10 @@ int RunCli(int argc, char** argv) {
                     "sooner)");
   uint64_t train_seed = 0;
   train->add_option("--seed", train_seed, "split, weights and batches (0: 1)");
+  int members = 0;
+  train->add_option("--members", members,
+                    "an ensemble of this many networks, member i trained with "
+                    "seed + i (0 or 1: one network; at most 16)");
 
   auto* query = app.add_subcommand("query", "best block shapes for a context");
   query->require_subcommand(1);
@@ -608,6 +612,7 @@ int RunCli(int argc, char** argv) {
     for (int l : layers) train_req.add_hidden_layers(l);
     train_req.set_epochs(epochs);
     train_req.set_seed(train_seed);
+    train_req.set_members(members);
   }
 
   Connection conn(g.connection);

@@ -179,28 +179,24 @@ void FloatArray(std::ostream& out, const std::string& name,
   out << "};\n";
 }
 
-// The embedded model: its arrays and `Predict<Op>`; features as
-// models/features.cc computes them.
-Status WriteModel(std::ostream& out, const HeaderSpec& spec, const std::string& op) {
-  const v1::Model& model = *spec.model;
-  models::Weights weights;
-  models::Normalization norm;
-  if (!weights.ParseFromString(model.weights()) ||
-      weights.format() != "blocktune.mlp.v1" || weights.layers().empty()) {
+// One network of the embedded model: its arrays, and `<name>Layers`,
+// `<name>Mean`, ...; `name` is kGemm (kConv), or kGemmM0, kGemmM1, ... for
+// the members of an ensemble.
+Status WriteNetwork(std::ostream& out, const v1::Model& model, Op op,
+                    const std::string& name, const models::Weights& weights,
+                    const models::Normalization& norm, int* inputs_out) {
+  const int inputs = norm.features_size();
+  const int expected = op == Op::kGemm ? 11 : 19;
+  const std::string opname(ToString(op));
+  if (weights.format() != "blocktune.mlp.v1" || weights.layers().empty() ||
+      norm.target() != "ln(flop/s)") {
     return InvalidArgument("model " + std::to_string(model.id()) +
                            ": weights do not parse as blocktune.mlp.v1");
   }
-  if (!norm.ParseFromString(model.normalization()) ||
-      norm.target() != "ln(flop/s)") {
-    return InvalidArgument("model " + std::to_string(model.id()) +
-                           ": normalization does not parse");
-  }
-  const int inputs = norm.features_size();
-  const int expected = spec.op == Op::kGemm ? 11 : 19;
   if (inputs != expected || norm.mean_size() != inputs ||
       norm.stddev_size() != inputs || weights.layers(0).inputs() != inputs) {
     return InvalidArgument("model " + std::to_string(model.id()) + " takes " +
-                           std::to_string(inputs) + " features; the " + op +
+                           std::to_string(inputs) + " features; the " + opname +
                            " header computes " + std::to_string(expected));
   }
   int previous = inputs;
@@ -216,11 +212,7 @@ Status WriteModel(std::ostream& out, const HeaderSpec& spec, const std::string& 
     return InvalidArgument("model " + std::to_string(model.id()) +
                            ": the last layer must have one output");
   }
-  const std::string p = "k" + op;  // kGemm / kConv
-  out << "\n// The surrogate f(x_B, x_C): model " << model.id() << ", hidden layers "
-      << model.architecture() << ". Inputs:";
-  for (const std::string& f : norm.features()) out << " " << f;
-  out << ".\n// Output: normalized ln(flop/s).\n";
+  const std::string& p = name;
   FloatArray(out, p + "Mean", norm.mean());
   FloatArray(out, p + "Stddev", norm.stddev());
   for (int l = 0; l < weights.layers_size(); ++l) {
@@ -240,12 +232,63 @@ Status WriteModel(std::ostream& out, const HeaderSpec& spec, const std::string& 
   out << "inline constexpr double " << p << "TargetMean = " << buf << ";\n";
   std::snprintf(buf, sizeof(buf), "%.17g", norm.target_std());
   out << "inline constexpr double " << p << "TargetStd = " << buf << ";\n";
-  out << "inline float " << p.substr(1) << "LnFlops(const float* features) {\n"
-      << "  const float y = Mlp(" << p << "Layers, "
-      << weights.layers_size() << ", features, " << p << "Mean, " << p
-      << "Stddev, " << inputs << ");\n"
-      << "  return static_cast<float>(y * " << p << "TargetStd + " << p
-      << "TargetMean);\n}\n";
+  *inputs_out = inputs;
+  return OkStatus();
+}
+
+// The expression of one network's ln(flop/s), as the daemon computes it
+// (models/surrogate.cc): float(y * std + mean).
+std::string NetworkLnFlops(const std::string& p, int layers, int inputs) {
+  return "static_cast<float>(Mlp(" + p + "Layers, " + std::to_string(layers) +
+         ", features, " + p + "Mean, " + p + "Stddev, " +
+         std::to_string(inputs) + ") * " + p + "TargetStd + " + p +
+         "TargetMean)";
+}
+
+// The embedded model: its arrays and `<Op>LnFlops`; features as
+// models/features.cc computes them. An ensemble's prediction is the mean of
+// its members', added in member order, as the daemon adds them.
+Status WriteModel(std::ostream& out, const HeaderSpec& spec, const std::string& op) {
+  const v1::Model& model = *spec.model;
+  models::Weights weights;
+  models::Normalization norm;
+  if (!weights.ParseFromString(model.weights()) ||
+      !norm.ParseFromString(model.normalization())) {
+    return InvalidArgument("model " + std::to_string(model.id()) +
+                           ": weights or normalization do not parse");
+  }
+  const std::string p = "k" + op;  // kGemm / kConv
+  const bool ensemble = weights.format() == "blocktune.mlp-ensemble.v1";
+  const int members = ensemble ? weights.members_size() : 1;
+  if (ensemble && (members < 2 || weights.member_normalizations_size() != members)) {
+    return InvalidArgument("model " + std::to_string(model.id()) +
+                           ": an ensemble needs 2 or more members, each with "
+                           "its normalization");
+  }
+  out << "\n// The surrogate f(x_B, x_C): model " << model.id() << ", hidden layers "
+      << model.architecture();
+  if (ensemble) out << ", the mean of " << members << " networks";
+  out << ". Inputs:";
+  for (const std::string& f : norm.features()) out << " " << f;
+  out << ".\n// Output: normalized ln(flop/s).\n";
+  std::vector<std::string> terms;
+  for (int m = 0; m < members; ++m) {
+    const std::string name = ensemble ? p + "M" + std::to_string(m) : p;
+    const models::Weights& w = ensemble ? weights.members(m) : weights;
+    const models::Normalization& n =
+        ensemble ? weights.member_normalizations(m) : norm;
+    int inputs = 0;
+    BT_RETURN_IF_ERROR(WriteNetwork(out, model, spec.op, name, w, n, &inputs));
+    terms.push_back(NetworkLnFlops(name, w.layers_size(), inputs));
+  }
+  out << "inline float " << p.substr(1) << "LnFlops(const float* features) {\n";
+  if (!ensemble) {
+    out << "  return " << terms[0] << ";\n}\n";
+    return OkStatus();
+  }
+  out << "  float sum = " << terms[0] << ";\n";
+  for (int m = 1; m < members; ++m) out << "  sum += " << terms[m] << ";\n";
+  out << "  return sum / " << members << ".0f;\n}\n";
   return OkStatus();
 }
 

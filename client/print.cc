@@ -205,6 +205,8 @@ void PrintKernelSummary(const v1::GetKernelResponse& k, std::ostream& out) {
 }
 
 void Print(const v1::TrainProgress& p, std::ostream& out) {
+  if (p.members() > 1 && p.model_id() == 0)
+    out << "member " << p.member() + 1 << "/" << p.members() << "  ";
   out << "epoch " << p.epoch() << "/" << p.epochs() << "  train mse "
       << p.train_mse() << "  validation mse " << p.validation_mse();
   if (p.model_id() > 0) {

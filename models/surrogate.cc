@@ -15,6 +15,8 @@ namespace blocktune {
 namespace {
 
 constexpr char kWeightsFormat[] = "blocktune.mlp.v1";
+constexpr char kEnsembleFormat[] = "blocktune.mlp-ensemble.v1";
+constexpr int kMaxMembers = 16;
 constexpr char kTarget[] = "ln(flop/s)";
 constexpr const char* kBlockNames[kBlockParameters] = {"ml", "nl", "ms",
                                                        "ns", "u",  "kg"};
@@ -145,6 +147,39 @@ StatusOr<Surrogate> Surrogate::Load(Op op, const std::string& architecture,
                                     const std::string& normalization) {
   BT_ASSIGN_OR_RETURN(std::vector<int> hidden,
                       ParseArchitecture(architecture, "architecture"));
+  {
+    models::Weights w;
+    if (!w.ParseFromString(weights)) {
+      return DataLoss("model weights do not parse");
+    }
+    if (w.format() == kEnsembleFormat) {
+      if (w.members_size() < 2 || w.members_size() > kMaxMembers ||
+          w.member_normalizations_size() != w.members_size()) {
+        return InvalidArgument(
+            "model ensemble has " + std::to_string(w.members_size()) +
+            " members and " + std::to_string(w.member_normalizations_size()) +
+            " normalizations; expected the same number, 2 to " +
+            std::to_string(kMaxMembers));
+      }
+      std::vector<Surrogate> members;
+      for (int i = 0; i < w.members_size(); ++i) {
+        if (w.members(i).format() != kWeightsFormat) {
+          return InvalidArgument("model ensemble member " + std::to_string(i) +
+                                 " is '" + w.members(i).format() + "', not " +
+                                 kWeightsFormat);
+        }
+        auto member = Load(op, architecture, w.members(i).SerializeAsString(),
+                           w.member_normalizations(i).SerializeAsString());
+        if (!member.ok()) {
+          return Status(member.status().code(),
+                        "model ensemble member " + std::to_string(i) + ": " +
+                            member.status().message());
+        }
+        members.push_back(*std::move(member));
+      }
+      return Ensemble(std::move(members));
+    }
+  }
   BT_ASSIGN_OR_RETURN(Surrogate s, Create(op, hidden, 0));
   Impl& impl = *s.impl_;
 
@@ -235,13 +270,45 @@ const SearchValues& Surrogate::search_values() const {
   return impl_->search_values;
 }
 
+StatusOr<Surrogate> Surrogate::Ensemble(std::vector<Surrogate> members) {
+  if (members.size() < 2 || members.size() > kMaxMembers) {
+    return InvalidArgument("an ensemble needs 2 to " +
+                           std::to_string(kMaxMembers) + " members, got " +
+                           std::to_string(members.size()));
+  }
+  for (const Surrogate& m : members) {
+    if (m.members() != 1 || m.op() != members[0].op() ||
+        m.hidden() != members[0].hidden()) {
+      return InvalidArgument(
+          "ensemble members must be single networks of one op and "
+          "architecture");
+    }
+  }
+  Surrogate out = members[0];
+  out.extra_.assign(members.begin() + 1, members.end());
+  return out;
+}
+
 int64_t Surrogate::parameters() const {
   int64_t n = 0;
   for (const auto& p : impl_->net->parameters()) n += p.numel();
+  for (const Surrogate& m : extra_) n += m.parameters();
   return n;
 }
 
 std::string Surrogate::SerializeWeights() const {
+  if (!extra_.empty()) {
+    models::Weights e;
+    e.set_format(kEnsembleFormat);
+    std::vector<Surrogate> all = {Surrogate(impl_)};
+    all.insert(all.end(), extra_.begin(), extra_.end());
+    for (const Surrogate& m : all) {
+      e.add_members()->ParseFromString(m.SerializeWeights());
+      e.add_member_normalizations()->ParseFromString(
+          m.SerializeNormalization());
+    }
+    return e.SerializeAsString();
+  }
   models::Weights w;
   w.set_format(kWeightsFormat);
   for (const auto& lin : impl_->linears) {
@@ -277,7 +344,20 @@ std::string Surrogate::SerializeNormalization() const {
 }
 
 void Surrogate::Predict(const float* features, int64_t n, float* out) const {
-  Impl& impl = *impl_;
+  PredictMember(*impl_, features, n, out);
+  if (extra_.empty()) return;
+  std::vector<float> member(n);
+  for (const Surrogate& m : extra_) {
+    PredictMember(*m.impl_, features, n, member.data());
+    for (int64_t i = 0; i < n; ++i) out[i] += member[i];
+  }
+  const float count = static_cast<float>(members());
+  for (int64_t i = 0; i < n; ++i) out[i] /= count;
+}
+
+void Surrogate::PredictMember(const Impl& member, const float* features,
+                              int64_t n, float* out) {
+  Impl& impl = const_cast<Impl&>(member);
   const int64_t f = impl.inputs;
   // On the CPU, small chunks spread over threads, each a chain of
   // single-threaded BLAS calls: on 2 cores ~1.3x the speed of one
@@ -341,6 +421,7 @@ bool Surrogate::UseCuda(bool on) {
   impl.device = want;
   impl.SyncNormalization();
   impl.Freeze();
+  for (Surrogate& m : extra_) m.UseCuda(on);
   return impl.device.is_cuda();
 }
 

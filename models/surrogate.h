@@ -52,6 +52,11 @@ class Surrogate {
  public:
   struct Impl;
 
+  // The mean, in ln(flop/s), of independently trained members (at least
+  // two, of one op and architecture): averaging cancels much of each
+  // member's error between near-equal block shapes.
+  static StatusOr<Surrogate> Ensemble(std::vector<Surrogate> members);
+
   // An untrained network with deterministic initial weights.
   static StatusOr<Surrogate> Create(Op op, const std::vector<int>& hidden,
                                     uint64_t seed);
@@ -63,6 +68,8 @@ class Surrogate {
   Op op() const;
   const std::vector<int>& hidden() const;
   int64_t parameters() const;
+  // 1 for a single network.
+  int members() const { return 1 + static_cast<int>(extra_.size()); }
   std::string SerializeWeights() const;
   std::string SerializeNormalization() const;
   const SearchValues& search_values() const;
@@ -82,7 +89,10 @@ class Surrogate {
 
  private:
   explicit Surrogate(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
-  std::shared_ptr<Impl> impl_;
+  static void PredictMember(const Impl& member, const float* features,
+                            int64_t n, float* out);
+  std::shared_ptr<Impl> impl_;  // the first (or only) member
+  std::vector<Surrogate> extra_;  // the other members of an ensemble
 };
 
 }  // namespace blocktune

@@ -127,5 +127,73 @@ TEST(TrainTest, LearnsToRankAndRoundTrips) {
   EXPECT_LT(ToySeconds(unseen, top[0].xb), best * 1.2);
 }
 
+// An ensemble: member i is exactly the single network of seed + i, the
+// prediction is the members' mean, and it round-trips through its stored
+// form; bad member counts are refused by name.
+TEST(TrainTest, EnsembleIsTheMeanOfItsSeededMembers) {
+  TrainOptions o;
+  o.hidden = {16, 16};
+  o.epochs = 8;
+  o.use_cuda = false;
+  o.seed = 5;
+  const std::vector<TrainingRow> rows = ToyRows(800, 3);
+  std::vector<Surrogate> singles;
+  for (uint64_t seed : {5, 6, 7}) {
+    TrainOptions one = o;
+    one.seed = seed;
+    auto t = Train(Op::kGemm, rows, one);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    singles.push_back(t->surrogate);
+  }
+  o.members = 3;
+  std::vector<int> members_seen;
+  auto trained = Train(Op::kGemm, rows, o, [&](const EpochReport& r) {
+    if (members_seen.empty() || members_seen.back() != r.member)
+      members_seen.push_back(r.member);
+    EXPECT_EQ(r.members, 3);
+    return true;
+  });
+  ASSERT_TRUE(trained.ok()) << trained.status().ToString();
+  EXPECT_EQ(members_seen, (std::vector<int>{0, 1, 2}));
+  const Surrogate& e = trained->surrogate;
+  EXPECT_EQ(e.members(), 3);
+  EXPECT_NE(trained->metrics_json.find("\"members\":3"), std::string::npos)
+      << trained->metrics_json;
+
+  GemmContext g;
+  g.m = 2048;
+  g.n = 512;
+  g.k = 2048;
+  const BlockShape xb{64, 64, 8, 8, 8, 1};
+  const std::vector<float> f = LogFeatures(g, xb);
+  float mean = 0;
+  for (const Surrogate& s : singles) {
+    float y = 0;
+    s.Predict(f.data(), 1, &y);
+    mean += y;
+  }
+  mean /= 3;
+  float y = 0;
+  e.Predict(f.data(), 1, &y);
+  EXPECT_FLOAT_EQ(y, mean);
+  // Members differ, so the mean is not any one of them.
+  float y0 = 0;
+  singles[0].Predict(f.data(), 1, &y0);
+  EXPECT_NE(y, y0);
+
+  auto loaded = Surrogate::Load(Op::kGemm, "16,16", e.SerializeWeights(),
+                                e.SerializeNormalization());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->members(), 3);
+  EXPECT_DOUBLE_EQ(loaded->PredictSeconds(g, xb), e.PredictSeconds(g, xb));
+
+  EXPECT_FALSE(Surrogate::Ensemble({singles[0]}).ok());
+  TrainOptions too_many = o;
+  too_many.members = 17;
+  Status s = Train(Op::kGemm, rows, too_many).status();
+  EXPECT_NE(s.message().find("members must be in [1, 16]"), std::string::npos)
+      << s.message();
+}
+
 }  // namespace
 }  // namespace blocktune

@@ -77,10 +77,79 @@ Status Validate(const TrainOptions& o) {
     return InvalidArgument("validation_fraction must be in [0.01, 0.5], got " +
                            std::to_string(o.validation_fraction));
   }
+  BT_RETURN_IF_ERROR(CheckRange("members", o.members, 1, 16));
   return OkStatus();
 }
 
+namespace {
+StatusOr<TrainedModel> TrainOne(
+    Op op, const std::vector<TrainingRow>& rows, const TrainOptions& options,
+    const std::function<bool(const EpochReport&)>& on_epoch);
+}  // namespace
+
 StatusOr<TrainedModel> Train(
+    Op op, const std::vector<TrainingRow>& rows, const TrainOptions& options,
+    const std::function<bool(const EpochReport&)>& on_epoch) {
+  BT_RETURN_IF_ERROR(Validate(options));
+  if (options.members == 1) return TrainOne(op, rows, options, on_epoch);
+  std::vector<Surrogate> networks;
+  std::vector<TrainedModel> each;
+  for (int i = 0; i < options.members; ++i) {
+    TrainOptions one = options;
+    one.members = 1;
+    one.seed = options.seed + static_cast<uint64_t>(i);
+    std::function<bool(const EpochReport&)> report;
+    if (on_epoch) {
+      report = [&, i](const EpochReport& r) {
+        EpochReport tagged = r;
+        tagged.member = i;
+        tagged.members = options.members;
+        return on_epoch(tagged);
+      };
+    }
+    BT_ASSIGN_OR_RETURN(TrainedModel t, TrainOne(op, rows, one, report));
+    networks.push_back(t.surrogate);
+    each.push_back(std::move(t));
+  }
+  BT_ASSIGN_OR_RETURN(Surrogate ensemble, Surrogate::Ensemble(networks));
+  models::Metrics m;
+  if (!google::protobuf::util::JsonStringToMessage(each[0].metrics_json, &m)
+           .ok()) {
+    return Internal("cannot read back member 0's metrics");
+  }
+  TrainedModel out = each[0];
+  out.surrogate = ensemble;
+  double val = 0, train = 0, seconds = 0;
+  int epochs = 0;
+  for (const TrainedModel& t : each) {
+    models::Metrics mi;
+    (void)google::protobuf::util::JsonStringToMessage(t.metrics_json, &mi);
+    val += t.validation_mse / each.size();
+    train += t.train_mse / each.size();
+    seconds += mi.seconds();
+    epochs += t.epochs_run;
+    m.add_member_validation_mse(t.validation_mse);
+  }
+  out.validation_mse = val;
+  out.train_mse = train;
+  out.epochs_run = epochs;
+  m.set_validation_mse(val);
+  m.set_train_mse(train);
+  m.set_epochs_run(epochs);
+  m.set_seconds(seconds);
+  m.set_seed(options.seed);
+  m.set_members(options.members);
+  google::protobuf::util::JsonPrintOptions jopt;
+  jopt.always_print_primitive_fields = true;
+  jopt.preserve_proto_field_names = true;
+  out.metrics_json.clear();
+  google::protobuf::util::MessageToJsonString(m, &out.metrics_json, jopt);
+  return out;
+}
+
+namespace {
+
+StatusOr<TrainedModel> TrainOne(
     Op op, const std::vector<TrainingRow>& rows, const TrainOptions& options,
     const std::function<bool(const EpochReport&)>& on_epoch) {
   const auto started = std::chrono::steady_clock::now();
@@ -285,6 +354,7 @@ StatusOr<TrainedModel> Train(
   m.set_device(cuda ? "cuda" : "cpu");
   m.set_libtorch_version(LibtorchVersion());
   m.set_seed(options.seed);
+  m.set_members(1);
   m.set_batch_size(options.batch_size);
   m.set_learning_rate(options.learning_rate);
   m.set_architecture(ArchitectureString(options.hidden));
@@ -298,5 +368,7 @@ StatusOr<TrainedModel> Train(
   google::protobuf::util::MessageToJsonString(m, &out.metrics_json, jopt);
   return out;
 }
+
+}  // namespace
 
 }  // namespace blocktune

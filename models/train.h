@@ -31,6 +31,9 @@ struct TrainOptions {
   double validation_fraction = 0.1;
   uint64_t seed = 1;
   bool use_cuda = true;           // when libtorch has CUDA
+  // An ensemble of this many networks, member i trained as a single network
+  // with seed + i (its own split and initial weights); 1: one network.
+  int members = 1;
 };
 
 // Validates every option, naming the field and its range.
@@ -42,6 +45,8 @@ struct EpochReport {
   double train_mse = 0;
   double validation_mse = 0;
   double best_validation_mse = 0;
+  int member = 0;    // 0-based, of an ensemble
+  int members = 1;
 };
 
 struct TrainedModel {
@@ -59,7 +64,8 @@ struct TrainedModel {
 
 // Trains on `rows` (all of one op, at least 20). `on_epoch` is called after
 // every epoch; training stops with CANCELLED when it returns false. The
-// weights kept are those of the best validation epoch.
+// weights kept are those of the best validation epoch. An ensemble's
+// metrics are its members' means; its Spearman figures are member 0's.
 StatusOr<TrainedModel> Train(Op op, const std::vector<TrainingRow>& rows,
                              const TrainOptions& options,
                              const std::function<bool(const EpochReport&)>&

@@ -449,6 +449,8 @@ grpc::Status BlocktuneService::TrainModel(
     if (req->epochs() != 0) options.epochs = req->epochs();
     if (req->seed() != 0) options.seed = req->seed();
     BT_RETURN_IF_ERROR(CheckRange("epochs", req->epochs(), 0, 100000));
+    BT_RETURN_IF_ERROR(CheckRange("members", req->members(), 0, 16));
+    if (req->members() > 1) options.members = req->members();
     BT_RETURN_IF_ERROR(Validate(options));
     if (!surrogates_) {
       return FailedPrecondition("this blocktuned keeps no surrogates");
@@ -498,7 +500,10 @@ grpc::Status BlocktuneService::TrainModel(
     }
     BT_LOG(kInfo) << "training a " << ToString(op) << " model for "
                   << device_name << " on " << rows.size() << " samples, "
-                  << ArchitectureString(options.hidden);
+                  << ArchitectureString(options.hidden)
+                  << (options.members > 1
+                          ? " x " + std::to_string(options.members) + " members"
+                          : std::string());
     const auto started = std::chrono::steady_clock::now();
     auto since = [&] {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() -
@@ -513,6 +518,8 @@ grpc::Status BlocktuneService::TrainModel(
       p.set_validation_mse(r.validation_mse);
       p.set_best_validation_mse(r.best_validation_mse);
       p.set_seconds(since());
+      p.set_member(r.member);
+      p.set_members(r.members);
       // A client that went away ends the training.
       return !stopping_ && !ctx->IsCancelled() && writer->Write(p);
     });
@@ -530,7 +537,9 @@ grpc::Status BlocktuneService::TrainModel(
         " ok_samples=" + std::to_string(rows.size()) +
         " newest_measured_unix=" + std::to_string(newest) +
         " validation_fraction=" + std::to_string(options.validation_fraction) +
-        " seed=" + std::to_string(options.seed);
+        " seed=" + std::to_string(options.seed) +
+        (options.members > 1 ? " members=" + std::to_string(options.members)
+                             : std::string());
     record.libtorch_version = LibtorchVersion();
     record.metrics_json = trained->metrics_json;
     record.created_unix = NowUnix();
