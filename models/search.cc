@@ -98,16 +98,48 @@ std::vector<double> BlockSearch::PredictSeconds(
   });
 }
 
+constexpr size_t kEnsembleShortlist = 512;
+
 std::vector<ScoredShape> BlockSearch::Top(const Context& ctx, int k,
                                           SearchStats* stats) const {
   const auto start = std::chrono::steady_clock::now();
   std::vector<int32_t> index;
   std::vector<BlockShape> shapes = range_.Candidates(ctx, &index);
+  const int64_t candidates = static_cast<int64_t>(shapes.size());
   // The block shapes' logs come precomputed with the grid.
+  const Surrogate scorer = model_.members() > 1 ? model_.Member(0) : model_;
   std::vector<double> seconds =
-      Score(model_, ctx, shapes.size(), [&](size_t i, float* row) {
+      Score(scorer, ctx, shapes.size(), [&](size_t i, float* row) {
         std::copy_n(range_.grid_logs(index[i]), kBlockParameters, row);
       });
+  if (model_.members() > 1) {
+    // An ensemble costs one network's scoring per member. Its first member
+    // ranks the whole range; the ensemble re-scores that ranking's best
+    // kEnsembleShortlist (or 8k) shapes, where its top k lies. Against
+    // scoring everything with the ensemble, on the shipped H100 models: the
+    // same top 10 on the 32 oracle contexts, and on the 54 evaluation shapes
+    // all but one (MLP 256x16x256: its 10th shape differs).
+    std::vector<size_t> order(shapes.size());
+    std::iota(order.begin(), order.end(), 0);
+    const size_t keep = std::min(
+        order.size(), std::max<size_t>(kEnsembleShortlist, 8 * std::max(k, 1)));
+    std::partial_sort(order.begin(), order.begin() + keep, order.end(),
+                      [&](size_t a, size_t b) {
+                        if (seconds[a] != seconds[b]) return seconds[a] < seconds[b];
+                        return shapes[a] < shapes[b];
+                      });
+    std::vector<BlockShape> short_shapes;
+    std::vector<int32_t> short_index;
+    for (size_t i = 0; i < keep; ++i) {
+      short_shapes.push_back(shapes[order[i]]);
+      short_index.push_back(index[order[i]]);
+    }
+    shapes = std::move(short_shapes);
+    index = std::move(short_index);
+    seconds = Score(model_, ctx, shapes.size(), [&](size_t i, float* row) {
+      std::copy_n(range_.grid_logs(index[i]), kBlockParameters, row);
+    });
+  }
   std::vector<size_t> order(shapes.size());
   std::iota(order.begin(), order.end(), 0);
   const size_t keep = std::min(order.size(), static_cast<size_t>(std::max(k, 1)));
@@ -119,7 +151,7 @@ std::vector<ScoredShape> BlockSearch::Top(const Context& ctx, int k,
   std::vector<ScoredShape> top;
   for (size_t i = 0; i < keep; ++i) top.push_back({shapes[order[i]], seconds[order[i]]});
   if (stats) {
-    stats->candidates = static_cast<int64_t>(shapes.size());
+    stats->candidates = candidates;
     stats->seconds = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - start)
                          .count();

@@ -10,6 +10,11 @@
 // in memory beside the operands (1 GiB in all, as a campaign measures; no
 // split when the operands alone are larger). The context-free rules (threads,
 // shared memory, instruction cache) are applied once, at construction.
+//
+// An ensemble model is searched in two stages: its first member scores the
+// whole range and the ensemble re-scores that member's best 512 (or 8k), so
+// a query costs about one network's scoring instead of one per member. That
+// can miss the ensemble's exhaustive best by a near-tie (see search.cc).
 #ifndef BLOCKTUNE_MODELS_SEARCH_H_
 #define BLOCKTUNE_MODELS_SEARCH_H_
 

@@ -70,6 +70,11 @@ class Surrogate {
   int64_t parameters() const;
   // 1 for a single network.
   int members() const { return 1 + static_cast<int>(extra_.size()); }
+  // Member i (0 <= i < members()) as a single network; 0 of a single
+  // network is itself.
+  Surrogate Member(int i) const {
+    return i == 0 ? Surrogate(impl_) : extra_.at(static_cast<size_t>(i - 1));
+  }
   std::string SerializeWeights() const;
   std::string SerializeNormalization() const;
   const SearchValues& search_values() const;

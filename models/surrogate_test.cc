@@ -187,6 +187,23 @@ TEST(TrainTest, EnsembleIsTheMeanOfItsSeededMembers) {
   EXPECT_EQ(loaded->members(), 3);
   EXPECT_DOUBLE_EQ(loaded->PredictSeconds(g, xb), e.PredictSeconds(g, xb));
 
+  // The search's two stages (member 0 ranks, the ensemble re-scores a
+  // shortlist) are an approximation: with these weak 8-epoch members it
+  // misses the ensemble's exhaustive best by 0.3%. It must come within 1%,
+  // and report the ensemble's own prediction for what it returns.
+  BlockSearch search(*loaded, ProfileByName("h100").value());
+  const std::vector<BlockShape> all = search.Candidates(g);
+  ASSERT_GT(all.size(), 512u);  // more than the shortlist
+  double best = INFINITY;
+  for (const BlockShape& c : all) best = std::min(best, loaded->PredictSeconds(g, c));
+  SearchStats stats;
+  const auto top = search.Top(g, 3, &stats);
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_LE(top[0].predicted_s, best * 1.01);
+  EXPECT_NEAR(top[0].predicted_s, loaded->PredictSeconds(g, top[0].xb),
+              1e-5 * top[0].predicted_s);
+  EXPECT_EQ(stats.candidates, static_cast<int64_t>(all.size()));
+
   EXPECT_FALSE(Surrogate::Ensemble({singles[0]}).ok());
   TrainOptions too_many = o;
   too_many.members = 17;
