@@ -98,20 +98,42 @@ std::vector<double> BlockSearch::PredictSeconds(
   });
 }
 
+namespace {
+
 constexpr size_t kEnsembleShortlist = 512;
+
+// Positions of the `keep` fastest predicted shapes, fastest first; ties go
+// to the smaller block shape, so the order is the same on every run.
+std::vector<size_t> Fastest(const std::vector<double>& seconds,
+                            const std::vector<BlockShape>& shapes, size_t keep) {
+  std::vector<size_t> order(shapes.size());
+  std::iota(order.begin(), order.end(), 0);
+  keep = std::min(keep, order.size());
+  std::partial_sort(order.begin(), order.begin() + keep, order.end(),
+                    [&](size_t a, size_t b) {
+                      if (seconds[a] != seconds[b]) return seconds[a] < seconds[b];
+                      return shapes[a] < shapes[b];
+                    });
+  order.resize(keep);
+  return order;
+}
+
+}  // namespace
 
 std::vector<ScoredShape> BlockSearch::Top(const Context& ctx, int k,
                                           SearchStats* stats) const {
   const auto start = std::chrono::steady_clock::now();
+  const size_t want = static_cast<size_t>(std::max(k, 1));
   std::vector<int32_t> index;
   std::vector<BlockShape> shapes = range_.Candidates(ctx, &index);
   const int64_t candidates = static_cast<int64_t>(shapes.size());
   // The block shapes' logs come precomputed with the grid.
-  const Surrogate scorer = model_.members() > 1 ? model_.Member(0) : model_;
-  std::vector<double> seconds =
-      Score(scorer, ctx, shapes.size(), [&](size_t i, float* row) {
-        std::copy_n(range_.grid_logs(index[i]), kBlockParameters, row);
-      });
+  auto score = [&](const Surrogate& model) {
+    return Score(model, ctx, shapes.size(), [&](size_t i, float* row) {
+      std::copy_n(range_.grid_logs(index[i]), kBlockParameters, row);
+    });
+  };
+  std::vector<double> seconds = score(model_.Member(0));
   if (model_.members() > 1) {
     // An ensemble costs one network's scoring per member. Its first member
     // ranks the whole range; the ensemble re-scores that ranking's best
@@ -119,37 +141,20 @@ std::vector<ScoredShape> BlockSearch::Top(const Context& ctx, int k,
     // scoring everything with the ensemble, on the shipped H100 models: the
     // same top 10 on the 32 oracle contexts, and on the 54 evaluation shapes
     // all but one (MLP 256x16x256: its 10th shape differs).
-    std::vector<size_t> order(shapes.size());
-    std::iota(order.begin(), order.end(), 0);
-    const size_t keep = std::min(
-        order.size(), std::max<size_t>(kEnsembleShortlist, 8 * std::max(k, 1)));
-    std::partial_sort(order.begin(), order.begin() + keep, order.end(),
-                      [&](size_t a, size_t b) {
-                        if (seconds[a] != seconds[b]) return seconds[a] < seconds[b];
-                        return shapes[a] < shapes[b];
-                      });
     std::vector<BlockShape> short_shapes;
     std::vector<int32_t> short_index;
-    for (size_t i = 0; i < keep; ++i) {
-      short_shapes.push_back(shapes[order[i]]);
-      short_index.push_back(index[order[i]]);
+    for (size_t i :
+         Fastest(seconds, shapes, std::max(kEnsembleShortlist, 8 * want))) {
+      short_shapes.push_back(shapes[i]);
+      short_index.push_back(index[i]);
     }
     shapes = std::move(short_shapes);
     index = std::move(short_index);
-    seconds = Score(model_, ctx, shapes.size(), [&](size_t i, float* row) {
-      std::copy_n(range_.grid_logs(index[i]), kBlockParameters, row);
-    });
+    seconds = score(model_);
   }
-  std::vector<size_t> order(shapes.size());
-  std::iota(order.begin(), order.end(), 0);
-  const size_t keep = std::min(order.size(), static_cast<size_t>(std::max(k, 1)));
-  std::partial_sort(order.begin(), order.begin() + keep, order.end(),
-                    [&](size_t a, size_t b) {
-                      if (seconds[a] != seconds[b]) return seconds[a] < seconds[b];
-                      return shapes[a] < shapes[b];
-                    });
   std::vector<ScoredShape> top;
-  for (size_t i = 0; i < keep; ++i) top.push_back({shapes[order[i]], seconds[order[i]]});
+  for (size_t i : Fastest(seconds, shapes, want))
+    top.push_back({shapes[i], seconds[i]});
   if (stats) {
     stats->candidates = candidates;
     stats->seconds = std::chrono::duration<double>(

@@ -147,46 +147,44 @@ StatusOr<Surrogate> Surrogate::Load(Op op, const std::string& architecture,
                                     const std::string& normalization) {
   BT_ASSIGN_OR_RETURN(std::vector<int> hidden,
                       ParseArchitecture(architecture, "architecture"));
-  {
-    models::Weights w;
-    if (!w.ParseFromString(weights)) {
-      return DataLoss("model weights do not parse");
-    }
-    if (w.format() == kEnsembleFormat) {
-      if (w.members_size() < 2 || w.members_size() > kMaxMembers ||
-          w.member_normalizations_size() != w.members_size()) {
-        return InvalidArgument(
-            "model ensemble has " + std::to_string(w.members_size()) +
-            " members and " + std::to_string(w.member_normalizations_size()) +
-            " normalizations; expected the same number, 2 to " +
-            std::to_string(kMaxMembers));
-      }
-      std::vector<Surrogate> members;
-      for (int i = 0; i < w.members_size(); ++i) {
-        if (w.members(i).format() != kWeightsFormat) {
-          return InvalidArgument("model ensemble member " + std::to_string(i) +
-                                 " is '" + w.members(i).format() + "', not " +
-                                 kWeightsFormat);
-        }
-        auto member = Load(op, architecture, w.members(i).SerializeAsString(),
-                           w.member_normalizations(i).SerializeAsString());
-        if (!member.ok()) {
-          return Status(member.status().code(),
-                        "model ensemble member " + std::to_string(i) + ": " +
-                            member.status().message());
-        }
-        members.push_back(*std::move(member));
-      }
-      return Ensemble(std::move(members));
-    }
-  }
-  BT_ASSIGN_OR_RETURN(Surrogate s, Create(op, hidden, 0));
-  Impl& impl = *s.impl_;
-
+  models::Weights w;
+  if (!w.ParseFromString(weights)) return DataLoss("model weights do not parse");
   models::Normalization norm;
   if (!norm.ParseFromString(normalization)) {
     return DataLoss("model normalization does not parse");
   }
+  if (w.format() != kEnsembleFormat)
+    return LoadNetwork(op, architecture, hidden, w, norm);
+  if (w.members_size() < 2 || w.members_size() > kMaxMembers ||
+      w.member_normalizations_size() != w.members_size()) {
+    return InvalidArgument(
+        "model ensemble has " + std::to_string(w.members_size()) +
+        " members and " + std::to_string(w.member_normalizations_size()) +
+        " normalizations; expected the same number, 2 to " +
+        std::to_string(kMaxMembers));
+  }
+  std::vector<Surrogate> members;
+  for (int i = 0; i < w.members_size(); ++i) {
+    auto member = LoadNetwork(op, architecture, hidden, w.members(i),
+                              w.member_normalizations(i));
+    if (!member.ok()) {
+      return Status(member.status().code(),
+                    "model ensemble member " + std::to_string(i) + ": " +
+                        member.status().message());
+    }
+    members.push_back(*std::move(member));
+  }
+  return Ensemble(std::move(members));
+}
+
+StatusOr<Surrogate> Surrogate::LoadNetwork(Op op,
+                                           const std::string& architecture,
+                                           const std::vector<int>& hidden,
+                                           const models::Weights& w,
+                                           const models::Normalization& norm) {
+  BT_ASSIGN_OR_RETURN(Surrogate s, Create(op, hidden, 0));
+  Impl& impl = *s.impl_;
+
   if (norm.op() != ToString(op)) {
     return InvalidArgument("model normalization is for op '" + norm.op() +
                            "', not " + std::string(ToString(op)));
@@ -231,8 +229,6 @@ StatusOr<Surrogate> Surrogate::Load(Op op, const std::string& architecture,
     impl.search_values[p].assign(v.values().begin(), v.values().end());
   }
 
-  models::Weights w;
-  if (!w.ParseFromString(weights)) return DataLoss("model weights do not parse");
   if (w.format() != kWeightsFormat ||
       w.layers_size() != static_cast<int>(impl.linears.size())) {
     return InvalidArgument("model weights are '" + w.format() + "' with " +
@@ -296,22 +292,13 @@ int64_t Surrogate::parameters() const {
   return n;
 }
 
-std::string Surrogate::SerializeWeights() const {
-  if (!extra_.empty()) {
-    models::Weights e;
-    e.set_format(kEnsembleFormat);
-    std::vector<Surrogate> all = {Surrogate(impl_)};
-    all.insert(all.end(), extra_.begin(), extra_.end());
-    for (const Surrogate& m : all) {
-      e.add_members()->ParseFromString(m.SerializeWeights());
-      e.add_member_normalizations()->ParseFromString(
-          m.SerializeNormalization());
-    }
-    return e.SerializeAsString();
-  }
+namespace {
+
+// One network's stored forms.
+models::Weights NetworkWeights(const Surrogate::Impl& impl) {
   models::Weights w;
   w.set_format(kWeightsFormat);
-  for (const auto& lin : impl_->linears) {
+  for (const auto& lin : impl.linears) {
     torch::Tensor wt = lin->weight.detach().to(torch::kCPU).contiguous();
     torch::Tensor bt = lin->bias.detach().to(torch::kCPU).contiguous();
     models::Layer* layer = w.add_layers();
@@ -322,25 +309,45 @@ std::string Surrogate::SerializeWeights() const {
     layer->mutable_bias()->Add(bt.data_ptr<float>(),
                                bt.data_ptr<float>() + bt.numel());
   }
-  return w.SerializeAsString();
+  return w;
 }
 
-std::string Surrogate::SerializeNormalization() const {
+models::Normalization NetworkNormalization(const Surrogate::Impl& impl) {
   models::Normalization n;
-  n.set_op(std::string(ToString(impl_->op)));
-  for (const auto& name : FeatureNames(impl_->op)) n.add_features(name);
-  n.mutable_mean()->Add(impl_->mean.begin(), impl_->mean.end());
-  n.mutable_stddev()->Add(impl_->stddev.begin(), impl_->stddev.end());
+  n.set_op(std::string(ToString(impl.op)));
+  for (const auto& name : FeatureNames(impl.op)) n.add_features(name);
+  n.mutable_mean()->Add(impl.mean.begin(), impl.mean.end());
+  n.mutable_stddev()->Add(impl.stddev.begin(), impl.stddev.end());
   n.set_target(kTarget);
-  n.set_target_mean(impl_->target_mean);
-  n.set_target_std(impl_->target_std);
+  n.set_target_mean(impl.target_mean);
+  n.set_target_std(impl.target_std);
   for (int p = 0; p < kBlockParameters; ++p) {
     auto* v = n.add_search_values();
     v->set_parameter(kBlockNames[p]);
-    v->mutable_values()->Add(impl_->search_values[p].begin(),
-                             impl_->search_values[p].end());
+    v->mutable_values()->Add(impl.search_values[p].begin(),
+                             impl.search_values[p].end());
   }
-  return n.SerializeAsString();
+  return n;
+}
+
+}  // namespace
+
+std::string Surrogate::SerializeWeights() const {
+  if (extra_.empty()) return NetworkWeights(*impl_).SerializeAsString();
+  models::Weights e;
+  e.set_format(kEnsembleFormat);
+  for (int i = 0; i < members(); ++i) {
+    const Impl& member = *Member(i).impl_;
+    *e.add_members() = NetworkWeights(member);
+    *e.add_member_normalizations() = NetworkNormalization(member);
+  }
+  return e.SerializeAsString();
+}
+
+// An ensemble's is its first member's: the search range and features are
+// every member's.
+std::string Surrogate::SerializeNormalization() const {
+  return NetworkNormalization(*impl_).SerializeAsString();
 }
 
 void Surrogate::Predict(const float* features, int64_t n, float* out) const {
@@ -355,9 +362,8 @@ void Surrogate::Predict(const float* features, int64_t n, float* out) const {
   for (int64_t i = 0; i < n; ++i) out[i] /= count;
 }
 
-void Surrogate::PredictMember(const Impl& member, const float* features,
-                              int64_t n, float* out) {
-  Impl& impl = const_cast<Impl&>(member);
+void Surrogate::PredictMember(Impl& impl, const float* features, int64_t n,
+                              float* out) {
   const int64_t f = impl.inputs;
   // On the CPU, small chunks spread over threads, each a chain of
   // single-threaded BLAS calls: on 2 cores ~1.3x the speed of one

@@ -22,6 +22,7 @@ namespace blocktune {
 
 namespace models {
 class Normalization;
+class Weights;
 }
 
 // The thesis's best architecture (Table 4.1).
@@ -94,8 +95,13 @@ class Surrogate {
 
  private:
   explicit Surrogate(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
-  static void PredictMember(const Impl& member, const float* features,
-                            int64_t n, float* out);
+  static void PredictMember(Impl& impl, const float* features, int64_t n,
+                            float* out);
+  // One network from its parsed stored forms (Load parses them once).
+  static StatusOr<Surrogate> LoadNetwork(Op op, const std::string& architecture,
+                                         const std::vector<int>& hidden,
+                                         const models::Weights& weights,
+                                         const models::Normalization& norm);
   std::shared_ptr<Impl> impl_;  // the first (or only) member
   std::vector<Surrogate> extra_;  // the other members of an ensemble
 };

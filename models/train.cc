@@ -82,9 +82,21 @@ Status Validate(const TrainOptions& o) {
 }
 
 namespace {
+
 StatusOr<TrainedModel> TrainOne(
     Op op, const std::vector<TrainingRow>& rows, const TrainOptions& options,
     const std::function<bool(const EpochReport&)>& on_epoch);
+
+// Metrics as stored (ModelRecord metrics_json): every field, proto names.
+std::string MetricsJson(const models::Metrics& m) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  google::protobuf::util::MessageToJsonString(m, &json, options);
+  return json;
+}
+
 }  // namespace
 
 StatusOr<TrainedModel> Train(
@@ -112,38 +124,30 @@ StatusOr<TrainedModel> Train(
     each.push_back(std::move(t));
   }
   BT_ASSIGN_OR_RETURN(Surrogate ensemble, Surrogate::Ensemble(networks));
-  models::Metrics m;
-  if (!google::protobuf::util::JsonStringToMessage(each[0].metrics_json, &m)
-           .ok()) {
-    return Internal("cannot read back member 0's metrics");
-  }
   TrainedModel out = each[0];
   out.surrogate = ensemble;
-  double val = 0, train = 0, seconds = 0;
-  int epochs = 0;
+  out.validation_mse = out.train_mse = 0;
+  out.epochs_run = 0;
+  models::Metrics m;
+  double seconds = 0;
   for (const TrainedModel& t : each) {
     models::Metrics mi;
-    (void)google::protobuf::util::JsonStringToMessage(t.metrics_json, &mi);
-    val += t.validation_mse / each.size();
-    train += t.train_mse / each.size();
+    if (!google::protobuf::util::JsonStringToMessage(t.metrics_json, &mi).ok())
+      return Internal("cannot read back a member's metrics");
+    if (&t == &each[0]) m = mi;  // its Spearman figures stand
+    out.validation_mse += t.validation_mse / each.size();
+    out.train_mse += t.train_mse / each.size();
+    out.epochs_run += t.epochs_run;
     seconds += mi.seconds();
-    epochs += t.epochs_run;
     m.add_member_validation_mse(t.validation_mse);
   }
-  out.validation_mse = val;
-  out.train_mse = train;
-  out.epochs_run = epochs;
-  m.set_validation_mse(val);
-  m.set_train_mse(train);
-  m.set_epochs_run(epochs);
+  m.set_validation_mse(out.validation_mse);
+  m.set_train_mse(out.train_mse);
+  m.set_epochs_run(out.epochs_run);
   m.set_seconds(seconds);
   m.set_seed(options.seed);
   m.set_members(options.members);
-  google::protobuf::util::JsonPrintOptions jopt;
-  jopt.always_print_primitive_fields = true;
-  jopt.preserve_proto_field_names = true;
-  out.metrics_json.clear();
-  google::protobuf::util::MessageToJsonString(m, &out.metrics_json, jopt);
+  out.metrics_json = MetricsJson(m);
   return out;
 }
 
@@ -362,10 +366,7 @@ StatusOr<TrainedModel> TrainOne(
   model.UseCuda(false);  // also freezes the weights for inference
   TrainedModel out{model, "", best, last_train, m.spearman_validation(),
                    within_median, epochs_run, best_epoch, n_train, n_val};
-  google::protobuf::util::JsonPrintOptions jopt;
-  jopt.always_print_primitive_fields = true;
-  jopt.preserve_proto_field_names = true;
-  google::protobuf::util::MessageToJsonString(m, &out.metrics_json, jopt);
+  out.metrics_json = MetricsJson(m);
   return out;
 }
 
