@@ -36,12 +36,12 @@ class TunedCache {
  public:
   static constexpr size_t kMaxEntries = 65536;
 
-  uint64_t Generation() const {
+  // The answer for `key`, if kept; else nullopt and, in `generation`, the
+  // generation a read starting now must file its answer under.
+  std::optional<std::vector<TunedRecord>> Get(const std::string& key,
+                                              uint64_t* generation) const {
     std::lock_guard lock(mu_);
-    return generation_;
-  }
-  std::optional<std::vector<TunedRecord>> Get(const std::string& key) const {
-    std::lock_guard lock(mu_);
+    *generation = generation_;
     auto it = entries_.find(key);
     if (it == entries_.end()) return std::nullopt;
     return it->second;
@@ -397,8 +397,8 @@ class SqliteStore final : public TuningStore {
     std::string key = ToString(ctx);
     key.append(1, '\0').append(device_name).append(1, '\0');
     key += std::to_string(top);
-    const uint64_t generation = tuned_cache_.Generation();
-    if (auto hit = tuned_cache_.Get(key)) return *std::move(hit);
+    uint64_t generation = 0;
+    if (auto hit = tuned_cache_.Get(key, &generation)) return *std::move(hit);
     std::vector<TunedRecord> out;
     BT_RETURN_IF_ERROR(Read([&](SQLite::Database& db) {
       SQLite::Statement q(db, TunedSelect() +
