@@ -25,11 +25,7 @@ CliRun Cli(const std::string& args) {
 class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    daemon_ = std::make_unique<DaemonProcess>(
-        BLOCKTUNED,
-        std::vector<std::string>{"--listen", "unix:" + dir_.path() + "/s.sock",
-                                 "--db", dir_.path() + "/b.db"},
-        dir_.path() + "/log");
+    daemon_ = StartDaemonIn<DaemonProcess>(BLOCKTUNED, dir_.path());
     ASSERT_TRUE(daemon_->ok()) << daemon_->Log();
     server_ = "--server unix:" + dir_.path() + "/s.sock ";
   }

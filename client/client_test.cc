@@ -35,11 +35,7 @@ class ClientTest : public ::testing::Test {
   void SetUp() override {
     dir_ = MakeTempDir();
     ASSERT_FALSE(dir_.empty());
-    daemon_ = std::make_unique<ChildDaemon>(
-        BLOCKTUNED,
-        std::vector<std::string>{"--listen", "unix:" + dir_ + "/s.sock", "--db",
-                                 dir_ + "/b.db"},
-        dir_ + "/log");
+    daemon_ = testing::StartDaemonIn(BLOCKTUNED, dir_);
     ASSERT_TRUE(daemon_->ok()) << daemon_->Log();
     address_ = "unix:" + dir_ + "/s.sock";
   }

@@ -158,11 +158,7 @@ Context RandomConv(std::mt19937_64& rng) {
 class HeaderExportTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    daemon_ = std::make_unique<DaemonProcess>(
-        BLOCKTUNED,
-        std::vector<std::string>{"--listen", "unix:" + dir_.path() + "/s.sock",
-                                 "--db", dir_.path() + "/b.db"},
-        dir_.path() + "/log");
+    daemon_ = StartDaemonIn<DaemonProcess>(BLOCKTUNED, dir_.path());
     ASSERT_TRUE(daemon_->ok()) << daemon_->Log();
     server_ = " --server unix:" + dir_.path() + "/s.sock";
     ShellRun imported = Shell(std::string(BLOCKTUNE_CLI) + " import " +

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,19 @@ class ChildDaemon {
   std::string address_;
   bool listening_ = false;
 };
+
+// A blocktuned (`Daemon`: ChildDaemon, or DaemonProcess for a stub) on
+// unix:DIR/s.sock with its store in DIR/b.db and its log in DIR/log, as the
+// client tests start one.
+template <typename Daemon = ChildDaemon>
+std::unique_ptr<Daemon> StartDaemonIn(const std::string& binary,
+                                      const std::string& dir) {
+  return std::make_unique<Daemon>(
+      binary,
+      std::vector<std::string>{"--listen", "unix:" + dir + "/s.sock", "--db",
+                               dir + "/b.db"},
+      dir + "/log");
+}
 
 // Runs `command` through the shell, stderr merged into stdout; code is the
 // exit status, -1 if it did not exit.
