@@ -20,6 +20,9 @@ db_flag=()
 "$build/server/blocktuned" --listen "$socket" "${db_flag[@]}" \
   2>"$run_dir/blocktuned.log" &
 daemon=$!
+# BLOCKTUNE_PID_FILE=path: where to write the daemon's pid (CI checks that
+# the daemon is gone after this script ends).
+[[ -n "${BLOCKTUNE_PID_FILE:-}" ]] && echo "$daemon" >"$BLOCKTUNE_PID_FILE"
 cleanup() {
   kill -TERM "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
   rm -rf "$run_dir"

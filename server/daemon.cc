@@ -11,6 +11,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <cstdlib>
 #include <fstream>
@@ -174,32 +175,47 @@ namespace {
 
 // One daemon per database: the store answers cached queries from memory
 // and only its own commits invalidate that, so a second blocktuned on the
-// same file would serve stale answers. An flock on DB.lock (released by the
-// kernel when the process dies, even by kill -9) refuses the second one.
-// The descriptor stays open for the daemon's life.
+// same file would serve stale answers. The lock is an flock on the database
+// file itself, so it follows the file's identity (device and inode), not
+// its path: a symlink or a hard link to a database in use is refused too.
+// SQLite's own locks are POSIX record locks, which Linux keeps apart from
+// flock. The kernel releases the lock when the process dies, even by
+// kill -9; the descriptor stays open for the daemon's life.
+std::string LockHolderPid(int fd) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return "";
+  // /proc/locks: "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF".
+  char id[64];
+  std::snprintf(id, sizeof(id), ":%lu ", static_cast<unsigned long>(st.st_ino));
+  std::ifstream locks("/proc/locks");
+  std::string line;
+  while (std::getline(locks, line)) {
+    if (line.find("FLOCK") == std::string::npos ||
+        line.find(id) == std::string::npos)
+      continue;
+    std::istringstream fields(line);
+    std::string n, kind, advisory, mode, pid;
+    fields >> n >> kind >> advisory >> mode >> pid;
+    return pid;
+  }
+  return "";
+}
+
 StatusOr<int> LockDatabase(const std::string& db) {
-  const std::string path = db + ".lock";
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  int fd = open(db.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) fd = open(db.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    return FailedPrecondition("cannot open the lock file " + path + ": " +
+    return FailedPrecondition("cannot open " + db + " to lock it: " +
                               std::strerror(errno));
   }
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    char pid[32] = {};
-    const ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+    const std::string holder = LockHolderPid(fd);
     close(fd);
-    std::string holder = n > 0 ? std::string(pid, n) : "";
-    while (!holder.empty() && std::isspace(static_cast<unsigned char>(holder.back())))
-      holder.pop_back();
     return FailedPrecondition(
         "the database " + db + " is in use by another blocktuned" +
         (holder.empty() ? std::string() : " (pid " + holder + ")") +
-        "; stop it, or give this one its own --db");
-  }
-  const std::string pid = std::to_string(getpid()) + "\n";
-  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) < 0) {
-    BT_LOG(kWarning) << "cannot write the pid to " << path << ": "
-                     << std::strerror(errno);
+        " (the same file, whatever path or link names it); stop it, or "
+        "give this one its own --db");
   }
   return fd;
 }
@@ -249,6 +265,13 @@ int RunDaemon(const DaemonOptions& options) {
   }
 
   const std::string db = options.db.empty() ? DefaultDatabasePath() : options.db;
+  // The folders and the file exist (0700, 0600) before anything opens them.
+  auto prepared = PrepareDatabaseFile(db);
+  if (!prepared.ok()) {
+    BT_LOG(kError) << prepared.status().message();
+    return 1;
+  }
+  for (const std::string& warning : *prepared) BT_LOG(kWarning) << warning;
   auto lock = LockDatabase(db);
   if (!lock.ok()) {
     BT_LOG(kError) << lock.status().message();

@@ -1,6 +1,8 @@
 // Tests of a real blocktuned process: bad input, authentication, shutdown,
 // and the calls that work now, over gRPC on a unix socket or TCP.
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
@@ -603,6 +605,86 @@ TEST_F(DaemonTest, OneDaemonPerDatabase) {
                        db()},
                       dir_.path() + "/third.log");
   EXPECT_TRUE(third.ok()) << third.Log();
+}
+
+// The lock follows the file, not the path: a symlink or a hard link to a
+// database in use names the same file and is refused.
+TEST_F(DaemonTest, OneDaemonPerDatabaseWhateverLinkNamesIt) {
+  auto first = Start();
+  ASSERT_TRUE(first->ok());
+  const std::string symlink_path = dir_.path() + "/symlink.db";
+  const std::string hardlink_path = dir_.path() + "/hardlink.db";
+  ASSERT_EQ(::symlink(db().c_str(), symlink_path.c_str()), 0);
+  ASSERT_EQ(::link(db().c_str(), hardlink_path.c_str()), 0);
+  for (const std::string& path : {symlink_path, hardlink_path}) {
+    DaemonProcess second(BLOCKTUNED,
+                         {"--listen", "unix:" + dir_.path() + "/s2.sock",
+                          "--db", path},
+                         dir_.path() + "/second.log");
+    EXPECT_FALSE(second.ok()) << path;
+    EXPECT_EQ(second.Wait(), 1);
+    EXPECT_THAT(second.Log(), HasSubstr("is in use by another blocktuned (pid "))
+        << path;
+  }
+}
+
+// A new user's first start: HOME is empty, nothing under it exists yet. The
+// daemon makes its data folder (0700 at every level it creates) and the
+// database (0600) before it opens anything in them; XDG_DATA_HOME wins
+// when set.
+TEST_F(DaemonTest, FirstStartInAnEmptyHomeMakesPrivateFolders) {
+  const std::string home = dir_.path() + "/home";
+  ASSERT_EQ(::mkdir(home.c_str(), 0755), 0);
+  const std::string xdg = dir_.path() + "/xdg/data";
+  struct Case {
+    std::vector<std::string> env;
+    std::string first_made, db;
+  };
+  for (const Case& c :
+       {Case{{"-u", "XDG_DATA_HOME", "HOME=" + home}, home + "/.local",
+             home + "/.local/share/blocktune/blocktune.db"},
+        Case{{"HOME=" + home, "XDG_DATA_HOME=" + xdg}, dir_.path() + "/xdg",
+             xdg + "/blocktune/blocktune.db"}}) {
+    std::vector<std::string> args = c.env;
+    args.insert(args.end(), {BLOCKTUNED, "--listen",
+                             "unix:" + dir_.path() + "/s.sock", "--gpus",
+                             "none"});
+    DaemonProcess daemon("/usr/bin/env", args, log());
+    ASSERT_TRUE(daemon.ok()) << daemon.Log();
+    struct stat st {};
+    ASSERT_EQ(::stat(c.db.c_str(), &st), 0) << c.db;
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << c.db;
+    for (std::string folder = c.db.substr(0, c.db.rfind('/'));
+         folder.size() >= c.first_made.size();
+         folder = folder.substr(0, folder.rfind('/'))) {
+      ASSERT_EQ(::stat(folder.c_str(), &st), 0) << folder;
+      EXPECT_EQ(st.st_mode & 0777, 0700u) << folder;
+    }
+    EXPECT_EQ(daemon.Stop(SIGTERM), 0) << daemon.Log();
+  }
+}
+
+// A database left readable by others (a copy, an older version) is taken
+// to 0600 and the log says so; one the daemon cannot write starts with a
+// warning naming what will fail.
+TEST_F(DaemonTest, ExistingDatabaseModeIsTightenedAndReadOnlyIsWarned) {
+  { auto first = Start(); }
+  ASSERT_EQ(::chmod(db().c_str(), 0644), 0);
+  {
+    auto daemon = Start();
+    struct stat st {};
+    ASSERT_EQ(::stat(db().c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    EXPECT_THAT(daemon->Log(), HasSubstr("had mode 0644, readable by others; "
+                                         "it is now 0600"));
+  }
+  if (::geteuid() == 0) GTEST_SKIP() << "root may write a read-only file";
+  ASSERT_EQ(::chmod(db().c_str(), 0400), 0);
+  DaemonProcess daemon(BLOCKTUNED,
+                       {"--listen", "unix:" + dir_.path() + "/s.sock", "--db",
+                        db()},
+                       log());
+  EXPECT_THAT(daemon.Log(), HasSubstr("is not writable"));
 }
 
 TEST_F(DaemonTest, RefusesANonLoopbackAddressWithoutTokenOrTls) {

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -187,8 +188,7 @@ class SqliteStore final : public TuningStore {
   explicit SqliteStore(std::string path) : path_(std::move(path)) {}
 
   Status Open() {
-    BT_RETURN_IF_ERROR(MakeParentDirs(path_));
-    BT_RETURN_IF_ERROR(CreatePrivateFile(path_));
+    BT_RETURN_IF_ERROR(PrepareDatabaseFile(path_).status());
     return Guard([&]() -> Status {
       writer_ = std::make_unique<SQLite::Database>(path_, SQLite::OPEN_READWRITE,
                                                    kBusyTimeoutMs);
@@ -715,6 +715,32 @@ class SqliteStore final : public TuningStore {
 };
 
 }  // namespace
+
+StatusOr<std::vector<std::string>> PrepareDatabaseFile(const std::string& path) {
+  if (path.empty()) return InvalidArgument("database path must not be empty");
+  BT_RETURN_IF_ERROR(MakeParentDirs(path));
+  BT_RETURN_IF_ERROR(CreatePrivateFile(path));
+  std::vector<std::string> warnings;
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    return FailedPrecondition("cannot stat " + path + ": " + std::strerror(errno));
+  }
+  if ((st.st_mode & 077) != 0 && st.st_uid == geteuid()) {
+    // An older blocktune, or a copy, left it readable by others.
+    if (chmod(path.c_str(), st.st_mode & 0700) == 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof(mode), "%04o", st.st_mode & 07777);
+      warnings.push_back(path + " had mode " + mode +
+                         ", readable by others; it is now 0600");
+    }
+  }
+  if (access(path.c_str(), W_OK) != 0) {
+    warnings.push_back(path + " is not writable (" + std::strerror(errno) +
+                       "): queries answer from it, but imports, campaigns "
+                       "and training will fail");
+  }
+  return warnings;
+}
 
 StatusOr<std::unique_ptr<TuningStore>> OpenSqliteStore(const std::string& path) {
   if (path.empty()) return InvalidArgument("database path must not be empty");

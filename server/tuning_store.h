@@ -171,6 +171,13 @@ class TuningStore {
   virtual StatusOr<std::vector<CampaignRecord>> ListCampaigns() = 0;
 };
 
+// Makes the database's folders (mode 0700, mkdir -p) and the file itself
+// (mode 0600) when missing, and takes an existing file that others may read
+// down to 0600. Returns warnings to log: a mode it tightened, a file this
+// process cannot write. OpenSqliteStore calls it; the daemon calls it first,
+// so that its lock on the file's identity has a file to lock.
+StatusOr<std::vector<std::string>> PrepareDatabaseFile(const std::string& path);
+
 // The production store: one SQLite file in WAL mode, created with mode 0600
 // (and its folder with 0700) when missing, migrated to the current schema on
 // open. Refuses a file whose schema is newer than this build knows.
