@@ -20,6 +20,7 @@
 #include "bench/timing.h"
 #include "proto/convert.h"
 #include "proto/dataset_file.h"
+#include "proto/dataset_stream.h"
 #include "server/daemon_process.h"
 #include "server/store_test_util.h"
 
@@ -79,12 +80,11 @@ int main(int argc, char** argv) {
   auto stub = v1::Blocktune::NewStub(
       grpc::CreateChannel(d.address(), grpc::InsecureChannelCredentials()));
   {
-    v1::ImportRequest req;
-    *req.mutable_dataset() = *dataset;
-    req.mutable_dataset()->clear_samples();  // the models alone
+    v1::Dataset models_only = *dataset;
+    models_only.clear_samples();
     v1::ImportResponse resp;
     grpc::ClientContext ctx;
-    grpc::Status s = stub->Import(&ctx, req, &resp);
+    grpc::Status s = ImportDataset(*stub, &ctx, std::move(models_only), &resp);
     if (!s.ok() || resp.models() == 0) {
       std::fprintf(stderr, "import: %s\n", s.error_message().c_str());
       return 1;

@@ -19,6 +19,7 @@
 
 #include "bench/timing.h"
 #include "proto/dataset_file.h"
+#include "proto/dataset_stream.h"
 #include "server/daemon_process.h"
 #include "server/store_test_util.h"
 #include "tuner/sampler.h"
@@ -54,11 +55,9 @@ int main(int argc, char** argv) {
   auto channel = grpc::CreateChannel(d.address(), grpc::InsecureChannelCredentials());
   auto stub = v1::Blocktune::NewStub(channel);
   {
-    v1::ImportRequest req;
-    *req.mutable_dataset() = *dataset;
     v1::ImportResponse resp;
     grpc::ClientContext ctx;
-    if (!stub->Import(&ctx, req, &resp).ok() || resp.models() == 0) {
+    if (!ImportDataset(*stub, &ctx, *dataset, &resp).ok() || resp.models() == 0) {
       std::fprintf(stderr, "import failed\n");
       return 1;
     }

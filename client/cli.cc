@@ -15,6 +15,7 @@
 #include "client/print.h"
 #include "proto/convert.h"
 #include "proto/dataset_file.h"
+#include "proto/dataset_stream.h"
 #include "tuner/device_profile.h"
 #include "tuner/sample_report.h"
 #include "tuner/sampler.h"
@@ -313,29 +314,33 @@ int RunKernel(Connection& conn, const Globals& g, const Context& ctx,
 
 int RunExport(Connection& conn, const Globals& g, const std::string& out_path,
               v1::ExportRequest req) {
-  v1::ExportResponse resp;
-  grpc::Status status = conn.stub().Export(conn.NewContext().get(), req, &resp);
+  v1::Dataset dataset;
+  // The whole export is one stream: no per-call deadline.
+  grpc::Status status =
+      ExportDataset(conn.stub(), conn.NewContext(/*stream=*/true).get(), req,
+                    &dataset);
   if (!status.ok()) return CallFailed(status);
-  std::string text = ToJson(resp.dataset());
+  std::string text = ToJson(dataset);
   if (out_path.empty() || out_path == "-") {
     std::cout << text;
     return kExitOk;
   }
   if (Status w = WriteMaybeGzip(out_path, text); !w.ok()) return StatusFailed(w);
-  std::cerr << "wrote " << resp.dataset().tuned_size() << " tuned answers, "
-            << resp.dataset().samples_size() << " samples, "
-            << resp.dataset().models_size() << " models to " << out_path
-            << "\n";
+  std::cerr << "wrote " << dataset.tuned_size() << " tuned answers, "
+            << dataset.samples_size() << " samples, " << dataset.models_size()
+            << " models to " << out_path << "\n";
   return kExitOk;
 }
 
 int RunImport(Connection& conn, const Globals& g, const std::string& path) {
+  // Bounded by kMaxDatasetFileBytes: a device or an endless pipe is refused
+  // instead of filling memory.
   auto dataset = ReadDatasetFile(path);
   if (!dataset.ok()) return UsageError("import: " + dataset.status().message());
-  v1::ImportRequest req;
-  *req.mutable_dataset() = std::move(*dataset);
   v1::ImportResponse resp;
-  grpc::Status status = conn.stub().Import(conn.NewContext().get(), req, &resp);
+  grpc::Status status =
+      ImportDataset(conn.stub(), conn.NewContext(/*stream=*/true).get(),
+                    std::move(*dataset), &resp);
   if (!status.ok()) return CallFailed(status);
   if (g.json) {
     std::cout << ToJson(resp);

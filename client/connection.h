@@ -32,7 +32,8 @@ class Connection {
   explicit Connection(ConnectionOptions options);
 
   // Waits up to 5 s for the channel; UNAVAILABLE naming the server if it
-  // cannot be reached, FAILED_PRECONDITION if the token file is unreadable.
+  // cannot be reached (saying so when the daemon answers but the TLS
+  // handshake fails), FAILED_PRECONDITION if the token file is unreadable.
   Status Connect();
 
   // A context with the token and the call deadline (none if `stream`).
@@ -41,6 +42,9 @@ class Connection {
   const std::string& server() const { return options_.server; }
 
  private:
+  // Why the channel did not connect, as well as the CLI can tell.
+  Status Unreachable() const;
+
   ConnectionOptions options_;
   std::string token_;
   std::shared_ptr<grpc::Channel> channel_;

@@ -12,6 +12,7 @@
 #include "client/print.h"
 #include "proto/convert.h"
 #include "proto/dataset_file.h"
+#include "proto/dataset_stream.h"
 
 namespace blocktune {
 namespace {
@@ -144,12 +145,13 @@ int RunHeaderExport(Connection& conn, const HeaderExportFlags& f) {
     v1::ExportRequest req;
     req.set_op(ToProto(*op));
     req.set_device_name(f.device);
-    v1::ExportResponse resp;
-    grpc::Status s = conn.stub().Export(conn.NewContext().get(), req, &resp);
+    v1::Dataset exported;
+    grpc::Status s = ExportDataset(
+        conn.stub(), conn.NewContext(/*stream=*/true).get(), req, &exported);
     if (!s.ok()) return CallFailed(s);
     // The fastest stored answer per context; every answer a candidate.
     std::map<std::string, size_t> by_context;
-    for (const v1::TunedAnswer& a : resp.dataset().tuned()) {
+    for (const v1::TunedAnswer& a : exported.tuned()) {
       auto context = FromProto(a.context(), "tuned.context");
       auto xb = FromProto(a.block_shape(), "tuned.block_shape");
       if (!context.ok() || !xb.ok()) continue;
@@ -184,10 +186,11 @@ int RunHeaderExport(Connection& conn, const HeaderExportFlags& f) {
     req.set_op(ToProto(*op));
     req.set_device_name(f.device.empty() ? spec.device.name() : f.device);
     req.set_include_models(true);
-    v1::ExportResponse resp;
-    grpc::Status s = conn.stub().Export(conn.NewContext().get(), req, &resp);
+    v1::Dataset exported;
+    grpc::Status s = ExportDataset(
+        conn.stub(), conn.NewContext(/*stream=*/true).get(), req, &exported);
     if (!s.ok()) return CallFailed(s);
-    for (const v1::Model& m : resp.dataset().models()) {
+    for (const v1::Model& m : exported.models()) {
       if (!spec.model || m.id() > spec.model->id()) spec.model = m;
     }
     if (!spec.model) {

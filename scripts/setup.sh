@@ -16,6 +16,8 @@ packages=(
   # Exported headers are checked to compile warning-free with both g++ and
   # clang++.
   clang
+  # The TLS test makes its CA and server certificate with openssl.
+  openssl
   # The evaluation's plots and tables (bench/eval/report.py).
   python3 python3-matplotlib
 )

@@ -27,6 +27,8 @@ class ChildDaemon {
   // The address from the "listening on ..." line (the bound port for :0).
   const std::string& address() const { return address_; }
   std::string Log() const;
+  // The process id while it runs; -1 once it has exited.
+  pid_t pid() const { return pid_; }
 
   // Sends `signal` and waits; returns the exit code, or 128 + signal.
   int Stop(int signal);

@@ -1,6 +1,8 @@
 #include "server/daemon.h"
 
+#include <grpc/grpc.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <pthread.h>
 #include <signal.h>
@@ -15,11 +17,13 @@
 #include <cstring>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "kernels/cuda_driver.h"
 #include "kernels/validate.h"
+#include "proto/dataset_stream.h"
 #include "server/auth.h"
 #include "server/campaigns.h"
 #include "server/log.h"
@@ -33,8 +37,15 @@ int g_signal_pipe[2] = {-1, -1};
 }  // namespace
 namespace {
 
-constexpr int kMaxMessageBytes = 512 << 20;  // datasets travel whole
 constexpr auto kShutdownGrace = std::chrono::seconds(30);
+// The memory gRPC's transport may hold for all connections together. The
+// message limit alone does not bound it: gRPC 1.51 buffers a whole message
+// before its size is checked, so a caller allowed past the token (or any
+// caller of a daemon without one) could send many oversized messages at
+// once. Past this quota gRPC cancels the largest streams (RESOURCE_EXHAUSTED)
+// instead of growing. It is 64 times the largest request, far more than
+// imports (one at a time, in 1 MiB chunks) and queries need.
+constexpr int kTransportMemoryBytes = 64 * kMaxRequestMessageBytes;
 
 StatusOr<std::string> ReadFile(const std::string& path, const char* flag) {
   std::ifstream in(path, std::ios::binary);
@@ -47,14 +58,15 @@ StatusOr<std::string> ReadFile(const std::string& path, const char* flag) {
 }
 
 StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
-    const DaemonOptions& options) {
-  if (options.tls_cert.empty()) return grpc::InsecureServerCredentials();
-  grpc::SslServerCredentialsOptions ssl;
-  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-  BT_ASSIGN_OR_RETURN(pair.private_key, ReadFile(options.tls_key, "--tls-key"));
-  BT_ASSIGN_OR_RETURN(pair.cert_chain, ReadFile(options.tls_cert, "--tls-cert"));
-  ssl.pem_key_cert_pairs.push_back(pair);
-  return grpc::SslServerCredentials(ssl);
+    const DaemonOptions& options, const TokenAuth& auth) {
+  std::optional<TlsKeyPair> tls;
+  if (!options.tls_cert.empty()) {
+    tls.emplace();
+    BT_ASSIGN_OR_RETURN(tls->private_key, ReadFile(options.tls_key, "--tls-key"));
+    BT_ASSIGN_OR_RETURN(tls->cert_chain,
+                        ReadFile(options.tls_cert, "--tls-cert"));
+  }
+  return ServerCredentialsFor(auth, tls);
 }
 
 void WarnIfReadableByOthers(const std::string& path) {
@@ -116,8 +128,11 @@ std::string DefaultWorkerPath() {
 }
 
 bool IsLoopback(const std::string& listen) {
-  if (listen.rfind("unix:", 0) == 0 || listen.rfind("unix-abstract:", 0) == 0)
-    return true;
+  // A unix socket file is made 0600 (umask 077): only this user can connect.
+  // An abstract socket has no file and no permissions: any local user can
+  // connect, so it is not counted as loopback and needs the token.
+  if (listen.rfind("unix:", 0) == 0) return true;
+  if (listen.rfind("unix-abstract:", 0) == 0) return false;
   std::string host = listen;
   if (!host.empty() && host[0] == '[') {  // [v6]:port
     size_t close = host.find(']');
@@ -158,14 +173,25 @@ Status CheckOptions(const DaemonOptions& options) {
   if (options.tls_cert.empty() != options.tls_key.empty()) {
     return InvalidArgument("--tls-cert and --tls-key go together; give both");
   }
-  const bool tls = !options.tls_cert.empty();
-  if (!IsLoopback(options.listen) && options.token_file.empty() && !tls) {
+  if (options.max_import_mib < 1 || options.max_import_mib > kMaxImportMib) {
+    return InvalidArgument("--max-import-mib must be in [1, " +
+                           std::to_string(kMaxImportMib) + "], got " +
+                           std::to_string(options.max_import_mib));
+  }
+  if (!IsLoopback(options.listen) && options.token_file.empty()) {
+    const bool tls = !options.tls_cert.empty();
+    const bool abstract = options.listen.rfind("unix-abstract:", 0) == 0;
     return FailedPrecondition(
-        "refusing to listen on " + options.listen +
-        ": it is not a loopback address, and anyone who can reach it could "
-        "use this daemon. Give --token-file FILE (clients then send the "
-        "token) or --tls-cert/--tls-key, or listen on 127.0.0.1 or "
-        "unix:PATH");
+        "refusing to listen on " + options.listen + " without --token-file: " +
+        (abstract ? "an abstract unix socket has no file permissions, so "
+                    "any local user could connect and use this daemon"
+                  : "it is not a loopback address, so anyone who can reach "
+                    "it could use this daemon") +
+        (tls ? ". TLS encrypts the connection but does not say who the "
+               "client is; the token does"
+             : "") +
+        ". Give --token-file FILE (clients then send the token), or listen "
+        "on 127.0.0.1:PORT or unix:PATH");
   }
   return OkStatus();
 }
@@ -258,7 +284,7 @@ int RunDaemon(const DaemonOptions& options) {
     WarnIfReadableByOthers(options.token_file);
     auth = *loaded;
   }
-  auto credentials = Credentials(options);
+  auto credentials = Credentials(options, auth);
   if (!credentials.ok()) {
     BT_LOG(kError) << credentials.status().message();
     return 1;
@@ -286,6 +312,7 @@ int RunDaemon(const DaemonOptions& options) {
                 << ")";
 
   BlocktuneService service(store->get(), &auth);
+  service.SetMaxImportBytes(int64_t{options.max_import_mib} << 20);
   CampaignOptions campaign_options;
   campaign_options.worker_path =
       options.worker.empty() ? DefaultWorkerPath() : options.worker;
@@ -337,13 +364,20 @@ int RunDaemon(const DaemonOptions& options) {
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(options.listen, *credentials, &port);
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  builder.SetMaxReceiveMessageSize(kMaxRequestMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxResponseMessageBytes);
+  // gRPC sets SO_REUSEPORT by default, and then a second daemon binds the
+  // same port and takes half the connections. One port, one daemon.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  grpc::ResourceQuota transport_memory("blocktuned transport");
+  transport_memory.Resize(kTransportMemoryBytes);
+  builder.SetResourceQuota(transport_memory);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) {
     BT_LOG(kError) << "cannot listen on " << options.listen
-                   << " (address in use, or not an address)";
+                   << ": the address is in use (is another blocktuned "
+                      "running there?) or is not an address this host has";
     return 1;
   }
   std::string bound = options.listen;

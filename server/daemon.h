@@ -28,13 +28,20 @@ struct DaemonOptions {
   std::string score_device = "cpu";  // "cpu", "cuda" or "auto"
   int fake_gpus = 0;
   std::string fake_worker;
+  // The most one Import may send, in MiB; its records are held in memory
+  // until they are committed.
+  int max_import_mib = 1024;
 };
+
+inline constexpr int kMaxImportMib = 16384;
 
 // $XDG_DATA_HOME/blocktune/blocktune.db, else
 // ~/.local/share/blocktune/blocktune.db.
 std::string DefaultDatabasePath();
 
-// True for unix sockets and loopback hosts (127.0.0.0/8, ::1, localhost).
+// True for unix socket files and loopback hosts (127.0.0.0/8, ::1,
+// localhost); false for abstract unix sockets, which any local user can
+// reach.
 bool IsLoopback(const std::string& listen);
 
 // The GPU indices --gpus names; "all" is empty with all = true.
@@ -45,7 +52,8 @@ struct GpuSelection {
 StatusOr<GpuSelection> ParseGpus(const std::string& text);
 
 // Everything about the options that can be checked before opening anything:
-// a non-loopback address needs --token-file or TLS; TLS needs both files.
+// a non-loopback address needs --token-file, with or without TLS (TLS gives
+// privacy, not the client's identity); TLS needs both files.
 Status CheckOptions(const DaemonOptions& options);
 
 // Serves until SIGINT or SIGTERM, then lets in-flight calls finish. Returns

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "proto/convert.h"
+#include "proto/dataset_stream.h"
 #include "server/daemon_process.h"
 #include "server/record_convert.h"
 #include "server/store_test_util.h"
@@ -353,7 +354,7 @@ class MalformedRequests {
     }
     return {"Import " + what, [req](v1::Blocktune::Stub& s) {
               v1::ImportResponse r;
-              return s.Import(Ctx().get(), req, &r);
+              return ImportDataset(s, Ctx().get(), req.dataset(), &r);
             }};
   }
 
@@ -365,7 +366,8 @@ TEST_F(DaemonTest, MalformedRequestsAreInvalidArgumentAndLoseNothing) {
   ASSERT_TRUE(daemon->ok());
   auto stub = daemon->NewStub();
   v1::ImportResponse imported;
-  ASSERT_TRUE(stub->Import(Ctx().get(), TestDataset(), &imported).ok());
+  ASSERT_TRUE(
+      ImportDataset(*stub, Ctx().get(), TestDataset().dataset(), &imported).ok());
   v1::QueryResponse before;
   ASSERT_TRUE(stub->Query(Ctx().get(), TestQuery(), &before).ok());
   v1::HealthResponse health_before;
@@ -434,7 +436,8 @@ TEST_F(DaemonTest, QueryAnswersExactlyFromImportedDataElseNotFound) {
   EXPECT_THAT(s.error_message(), HasSubstr("blocktune import"));
 
   v1::ImportResponse imported;
-  ASSERT_TRUE(stub->Import(Ctx().get(), TestDataset(), &imported).ok());
+  ASSERT_TRUE(
+      ImportDataset(*stub, Ctx().get(), TestDataset().dataset(), &imported).ok());
   EXPECT_EQ(imported.tuned(), 4);
   EXPECT_EQ(imported.samples(), 10);
 
@@ -467,11 +470,11 @@ TEST_F(DaemonTest, QueryAnswersExactlyFromImportedDataElseNotFound) {
 
   v1::ExportRequest export_req;
   export_req.set_include_samples(true);
-  v1::ExportResponse exported;
-  ASSERT_TRUE(stub->Export(Ctx().get(), export_req, &exported).ok());
-  EXPECT_EQ(exported.dataset().format(), "blocktune.dataset.v1");
-  EXPECT_EQ(exported.dataset().tuned_size(), 4);
-  EXPECT_EQ(exported.dataset().samples_size(), 10);
+  v1::Dataset exported;
+  ASSERT_TRUE(ExportDataset(*stub, Ctx().get(), export_req, &exported).ok());
+  EXPECT_EQ(exported.format(), "blocktune.dataset.v1");
+  EXPECT_EQ(exported.tuned_size(), 4);
+  EXPECT_EQ(exported.samples_size(), 10);
   v1::ListDevicesResponse devices;
   ASSERT_TRUE(stub->ListDevices(Ctx().get(), {}, &devices).ok());
   ASSERT_EQ(devices.devices_size(), 1);
@@ -528,8 +531,8 @@ TEST_F(DaemonTest, CallsWithoutGpuOrDataSayWhatIsMissing) {
 
   v1::ExportRequest header;
   header.set_format(v1::EXPORT_FORMAT_HEADER);
-  v1::ExportResponse e;
-  s = stub->Export(Ctx().get(), header, &e);
+  v1::Dataset e;
+  s = ExportDataset(*stub, Ctx().get(), header, &e);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
   EXPECT_THAT(s.error_message(), HasSubstr("written by the client"));
 }
@@ -748,7 +751,7 @@ TEST_F(DaemonTest, SigtermLetsAnInFlightImportFinish) {
   std::atomic<bool> returned{false};
   auto import = std::async(std::launch::async, [&] {
     v1::ImportResponse r;
-    grpc::Status s = stub->Import(Ctx().get(), big, &r);
+    grpc::Status s = ImportDataset(*stub, Ctx().get(), big.dataset(), &r);
     returned = true;
     return s;
   });

@@ -9,8 +9,9 @@ int main(int argc, char** argv) {
                "this box, keeps every measurement in its store, and answers "
                "block-shape queries over gRPC."};
   app.add_option("--listen", options.listen,
-                 "host:port or unix:PATH; a non-loopback address needs "
-                 "--token-file or TLS")
+                 "host:port, unix:PATH or unix-abstract:NAME; anything but "
+                 "a loopback address or a unix socket file needs "
+                 "--token-file (TLS or not)")
       ->capture_default_str();
   app.add_option("--db", options.db,
                  "SQLite store (default: " + blocktune::DefaultDatabasePath() +
@@ -20,7 +21,9 @@ int main(int argc, char** argv) {
   app.add_option("--token-file", options.token_file,
                  "require this bearer token (first line of the file) on "
                  "every call");
-  app.add_option("--tls-cert", options.tls_cert, "PEM certificate chain");
+  app.add_option("--tls-cert", options.tls_cert,
+                 "PEM certificate chain: serve over TLS (privacy; the "
+                 "token still says who may call)");
   app.add_option("--tls-key", options.tls_key, "PEM private key");
   app.add_option("--worker", options.worker,
                  "the GPU worker program (default: blocktune-worker beside "
@@ -45,6 +48,11 @@ int main(int argc, char** argv) {
   app.add_option("--fake-worker", options.fake_worker,
                  "for tests: the fake GPUs' behaviour, key=N,... "
                  "(tuner/worker.h)");
+  app.add_option("--max-import-mib", options.max_import_mib,
+                 "the most one import may send, in MiB (held in memory "
+                 "until it is stored)")
+      ->check(CLI::Range(1, blocktune::kMaxImportMib))
+      ->capture_default_str();
   app.add_option("--log-level", options.log_level,
                  "debug, info, warning or error")
       ->capture_default_str();

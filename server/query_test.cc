@@ -11,6 +11,7 @@
 #include "models/surrogate.h"
 #include "proto/convert.h"
 #include "proto/dataset_file.h"
+#include "proto/dataset_stream.h"
 #include "server/daemon_process.h"
 #include "server/record_convert.h"
 #include "server/store_test_util.h"
@@ -63,10 +64,9 @@ class QueryTest : public ::testing::Test {
   static std::vector<v1::TrainProgress> ImportAndTrain(const DaemonProcess& d) {
     auto dataset = ReadDatasetFile(TestData("gemm-4000.json.gz"));
     EXPECT_TRUE(dataset.ok()) << dataset.status().ToString();
-    v1::ImportRequest imp;
-    *imp.mutable_dataset() = *dataset;
     v1::ImportResponse imported;
-    EXPECT_TRUE(d.NewStub()->Import(Ctx().get(), imp, &imported).ok());
+    EXPECT_TRUE(
+        ImportDataset(*d.NewStub(), Ctx().get(), *dataset, &imported).ok());
     EXPECT_EQ(imported.samples(), 4000);
 
     v1::TrainModelRequest req;
@@ -110,10 +110,10 @@ TEST_F(QueryTest, TrainsRanksHeldOutShapesAndAnswersPredictedThenCached) {
   // The stored model, read back the way the header export will.
   v1::ExportRequest ex;
   ex.set_include_models(true);
-  v1::ExportResponse exported;
-  ASSERT_TRUE(d->NewStub()->Export(Ctx().get(), ex, &exported).ok());
-  ASSERT_EQ(exported.dataset().models_size(), 1);
-  const v1::Model& m = exported.dataset().models(0);
+  v1::Dataset exported;
+  ASSERT_TRUE(ExportDataset(*d->NewStub(), Ctx().get(), ex, &exported).ok());
+  ASSERT_EQ(exported.models_size(), 1);
+  const v1::Model& m = exported.models(0);
   EXPECT_EQ(m.architecture(), "64,64,64");
   EXPECT_FALSE(m.libtorch_version().empty());
   EXPECT_NE(m.training_set().find("ok_samples=4000"), std::string::npos);

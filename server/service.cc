@@ -6,6 +6,7 @@
 
 #include "kernels/validate.h"
 #include "models/train.h"
+#include "server/dataset_import.h"
 #include "server/fallback.h"
 #include "server/grpc_status.h"
 #include "server/log.h"
@@ -692,9 +693,9 @@ grpc::Status BlocktuneService::GetKernel(grpc::ServerContext* ctx,
   });
 }
 
-grpc::Status BlocktuneService::Export(grpc::ServerContext* ctx,
-                                      const v1::ExportRequest* req,
-                                      v1::ExportResponse* resp) {
+grpc::Status BlocktuneService::Export(
+    grpc::ServerContext* ctx, const v1::ExportRequest* req,
+    grpc::ServerWriter<v1::ExportResponse>* writer) {
   return Serve("Export", ctx, [&]() -> Status {
     StoreFilter filter;
     BT_RETURN_IF_ERROR(CheckDeviceName("device_name", req->device_name()));
@@ -710,57 +711,72 @@ grpc::Status BlocktuneService::Export(grpc::ServerContext* ctx,
         return InvalidArgument("format must be one of dataset, header; got " +
                                std::to_string(req->format()));
     }
-    v1::Dataset* dataset = resp->mutable_dataset();
-    dataset->set_format(kDatasetFormat);
+    // Chunks of about kDatasetChunkBytes: a store's dataset is larger than
+    // one message may be.
+    DatasetChunker chunker([&](v1::Dataset& chunk) -> Status {
+      v1::ExportResponse out;
+      out.mutable_dataset()->Swap(&chunk);
+      if (!writer->Write(out)) return Cancelled("the client went away");
+      return OkStatus();
+    });
     BT_ASSIGN_OR_RETURN(auto tuned, store_->ListTuned(filter));
-    for (const TunedRecord& t : tuned) ToProto(t, dataset->add_tuned());
+    for (const TunedRecord& t : tuned) {
+      v1::TunedAnswer out;
+      ToProto(t, &out);
+      BT_RETURN_IF_ERROR(chunker.Add(std::move(out)));
+    }
     if (req->include_samples()) {
       BT_ASSIGN_OR_RETURN(auto samples, store_->ListSamples(filter));
-      for (const SampleRecord& s : samples) ToProto(s, dataset->add_samples());
+      for (const SampleRecord& s : samples) {
+        v1::Sample out;
+        ToProto(s, &out);
+        BT_RETURN_IF_ERROR(chunker.Add(std::move(out)));
+      }
     }
     if (req->include_models()) {
       BT_ASSIGN_OR_RETURN(auto models, store_->ListModels(filter));
-      for (const ModelRecord& m : models) ToProto(m, dataset->add_models());
+      for (const ModelRecord& m : models) {
+        v1::Model out;
+        ToProto(m, &out);
+        BT_RETURN_IF_ERROR(chunker.Add(std::move(out)));
+      }
     }
-    return OkStatus();
+    return chunker.Finish();
   });
 }
 
-grpc::Status BlocktuneService::Import(grpc::ServerContext* ctx,
-                                      const v1::ImportRequest* req,
-                                      v1::ImportResponse* resp) {
+StatusOr<WriteBatch> BlocktuneService::ReadImport(
+    grpc::ServerContext* ctx,
+    grpc::ServerReaderInterface<v1::ImportRequest>* reader) {
+  DatasetImport import(max_import_bytes_);
+  v1::ImportRequest chunk;
+  while (reader->Read(&chunk)) BT_RETURN_IF_ERROR(import.Add(chunk));
+  // The stream also ends when the client dies midway; only the chunk marked
+  // commit says the client sent everything.
+  if (!import.complete() || ctx->IsCancelled()) {
+    return Cancelled("the import stream ended before its chunk marked "
+                     "commit (after " + std::to_string(import.chunks()) +
+                     " chunks); nothing was stored");
+  }
+  return std::move(import.batch());
+}
+
+grpc::Status BlocktuneService::Import(
+    grpc::ServerContext* ctx,
+    grpc::ServerReader<v1::ImportRequest>* reader,
+    v1::ImportResponse* resp) {
   return Serve("Import", ctx, [&]() -> Status {
-    const v1::Dataset& dataset = req->dataset();
-    if (dataset.format() != kDatasetFormat) {
-      return InvalidArgument(std::string("dataset.format must be '") +
-                             kDatasetFormat + "', got '" +
-                             dataset.format().substr(0, 64) + "'");
+    // One import at a time: each holds its records in memory until its
+    // commit, so concurrent imports would multiply the bound. A waiting
+    // import reads nothing, and gRPC's flow control keeps its client from
+    // sending much.
+    std::unique_lock<std::timed_mutex> one_at_a_time(import_mu_,
+                                                     std::defer_lock);
+    while (!one_at_a_time.try_lock_for(std::chrono::milliseconds(100))) {
+      if (ctx->IsCancelled()) return Cancelled("the client went away");
+      if (stopping_) return Unavailable("blocktuned is shutting down");
     }
-    WriteBatch batch;
-    for (int i = 0; i < dataset.samples_size(); ++i) {
-      BT_ASSIGN_OR_RETURN(
-          SampleRecord s,
-          FromProto(dataset.samples(i),
-                    "dataset.samples[" + std::to_string(i) + "]"));
-      s.campaign_id = 0;  // campaigns of another store mean nothing here
-      batch.samples.push_back(std::move(s));
-    }
-    for (int i = 0; i < dataset.tuned_size(); ++i) {
-      BT_ASSIGN_OR_RETURN(
-          TunedRecord t,
-          FromProto(dataset.tuned(i),
-                    "dataset.tuned[" + std::to_string(i) + "]"));
-      t.source = TunedSource::kImported;
-      t.model_id = 0;  // model ids of another store mean nothing here
-      batch.tuned.push_back(std::move(t));
-    }
-    for (int i = 0; i < dataset.models_size(); ++i) {
-      BT_ASSIGN_OR_RETURN(
-          ModelRecord m,
-          FromProto(dataset.models(i),
-                    "dataset.models[" + std::to_string(i) + "]"));
-      batch.models.push_back(std::move(m));
-    }
+    BT_ASSIGN_OR_RETURN(WriteBatch batch, ReadImport(ctx, reader));
     BT_ASSIGN_OR_RETURN(CommitResult committed, store_->Commit(batch));
     if (surrogates_) {
       for (size_t i = 0; i < batch.models.size(); ++i) {

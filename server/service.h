@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "blocktune/v1/blocktune.grpc.pb.h"
+#include "proto/dataset_stream.h"
 #include "server/auth.h"
 #include "server/campaigns.h"
 #include "server/surrogates.h"
@@ -22,7 +23,6 @@ namespace blocktune {
 
 inline constexpr int kMaxTop = 100;
 inline constexpr int kMaxBatchQueries = 10000;
-inline constexpr char kDatasetFormat[] = "blocktune.dataset.v1";
 
 // How queries use the surrogate and the GPU.
 struct QueryPolicy {
@@ -50,6 +50,9 @@ class BlocktuneService final : public v1::Blocktune::Service {
     surrogates_ = surrogates;
     policy_ = policy;
   }
+
+  // The most the chunks of one Import may total (kDefaultMaxImportBytes).
+  void SetMaxImportBytes(int64_t bytes) { max_import_bytes_ = bytes; }
 
   void BeginShutdown() { stopping_ = true; }
 
@@ -82,8 +85,9 @@ class BlocktuneService final : public v1::Blocktune::Service {
                          const v1::GetKernelRequest* req,
                          v1::GetKernelResponse* resp) override;
   grpc::Status Export(grpc::ServerContext* ctx, const v1::ExportRequest* req,
-                      v1::ExportResponse* resp) override;
-  grpc::Status Import(grpc::ServerContext* ctx, const v1::ImportRequest* req,
+                      grpc::ServerWriter<v1::ExportResponse>* writer) override;
+  grpc::Status Import(grpc::ServerContext* ctx,
+                      grpc::ServerReader<v1::ImportRequest>* reader,
                       v1::ImportResponse* resp) override;
 
  private:
@@ -102,6 +106,12 @@ class BlocktuneService final : public v1::Blocktune::Service {
   Status AnswerFallback(const ValidQuery& q, const std::string& why,
                         v1::QueryResponse* resp);
 
+  // The records of a whole streamed import, checked; CANCELLED if the
+  // stream ended before the chunk marked commit.
+  StatusOr<WriteBatch> ReadImport(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderInterface<v1::ImportRequest>* reader);
+
   template <typename Fn>
   grpc::Status Serve(const char* method, grpc::ServerContext* ctx, Fn&& fn);
 
@@ -114,6 +124,8 @@ class BlocktuneService final : public v1::Blocktune::Service {
   SurrogateRegistry* surrogates_ = nullptr;
   QueryPolicy policy_;
   std::mutex training_mu_;  // one training at a time
+  std::timed_mutex import_mu_;  // one import at a time
+  int64_t max_import_bytes_ = kDefaultMaxImportBytes;
   std::string gpu_status_ = "GPUs not probed";
 };
 

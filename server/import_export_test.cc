@@ -1,0 +1,224 @@
+// Streamed Import and Export against a real blocktuned: datasets larger
+// than one message, the import size limit, and all-or-nothing imports
+// (a bad record, an interrupted stream, a daemon killed midway).
+#include <grpcpp/grpcpp.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <future>
+#include <string>
+#include <vector>
+
+#include "proto/convert.h"
+#include "proto/dataset_stream.h"
+#include "server/daemon_process.h"
+#include "server/record_convert.h"
+#include "server/store_test_util.h"
+
+namespace blocktune {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace ::blocktune::testing;  // NOLINT
+
+std::unique_ptr<grpc::ClientContext> Ctx() {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+  return ctx;
+}
+
+// `samples` distinct samples and one tuned answer, as a dataset.
+v1::Dataset Samples(int samples, int64_t batch = 1) {
+  v1::Dataset d;
+  d.set_format(kDatasetFormat);
+  for (int i = 0; i < samples; ++i) ToProto(TestSample(batch, i), d.add_samples());
+  ToProto(TestTuned(TestGemm(1024, 1024, 1024), TestShape(128, 128), 1e-4),
+          d.add_tuned());
+  return d;
+}
+
+v1::ImportRequest Chunk(const v1::Dataset& d, bool commit) {
+  v1::ImportRequest req;
+  *req.mutable_dataset() = d;
+  req.set_commit(commit);
+  return req;
+}
+
+class ImportExportTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<DaemonProcess> Start(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"--listen", "unix:" + dir_.path() + "/s.sock",
+                                     "--db", dir_.path() + "/b.db", "--gpus",
+                                     "none", "--log-level", "debug"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto d = std::make_unique<DaemonProcess>(BLOCKTUNED, args,
+                                             dir_.path() + "/blocktuned.log");
+    EXPECT_TRUE(d->ok()) << d->Log();
+    return d;
+  }
+  static int64_t StoredSamples(const DaemonProcess& d) {
+    v1::HealthResponse health;
+    EXPECT_TRUE(d.NewStub()->Health(Ctx().get(), {}, &health).ok());
+    return health.samples();
+  }
+  TempDir dir_;
+};
+
+TEST_F(ImportExportTest, DatasetsLargerThanOneMessageTravelInChunks) {
+  auto d = Start();
+  v1::Dataset dataset = Samples(60000);
+  ASSERT_GT(dataset.ByteSizeLong(), 3u * kMaxRequestMessageBytes);
+  v1::ImportResponse imported;
+  grpc::Status s = ImportDataset(*d->NewStub(), Ctx().get(), dataset, &imported);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(imported.samples(), 60000);
+  EXPECT_EQ(imported.tuned(), 1);
+
+  // Export streams chunks, each well under the message limit.
+  v1::ExportRequest req;
+  req.set_include_samples(true);
+  auto ctx = Ctx();
+  auto reader = d->NewStub()->Export(ctx.get(), req);
+  v1::ExportResponse chunk;
+  int chunks = 0;
+  v1::Dataset exported;
+  while (reader->Read(&chunk)) {
+    ++chunks;
+    EXPECT_EQ(chunk.dataset().format(), kDatasetFormat);
+    EXPECT_LE(chunk.ByteSizeLong(), kDatasetChunkBytes + 1024);
+    exported.MergeFrom(chunk.dataset());
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  EXPECT_GT(chunks, 3);
+  EXPECT_EQ(exported.samples_size(), 60000);
+  EXPECT_EQ(exported.tuned_size(), 1);
+
+  // The helper gathers the same.
+  v1::Dataset again;
+  ASSERT_TRUE(ExportDataset(*d->NewStub(), Ctx().get(), req, &again).ok());
+  EXPECT_EQ(again.samples_size(), 60000);
+}
+
+TEST_F(ImportExportTest, AnEmptyExportStillNamesItsFormat) {
+  auto d = Start();
+  v1::Dataset exported;
+  ASSERT_TRUE(ExportDataset(*d->NewStub(), Ctx().get(), {}, &exported).ok());
+  EXPECT_EQ(exported.format(), kDatasetFormat);
+  EXPECT_EQ(exported.tuned_size(), 0);
+}
+
+TEST_F(ImportExportTest, AnImportOverTheLimitIsRefusedNamingItAndStoresNothing) {
+  auto d = Start({"--max-import-mib", "1"});
+  v1::Dataset dataset = Samples(10000);  // about 2.5 MiB
+  ASSERT_GT(dataset.ByteSizeLong(), 2u << 20);
+  v1::ImportResponse imported;
+  grpc::Status s = ImportDataset(*d->NewStub(), Ctx().get(), dataset, &imported);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(s.error_message(), HasSubstr("limit of 1 MiB"));
+  EXPECT_THAT(s.error_message(), HasSubstr("--max-import-mib"));
+  EXPECT_EQ(StoredSamples(*d), 0);
+  // Below the limit, the same daemon imports.
+  ASSERT_TRUE(ImportDataset(*d->NewStub(), Ctx().get(), Samples(1000),
+                            &imported).ok());
+  EXPECT_EQ(StoredSamples(*d), 1000);
+}
+
+TEST_F(ImportExportTest, AStreamThatEndsBeforeCommitStoresNothing) {
+  auto d = Start();
+  auto stub = d->NewStub();
+  v1::ImportResponse imported;
+  auto ctx = Ctx();
+  auto writer = stub->Import(ctx.get(), &imported);
+  ASSERT_TRUE(writer->Write(Chunk(Samples(100, 1), false)));
+  ASSERT_TRUE(writer->Write(Chunk(Samples(100, 2), false)));
+  writer->WritesDone();
+  grpc::Status s = writer->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_THAT(s.error_message(), HasSubstr("before its chunk marked commit"));
+  EXPECT_EQ(StoredSamples(*d), 0);
+}
+
+TEST_F(ImportExportTest, AChunkAfterTheCommitIsRefused) {
+  auto d = Start();
+  auto stub = d->NewStub();
+  v1::ImportResponse imported;
+  auto ctx = Ctx();
+  auto writer = stub->Import(ctx.get(), &imported);
+  writer->Write(Chunk(Samples(10, 1), true));
+  writer->Write(Chunk(Samples(10, 2), true));
+  writer->WritesDone();
+  grpc::Status s = writer->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(s.error_message(), HasSubstr("after the chunk marked commit"));
+  EXPECT_EQ(StoredSamples(*d), 0);
+}
+
+TEST_F(ImportExportTest, ABadRecordInALaterChunkIsNamedByItsIndexInTheImport) {
+  auto d = Start();
+  auto stub = d->NewStub();
+  v1::ImportResponse imported;
+  auto ctx = Ctx();
+  auto writer = stub->Import(ctx.get(), &imported);
+  v1::Dataset second = Samples(5, 2);
+  second.mutable_samples(3)->set_status("fast");
+  writer->Write(Chunk(Samples(100, 1), false));
+  writer->Write(Chunk(second, true));
+  writer->WritesDone();
+  grpc::Status s = writer->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("dataset.samples[103]"));
+  EXPECT_EQ(StoredSamples(*d), 0);
+}
+
+TEST_F(ImportExportTest, AChunkWithoutTheFormatIsRefused) {
+  auto d = Start();
+  v1::Dataset unnamed = Samples(3);
+  unnamed.clear_format();
+  auto stub = d->NewStub();
+  v1::ImportResponse imported;
+  auto ctx = Ctx();
+  auto writer = stub->Import(ctx.get(), &imported);
+  writer->Write(Chunk(unnamed, true));
+  writer->WritesDone();
+  grpc::Status s = writer->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("dataset.format must be"));
+}
+
+TEST_F(ImportExportTest, ADaemonKilledDuringAnImportKeepsNothingOfIt) {
+  {
+    auto d = Start();
+    v1::ImportResponse imported;
+    ASSERT_TRUE(
+        ImportDataset(*d->NewStub(), Ctx().get(), Samples(50, 1), &imported).ok());
+    auto stub = d->NewStub();
+    auto ctx = Ctx();
+    auto writer = stub->Import(ctx.get(), &imported);
+    for (int i = 0; i < 20; ++i) {
+      ASSERT_TRUE(writer->Write(Chunk(Samples(1000, 100 + i), false)));
+    }
+    EXPECT_EQ(d->Stop(SIGKILL), 128 + SIGKILL);
+    writer->WritesDone();
+    EXPECT_FALSE(writer->Finish().ok());
+  }
+  auto d = Start();
+  EXPECT_EQ(StoredSamples(*d), 50);
+}
+
+TEST_F(ImportExportTest, ConcurrentImportsAreEachStoredWhole) {
+  auto d = Start();
+  std::vector<std::future<grpc::Status>> imports;
+  for (int i = 0; i < 3; ++i) {
+    imports.push_back(std::async(std::launch::async, [&, i] {
+      v1::ImportResponse imported;
+      return ImportDataset(*d->NewStub(), Ctx().get(), Samples(20000, i + 1),
+                           &imported);
+    }));
+  }
+  for (auto& f : imports) EXPECT_TRUE(f.get().ok());
+  EXPECT_EQ(StoredSamples(*d), 60000);
+}
+
+}  // namespace
+}  // namespace blocktune
