@@ -43,9 +43,9 @@ constexpr auto kShutdownGrace = std::chrono::seconds(30);
 // before its size is checked, so a caller allowed past the token (or any
 // caller of a daemon without one) could send many oversized messages at
 // once. Past this quota gRPC cancels the largest streams (RESOURCE_EXHAUSTED)
-// instead of growing. It is 64 times the largest request, far more than
+// instead of growing. It is 32 times the largest request, far more than
 // imports (one at a time, in 1 MiB chunks) and queries need.
-constexpr int kTransportMemoryBytes = 64 * kMaxRequestMessageBytes;
+constexpr int kTransportMemoryBytes = 32 * kMaxRequestMessageBytes;
 
 StatusOr<std::string> ReadFile(const std::string& path, const char* flag) {
   std::ifstream in(path, std::ios::binary);

@@ -68,7 +68,7 @@ class ImportExportTest : public ::testing::Test {
 TEST_F(ImportExportTest, DatasetsLargerThanOneMessageTravelInChunks) {
   auto d = Start();
   v1::Dataset dataset = Samples(60000);
-  ASSERT_GT(dataset.ByteSizeLong(), 3u * kMaxRequestMessageBytes);
+  ASSERT_GT(dataset.ByteSizeLong(), 1.5 * kMaxRequestMessageBytes);
   v1::ImportResponse imported;
   grpc::Status s = ImportDataset(*d->NewStub(), Ctx().get(), dataset, &imported);
   ASSERT_TRUE(s.ok()) << s.error_message();
@@ -110,8 +110,8 @@ TEST_F(ImportExportTest, AnEmptyExportStillNamesItsFormat) {
 
 TEST_F(ImportExportTest, AnImportOverTheLimitIsRefusedNamingItAndStoresNothing) {
   auto d = Start({"--max-import-mib", "1"});
-  v1::Dataset dataset = Samples(10000);  // about 2.5 MiB
-  ASSERT_GT(dataset.ByteSizeLong(), 2u << 20);
+  v1::Dataset dataset = Samples(16000);  // about 2 MiB
+  ASSERT_GT(dataset.ByteSizeLong(), 1.5 * (1 << 20));
   v1::ImportResponse imported;
   grpc::Status s = ImportDataset(*d->NewStub(), Ctx().get(), dataset, &imported);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
