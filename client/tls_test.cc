@@ -17,10 +17,10 @@
 namespace blocktune {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
 using testing::ChildDaemon;
 using testing::CommandResult;
+using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::RunCommand;
 
 constexpr char kToken[] = "tls-test-token-0123456789abcdef";
@@ -37,7 +37,8 @@ class TlsTest : public ::testing::Test {
                       "the TLS test needs it to make certificates";
     }
     std::string pattern =
-        (std::filesystem::temp_directory_path() / "blocktune-tls-XXXXXX").string();
+        (std::filesystem::temp_directory_path() / "blocktune-tls-XXXXXX")
+            .string();
     ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     dir_ = pattern;
     ASSERT_TRUE(MakeCa("ca")) << log_;
@@ -58,11 +59,13 @@ class TlsTest : public ::testing::Test {
   }
   // A self-signed CA: NAME.pem and NAME.key.
   bool MakeCa(const std::string& name) {
-    return Run("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "
-               "'/CN=blocktune test " + name + "' -keyout " + name +
-               ".key -out " + name + ".pem "
-               "-addext basicConstraints=critical,CA:TRUE "
-               "-addext keyUsage=critical,keyCertSign,cRLSign 2>&1");
+    return Run(
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "
+        "'/CN=blocktune test " +
+        name + "' -keyout " + name + ".key -out " + name +
+        ".pem "
+        "-addext basicConstraints=critical,CA:TRUE "
+        "-addext keyUsage=critical,keyCertSign,cRLSign 2>&1");
   }
   // server.pem/server.key, signed by `ca`, naming 127.0.0.1 and localhost.
   bool MakeServerCert(const std::string& ca) {
@@ -74,20 +77,24 @@ class TlsTest : public ::testing::Test {
     return Run("openssl req -newkey rsa:2048 -nodes -subj '/CN=localhost' "
                "-keyout server.key -out server.csr 2>&1") &&
            Run("openssl x509 -req -in server.csr -CA " + ca + ".pem -CAkey " +
-               ca + ".key -CAcreateserial -days 2 -extfile server.ext "
+               ca +
+               ".key -CAcreateserial -days 2 -extfile server.ext "
                "-out server.pem 2>&1");
   }
 
   // blocktuned over TLS on `listen`; its address as clients reach it.
   std::string StartDaemon(const std::string& listen, bool token) {
-    std::vector<std::string> args = {
-        "--listen", listen, "--db", dir_ + "/b.db", "--gpus", "none",
-        "--tls-cert", dir_ + "/server.pem", "--tls-key", dir_ + "/server.key"};
+    std::vector<std::string> args = {"--listen",   listen,
+                                     "--db",       dir_ + "/b.db",
+                                     "--gpus",     "none",
+                                     "--tls-cert", dir_ + "/server.pem",
+                                     "--tls-key",  dir_ + "/server.key"};
     if (token) args.insert(args.end(), {"--token-file", dir_ + "/token"});
     daemon_ = std::make_unique<ChildDaemon>(BLOCKTUNED, args, dir_ + "/log");
     EXPECT_TRUE(daemon_->ok()) << daemon_->Log();
     std::string address = daemon_->address();
-    if (address.rfind("0.0.0.0:", 0) == 0) address = "127.0.0.1:" + address.substr(8);
+    if (address.rfind("0.0.0.0:", 0) == 0)
+      address = "127.0.0.1:" + address.substr(8);
     return address;
   }
 

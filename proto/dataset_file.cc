@@ -55,7 +55,8 @@ StatusOr<std::string> ReadBounded(const std::string& path, int64_t max_bytes,
     out.append(buf, n);
     if (!checked) {
       size_t first = 0;
-      while (first < out.size() && std::isspace(static_cast<unsigned char>(out[first])))
+      while (first < out.size() &&
+             std::isspace(static_cast<unsigned char>(out[first])))
         ++first;
       if (first < out.size()) {
         checked = true;
@@ -96,9 +97,8 @@ Status WriteMaybeGzip(const std::string& path, const std::string& text) {
   }
   gzFile f = gzopen(path.c_str(), "wb9");
   if (f == nullptr) return Internal("cannot write " + path);
-  const bool ok =
-      gzwrite(f, text.data(), static_cast<unsigned>(text.size())) ==
-      static_cast<int>(text.size());
+  const bool ok = gzwrite(f, text.data(), static_cast<unsigned>(text.size())) ==
+                  static_cast<int>(text.size());
   return gzclose(f) == Z_OK && ok ? OkStatus()
                                   : Internal("cannot write " + path);
 }
@@ -109,7 +109,8 @@ StatusOr<v1::Dataset> ReadDatasetFile(const std::string& path,
                       ReadBounded(path, max_bytes, /*json=*/true));
   v1::Dataset dataset;
   google::protobuf::util::JsonParseOptions opts;
-  auto parsed = google::protobuf::util::JsonStringToMessage(text, &dataset, opts);
+  auto parsed =
+      google::protobuf::util::JsonStringToMessage(text, &dataset, opts);
   if (!parsed.ok()) {
     return InvalidArgument(path + " is not a blocktune dataset (" +
                            std::string(parsed.message()) + ")");

@@ -26,8 +26,8 @@ Status WriteMaybeGzip(const std::string& path, const std::string& text);
 // INVALID_ARGUMENT when the file is not a dataset, naming the parse error;
 // a file whose text does not start like JSON is refused from its first
 // bytes, without reading the rest. RESOURCE_EXHAUSTED past `max_bytes`.
-StatusOr<v1::Dataset> ReadDatasetFile(
-    const std::string& path, int64_t max_bytes = kMaxDatasetFileBytes);
+StatusOr<v1::Dataset> ReadDatasetFile(const std::string& path,
+                                      int64_t max_bytes = kMaxDatasetFileBytes);
 
 }  // namespace blocktune
 

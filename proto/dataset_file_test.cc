@@ -19,7 +19,8 @@ class DatasetFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string pattern =
-        (std::filesystem::temp_directory_path() / "blocktune-file-XXXXXX").string();
+        (std::filesystem::temp_directory_path() / "blocktune-file-XXXXXX")
+            .string();
     ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     dir_ = pattern;
   }

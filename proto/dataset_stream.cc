@@ -87,9 +87,9 @@ grpc::Status ImportDataset(v1::Blocktune::StubInterface& stub,
     }
     return grpc::Status::OK;
   };
-  for (grpc::Status s : {check(dataset.samples(), "samples"),
-                         check(dataset.tuned(), "tuned"),
-                         check(dataset.models(), "models")}) {
+  for (grpc::Status s :
+       {check(dataset.samples(), "samples"), check(dataset.tuned(), "tuned"),
+        check(dataset.models(), "models")}) {
     if (!s.ok()) return s;
   }
 

@@ -19,10 +19,12 @@ v1::Sample SampleOf(int i, size_t error_bytes) {
 
 TEST(DatasetChunkerTest, ChunksStayUnderTheirSizeAndKeepEveryRecordInOrder) {
   std::vector<v1::Dataset> chunks;
-  DatasetChunker chunker([&](v1::Dataset& c) {
-    chunks.push_back(c);
-    return OkStatus();
-  }, /*chunk_bytes=*/10000);
+  DatasetChunker chunker(
+      [&](v1::Dataset& c) {
+        chunks.push_back(c);
+        return OkStatus();
+      },
+      /*chunk_bytes=*/10000);
   for (int i = 0; i < 1000; ++i) ASSERT_TRUE(chunker.Add(SampleOf(i, 90)).ok());
   v1::Model big;
   big.set_weights(std::string(50000, 'w'));
@@ -34,12 +36,14 @@ TEST(DatasetChunkerTest, ChunksStayUnderTheirSizeAndKeepEveryRecordInOrder) {
   for (const v1::Dataset& c : chunks) {
     EXPECT_EQ(c.format(), kDatasetFormat);
     if (c.models_size() > 0) {
-      EXPECT_EQ(c.samples_size(), 0) << "a record larger than a chunk goes alone";
+      EXPECT_EQ(c.samples_size(), 0)
+          << "a record larger than a chunk goes alone";
       models += c.models_size();
       continue;
     }
     EXPECT_LE(c.ByteSizeLong(), 10000u + 64);
-    for (const v1::Sample& s : c.samples()) EXPECT_EQ(s.measured_unix(), next++);
+    for (const v1::Sample& s : c.samples())
+      EXPECT_EQ(s.measured_unix(), next++);
   }
   EXPECT_EQ(next, 1000);
   EXPECT_EQ(models, 1);

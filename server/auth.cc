@@ -15,7 +15,8 @@ namespace {
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
   for (size_t i = 0; i < a.size(); ++i)
-    diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
+    diff |=
+        static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
   return diff == 0 && !b.empty();
 }
 
@@ -156,8 +157,7 @@ std::shared_ptr<grpc::ServerCredentials> ServerCredentialsFor(
       delete static_cast<TokenAuth*>(state);
     };
     processor.state = new TokenAuth(auth);
-    grpc_server_credentials_set_auth_metadata_processor(credentials,
-                                                        processor);
+    grpc_server_credentials_set_auth_metadata_processor(credentials, processor);
   }
   return std::make_shared<CoreServerCredentials>(credentials);
 }

@@ -321,8 +321,8 @@ class MalformedRequests {
       default: req.set_device_name(BadText()); what = "device_name";
     }
     return {"Export " + what, [req](v1::Blocktune::Stub& s) {
-              v1::ExportResponse r;
-              return s.Export(Ctx().get(), req, &r);
+              v1::Dataset d;
+              return ExportDataset(s, Ctx().get(), req, &d);
             }};
   }
 

@@ -27,9 +27,8 @@ Status DatasetImport::Add(const v1::ImportRequest& chunk) {
   }
   const v1::Dataset& dataset = chunk.dataset();
   if (dataset.format() != kDatasetFormat) {
-    return InvalidArgument(where + "dataset.format must be '" +
-                           kDatasetFormat + "', got '" +
-                           dataset.format().substr(0, 64) + "'");
+    return InvalidArgument(where + "dataset.format must be '" + kDatasetFormat +
+                           "', got '" + dataset.format().substr(0, 64) + "'");
   }
   for (const v1::Sample& sample : dataset.samples()) {
     BT_ASSIGN_OR_RETURN(
@@ -42,8 +41,8 @@ Status DatasetImport::Add(const v1::ImportRequest& chunk) {
   for (const v1::TunedAnswer& tuned : dataset.tuned()) {
     BT_ASSIGN_OR_RETURN(
         TunedRecord t,
-        FromProto(tuned,
-                  "dataset.tuned[" + std::to_string(batch_.tuned.size()) + "]"));
+        FromProto(tuned, "dataset.tuned[" +
+                             std::to_string(batch_.tuned.size()) + "]"));
     t.source = TunedSource::kImported;
     t.model_id = 0;
     batch_.tuned.push_back(std::move(t));

@@ -1,8 +1,8 @@
 // Streamed Import and Export against a real blocktuned: datasets larger
 // than one message, the import size limit, and all-or-nothing imports
 // (a bad record, an interrupted stream, a daemon killed midway).
-#include <grpcpp/grpcpp.h>
 #include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -24,7 +24,8 @@ using namespace ::blocktune::testing;  // NOLINT
 
 std::unique_ptr<grpc::ClientContext> Ctx() {
   auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+  ctx->set_deadline(std::chrono::system_clock::now() +
+                    std::chrono::seconds(120));
   return ctx;
 }
 
@@ -32,7 +33,8 @@ std::unique_ptr<grpc::ClientContext> Ctx() {
 v1::Dataset Samples(int samples, int64_t batch = 1) {
   v1::Dataset d;
   d.set_format(kDatasetFormat);
-  for (int i = 0; i < samples; ++i) ToProto(TestSample(batch, i), d.add_samples());
+  for (int i = 0; i < samples; ++i)
+    ToProto(TestSample(batch, i), d.add_samples());
   ToProto(TestTuned(TestGemm(1024, 1024, 1024), TestShape(128, 128), 1e-4),
           d.add_tuned());
   return d;
@@ -48,9 +50,11 @@ v1::ImportRequest Chunk(const v1::Dataset& d, bool commit) {
 class ImportExportTest : public ::testing::Test {
  protected:
   std::unique_ptr<DaemonProcess> Start(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"--listen", "unix:" + dir_.path() + "/s.sock",
-                                     "--db", dir_.path() + "/b.db", "--gpus",
-                                     "none", "--log-level", "debug"};
+    std::vector<std::string> args = {
+        "--listen",    "unix:" + dir_.path() + "/s.sock",
+        "--db",        dir_.path() + "/b.db",
+        "--gpus",      "none",
+        "--log-level", "debug"};
     args.insert(args.end(), extra.begin(), extra.end());
     auto d = std::make_unique<DaemonProcess>(BLOCKTUNED, args,
                                              dir_.path() + "/blocktuned.log");
@@ -70,7 +74,8 @@ TEST_F(ImportExportTest, DatasetsLargerThanOneMessageTravelInChunks) {
   v1::Dataset dataset = Samples(60000);
   ASSERT_GT(dataset.ByteSizeLong(), 1.5 * kMaxRequestMessageBytes);
   v1::ImportResponse imported;
-  grpc::Status s = ImportDataset(*d->NewStub(), Ctx().get(), dataset, &imported);
+  grpc::Status s =
+      ImportDataset(*d->NewStub(), Ctx().get(), dataset, &imported);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(imported.samples(), 60000);
   EXPECT_EQ(imported.tuned(), 1);
@@ -108,19 +113,21 @@ TEST_F(ImportExportTest, AnEmptyExportStillNamesItsFormat) {
   EXPECT_EQ(exported.tuned_size(), 0);
 }
 
-TEST_F(ImportExportTest, AnImportOverTheLimitIsRefusedNamingItAndStoresNothing) {
+TEST_F(ImportExportTest,
+       AnImportOverTheLimitIsRefusedNamingItAndStoresNothing) {
   auto d = Start({"--max-import-mib", "1"});
   v1::Dataset dataset = Samples(16000);  // about 2 MiB
   ASSERT_GT(dataset.ByteSizeLong(), 1.5 * (1 << 20));
   v1::ImportResponse imported;
-  grpc::Status s = ImportDataset(*d->NewStub(), Ctx().get(), dataset, &imported);
+  grpc::Status s =
+      ImportDataset(*d->NewStub(), Ctx().get(), dataset, &imported);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(s.error_message(), HasSubstr("limit of 1 MiB"));
   EXPECT_THAT(s.error_message(), HasSubstr("--max-import-mib"));
   EXPECT_EQ(StoredSamples(*d), 0);
   // Below the limit, the same daemon imports.
-  ASSERT_TRUE(ImportDataset(*d->NewStub(), Ctx().get(), Samples(1000),
-                            &imported).ok());
+  ASSERT_TRUE(
+      ImportDataset(*d->NewStub(), Ctx().get(), Samples(1000), &imported).ok());
   EXPECT_EQ(StoredSamples(*d), 1000);
 }
 
@@ -191,7 +198,8 @@ TEST_F(ImportExportTest, ADaemonKilledDuringAnImportKeepsNothingOfIt) {
     auto d = Start();
     v1::ImportResponse imported;
     ASSERT_TRUE(
-        ImportDataset(*d->NewStub(), Ctx().get(), Samples(50, 1), &imported).ok());
+        ImportDataset(*d->NewStub(), Ctx().get(), Samples(50, 1), &imported)
+            .ok());
     auto stub = d->NewStub();
     auto ctx = Ctx();
     auto writer = stub->Import(ctx.get(), &imported);
