@@ -49,7 +49,10 @@ v1::ImportRequest Chunk(const v1::Dataset& d, bool commit) {
 
 class ImportExportTest : public ::testing::Test {
  protected:
-  std::unique_ptr<DaemonProcess> Start(std::vector<std::string> extra = {}) {
+  // `log`: a new name for each daemon of a test, so that one's "listening
+  // on" is not taken for the next one's.
+  std::unique_ptr<DaemonProcess> Start(std::vector<std::string> extra = {},
+                                       const std::string& log = "blocktuned") {
     std::vector<std::string> args = {
         "--listen",    "unix:" + dir_.path() + "/s.sock",
         "--db",        dir_.path() + "/b.db",
@@ -57,7 +60,7 @@ class ImportExportTest : public ::testing::Test {
         "--log-level", "debug"};
     args.insert(args.end(), extra.begin(), extra.end());
     auto d = std::make_unique<DaemonProcess>(BLOCKTUNED, args,
-                                             dir_.path() + "/blocktuned.log");
+                                             dir_.path() + "/" + log + ".log");
     EXPECT_TRUE(d->ok()) << d->Log();
     return d;
   }
@@ -210,7 +213,7 @@ TEST_F(ImportExportTest, ADaemonKilledDuringAnImportKeepsNothingOfIt) {
     writer->WritesDone();
     EXPECT_FALSE(writer->Finish().ok());
   }
-  auto d = Start();
+  auto d = Start({}, "restarted");
   EXPECT_EQ(StoredSamples(*d), 50);
 }
 
