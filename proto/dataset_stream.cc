@@ -20,9 +20,12 @@ Status AddTo(DatasetChunker* chunker,
 
 }  // namespace
 
-DatasetChunker::DatasetChunker(Emit emit, size_t chunk_bytes)
-    : emit_(std::move(emit)), chunk_bytes_(chunk_bytes) {
-  chunk_.set_format(kDatasetFormat);
+DatasetChunker::DatasetChunker(Emit emit, size_t chunk_bytes,
+                               std::string format)
+    : emit_(std::move(emit)),
+      chunk_bytes_(chunk_bytes),
+      format_(std::move(format)) {
+  chunk_.set_format(format_);
 }
 
 Status DatasetChunker::MakeRoom(size_t record_bytes) {
@@ -33,7 +36,7 @@ Status DatasetChunker::MakeRoom(size_t record_bytes) {
 Status DatasetChunker::EmitChunk() {
   Status status = emit_(chunk_);
   chunk_.Clear();
-  chunk_.set_format(kDatasetFormat);
+  chunk_.set_format(format_);
   bytes_ = 0;
   ++emitted_;
   return status;
@@ -99,15 +102,17 @@ grpc::Status ImportDataset(v1::Blocktune::StubInterface& stub,
   v1::ImportRequest pending;
   bool have_pending = false;
   bool broken = false;
-  DatasetChunker chunker([&](v1::Dataset& chunk) -> Status {
-    if (have_pending && !writer->Write(pending)) {
-      broken = true;  // the daemon ended the call; Finish says why
-      return Cancelled("the import stream was closed");
-    }
-    pending.mutable_dataset()->Swap(&chunk);
-    have_pending = true;
-    return OkStatus();
-  });
+  DatasetChunker chunker(
+      [&](v1::Dataset& chunk) -> Status {
+        if (have_pending && !writer->Write(pending)) {
+          broken = true;  // the daemon ended the call; Finish says why
+          return Cancelled("the import stream was closed");
+        }
+        pending.mutable_dataset()->Swap(&chunk);
+        have_pending = true;
+        return OkStatus();
+      },
+      kDatasetChunkBytes, dataset.format());
   Status s = AddTo(&chunker, dataset.mutable_samples());
   if (s.ok()) s = AddTo(&chunker, dataset.mutable_tuned());
   if (s.ok()) s = AddTo(&chunker, dataset.mutable_models());

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "blocktune/v1/blocktune.grpc.pb.h"
 #include "kernels/status.h"
@@ -32,12 +33,14 @@ inline constexpr size_t kDatasetChunkBytes = 1 << 20;
 inline constexpr int64_t kDefaultMaxImportBytes = int64_t{1} << 30;
 
 // Gathers records into chunks of about `chunk_bytes` (a record larger than
-// that goes alone) and hands each full chunk to `emit`. Every chunk names
-// the dataset format. Not thread-safe.
+// that goes alone) and hands each full chunk to `emit`. Not thread-safe.
 class DatasetChunker {
  public:
   using Emit = std::function<Status(v1::Dataset& chunk)>;
-  explicit DatasetChunker(Emit emit, size_t chunk_bytes = kDatasetChunkBytes);
+  // Every chunk's format is `format`: kDatasetFormat for what a daemon
+  // writes; what a file says, for an import, so the daemon checks it.
+  explicit DatasetChunker(Emit emit, size_t chunk_bytes = kDatasetChunkBytes,
+                          std::string format = kDatasetFormat);
 
   Status Add(v1::Sample sample);
   Status Add(v1::TunedAnswer tuned);
@@ -53,6 +56,7 @@ class DatasetChunker {
 
   Emit emit_;
   size_t chunk_bytes_;
+  std::string format_;
   v1::Dataset chunk_;
   size_t bytes_ = 0;  // of the records in chunk_
   int64_t emitted_ = 0;

@@ -182,7 +182,7 @@ Status CheckOptions(const DaemonOptions& options) {
     const bool tls = !options.tls_cert.empty();
     const bool abstract = options.listen.rfind("unix-abstract:", 0) == 0;
     return FailedPrecondition(
-        "refusing to listen on " + options.listen + " without --token-file: " +
+        "refusing to listen on " + options.listen + ": " +
         (abstract ? "an abstract unix socket has no file permissions, so "
                     "any local user could connect and use this daemon"
                   : "it is not a loopback address, so anyone who can reach "

@@ -184,7 +184,8 @@ TEST_F(TransportTest, TlsWithoutATokenBeyondLoopbackIsRefused) {
                   "--tls-key", dir_.path() + "/k.pem"});
   ASSERT_FALSE(d->ok());
   EXPECT_EQ(d->Wait(), 1);
-  EXPECT_THAT(d->Log(), HasSubstr("without --token-file"));
+  EXPECT_THAT(d->Log(), HasSubstr("it is not a loopback address"));
+  EXPECT_THAT(d->Log(), HasSubstr("Give --token-file"));
   EXPECT_THAT(d->Log(), HasSubstr("TLS encrypts the connection but does not "
                                   "say who the client is"));
 }
