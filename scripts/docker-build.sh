@@ -103,8 +103,8 @@ make_base() {
     "Components: main" \
     "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" \
     >"$root/etc/apt/sources.list.d/debian.sources"
-  rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* \
-    "$root"/var/log/*.log "$root"/tmp/* "$root"/proc/* "$root"/sys/* "$root"/dev/*
+  rm -rf "${root:?}"/var/cache/apt/archives/*.deb "${root:?}"/var/lib/apt/lists/* \
+    "${root:?}"/var/log/*.log "${root:?}"/tmp/* "${root:?}"/proc/* "${root:?}"/sys/* "${root:?}"/dev/*
   tar --numeric-owner -C "$root" -c . |
     docker import --change 'CMD ["bash"]' - blocktune-base:bookworm >/dev/null
   rm -rf "$root"
