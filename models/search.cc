@@ -205,8 +205,10 @@ std::string Short(double v) {
 std::vector<Context> ProbeContexts(Op op) {
   std::vector<Context> out;
   if (op == Op::kGemm) {
-    const int64_t shapes[][3] = {
-        {512, 512, 512}, {4096, 4096, 4096}, {4096, 16, 4096}, {128, 128, 8192}};
+    const int64_t shapes[][3] = {{512, 512, 512},
+                                 {4096, 4096, 4096},
+                                 {4096, 16, 4096},
+                                 {128, 128, 8192}};
     for (const auto& [m, n, k] : shapes) {
       GemmContext g;
       g.m = m;
@@ -244,13 +246,13 @@ Status BlockSearch::Probe() const {
     const double flops = Flops(ctx);
     for (size_t i = 0; i < shapes.size(); ++i) {
       if (PlausibleSeconds(flops, seconds[i])) continue;
-      return InvalidArgument(
-          "model predicts " + Short(seconds[i]) + " s (" +
-          Short(flops / seconds[i]) + " flop/s) for '" + ToString(ctx) +
-          "' with block shape " + ToString(shapes[i]) +
-          "; a usable model predicts a finite time at " +
-          Short(kMinPlausibleFlops) + " to " + Short(kMaxPlausibleFlops) +
-          " flop/s");
+      return InvalidArgument("model predicts " + Short(seconds[i]) + " s (" +
+                             Short(flops / seconds[i]) + " flop/s) for '" +
+                             ToString(ctx) + "' with block shape " +
+                             ToString(shapes[i]) +
+                             "; a usable model predicts a finite time at " +
+                             Short(kMinPlausibleFlops) + " to " +
+                             Short(kMaxPlausibleFlops) + " flop/s");
     }
   }
   return OkStatus();

@@ -106,7 +106,8 @@ TEST(ModelValidationTest, NonFiniteNumbersDoNotLoad) {
 TEST(ModelValidationTest, ImplausiblePredictionsFailTheProbeAndLeaveTheSearch) {
   // Finite numbers whose product overflows: the prediction is inf - inf.
   StoredModel stored;
-  for (float& w : *stored.weights.mutable_layers(0)->mutable_weight()) w = 1e30f;
+  for (float& w : *stored.weights.mutable_layers(0)->mutable_weight())
+    w = 1e30f;
   auto* last = stored.weights.mutable_layers(1);
   for (int i = 0; i < last->weight_size(); ++i) {
     last->set_weight(i, i % 2 ? 1e30f : -1e30f);

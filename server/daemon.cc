@@ -343,7 +343,8 @@ int RunDaemon(const DaemonOptions& options) {
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   builder.RegisterService(&service);
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+  std::vector<
+      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
       interceptors;
   interceptors.push_back(NewParseErrorInterceptorFactory());
   builder.experimental().SetInterceptorCreators(std::move(interceptors));

@@ -19,7 +19,8 @@ std::string RequestType(const char* method) {
   if (slash == std::string::npos) return "";
   name[slash] = '.';
   const auto* descriptor =
-      google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(name);
+      google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(
+          name);
   return descriptor ? descriptor->input_type()->full_name() : "";
 }
 
@@ -28,7 +29,8 @@ class ParseErrorInterceptor : public grpc::experimental::Interceptor {
   explicit ParseErrorInterceptor(grpc::experimental::ServerRpcInfo* info)
       : info_(info) {}
 
-  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+  void Intercept(
+      grpc::experimental::InterceptorBatchMethods* methods) override {
     // The request of a unary or server-streaming call is parsed before the
     // handler runs; no message here means it did not parse. (A streaming
     // read also ends with none, so the status below is checked too.)

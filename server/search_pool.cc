@@ -42,10 +42,10 @@ Status SearchPool::Run(const std::function<void()>& work,
   if (static_cast<int>(queue_.size()) >= max_waiting_) {
     return ResourceExhausted(
         std::to_string(queue_.size()) + " uncached queries already wait for " +
-            std::to_string(threads_.size()) +
-            " search thread(s), the most that may wait (--search-queue " +
-            std::to_string(max_waiting_) +
-            "); retry later, or send new contexts in fewer calls at a time");
+        std::to_string(threads_.size()) +
+        " search thread(s), the most that may wait (--search-queue " +
+        std::to_string(max_waiting_) +
+        "); retry later, or send new contexts in fewer calls at a time");
   }
   queue_.push_back(&job);
   wake_.notify_one();

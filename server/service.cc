@@ -621,8 +621,8 @@ grpc::Status BlocktuneService::BatchQuery(grpc::ServerContext* ctx,
       // A client that went away stops its batch's searches.
       if (ctx->IsCancelled()) return Cancelled("client cancelled the batch");
       v1::BatchQueryResult* result = resp->add_results();
-      Status s = AnswerQuery(queries[i], ctx->deadline(),
-                             result->mutable_response());
+      Status s =
+          AnswerQuery(queries[i], ctx->deadline(), result->mutable_response());
       // Lack of data is a per-query answer; a store failure or a busy
       // daemon fails the call (the answers found so far are stored, and a
       // retry gets them from the cache).
@@ -676,7 +676,8 @@ grpc::Status BlocktuneService::GetKernel(grpc::ServerContext* ctx,
       q.context = context;
       q.device_name = req->device_name();
       q.fallback = true;
-      BT_RETURN_IF_ERROR(AnswerQuery(q, ctx->deadline(), resp->mutable_query()));
+      BT_RETURN_IF_ERROR(
+          AnswerQuery(q, ctx->deadline(), resp->mutable_query()));
       const v1::TunedAnswer& best = resp->query().answers(0);
       BT_ASSIGN_OR_RETURN(xb, FromProto(best.block_shape(), "answer"));
       if (!best.device().name().empty()) {
