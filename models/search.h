@@ -86,9 +86,9 @@ class BlockSearch {
 
   // Whether the model's predictions can be used at all: for a probe set of
   // contexts of its op (square, skinny and deep GEMMs; ResNet-like
-  // convolutions), every block shape of the range must get a finite time
-  // whose throughput is physically plausible, in [kMinPlausibleFlops,
-  // kMaxPlausibleFlops]. A model with NaN, infinite or exploding weights
+  // convolutions), ~1k block shapes spread over the range must get a
+  // finite time whose throughput is physically plausible, in
+  // [kMinPlausibleFlops, kMaxPlausibleFlops]. A model with NaN, infinite or exploding weights
   // fails here, INVALID_ARGUMENT naming a context and block shape, before
   // any query sees it.
   Status Probe() const;
