@@ -23,6 +23,7 @@
 #include "server/auth.h"
 #include "server/campaigns.h"
 #include "server/log.h"
+#include "server/parse_errors.h"
 #include "server/service.h"
 #include "server/tuning_store.h"
 #include "tuner/worker.h"
@@ -328,6 +329,8 @@ int RunDaemon(const DaemonOptions& options) {
   QueryPolicy policy;
   policy.verify_always = options.verify_queries;
   policy.verify_top = options.verify_top;
+  policy.search_threads = options.search_threads;
+  policy.search_queue = options.search_queue;
   service.SetSurrogates(&surrogates, policy);
   // The campaign manager exists before the server accepts a call, so that no
   // request sees a service without one.
@@ -340,6 +343,11 @@ int RunDaemon(const DaemonOptions& options) {
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   builder.RegisterService(&service);
+  std::vector<
+      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      interceptors;
+  interceptors.push_back(NewParseErrorInterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) {
     BT_LOG(kError) << "cannot listen on " << options.listen

@@ -76,6 +76,18 @@ bool CacheServes(const std::vector<TunedRecord>& found, int top, bool verify,
 BlocktuneService::BlocktuneService(TuningStore* store, const TokenAuth* auth)
     : store_(store), auth_(auth), started_(std::chrono::steady_clock::now()) {}
 
+void BlocktuneService::SetSurrogates(SurrogateRegistry* surrogates,
+                                     QueryPolicy policy) {
+  surrogates_ = surrogates;
+  policy_ = policy;
+  const int threads = policy.search_threads > 0 ? policy.search_threads
+                                                : SearchPool::DefaultThreads();
+  searches_ = std::make_unique<SearchPool>(threads, policy.search_queue);
+  BT_LOG(kInfo) << "uncached queries: " << threads << " search thread(s) at "
+                << "nice +" << kSearchNice << ", at most "
+                << policy.search_queue << " waiting";
+}
+
 void BlocktuneService::SetAttachedGpus(std::vector<DeviceFingerprint> gpus,
                                        std::string status) {
   attached_ = std::move(gpus);
@@ -318,8 +330,9 @@ Status BlocktuneService::AnswerFallback(const ValidQuery& q,
 // Thesis §4.4: a stored answer if there is one; else exhaustive search over
 // the surrogate, the top k re-benchmarked when asked and a GPU is free; the
 // answer is stored either way.
-Status BlocktuneService::AnswerQuery(const ValidQuery& q,
-                                     v1::QueryResponse* resp) {
+Status BlocktuneService::AnswerQuery(
+    const ValidQuery& q, std::chrono::system_clock::time_point deadline,
+    v1::QueryResponse* resp) {
   const Op op = OpOf(q.context);
   const bool verify = q.verify || policy_.verify_always;
   std::optional<LoadedModel> model;
@@ -328,12 +341,15 @@ Status BlocktuneService::AnswerQuery(const ValidQuery& q,
                       store_->FindTuned(q.context, q.device_name, q.top));
   // Without a GPU to verify on, stored predictions serve a verify query.
   const bool can_verify = campaigns_ && campaigns_->has_gpu();
-  if (CacheServes(found, q.top, verify && can_verify && model, model) ||
-      (!model && !found.empty())) {
+  auto answer_stored = [&] {
     for (const TunedRecord& t : found) ToProto(t, resp->add_answers());
     resp->set_match(v1::MATCH_EXACT);
     resp->set_source(v1::QUERY_SOURCE_CACHED);
     return OkStatus();
+  };
+  if (CacheServes(found, q.top, verify && can_verify && model, model) ||
+      (!model && !found.empty())) {
+    return answer_stored();
   }
   if (!model) {
     std::string where =
@@ -355,9 +371,24 @@ Status BlocktuneService::AnswerQuery(const ValidQuery& q,
 
   const int search_k = verify ? std::max(q.top, policy_.verify_top) : q.top;
   SearchStats stats;
-  std::vector<ScoredShape> top = model->search->Top(q.context, search_k, &stats);
+  std::vector<ScoredShape> top;
+  BT_RETURN_IF_ERROR(searches_->Run(
+      [&] { top = model->search->Top(q.context, search_k, &stats); },
+      deadline));
   resp->set_candidates(stats.candidates);
   resp->set_search_seconds(stats.seconds);
+  if (top.empty() && stats.implausible > 0) {
+    // A model that passed validation yet predicts nonsense here must not
+    // fail the query: it is answered as if there were no model.
+    BT_LOG(kWarning) << "model " << model->id << " predicted no plausible "
+                     << "time for '" << ToString(q.context) << "' ("
+                     << stats.implausible << " block shapes); skipped";
+    if (!found.empty()) return answer_stored();
+    return AnswerFallback(q,
+                          "model " + std::to_string(model->id) +
+                              " predicts no plausible time for this context",
+                          resp);
+  }
   if (top.empty()) {
     if (q.fallback) {
       return AnswerFallback(q,
@@ -452,6 +483,7 @@ grpc::Status BlocktuneService::TrainModel(
     BT_RETURN_IF_ERROR(CheckRange("members", req->members(), 0, 16));
     if (req->members() > 1) options.members = req->members();
     BT_RETURN_IF_ERROR(Validate(options));
+    BT_RETURN_IF_ERROR(CheckTrainingSize(op, options.hidden, options.members));
     if (!surrogates_) {
       return FailedPrecondition("this blocktuned keeps no surrogates");
     }
@@ -569,7 +601,7 @@ grpc::Status BlocktuneService::Query(grpc::ServerContext* ctx,
                                      v1::QueryResponse* resp) {
   return Serve("Query", ctx, [&]() -> Status {
     BT_ASSIGN_OR_RETURN(ValidQuery q, ValidateQuery(*req, ""));
-    return AnswerQuery(q, resp);
+    return AnswerQuery(q, ctx->deadline(), resp);
   });
 }
 
@@ -585,14 +617,21 @@ grpc::Status BlocktuneService::BatchQuery(grpc::ServerContext* ctx,
       BT_ASSIGN_OR_RETURN(ValidQuery q, ValidateQuery(req->queries(i), field));
       queries.push_back(std::move(q));
     }
-    for (const ValidQuery& q : queries) {
+    for (size_t i = 0; i < queries.size(); ++i) {
+      // A client that went away stops its batch's searches.
+      if (ctx->IsCancelled()) return Cancelled("client cancelled the batch");
       v1::BatchQueryResult* result = resp->add_results();
-      Status s = AnswerQuery(q, result->mutable_response());
-      // Lack of data is a per-query answer; a store failure fails the call.
+      Status s =
+          AnswerQuery(queries[i], ctx->deadline(), result->mutable_response());
+      // Lack of data is a per-query answer; a store failure or a busy
+      // daemon fails the call (the answers found so far are stored, and a
+      // retry gets them from the cache).
       if (!s.ok() && (s.code() == StatusCode::kInternal ||
                       s.code() == StatusCode::kDataLoss ||
-                      s.code() == StatusCode::kUnavailable)) {
-        return s;
+                      s.code() == StatusCode::kUnavailable ||
+                      s.code() == StatusCode::kResourceExhausted ||
+                      s.code() == StatusCode::kDeadlineExceeded)) {
+        return s.Annotate("queries[" + std::to_string(i) + "]");
       }
       result->set_code(static_cast<int>(s.code()));
       result->set_message(s.message());
@@ -637,7 +676,8 @@ grpc::Status BlocktuneService::GetKernel(grpc::ServerContext* ctx,
       q.context = context;
       q.device_name = req->device_name();
       q.fallback = true;
-      BT_RETURN_IF_ERROR(AnswerQuery(q, resp->mutable_query()));
+      BT_RETURN_IF_ERROR(
+          AnswerQuery(q, ctx->deadline(), resp->mutable_query()));
       const v1::TunedAnswer& best = resp->query().answers(0);
       BT_ASSIGN_OR_RETURN(xb, FromProto(best.block_shape(), "answer"));
       if (!best.device().name().empty()) {
@@ -755,10 +795,12 @@ grpc::Status BlocktuneService::Import(grpc::ServerContext* ctx,
       batch.tuned.push_back(std::move(t));
     }
     for (int i = 0; i < dataset.models_size(); ++i) {
-      BT_ASSIGN_OR_RETURN(
-          ModelRecord m,
-          FromProto(dataset.models(i),
-                    "dataset.models[" + std::to_string(i) + "]"));
+      const std::string field = "dataset.models[" + std::to_string(i) + "]";
+      BT_ASSIGN_OR_RETURN(ModelRecord m, FromProto(dataset.models(i), field));
+      // A model that cannot answer queries is refused before anything of
+      // the dataset is stored: stored, it would take over its device's
+      // queries.
+      BT_RETURN_IF_ERROR(SurrogateRegistry::Validate(m).Annotate(field));
       batch.models.push_back(std::move(m));
     }
     BT_ASSIGN_OR_RETURN(CommitResult committed, store_->Commit(batch));
