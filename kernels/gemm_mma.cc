@@ -478,7 +478,11 @@ std::string MainEntry(const MmaProblem& prob, const Tiling& t,
     << "\t.param .u32 pM, .param .u32 pN, .param .u32 pK,\n"
     << "\t.param .u32 plda, .param .u32 pldb, .param .u32 pldc,\n"
     << "\t.param .f32 palpha, .param .f32 pbeta)\n"
-    << ".maxntid " << N(t.threads) << ", 1, 1\n{\n";
+    // No .maxntid: with it ptxas capped registers at 64 and spilled for 256
+    // threads (as gemm_ptx.cc saw). Past 256 threads .maxnreg keeps a
+    // program within the SM's 64K registers.
+    << (t.threads > 256 ? ".maxnreg " + N(65536 / t.threads) + "\n" : "")
+    << "{\n";
   const std::string ac = N(t.a_copies), bc = N(t.b_copies);
   p << "\t.reg .pred %pl, %pk, %pc, %pld, %pbeta, %prow, %qa<" << ac << ">, %qb<" << bc << ">, %va<" << ac << ">, %vb<" << bc
     << ">;\n"

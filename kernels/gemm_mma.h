@@ -85,7 +85,7 @@ struct MmaParams {
   int64_t bn = 128;
   int64_t bk = 32;
   int64_t warps_m = 2;
-  int64_t warps_n = 2;
+  int64_t warps_n = 4;
   int64_t stages = 3;
   int64_t kg = 1;
   int64_t group_m = 8;
@@ -101,7 +101,7 @@ struct MmaParams {
   }
 };
 
-// "bm=128 bn=128 bk=32 wm=2 wn=2 st=3 kg=1 gm=8"
+// "bm=128 bn=128 bk=32 wm=2 wn=4 st=3 kg=1 gm=8"
 std::string ToString(const MmaParams& p);
 // Parses ToString's format; missing keys keep their defaults.
 StatusOr<MmaParams> MmaParamsFromString(std::string_view text);
