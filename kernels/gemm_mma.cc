@@ -67,6 +67,13 @@ struct Tiling {
     return chunks >= 8 ? 1 : 8 / chunks;
   }
   static int64_t SwizzleMod(int64_t chunks) { return std::min<int64_t>(chunks, 8); }
+  // Regular copies: the thread count is a multiple of the chunks per row,
+  // so all copies of a thread share one chunk column and lie rstep =
+  // threads/chunks rows apart: one pointer, offset and bound per operand
+  // instead of per copy. Shared offsets are immediates when rstep is a
+  // multiple of the swizzle's 8-row period.
+  bool RegularA() const { return threads % a_chunks == 0; }
+  bool RegularB() const { return threads % b_chunks == 0; }
   int64_t NGroups() const { return CeilDiv(nt, 2); }  // n16 pairs + a single
   bool ScalarA() const { return prec == MmaPrecision::kTf32 && !a_kc; }
   bool ScalarB() const { return prec == MmaPrecision::kTf32 && !b_kc; }
@@ -105,9 +112,114 @@ void EmitSwizzle(Ptx& p, const std::string& dst, const std::string& row,
     << "\tand.b32 " << dst << ", " << dst << ", " << N(mod - 1) << ";\n";
 }
 
+// Regular copy bookkeeping (Tiling::RegularA): the thread's chunk column
+// ch = tid % chunks and first row r0 = tid / chunks; copy i is row
+// r0 + i*rstep. Registers per operand: %p (the pointer of copy 0), %rs
+// (rstep rows in bytes), %s (shared offset of copy 0, or one per copy when
+// the swizzle differs), %r0, and %kk (K offset, contiguous-K) or %cb (bytes
+// in bounds of the chunk, M/N-contiguous) and %rl (rows left to the M/N
+// bound, contiguous-K).
+void EmitRegularCopySetup(Ptx& p, const Tiling& t, char x) {
+  const bool a = x == 'a';
+  const std::string s(1, x);
+  const bool kc = a ? t.a_kc : t.b_kc;
+  const int64_t rows = a ? t.a_rows : t.b_rows;
+  const int64_t chunks = a ? t.a_chunks : t.b_chunks;
+  const int64_t rb = a ? t.a_rb : t.b_rb;
+  const int64_t copies = a ? t.a_copies : t.b_copies;
+  const int64_t rstep = t.threads / chunks;
+  const std::string origin = a ? "%m0" : "%n0", bound = a ? "%M" : "%N",
+                    ld = a ? "%lda" : "%ldb", base = a ? "%A" : "%B";
+  const int lg = Log2(t.esize);
+  p << "\t// ---- " << (a ? "A" : "B") << " copies: " << N(copies)
+    << " per thread of the " << N(rows) << " x " << N(chunks)
+    << " chunk tile (rows along " << (kc ? (a ? "M" : "N") : "K")
+    << ", chunks along " << (kc ? "K" : (a ? "M" : "N")) << "), copy i at row "
+    << "r0 + " << N(rstep) << "*i of chunk column tid % " << N(chunks) << "\n"
+    << "\tdiv.u32 %r0" << s << ", %thr, " << N(chunks) << ";\n"
+    << "\trem.u32 %ch, %thr, " << N(chunks) << ";\n";
+  const bool same_swizzle = rstep % 8 == 0 || copies == 1;
+  for (int64_t i = 0; i < (same_swizzle ? 1 : copies); ++i) {
+    p << "\tadd.u32 %row, %r0" << s << ", " << N(i * rstep) << ";\n";
+    EmitSwizzle(p, "%x", "%row", chunks);
+    p << "\txor.b32 %x, %x, %ch;\n\tshl.b32 %x, %x, 4;\n"
+      << "\tmad.lo.u32 %s" << s << N(i) << ", %row, " << N(rb) << ", %x;\n";
+  }
+  if (kc) {
+    p << "\tadd.u32 %g, %r0" << s << ", " << origin << ";\n"
+      << "\tsub.s32 %rl" << s << ", " << bound << ", %g;\n"
+      << "\tmul.lo.u32 %kk" << s << "0, %ch, " << N(t.v) << ";\n"
+      << "\tadd.u32 %y, %kbeg, %kk" << s << "0;\n"
+      << "\tmul.wide.u32 %d0, %g, " << ld << ";\n"
+      << "\tcvt.u64.u32 %d1, %y;\n";
+  } else {
+    p << "\tmul.lo.u32 %g, %ch, " << N(t.v) << ";\n"
+      << "\tadd.u32 %g, %g, " << origin << ";\n"
+      << "\tsub.s32 %cb" << s << "0, " << bound << ", %g;\n"
+      << "\tmax.s32 %cb" << s << "0, %cb" << s << "0, 0;\n"
+      << "\tmin.s32 %cb" << s << "0, %cb" << s << "0, " << N(t.v) << ";\n"
+      << "\tshl.b32 %cb" << s << "0, %cb" << s << "0, " << N(lg) << ";\n"
+      << "\tadd.u32 %y, %kbeg, %r0" << s << ";\n"
+      << "\tmul.wide.u32 %d0, %y, " << ld << ";\n"
+      << "\tcvt.u64.u32 %d1, %g;\n";
+  }
+  p << "\tadd.u64 %d0, %d0, %d1;\n\tshl.b64 %d0, %d0, " << N(lg) << ";\n"
+    << "\tadd.u64 %p" << s << "0, " << base << ", %d0;\n"
+    << "\tmul.wide.u32 %rs" << s << ", " << ld << ", " << N(rstep * t.esize)
+    << ";\n";
+  if (kc) {
+    p << "\tmov.u64 %step" << s << ", " << N(t.bk * t.esize) << ";\n";
+  } else {
+    p << "\tmul.wide.u32 %step" << s << ", " << ld << ", " << N(t.bk * t.esize)
+      << ";\n";
+  }
+}
+
+void EmitRegularCopies(Ptx& p, const Tiling& t, char x) {
+  const bool a = x == 'a';
+  const std::string s(1, x);
+  const bool kc = a ? t.a_kc : t.b_kc;
+  const int64_t rows = a ? t.a_rows : t.b_rows;
+  const int64_t chunks = a ? t.a_chunks : t.b_chunks;
+  const int64_t rb = a ? t.a_rb : t.b_rb;
+  const int64_t copies = a ? t.a_copies : t.b_copies;
+  const int64_t rstep = t.threads / chunks;
+  const int64_t off = a ? 0 : t.a_stage;
+  const bool same_swizzle = rstep % 8 == 0 || copies == 1;
+  if (kc) {  // bytes of the chunk inside K, the same for every copy
+    p << "\tsub.s32 %sz0, %krem, %kk" << s << "0;\n"
+      << "\tmax.s32 %sz0, %sz0, 0;\n\tmin.s32 %sz0, %sz0, " << N(t.v) << ";\n"
+      << "\tshl.b32 %sz0, %sz0, " << N(Log2(t.esize)) << ";\n";
+  } else {  // K rows left past this thread's first row
+    p << "\tsub.s32 %kr, %krem, %r0" << s << ";\n";
+  }
+  p << "\tmov.u64 %pcp, %p" << s << "0;\n";
+  for (int64_t i = 0; i < copies; ++i) {
+    const bool guarded = (i + 1) * t.threads > rows * chunks;
+    if (guarded) {
+      p << "\tsetp.lt.u32 %pg, %r0" << s << ", " << N(rows - i * rstep) << ";\n";
+    }
+    if (kc) {
+      p << "\tsetp.gt.s32 %pk, %rl" << s << ", " << N(i * rstep) << ";\n"
+        << "\tselp.b32 %sz, %sz0, 0, %pk;\n";
+    } else {
+      p << "\tsetp.gt.s32 %pk, %kr, " << N(i * rstep) << ";\n"
+        << "\tselp.b32 %sz, %cb" << s << "0, 0, %pk;\n";
+    }
+    const std::string soff = same_swizzle ? "%s" + s + "0" : "%s" + s + N(i);
+    const int64_t imm = off + (same_swizzle ? i * rstep * rb : 0);
+    p << "\tadd.u32 %dst, %slot_w, " << soff << ";\n"
+      << "\t" << (guarded ? "@%pg " : "")
+      << "cp.async.cg.shared.global [%dst+" << N(imm) << "], [%pcp], 16, %sz;\n";
+    if (i + 1 < copies) p << "\tadd.u64 %pcp, %pcp, %rs" << s << ";\n";
+  }
+  p << "\tadd.u64 %p" << s << "0, %p" << s << "0, %step" << s << ";\n";
+}
+
 // Per-thread copy bookkeeping of one operand ('a' or 'b'): copy i moves
 // chunk e = tid + i*threads of the rows x chunks tile.
 void EmitCopySetup(Ptx& p, const Tiling& t, char x) {
+  if (x == 'a' ? t.RegularA() : t.RegularB()) return EmitRegularCopySetup(p, t, x);
   const bool a = x == 'a';
   const std::string s(1, x);
   const bool kc = a ? t.a_kc : t.b_kc;
@@ -169,6 +281,7 @@ void EmitCopySetup(Ptx& p, const Tiling& t, char x) {
 // from this step's start to the end of the program's K range. Bytes past
 // the range, M or N are zero-filled (src-size < 16).
 void EmitCopies(Ptx& p, const Tiling& t, char x) {
+  if (x == 'a' ? t.RegularA() : t.RegularB()) return EmitRegularCopies(p, t, x);
   const bool a = x == 'a';
   const std::string s(1, x);
   const bool kc = a ? t.a_kc : t.b_kc;
@@ -497,7 +610,9 @@ std::string MainEntry(const MmaProblem& prob, const Tiling& t,
     << "\t.reg .b32 %fa<" << N(t.FragAddrA()) << ">, %fb<" << N(t.FragAddrB())
     << ">, %xa<" << N(4 * t.mt) << ">, %xb<" << N(2 * t.nt) << ">;\n"
     << "\t.reg .b64 %A, %B, %C, %W, %d0, %d1, %stepa, %stepb, %rowoff, %ea;\n"
-    << "\t.reg .b64 %pa<" << ac << ">, %pb<" << bc << ">;\n"
+    << "\t.reg .b64 %pa<" << ac << ">, %pb<" << bc << ">, %pcp, %rsa, %rsb;\n"
+    << "\t.reg .b32 %r0a, %r0b, %rla, %rlb, %kr, %sz0;\n"
+    << "\t.reg .pred %pg;\n"
     << "\t.reg .b16 %h;\n"
     << "\t.reg .f32 %alpha, %beta, %val, %old, %acc<" << N(4 * t.mt * t.nt)
     << ">;\n\n";
@@ -786,7 +901,7 @@ StatusOr<MmaParams> MmaParamsFromString(std::string_view text) {
 std::vector<MmaParamDomain> MmaParamDomains() {
   return {{"bm", {16, 32, 64, 128, 256}},
           {"bn", {8, 16, 32, 64, 128, 256}},
-          {"bk", {16, 32, 64}},
+          {"bk", {16, 32, 64, 128}},
           {"wm", {1, 2, 4, 8}},
           {"wn", {1, 2, 4, 8}},
           {"st", {2, 3, 4, 5}},
@@ -805,7 +920,7 @@ Status ValidateMmaParams(const MmaParams& p) {
   };
   BT_RETURN_IF_ERROR(in("bm", p.bm, 16, 256, true));
   BT_RETURN_IF_ERROR(in("bn", p.bn, 8, 256, true));
-  BT_RETURN_IF_ERROR(in("bk", p.bk, 16, 64, true));
+  BT_RETURN_IF_ERROR(in("bk", p.bk, 16, 128, true));
   BT_RETURN_IF_ERROR(in("wm", p.warps_m, 1, 8, true));
   BT_RETURN_IF_ERROR(in("wn", p.warps_n, 1, 8, true));
   BT_RETURN_IF_ERROR(in("st", p.stages, 2, 5, false));
@@ -840,11 +955,18 @@ int64_t MmaSharedBytes(MmaPrecision precision, const MmaParams& p) {
 int64_t MmaRegisterEstimate(const MmaProblem& problem, const MmaParams& p) {
   const Tiling t(problem.precision, problem.ctx.layout_a == Layout::kT,
                  problem.ctx.layout_b == Layout::kT, p);
-  // Accumulators; fragments of two k steps (ptxas loads the next step's
-  // while this one's mma run); the lane offsets; per copy a 64-bit pointer,
-  // a shared offset and a bound; 40 for coordinates and temporaries.
-  return 4 * t.mt * t.nt + 2 * (4 * t.mt + 2 * t.nt) + t.FragAddrA() +
-         t.FragAddrB() + 4 * (t.a_copies + t.b_copies) + 40;
+  // Accumulators; fragments of one and a half k steps (ptxas loads ahead);
+  // the lane offsets; copy bookkeeping (regular: 7 per operand, plus a
+  // shared offset per copy where the swizzle differs; else 5 per copy);
+  // 40 for coordinates and temporaries.
+  auto copy_regs = [&](bool regular, int64_t copies, int64_t chunks) {
+    if (!regular) return 5 * copies;
+    const int64_t rstep = t.threads / chunks;
+    return 7 + (rstep % 8 == 0 || copies == 1 ? 0 : copies);
+  };
+  return 4 * t.mt * t.nt + 3 * (4 * t.mt + 2 * t.nt) / 2 + t.FragAddrA() +
+         t.FragAddrB() + copy_regs(t.RegularA(), t.a_copies, t.a_chunks) +
+         copy_regs(t.RegularB(), t.b_copies, t.b_chunks) + 40;
 }
 
 MmaRule FirstFailingMmaRule(const MmaProblem& problem, const MmaParams& p,

@@ -77,7 +77,7 @@ struct MmaProblem {
 };
 
 // The family's parameters. Domains (MmaParamDomains): bm 16..256, bn
-// 8..256, bk 16/32/64, warps 1..8 per axis (at most 16 warps), stages 2..5,
+// 8..256, bk 16..128, warps 1..8 per axis (at most 16 warps), stages 2..5,
 // kg 1..4096, group_m 1..16. Thesis names: bm = M_L, bn = N_L, bk = U,
 // kg = K_G; the per-thread tile M_S x N_S is implied by the warp tile.
 struct MmaParams {

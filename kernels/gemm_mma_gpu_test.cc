@@ -303,7 +303,7 @@ TEST_F(GemmMmaGpuTest, LargerShapesEveryLayout) {
     for (int l = 0; l < 4; ++l) {
       Case c;
       GemmContext& g = c.problem.ctx;
-      g.m = 300;
+      g.m = 304;
       g.n = 264;
       g.k = 1032;
       g.layout_a = l / 2 ? Layout::kT : Layout::kN;

@@ -302,7 +302,7 @@ std::vector<MmaParams> Candidates(const MmaProblem& pr, int sm_count,
   std::vector<MmaParams> out;
   for (int64_t bm : {16, 32, 64, 128, 256})
     for (int64_t bn : {8, 16, 32, 64, 128, 256})
-      for (int64_t bk : {16, 32, 64})
+      for (int64_t bk : {16, 32, 64, 128})
         for (int64_t wm : {1, 2, 4})
           for (int64_t wn : {1, 2, 4})
             for (int64_t st : {3, 4, 5})
@@ -324,6 +324,36 @@ std::vector<MmaParams> Candidates(const MmaProblem& pr, int sm_count,
                 }
   std::mt19937_64 rng(seed);
   std::shuffle(out.begin(), out.end(), rng);
+  // A prior, as a tuner's would be: the usual mma.sync shapes for large
+  // products (64x64 or 64x32 warp tiles) and streaming shapes for skinny
+  // ones (one warp per 16 rows, deep K stages, no split), first.
+  const char* const kPrior[] = {
+      "bm=128 bn=128 bk=32 wm=2 wn=2 st=4 kg=1 gm=8",
+      "bm=128 bn=256 bk=32 wm=2 wn=4 st=3 kg=1 gm=8",
+      "bm=256 bn=128 bk=32 wm=4 wn=2 st=3 kg=1 gm=8",
+      "bm=128 bn=128 bk=32 wm=2 wn=4 st=4 kg=1 gm=8",
+      "bm=128 bn=128 bk=64 wm=2 wn=4 st=3 kg=1 gm=8",
+      "bm=128 bn=64 bk=64 wm=2 wn=2 st=4 kg=1 gm=8",
+      "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=1 gm=1",
+      "bm=16 bn=8 bk=128 wm=1 wn=1 st=5 kg=1 gm=1",
+      "bm=32 bn=8 bk=128 wm=2 wn=1 st=5 kg=1 gm=1",
+      "bm=16 bn=16 bk=128 wm=1 wn=1 st=5 kg=1 gm=1",
+      "bm=32 bn=16 bk=128 wm=2 wn=1 st=4 kg=1 gm=1",
+      "bm=64 bn=8 bk=128 wm=4 wn=1 st=4 kg=2 gm=1",
+      "bm=64 bn=16 bk=128 wm=4 wn=1 st=4 kg=2 gm=1",
+      "bm=16 bn=64 bk=128 wm=1 wn=4 st=4 kg=64 gm=1",
+      "bm=32 bn=64 bk=128 wm=2 wn=2 st=4 kg=64 gm=1",
+      "bm=64 bn=64 bk=128 wm=2 wn=2 st=3 kg=32 gm=1"};
+  std::vector<MmaParams> prior;
+  for (const char* text : kPrior) {
+    MmaParams p = *MmaParamsFromString(text);
+    auto it = std::find(out.begin(), out.end(), p);
+    if (it != out.end()) {
+      out.erase(it);
+      prior.push_back(p);
+    }
+  }
+  out.insert(out.begin(), prior.begin(), prior.end());
   if (out.size() > limit) out.resize(limit);
   return out;
 }
