@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <sstream>
 
 namespace blocktune {
@@ -27,7 +28,7 @@ struct Tiling {
   int64_t esize, v, ks;  // bytes per element, elements per chunk, K per mma
   bool a_kc, b_kc;
   int64_t bm, bn, bk, wm, wn, mt, nt, warps_m, warps_n, threads, stages, kg,
-      group_m;
+      group_m, sk;
   int64_t a_rows, a_chunks, a_rb, b_rows, b_chunks, b_rb;
   int64_t a_stage, b_stage, stage;
   int64_t a_copies, b_copies, ksteps;
@@ -43,7 +44,8 @@ struct Tiling {
         wm(p.WarpTileM()), wn(p.WarpTileN()),
         mt(p.WarpTileM() / 16), nt(p.WarpTileN() / 8),
         warps_m(p.warps_m), warps_n(p.warps_n), threads(p.Threads()),
-        stages(p.stages), kg(p.kg), group_m(p.group_m) {
+        stages(p.stages), kg(p.kg), group_m(p.group_m),
+        sk(p.kg > 1 ? p.split_reduce : 0) {
     a_rows = a_kc ? bm : bk;
     a_chunks = (a_kc ? bk : bm) / v;
     b_rows = b_kc ? bn : bk;
@@ -499,13 +501,73 @@ void EmitCompute(Ptx& p, const Tiling& t) {
   }
 }
 
-// C = alpha * acc + beta * C for one element at (%erow, %ecol); or the
-// partial sum to the workspace when K_G > 1.
-void EmitEpilogue(Ptx& p, const Tiling& t) {
+// Calls emit(i, h, j, c, acc) for every accumulator element after setting
+// %prow/%x (row) and, per element, %pc (in bounds) and %y (column).
+template <typename F>
+void ForEachElement(Ptx& p, const Tiling& t, F&& emit_row, F&& emit) {
+  for (int64_t i = 0; i < t.mt; ++i) {
+    for (int64_t h = 0; h < 2; ++h) {
+      p << "\tadd.u32 %x, %erow, " << N(16 * i + 8 * h) << ";\n"
+        << "\tsetp.lt.u32 %prow, %x, %M;\n";
+      emit_row(i, h, 0, 0, std::string());
+      for (int64_t j = 0; j < t.nt; ++j) {
+        for (int64_t c = 0; c < 2; ++c) {
+          const std::string acc = "%acc" + N(4 * (i * t.nt + j) + 2 * h + c);
+          p << "\tadd.u32 %y, %ecol, " << N(8 * j + c) << ";\n"
+            << "\tsetp.lt.u32 %pc, %y, %N;\n"
+            << "\tand.pred %pc, %pc, %prow;\n";
+          emit(i, h, j, c, acc);
+        }
+      }
+    }
+  }
+}
+
+// C = alpha * acc + beta * C, in the output type, predicated on M and N.
+void EmitStoreC(Ptx& p, const Tiling& t) {
   const bool tf32 = t.prec == MmaPrecision::kTf32;
   const std::string cvt_out = t.prec == MmaPrecision::kBf16
                                   ? "cvt.rn.bf16.f32"
                                   : "cvt.rn.f16.f32";
+  p << "\t// ---- C = alpha * acc + beta * C (C is not read when beta == 0)\n"
+    << "\tsetp.ne.f32 %pbeta, %beta, 0f00000000;\n";
+  auto row = [&](int64_t, int64_t, int64_t, int64_t, const std::string&) {
+    p << "\tmul.wide.u32 %rowoff, %x, %ldc;\n";
+  };
+  auto elem = [&](int64_t, int64_t, int64_t, int64_t, const std::string& acc) {
+    p << "\tcvt.u64.u32 %d1, %y;\n"
+      << "\tadd.u64 %ea, %rowoff, %d1;\n"
+      << "\tshl.b64 %ea, %ea, " << N(Log2(t.esize)) << ";\n"
+      << "\tadd.u64 %ea, %ea, %C;\n"
+      << "\tmul.f32 %val, " << acc << ", %alpha;\n"
+      << "\tand.pred %pld, %pc, %pbeta;\n";
+    if (tf32) {
+      p << "\t@%pld ld.global.f32 %old, [%ea];\n"
+        << "\t@%pld fma.rn.f32 %val, %old, %beta, %val;\n"
+        << "\t@%pc st.global.f32 [%ea], %val;\n";
+      return;
+    }
+    p << "\t@%pld ld.global.b16 %h, [%ea];\n";
+    if (t.prec == MmaPrecision::kBf16) {
+      p << "\t@%pld cvt.u32.u16 %g, %h;\n\t@%pld shl.b32 %g, %g, 16;\n"
+        << "\t@%pld mov.b32 %old, %g;\n";
+    } else {
+      p << "\t@%pld cvt.f32.f16 %old, %h;\n";
+    }
+    p << "\t@%pld fma.rn.f32 %val, %old, %beta, %val;\n"
+      << "\t" << cvt_out << " %h, %val;\n"
+      << "\t@%pc st.global.b16 [%ea], %h;\n";
+  };
+  ForEachElement(p, t, std::function<void(int64_t, int64_t, int64_t, int64_t, const std::string&)>(row),
+                 std::function<void(int64_t, int64_t, int64_t, int64_t, const std::string&)>(elem));
+}
+
+// The epilogue. K_G == 1: C directly. K_G > 1: fp32 partial sums to
+// W[z][row][col]; with split_reduce 1 the last of the tile's K_G programs
+// to arrive (an atomic counter per tile, after a fence) adds W[0..K_G-1]
+// in z order and writes C.
+void EmitEpilogue(Ptx& p, const Tiling& t) {
+  using Emit = std::function<void(int64_t, int64_t, int64_t, int64_t, const std::string&)>;
   p << "$EPILOGUE:\n"
     << "\t// ---- epilogue: accumulator (i, j, e) is row m0 + warp_m*WM + 16i"
     << " + gid + 8*(e/2), column n0 + warp_n*WN + 8j + 2*tig + e%2\n"
@@ -514,56 +576,63 @@ void EmitEpilogue(Ptx& p, const Tiling& t) {
     << "\tmad.lo.u32 %erow, %wmi, " << N(t.wm) << ", %m0;\n"
     << "\tadd.u32 %erow, %erow, %gid;\n";
   if (t.kg == 1) {
-    p << "\tsetp.ne.f32 %pbeta, %beta, 0f00000000;\n";
+    EmitStoreC(p, t);
+    p << "\tret;\n}\n";
+    return;
   }
-  for (int64_t i = 0; i < t.mt; ++i) {
-    for (int64_t h = 0; h < 2; ++h) {
-      p << "\tadd.u32 %x, %erow, " << N(16 * i + 8 * h) << ";\n"
-        << "\tsetp.lt.u32 %prow, %x, %M;\n";
-      if (t.kg == 1) {
-        p << "\tmul.wide.u32 %rowoff, %x, %ldc;\n";
-      } else {  // (z*M + row) * N
-        p << "\tmul.wide.u32 %rowoff, %z, %M;\n\tcvt.u64.u32 %d1, %x;\n"
-          << "\tadd.u64 %rowoff, %rowoff, %d1;\n\tcvt.u64.u32 %d1, %N;\n"
-          << "\tmul.lo.u64 %rowoff, %rowoff, %d1;\n";
-      }
-      for (int64_t j = 0; j < t.nt; ++j) {
-        for (int64_t c = 0; c < 2; ++c) {
-          const std::string acc = "%acc" + N(4 * (i * t.nt + j) + 2 * h + c);
-          p << "\tadd.u32 %y, %ecol, " << N(8 * j + c) << ";\n"
-            << "\tsetp.lt.u32 %pc, %y, %N;\n"
-            << "\tand.pred %pc, %pc, %prow;\n"
-            << "\tcvt.u64.u32 %d1, %y;\n"
-            << "\tadd.u64 %ea, %rowoff, %d1;\n";
-          if (t.kg > 1) {
-            p << "\tshl.b64 %ea, %ea, 2;\n\tadd.u64 %ea, %ea, %W;\n"
-              << "\t@%pc st.global.f32 [%ea], " << acc << ";\n";
-            continue;
-          }
-          p << "\tshl.b64 %ea, %ea, " << N(Log2(t.esize)) << ";\n"
-            << "\tadd.u64 %ea, %ea, %C;\n"
-            << "\tmul.f32 %val, " << acc << ", %alpha;\n"
-            << "\tand.pred %pld, %pc, %pbeta;\n";
-          if (tf32) {
-            p << "\t@%pld ld.global.f32 %old, [%ea];\n"
-              << "\t@%pld fma.rn.f32 %val, %old, %beta, %val;\n"
-              << "\t@%pc st.global.f32 [%ea], %val;\n";
-          } else {
-            p << "\t@%pld ld.global.b16 %h, [%ea];\n";
-            if (t.prec == MmaPrecision::kBf16) {
-              p << "\t@%pld cvt.u32.u16 %x, %h;\n\t@%pld shl.b32 %x, %x, 16;\n"
-                << "\t@%pld mov.b32 %old, %x;\n";
-            } else {
-              p << "\t@%pld cvt.f32.f16 %old, %h;\n";
-            }
-            p << "\t@%pld fma.rn.f32 %val, %old, %beta, %val;\n"
-              << "\t" << cvt_out << " %h, %val;\n"
-              << "\t@%pc st.global.b16 [%ea], %h;\n";
-          }
-        }
-      }
-    }
+  p << "\t// ---- partial sums to the workspace W[z][row][col]\n";
+  Emit part_row = [&](int64_t, int64_t, int64_t, int64_t, const std::string&) {
+    p << "\tmul.wide.u32 %rowoff, %z, %M;\n\tcvt.u64.u32 %d1, %x;\n"
+      << "\tadd.u64 %rowoff, %rowoff, %d1;\n\tcvt.u64.u32 %d1, %N;\n"
+      << "\tmul.lo.u64 %rowoff, %rowoff, %d1;\n";
+  };
+  Emit part = [&](int64_t, int64_t, int64_t, int64_t, const std::string& acc) {
+    p << "\tcvt.u64.u32 %d1, %y;\n\tadd.u64 %ea, %rowoff, %d1;\n"
+      << "\tshl.b64 %ea, %ea, 2;\n\tadd.u64 %ea, %ea, %W;\n"
+      << "\t@%pc st.global.f32 [%ea], " << acc << ";\n";
+  };
+  ForEachElement(p, t, part_row, part);
+  if (t.sk == 0) {
+    p << "\tret;\n}\n";
+    return;
   }
+  p << "\t// ---- arrival: fence the partial sums, count this program in; the "
+       "last of the tile's K_G programs adds them\n"
+    << "\tmembar.gl;\n\tbar.sync 0;\n"
+    << "\tmul.wide.u32 %d0, %M, %N;\n\tmul.lo.u64 %d0, %d0, " << N(4 * t.kg)
+    << ";\n\tadd.u64 %d0, %d0, %W;\n"
+    << "\tmul.wide.u32 %d1, %pid, 4;\n\tadd.u64 %cnt, %d0, %d1;\n"
+    << "\tsetp.eq.u32 %pl, %thr, 0;\n"
+    << "\t@%pl atom.global.add.u32 %x, [%cnt], 1;\n"
+    << "\t@%pl st.shared.u32 [%smem], %x;\n"
+    << "\tbar.sync 0;\n"
+    << "\tld.shared.u32 %x, [%smem];\n"
+    << "\tsetp.ne.u32 %pl, %x, " << N(t.kg - 1) << ";\n"
+    << "\t@%pl ret;\n"
+    << "\tmembar.gl;\n"
+    << "\tsetp.eq.u32 %pl, %thr, 0;\n"
+    << "\t@%pl st.global.u32 [%cnt], 0;  // zero again for the next launch\n"
+    << "\t// ---- the last program: acc = sum over z = 0 .. K_G-1, in order\n";
+  for (int64_t i = 0; i < 4 * t.mt * t.nt; ++i)
+    p << "\tmov.f32 %acc" << N(i) << ", 0f00000000;\n";
+  p << "\tmov.u32 %t, 0;\n\tmov.u64 %wz, %W;\n"
+    << "\tmul.wide.u32 %mn4, %M, %N;\n\tshl.b64 %mn4, %mn4, 2;\n"
+    << "$ZSUM:\n";
+  Emit sum_row = [&](int64_t, int64_t, int64_t, int64_t, const std::string&) {
+    p << "\tmul.wide.u32 %rowoff, %x, %N;\n";
+  };
+  Emit sum = [&](int64_t, int64_t, int64_t, int64_t, const std::string& acc) {
+    p << "\tcvt.u64.u32 %d1, %y;\n\tadd.u64 %ea, %rowoff, %d1;\n"
+      << "\tshl.b64 %ea, %ea, 2;\n\tadd.u64 %ea, %ea, %wz;\n"
+      << "\tmov.f32 %val, 0f00000000;\n"
+      << "\t@%pc ld.global.cg.f32 %val, [%ea];\n"
+      << "\tadd.f32 " << acc << ", " << acc << ", %val;\n";
+  };
+  ForEachElement(p, t, sum_row, sum);
+  p << "\tadd.u64 %wz, %wz, %mn4;\n"
+    << "\tadd.u32 %t, %t, 1;\n\tsetp.lt.u32 %pl, %t, " << N(t.kg) << ";\n"
+    << "\t@%pl bra $ZSUM;\n";
+  EmitStoreC(p, t);
   p << "\tret;\n}\n";
 }
 
@@ -613,6 +682,7 @@ std::string MainEntry(const MmaProblem& prob, const Tiling& t,
     << "\t.reg .b64 %pa<" << ac << ">, %pb<" << bc << ">, %pcp, %rsa, %rsb;\n"
     << "\t.reg .b32 %r0a, %r0b, %rla, %rlb, %kr, %sz0;\n"
     << "\t.reg .pred %pg;\n"
+    << "\t.reg .b64 %cnt, %wz, %mn4;\n"
     << "\t.reg .b16 %h;\n"
     << "\t.reg .f32 %alpha, %beta, %val, %old, %acc<" << N(4 * t.mt * t.nt)
     << ">;\n\n";
@@ -868,7 +938,7 @@ int64_t MmaProblem::Ldc() const { return ldc ? ldc : ctx.n; }
 std::string ToString(const MmaParams& p) {
   return "bm=" + N(p.bm) + " bn=" + N(p.bn) + " bk=" + N(p.bk) +
          " wm=" + N(p.warps_m) + " wn=" + N(p.warps_n) + " st=" + N(p.stages) +
-         " kg=" + N(p.kg) + " gm=" + N(p.group_m);
+         " kg=" + N(p.kg) + " gm=" + N(p.group_m) + " sk=" + N(p.split_reduce);
 }
 
 StatusOr<MmaParams> MmaParamsFromString(std::string_view text) {
@@ -893,7 +963,8 @@ StatusOr<MmaParams> MmaParamsFromString(std::string_view text) {
     else if (key == "st") p.stages = v;
     else if (key == "kg") p.kg = v;
     else if (key == "gm") p.group_m = v;
-    else return InvalidArgument("params: unknown key '" + key + "' (bm bn bk wm wn st kg gm)");
+    else if (key == "sk") p.split_reduce = v;
+    else return InvalidArgument("params: unknown key '" + key + "' (bm bn bk wm wn st kg gm sk)");
   }
   return p;
 }
@@ -906,7 +977,8 @@ std::vector<MmaParamDomain> MmaParamDomains() {
           {"wn", {1, 2, 4, 8}},
           {"st", {2, 3, 4, 5}},
           {"kg", {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096}},
-          {"gm", {1, 2, 4, 8, 16}}};
+          {"gm", {1, 2, 4, 8, 16}},
+          {"sk", {0, 1}}};
 }
 
 Status ValidateMmaParams(const MmaParams& p) {
@@ -926,6 +998,7 @@ Status ValidateMmaParams(const MmaParams& p) {
   BT_RETURN_IF_ERROR(in("st", p.stages, 2, 5, false));
   BT_RETURN_IF_ERROR(in("kg", p.kg, 1, 4096, false));
   BT_RETURN_IF_ERROR(in("gm", p.group_m, 1, 16, false));
+  BT_RETURN_IF_ERROR(in("sk", p.split_reduce, 0, 1, false));
   if (p.warps_m * p.warps_n > 16)
     return InvalidArgument("params: wm*wn must be at most 16 warps, got " +
                            N(p.warps_m * p.warps_n));
@@ -958,7 +1031,8 @@ int64_t MmaRegisterEstimate(const MmaProblem& problem, const MmaParams& p) {
   // Accumulators; fragments of one and a half k steps (ptxas loads ahead);
   // the lane offsets; copy bookkeeping (regular: 7 per operand, plus a
   // shared offset per copy where the swizzle differs; else 5 per copy);
-  // 40 for coordinates and temporaries.
+  // 40 for coordinates and temporaries; 40 more for the in-kernel split
+  // reduction (a 64x64 warp tile spilled 160 bytes at an estimate of 238).
   auto copy_regs = [&](bool regular, int64_t copies, int64_t chunks) {
     if (!regular) return 5 * copies;
     const int64_t rstep = t.threads / chunks;
@@ -966,7 +1040,8 @@ int64_t MmaRegisterEstimate(const MmaProblem& problem, const MmaParams& p) {
   };
   return 4 * t.mt * t.nt + 3 * (4 * t.mt + 2 * t.nt) / 2 + t.FragAddrA() +
          t.FragAddrB() + copy_regs(t.RegularA(), t.a_copies, t.a_chunks) +
-         copy_regs(t.RegularB(), t.b_copies, t.b_chunks) + 40;
+         copy_regs(t.RegularB(), t.b_copies, t.b_chunks) + 40 +
+         (t.sk == 1 ? 40 : 0);  // the in-kernel z sum's addresses
 }
 
 MmaRule FirstFailingMmaRule(const MmaProblem& problem, const MmaParams& p,
@@ -1048,7 +1123,10 @@ StatusOr<MmaKernel> GenerateGemmMma(const MmaProblem& problem,
   k.shared_bytes = static_cast<unsigned>(MmaSharedBytes(problem.precision, p));
   k.align_elements = t.v;
   k.element_bytes = static_cast<int>(t.esize);
-  if (p.kg > 1) {
+  if (p.kg > 1 && t.sk == 1) {
+    k.counter_offset = p.kg * g.m * g.n * 4;
+    k.workspace_bytes = k.counter_offset + 4 * int64_t{k.grid[0]};
+  } else if (p.kg > 1) {
     const int64_t lanes = ReduceLanes(p.kg);
     k.ptx += ReduceEntry(problem.precision, lanes);
     k.reduce_entry = "blocktune_gemm_mma_reduce";

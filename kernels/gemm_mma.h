@@ -78,7 +78,7 @@ struct MmaProblem {
 
 // The family's parameters. Domains (MmaParamDomains): bm 16..256, bn
 // 8..256, bk 16..128, warps 1..8 per axis (at most 16 warps), stages 2..5,
-// kg 1..4096, group_m 1..16. Thesis names: bm = M_L, bn = N_L, bk = U,
+// kg 1..4096, group_m 1..16, sk (split_reduce) 0..1. Thesis names: bm = M_L, bn = N_L, bk = U,
 // kg = K_G; the per-thread tile M_S x N_S is implied by the warp tile.
 struct MmaParams {
   int64_t bm = 128;
@@ -89,19 +89,25 @@ struct MmaParams {
   int64_t stages = 3;
   int64_t kg = 1;
   int64_t group_m = 8;
+  // How the K_G partial sums are added (K_G > 1): 0 = a second kernel
+  // (reduce_entry); 1 = inside the main kernel, by the last of a tile's
+  // K_G programs to finish (a per-tile arrival counter in the workspace).
+  // Both add in z order, so both are deterministic.
+  int64_t split_reduce = 0;
 
   int64_t WarpTileM() const { return bm / warps_m; }
   int64_t WarpTileN() const { return bn / warps_n; }
   int64_t Threads() const { return 32 * warps_m * warps_n; }
   auto Tie() const {
-    return std::tie(bm, bn, bk, warps_m, warps_n, stages, kg, group_m);
+    return std::tie(bm, bn, bk, warps_m, warps_n, stages, kg, group_m,
+                    split_reduce);
   }
   friend bool operator==(const MmaParams& a, const MmaParams& b) {
     return a.Tie() == b.Tie();
   }
 };
 
-// "bm=128 bn=128 bk=32 wm=2 wn=4 st=3 kg=1 gm=8"
+// "bm=128 bn=128 bk=32 wm=2 wn=4 st=3 kg=1 gm=8 sk=0"
 std::string ToString(const MmaParams& p);
 // Parses ToString's format; missing keys keep their defaults.
 StatusOr<MmaParams> MmaParamsFromString(std::string_view text);
@@ -160,7 +166,11 @@ struct MmaKernel {
   unsigned shared_bytes = 0;  // dynamic; above 48 KiB needs the opt-in
   std::array<unsigned, 3> reduce_grid{};
   std::array<unsigned, 3> reduce_block{};
-  int64_t workspace_bytes = 0;  // K_G * M * N floats when K_G > 1
+  // K_G * M * N floats when K_G > 1; with split_reduce 1 also one 32-bit
+  // arrival counter per tile after them, which must be zero before the
+  // first launch (every launch leaves them zero again).
+  int64_t workspace_bytes = 0;
+  int64_t counter_offset = 0;  // bytes from the workspace to the counters
   int64_t align_elements = 8;   // lda, ldb must be multiples of this
   int element_bytes = 2;
 };

@@ -116,7 +116,7 @@ cudaDataType_t CudaType(MmaPrecision p) {
 // and the L2 flush buffer.
 struct Buffers {
   void *a = nullptr, *b = nullptr, *c = nullptr, *c_ref = nullptr,
-       *ws = nullptr;
+       *ws = nullptr, *ws_ours = nullptr;
   size_t a_bytes = 0, b_bytes = 0, c_bytes = 0, ws_bytes = 0;
   ~Buffers() {
     cudaFree(a);
@@ -124,6 +124,7 @@ struct Buffers {
     cudaFree(c);
     cudaFree(c_ref);
     cudaFree(ws);
+    cudaFree(ws_ours);
   }
 };
 
@@ -307,8 +308,10 @@ std::vector<MmaParams> Candidates(const MmaProblem& pr, int sm_count,
           for (int64_t wn : {1, 2, 4})
             for (int64_t st : {3, 4, 5})
               for (int64_t kg : {1, 2, 4, 8, 16, 32, 64, 128, 256})
-                for (int64_t gm : {1, 8}) {
-                  MmaParams p{bm, bn, bk, wm, wn, st, kg, gm};
+                for (int64_t gm : {1, 8})
+                 for (int64_t sk : {0, 1}) {
+                  if (sk == 1 && kg == 1) continue;
+                  MmaParams p{bm, bn, bk, wm, wn, st, kg, gm, sk};
                   if (!ValidateMmaParams(p).ok() || !CanImplementMma(pr, p).ok())
                     continue;
                   if (bm > 2 * g.m + 16 || bn > 2 * g.n + 8) continue;
@@ -339,11 +342,14 @@ std::vector<MmaParams> Candidates(const MmaProblem& pr, int sm_count,
       "bm=32 bn=8 bk=128 wm=2 wn=1 st=5 kg=1 gm=1",
       "bm=16 bn=16 bk=128 wm=1 wn=1 st=5 kg=1 gm=1",
       "bm=32 bn=16 bk=128 wm=2 wn=1 st=4 kg=1 gm=1",
-      "bm=64 bn=8 bk=128 wm=4 wn=1 st=4 kg=2 gm=1",
-      "bm=64 bn=16 bk=128 wm=4 wn=1 st=4 kg=2 gm=1",
-      "bm=16 bn=64 bk=128 wm=1 wn=4 st=4 kg=64 gm=1",
-      "bm=32 bn=64 bk=128 wm=2 wn=2 st=4 kg=64 gm=1",
-      "bm=64 bn=64 bk=128 wm=2 wn=2 st=3 kg=32 gm=1"};
+      "bm=64 bn=8 bk=128 wm=4 wn=1 st=4 kg=2 gm=1 sk=1",
+      "bm=64 bn=16 bk=128 wm=4 wn=1 st=4 kg=2 gm=1 sk=1",
+      "bm=64 bn=8 bk=64 wm=4 wn=1 st=5 kg=4 gm=1 sk=1",
+      "bm=16 bn=64 bk=128 wm=1 wn=4 st=4 kg=64 gm=1 sk=1",
+      "bm=16 bn=64 bk=64 wm=1 wn=4 st=4 kg=128 gm=1",
+      "bm=16 bn=64 bk=64 wm=1 wn=4 st=4 kg=128 gm=1 sk=1",
+      "bm=32 bn=64 bk=128 wm=2 wn=2 st=4 kg=64 gm=1 sk=1",
+      "bm=64 bn=64 bk=128 wm=2 wn=2 st=3 kg=32 gm=1 sk=1"};
   std::vector<MmaParams> prior;
   for (const char* text : kPrior) {
     MmaParams p = *MmaParamsFromString(text);
@@ -471,6 +477,7 @@ int Main(int argc, char** argv) {
       row.note = "no config: " + why.ToString();
     }
     Buffers buf;
+    int64_t ours_ws = 4;
     const bool at = g.layout_a == Layout::kT, bt = g.layout_b == Layout::kT;
     const size_t a_elems = (at ? g.k : g.m) * pr.Lda(),
                  b_elems = (bt ? g.n : g.k) * pr.Ldb(),
@@ -485,11 +492,15 @@ int Main(int argc, char** argv) {
     CHECK_CUDA(cudaMalloc(&buf.c_ref, buf.c_bytes));
     FillRandom(buf.a, a_elems, pr.precision, 1);
     FillRandom(buf.b, b_elems, pr.precision, 2);
-    // Workspace for cuBLASLt (64 MiB) and for our K_G partial sums.
+    // Workspace for cuBLASLt (64 MiB) and, apart, for our K_G partial sums
+    // and arrival counters (zeroed once; every launch leaves them zero).
+    ours_ws = 4;
     for (const MmaParams& p : cands)
-      max_ws = std::max<int64_t>(max_ws, p.kg * g.m * g.n * 4);
+      ours_ws = std::max<int64_t>(ours_ws, p.kg * g.m * g.n * 4 + 4 * ((g.m + 15) / 16) * ((g.n + 7) / 8));
     buf.ws_bytes = max_ws;
     CHECK_CUDA(cudaMalloc(&buf.ws, buf.ws_bytes));
+    CHECK_CUDA(cudaMalloc(&buf.ws_ours, ours_ws));
+    CHECK_CUDA(cudaMemset(buf.ws_ours, 0, ours_ws));
 
     // Generate and load every candidate, in parallel (driver JIT).
     std::vector<std::unique_ptr<LoadedMma>> loaded(cands.size());
@@ -513,42 +524,59 @@ int Main(int argc, char** argv) {
         ops.a = reinterpret_cast<uint64_t>(buf.a);
         ops.b = reinterpret_cast<uint64_t>(buf.b);
         ops.c = reinterpret_cast<uint64_t>(buf.c);
-        ops.workspace = reinterpret_cast<uint64_t>(buf.ws);
+        ops.workspace = reinterpret_cast<uint64_t>(buf.ws_ours);
         return k.Launch(ops).ok();
       };
     };
-    // Quick pass, then the best 4 again with more repetitions.
+    // cuBLASLt first: its best algorithm's output is the reference.
+    const int lt_reps = 21;
+    LtResult ltr = TimeLt(lt, pr, buf, timer, lt_reps);
+    row.lt_us = ltr.us;
+    row.lt_algos = ltr.algos_timed;
+    const std::vector<double> ref =
+        std::isfinite(row.lt_us) ? ToDoubles(buf.c_ref, c_elems, pr.precision)
+                                 : std::vector<double>();
+    const double tol = pr.precision == MmaPrecision::kTf32 ? 1e-3 : 2e-2;
+    // Quick pass (the workspace's split-K counters zeroed before each
+    // kernel: another kernel's partial sums may lie where its counters
+    // are), then the fastest again, each checked against the reference
+    // first: a wrong kernel is counted and never timed as a result.
     std::vector<std::pair<double, size_t>> quick_times;
     for (size_t i = 0; i < loaded.size(); ++i) {
       if (!loaded[i]) continue;
+      CHECK_CUDA(cudaMemset(buf.ws_ours, 0, ours_ws));
       const double us = timer.Time(launch_of(*loaded[i]), profile_params.empty() ? 5 : profile_reps, 1);
       if (std::isfinite(us)) quick_times.push_back({us, i});
     }
     row.tried = static_cast<int>(quick_times.size());
     std::sort(quick_times.begin(), quick_times.end());
     size_t best = SIZE_MAX;
-    for (size_t r = 0; r < std::min<size_t>(4, quick_times.size()); ++r) {
+    int retimed = 0, wrong = 0;
+    for (size_t r = 0; r < quick_times.size() && retimed < 4; ++r) {
       const size_t i = quick_times[r].second;
+      CHECK_CUDA(cudaMemset(buf.ws_ours, 0, ours_ws));
+      CHECK_CUDA(cudaMemset(buf.c, 0xff, buf.c_bytes));  // NaN
+      launch_of(*loaded[i])();
+      CHECK_CUDA(cudaDeviceSynchronize());
+      double err = NAN;
+      if (!ref.empty())
+        err = RelErr(ToDoubles(buf.c, c_elems, pr.precision), ref, pr);
+      if (!ref.empty() && !(err <= tol)) {
+        ++wrong;
+        std::fprintf(stderr, "# WRONG %s %s %s: rel err %g\n", row.shape.c_str(),
+                     row.prec.c_str(), ToString(cands[i]).c_str(), err);
+        continue;
+      }
+      ++retimed;
       const double us = timer.Time(launch_of(*loaded[i]), 21);
       if (!(us >= row.ours_us)) {
         row.ours_us = us;
+        row.rel_err = err;
         best = i;
       }
     }
-    const int lt_reps = 21;
-    LtResult ltr = TimeLt(lt, pr, buf, timer, lt_reps);
-    row.lt_us = ltr.us;
-    row.lt_algos = ltr.algos_timed;
-    if (best != SIZE_MAX) {
-      row.params = ToString(cands[best]);
-      CHECK_CUDA(cudaMemset(buf.c, 0xff, buf.c_bytes));  // NaN
-      launch_of(*loaded[best])();
-      CHECK_CUDA(cudaDeviceSynchronize());
-      if (std::isfinite(row.lt_us)) {
-        row.rel_err = RelErr(ToDoubles(buf.c, c_elems, pr.precision),
-                             ToDoubles(buf.c_ref, c_elems, pr.precision), pr);
-      }
-    }
+    if (best != SIZE_MAX) row.params = ToString(cands[best]);
+    if (wrong > 0) row.note += std::to_string(wrong) + " wrong kernels rejected";
     std::printf("%-7s %-26s %-5s ours %9.1f us  cuBLASLt %9.1f us (%2d algos)  "
                 "ratio %5.2f  %6.0f GB/s  %6.1f TFLOP/s  err %.1e  [%s] %d tried %s\n",
                 row.family.c_str(), row.shape.c_str(), row.prec.c_str(), row.ours_us,
