@@ -78,8 +78,9 @@ struct MmaProblem {
 
 // The family's parameters. Domains (MmaParamDomains): bm 16..256, bn
 // 8..256, bk 16..128, warps 1..8 per axis (at most 16 warps), stages 2..5,
-// kg 1..4096, group_m 1..16, sk (split_reduce) 0..1. Thesis names: bm = M_L, bn = N_L, bk = U,
-// kg = K_G; the per-thread tile M_S x N_S is implied by the warp tile.
+// kg 1..4096, group_m 1..16, sk (split_reduce) 0..1. Thesis names: bm = M_L, bn
+// = N_L, bk = U, kg = K_G; the per-thread tile M_S x N_S is implied by the warp
+// tile.
 struct MmaParams {
   int64_t bm = 128;
   int64_t bn = 128;
@@ -171,7 +172,7 @@ struct MmaKernel {
   // first launch (every launch leaves them zero again).
   int64_t workspace_bytes = 0;
   int64_t counter_offset = 0;  // bytes from the workspace to the counters
-  int64_t align_elements = 8;   // lda, ldb must be multiples of this
+  int64_t align_elements = 8;  // lda, ldb must be multiples of this
   int element_bytes = 2;
 };
 

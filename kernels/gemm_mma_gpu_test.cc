@@ -66,8 +66,8 @@ float RoundTf32(float f) {  // cvt.rna.tf32.f32: nearest, ties away
 // Host storage of one matrix in the precision's type, and its values as
 // floats (already rounded).
 struct HostMatrix {
-  std::vector<uint16_t> h;  // bf16 / fp16 bits
-  std::vector<float> f;     // tf32 storage (fp32), unrounded
+  std::vector<uint16_t> h;    // bf16 / fp16 bits
+  std::vector<float> f;       // tf32 storage (fp32), unrounded
   std::vector<double> value;  // what the kernel multiplies
 };
 
@@ -139,22 +139,29 @@ StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
 
   BT_ASSIGN_OR_RETURN(auto mma, LoadedMma::Create(c.problem, c.params));
   const int64_t ws = mma->kernel().workspace_bytes;
-  BT_ASSIGN_OR_RETURN(DeviceBuffer da, DeviceBuffer::Allocate(a.value.size() * es));
-  BT_ASSIGN_OR_RETURN(DeviceBuffer db, DeviceBuffer::Allocate(b.value.size() * es));
-  BT_ASSIGN_OR_RETURN(DeviceBuffer dc, DeviceBuffer::Allocate(cm.value.size() * es + 4));
-  BT_ASSIGN_OR_RETURN(DeviceBuffer dw, DeviceBuffer::Allocate(std::max<int64_t>(ws, 4)));
+  BT_ASSIGN_OR_RETURN(DeviceBuffer da,
+                      DeviceBuffer::Allocate(a.value.size() * es));
+  BT_ASSIGN_OR_RETURN(DeviceBuffer db,
+                      DeviceBuffer::Allocate(b.value.size() * es));
+  BT_ASSIGN_OR_RETURN(DeviceBuffer dc,
+                      DeviceBuffer::Allocate(cm.value.size() * es + 4));
+  BT_ASSIGN_OR_RETURN(DeviceBuffer dw,
+                      DeviceBuffer::Allocate(std::max<int64_t>(ws, 4)));
   BT_RETURN_IF_ERROR(da.CopyFromHost(Data(a), a.value.size() * es));
   BT_RETURN_IF_ERROR(db.CopyFromHost(Data(b), b.value.size() * es));
   if (c.beta == 0) {
-    BT_RETURN_IF_ERROR(dc.Fill32(0x7fc07fc0));  // NaN in bf16, fp16 (7fc0) and fp32
+    BT_RETURN_IF_ERROR(
+        dc.Fill32(0x7fc07fc0));  // NaN in bf16, fp16 (7fc0) and fp32
   } else {
     BT_RETURN_IF_ERROR(dc.CopyFromHost(Data(cm), cm.value.size() * es));
   }
   // Partial sums poisoned, arrival counters (split_reduce 1) zero.
   BT_RETURN_IF_ERROR(dw.Fill32(0));
-  const int64_t partial_words =
-      mma->kernel().counter_offset > 0 ? mma->kernel().counter_offset / 4 : ws / 4;
-  if (partial_words > 0) BT_RETURN_IF_ERROR(dw.Fill32Async(0x7fc00000, partial_words));
+  const int64_t partial_words = mma->kernel().counter_offset > 0
+                                    ? mma->kernel().counter_offset / 4
+                                    : ws / 4;
+  if (partial_words > 0)
+    BT_RETURN_IF_ERROR(dw.Fill32Async(0x7fc00000, partial_words));
   MmaOperands ops;
   ops.a = da.address();
   ops.b = db.address();
@@ -165,21 +172,23 @@ StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
   BT_RETURN_IF_ERROR(mma->Launch(ops));
   if (c.params.kg > 1 && c.params.split_reduce == 1) {
     // Launch again on the same workspace: the counters must be zero again.
-    if (c.beta == 0) BT_RETURN_IF_ERROR(dc.Fill32(0x7fc07fc0));
-    else BT_RETURN_IF_ERROR(dc.CopyFromHost(Data(cm), cm.value.size() * es));
+    if (c.beta == 0)
+      BT_RETURN_IF_ERROR(dc.Fill32(0x7fc07fc0));
+    else
+      BT_RETURN_IF_ERROR(dc.CopyFromHost(Data(cm), cm.value.size() * es));
     BT_RETURN_IF_ERROR(mma->Launch(ops));
   }
   std::vector<uint8_t> out(cm.value.size() * es);
   BT_RETURN_IF_ERROR(dc.CopyToHost(out.data(), out.size()));
 
-  const double u = prec == MmaPrecision::kBf16 ? std::ldexp(1.0, -8)
-                                               : std::ldexp(1.0, -11);
+  const double u =
+      prec == MmaPrecision::kBf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
   const double u_out = prec == MmaPrecision::kBf16   ? std::ldexp(1.0, -8)
                        : prec == MmaPrecision::kFp16 ? std::ldexp(1.0, -11)
                                                      : std::ldexp(1.0, -24);
   // Below the smallest normal number the output's rounding error is
   // absolute: half the subnormal spacing (fp16 2^-25).
-  const double abs_out = prec == MmaPrecision::kFp16 ? std::ldexp(1.0, -25)
+  const double abs_out = prec == MmaPrecision::kFp16   ? std::ldexp(1.0, -25)
                          : prec == MmaPrecision::kBf16 ? std::ldexp(1.0, -134)
                                                        : std::ldexp(1.0, -149);
   const double c_const = 1.0;
@@ -196,16 +205,14 @@ StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
       const double old = c_old[i * ldc + j];
       const double ref = c.alpha * sum + (c.beta == 0 ? 0.0 : c.beta * old);
       const double got = OutputValue(prec, out, i * ldc + j);
-      const std::string where = "C[" + std::to_string(i) + "][" +
-                                std::to_string(j) + "] = " +
-                                std::to_string(got) + ", reference " +
-                                std::to_string(ref);
+      const std::string where =
+          "C[" + std::to_string(i) + "][" + std::to_string(j) +
+          "] = " + std::to_string(got) + ", reference " + std::to_string(ref);
       if (!std::isfinite(got)) return Internal(where + " (not written?)");
       const double err = std::fabs(got - ref);
-      const double bound = c_const * u * std::fabs(c.alpha) * abs_sum +
-                           u_out * std::fabs(ref) +
-                           std::ldexp(1.0, -22) * std::fabs(c.beta * old) +
-                           abs_out;
+      const double bound =
+          c_const * u * std::fabs(c.alpha) * abs_sum + u_out * std::fabs(ref) +
+          std::ldexp(1.0, -22) * std::fabs(c.beta * old) + abs_out;
       if (err > bound) {
         return Internal(where + ": error " + std::to_string(err) +
                         " exceeds the bound " + std::to_string(bound));
@@ -253,7 +260,8 @@ void RunPrecision(MmaPrecision prec, uint32_t seed, int cases) {
   std::mt19937 rng(seed);
   const int64_t align = 16 / ElementBytes(prec);
   auto round_up = [&](int64_t v) { return (v + align - 1) / align * align; };
-  const int64_t dims[] = {1, 2, 7, 8, 15, 16, 17, 31, 33, 64, 100, 127, 129, 200, 255, 257, 300};
+  const int64_t dims[] = {1,  2,   7,   8,   15,  16,  17,  31, 33,
+                          64, 100, 127, 129, 200, 255, 257, 300};
   const int64_t kdims[] = {1, 3, 8, 9, 16, 17, 40, 63, 64, 65, 130, 515, 1000};
   Outcome worst;
   int ran = 0;
@@ -286,15 +294,17 @@ void RunPrecision(MmaPrecision prec, uint32_t seed, int cases) {
                         << "/" << c.problem.Ldc() << " " << ToString(c.params)
                         << " alpha " << c.alpha << " beta " << c.beta << ": "
                         << o.status().ToString();
-    worst.worst_bound_ratio = std::max(worst.worst_bound_ratio, o->worst_bound_ratio);
+    worst.worst_bound_ratio =
+        std::max(worst.worst_bound_ratio, o->worst_bound_ratio);
     worst.worst_acc_ratio = std::max(worst.worst_acc_ratio, o->worst_acc_ratio);
     ++ran;
   }
   EXPECT_EQ(ran, cases);
-  std::printf("%s: %d cases pass; max err/bound %.3g (c = 1), max err / "
-              "(K 2^-24 sum|a||b| + u_out|ref|) %.3g\n",
-              std::string(ToString(prec)).c_str(), ran, worst.worst_bound_ratio,
-              worst.worst_acc_ratio);
+  std::printf(
+      "%s: %d cases pass; max err/bound %.3g (c = 1), max err / "
+      "(K 2^-24 sum|a||b| + u_out|ref|) %.3g\n",
+      std::string(ToString(prec)).c_str(), ran, worst.worst_bound_ratio,
+      worst.worst_acc_ratio);
 }
 
 TEST_F(GemmMmaGpuTest, Bf16RandomShapesMatchFloat64) {
@@ -321,14 +331,16 @@ TEST_F(GemmMmaGpuTest, LargerShapesEveryLayout) {
       g.layout_b = l % 2 ? Layout::kT : Layout::kN;
       g.dtype = StorageType(prec);
       c.problem.precision = prec;
-      c.params = *MmaParamsFromString(l % 2 ? "bm=128 bn=64 bk=32 wm=2 wn=2 st=4 kg=1 gm=4"
-                                            : "bm=64 bn=128 bk=64 wm=2 wn=2 st=3 kg=2 gm=2");
+      c.params = *MmaParamsFromString(
+          l % 2 ? "bm=128 bn=64 bk=32 wm=2 wn=2 st=4 kg=1 gm=4"
+                : "bm=64 bn=128 bk=64 wm=2 wn=2 st=3 kg=2 gm=2");
       if (prec == MmaPrecision::kTf32) c.params.bk = 32;
       c.beta = 0.25f;
       c.params.split_reduce = l / 2;
       auto o = RunCase(c, rng);
-      ASSERT_TRUE(o.ok()) << ToString(prec) << " " << ToString(Context(g)) << " "
-                          << ToString(c.params) << ": " << o.status().ToString();
+      ASSERT_TRUE(o.ok()) << ToString(prec) << " " << ToString(Context(g))
+                          << " " << ToString(c.params) << ": "
+                          << o.status().ToString();
     }
   }
 }

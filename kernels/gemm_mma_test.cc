@@ -7,6 +7,8 @@
 // 100, each assembled for sm_90 and sm_80, ptxas on every core: about two
 // minutes on a busy 2-core machine; 300 per precision took 300 s for bf16
 // there, so the acceptance run of 300 is BLOCKTUNE_MMA_PTXAS_SAMPLES=300).
+#include "kernels/gemm_mma.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -20,8 +22,6 @@
 #include <random>
 #include <regex>
 #include <thread>
-
-#include "kernels/gemm_mma.h"
 
 namespace blocktune {
 namespace {
@@ -56,12 +56,12 @@ TEST(GemmMmaTest, ParamsRoundTripAndValidate) {
   p.bm = 16;
   p.warps_m = 2;  // warp tile 8 rows: too small
   EXPECT_FALSE(ValidateMmaParams(p).ok());
-  EXPECT_EQ(MmaParamDomains().size(), 8u);
+  EXPECT_EQ(MmaParamDomains().size(), 9u);
 }
 
 TEST(GemmMmaTest, UnalignedLeadingDimensionsAreRefused) {
-  MmaProblem p = Problem(MmaPrecision::kBf16, 1023, 4097, 515, Layout::kN,
-                         Layout::kN);
+  MmaProblem p =
+      Problem(MmaPrecision::kBf16, 1023, 4097, 515, Layout::kN, Layout::kN);
   MmaParams params;
   Status s = CanImplementMma(p, params);
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
@@ -70,8 +70,8 @@ TEST(GemmMmaTest, UnalignedLeadingDimensionsAreRefused) {
   p.ldb = 4104;
   EXPECT_TRUE(CanImplementMma(p, params).ok());
   // tf32 rows are 4 elements to the 16 bytes.
-  MmaProblem t = Problem(MmaPrecision::kTf32, 64, 64, 1004, Layout::kN,
-                         Layout::kT);
+  MmaProblem t =
+      Problem(MmaPrecision::kTf32, 64, 64, 1004, Layout::kN, Layout::kT);
   EXPECT_TRUE(CanImplementMma(t, params).ok());
 }
 
@@ -79,8 +79,9 @@ TEST(GemmMmaTest, PtxNamesTheAlgorithmsInstructions) {
   for (MmaPrecision prec :
        {MmaPrecision::kBf16, MmaPrecision::kFp16, MmaPrecision::kTf32}) {
     for (int l = 0; l < 4; ++l) {
-      MmaProblem p = Problem(prec, 100, 100, 100, l / 2 ? Layout::kT : Layout::kN,
-                             l % 2 ? Layout::kT : Layout::kN);
+      MmaProblem p =
+          Problem(prec, 100, 100, 100, l / 2 ? Layout::kT : Layout::kN,
+                  l % 2 ? Layout::kT : Layout::kN);
       MmaParams params;
       params.kg = 2;
       auto k = GenerateGemmMma(p, params);
@@ -157,6 +158,7 @@ MmaParams SampleParams(std::mt19937& rng) {
     if (name == "st") p.stages = v;
     if (name == "kg") p.kg = v;
     if (name == "gm") p.group_m = v;
+    if (name == "sk") p.split_reduce = v;
   }
   return p;
 }
@@ -232,10 +234,12 @@ void AssembleSampled(MmaPrecision prec, uint32_t seed) {
           continue;
         }
         if (a.spill_bytes > 0) {
-          failures.push_back(what + ": spills " + std::to_string(a.spill_bytes) +
-                             " bytes with " + std::to_string(a.registers) +
-                             " registers (estimate " +
-                             std::to_string(MmaRegisterEstimate(job.problem, job.params)) + ")");
+          failures.push_back(
+              what + ": spills " + std::to_string(a.spill_bytes) +
+              " bytes with " + std::to_string(a.registers) +
+              " registers (estimate " +
+              std::to_string(MmaRegisterEstimate(job.problem, job.params)) +
+              ")");
         }
         max_registers = std::max(max_registers, a.registers);
         const int64_t gap =
@@ -254,11 +258,12 @@ void AssembleSampled(MmaPrecision prec, uint32_t seed) {
   std::string why;
   for (const auto& [rule, count] : rejected)
     why += " " + rule + "=" + std::to_string(count);
-  std::printf("%s: %zu kernels x {sm_90, sm_80} assembled with %s; rejected:%s;"
-              " max registers %d, registers - estimate in [%lld, %lld]\n",
-              std::string(ToString(prec)).c_str(), jobs.size(), ptxas.c_str(),
-              why.c_str(), max_registers, static_cast<long long>(min_gap),
-              static_cast<long long>(max_gap));
+  std::printf(
+      "%s: %zu kernels x {sm_90, sm_80} assembled with %s; rejected:%s;"
+      " max registers %d, registers - estimate in [%lld, %lld]\n",
+      std::string(ToString(prec)).c_str(), jobs.size(), ptxas.c_str(),
+      why.c_str(), max_registers, static_cast<long long>(min_gap),
+      static_cast<long long>(max_gap));
 }
 
 TEST(GemmMmaPtxasTest, Bf16SampledKernelsAssembleWithoutSpills) {
