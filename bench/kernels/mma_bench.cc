@@ -39,14 +39,14 @@
 namespace blocktune::bench {
 namespace {
 
-#define CHECK_CUDA(x)                                                     \
-  do {                                                                    \
-    cudaError_t e = (x);                                                  \
-    if (e != cudaSuccess) {                                               \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x,      \
-                   cudaGetErrorString(e));                                \
-      std::exit(1);                                                       \
-    }                                                                     \
+#define CHECK_CUDA(x)                                                \
+  do {                                                               \
+    cudaError_t e = (x);                                             \
+    if (e != cudaSuccess) {                                          \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, \
+                   cudaGetErrorString(e));                           \
+      std::exit(1);                                                  \
+    }                                                                \
   } while (0)
 
 struct Shape {
@@ -77,12 +77,14 @@ std::vector<Shape> Shapes(bool quick) {
   // decode: weights A (M x K row-major), activations B stored N x K (NT).
   for (int64_t n : {1, 2, 4, 8, 16}) {
     s.push_back({"decode", Make(bf, 4096, n, 4096, L::kN, L::kT)});
-    if (!quick || n == 1) s.push_back({"decode", Make(bf, 16384, n, 8192, L::kN, L::kT)});
+    if (!quick || n == 1)
+      s.push_back({"decode", Make(bf, 16384, n, 8192, L::kN, L::kT)});
   }
   if (!quick) s.push_back({"decode", Make(bf, 8192, 4, 8192, L::kN, L::kT)});
   // MLP N = 16: C = A * B^T.
   for (int64_t n : {1024, 4096, 7168})
-    if (!quick || n == 7168) s.push_back({"mlp", Make(bf, n, 16, n, L::kN, L::kT)});
+    if (!quick || n == 7168)
+      s.push_back({"mlp", Make(bf, n, 16, n, L::kN, L::kT)});
   // covariance 64 x 64 x K.
   for (int64_t k : {16384, 65536, 131072}) {
     if (quick && k != 131072) continue;
@@ -91,7 +93,8 @@ std::vector<Shape> Shapes(bool quick) {
   }
   // square.
   for (int64_t n : {1024, 2048, 4096, 8192})
-    if (!quick || n == 4096) s.push_back({"square", Make(bf, n, n, n, L::kN, L::kN)});
+    if (!quick || n == 4096)
+      s.push_back({"square", Make(bf, n, n, n, L::kN, L::kN)});
   s.push_back({"square", Make(fp, 4096, 4096, 4096, L::kN, L::kN)});
   s.push_back({"square", Make(tf, 4096, 4096, 4096, L::kN, L::kN)});
   if (!quick) s.push_back({"square", Make(tf, 2048, 2048, 2048, L::kN, L::kN)});
@@ -105,9 +108,12 @@ std::vector<Shape> Shapes(bool quick) {
 
 cudaDataType_t CudaType(MmaPrecision p) {
   switch (p) {
-    case MmaPrecision::kBf16: return CUDA_R_16BF;
-    case MmaPrecision::kFp16: return CUDA_R_16F;
-    case MmaPrecision::kTf32: return CUDA_R_32F;
+    case MmaPrecision::kBf16:
+      return CUDA_R_16BF;
+    case MmaPrecision::kFp16:
+      return CUDA_R_16F;
+    case MmaPrecision::kTf32:
+      return CUDA_R_32F;
   }
   return CUDA_R_32F;
 }
@@ -162,7 +168,8 @@ void FillRandom(void* dev, size_t elems, MmaPrecision prec, uint64_t seed) {
   }
 }
 
-std::vector<double> ToDoubles(const void* dev, size_t elems, MmaPrecision prec) {
+std::vector<double> ToDoubles(const void* dev, size_t elems,
+                              MmaPrecision prec) {
   std::vector<double> out(elems);
   if (prec == MmaPrecision::kTf32) {
     std::vector<float> h(elems);
@@ -247,20 +254,26 @@ LtResult TimeLt(cublasLtHandle_t lt, const MmaProblem& pr, Buffers& buf,
   const cudaDataType_t type = CudaType(pr.precision);
   cublasLtMatmulDesc_t desc;
   cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F);
-  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta));
-  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
+                                 sizeof(ta));
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
+                                 sizeof(tb));
   cublasLtMatrixLayout_t la, lb, lc;
-  cublasLtMatrixLayoutCreate(&la, type, bt ? g.k : g.n, bt ? g.n : g.k, pr.Ldb());
-  cublasLtMatrixLayoutCreate(&lb, type, at ? g.m : g.k, at ? g.k : g.m, pr.Lda());
+  cublasLtMatrixLayoutCreate(&la, type, bt ? g.k : g.n, bt ? g.n : g.k,
+                             pr.Ldb());
+  cublasLtMatrixLayoutCreate(&lb, type, at ? g.m : g.k, at ? g.k : g.m,
+                             pr.Lda());
   cublasLtMatrixLayoutCreate(&lc, type, g.n, g.m, pr.Ldc());
   cublasLtMatmulPreference_t pref;
   cublasLtMatmulPreferenceCreate(&pref);
   size_t ws_bytes = buf.ws_bytes;
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+  cublasLtMatmulPreferenceSetAttribute(pref,
+                                       CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                        &ws_bytes, sizeof(ws_bytes));
   cublasLtMatmulHeuristicResult_t results[16];
   int found = 0;
-  cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 16, results, &found);
+  cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 16, results,
+                                 &found);
   LtResult r;
   r.algos_offered = found;
   const float alpha = 1, beta = 0;
@@ -270,7 +283,8 @@ LtResult TimeLt(cublasLtHandle_t lt, const MmaProblem& pr, Buffers& buf,
         [&] {
           return cublasLtMatmul(lt, desc, &alpha, buf.b, la, buf.a, lb, &beta,
                                 buf.c_ref, lc, buf.c_ref, lc, &results[i].algo,
-                                buf.ws, ws_bytes, nullptr) == CUBLAS_STATUS_SUCCESS;
+                                buf.ws, ws_bytes,
+                                nullptr) == CUBLAS_STATUS_SUCCESS;
         },
         reps);
     if (!std::isfinite(us)) continue;
@@ -283,7 +297,8 @@ LtResult TimeLt(cublasLtHandle_t lt, const MmaProblem& pr, Buffers& buf,
   if (best >= 0) {
     cudaMemset(buf.c_ref, 0xff, buf.c_bytes);
     cublasLtMatmul(lt, desc, &alpha, buf.b, la, buf.a, lb, &beta, buf.c_ref, lc,
-                   buf.c_ref, lc, &results[best].algo, buf.ws, ws_bytes, nullptr);
+                   buf.c_ref, lc, &results[best].algo, buf.ws, ws_bytes,
+                   nullptr);
     cudaDeviceSynchronize();
   }
   cublasLtMatmulPreferenceDestroy(pref);
@@ -309,22 +324,24 @@ std::vector<MmaParams> Candidates(const MmaProblem& pr, int sm_count,
             for (int64_t st : {3, 4, 5})
               for (int64_t kg : {1, 2, 4, 8, 16, 32, 64, 128, 256})
                 for (int64_t gm : {1, 8})
-                 for (int64_t sk : {0, 1}) {
-                  if (sk == 1 && kg == 1) continue;
-                  MmaParams p{bm, bn, bk, wm, wn, st, kg, gm, sk};
-                  if (!ValidateMmaParams(p).ok() || !CanImplementMma(pr, p).ok())
-                    continue;
-                  if (bm > 2 * g.m + 16 || bn > 2 * g.n + 8) continue;
-                  if (bn > 8 && bn > 2 * g.n) continue;
-                  const int64_t tiles = ((g.m + bm - 1) / bm) * ((g.n + bn - 1) / bn);
-                  if (gm > 1 && tiles < 4 * sm_count) continue;
-                  if (tiles * kg * 4 < sm_count) continue;
-                  if (kg > 1 && kg * bk * 2 > g.k) continue;
-                  if (kg > 1 && tiles >= 2 * sm_count) continue;
-                  const int64_t warps = wm * wn;
-                  if (warps < 2 && bm * bn >= 64 * 64) continue;
-                  out.push_back(p);
-                }
+                  for (int64_t sk : {0, 1}) {
+                    if (sk == 1 && kg == 1) continue;
+                    MmaParams p{bm, bn, bk, wm, wn, st, kg, gm, sk};
+                    if (!ValidateMmaParams(p).ok() ||
+                        !CanImplementMma(pr, p).ok())
+                      continue;
+                    if (bm > 2 * g.m + 16 || bn > 2 * g.n + 8) continue;
+                    if (bn > 8 && bn > 2 * g.n) continue;
+                    const int64_t tiles =
+                        ((g.m + bm - 1) / bm) * ((g.n + bn - 1) / bn);
+                    if (gm > 1 && tiles < 4 * sm_count) continue;
+                    if (tiles * kg * 4 < sm_count) continue;
+                    if (kg > 1 && kg * bk * 2 > g.k) continue;
+                    if (kg > 1 && tiles >= 2 * sm_count) continue;
+                    const int64_t warps = wm * wn;
+                    if (warps < 2 && bm * bn >= 64 * 64) continue;
+                    out.push_back(p);
+                  }
   std::mt19937_64 rng(seed);
   std::shuffle(out.begin(), out.end(), rng);
   // A prior, as a tuner's would be: the usual mma.sync shapes for large
@@ -401,15 +418,20 @@ int Main(int argc, char** argv) {
   std::string profile_shape, profile_params;
   int profile_reps = 5;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--quick")) quick = true;
-    else if (!std::strcmp(argv[i], "--configs") && i + 1 < argc) configs = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    if (!std::strcmp(argv[i], "--quick"))
+      quick = true;
+    else if (!std::strcmp(argv[i], "--configs") && i + 1 < argc)
+      configs = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
+      only = argv[++i];
     else if (!std::strcmp(argv[i], "--profile") && i + 2 < argc) {
       profile_shape = argv[++i];
       profile_params = argv[++i];
       if (i + 1 < argc) profile_reps = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: mma_bench [--quick] [--configs N] [--only S] | --profile \"bf16 NT m n k\" \"params\" [reps]\n");
+      std::fprintf(stderr,
+                   "usage: mma_bench [--quick] [--configs N] [--only S] | "
+                   "--profile \"bf16 NT m n k\" \"params\" [reps]\n");
       return 2;
     }
   }
@@ -433,11 +455,12 @@ int Main(int argc, char** argv) {
   cudaDriverGetVersion(&drv);
   cublasLtHandle_t lt;
   cublasLtCreate(&lt);
-  std::printf("# device %s, %d SMs, max SM clock %d MHz, memory clock %d MHz, "
-              "L2 %d MB; driver %d, runtime %d, cuBLASLt %zu; gemm.mma v%d\n",
-              prop.name, prop.multiProcessorCount, clock_khz / 1000,
-              mem_khz / 1000, prop.l2CacheSize >> 20, drv, runtime,
-              cublasLtGetVersion(), kGemmMmaGeneratorVersion);
+  std::printf(
+      "# device %s, %d SMs, max SM clock %d MHz, memory clock %d MHz, "
+      "L2 %d MB; driver %d, runtime %d, cuBLASLt %zu; gemm.mma v%d\n",
+      prop.name, prop.multiProcessorCount, clock_khz / 1000, mem_khz / 1000,
+      prop.l2CacheSize >> 20, drv, runtime, cublasLtGetVersion(),
+      kGemmMmaGeneratorVersion);
   Timer timer;
 
   std::vector<Shape> shapes;
@@ -446,9 +469,10 @@ int Main(int argc, char** argv) {
     std::string prec, lay;
     int64_t m, n, k;
     in >> prec >> lay >> m >> n >> k;
-    shapes.push_back({"profile", Make(*MmaPrecisionFromString(prec), m, n, k,
-                                      lay[0] == 'T' ? Layout::kT : Layout::kN,
-                                      lay[1] == 'T' ? Layout::kT : Layout::kN)});
+    shapes.push_back(
+        {"profile", Make(*MmaPrecisionFromString(prec), m, n, k,
+                         lay[0] == 'T' ? Layout::kT : Layout::kN,
+                         lay[1] == 'T' ? Layout::kT : Layout::kN)});
   } else {
     shapes = Shapes(quick);
   }
@@ -460,7 +484,9 @@ int Main(int argc, char** argv) {
     row.family = shape.family;
     row.shape = ShapeText(pr);
     row.prec = std::string(ToString(pr.precision));
-    if (!only.empty() && (row.family + " " + row.shape + " " + row.prec).find(only) == std::string::npos)
+    if (!only.empty() &&
+        (row.family + " " + row.shape + " " + row.prec).find(only) ==
+            std::string::npos)
       continue;
     const int es = ElementBytes(pr.precision);
     row.bytes = double(es) * (g.m * g.k + g.k * g.n + g.m * g.n);
@@ -496,7 +522,9 @@ int Main(int argc, char** argv) {
     // and arrival counters (zeroed once; every launch leaves them zero).
     ours_ws = 4;
     for (const MmaParams& p : cands)
-      ours_ws = std::max<int64_t>(ours_ws, p.kg * g.m * g.n * 4 + 4 * ((g.m + 15) / 16) * ((g.n + 7) / 8));
+      ours_ws = std::max<int64_t>(
+          ours_ws,
+          p.kg * g.m * g.n * 4 + 4 * ((g.m + 15) / 16) * ((g.n + 7) / 8));
     buf.ws_bytes = max_ws;
     CHECK_CUDA(cudaMalloc(&buf.ws, buf.ws_bytes));
     CHECK_CUDA(cudaMalloc(&buf.ws_ours, ours_ws));
@@ -509,9 +537,12 @@ int Main(int argc, char** argv) {
       (void)(*ctx)->MakeCurrent();
       for (size_t i = next++; i < cands.size(); i = next++) {
         auto l = LoadedMma::Create(pr, cands[i]);
-        if (l.ok()) loaded[i] = std::move(*l);
-        else std::fprintf(stderr, "# %s %s: %s\n", row.shape.c_str(),
-                          ToString(cands[i]).c_str(), l.status().ToString().c_str());
+        if (l.ok())
+          loaded[i] = std::move(*l);
+        else
+          std::fprintf(stderr, "# %s %s: %s\n", row.shape.c_str(),
+                       ToString(cands[i]).c_str(),
+                       l.status().ToString().c_str());
       }
     };
     std::vector<std::thread> pool;
@@ -545,7 +576,8 @@ int Main(int argc, char** argv) {
     for (size_t i = 0; i < loaded.size(); ++i) {
       if (!loaded[i]) continue;
       CHECK_CUDA(cudaMemset(buf.ws_ours, 0, ours_ws));
-      const double us = timer.Time(launch_of(*loaded[i]), profile_params.empty() ? 5 : profile_reps, 1);
+      const double us = timer.Time(
+          launch_of(*loaded[i]), profile_params.empty() ? 5 : profile_reps, 1);
       if (std::isfinite(us)) quick_times.push_back({us, i});
     }
     row.tried = static_cast<int>(quick_times.size());
@@ -556,15 +588,16 @@ int Main(int argc, char** argv) {
       const size_t i = quick_times[r].second;
       CHECK_CUDA(cudaMemset(buf.ws_ours, 0, ours_ws));
       CHECK_CUDA(cudaMemset(buf.c, 0xff, buf.c_bytes));  // NaN
-      launch_of(*loaded[i])();
+      launch_of (*loaded[i])();
       CHECK_CUDA(cudaDeviceSynchronize());
       double err = NAN;
       if (!ref.empty())
         err = RelErr(ToDoubles(buf.c, c_elems, pr.precision), ref, pr);
       if (!ref.empty() && !(err <= tol)) {
         ++wrong;
-        std::fprintf(stderr, "# WRONG %s %s %s: rel err %g\n", row.shape.c_str(),
-                     row.prec.c_str(), ToString(cands[i]).c_str(), err);
+        std::fprintf(stderr, "# WRONG %s %s %s: rel err %g\n",
+                     row.shape.c_str(), row.prec.c_str(),
+                     ToString(cands[i]).c_str(), err);
         continue;
       }
       ++retimed;
@@ -576,26 +609,33 @@ int Main(int argc, char** argv) {
       }
     }
     if (best != SIZE_MAX) row.params = ToString(cands[best]);
-    if (wrong > 0) row.note += std::to_string(wrong) + " wrong kernels rejected";
-    std::printf("%-7s %-26s %-5s ours %9.1f us  cuBLASLt %9.1f us (%2d algos)  "
-                "ratio %5.2f  %6.0f GB/s  %6.1f TFLOP/s  err %.1e  [%s] %d tried %s\n",
-                row.family.c_str(), row.shape.c_str(), row.prec.c_str(), row.ours_us,
-                row.lt_us, row.lt_algos, row.lt_us / row.ours_us,
-                row.bytes / row.ours_us * 1e-3, row.flops / row.ours_us * 1e-6,
-                row.rel_err, row.params.c_str(), row.tried, row.note.c_str());
+    if (wrong > 0)
+      row.note += std::to_string(wrong) + " wrong kernels rejected";
+    std::printf(
+        "%-7s %-26s %-5s ours %9.1f us  cuBLASLt %9.1f us (%2d algos)  "
+        "ratio %5.2f  %6.0f GB/s  %6.1f TFLOP/s  err %.1e  [%s] %d tried %s\n",
+        row.family.c_str(), row.shape.c_str(), row.prec.c_str(), row.ours_us,
+        row.lt_us, row.lt_algos, row.lt_us / row.ours_us,
+        row.bytes / row.ours_us * 1e-3, row.flops / row.ours_us * 1e-6,
+        row.rel_err, row.params.c_str(), row.tried, row.note.c_str());
     std::fflush(stdout);
     rows.push_back(row);
   }
   // Summary table (markdown).
-  std::printf("\n| family | M x N x K layout | prec | gemm.mma us | cuBLASLt us (algos) | ratio | ours GB/s | ours TFLOP/s | rel err vs cuBLASLt | best params |\n"
-              "|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "\n| family | M x N x K layout | prec | gemm.mma us | cuBLASLt us "
+      "(algos) | ratio | ours GB/s | ours TFLOP/s | rel err vs cuBLASLt | best "
+      "params |\n"
+      "|---|---|---|---|---|---|---|---|---|---|\n");
   std::map<std::string, std::pair<double, int>> geo;
   for (const Row& r : rows) {
-    std::printf("| %s | %s | %s | %.1f | %.1f (%d) | %.2f | %.0f | %.1f | %.1e | %s%s |\n",
-                r.family.c_str(), r.shape.c_str(), r.prec.c_str(), r.ours_us,
-                r.lt_us, r.lt_algos, r.lt_us / r.ours_us,
-                r.bytes / r.ours_us * 1e-3, r.flops / r.ours_us * 1e-6,
-                r.rel_err, r.params.c_str(), r.note.empty() ? "" : (" " + r.note).c_str());
+    std::printf(
+        "| %s | %s | %s | %.1f | %.1f (%d) | %.2f | %.0f | %.1f | %.1e | %s%s "
+        "|\n",
+        r.family.c_str(), r.shape.c_str(), r.prec.c_str(), r.ours_us, r.lt_us,
+        r.lt_algos, r.lt_us / r.ours_us, r.bytes / r.ours_us * 1e-3,
+        r.flops / r.ours_us * 1e-6, r.rel_err, r.params.c_str(),
+        r.note.empty() ? "" : (" " + r.note).c_str());
     const double ratio = r.lt_us / r.ours_us;
     if (std::isfinite(ratio)) {
       geo[r.family].first += std::log(ratio);
