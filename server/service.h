@@ -113,7 +113,7 @@ class BlocktuneService final : public v1::Blocktune::Service {
   CampaignManager* campaigns_ = nullptr;
   SurrogateRegistry* surrogates_ = nullptr;
   QueryPolicy policy_;
-  std::mutex training_mu_;  // one training at a time
+  std::timed_mutex training_mu_;  // one training at a time
   std::string gpu_status_ = "GPUs not probed";
 };
 
