@@ -2,7 +2,8 @@
 // that goes away (a cancelled context, a Ctrl-C'd CLI) and SIGTERM each stop
 // a training of wide layers within about a second, store nothing, and leave
 // the daemon ready for the next training, or the store ready to reopen.
-// SIGTERM also ends a campaign with its watchers within a few seconds.
+// SIGTERM also ends a query's verification benchmarks and a campaign with
+// its watchers within a few seconds.
 //
 // The network is 4096,4096,4096 on the committed 4000-sample dataset: one
 // epoch takes tens of seconds on a CPU, so a daemon that checks only
@@ -237,6 +238,39 @@ TEST_F(TrainingCancelTest, SigtermDuringTrainingExitsPromptlyAndCleanly) {
   ASSERT_TRUE(again->NewStub()->Health(Ctx().get(), {}, &health).ok());
   EXPECT_EQ(health.samples(), 4000);
   EXPECT_EQ(health.models(), 0);
+}
+
+// A query's --verify re-benchmarks its top k on the GPU; SIGTERM does not
+// wait for that (here 10 shapes of 3 s each on a fake GPU worker).
+TEST_F(TrainingCancelTest, SigtermDuringVerifyExitsPromptly) {
+  auto d = Start({"--fake-gpus", "1", "--fake-worker", "measure_us=3000000",
+                  "--verify-top", "10"});
+  ASSERT_TRUE(d->ok());
+  Import(*d);
+  TrainSmall(*d);
+
+  auto verify = std::async(std::launch::async, [&] {
+    v1::QueryRequest q;
+    v1::GemmContext* g = q.mutable_context()->mutable_gemm();
+    g->set_m(3000);
+    g->set_n(48);
+    g->set_k(1000);
+    g->set_layout_a(v1::LAYOUT_N);
+    g->set_layout_b(v1::LAYOUT_T);
+    g->set_dtype(v1::DTYPE_FP32);
+    q.set_verify(true);
+    v1::QueryResponse r;
+    grpc::Status s = d->NewStub()->Query(Ctx().get(), q, &r);
+    return s.ok() ? r.note() : s.error_message();
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const auto start = Clock::now();
+  EXPECT_EQ(d->Stop(SIGTERM), 0) << d->Log();
+  std::cerr << "exited " << SecondsSince(start) << " s after SIGTERM\n";
+  EXPECT_LT(SecondsSince(start), 5.0) << d->Log();
+  // The predicted answer, saying why it was not verified.
+  EXPECT_NE(verify.get().find("blocktuned is shutting down"),
+            std::string::npos);
 }
 
 // A running campaign and a client watching it: SIGTERM kills the workers,
