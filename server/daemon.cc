@@ -35,7 +35,7 @@ int g_signal_pipe[2] = {-1, -1};
 namespace {
 
 constexpr int kMaxMessageBytes = 512 << 20;  // datasets travel whole
-constexpr auto kShutdownGrace = std::chrono::seconds(30);
+constexpr auto kShutdownGrace = std::chrono::seconds(3);
 
 StatusOr<std::string> ReadFile(const std::string& path, const char* flag) {
   std::ifstream in(path, std::ios::binary);
@@ -374,9 +374,18 @@ int RunDaemon(const DaemonOptions& options) {
     const int signal = byte;
     BT_LOG(kInfo) << "got " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
                   << ", finishing in-flight calls";
+    // Long calls first: a training stops at its next mini-batch and watch
+    // streams within 100 ms, each answering UNAVAILABLE and storing
+    // nothing partial; then the campaign, whose workers are killed and
+    // whose progress is already committed.
     service.BeginShutdown();
     campaigns.Shutdown();  // the running campaign resumes at the next start
     server->GetHealthCheckService()->SetServingStatus(false);
+    // Short calls finish within the grace; what is left is then cancelled.
+    // The server cannot end a handler that ignores that, so every long one
+    // checks for it (service.h), and the grace stays a few seconds: a
+    // supervisor's SIGKILL (systemd waits 90 s, docker 10 s) would come
+    // long after.
     server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   });
   server->Wait();

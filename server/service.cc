@@ -1,6 +1,7 @@
 #include "server/service.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <thread>
 
@@ -487,8 +488,11 @@ grpc::Status BlocktuneService::TrainModel(
     if (!surrogates_) {
       return FailedPrecondition("this blocktuned keeps no surrogates");
     }
-    std::unique_lock training(training_mu_, std::try_to_lock);
-    if (!training.owns_lock()) {
+    // A training whose client has just gone away (Ctrl-C, then the same
+    // command again) needs up to a mini-batch to notice; wait that long
+    // before calling the trainer busy.
+    std::unique_lock training(training_mu_, std::defer_lock);
+    if (!training.try_lock_for(std::chrono::seconds(3))) {
       return FailedPrecondition(
           "another TrainModel is running; wait for it to end");
     }
@@ -542,7 +546,38 @@ grpc::Status BlocktuneService::TrainModel(
                                            started)
           .count();
     };
-    auto trained = Train(op, rows, options, [&](const EpochReport& r) {
+    // Why the training must stop: the daemon is stopping, the call's
+    // deadline passed, or its client went away (gRPC cancels the call when
+    // the connection closes, so a killed or Ctrl-C'd CLI lands here too).
+    // IsCancelled() polls the call's completion queue; asked at most every
+    // 50 ms, it costs nothing next to the mini-batches of a small network.
+    auto next_poll = started;
+    auto stop = [&]() -> Status {
+      auto after = [&](const char* why) {
+        char text[160];
+        std::snprintf(text, sizeof(text),
+                      "%s after %.1f s of training; nothing was stored", why,
+                      since());
+        return std::string(text);
+      };
+      if (stopping_) return Unavailable(after("blocktuned is shutting down"));
+      const auto now = std::chrono::steady_clock::now();
+      if (now < next_poll) return OkStatus();
+      next_poll = now + std::chrono::milliseconds(50);
+      // A client whose deadline passes cancels the call itself, which may
+      // arrive a moment before the daemon's copy of the deadline (set on
+      // arrival of the call) passes: a cancel that close is the deadline.
+      const bool cancelled = ctx->IsCancelled();
+      const auto wall = std::chrono::system_clock::now();
+      if (wall >= ctx->deadline() ||
+          (cancelled && wall + std::chrono::seconds(1) >= ctx->deadline())) {
+        return Status(StatusCode::kDeadlineExceeded,
+                      after("the call's deadline passed"));
+      }
+      if (cancelled) return Cancelled(after("the client went away"));
+      return OkStatus();
+    };
+    auto report_epoch = [&](const EpochReport& r) {
       v1::TrainProgress p;
       p.set_epoch(r.epoch);
       p.set_epochs(r.epochs);
@@ -552,10 +587,27 @@ grpc::Status BlocktuneService::TrainModel(
       p.set_seconds(since());
       p.set_member(r.member);
       p.set_members(r.members);
-      // A client that went away ends the training.
-      return !stopping_ && !ctx->IsCancelled() && writer->Write(p);
-    });
-    BT_RETURN_IF_ERROR(trained.status());
+      // A client that cannot be written to ends the training.
+      return writer->Write(p);
+    };
+    auto trained = Train(op, rows, options, report_epoch, stop);
+    Status why = trained.status();
+    if (why.ok() || why.code() == StatusCode::kCancelled) {
+      // A broken stream is reported by its cause; and a client that went
+      // away as the last epoch ended is told nothing was stored, so nothing
+      // is.
+      next_poll = started;
+      if (Status s = stop(); !s.ok()) why = s;
+    }
+    if (!why.ok()) {
+      training.unlock();  // the log line below means: the next may start
+      if (why.code() == StatusCode::kCancelled ||
+          why.code() == StatusCode::kDeadlineExceeded ||
+          why.code() == StatusCode::kUnavailable) {
+        BT_LOG(kInfo) << "training stopped: " << why.message();
+      }
+      return why;
+    }
 
     ModelRecord record;
     record.device = device;

@@ -120,7 +120,7 @@ class BlocktuneService final : public v1::Blocktune::Service {
   SurrogateRegistry* surrogates_ = nullptr;
   QueryPolicy policy_;
   std::unique_ptr<SearchPool> searches_;  // with surrogates_
-  std::mutex training_mu_;  // one training at a time
+  std::timed_mutex training_mu_;  // one training at a time
   std::string gpu_status_ = "GPUs not probed";
 };
 
