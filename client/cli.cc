@@ -5,9 +5,11 @@
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "client/connection.h"
@@ -224,16 +226,40 @@ int Emit(const Globals& g, const Response& response) {
   return kExitOk;
 }
 
-// Reads every message of a server stream, printing each.
-template <typename Message>
-int Drain(const Globals& g, grpc::ClientReader<Message>* reader) {
-  Message message;
-  while (reader->Read(&message)) {
-    if (g.json) std::cout << ToJson(message);
-    else Print(message, std::cout);
+// A training lasts as long as its call. It has no deadline unless
+// `timeout_s` is set (--timeout given): the 60 s default is meant for
+// single answers, and a training takes minutes. There is no cancel call:
+// Ctrl-C ends the CLI (SIGINT's default action), the connection closes,
+// and the daemon takes that as the call's cancellation and stops the
+// training within about a second, storing nothing.
+int RunTrain(Connection& conn, const Globals& g,
+             const v1::TrainModelRequest& req, std::optional<int> timeout_s) {
+  auto context = conn.NewContext(/*stream=*/true);
+  if (timeout_s) {
+    context->set_deadline(std::chrono::system_clock::now() +
+                          std::chrono::seconds(*timeout_s));
+  }
+  auto reader = conn.stub().TrainModel(context.get(), req);
+  v1::TrainProgress progress;
+  while (reader->Read(&progress)) {
+    if (g.json) {
+      std::cout << ToJson(progress);
+    } else {
+      Print(progress, std::cout);
+    }
     std::cout.flush();
   }
   grpc::Status status = reader->Finish();
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && timeout_s) {
+    // The client's own deadline ends the call with gRPC's bare "Deadline
+    // Exceeded"; say what it means for the training.
+    std::cerr << "blocktune: DEADLINE_EXCEEDED: the training did not end "
+                 "within --timeout "
+              << *timeout_s
+              << " s; blocktuned stops it and stores nothing (give a larger "
+                 "--timeout, or none for no limit)\n";
+    return ExitCodeFor(status);
+  }
   return status.ok() ? kExitOk : CallFailed(status);
 }
 
@@ -364,7 +390,8 @@ void AddSharedFlags(CLI::App* cmd, Globals* g) {
                   "send the token in this file (env BLOCKTUNE_TOKEN_FILE)");
   cmd->add_option("--tls-ca", g->connection.tls_ca,
                   "use TLS, trusting these PEM roots");
-  cmd->add_option("--timeout", g->connection.timeout_s, "seconds per call")
+  cmd->add_option("--timeout", g->connection.timeout_s,
+                  "seconds per call (train: no limit unless given)")
       ->capture_default_str()
       ->check(CLI::Range(1, 86400));
   for (CLI::App* sub : cmd->get_subcommands({})) AddSharedFlags(sub, g);
@@ -671,9 +698,12 @@ int RunCli(int argc, char** argv) {
     return s.ok() ? Emit(g, resp.campaign()) : CallFailed(s);
   }
   if (*train) {
-    auto context = conn.NewContext(/*stream=*/true);
-    auto reader = conn.stub().TrainModel(context.get(), train_req);
-    return Drain(g, reader.get());
+    // --timeout may come before or after `train`.
+    const bool bounded = app.get_option("--timeout")->count() > 0 ||
+                         train->get_option("--timeout")->count() > 0;
+    return RunTrain(
+        conn, g, train_req,
+        bounded ? std::optional<int>(g.connection.timeout_s) : std::nullopt);
   }
   if (*q_gemm || *q_conv) return RunQuery(conn, g, *ctx, query_flags);
   if (*k_gemm || *k_conv)

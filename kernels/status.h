@@ -98,6 +98,12 @@ inline Status Unauthenticated(std::string m) {
 inline Status Cancelled(std::string m) {
   return Status(StatusCode::kCancelled, std::move(m));
 }
+inline Status ResourceExhausted(std::string m) {
+  return Status(StatusCode::kResourceExhausted, std::move(m));
+}
+inline Status DeadlineExceeded(std::string m) {
+  return Status(StatusCode::kDeadlineExceeded, std::move(m));
+}
 
 // Holds a T or a non-OK Status. Accessing value() of a non-OK StatusOr is a
 // programming error (checked by assert in debug builds).

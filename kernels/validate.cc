@@ -50,6 +50,13 @@ Status CheckText(std::string_view field, std::string_view value,
   return OkStatus();
 }
 
+std::string Quoted(std::string_view text) {
+  constexpr size_t kShown = 64;
+  if (text.size() <= kShown) return "'" + std::string(text) + "'";
+  return "'" + std::string(text.substr(0, kShown)) + "'... (" +
+         std::to_string(text.size() - kShown) + " more bytes)";
+}
+
 std::vector<std::string_view> SplitWords(std::string_view text) {
   std::vector<std::string_view> words;
   size_t i = 0;
@@ -68,8 +75,8 @@ StatusOr<int64_t> ParseInt64(std::string_view field, std::string_view text) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(),
                                    value);
   if (ec != std::errc() || end != text.data() + text.size()) {
-    return InvalidArgument(std::string(field) + " must be an integer, got '" +
-                           std::string(text) + "'");
+    return InvalidArgument(std::string(field) + " must be an integer, got " +
+                           Quoted(text));
   }
   return value;
 }

@@ -33,6 +33,11 @@ StatusOr<int64_t> CheckedProduct(std::string_view what, int64_t a, int64_t b,
 Status CheckText(std::string_view field, std::string_view value,
                  size_t min_len, size_t max_len);
 
+// `text` in single quotes for an error message, cut after 64 bytes (and
+// the number of bytes left out said), so that a huge field is never echoed
+// whole into a response or a log.
+std::string Quoted(std::string_view text);
+
 // The words of `text`, split on spaces (runs of spaces count as one).
 std::vector<std::string_view> SplitWords(std::string_view text);
 
@@ -67,8 +72,8 @@ StatusOr<E> EnumFromString(const EnumNames<E, N>& names, std::string_view text,
     spelled[i] = names[i].second;
   }
   return InvalidArgument(std::string(field) + " must be one of " +
-                         JoinNames(spelled.data(), N) + "; got '" +
-                         std::string(text) + "'");
+                         JoinNames(spelled.data(), N) + "; got " +
+                         Quoted(text));
 }
 
 }  // namespace blocktune

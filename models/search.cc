@@ -3,11 +3,18 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 #include "models/features.h"
 
 namespace blocktune {
+
+bool PlausibleSeconds(double flops, double predicted_s) {
+  // Written so that NaN fails every comparison and is refused.
+  return predicted_s > 0 && flops / predicted_s >= kMinPlausibleFlops &&
+         flops / predicted_s <= kMaxPlausibleFlops;
+}
 
 BlockSearch::BlockSearch(Surrogate model, const DeviceProfile& profile)
     : model_(std::move(model)), range_(model_.search_values(), profile) {}
@@ -133,7 +140,26 @@ std::vector<ScoredShape> BlockSearch::Top(const Context& ctx, int k,
       std::copy_n(range_.grid_logs(index[i]), kBlockParameters, row);
     });
   };
+  // A broken model's NaN or absurd times would poison the ranking (NaN
+  // compares false with everything): such shapes are dropped here.
+  const double flops = Flops(ctx);
+  int64_t implausible = 0;
+  auto drop_implausible = [&](std::vector<double>* seconds) {
+    size_t kept = 0;
+    for (size_t i = 0; i < seconds->size(); ++i) {
+      if (!PlausibleSeconds(flops, (*seconds)[i])) continue;
+      (*seconds)[kept] = (*seconds)[i];
+      shapes[kept] = shapes[i];
+      index[kept] = index[i];
+      ++kept;
+    }
+    implausible += static_cast<int64_t>(seconds->size() - kept);
+    seconds->resize(kept);
+    shapes.resize(kept);
+    index.resize(kept);
+  };
   std::vector<double> seconds = score(model_.Member(0));
+  drop_implausible(&seconds);
   if (model_.members() > 1) {
     // An ensemble costs one network's scoring per member. Its first member
     // ranks the whole range; the ensemble re-scores that ranking's best
@@ -151,17 +177,95 @@ std::vector<ScoredShape> BlockSearch::Top(const Context& ctx, int k,
     shapes = std::move(short_shapes);
     index = std::move(short_index);
     seconds = score(model_);
+    drop_implausible(&seconds);
   }
   std::vector<ScoredShape> top;
   for (size_t i : Fastest(seconds, shapes, want))
     top.push_back({shapes[i], seconds[i]});
   if (stats) {
     stats->candidates = candidates;
+    stats->implausible = implausible;
     stats->seconds = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - start)
                          .count();
   }
   return top;
+}
+
+namespace {
+
+std::string Short(double v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3g", v);
+  return text;
+}
+
+// Contexts every model of an op must predict sanely: a spread of sizes and
+// layouts such as training domains cover, none extreme.
+std::vector<Context> ProbeContexts(Op op) {
+  std::vector<Context> out;
+  if (op == Op::kGemm) {
+    const int64_t shapes[][3] = {{512, 512, 512},
+                                 {4096, 4096, 4096},
+                                 {4096, 16, 4096},
+                                 {128, 128, 8192}};
+    for (const auto& [m, n, k] : shapes) {
+      GemmContext g;
+      g.m = m;
+      g.n = n;
+      g.k = k;
+      g.layout_b = k > 4096 ? Layout::kN : Layout::kT;
+      out.push_back(g);
+    }
+    return out;
+  }
+  // ResNet-50-like layers: n, h=w, c, k, r=s, pad, stride.
+  const int64_t layers[][7] = {{8, 56, 64, 64, 3, 1, 1},
+                               {32, 14, 256, 256, 1, 0, 1},
+                               {1, 224, 3, 64, 7, 3, 2}};
+  for (const auto& [n, hw, c, k, rs, pad, stride] : layers) {
+    ConvContext cv;
+    cv.n = n;
+    cv.h = cv.w = hw;
+    cv.c = c;
+    cv.k = k;
+    cv.r = cv.s = rs;
+    cv.pad_h = cv.pad_w = pad;
+    cv.stride_h = cv.stride_w = stride;
+    out.push_back(cv);
+  }
+  return out;
+}
+
+}  // namespace
+
+Status BlockSearch::Probe() const {
+  for (const Context& ctx : ProbeContexts(model_.op())) {
+    // An evenly spaced sample of the range: a broken network (a NaN or an
+    // overflow in any weight) is broken for every input, and scoring whole
+    // ranges of 100k shapes would add seconds to every import and start.
+    // The search drops what a sample misses.
+    constexpr size_t kProbeShapes = 1024;
+    std::vector<BlockShape> shapes = Candidates(ctx);
+    const size_t stride = shapes.size() / kProbeShapes + 1;
+    for (size_t i = 0; i * stride < shapes.size(); ++i) {
+      shapes[i] = shapes[i * stride];
+    }
+    shapes.resize((shapes.size() + stride - 1) / stride);
+    const std::vector<double> seconds = PredictSeconds(ctx, shapes);
+    const double flops = Flops(ctx);
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      if (PlausibleSeconds(flops, seconds[i])) continue;
+      return InvalidArgument("model predicts " + Short(seconds[i]) + " s (" +
+                             Short(flops / seconds[i]) + " flop/s) for '" +
+                             ToString(ctx) + "' with block shape " +
+                             ToString(shapes[i]) +
+                             "; a usable model predicts a finite time at " +
+                             Short(kMinPlausibleFlops) + " to " +
+                             Short(kMaxPlausibleFlops) + " flop/s");
+    }
+  }
+  return OkStatus();
 }
 
 }  // namespace blocktune

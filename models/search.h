@@ -31,8 +31,20 @@ struct ScoredShape {
   double predicted_s = 0;
 };
 
+// The throughput range a prediction must fall in (Probe, and the search,
+// which drops shapes outside it): beyond 10 Pflop/s no GPU computes these
+// kernels (an H100's dense FP32 peak is 67 Tflop/s), and below 1 kflop/s a
+// GPU kernel of any probe context would run for hours.
+inline constexpr double kMinPlausibleFlops = 1e3;
+inline constexpr double kMaxPlausibleFlops = 1e16;
+
+// Whether `predicted_s` for a context of `flops` is a time a GPU could take.
+bool PlausibleSeconds(double flops, double predicted_s);
+
 struct SearchStats {
   int64_t candidates = 0;  // block shapes scored
+  int64_t implausible = 0;  // dropped: their prediction failed
+                            // PlausibleSeconds (a broken model)
   double seconds = 0;      // enumeration and scoring
 };
 
@@ -64,12 +76,22 @@ class BlockSearch {
   std::vector<BlockShape> Candidates(const Context& ctx) const {
     return range_.Candidates(ctx);
   }
-  // The k best by predicted time, fastest first (k >= 1).
+  // The k best by predicted time, fastest first (k >= 1). Shapes whose
+  // prediction is not PlausibleSeconds are left out and counted in stats.
   std::vector<ScoredShape> Top(const Context& ctx, int k,
                                SearchStats* stats = nullptr) const;
   // Scores given block shapes for `ctx`, in order.
   std::vector<double> PredictSeconds(const Context& ctx,
                                      const std::vector<BlockShape>& shapes) const;
+
+  // Whether the model's predictions can be used at all: for a probe set of
+  // contexts of its op (square, skinny and deep GEMMs; ResNet-like
+  // convolutions), ~1k block shapes spread over the range must get a
+  // finite time whose throughput is physically plausible, in
+  // [kMinPlausibleFlops, kMaxPlausibleFlops]. A model with NaN, infinite or exploding weights
+  // fails here, INVALID_ARGUMENT naming a context and block shape, before
+  // any query sees it.
+  Status Probe() const;
 
   const Surrogate& model() const { return model_; }
   int64_t grid_size() const { return range_.grid_size(); }

@@ -21,6 +21,21 @@ constexpr char kTarget[] = "ln(flop/s)";
 constexpr const char* kBlockNames[kBlockParameters] = {"ml", "nl", "ms",
                                                        "ns", "u",  "kg"};
 
+// A stored number that is NaN or infinite makes every prediction NaN (one
+// NaN weight reaches every output through the dense layers), so a model
+// with one does not load. `what` names the array ("layer 2 bias").
+template <typename Values>
+Status CheckFinite(const std::string& what, const Values& values) {
+  for (int i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values.Get(i))) {
+      return InvalidArgument("model " + what + "[" + std::to_string(i) +
+                             "] is " + std::to_string(values.Get(i)) +
+                             ", not a finite number");
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 std::string ArchitectureString(const std::vector<int>& hidden) {
@@ -51,6 +66,29 @@ StatusOr<std::vector<int>> ParseArchitecture(std::string_view text,
                                 static_cast<int64_t>(hidden.size()), 1,
                                 kMaxHiddenLayers));
   return hidden;
+}
+
+int64_t ParameterCount(Op op, const std::vector<int>& hidden) {
+  int64_t parameters = 0;
+  int64_t width = static_cast<int64_t>(FeatureNames(op).size());
+  for (int h : hidden) {
+    parameters += (width + 1) * h;
+    width = h;
+  }
+  return parameters + width + 1;
+}
+
+Status CheckTrainingSize(Op op, const std::vector<int>& hidden, int members) {
+  // Layers are at most kMaxHiddenLayers of kMaxLayerWidth (validated), so
+  // the count is below 2^30 and times 16 members far from overflow.
+  const int64_t total = ParameterCount(op, hidden) * std::max(1, members);
+  if (total <= kMaxTrainingParameters) return OkStatus();
+  return InvalidArgument(
+      "hidden_layers " + ArchitectureString(hidden) + " x members " +
+      std::to_string(std::max(1, members)) + " would train " +
+      std::to_string(total) + " parameters; at most " +
+      std::to_string(kMaxTrainingParameters) +
+      " may be trained at once: fewer or narrower layers, or fewer members");
 }
 
 std::string LibtorchVersion() {
@@ -206,9 +244,18 @@ StatusOr<Surrogate> Surrogate::LoadNetwork(Op op,
                              names[i] + "'");
     }
   }
-  if (norm.target() != kTarget || !(norm.target_std() > 0)) {
+  if (norm.target() != kTarget) {
     return InvalidArgument("model target is '" + norm.target() +
                            "', expected " + kTarget);
+  }
+  BT_RETURN_IF_ERROR(CheckFinite("normalization mean", norm.mean()));
+  BT_RETURN_IF_ERROR(CheckFinite("normalization stddev", norm.stddev()));
+  if (!std::isfinite(norm.target_mean()) || !std::isfinite(norm.target_std()) ||
+      !(norm.target_std() > 0)) {
+    return InvalidArgument(
+        "model target mean and stddev must be finite with stddev > 0, got " +
+        std::to_string(norm.target_mean()) + " and " +
+        std::to_string(norm.target_std()));
   }
   impl.mean.assign(norm.mean().begin(), norm.mean().end());
   impl.stddev.assign(norm.stddev().begin(), norm.stddev().end());
@@ -250,6 +297,9 @@ StatusOr<Surrogate> Surrogate::LoadNetwork(Op op,
                              ", architecture needs " + std::to_string(in) +
                              "x" + std::to_string(out));
     }
+    const std::string name = "layer " + std::to_string(l);
+    BT_RETURN_IF_ERROR(CheckFinite(name + " weight", layer.weight()));
+    BT_RETURN_IF_ERROR(CheckFinite(name + " bias", layer.bias()));
     std::vector<float> wv(layer.weight().begin(), layer.weight().end());
     std::vector<float> bv(layer.bias().begin(), layer.bias().end());
     lin->weight.copy_(torch::tensor(wv).view({out, in}));

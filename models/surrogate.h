@@ -30,6 +30,18 @@ inline const std::vector<int> kDefaultHidden = {64, 128, 192, 256, 192, 128, 64}
 inline constexpr int kMaxHiddenLayers = 32;
 inline constexpr int kMaxLayerWidth = 4096;
 
+// Training time and memory grow with the parameters trained (about four
+// floats each: weights, gradients, Adam's two moments): one training may
+// have at most 2^26 in all its members together, ~1 GiB of training state.
+inline constexpr int64_t kMaxTrainingParameters = int64_t{1} << 26;
+
+// Weights and biases of one network for `op` with `hidden` layers.
+int64_t ParameterCount(Op op, const std::vector<int>& hidden);
+// OK when `members` networks of `hidden` layers stay within
+// kMaxTrainingParameters; else INVALID_ARGUMENT naming hidden_layers and
+// members.
+Status CheckTrainingSize(Op op, const std::vector<int>& hidden, int members);
+
 // "64,128,64" <-> {64, 128, 64}. Parsing names `field` and the ranges.
 std::string ArchitectureString(const std::vector<int>& hidden);
 StatusOr<std::vector<int>> ParseArchitecture(std::string_view text,

@@ -66,6 +66,28 @@ TEST(TrainTest, RejectsTooFewRowsAndBadOptions) {
   EXPECT_NE(s.message().find("validation_fraction"), std::string::npos);
 }
 
+// The stop check runs between mini-batches, not only between epochs, and
+// its Status ends the training with nothing returned.
+TEST(TrainTest, StopCheckEndsTrainingWithinAnEpoch) {
+  TrainOptions o;
+  o.hidden = {8};
+  o.batch_size = 32;  // 3000 rows: about 85 mini-batches an epoch
+  o.use_cuda = false;
+  int checks = 0, epochs = 0;
+  auto trained = Train(
+      Op::kGemm, ToyRows(3000, 7), o,
+      [&](const EpochReport&) {
+        ++epochs;
+        return true;
+      },
+      [&]() -> Status {
+        return ++checks == 40 ? Cancelled("enough") : OkStatus();
+      });
+  EXPECT_EQ(trained.status(), Cancelled("enough"));
+  EXPECT_EQ(checks, 40);
+  EXPECT_EQ(epochs, 0);
+}
+
 // The learned model must rank a clearly better block shape above a clearly
 // worse one in contexts it never saw, and survive a round trip through its
 // stored form unchanged.

@@ -85,7 +85,8 @@ namespace {
 
 StatusOr<TrainedModel> TrainOne(
     Op op, const std::vector<TrainingRow>& rows, const TrainOptions& options,
-    const std::function<bool(const EpochReport&)>& on_epoch);
+    const std::function<bool(const EpochReport&)>& on_epoch,
+    const StopCheck& stop);
 
 // Metrics as stored (ModelRecord metrics_json): every field, proto names.
 std::string MetricsJson(const models::Metrics& m) {
@@ -101,9 +102,10 @@ std::string MetricsJson(const models::Metrics& m) {
 
 StatusOr<TrainedModel> Train(
     Op op, const std::vector<TrainingRow>& rows, const TrainOptions& options,
-    const std::function<bool(const EpochReport&)>& on_epoch) {
+    const std::function<bool(const EpochReport&)>& on_epoch,
+    const StopCheck& stop) {
   BT_RETURN_IF_ERROR(Validate(options));
-  if (options.members == 1) return TrainOne(op, rows, options, on_epoch);
+  if (options.members == 1) return TrainOne(op, rows, options, on_epoch, stop);
   std::vector<Surrogate> networks;
   std::vector<TrainedModel> each;
   for (int i = 0; i < options.members; ++i) {
@@ -119,7 +121,7 @@ StatusOr<TrainedModel> Train(
         return on_epoch(tagged);
       };
     }
-    BT_ASSIGN_OR_RETURN(TrainedModel t, TrainOne(op, rows, one, report));
+    BT_ASSIGN_OR_RETURN(TrainedModel t, TrainOne(op, rows, one, report, stop));
     networks.push_back(t.surrogate);
     each.push_back(std::move(t));
   }
@@ -155,9 +157,11 @@ namespace {
 
 StatusOr<TrainedModel> TrainOne(
     Op op, const std::vector<TrainingRow>& rows, const TrainOptions& options,
-    const std::function<bool(const EpochReport&)>& on_epoch) {
+    const std::function<bool(const EpochReport&)>& on_epoch,
+    const StopCheck& stop) {
   const auto started = std::chrono::steady_clock::now();
   BT_RETURN_IF_ERROR(Validate(options));
+  auto check_stop = [&]() -> Status { return stop ? stop() : OkStatus(); };
   if (rows.size() < 20) {
     return FailedPrecondition("training needs at least 20 measured " +
                               std::string(ToString(op)) + " samples, got " +
@@ -269,17 +273,26 @@ StatusOr<TrainedModel> TrainOne(
     int64_t seen_rows = 0;
     for (int64_t s = 0; s < n_train; s += options.batch_size) {
       const int64_t rows_b = std::min<int64_t>(options.batch_size, n_train - s);
+      // A mini-batch of wide layers takes a good part of a second on a
+      // CPU, so each of its three costly steps is preceded by a check.
+      BT_RETURN_IF_ERROR(check_stop());
       torch::Tensor idx = perm.slice(0, s, s + rows_b);
       torch::Tensor xb = Xt.index_select(0, idx);
       torch::Tensor yb = Yt.index_select(0, idx);
       adam.zero_grad();
       torch::Tensor loss = torch::mse_loss(impl.net->forward(xb), yb);
+      BT_RETURN_IF_ERROR(check_stop());
       loss.backward();
+      BT_RETURN_IF_ERROR(check_stop());
       adam.step();
       loss_sum += loss.item<double>() * rows_b;
       seen_rows += rows_b;
     }
     last_train = loss_sum / seen_rows * impl.target_std * impl.target_std;
+    // The validation pass stays whole (chunking it would change the MSE in
+    // its last bits, and with it early stopping); it costs about a forward
+    // pass of one or two mini-batches.
+    BT_RETURN_IF_ERROR(check_stop());
     impl.net->eval();
     double val;
     {

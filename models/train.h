@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/status.h"
 #include "models/surrogate.h"
 
 namespace blocktune {
@@ -62,14 +63,24 @@ struct TrainedModel {
   int64_t validation_samples = 0;
 };
 
+// Asked whether training must stop: before every mini-batch, between its
+// forward pass, backward pass and optimizer step, and around each
+// validation pass, so that even a network of 4096-wide layers, whose epoch
+// takes minutes on a CPU, stops within about a second of its caller going
+// away. A non-OK Status ends the training with that Status. It runs on the
+// training thread, about three times per mini-batch, so it must be cheap.
+using StopCheck = std::function<Status()>;
+
 // Trains on `rows` (all of one op, at least 20). `on_epoch` is called after
-// every epoch; training stops with CANCELLED when it returns false. The
-// weights kept are those of the best validation epoch. An ensemble's
-// metrics are its members' means; its Spearman figures are member 0's.
-StatusOr<TrainedModel> Train(Op op, const std::vector<TrainingRow>& rows,
-                             const TrainOptions& options,
-                             const std::function<bool(const EpochReport&)>&
-                                 on_epoch = nullptr);
+// every epoch; training stops with CANCELLED when it returns false. `stop`
+// (when given) ends it sooner, with its own Status. A stopped training
+// returns no model at all, never a partly trained one. The weights kept are
+// those of the best validation epoch. An ensemble's metrics are its
+// members' means; its Spearman figures are member 0's.
+StatusOr<TrainedModel> Train(
+    Op op, const std::vector<TrainingRow>& rows, const TrainOptions& options,
+    const std::function<bool(const EpochReport&)>& on_epoch = nullptr,
+    const StopCheck& stop = nullptr);
 
 // Spearman's rank correlation of two equally long series (ties get their
 // mean rank); 0 for fewer than 2 points.

@@ -98,6 +98,10 @@ StatusOr<BenchListResult> BenchmarkList(
         }
       }
       if (exited) break;
+      if (options.stop && options.stop()) {
+        worker->Kill();
+        return Unavailable("benchmarking stopped: blocktuned is shutting down");
+      }
       const auto now = Clock::now();
       if (!ready && now - spawned > std::chrono::duration<double>(
                                         options.start_timeout_s)) {

@@ -23,6 +23,9 @@ struct BenchListOptions {
   int gpu = 0;
   double kernel_timeout_s = 30;
   double start_timeout_s = 120;          // for the worker's hello
+  // Asked about every 100 ms; when it says true the worker is killed and
+  // the call answers UNAVAILABLE (the daemon is stopping).
+  std::function<bool()> stop;
 };
 
 struct BenchListResult {
@@ -36,8 +39,8 @@ struct BenchListResult {
 // whether it was checked against the reference.
 using BenchListSink = std::function<void(size_t, const Measurement&, bool)>;
 
-// UNAVAILABLE when the worker cannot start (with its reason), or dies three
-// times in a row without finishing a sample.
+// UNAVAILABLE when the worker cannot start (with its reason), dies three
+// times in a row without finishing a sample, or `options.stop` says so.
 StatusOr<BenchListResult> BenchmarkList(const BenchListOptions& options,
                                         const std::vector<Candidate>& list,
                                         const BenchListSink& on_result = nullptr);

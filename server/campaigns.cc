@@ -652,6 +652,12 @@ StatusOr<BenchListResult> CampaignManager::Measure(
   o.worker_args = options_.worker_args;
   o.gpu = options_.gpus.front();
   o.kernel_timeout_s = options_.kernel_timeout_s;
+  // Shutdown() does not wait for a verification, so the verification
+  // watches for it: a query's top 10 can take minutes on a slow kernel.
+  o.stop = [this] {
+    std::lock_guard lock(mu_);
+    return stopping_;
+  };
   auto result = BenchmarkList(o, list);
   {
     std::lock_guard lock(mu_);

@@ -17,10 +17,13 @@ ChildDaemon::ChildDaemon(const std::string& binary,
                          std::vector<std::string> args,
                          const std::string& log_path)
     : log_path_(log_path) {
+  // The log is emptied before the fork, not in the child: otherwise the
+  // loop below may find an earlier daemon's "listening on" in the same file
+  // before the child has truncated it.
+  const int fd = open(log_path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
   pid_ = fork();
   if (pid_ == 0) {
-    int fd = open(log_path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0600);
-    dup2(fd, STDERR_FILENO);
+    dup2(fd, STDERR_FILENO);  // dup2 clears O_CLOEXEC on the copy
     std::vector<char*> argv;
     argv.push_back(const_cast<char*>(binary.c_str()));
     for (auto& a : args) argv.push_back(a.data());
@@ -28,6 +31,7 @@ ChildDaemon::ChildDaemon(const std::string& binary,
     execv(binary.c_str(), argv.data());
     _exit(127);
   }
+  if (fd >= 0) close(fd);
   const std::string marker = "listening on ";
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < deadline) {

@@ -27,6 +27,7 @@
 #include "server/auth.h"
 #include "server/campaigns.h"
 #include "server/log.h"
+#include "server/parse_errors.h"
 #include "server/service.h"
 #include "server/tuning_store.h"
 #include "tuner/worker.h"
@@ -37,7 +38,7 @@ int g_signal_pipe[2] = {-1, -1};
 }  // namespace
 namespace {
 
-constexpr auto kShutdownGrace = std::chrono::seconds(30);
+constexpr auto kShutdownGrace = std::chrono::seconds(3);
 // The memory gRPC's transport may hold for all connections together. The
 // message limit alone does not bound it: gRPC 1.51 buffers a whole message
 // before its size is checked, so a caller allowed past the token (or any
@@ -355,6 +356,8 @@ int RunDaemon(const DaemonOptions& options) {
   QueryPolicy policy;
   policy.verify_always = options.verify_queries;
   policy.verify_top = options.verify_top;
+  policy.search_threads = options.search_threads;
+  policy.search_queue = options.search_queue;
   service.SetSurrogates(&surrogates, policy);
   // The campaign manager exists before the server accepts a call, so that no
   // request sees a service without one.
@@ -373,6 +376,11 @@ int RunDaemon(const DaemonOptions& options) {
   transport_memory.Resize(kTransportMemoryBytes);
   builder.SetResourceQuota(transport_memory);
   builder.RegisterService(&service);
+  std::vector<
+      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      interceptors;
+  interceptors.push_back(NewParseErrorInterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) {
     BT_LOG(kError) << "cannot listen on " << options.listen
@@ -400,9 +408,18 @@ int RunDaemon(const DaemonOptions& options) {
     const int signal = byte;
     BT_LOG(kInfo) << "got " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
                   << ", finishing in-flight calls";
+    // Long calls first: a training stops at its next mini-batch and watch
+    // streams within 100 ms, each answering UNAVAILABLE and storing
+    // nothing partial; then the campaign, whose workers are killed and
+    // whose progress is already committed.
     service.BeginShutdown();
     campaigns.Shutdown();  // the running campaign resumes at the next start
     server->GetHealthCheckService()->SetServingStatus(false);
+    // Short calls finish within the grace; what is left is then cancelled.
+    // The server cannot end a handler that ignores that, so every long one
+    // checks for it (service.h), and the grace stays a few seconds: a
+    // supervisor's SIGKILL (systemd waits 90 s, docker 10 s) would come
+    // long after.
     server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   });
   server->Wait();

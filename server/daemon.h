@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/status.h"
+#include "server/search_pool.h"
 
 namespace blocktune {
 
@@ -26,6 +27,8 @@ struct DaemonOptions {
   bool verify_queries = false;
   int verify_top = 10;
   std::string score_device = "cpu";  // "cpu", "cuda" or "auto"
+  int search_threads = 0;  // QueryPolicy: 0 is SearchPool::DefaultThreads
+  int search_queue = kDefaultSearchQueue;  // QueryPolicy::search_queue
   int fake_gpus = 0;
   std::string fake_worker;
   // The most one Import may send, in MiB; its records are held in memory

@@ -668,9 +668,8 @@ TEST_F(DaemonTest, FirstStartInAnEmptyHomeMakesPrivateFolders) {
 }
 
 // A database left readable by others (a copy, an older version) is taken
-// to 0600 and the log says so; one the daemon cannot write starts with a
-// warning naming what will fail.
-TEST_F(DaemonTest, ExistingDatabaseModeIsTightenedAndReadOnlyIsWarned) {
+// to 0600 and the log says so.
+TEST_F(DaemonTest, ExistingDatabaseReadableByOthersIsTakenTo0600) {
   { auto first = Start(); }
   ASSERT_EQ(::chmod(db().c_str(), 0644), 0);
   {
@@ -681,7 +680,12 @@ TEST_F(DaemonTest, ExistingDatabaseModeIsTightenedAndReadOnlyIsWarned) {
     EXPECT_THAT(daemon->Log(), HasSubstr("had mode 0644, readable by others; "
                                          "it is now 0600"));
   }
+}
+
+// One the daemon cannot write starts, with a warning naming what will fail.
+TEST_F(DaemonTest, ReadOnlyDatabaseStartsWithAWarning) {
   if (::geteuid() == 0) GTEST_SKIP() << "root may write a read-only file";
+  { auto first = Start(); }
   ASSERT_EQ(::chmod(db().c_str(), 0400), 0);
   DaemonProcess daemon(BLOCKTUNED,
                        {"--listen", "unix:" + dir_.path() + "/s.sock", "--db",

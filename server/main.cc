@@ -42,6 +42,17 @@ int main(int argc, char** argv) {
                  "where the surrogate scores block shapes")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
       ->capture_default_str();
+  app.add_option("--search-threads", options.search_threads,
+                 "surrogate searches (uncached queries) run at once, at a "
+                 "lower priority than cached queries; 0: enough to keep "
+                 "every core busy")
+      ->check(CLI::Range(0, 256))
+      ->capture_default_str();
+  app.add_option("--search-queue", options.search_queue,
+                 "uncached queries that may wait for a search thread; more "
+                 "are refused with RESOURCE_EXHAUSTED")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
   app.add_option("--fake-gpus", options.fake_gpus,
                  "for tests: this many fake GPUs instead of real ones")
       ->check(CLI::Range(0, 8));

@@ -1,6 +1,7 @@
 #include "server/service.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <thread>
 
@@ -76,6 +77,18 @@ bool CacheServes(const std::vector<TunedRecord>& found, int top, bool verify,
 
 BlocktuneService::BlocktuneService(TuningStore* store, const TokenAuth* auth)
     : store_(store), auth_(auth), started_(std::chrono::steady_clock::now()) {}
+
+void BlocktuneService::SetSurrogates(SurrogateRegistry* surrogates,
+                                     QueryPolicy policy) {
+  surrogates_ = surrogates;
+  policy_ = policy;
+  const int threads = policy.search_threads > 0 ? policy.search_threads
+                                                : SearchPool::DefaultThreads();
+  searches_ = std::make_unique<SearchPool>(threads, policy.search_queue);
+  BT_LOG(kInfo) << "uncached queries: " << threads << " search thread(s) at "
+                << "nice +" << kSearchNice << ", at most "
+                << policy.search_queue << " waiting";
+}
 
 void BlocktuneService::SetAttachedGpus(std::vector<DeviceFingerprint> gpus,
                                        std::string status) {
@@ -319,8 +332,9 @@ Status BlocktuneService::AnswerFallback(const ValidQuery& q,
 // Thesis §4.4: a stored answer if there is one; else exhaustive search over
 // the surrogate, the top k re-benchmarked when asked and a GPU is free; the
 // answer is stored either way.
-Status BlocktuneService::AnswerQuery(const ValidQuery& q,
-                                     v1::QueryResponse* resp) {
+Status BlocktuneService::AnswerQuery(
+    const ValidQuery& q, std::chrono::system_clock::time_point deadline,
+    v1::QueryResponse* resp) {
   const Op op = OpOf(q.context);
   const bool verify = q.verify || policy_.verify_always;
   std::optional<LoadedModel> model;
@@ -329,12 +343,15 @@ Status BlocktuneService::AnswerQuery(const ValidQuery& q,
                       store_->FindTuned(q.context, q.device_name, q.top));
   // Without a GPU to verify on, stored predictions serve a verify query.
   const bool can_verify = campaigns_ && campaigns_->has_gpu();
-  if (CacheServes(found, q.top, verify && can_verify && model, model) ||
-      (!model && !found.empty())) {
+  auto answer_stored = [&] {
     for (const TunedRecord& t : found) ToProto(t, resp->add_answers());
     resp->set_match(v1::MATCH_EXACT);
     resp->set_source(v1::QUERY_SOURCE_CACHED);
     return OkStatus();
+  };
+  if (CacheServes(found, q.top, verify && can_verify && model, model) ||
+      (!model && !found.empty())) {
+    return answer_stored();
   }
   if (!model) {
     std::string where =
@@ -356,9 +373,24 @@ Status BlocktuneService::AnswerQuery(const ValidQuery& q,
 
   const int search_k = verify ? std::max(q.top, policy_.verify_top) : q.top;
   SearchStats stats;
-  std::vector<ScoredShape> top = model->search->Top(q.context, search_k, &stats);
+  std::vector<ScoredShape> top;
+  BT_RETURN_IF_ERROR(searches_->Run(
+      [&] { top = model->search->Top(q.context, search_k, &stats); },
+      deadline));
   resp->set_candidates(stats.candidates);
   resp->set_search_seconds(stats.seconds);
+  if (top.empty() && stats.implausible > 0) {
+    // A model that passed validation yet predicts nonsense here must not
+    // fail the query: it is answered as if there were no model.
+    BT_LOG(kWarning) << "model " << model->id << " predicted no plausible "
+                     << "time for '" << ToString(q.context) << "' ("
+                     << stats.implausible << " block shapes); skipped";
+    if (!found.empty()) return answer_stored();
+    return AnswerFallback(q,
+                          "model " + std::to_string(model->id) +
+                              " predicts no plausible time for this context",
+                          resp);
+  }
   if (top.empty()) {
     if (q.fallback) {
       return AnswerFallback(q,
@@ -453,11 +485,15 @@ grpc::Status BlocktuneService::TrainModel(
     BT_RETURN_IF_ERROR(CheckRange("members", req->members(), 0, 16));
     if (req->members() > 1) options.members = req->members();
     BT_RETURN_IF_ERROR(Validate(options));
+    BT_RETURN_IF_ERROR(CheckTrainingSize(op, options.hidden, options.members));
     if (!surrogates_) {
       return FailedPrecondition("this blocktuned keeps no surrogates");
     }
-    std::unique_lock training(training_mu_, std::try_to_lock);
-    if (!training.owns_lock()) {
+    // A training whose client has just gone away (Ctrl-C, then the same
+    // command again) needs up to a mini-batch to notice; wait that long
+    // before calling the trainer busy.
+    std::unique_lock training(training_mu_, std::defer_lock);
+    if (!training.try_lock_for(std::chrono::seconds(3))) {
       return FailedPrecondition(
           "another TrainModel is running; wait for it to end");
     }
@@ -511,7 +547,38 @@ grpc::Status BlocktuneService::TrainModel(
                                            started)
           .count();
     };
-    auto trained = Train(op, rows, options, [&](const EpochReport& r) {
+    // Why the training must stop: the daemon is stopping, the call's
+    // deadline passed, or its client went away (gRPC cancels the call when
+    // the connection closes, so a killed or Ctrl-C'd CLI lands here too).
+    // IsCancelled() polls the call's completion queue; asked at most every
+    // 50 ms, it costs nothing next to the mini-batches of a small network.
+    auto next_poll = started;
+    auto stop = [&]() -> Status {
+      auto after = [&](const char* why) {
+        char text[160];
+        std::snprintf(text, sizeof(text),
+                      "%s after %.1f s of training; nothing was stored", why,
+                      since());
+        return std::string(text);
+      };
+      if (stopping_) return Unavailable(after("blocktuned is shutting down"));
+      const auto now = std::chrono::steady_clock::now();
+      if (now < next_poll) return OkStatus();
+      next_poll = now + std::chrono::milliseconds(50);
+      // A client whose deadline passes cancels the call itself, which may
+      // arrive a moment before the daemon's copy of the deadline (set on
+      // arrival of the call) passes: a cancel that close is the deadline.
+      const bool cancelled = ctx->IsCancelled();
+      const auto wall = std::chrono::system_clock::now();
+      if (wall >= ctx->deadline() ||
+          (cancelled && wall + std::chrono::seconds(1) >= ctx->deadline())) {
+        return Status(StatusCode::kDeadlineExceeded,
+                      after("the call's deadline passed"));
+      }
+      if (cancelled) return Cancelled(after("the client went away"));
+      return OkStatus();
+    };
+    auto report_epoch = [&](const EpochReport& r) {
       v1::TrainProgress p;
       p.set_epoch(r.epoch);
       p.set_epochs(r.epochs);
@@ -521,10 +588,27 @@ grpc::Status BlocktuneService::TrainModel(
       p.set_seconds(since());
       p.set_member(r.member);
       p.set_members(r.members);
-      // A client that went away ends the training.
-      return !stopping_ && !ctx->IsCancelled() && writer->Write(p);
-    });
-    BT_RETURN_IF_ERROR(trained.status());
+      // A client that cannot be written to ends the training.
+      return writer->Write(p);
+    };
+    auto trained = Train(op, rows, options, report_epoch, stop);
+    Status why = trained.status();
+    if (why.ok() || why.code() == StatusCode::kCancelled) {
+      // A broken stream is reported by its cause; and a client that went
+      // away as the last epoch ended is told nothing was stored, so nothing
+      // is.
+      next_poll = started;
+      if (Status s = stop(); !s.ok()) why = s;
+    }
+    if (!why.ok()) {
+      training.unlock();  // the log line below means: the next may start
+      if (why.code() == StatusCode::kCancelled ||
+          why.code() == StatusCode::kDeadlineExceeded ||
+          why.code() == StatusCode::kUnavailable) {
+        BT_LOG(kInfo) << "training stopped: " << why.message();
+      }
+      return why;
+    }
 
     ModelRecord record;
     record.device = device;
@@ -570,7 +654,7 @@ grpc::Status BlocktuneService::Query(grpc::ServerContext* ctx,
                                      v1::QueryResponse* resp) {
   return Serve("Query", ctx, [&]() -> Status {
     BT_ASSIGN_OR_RETURN(ValidQuery q, ValidateQuery(*req, ""));
-    return AnswerQuery(q, resp);
+    return AnswerQuery(q, ctx->deadline(), resp);
   });
 }
 
@@ -586,14 +670,21 @@ grpc::Status BlocktuneService::BatchQuery(grpc::ServerContext* ctx,
       BT_ASSIGN_OR_RETURN(ValidQuery q, ValidateQuery(req->queries(i), field));
       queries.push_back(std::move(q));
     }
-    for (const ValidQuery& q : queries) {
+    for (size_t i = 0; i < queries.size(); ++i) {
+      // A client that went away stops its batch's searches.
+      if (ctx->IsCancelled()) return Cancelled("client cancelled the batch");
       v1::BatchQueryResult* result = resp->add_results();
-      Status s = AnswerQuery(q, result->mutable_response());
-      // Lack of data is a per-query answer; a store failure fails the call.
+      Status s =
+          AnswerQuery(queries[i], ctx->deadline(), result->mutable_response());
+      // Lack of data is a per-query answer; a store failure or a busy
+      // daemon fails the call (the answers found so far are stored, and a
+      // retry gets them from the cache).
       if (!s.ok() && (s.code() == StatusCode::kInternal ||
                       s.code() == StatusCode::kDataLoss ||
-                      s.code() == StatusCode::kUnavailable)) {
-        return s;
+                      s.code() == StatusCode::kUnavailable ||
+                      s.code() == StatusCode::kResourceExhausted ||
+                      s.code() == StatusCode::kDeadlineExceeded)) {
+        return s.Annotate("queries[" + std::to_string(i) + "]");
       }
       result->set_code(static_cast<int>(s.code()));
       result->set_message(s.message());
@@ -638,7 +729,8 @@ grpc::Status BlocktuneService::GetKernel(grpc::ServerContext* ctx,
       q.context = context;
       q.device_name = req->device_name();
       q.fallback = true;
-      BT_RETURN_IF_ERROR(AnswerQuery(q, resp->mutable_query()));
+      BT_RETURN_IF_ERROR(
+          AnswerQuery(q, ctx->deadline(), resp->mutable_query()));
       const v1::TunedAnswer& best = resp->query().answers(0);
       BT_ASSIGN_OR_RETURN(xb, FromProto(best.block_shape(), "answer"));
       if (!best.device().name().empty()) {
@@ -777,6 +869,13 @@ grpc::Status BlocktuneService::Import(
       if (stopping_) return Unavailable("blocktuned is shutting down");
     }
     BT_ASSIGN_OR_RETURN(WriteBatch batch, ReadImport(ctx, reader));
+    // A model that cannot answer queries is refused before anything of the
+    // dataset is stored: stored, it would take over its device's queries.
+    for (size_t i = 0; i < batch.models.size(); ++i) {
+      BT_RETURN_IF_ERROR(SurrogateRegistry::Validate(batch.models[i])
+                             .Annotate("dataset.models[" + std::to_string(i) +
+                                       "]"));
+    }
     BT_ASSIGN_OR_RETURN(CommitResult committed, store_->Commit(batch));
     if (surrogates_) {
       for (size_t i = 0; i < batch.models.size(); ++i) {

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "proto/dataset_stream.h"
 #include "server/auth.h"
 #include "server/campaigns.h"
+#include "server/search_pool.h"
 #include "server/surrogates.h"
 #include "server/tuning_store.h"
 
@@ -29,6 +31,10 @@ struct QueryPolicy {
   bool verify_always = false;  // re-benchmark every new answer when a GPU
                                // is free, as if each query said --verify
   int verify_top = 10;         // block shapes re-benchmarked per verify
+  int search_threads = 0;      // surrogate searches at once; 0: as many as
+                               // keep every core busy
+                               // (SearchPool::DefaultThreads)
+  int search_queue = kDefaultSearchQueue;  // searches that may wait
 };
 
 class BlocktuneService final : public v1::Blocktune::Service {
@@ -46,10 +52,7 @@ class BlocktuneService final : public v1::Blocktune::Service {
   void SetCampaigns(CampaignManager* campaigns) { campaigns_ = campaigns; }
   // The trained surrogates; without them, queries answer from stored
   // answers only and TrainModel is refused.
-  void SetSurrogates(SurrogateRegistry* surrogates, QueryPolicy policy) {
-    surrogates_ = surrogates;
-    policy_ = policy;
-  }
+  void SetSurrogates(SurrogateRegistry* surrogates, QueryPolicy policy);
 
   // The most the chunks of one Import may total (kDefaultMaxImportBytes).
   void SetMaxImportBytes(int64_t bytes) { max_import_bytes_ = bytes; }
@@ -100,7 +103,10 @@ class BlocktuneService final : public v1::Blocktune::Service {
   };
   static StatusOr<ValidQuery> ValidateQuery(const v1::QueryRequest& req,
                                             std::string_view field);
-  Status AnswerQuery(const ValidQuery& q, v1::QueryResponse* resp);
+  // `deadline`: the call's; a search waits for a thread until then.
+  Status AnswerQuery(const ValidQuery& q,
+                     std::chrono::system_clock::time_point deadline,
+                     v1::QueryResponse* resp);
   // QueryRequest.fallback: the nearest stored context's answer, else a
   // default block shape; `why` says why nothing better was found.
   Status AnswerFallback(const ValidQuery& q, const std::string& why,
@@ -123,7 +129,8 @@ class BlocktuneService final : public v1::Blocktune::Service {
   CampaignManager* campaigns_ = nullptr;
   SurrogateRegistry* surrogates_ = nullptr;
   QueryPolicy policy_;
-  std::mutex training_mu_;  // one training at a time
+  std::unique_ptr<SearchPool> searches_;  // with surrogates_
+  std::timed_mutex training_mu_;  // one training at a time
   std::timed_mutex import_mu_;  // one import at a time
   int64_t max_import_bytes_ = kDefaultMaxImportBytes;
   std::string gpu_status_ = "GPUs not probed";

@@ -30,18 +30,36 @@ Status SurrogateRegistry::LoadAll() {
   return OkStatus();
 }
 
-Status SurrogateRegistry::Add(const ModelRecord& r) {
-  BT_ASSIGN_OR_RETURN(DeviceProfile profile, ProfileForFingerprint(r.device));
-  BT_ASSIGN_OR_RETURN(Surrogate model, Surrogate::Load(r.op, r.architecture,
-                                                      r.weights,
-                                                      r.normalization));
-  const bool cuda = model.UseCuda(use_cuda_);
+StatusOr<LoadedModel> SurrogateRegistry::Load(const ModelRecord& r,
+                                              bool use_cuda) {
+  // Every failure is the record's fault (a stored blob is data, whatever
+  // code Surrogate::Load gives), so each is INVALID_ARGUMENT.
+  auto invalid = [](const Status& s) {
+    return InvalidArgument(std::string(s.message()));
+  };
+  auto profile = ProfileForFingerprint(r.device);
+  if (!profile.ok()) return invalid(profile.status());
+  auto model =
+      Surrogate::Load(r.op, r.architecture, r.weights, r.normalization);
+  if (!model.ok()) return invalid(model.status());
+  model->UseCuda(use_cuda);
   LoadedModel loaded{r.id, r.device, r.op,
-                     std::make_shared<const BlockSearch>(model, profile)};
+                     std::make_shared<const BlockSearch>(*model, *profile)};
+  BT_RETURN_IF_ERROR(loaded.search->Probe());
+  return loaded;
+}
+
+Status SurrogateRegistry::Validate(const ModelRecord& record) {
+  return Load(record, /*use_cuda=*/false).status();
+}
+
+Status SurrogateRegistry::Add(const ModelRecord& r) {
+  BT_ASSIGN_OR_RETURN(LoadedModel loaded, Load(r, use_cuda_));
   BT_LOG(kInfo) << "model " << r.id << " loaded: " << ToString(r.op) << " on "
                 << r.device.name << ", " << r.architecture << ", "
                 << loaded.search->grid_size() << " block shapes in range, "
-                << "scoring on " << (cuda ? "cuda" : "cpu");
+                << "scoring on "
+                << (loaded.search->model().on_cuda() ? "cuda" : "cpu");
   std::lock_guard lock(mu_);
   LoadedModel& slot = models_[{r.device.name, r.op}];
   if (slot.id <= r.id) slot = std::move(loaded);

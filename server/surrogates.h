@@ -35,10 +35,19 @@ class SurrogateRegistry {
   SurrogateRegistry(TuningStore* store, bool use_cuda)
       : store_(store), use_cuda_(use_cuda) {}
 
-  // Loads the newest model of every (device name, op) in the store. A model
-  // that does not load is logged and skipped; the daemon still starts.
+  // Whether `record` may be stored and answer queries: a device profile of
+  // its compute capability, weights and normalization that load and are
+  // finite, and plausible predictions (BlockSearch::Probe). INVALID_ARGUMENT
+  // saying what is wrong. Import calls it before anything is stored.
+  static Status Validate(const ModelRecord& record);
+
+  // Loads the newest valid model of every (device name, op) in the store. A
+  // model that fails Validate (stored by an older blocktuned) is logged and
+  // skipped, and the next older one of its device and op answers; the
+  // daemon still starts.
   Status LoadAll();
-  // Loads one stored model, replacing an older one of its device and op.
+  // Loads one stored model, replacing an older one of its device and op;
+  // Validate's error if it is not valid, and nothing is replaced.
   Status Add(const ModelRecord& record);
   // The newest model for `op` on `device_name`; an empty name takes the
   // newest model for `op` of any device.
@@ -46,6 +55,9 @@ class SurrogateRegistry {
   int size() const;
 
  private:
+  // The model of `record`, validated, ready to search.
+  static StatusOr<LoadedModel> Load(const ModelRecord& record, bool use_cuda);
+
   TuningStore* const store_;
   const bool use_cuda_;
   mutable std::mutex mu_;

@@ -31,8 +31,8 @@ Status Validate(const CampaignSpec& spec, std::string_view field) {
   }
   if (spec.sampler != "bayes" && spec.sampler != "uniform") {
     return InvalidArgument(JoinField(field, "sampler") +
-                           " must be bayes or uniform, got '" + spec.sampler +
-                           "'");
+                           " must be bayes or uniform, got " +
+                           Quoted(spec.sampler));
   }
   BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "minutes"), spec.minutes, 0,
                                 kMaxCampaignMinutes));

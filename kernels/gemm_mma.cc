@@ -1,0 +1,289 @@
+#include "kernels/gemm_mma.h"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+#include "kernels/gemm_mma_ptx.h"
+
+namespace blocktune {
+
+using mma_internal::CeilDiv;
+using mma_internal::IsPow2;
+using mma_internal::N;
+using mma_internal::Tiling;
+
+std::string_view ToString(MmaPrecision p) {
+  switch (p) {
+    case MmaPrecision::kBf16:
+      return "bf16";
+    case MmaPrecision::kFp16:
+      return "fp16";
+    case MmaPrecision::kTf32:
+      return "tf32";
+  }
+  return "?";
+}
+
+StatusOr<MmaPrecision> MmaPrecisionFromString(std::string_view text) {
+  std::string s(text);
+  for (char& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s == "bf16") return MmaPrecision::kBf16;
+  if (s == "fp16" || s == "f16") return MmaPrecision::kFp16;
+  if (s == "tf32") return MmaPrecision::kTf32;
+  return InvalidArgument("precision must be bf16, fp16 or tf32, got '" + s +
+                         "'");
+}
+
+int ElementBytes(MmaPrecision p) { return p == MmaPrecision::kTf32 ? 4 : 2; }
+
+DType StorageType(MmaPrecision p) {
+  switch (p) {
+    case MmaPrecision::kBf16:
+      return DType::kBf16;
+    case MmaPrecision::kFp16:
+      return DType::kFp16;
+    case MmaPrecision::kTf32:
+      return DType::kFp32;
+  }
+  return DType::kFp32;
+}
+
+int64_t MmaProblem::Lda() const {
+  if (lda) return lda;
+  return ctx.layout_a == Layout::kT ? ctx.m : ctx.k;
+}
+int64_t MmaProblem::Ldb() const {
+  if (ldb) return ldb;
+  return ctx.layout_b == Layout::kT ? ctx.k : ctx.n;
+}
+int64_t MmaProblem::Ldc() const { return ldc ? ldc : ctx.n; }
+
+std::string ToString(const MmaParams& p) {
+  return "bm=" + N(p.bm) + " bn=" + N(p.bn) + " bk=" + N(p.bk) +
+         " wm=" + N(p.warps_m) + " wn=" + N(p.warps_n) + " st=" + N(p.stages) +
+         " kg=" + N(p.kg) + " gm=" + N(p.group_m) + " sk=" + N(p.split_reduce);
+}
+
+StatusOr<MmaParams> MmaParamsFromString(std::string_view text) {
+  MmaParams p;
+  std::istringstream in{std::string(text)};
+  std::string tok;
+  while (in >> tok) {
+    const auto eq = tok.find('=');
+    if (eq == std::string::npos)
+      return InvalidArgument("params: expected key=value, got '" + tok + "'");
+    const std::string key = tok.substr(0, eq);
+    int64_t v = 0;
+    try {
+      v = std::stoll(tok.substr(eq + 1));
+    } catch (...) {
+      return InvalidArgument("params: " + key + " needs an integer");
+    }
+    if (key == "bm")
+      p.bm = v;
+    else if (key == "bn")
+      p.bn = v;
+    else if (key == "bk")
+      p.bk = v;
+    else if (key == "wm")
+      p.warps_m = v;
+    else if (key == "wn")
+      p.warps_n = v;
+    else if (key == "st")
+      p.stages = v;
+    else if (key == "kg")
+      p.kg = v;
+    else if (key == "gm")
+      p.group_m = v;
+    else if (key == "sk")
+      p.split_reduce = v;
+    else
+      return InvalidArgument("params: unknown key '" + key +
+                             "' (bm bn bk wm wn st kg gm sk)");
+  }
+  return p;
+}
+
+std::vector<MmaParamDomain> MmaParamDomains() {
+  return {{"bm", {16, 32, 64, 128, 256}},
+          {"bn", {8, 16, 32, 64, 128, 256}},
+          {"bk", {16, 32, 64, 128}},
+          {"wm", {1, 2, 4, 8}},
+          {"wn", {1, 2, 4, 8}},
+          {"st", {2, 3, 4, 5}},
+          {"kg", {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096}},
+          {"gm", {1, 2, 4, 8, 16}},
+          {"sk", {0, 1}}};
+}
+
+Status ValidateMmaParams(const MmaParams& p) {
+  auto in = [](const char* name, int64_t v, int64_t lo, int64_t hi,
+               bool pow2) -> Status {
+    if (v < lo || v > hi || (pow2 && !IsPow2(v)))
+      return InvalidArgument(std::string("params.") + name + " must be " +
+                             (pow2 ? "a power of two " : "") + "in [" + N(lo) +
+                             ", " + N(hi) + "], got " + N(v));
+    return OkStatus();
+  };
+  BT_RETURN_IF_ERROR(in("bm", p.bm, 16, 256, true));
+  BT_RETURN_IF_ERROR(in("bn", p.bn, 8, 256, true));
+  BT_RETURN_IF_ERROR(in("bk", p.bk, 16, 128, true));
+  BT_RETURN_IF_ERROR(in("wm", p.warps_m, 1, 8, true));
+  BT_RETURN_IF_ERROR(in("wn", p.warps_n, 1, 8, true));
+  BT_RETURN_IF_ERROR(in("st", p.stages, 2, 5, false));
+  BT_RETURN_IF_ERROR(in("kg", p.kg, 1, 4096, false));
+  BT_RETURN_IF_ERROR(in("gm", p.group_m, 1, 16, false));
+  BT_RETURN_IF_ERROR(in("sk", p.split_reduce, 0, 1, false));
+  if (p.warps_m * p.warps_n > 16)
+    return InvalidArgument("params: wm*wn must be at most 16 warps, got " +
+                           N(p.warps_m * p.warps_n));
+  if (p.WarpTileM() < 16 || p.WarpTileN() < 8)
+    return InvalidArgument(
+        "params: the warp tile bm/wm x bn/wn = " + N(p.WarpTileM()) + "x" +
+        N(p.WarpTileN()) + " must be at least 16x8");
+  return OkStatus();
+}
+
+const char* ToString(MmaRule rule) {
+  switch (rule) {
+    case MmaRule::kNone:
+      return "none";
+    case MmaRule::kThreads:
+      return "threads";
+    case MmaRule::kSharedMemory:
+      return "shared_memory";
+    case MmaRule::kRegisters:
+      return "registers";
+    case MmaRule::kAlignment:
+      return "alignment";
+    case MmaRule::kGrid:
+      return "grid";
+  }
+  return "?";
+}
+
+int64_t MmaSharedBytes(MmaPrecision precision, const MmaParams& p) {
+  return p.stages * (p.bm + p.bn) * p.bk * ElementBytes(precision);
+}
+
+int64_t MmaRegisterEstimate(const MmaProblem& problem, const MmaParams& p) {
+  const Tiling t(problem.precision, problem.ctx.layout_a == Layout::kT,
+                 problem.ctx.layout_b == Layout::kT, p);
+  // Accumulators; fragments of one and a half k steps (ptxas loads ahead);
+  // the lane offsets; copy bookkeeping (regular: 7 per operand, plus a
+  // shared offset per copy where the swizzle differs; else 5 per copy);
+  // 40 for coordinates and temporaries; 40 more for the in-kernel split
+  // reduction (a 64x64 warp tile spilled 160 bytes at an estimate of 238).
+  auto copy_regs = [&](bool regular, int64_t copies, int64_t chunks) {
+    if (!regular) return 5 * copies;
+    const int64_t rstep = t.threads / chunks;
+    return 7 + (rstep % 8 == 0 || copies == 1 ? 0 : copies);
+  };
+  return 4 * t.mt * t.nt + 3 * (4 * t.mt + 2 * t.nt) / 2 + t.FragAddrA() +
+         t.FragAddrB() + copy_regs(t.RegularA(), t.a_copies, t.a_chunks) +
+         copy_regs(t.RegularB(), t.b_copies, t.b_chunks) + 40 +
+         (t.sk == 1 ? 40 : 0);  // the in-kernel z sum's addresses
+}
+
+MmaRule FirstFailingMmaRule(const MmaProblem& problem, const MmaParams& p,
+                            const MmaLimits& limits) {
+  if (p.Threads() > limits.max_threads_per_block) return MmaRule::kThreads;
+  if (MmaSharedBytes(problem.precision, p) > limits.max_dynamic_shared_bytes)
+    return MmaRule::kSharedMemory;
+  const int64_t regs = MmaRegisterEstimate(problem, p);
+  if (regs > limits.max_registers_per_thread ||
+      regs * p.Threads() > limits.registers_per_sm)
+    return MmaRule::kRegisters;
+  const int64_t align = 16 / ElementBytes(problem.precision);
+  if (problem.Lda() % align != 0 || problem.Ldb() % align != 0)
+    return MmaRule::kAlignment;
+  const GemmContext& g = problem.ctx;
+  if (CeilDiv(g.m, p.bm) * CeilDiv(g.n, p.bn) > 2147483647 || p.kg > 65535)
+    return MmaRule::kGrid;
+  return MmaRule::kNone;
+}
+
+Status CanImplementMma(const MmaProblem& problem, const MmaParams& p,
+                       const MmaLimits& limits) {
+  switch (FirstFailingMmaRule(problem, p, limits)) {
+    case MmaRule::kNone:
+      return OkStatus();
+    case MmaRule::kThreads:
+      return FailedPrecondition(
+          "threads per program 32*wm*wn = " + N(p.Threads()) + " exceed " +
+          N(limits.max_threads_per_block));
+    case MmaRule::kSharedMemory:
+      return FailedPrecondition("shared memory stages*(bm+bn)*bk*bytes = " +
+                                N(MmaSharedBytes(problem.precision, p)) +
+                                " B exceeds " +
+                                N(limits.max_dynamic_shared_bytes) + " B");
+    case MmaRule::kRegisters:
+      return FailedPrecondition(
+          "an estimated " + N(MmaRegisterEstimate(problem, p)) +
+          " registers per thread do not fit (" +
+          N(limits.max_registers_per_thread) + " per thread, " +
+          N(limits.registers_per_sm) + " per SM)");
+    case MmaRule::kAlignment:
+      return FailedPrecondition(
+          "alignment: gemm.mma copies 16-byte chunks, so lda and ldb must be "
+          "multiples of " +
+          N(16 / ElementBytes(problem.precision)) + " elements; got lda " +
+          N(problem.Lda()) + ", ldb " + N(problem.Ldb()));
+    case MmaRule::kGrid:
+      return FailedPrecondition(
+          "grid: ceil(M/bm)*ceil(N/bn) exceeds 2^31-1 "
+          "or K_G exceeds 65535");
+  }
+  return Internal("unknown rule");
+}
+
+StatusOr<MmaKernel> GenerateGemmMma(const MmaProblem& problem,
+                                    const MmaParams& p,
+                                    const std::string& arch) {
+  BT_RETURN_IF_ERROR(Validate(problem.ctx, "gemm"));
+  BT_RETURN_IF_ERROR(ValidateMmaParams(p));
+  if (problem.ctx.dtype != StorageType(problem.precision)) {
+    return InvalidArgument("gemm.dtype " +
+                           std::string(ToString(problem.ctx.dtype)) +
+                           " does not store precision " +
+                           std::string(ToString(problem.precision)));
+  }
+  int number = 0;
+  if (arch.size() < 5 || arch.compare(0, 3, "sm_") != 0 ||
+      (number = std::atoi(arch.c_str() + 3)) < 80) {
+    return InvalidArgument(
+        "arch must be sm_80 or later for mma.sync bf16 and "
+        "cp.async, got '" +
+        arch + "'");
+  }
+  const GemmContext& g = problem.ctx;
+  const Tiling t(problem.precision, g.layout_a == Layout::kT,
+                 g.layout_b == Layout::kT, p);
+  MmaKernel k;
+  k.ptx = mma_internal::MainEntry(problem, t, arch);
+  k.grid = {static_cast<unsigned>(CeilDiv(g.m, p.bm) * CeilDiv(g.n, p.bn)),
+            static_cast<unsigned>(p.kg), 1};
+  k.block = {static_cast<unsigned>(p.Threads()), 1, 1};
+  k.shared_bytes = static_cast<unsigned>(MmaSharedBytes(problem.precision, p));
+  k.align_elements = t.v;
+  k.element_bytes = static_cast<int>(t.esize);
+  if (p.kg > 1 && t.sk == 1) {
+    k.counter_offset = p.kg * g.m * g.n * 4;
+    k.workspace_bytes = k.counter_offset + 4 * int64_t{k.grid[0]};
+  } else if (p.kg > 1) {
+    const int64_t lanes = mma_internal::ReduceLanes(p.kg);
+    k.ptx += mma_internal::ReduceEntry(problem.precision, lanes);
+    k.reduce_entry = "blocktune_gemm_mma_reduce";
+    k.reduce_grid = {static_cast<unsigned>(CeilDiv(
+                         g.m * g.n, mma_internal::kReduceThreads / lanes)),
+                     1, 1};
+    k.reduce_block = {static_cast<unsigned>(mma_internal::kReduceThreads), 1,
+                      1};
+    k.workspace_bytes = p.kg * g.m * g.n * 4;
+  }
+  return k;
+}
+
+}  // namespace blocktune

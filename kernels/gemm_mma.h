@@ -1,0 +1,192 @@
+// The tensor-core GEMM family `gemm.mma` (issue 17, first step): PTX text
+// for
+//   C = alpha * op(A) * op(B) + beta * C
+// with mma.sync on bf16, fp16 (m16n8k16, fp32 accumulate, output in the
+// input type) and tf32 (m16n8k8, fp32 in and out, inputs rounded to tf32
+// with cvt.rna as cuBLAS's TF32 mode does). Layouts as in gemm_ptx.h: A is
+// M x K row-major (T: stored K x M), B is K x N row-major (T: stored N x K).
+//
+// The algorithm, one program per BM x BN block of C (M_L x N_L of the
+// thesis), warps_m x warps_n warps, each warp a (BM/warps_m) x
+// (BN/warps_n) tile of m16n8 accumulators:
+//   1. operands go global -> shared with cp.async.cg 16-byte copies into a
+//      ring of `stages` buffers of BK (U) steps of K; copies past M, N or K
+//      are zero-filled through cp.async's src-size operand;
+//   2. each shared row of 16-byte chunks is XOR-swizzled (chunk ^ f(row))
+//      so that the 8 rows one ldmatrix phase reads fall in 8 different
+//      bank groups;
+//   3. fragments come from shared memory with ldmatrix (.trans where the
+//      operand is contiguous along M or N); tf32 operands contiguous along
+//      M or N are read with ld.shared.b32 (ldmatrix.trans moves 16-bit
+//      elements only);
+//   4. the epilogue applies alpha and beta in fp32 and writes the output
+//      type, predicated on M and N. With K_G > 1 the K range is split over
+//      K_G programs (grid y); their fp32 partial sums go to a workspace and
+//      a second entry adds them in a fixed order (deterministic) and
+//      applies alpha and beta.
+// Programs walk the tiles of C in a grouped raster order: group_m rows of
+// tiles at a time, column by column, so consecutive programs share panels
+// of A and B in L2.
+//
+// Alignment: 16-byte copies need every row of A and B to start 16 bytes
+// aligned, i.e. lda and ldb multiples of 8 elements (bf16, fp16) or 4
+// (tf32), and 16-byte aligned base addresses. The family has no narrower
+// copy path: CanImplementMma refuses other leading dimensions
+// (FAILED_PRECONDITION, rule "alignment") and LoadedMma::Launch refuses
+// unaligned addresses, so such a context is sent elsewhere rather than
+// computed wrongly. M, N and K themselves are free (any value >= 1).
+#ifndef BLOCKTUNE_KERNELS_GEMM_MMA_H_
+#define BLOCKTUNE_KERNELS_GEMM_MMA_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/context.h"
+#include "kernels/status.h"
+
+namespace blocktune {
+
+// Bumped whenever the emitted PTX can change.
+inline constexpr int kGemmMmaGeneratorVersion = 1;
+inline constexpr char kGemmMmaFamily[] = "gemm.mma";
+
+// The math and storage of one product. kBf16/kFp16: that type in and out,
+// fp32 accumulation. kTf32: fp32 in and out, tensor-core math on inputs
+// rounded to tf32 (round to nearest, ties away from zero).
+enum class MmaPrecision { kBf16, kFp16, kTf32 };
+std::string_view ToString(MmaPrecision p);
+StatusOr<MmaPrecision> MmaPrecisionFromString(std::string_view text);
+// Bytes per element of A, B and C.
+int ElementBytes(MmaPrecision p);
+// The context dtype that goes with a precision (tf32 is fp32 storage).
+DType StorageType(MmaPrecision p);
+
+// One problem: the context, the precision, and leading dimensions (0 means
+// tight: A N -> K, A T -> M, B N -> N, B T -> K, C -> N).
+struct MmaProblem {
+  GemmContext ctx;
+  MmaPrecision precision = MmaPrecision::kBf16;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+
+  int64_t Lda() const;
+  int64_t Ldb() const;
+  int64_t Ldc() const;
+};
+
+// The family's parameters. Domains (MmaParamDomains): bm 16..256, bn
+// 8..256, bk 16..128, warps 1..8 per axis (at most 16 warps), stages 2..5,
+// kg 1..4096, group_m 1..16, sk (split_reduce) 0..1. Thesis names: bm = M_L, bn
+// = N_L, bk = U, kg = K_G; the per-thread tile M_S x N_S is implied by the warp
+// tile.
+struct MmaParams {
+  int64_t bm = 128;
+  int64_t bn = 128;
+  int64_t bk = 32;
+  int64_t warps_m = 2;
+  int64_t warps_n = 4;
+  int64_t stages = 3;
+  int64_t kg = 1;
+  int64_t group_m = 8;
+  // How the K_G partial sums are added (K_G > 1): 0 = a second kernel
+  // (reduce_entry); 1 = inside the main kernel, by the last of a tile's
+  // K_G programs to finish (a per-tile arrival counter in the workspace).
+  // Both add in z order, so both are deterministic.
+  int64_t split_reduce = 0;
+
+  int64_t WarpTileM() const { return bm / warps_m; }
+  int64_t WarpTileN() const { return bn / warps_n; }
+  int64_t Threads() const { return 32 * warps_m * warps_n; }
+  auto Tie() const {
+    return std::tie(bm, bn, bk, warps_m, warps_n, stages, kg, group_m,
+                    split_reduce);
+  }
+  friend bool operator==(const MmaParams& a, const MmaParams& b) {
+    return a.Tie() == b.Tie();
+  }
+};
+
+// "bm=128 bn=128 bk=32 wm=2 wn=4 st=3 kg=1 gm=8 sk=0"
+std::string ToString(const MmaParams& p);
+// Parses ToString's format; missing keys keep their defaults.
+StatusOr<MmaParams> MmaParamsFromString(std::string_view text);
+
+struct MmaParamDomain {
+  const char* name;
+  std::vector<int64_t> values;
+};
+// Named integer parameters with their domains (for a later family
+// registry and for samplers).
+std::vector<MmaParamDomain> MmaParamDomains();
+
+// INVALID_ARGUMENT naming the parameter and its range; checks the warp
+// tiling (warp tile a multiple of 16 x 8).
+Status ValidateMmaParams(const MmaParams& p);
+
+// What a device offers; defaults are the H100's (227 KiB opt-in shared
+// memory per block; sm_80 offers 163 KiB).
+struct MmaLimits {
+  int max_threads_per_block = 1024;
+  int max_dynamic_shared_bytes = 227 * 1024;
+  int max_registers_per_thread = 255;
+  int registers_per_sm = 65536;
+};
+
+enum class MmaRule {
+  kNone,
+  kThreads,       // 32 * warps_m * warps_n <= threads per block
+  kSharedMemory,  // stages * (A stage + B stage) <= opt-in shared memory
+  kRegisters,     // estimate per thread <= 255, and per program <= per SM
+  kAlignment,     // lda, ldb multiples of 16 bytes (no narrow copy path)
+  kGrid,          // tiles <= 2^31 - 1, K_G <= 65535
+};
+const char* ToString(MmaRule rule);
+
+int64_t MmaSharedBytes(MmaPrecision precision, const MmaParams& p);
+// Accumulators, fragments, copy bookkeeping and addressing per thread;
+// calibrated with ptxas in gemm_mma_test.
+int64_t MmaRegisterEstimate(const MmaProblem& problem, const MmaParams& p);
+
+MmaRule FirstFailingMmaRule(const MmaProblem& problem, const MmaParams& p,
+                            const MmaLimits& limits);
+// OK if the kernel of `p` computes `problem` on a device with `limits`;
+// FAILED_PRECONDITION naming the rule and the numbers otherwise. `p` must
+// validate (ValidateMmaParams) and the context must validate.
+Status CanImplementMma(const MmaProblem& problem, const MmaParams& p,
+                       const MmaLimits& limits = {});
+
+struct MmaKernel {
+  std::string ptx;
+  std::string entry = "blocktune_gemm_mma";
+  // Present when K_G > 1: adds the partial sums and applies alpha, beta.
+  std::string reduce_entry;
+  std::array<unsigned, 3> grid{};
+  std::array<unsigned, 3> block{};
+  unsigned shared_bytes = 0;  // dynamic; above 48 KiB needs the opt-in
+  std::array<unsigned, 3> reduce_grid{};
+  std::array<unsigned, 3> reduce_block{};
+  // K_G * M * N floats when K_G > 1; with split_reduce 1 also one 32-bit
+  // arrival counter per tile after them, which must be zero before the
+  // first launch (every launch leaves them zero again).
+  int64_t workspace_bytes = 0;
+  int64_t counter_offset = 0;  // bytes from the workspace to the counters
+  int64_t align_elements = 8;  // lda, ldb must be multiples of this
+  int element_bytes = 2;
+};
+
+// Parameters of `entry`, as GenerateGemm's (gemm_ptx.h):
+//   .u64 A, B, C, W (workspace; 0 when K_G == 1),
+//   .u32 M, N, K, lda, ldb, ldc, .f32 alpha, beta.
+// `reduce_entry`: .u64 W, C, .u32 M, N, ldc, K_G, .f32 alpha, beta.
+// The launch geometry is for the M, N, K of the problem; the PTX itself is
+// correct for any M, N, K and aligned leading dimensions. `arch` "sm_80" or
+// later.
+StatusOr<MmaKernel> GenerateGemmMma(const MmaProblem& problem,
+                                    const MmaParams& p,
+                                    const std::string& arch = "sm_90");
+
+}  // namespace blocktune
+
+#endif  // BLOCKTUNE_KERNELS_GEMM_MMA_H_

@@ -1,0 +1,349 @@
+// gemm.mma on the GPU (ctest label gpu) against a float64 reference
+// computed from the same rounded inputs: random shapes from 1x1x1 through
+// ragged and odd sizes, all four layouts, every precision, K_G > 1, beta
+// zero and not, leading dimensions past the minimum. C (and the split-K
+// workspace) is poisoned with NaN where beta == 0, so an element the kernel
+// never wrote fails.
+//
+// Tolerance (DESIGN.md "Verification per precision"), per element:
+//   |C - C_ref| <= c * u * |alpha| * sum_k |a_ik||b_kj|
+//                  + u_out * |C_ref| + 2^-22 * |beta * C_old| + a_out
+// where a_out is half the output type's subnormal spacing (fp16 2^-25:
+// tiny results round absolutely, seen at K = 1 on the H100)
+// with c = 1, u the unit roundoff of the math type (bf16 2^-8, fp16 2^-11,
+// tf32 2^-11) and u_out that of the output type (bf16 2^-8, fp16 2^-11,
+// fp32 2^-24). The test also prints the largest error relative to the
+// fp32-accumulation scale K * 2^-24 * sum |a||b|, which shows how far under
+// the bound an honest kernel stays (a lost K term would be ~1/K of the sum).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/cuda_driver.h"
+#include "kernels/gemm_mma_launch.h"
+
+namespace blocktune {
+namespace {
+
+using cuda::DeviceBuffer;
+
+uint32_t Bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+float FromBits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+uint16_t ToBf16(float f) {  // round to nearest even (finite inputs)
+  uint32_t u = Bits(f);
+  u += 0x7fff + ((u >> 16) & 1);
+  return static_cast<uint16_t>(u >> 16);
+}
+float Bf16ToFloat(uint16_t h) { return FromBits(uint32_t{h} << 16); }
+uint16_t ToFp16(float f) {  // the compiler's conversion: nearest even
+  const _Float16 h = static_cast<_Float16>(f);
+  uint16_t u;
+  std::memcpy(&u, &h, 2);
+  return u;
+}
+float Fp16ToFloat(uint16_t u) {
+  _Float16 h;
+  std::memcpy(&h, &u, 2);
+  return static_cast<float>(h);
+}
+float RoundTf32(float f) {  // cvt.rna.tf32.f32: nearest, ties away
+  uint32_t u = Bits(f);
+  u = (u + 0x1000) & 0xffffe000u;
+  return FromBits(u);
+}
+
+// Host storage of one matrix in the precision's type, and its values as
+// floats (already rounded).
+struct HostMatrix {
+  std::vector<uint16_t> h;    // bf16 / fp16 bits
+  std::vector<float> f;       // tf32 storage (fp32), unrounded
+  std::vector<double> value;  // what the kernel multiplies
+};
+
+HostMatrix Random(MmaPrecision prec, size_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> uni(-1.f, 1.f);
+  HostMatrix m;
+  m.value.resize(n);
+  if (prec == MmaPrecision::kTf32) {
+    m.f.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      m.f[i] = uni(rng);
+      m.value[i] = RoundTf32(m.f[i]);
+    }
+  } else {
+    m.h.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      const float x = uni(rng);
+      m.h[i] = prec == MmaPrecision::kBf16 ? ToBf16(x) : ToFp16(x);
+      m.value[i] = prec == MmaPrecision::kBf16 ? Bf16ToFloat(m.h[i])
+                                               : Fp16ToFloat(m.h[i]);
+    }
+  }
+  return m;
+}
+
+const void* Data(const HostMatrix& m) {
+  return m.h.empty() ? static_cast<const void*>(m.f.data())
+                     : static_cast<const void*>(m.h.data());
+}
+
+double OutputValue(MmaPrecision prec, const std::vector<uint8_t>& bytes,
+                   size_t i) {
+  if (prec == MmaPrecision::kTf32) {
+    float f;
+    std::memcpy(&f, bytes.data() + 4 * i, 4);
+    return f;
+  }
+  uint16_t u;
+  std::memcpy(&u, bytes.data() + 2 * i, 2);
+  return prec == MmaPrecision::kBf16 ? Bf16ToFloat(u) : Fp16ToFloat(u);
+}
+
+struct Outcome {
+  double worst_bound_ratio = 0;  // max err / bound
+  double worst_acc_ratio = 0;    // max err / (K 2^-24 sum|a||b|)
+};
+
+struct Case {
+  MmaProblem problem;
+  MmaParams params;
+  float alpha = 1, beta = 0;
+};
+
+StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
+  const GemmContext& g = c.problem.ctx;
+  const MmaPrecision prec = c.problem.precision;
+  const int es = ElementBytes(prec);
+  const bool a_t = g.layout_a == Layout::kT, b_t = g.layout_b == Layout::kT;
+  const int64_t lda = c.problem.Lda(), ldb = c.problem.Ldb(),
+                ldc = c.problem.Ldc();
+  const int64_t a_rows = a_t ? g.k : g.m, b_rows = b_t ? g.n : g.k;
+  HostMatrix a = Random(prec, a_rows * lda, rng);
+  HostMatrix b = Random(prec, b_rows * ldb, rng);
+  HostMatrix cm = Random(prec, g.m * ldc, rng);
+  // The old C the kernel reads is stored in the output type.
+  std::vector<double> c_old(cm.value);
+  if (prec == MmaPrecision::kTf32)
+    for (size_t i = 0; i < c_old.size(); ++i) c_old[i] = cm.f[i];
+
+  BT_ASSIGN_OR_RETURN(auto mma, LoadedMma::Create(c.problem, c.params));
+  const int64_t ws = mma->kernel().workspace_bytes;
+  BT_ASSIGN_OR_RETURN(DeviceBuffer da,
+                      DeviceBuffer::Allocate(a.value.size() * es));
+  BT_ASSIGN_OR_RETURN(DeviceBuffer db,
+                      DeviceBuffer::Allocate(b.value.size() * es));
+  BT_ASSIGN_OR_RETURN(DeviceBuffer dc,
+                      DeviceBuffer::Allocate(cm.value.size() * es + 4));
+  BT_ASSIGN_OR_RETURN(DeviceBuffer dw,
+                      DeviceBuffer::Allocate(std::max<int64_t>(ws, 4)));
+  BT_RETURN_IF_ERROR(da.CopyFromHost(Data(a), a.value.size() * es));
+  BT_RETURN_IF_ERROR(db.CopyFromHost(Data(b), b.value.size() * es));
+  if (c.beta == 0) {
+    BT_RETURN_IF_ERROR(
+        dc.Fill32(0x7fc07fc0));  // NaN in bf16, fp16 (7fc0) and fp32
+  } else {
+    BT_RETURN_IF_ERROR(dc.CopyFromHost(Data(cm), cm.value.size() * es));
+  }
+  // Partial sums poisoned, arrival counters (split_reduce 1) zero.
+  BT_RETURN_IF_ERROR(dw.Fill32(0));
+  const int64_t partial_words = mma->kernel().counter_offset > 0
+                                    ? mma->kernel().counter_offset / 4
+                                    : ws / 4;
+  if (partial_words > 0)
+    BT_RETURN_IF_ERROR(dw.Fill32Async(0x7fc00000, partial_words));
+  MmaOperands ops;
+  ops.a = da.address();
+  ops.b = db.address();
+  ops.c = dc.address();
+  ops.workspace = ws > 0 ? dw.address() : 0;
+  ops.alpha = c.alpha;
+  ops.beta = c.beta;
+  BT_RETURN_IF_ERROR(mma->Launch(ops));
+  if (c.params.kg > 1 && c.params.split_reduce == 1) {
+    // Launch again on the same workspace: the counters must be zero again.
+    if (c.beta == 0)
+      BT_RETURN_IF_ERROR(dc.Fill32(0x7fc07fc0));
+    else
+      BT_RETURN_IF_ERROR(dc.CopyFromHost(Data(cm), cm.value.size() * es));
+    BT_RETURN_IF_ERROR(mma->Launch(ops));
+  }
+  std::vector<uint8_t> out(cm.value.size() * es);
+  BT_RETURN_IF_ERROR(dc.CopyToHost(out.data(), out.size()));
+
+  const double u =
+      prec == MmaPrecision::kBf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+  const double u_out = prec == MmaPrecision::kBf16   ? std::ldexp(1.0, -8)
+                       : prec == MmaPrecision::kFp16 ? std::ldexp(1.0, -11)
+                                                     : std::ldexp(1.0, -24);
+  // Below the smallest normal number the output's rounding error is
+  // absolute: half the subnormal spacing (fp16 2^-25).
+  const double abs_out = prec == MmaPrecision::kFp16   ? std::ldexp(1.0, -25)
+                         : prec == MmaPrecision::kBf16 ? std::ldexp(1.0, -134)
+                                                       : std::ldexp(1.0, -149);
+  const double c_const = 1.0;
+  Outcome o;
+  for (int64_t i = 0; i < g.m; ++i) {
+    for (int64_t j = 0; j < g.n; ++j) {
+      double sum = 0, abs_sum = 0;
+      for (int64_t l = 0; l < g.k; ++l) {
+        const double av = a_t ? a.value[l * lda + i] : a.value[i * lda + l];
+        const double bv = b_t ? b.value[j * ldb + l] : b.value[l * ldb + j];
+        sum += av * bv;
+        abs_sum += std::fabs(av * bv);
+      }
+      const double old = c_old[i * ldc + j];
+      const double ref = c.alpha * sum + (c.beta == 0 ? 0.0 : c.beta * old);
+      const double got = OutputValue(prec, out, i * ldc + j);
+      const std::string where =
+          "C[" + std::to_string(i) + "][" + std::to_string(j) +
+          "] = " + std::to_string(got) + ", reference " + std::to_string(ref);
+      if (!std::isfinite(got)) return Internal(where + " (not written?)");
+      const double err = std::fabs(got - ref);
+      const double bound =
+          c_const * u * std::fabs(c.alpha) * abs_sum + u_out * std::fabs(ref) +
+          std::ldexp(1.0, -22) * std::fabs(c.beta * old) + abs_out;
+      if (err > bound) {
+        return Internal(where + ": error " + std::to_string(err) +
+                        " exceeds the bound " + std::to_string(bound));
+      }
+      o.worst_bound_ratio = std::max(o.worst_bound_ratio, err / bound);
+      const double acc_scale =
+          g.k * std::ldexp(1.0, -24) * std::fabs(c.alpha) * abs_sum +
+          u_out * std::fabs(ref) + abs_out;
+      o.worst_acc_ratio = std::max(o.worst_acc_ratio, err / acc_scale);
+    }
+  }
+  return o;
+}
+
+class GemmMmaGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto driver = cuda::Driver::Get();
+    if (!driver.ok()) GTEST_SKIP() << driver.status().message();
+    auto ctx = cuda::Context::Open(0);
+    ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+    ctx_ = std::move(*ctx);
+  }
+  std::unique_ptr<cuda::Context> ctx_;
+};
+
+MmaParams RandomParams(std::mt19937& rng) {
+  auto pick = [&](std::initializer_list<int64_t> v) {
+    return *(v.begin() + rng() % v.size());
+  };
+  MmaParams p;
+  p.bm = pick({16, 32, 64, 128, 256});
+  p.bn = pick({8, 16, 32, 64, 128, 256});
+  p.bk = pick({16, 32, 64});
+  p.warps_m = pick({1, 2, 4});
+  p.warps_n = pick({1, 2, 4});
+  p.stages = pick({2, 3, 4, 5});
+  p.kg = pick({1, 1, 1, 2, 3, 8});
+  p.group_m = pick({1, 2, 8});
+  p.split_reduce = pick({0, 1});
+  return p;
+}
+
+void RunPrecision(MmaPrecision prec, uint32_t seed, int cases) {
+  std::mt19937 rng(seed);
+  const int64_t align = 16 / ElementBytes(prec);
+  auto round_up = [&](int64_t v) { return (v + align - 1) / align * align; };
+  const int64_t dims[] = {1,  2,   7,   8,   15,  16,  17,  31, 33,
+                          64, 100, 127, 129, 200, 255, 257, 300};
+  const int64_t kdims[] = {1, 3, 8, 9, 16, 17, 40, 63, 64, 65, 130, 515, 1000};
+  Outcome worst;
+  int ran = 0;
+  for (int n = 0; ran < cases && n < 50 * cases; ++n) {
+    Case c;
+    GemmContext& g = c.problem.ctx;
+    g.m = dims[rng() % std::size(dims)];
+    g.n = dims[rng() % std::size(dims)];
+    g.k = kdims[rng() % std::size(kdims)];
+    if (ran == 0) g.m = g.n = g.k = 1;
+    g.layout_a = (ran / 2) % 2 ? Layout::kT : Layout::kN;
+    g.layout_b = ran % 2 ? Layout::kT : Layout::kN;
+    g.dtype = StorageType(prec);
+    c.problem.precision = prec;
+    const bool a_t = g.layout_a == Layout::kT, b_t = g.layout_b == Layout::kT;
+    // Aligned leading dimensions, sometimes past the minimum.
+    const int64_t extra = rng() % 3 == 0 ? align : 0;
+    c.problem.lda = round_up(a_t ? g.m : g.k) + extra;
+    c.problem.ldb = round_up(b_t ? g.k : g.n) + extra;
+    c.problem.ldc = g.n + (rng() % 2 ? 3 : 0);
+    c.params = RandomParams(rng);
+    if (!ValidateMmaParams(c.params).ok() ||
+        !CanImplementMma(c.problem, c.params).ok())
+      continue;
+    c.alpha = rng() % 2 ? 1.0f : -0.75f;
+    c.beta = rng() % 2 ? 0.0f : 0.5f;
+    auto o = RunCase(c, rng);
+    ASSERT_TRUE(o.ok()) << ToString(prec) << " " << ToString(Context(g))
+                        << " ld " << c.problem.Lda() << "/" << c.problem.Ldb()
+                        << "/" << c.problem.Ldc() << " " << ToString(c.params)
+                        << " alpha " << c.alpha << " beta " << c.beta << ": "
+                        << o.status().ToString();
+    worst.worst_bound_ratio =
+        std::max(worst.worst_bound_ratio, o->worst_bound_ratio);
+    worst.worst_acc_ratio = std::max(worst.worst_acc_ratio, o->worst_acc_ratio);
+    ++ran;
+  }
+  EXPECT_EQ(ran, cases);
+  std::printf(
+      "%s: %d cases pass; max err/bound %.3g (c = 1), max err / "
+      "(K 2^-24 sum|a||b| + u_out|ref|) %.3g\n",
+      std::string(ToString(prec)).c_str(), ran, worst.worst_bound_ratio,
+      worst.worst_acc_ratio);
+}
+
+TEST_F(GemmMmaGpuTest, Bf16RandomShapesMatchFloat64) {
+  RunPrecision(MmaPrecision::kBf16, 17, 60);
+}
+TEST_F(GemmMmaGpuTest, Fp16RandomShapesMatchFloat64) {
+  RunPrecision(MmaPrecision::kFp16, 18, 60);
+}
+TEST_F(GemmMmaGpuTest, Tf32RandomShapesMatchFloat64) {
+  RunPrecision(MmaPrecision::kTf32, 19, 60);
+}
+
+// Larger shapes through the main loop many times, one per layout.
+TEST_F(GemmMmaGpuTest, LargerShapesEveryLayout) {
+  std::mt19937 rng(5);
+  for (MmaPrecision prec : {MmaPrecision::kBf16, MmaPrecision::kTf32}) {
+    for (int l = 0; l < 4; ++l) {
+      Case c;
+      GemmContext& g = c.problem.ctx;
+      g.m = 304;
+      g.n = 264;
+      g.k = 1032;
+      g.layout_a = l / 2 ? Layout::kT : Layout::kN;
+      g.layout_b = l % 2 ? Layout::kT : Layout::kN;
+      g.dtype = StorageType(prec);
+      c.problem.precision = prec;
+      c.params = *MmaParamsFromString(
+          l % 2 ? "bm=128 bn=64 bk=32 wm=2 wn=2 st=4 kg=1 gm=4"
+                : "bm=64 bn=128 bk=64 wm=2 wn=2 st=3 kg=2 gm=2");
+      if (prec == MmaPrecision::kTf32) c.params.bk = 32;
+      c.beta = 0.25f;
+      c.params.split_reduce = l / 2;
+      auto o = RunCase(c, rng);
+      ASSERT_TRUE(o.ok()) << ToString(prec) << " " << ToString(Context(g))
+                          << " " << ToString(c.params) << ": "
+                          << o.status().ToString();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace blocktune

@@ -1,0 +1,118 @@
+// Internal to the gemm.mma family (kernels/gemm_mma.h is its contract):
+// the derived sizes of one kernel and the PTX emitters that gemm_mma.cc's
+// GenerateGemmMma and rules share.
+#ifndef BLOCKTUNE_KERNELS_GEMM_MMA_PTX_H_
+#define BLOCKTUNE_KERNELS_GEMM_MMA_PTX_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "kernels/gemm_mma.h"
+
+namespace blocktune::mma_internal {
+
+inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline std::string N(int64_t v) { return std::to_string(v); }
+inline int Log2(int64_t v) {
+  int l = 0;
+  while ((int64_t{1} << l) < v) ++l;
+  return l;
+}
+inline bool IsPow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+// The derived sizes of one (problem, parameters) pair, named as in the PTX
+// comments. An operand's shared tile is stored in its global orientation:
+// rows of 16-byte chunks along the operand's contiguous dimension, so that
+// every cp.async moves 16 contiguous bytes. "kc" operands are contiguous
+// along K (A N, B T): rows are M (N) indices. The others (A T, B N) are
+// contiguous along M (N): rows are K indices.
+struct Tiling {
+  MmaPrecision prec;
+  int64_t esize, v, ks;  // bytes per element, elements per chunk, K per mma
+  bool a_kc, b_kc;
+  int64_t bm, bn, bk, wm, wn, mt, nt, warps_m, warps_n, threads, stages, kg,
+      group_m, sk;
+  int64_t a_rows, a_chunks, a_rb, b_rows, b_chunks, b_rb;
+  int64_t a_stage, b_stage, stage;
+  int64_t a_copies, b_copies, ksteps;
+
+  Tiling(MmaPrecision precision, bool a_t, bool b_t, const MmaParams& p)
+      : prec(precision),
+        esize(ElementBytes(precision)),
+        v(16 / ElementBytes(precision)),
+        ks(precision == MmaPrecision::kTf32 ? 8 : 16),
+        a_kc(!a_t),
+        b_kc(b_t),
+        bm(p.bm),
+        bn(p.bn),
+        bk(p.bk),
+        wm(p.WarpTileM()),
+        wn(p.WarpTileN()),
+        mt(p.WarpTileM() / 16),
+        nt(p.WarpTileN() / 8),
+        warps_m(p.warps_m),
+        warps_n(p.warps_n),
+        threads(p.Threads()),
+        stages(p.stages),
+        kg(p.kg),
+        group_m(p.group_m),
+        sk(p.kg > 1 ? p.split_reduce : 0) {
+    a_rows = a_kc ? bm : bk;
+    a_chunks = (a_kc ? bk : bm) / v;
+    b_rows = b_kc ? bn : bk;
+    b_chunks = (b_kc ? bk : bn) / v;
+    a_rb = a_chunks * 16;
+    b_rb = b_chunks * 16;
+    a_stage = a_rows * a_rb;
+    b_stage = b_rows * b_rb;
+    stage = a_stage + b_stage;
+    a_copies = CeilDiv(a_rows * a_chunks, threads);
+    b_copies = CeilDiv(b_rows * b_chunks, threads);
+    ksteps = bk / ks;
+  }
+  // The XOR swizzle of a row with `chunks` 16-byte chunks: physical chunk =
+  // chunk ^ f(row), f(row) = (row / div) % mod. Rows of 128 bytes or more
+  // take f = row % 8; narrower rows share a 128-byte line with the rows
+  // beside them, and f walks the chunks of the line once per 8 rows. The
+  // 8 rows an ldmatrix phase reads (one chunk each) land in 8 different
+  // 16-byte bank groups.
+  static int64_t SwizzleDiv(int64_t chunks) {
+    return chunks >= 8 ? 1 : 8 / chunks;
+  }
+  static int64_t SwizzleMod(int64_t chunks) {
+    return std::min<int64_t>(chunks, 8);
+  }
+  // Regular copies: the thread count is a multiple of the chunks per row,
+  // so all copies of a thread share one chunk column and lie rstep =
+  // threads/chunks rows apart: one pointer, offset and bound per operand
+  // instead of per copy. Shared offsets are immediates when rstep is a
+  // multiple of the swizzle's 8-row period.
+  bool RegularA() const { return threads % a_chunks == 0; }
+  bool RegularB() const { return threads % b_chunks == 0; }
+  int64_t NGroups() const { return CeilDiv(nt, 2); }  // n16 pairs + a single
+  bool ScalarA() const { return prec == MmaPrecision::kTf32 && !a_kc; }
+  bool ScalarB() const { return prec == MmaPrecision::kTf32 && !b_kc; }
+  int64_t FragAddrA() const {
+    if (a_kc) return ksteps;
+    return ScalarA() ? 4 * mt : mt;
+  }
+  int64_t FragAddrB() const {
+    if (b_kc) return ksteps;
+    return ScalarB() ? 2 * nt : NGroups();
+  }
+};
+
+// Threads per program of the K_G reduction entry.
+inline constexpr int64_t kReduceThreads = 256;
+// Lanes per output of the K_G reduction entry.
+int64_t ReduceLanes(int64_t kg);
+// The main entry "blocktune_gemm_mma" for `prob` with tiling `t`.
+std::string MainEntry(const MmaProblem& prob, const Tiling& t,
+                      const std::string& arch);
+// The K_G reduction entry "blocktune_gemm_mma_reduce".
+std::string ReduceEntry(MmaPrecision prec, int64_t lanes);
+
+}  // namespace blocktune::mma_internal
+
+#endif  // BLOCKTUNE_KERNELS_GEMM_MMA_PTX_H_
