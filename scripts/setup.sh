@@ -16,10 +16,10 @@ packages=(
   # Exported headers are checked to compile warning-free with both g++ and
   # clang++.
   clang
-  # libFuzzer and the sanitizers' runtimes for clang (scripts/fuzz.sh).
-  libclang-rt-14-dev
   # The evaluation's plots and tables (bench/eval/report.py).
   python3 python3-matplotlib
+  # libFuzzer and the sanitizers' runtimes for clang (scripts/fuzz.sh).
+  libclang-rt-14-dev
 )
 
 missing=()
