@@ -19,8 +19,6 @@
 
 namespace blocktune {
 
-namespace v1 = ::blocktune::v1;
-
 StatusOr<Op> FromProto(v1::Op op, std::string_view field);
 StatusOr<DType> FromProto(v1::DType dtype, std::string_view field);
 StatusOr<Layout> FromProto(v1::Layout layout, std::string_view field);

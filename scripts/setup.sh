@@ -20,6 +20,8 @@ packages=(
   openssl
   # The evaluation's plots and tables (bench/eval/report.py).
   python3 python3-matplotlib
+  # libFuzzer and the sanitizers' runtimes for clang (scripts/fuzz.sh).
+  libclang-rt-14-dev
 )
 
 missing=()

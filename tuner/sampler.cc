@@ -24,6 +24,16 @@ constexpr const char* kBlockNames[kBlockParameters] = {"ml", "nl", "ms",
 constexpr const char* kGemmContextNames[] = {"m", "n", "k", "layout"};
 constexpr const char* kConvContextNames[] = {"n",  "hw",     "c",       "k",
                                              "rs", "stride", "dilation"};
+// The largest value of each parameter above: what a block shape or a
+// context can hold at all (Validate), so the rules' products of a draw's
+// values stay far from int64 overflow.
+constexpr int64_t kBlockMax[kBlockParameters] = {
+    kMaxProgramTile, kMaxProgramTile,   kMaxProgramTile,
+    kMaxProgramTile, kMaxReductionStep, kMaxReductionSplit};
+constexpr int64_t kGemmContextMax[] = {kMaxDim, kMaxDim, kMaxDim, 3};
+constexpr int64_t kConvContextMax[] = {kMaxDim,    kMaxDim,    kMaxDim,
+                                       kMaxDim,    kMaxWindow, kMaxWindow,
+                                       kMaxWindow};
 constexpr int64_t kMaxValue = int64_t{1} << 40;
 
 bool IsPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
@@ -53,8 +63,8 @@ StatusOr<std::vector<int64_t>> Expand(const tuner::Parameter& p,
 
 // Finds the parameters `names` in `params`, in that order.
 Status Collect(const google::protobuf::RepeatedPtrField<tuner::Parameter>& params,
-               const std::string& field, const char* const* names, int count,
-               Domain* out) {
+               const std::string& field, const char* const* names,
+               const int64_t* max_values, int count, Domain* out) {
   if (params.size() != count) {
     std::string want;
     for (int i = 0; i < count; ++i) want += std::string(i ? ", " : "") + names[i];
@@ -70,16 +80,54 @@ Status Collect(const google::protobuf::RepeatedPtrField<tuner::Parameter>& param
     }
     const std::string f = field + "[" + std::to_string(found) + "]";
     BT_ASSIGN_OR_RETURN(auto values, Expand(params[found], f));
-    const bool layout = std::string(names[i]) == "layout";
+    const int64_t lo = std::string(names[i]) == "layout" ? 0 : 1;
     for (int64_t v : values) {
-      if (layout ? (v < 0 || v > 3) : (v < 1 || v > kMaxDim)) {
+      if (v < lo || v > max_values[i]) {
         return InvalidArgument(f + " ('" + names[i] + "') values must be in [" +
-                               (layout ? "0, 3" : "1, " + std::to_string(kMaxDim)) +
-                               "], got " + std::to_string(v));
+                               std::to_string(lo) + ", " +
+                               std::to_string(max_values[i]) + "], got " +
+                               std::to_string(v));
       }
     }
     out->names.push_back(names[i]);
     out->values.push_back(std::move(values));
+  }
+  return OkStatus();
+}
+
+// The rules compute sizes of every draw (the implicit GEMM, FLOPs, bytes)
+// before any of them could reject it, so the largest draw's tensors must
+// be within Validate's bound; smaller draws then are too. A convolution's
+// output P x Q is at most H x W.
+Status CheckLargestDraw(const Domain& d) {
+  auto largest = [&](int p) { return d.values[p].back(); };
+  struct Tensor {
+    const char* what;
+    std::array<int64_t, 4> dims;
+  };
+  std::vector<Tensor> tensors;
+  if (d.op == Op::kGemm) {
+    const int64_t m = largest(6), n = largest(7), k = largest(8);
+    tensors = {{"A (m*k)", {m, k, 1, 1}},
+               {"B (k*n)", {k, n, 1, 1}},
+               {"C (m*n)", {m, n, 1, 1}}};
+  } else {
+    const int64_t n = largest(6), hw = largest(7), c = largest(8),
+                  k = largest(9), rs = largest(10);
+    tensors = {{"the input (n*hw*hw*c)", {n, hw, hw, c}},
+               {"the filter (k*rs*rs*c)", {k, rs, rs, c}},
+               {"the output (n*hw*hw*k)", {n, hw, hw, k}}};
+  }
+  for (const Tensor& t : tensors) {
+    int64_t elements = 1;
+    for (int64_t dim : t.dims) {
+      auto product =
+          CheckedProduct(std::string("domain.context: elements of ") + t.what +
+                             " at the largest values",
+                         elements, dim, kMaxTensorElements);
+      if (!product.ok()) return product.status();
+      elements = *product;
+    }
   }
   return OkStatus();
 }
@@ -97,14 +145,15 @@ StatusOr<Domain> CompileDomain(const tuner::SamplingDomain& proto) {
                            proto.op() + "'");
   }
   BT_RETURN_IF_ERROR(Collect(proto.block_shape(), "domain.block_shape",
-                             kBlockNames, kBlockParameters, &d));
+                             kBlockNames, kBlockMax, kBlockParameters, &d));
   if (d.op == Op::kGemm) {
     BT_RETURN_IF_ERROR(Collect(proto.context(), "domain.context",
-                               kGemmContextNames, 4, &d));
+                               kGemmContextNames, kGemmContextMax, 4, &d));
   } else {
     BT_RETURN_IF_ERROR(Collect(proto.context(), "domain.context",
-                               kConvContextNames, 7, &d));
+                               kConvContextNames, kConvContextMax, 7, &d));
   }
+  BT_RETURN_IF_ERROR(CheckLargestDraw(d));
   for (int i = 0; i < proto.named_contexts_size(); ++i) {
     const std::string field = "domain.named_contexts[" + std::to_string(i) + "]";
     auto ctx = ContextFromString(proto.named_contexts(i));

@@ -176,6 +176,33 @@ TEST(DomainTest, DefaultsCompileAndErrorsNameTheField) {
   EXPECT_THAT(bad.status().message(), HasSubstr("domain.op must be gemm or conv"));
 }
 
+// Found by fuzz/domain_fuzz: values no context or block shape can hold
+// made the rules overflow int64 (the implicit GEMM n*P*Q of a draw with
+// hw = 2^31-1) before any rule could reject the draw.
+TEST(DomainTest, ValuesBeyondWhatADrawCanHoldAreRefused) {
+  const std::string block = R"(
+    block_shape { name: "ml" values: 16 } block_shape { name: "nl" values: 16 }
+    block_shape { name: "ms" values: 1 } block_shape { name: "ns" values: 1 }
+    block_shape { name: "u" values: 4 } )";
+  const std::string conv = R"(op: "conv"
+    context { name: "n" values: 1 } context { name: "c" values: 16 }
+    context { name: "k" values: 16 } context { name: "rs" values: 3 }
+    context { name: "stride" values: 1 } context { name: "dilation" values: 1 })";
+  auto bad = ParseDomain(conv + block + R"(block_shape { name: "kg" values: 1 }
+    context { name: "hw" values: [7, 2147483647] })");
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("domain.context: elements of the input (n*hw*hw*c) at "
+                        "the largest values must be at most 1099511627776"));
+  bad = ParseDomain(conv + block + R"(block_shape { name: "kg" values: 70000 }
+    context { name: "hw" values: 7 })");
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("domain.block_shape[5] ('kg') values must be in "
+                        "[1, 65535], got 70000"));
+  auto fine = ParseDomain(conv + block + R"(block_shape { name: "kg" values: 1 }
+    context { name: "hw" values: [7, 4096] })");
+  EXPECT_TRUE(fine.ok()) << fine.status().ToString();
+}
+
 TEST(DomainTest, ConvDrawsUseSamePadding) {
   auto conv = DefaultDomain(Op::kConv);
   ASSERT_TRUE(conv.ok());

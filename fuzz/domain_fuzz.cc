@@ -1,0 +1,42 @@
+// Fuzzes the sampling-domain loader: protobuf text format
+// (tuner/domains/*.textproto, or `blocktune sample --domain FILE`) ->
+// ParseDomain -> CompileDomain, then a short sampling run on the domain,
+// as `blocktune sample` does: every draw it proposes goes through
+// Materialize and the rejection rules, whatever values the file allowed.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "tuner/device_profile.h"
+#include "tuner/sampler.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace blocktune;
+  if (size > (1 << 16)) return 0;
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  auto domain = ParseDomain(text);
+  if (!domain.ok()) return 0;
+  if (domain->values.size() > kMaxParameters) std::abort();
+  for (const auto& values : domain->values) {
+    if (values.empty()) std::abort();
+  }
+
+  // The input picks the profile and the sampler, so both vary.
+  const auto& profiles = BuiltinProfiles();
+  const DeviceProfile& profile = profiles[size % profiles.size()];
+  SamplingOptions options;
+  options.sampler = size % 2 ? "bayes" : "uniform";
+  options.count = 16;
+  options.warmup_accepted = 16;
+  options.max_draws = 256;
+  options.seed = size;
+  std::vector<Candidate> accepted;
+  auto report = RunSampling(*domain, profile, RuleSet::ForSampling(profile),
+                            options, &accepted);
+  if (!report.ok()) std::abort();
+  auto hardware = RunSampling(*domain, profile, RuleSet::HardwareOnly(profile),
+                              options, nullptr);
+  if (!hardware.ok()) std::abort();
+  return 0;
+}
