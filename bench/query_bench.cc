@@ -262,6 +262,8 @@ int main(int argc, char** argv) {
   app.add_option("--fake-worker", fake_worker, "their behaviour (tuner/worker.h)");
   app.add_option("--channels", channels, "client channels (connections); "
                  "thread t uses channel t % channels");
+  app.add_option("--listen", listen, "the daemon's address: 127.0.0.1:0 (TCP "
+                 "loopback, a free port) or unix:PATH");
   app.add_option("--score-device", score_device);
   CLI11_PARSE(app, argc, argv);
   if (cold < 1 || channels < 1 || fake_gpus < 1) {
@@ -335,7 +337,7 @@ int main(int argc, char** argv) {
 
   std::printf("# query_bench, %s; %s\n", UtcNow().c_str(), Machine().c_str());
   std::printf("# command: %s\n", command.c_str());
-  std::printf("# blocktuned on %s (TCP loopback), scoring on %s; %d fake GPU(s) "
+  std::printf("# blocktuned on %s, scoring on %s; %d fake GPU(s) "
               "(%s); %d client channel(s); load average at start %s\n",
               d.address().c_str(), score_device.c_str(), fake_gpus,
               fake_worker.c_str(), channels, load_before.c_str());
