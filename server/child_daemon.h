@@ -26,9 +26,9 @@ class ChildDaemon {
   bool ok() const { return listening_; }
   // The address from the "listening on ..." line (the bound port for :0).
   const std::string& address() const { return address_; }
-  std::string Log() const;
-  // The process id while it runs; -1 once it has exited.
+  // The process id while it runs (for /proc/PID/status), else -1.
   pid_t pid() const { return pid_; }
+  std::string Log() const;
 
   // Sends `signal` and waits; returns the exit code, or 128 + signal.
   int Stop(int signal);

@@ -313,7 +313,13 @@ class SqliteStore final : public TuningStore {
       txn.commit();
       return OkStatus();
     });
-    tuned_cache_.Invalidate();  // after the write, even a failed one
+    // FindTuned reads the tuned rows and the devices they name, and a device
+    // row never changes once written. A batch without tuned answers or
+    // models (a campaign commits its samples every 250 ms) leaves every kept
+    // answer right, so cached queries stay cached while a campaign runs.
+    if (!batch.tuned.empty() || !batch.models.empty()) {
+      tuned_cache_.Invalidate();  // after the write, even a failed one
+    }
     if (!status.ok()) return status;
     return result;
   }

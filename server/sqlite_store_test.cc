@@ -103,6 +103,40 @@ TEST(SqliteStoreTest, ReportsAFileThatIsNotADatabase) {
 // A writer process is killed with SIGKILL in the middle of committing
 // batches, three times over. The file must pass integrity_check and hold
 // only whole batches.
+// FindTuned's answers are kept in memory until a commit writes tuned
+// answers or models; commits of samples and campaign state (a running
+// campaign's, every 250 ms) keep them. A row changed behind the store's back
+// shows which: only a kept answer still has the old value.
+TEST(SqliteStoreTest, OnlyCommitsOfAnswersOrModelsRenewFindTuned) {
+  TempDir dir;
+  const std::string db = dir.path() + "/c.db";
+  auto store = OpenSqliteStore(db);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  const Context ctx = TestGemm(1024, 1024, 1024);
+  WriteBatch answers;
+  answers.tuned.push_back(TestTuned(ctx, TestShape(64, 64), 1e-3));
+  ASSERT_TRUE((*store)->Commit(answers).ok());
+  auto measured = [&]() {
+    auto found = (*store)->FindTuned(ctx, "", 1);
+    EXPECT_TRUE(found.ok() && found->size() == 1);
+    return found.ok() && !found->empty() ? found->front().measured_s : -1.0;
+  };
+  EXPECT_EQ(measured(), 1e-3);
+  {
+    SQLite::Database raw(db, SQLite::OPEN_READWRITE);
+    raw.exec("UPDATE tuned SET measured_s = 2e-3");
+  }
+  EXPECT_EQ(measured(), 1e-3);  // kept
+  WriteBatch samples;
+  samples.samples.push_back(TestSample(1, 0));
+  ASSERT_TRUE((*store)->Commit(samples).ok());
+  EXPECT_EQ(measured(), 1e-3);  // still kept: no answer was written
+  WriteBatch other;
+  other.tuned.push_back(TestTuned(TestGemm(64, 64, 64), TestShape(16, 16), 1e-5));
+  ASSERT_TRUE((*store)->Commit(other).ok());
+  EXPECT_EQ(measured(), 2e-3);  // read again
+}
+
 TEST(SqliteStoreCrashTest, KilledWriterLeavesOnlyWholeBatches) {
   constexpr int kBatchSize = 25;
   TempDir dir;
