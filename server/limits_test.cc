@@ -238,6 +238,17 @@ std::vector<OverLimit> OverLimitRequests() {
   cases.push_back(
       Case("BatchQuery top", batch, {"queries[2].top", "[0, 100]"}));
   batch.mutable_queries(2)->set_top(1);
+  {
+    // 2,000 queries of top 100: each query is legal, the answers together
+    // would not fit the response limit.
+    v1::BatchQueryRequest wide;
+    for (int i = 0; i < 2000; ++i) {
+      *wide.add_queries() = GemmQuery(64, 64, 64 + i);
+      wide.mutable_queries(i)->set_top(100);
+    }
+    cases.push_back(Case("BatchQuery answers", wide,
+                         {"sum of queries[].top", "at most 100000"}));
+  }
   batch.mutable_queries(1)->set_device_name(not_utf8);
   cases.push_back(Case("BatchQuery device_name not UTF-8", batch,
                        {"queries[1].device_name", "printable ASCII"}));

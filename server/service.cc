@@ -665,10 +665,18 @@ grpc::Status BlocktuneService::BatchQuery(grpc::ServerContext* ctx,
     BT_RETURN_IF_ERROR(CheckRange("queries size", req->queries_size(), 1,
                                   kMaxBatchQueries));
     std::vector<ValidQuery> queries;
+    int64_t answers = 0;
     for (int i = 0; i < req->queries_size(); ++i) {
       const std::string field = "queries[" + std::to_string(i) + "]";
       BT_ASSIGN_OR_RETURN(ValidQuery q, ValidateQuery(req->queries(i), field));
+      answers += std::max(q.top, 1);
       queries.push_back(std::move(q));
+    }
+    if (answers > kMaxBatchAnswers) {
+      return InvalidArgument(
+          "the sum of queries[].top must be at most " +
+          std::to_string(kMaxBatchAnswers) + " answers per batch, got " +
+          std::to_string(answers) + "; split the batch");
     }
     for (size_t i = 0; i < queries.size(); ++i) {
       // A client that went away stops its batch's searches.

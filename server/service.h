@@ -25,6 +25,10 @@ namespace blocktune {
 
 inline constexpr int kMaxTop = 100;
 inline constexpr int kMaxBatchQueries = 10000;
+// Answers a batch may ask for in all (the sum of each query's top, 0 and 1
+// counting as 1): an answer is about 100 bytes, so a full batch stays well
+// inside the daemon's 64 MiB response limit.
+inline constexpr int kMaxBatchAnswers = 100000;
 
 // How queries use the surrogate and the GPU.
 struct QueryPolicy {
