@@ -4,6 +4,13 @@
 
 namespace blocktune::testing {
 
+std::unique_ptr<grpc::ClientContext> ContextWithDeadline(int seconds) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() +
+                    std::chrono::seconds(seconds));
+  return ctx;
+}
+
 std::unique_ptr<v1::Blocktune::Stub> DaemonProcess::NewStub() const {
   std::string target = address();
   if (target.rfind("0.0.0.0:", 0) == 0) target = "127.0.0.1:" + target.substr(8);

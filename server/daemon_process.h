@@ -12,6 +12,9 @@
 
 namespace blocktune::testing {
 
+// A call context whose deadline is `seconds` from now.
+std::unique_ptr<grpc::ClientContext> ContextWithDeadline(int seconds);
+
 class DaemonProcess : public ChildDaemon {
  public:
   using ChildDaemon::ChildDaemon;

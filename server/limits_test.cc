@@ -33,10 +33,7 @@ namespace {
 using namespace ::blocktune::testing;  // NOLINT
 
 std::unique_ptr<grpc::ClientContext> Ctx(int seconds = 120) {
-  auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(std::chrono::system_clock::now() +
-                    std::chrono::seconds(seconds));
-  return ctx;
+  return ContextWithDeadline(seconds);
 }
 
 std::string ShippedModels() {
