@@ -171,20 +171,26 @@ int64_t MmaSharedBytes(MmaPrecision precision, const MmaParams& p) {
 int64_t MmaRegisterEstimate(const MmaProblem& problem, const MmaParams& p) {
   const Tiling t(problem.precision, problem.ctx.layout_a == Layout::kT,
                  problem.ctx.layout_b == Layout::kT, p);
-  // Accumulators; fragments of one and a half k steps (ptxas loads ahead);
-  // the lane offsets; copy bookkeeping (regular: 7 per operand, plus a
-  // shared offset per copy where the swizzle differs; else 5 per copy);
-  // 40 for coordinates and temporaries; 40 more for the in-kernel split
-  // reduction (a 64x64 warp tile spilled 160 bytes at an estimate of 238).
+  // Accumulators; two buffers of fragments (the pipelined loop, v2); the
+  // lane offsets; copy bookkeeping (regular: 7 per operand, plus a shared
+  // offset per copy where the swizzle differs; else 5 per copy); 40 for
+  // coordinates and temporaries. Calibrated with ptxas (gemm_mma_test) on
+  // sm_80 and sm_90: with the loop's copies in one block with the mma's,
+  // ptxas may give every copy its own 64-bit pointer, so past 8 copies per
+  // thread each counts 2 more; the in-kernel split reduction keeps a
+  // register per accumulator more in flight (v2: a 64 x 32 warp tile went
+  // from 166 registers with sk = 0 to 255 and a spill with sk = 1).
   auto copy_regs = [&](bool regular, int64_t copies, int64_t chunks) {
-    if (!regular) return 5 * copies;
+    const int64_t split = copies > 8 ? 2 * copies : 0;
+    if (!regular) return 5 * copies + split;
     const int64_t rstep = t.threads / chunks;
-    return 7 + (rstep % 8 == 0 || copies == 1 ? 0 : copies);
+    return 7 + (rstep % 8 == 0 || copies == 1 ? 0 : copies) + split;
   };
-  return 4 * t.mt * t.nt + 3 * (4 * t.mt + 2 * t.nt) / 2 + t.FragAddrA() +
-         t.FragAddrB() + copy_regs(t.RegularA(), t.a_copies, t.a_chunks) +
+  const int64_t acc = 4 * t.mt * t.nt;
+  return acc + 2 * (4 * t.mt + 2 * t.nt) + t.FragAddrA() + t.FragAddrB() +
+         copy_regs(t.RegularA(), t.a_copies, t.a_chunks) +
          copy_regs(t.RegularB(), t.b_copies, t.b_chunks) + 40 +
-         (t.sk == 1 ? 40 : 0);  // the in-kernel z sum's addresses
+         (t.sk == 1 ? 40 + acc : 0);  // the in-kernel z sum
 }
 
 MmaRule FirstFailingMmaRule(const MmaProblem& problem, const MmaParams& p,
@@ -259,8 +265,9 @@ StatusOr<MmaKernel> GenerateGemmMma(const MmaProblem& problem,
         arch + "'");
   }
   const GemmContext& g = problem.ctx;
-  const Tiling t(problem.precision, g.layout_a == Layout::kT,
-                 g.layout_b == Layout::kT, p);
+  Tiling t(problem.precision, g.layout_a == Layout::kT,
+           g.layout_b == Layout::kT, p);
+  t.sm = number;
   MmaKernel k;
   k.ptx = mma_internal::MainEntry(problem, t, arch);
   k.grid = {static_cast<unsigned>(CeilDiv(g.m, p.bm) * CeilDiv(g.n, p.bn)),

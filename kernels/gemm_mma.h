@@ -2,8 +2,9 @@
 // for
 //   C = alpha * op(A) * op(B) + beta * C
 // with mma.sync on bf16, fp16 (m16n8k16, fp32 accumulate, output in the
-// input type) and tf32 (m16n8k8, fp32 in and out, inputs rounded to tf32
-// with cvt.rna as cuBLAS's TF32 mode does). Layouts as in gemm_ptx.h: A is
+// input type) and tf32 (m16n8k8, fp32 in and out, inputs rounded to the
+// nearest tf32: ties to even with sm_90's one-instruction cvt.rn, ties away
+// with cvt.rna on sm_80, which has no cvt.rn). Layouts as in gemm_ptx.h: A is
 // M x K row-major (T: stored K x M), B is K x N row-major (T: stored N x K).
 //
 // The algorithm, one program per BM x BN block of C (M_L x N_L of the
@@ -18,7 +19,10 @@
 //   3. fragments come from shared memory with ldmatrix (.trans where the
 //      operand is contiguous along M or N); tf32 operands contiguous along
 //      M or N are read with ld.shared.b32 (ldmatrix.trans moves 16-bit
-//      elements only);
+//      elements only). The loop is software-pipelined: two fragment
+//      buffers, so that k step s+1's loads (across a stage boundary too)
+//      overlap step s's mma's; an interior program (its tile inside M x N)
+//      copies its full BK stages without bounds arithmetic;
 //   4. the epilogue applies alpha and beta in fp32 and writes the output
 //      type, predicated on M and N. With K_G > 1 the K range is split over
 //      K_G programs (grid y); their fp32 partial sums go to a workspace and
@@ -50,7 +54,7 @@
 namespace blocktune {
 
 // Bumped whenever the emitted PTX can change.
-inline constexpr int kGemmMmaGeneratorVersion = 1;
+inline constexpr int kGemmMmaGeneratorVersion = 2;
 inline constexpr char kGemmMmaFamily[] = "gemm.mma";
 
 // The math and storage of one product. kBf16/kFp16: that type in and out,

@@ -57,9 +57,9 @@ float Fp16ToFloat(uint16_t u) {
   std::memcpy(&h, &u, 2);
   return static_cast<float>(h);
 }
-float RoundTf32(float f) {  // cvt.rna.tf32.f32: nearest, ties away
+float RoundTf32(float f) {  // sm_90's cvt.rn.tf32.f32: nearest, ties even
   uint32_t u = Bits(f);
-  u = (u + 0x1000) & 0xffffe000u;
+  u = (u + 0xfff + ((u >> 13) & 1)) & 0xffffe000u;
   return FromBits(u);
 }
 
@@ -340,6 +340,47 @@ TEST_F(GemmMmaGpuTest, LargerShapesEveryLayout) {
       auto o = RunCase(c, rng);
       ASSERT_TRUE(o.ok()) << ToString(prec) << " " << ToString(Context(g))
                           << " " << ToString(c.params) << ": "
+                          << o.status().ToString();
+    }
+  }
+}
+
+// The main loop's two halves (interior stages without bounds, then the
+// general ones) and its shapes: one k step per stage (bf16 BK 16, the
+// body emitted twice), tf32 B contiguous along N through the permuted
+// 16-byte fragment loads, 8-warp programs; M and N leave ragged edge
+// programs beside interior ones, K a partial last stage.
+TEST_F(GemmMmaGpuTest, InteriorAndEdgeStages) {
+  std::mt19937 rng(7);
+  struct Spec {
+    MmaPrecision prec;
+    const char* params;
+  };
+  const Spec specs[] = {
+      {MmaPrecision::kBf16, "bm=64 bn=64 bk=16 wm=2 wn=2 st=3 kg=1 gm=1"},
+      {MmaPrecision::kBf16, "bm=128 bn=256 bk=32 wm=2 wn=4 st=3 kg=1 gm=2"},
+      {MmaPrecision::kFp16, "bm=128 bn=128 bk=64 wm=2 wn=2 st=3 kg=1 gm=1"},
+      {MmaPrecision::kTf32, "bm=128 bn=128 bk=32 wm=2 wn=4 st=4 kg=1 gm=1"},
+      {MmaPrecision::kTf32, "bm=64 bn=128 bk=16 wm=2 wn=2 st=5 kg=2 gm=1"},
+  };
+  for (const Spec& spec : specs) {
+    for (int l = 0; l < 4; ++l) {
+      Case c;
+      GemmContext& g = c.problem.ctx;
+      g.m = 392;
+      g.n = 520;
+      g.k = 1000;
+      g.layout_a = l / 2 ? Layout::kT : Layout::kN;
+      g.layout_b = l % 2 ? Layout::kT : Layout::kN;
+      g.dtype = StorageType(spec.prec);
+      c.problem.precision = spec.prec;
+      c.params = *MmaParamsFromString(spec.params);
+      c.beta = 0.5f;
+      ASSERT_TRUE(CanImplementMma(c.problem, c.params).ok());
+      auto o = RunCase(c, rng);
+      ASSERT_TRUE(o.ok()) << ToString(spec.prec) << " "
+                          << ToString(Context(g)) << " "
+                          << ToString(c.params) << ": "
                           << o.status().ToString();
     }
   }

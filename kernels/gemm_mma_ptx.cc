@@ -311,6 +311,18 @@ void EmitFragmentSetup(Ptx& p, const Tiling& t) {
         << "\txor.b32 %y, %y, %x;\n\tshl.b32 %y, %y, 4;\n"
         << "\tmad.lo.u32 %fb" << N(g) << ", %row, " << N(t.b_rb) << ", %y;\n";
     }
+  } else if (t.VecB()) {
+    // tf32, B stored K x N, columns permuted (Tiling::VecB): %fb<v> is row
+    // tig + 4v, chunk warp_n*WN/4 + perm(gid); chunk +8u is immediate.
+    p << "\tand.b32 %y, %gid, 1;\n\tshl.b32 %y, %y, 2;\n"
+      << "\tshr.u32 %g, %gid, 1;\n\tor.b32 %y, %y, %g;\n"
+      << "\tmad.lo.u32 %y, %wni, " << N(t.wn / 4) << ", %y;\n";
+    for (int64_t v = 0; v < 2; ++v) {
+      p << "\tadd.u32 %row, %tig, " << N(4 * v) << ";\n";
+      EmitSwizzle(p, "%x", "%row", t.b_chunks);
+      p << "\txor.b32 %x, %x, %y;\n\tshl.b32 %x, %x, 4;\n"
+        << "\tmad.lo.u32 %fb" << N(v) << ", %row, " << N(t.b_rb) << ", %x;\n";
+    }
   } else {
     // tf32, B stored K x N: b0 = (k tig, n gid), b1 = (k tig+4, n gid).
     for (int64_t j = 0; j < t.nt; ++j) {
@@ -340,86 +352,175 @@ std::string Regs(const std::string& name, std::initializer_list<int64_t> idx) {
   return out + "}";
 }
 
-// One stage's math from the ring slot at %slot_r: BK/ks steps of ldmatrix
-// (or ld.shared) fragments and MT x NT mma.sync each.
-void EmitCompute(Ptx& p, const Tiling& t) {
+// Fragment registers: two buffers (k step parity), buffer `buf` of A is
+// %xa[4*mt*buf ..], of B %xb[2*nt*buf ..], so that step s+1's fragments
+// load while step s's mma's run.
+std::string FragA(const Tiling& t, int64_t buf, int64_t i) {
+  return "%xa" + N(4 * t.mt * buf + i);
+}
+std::string FragB(const Tiling& t, int64_t buf, int64_t j) {
+  return "%xb" + N(2 * t.nt * buf + j);
+}
+std::string Regs4(const std::string& a, const std::string& b,
+                  const std::string& c, const std::string& d) {
+  return "{" + a + ", " + b + ", " + c + ", " + d + "}";
+}
+
+// The fragments of k step kk (of BK/ks) of the stage at register `base`
+// (ldmatrix, or ld.shared where tf32 is contiguous along M or N) into
+// buffer `buf`; tf32 fragments are rounded as they arrive.
+void EmitFragmentLoads(Ptx& p, const Tiling& t, int64_t kk, int64_t buf,
+                       const std::string& base) {
+  // sm_90 rounds to tf32 in one instruction (cvt.rn: F2FP, nearest, ties
+  // to even); sm_80 has only cvt.rna (nearest, ties away), which ptxas
+  // expands to three (an Inf/NaN test, an add, a mask).
+  const std::string cvt =
+      t.sm >= 90 ? "cvt.rn.tf32.f32 " : "cvt.rna.tf32.f32 ";
   const bool tf32 = t.prec == MmaPrecision::kTf32;
+  auto fa = [&](int64_t i) { return FragA(t, buf, i); };
+  auto fb = [&](int64_t j) { return FragB(t, buf, j); };
+  p << "\t// fragments of k step " << N(kk) << " into buffer " << N(buf)
+    << ": A\n";
+  if (t.a_kc) {
+    p << "\tadd.u32 %ad, " << base << ", %fa" << N(kk) << ";\n";
+    for (int64_t i = 0; i < t.mt; ++i)
+      p << "\tldmatrix.sync.aligned.m8n8.x4.shared.b16 "
+        << Regs4(fa(4 * i), fa(4 * i + 1), fa(4 * i + 2), fa(4 * i + 3))
+        << ", [%ad+" << N(16 * i * t.a_rb) << "];\n";
+  } else if (!t.ScalarA()) {
+    for (int64_t i = 0; i < t.mt; ++i)
+      p << "\tadd.u32 %ad, " << base << ", %fa" << N(i) << ";\n"
+        << "\tldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
+        << Regs4(fa(4 * i), fa(4 * i + 1), fa(4 * i + 2), fa(4 * i + 3))
+        << ", [%ad+" << N(kk * t.ks * t.a_rb) << "];\n";
+  } else {
+    for (int64_t i = 0; i < 4 * t.mt; ++i)
+      p << "\tadd.u32 %ad, " << base << ", %fa" << N(i) << ";\n"
+        << "\tld.shared.b32 " << fa(i) << ", [%ad+" << N(kk * t.ks * t.a_rb)
+        << "];\n";
+  }
+  p << "\t// B\n";
+  const int64_t boff = t.a_stage;
+  if (t.b_kc) {
+    p << "\tadd.u32 %ad, " << base << ", %fb" << N(kk) << ";\n";
+    for (int64_t j = 0; j < t.nt; j += 2) {
+      const std::string imm = N(boff + 8 * j * t.b_rb);
+      if (j + 1 < t.nt) {
+        p << "\tldmatrix.sync.aligned.m8n8.x4.shared.b16 "
+          << Regs4(fb(2 * j), fb(2 * j + 1), fb(2 * j + 2), fb(2 * j + 3))
+          << ", [%ad+" << imm << "];\n";
+      } else {
+        p << "\tldmatrix.sync.aligned.m8n8.x2.shared.b16 {" << fb(2 * j)
+          << ", " << fb(2 * j + 1) << "}, [%ad+" << imm << "];\n";
+      }
+    }
+  } else if (!t.ScalarB()) {
+    for (int64_t j = 0; j < t.nt; j += 2) {
+      const std::string imm = N(boff + kk * t.ks * t.b_rb);
+      p << "\tadd.u32 %ad, " << base << ", %fb" << N(j / 2) << ";\n";
+      if (j + 1 < t.nt) {
+        p << "\tldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
+          << Regs4(fb(2 * j), fb(2 * j + 1), fb(2 * j + 2), fb(2 * j + 3))
+          << ", [%ad+" << imm << "];\n";
+      } else {
+        p << "\tldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {" << fb(2 * j)
+          << ", " << fb(2 * j + 1) << "}, [%ad+" << imm << "];\n";
+      }
+    }
+  } else if (t.VecB()) {
+    for (int64_t v = 0; v < 2; ++v) {
+      p << "\tadd.u32 %ad, " << base << ", %fb" << N(v) << ";\n";
+      for (int64_t u = 0; u < t.nt / 4; ++u)
+        p << "\tld.shared.v4.b32 "
+          << Regs4(fb(8 * u + v), fb(8 * u + 2 + v), fb(8 * u + 4 + v),
+                   fb(8 * u + 6 + v))
+          << ", [%ad+" << N(boff + kk * t.ks * t.b_rb + 128 * u) << "];\n";
+    }
+  } else {
+    for (int64_t j = 0; j < 2 * t.nt; ++j)
+      p << "\tadd.u32 %ad, " << base << ", %fb" << N(j) << ";\n"
+        << "\tld.shared.b32 " << fb(j) << ", [%ad+"
+        << N(boff + kk * t.ks * t.b_rb) << "];\n";
+  }
+  if (tf32) {
+    p << "\t// round the fragments to tf32 (nearest)\n";
+    for (int64_t i = 0; i < 4 * t.mt; ++i)
+      p << "\t" << cvt << fa(i) << ", " << fa(i) << ";\n";
+    for (int64_t j = 0; j < 2 * t.nt; ++j)
+      p << "\t" << cvt << fb(j) << ", " << fb(j) << ";\n";
+  }
+}
+
+// The MT x NT mma.sync of one k step on fragment buffer `buf`, in a
+// serpentine order (odd rows of tiles right to left) so that consecutive
+// mma's share an A or a B fragment.
+void EmitMmas(Ptx& p, const Tiling& t, int64_t buf) {
   const std::string mma =
-      tf32 ? "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
+      t.prec == MmaPrecision::kTf32
+          ? "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
       : t.prec == MmaPrecision::kBf16
           ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
           : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
-  for (int64_t kk = 0; kk < t.ksteps; ++kk) {
-    p << "\t// k step " << N(kk) << " of " << N(t.ksteps) << ": A fragments\n";
-    if (t.a_kc) {
-      p << "\tadd.u32 %ad, %slot_r, %fa" << N(kk) << ";\n";
-      for (int64_t i = 0; i < t.mt; ++i)
-        p << "\tldmatrix.sync.aligned.m8n8.x4.shared.b16 "
-          << Regs("%xa", {4 * i, 4 * i + 1, 4 * i + 2, 4 * i + 3}) << ", [%ad+"
-          << N(16 * i * t.a_rb) << "];\n";
-    } else if (!t.ScalarA()) {
-      for (int64_t i = 0; i < t.mt; ++i)
-        p << "\tadd.u32 %ad, %slot_r, %fa" << N(i) << ";\n"
-          << "\tldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
-          << Regs("%xa", {4 * i, 4 * i + 1, 4 * i + 2, 4 * i + 3}) << ", [%ad+"
-          << N(kk * t.ks * t.a_rb) << "];\n";
-    } else {
-      for (int64_t i = 0; i < 4 * t.mt; ++i)
-        p << "\tadd.u32 %ad, %slot_r, %fa" << N(i) << ";\n"
-          << "\tld.shared.b32 %xa" << N(i) << ", [%ad+" << N(kk * t.ks * t.a_rb)
-          << "];\n";
+  p << "\t// " << N(t.mt) << " x " << N(t.nt) << " mma on buffer " << N(buf)
+    << "\n";
+  for (int64_t i = 0; i < t.mt; ++i) {
+    for (int64_t jj = 0; jj < t.nt; ++jj) {
+      const int64_t j = i % 2 ? t.nt - 1 - jj : jj;
+      const int64_t c = 4 * (i * t.nt + j);
+      const std::string acc = Regs("%acc", {c, c + 1, c + 2, c + 3});
+      p << "\t" << mma << " " << acc << ", "
+        << Regs4(FragA(t, buf, 4 * i), FragA(t, buf, 4 * i + 1),
+                 FragA(t, buf, 4 * i + 2), FragA(t, buf, 4 * i + 3))
+        << ", {" << FragB(t, buf, 2 * j) << ", " << FragB(t, buf, 2 * j + 1)
+        << "}, " << acc << ";\n";
     }
-    p << "\t// B fragments\n";
-    const int64_t boff = t.a_stage;
-    if (t.b_kc) {
-      p << "\tadd.u32 %ad, %slot_r, %fb" << N(kk) << ";\n";
-      for (int64_t j = 0; j < t.nt; j += 2) {
-        const std::string imm = N(boff + 8 * j * t.b_rb);
-        if (j + 1 < t.nt) {
-          p << "\tldmatrix.sync.aligned.m8n8.x4.shared.b16 "
-            << Regs("%xb", {2 * j, 2 * j + 1, 2 * j + 2, 2 * j + 3})
-            << ", [%ad+" << imm << "];\n";
-        } else {
-          p << "\tldmatrix.sync.aligned.m8n8.x2.shared.b16 "
-            << Regs("%xb", {2 * j, 2 * j + 1}) << ", [%ad+" << imm << "];\n";
-        }
+  }
+}
+
+// The copies of one full stage of an interior program (its BM x BN tile
+// inside M x N, the stage's BK steps inside its K range): EmitCopies'
+// twin without the bounds, so no src-size and no per-copy predicate
+// arithmetic (ptxas turns a src-size into an address adjustment and a
+// predicate, ~6 instructions per copy). It keeps EmitCopies' bookkeeping
+// registers (%p, %rs, %s, %step, %k0) so that the general loop can take
+// over where this one stops.
+void EmitInteriorCopies(Ptx& p, const Tiling& t, char x) {
+  const bool a = x == 'a';
+  const std::string s(1, x);
+  const int64_t rows = a ? t.a_rows : t.b_rows;
+  const int64_t chunks = a ? t.a_chunks : t.b_chunks;
+  const int64_t rb = a ? t.a_rb : t.b_rb;
+  const int64_t copies = a ? t.a_copies : t.b_copies;
+  const int64_t off = a ? 0 : t.a_stage;
+  if (a ? t.RegularA() : t.RegularB()) {
+    const int64_t rstep = t.threads / chunks;
+    const bool same_swizzle = rstep % 8 == 0 || copies == 1;
+    p << "\tmov.u64 %pcp, %p" << s << "0;\n";
+    for (int64_t i = 0; i < copies; ++i) {
+      const bool guarded = (i + 1) * t.threads > rows * chunks;
+      if (guarded) {
+        p << "\tsetp.lt.u32 %pg, %r0" << s << ", " << N(rows - i * rstep)
+          << ";\n";
       }
-    } else if (!t.ScalarB()) {
-      for (int64_t j = 0; j < t.nt; j += 2) {
-        const std::string imm = N(boff + kk * t.ks * t.b_rb);
-        p << "\tadd.u32 %ad, %slot_r, %fb" << N(j / 2) << ";\n";
-        if (j + 1 < t.nt) {
-          p << "\tldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
-            << Regs("%xb", {2 * j, 2 * j + 1, 2 * j + 2, 2 * j + 3})
-            << ", [%ad+" << imm << "];\n";
-        } else {
-          p << "\tldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 "
-            << Regs("%xb", {2 * j, 2 * j + 1}) << ", [%ad+" << imm << "];\n";
-        }
-      }
-    } else {
-      for (int64_t j = 0; j < 2 * t.nt; ++j)
-        p << "\tadd.u32 %ad, %slot_r, %fb" << N(j) << ";\n"
-          << "\tld.shared.b32 %xb" << N(j) << ", [%ad+"
-          << N(boff + kk * t.ks * t.b_rb) << "];\n";
+      const std::string soff = same_swizzle ? "%s" + s + "0" : "%s" + s + N(i);
+      const int64_t imm = off + (same_swizzle ? i * rstep * rb : 0);
+      p << "\tadd.u32 %dst, %slot_w, " << soff << ";\n"
+        << "\t" << (guarded ? "@%pg " : "")
+        << "cp.async.cg.shared.global [%dst+" << N(imm) << "], [%pcp], 16;\n";
+      if (i + 1 < copies) p << "\tadd.u64 %pcp, %pcp, %rs" << s << ";\n";
     }
-    if (tf32) {
-      p << "\t// round the fragments to tf32 (nearest, ties away)\n";
-      for (int64_t i = 0; i < 4 * t.mt; ++i)
-        p << "\tcvt.rna.tf32.f32 %xa" << N(i) << ", %xa" << N(i) << ";\n";
-      for (int64_t j = 0; j < 2 * t.nt; ++j)
-        p << "\tcvt.rna.tf32.f32 %xb" << N(j) << ", %xb" << N(j) << ";\n";
-    }
-    p << "\t// " << N(t.mt) << " x " << N(t.nt) << " mma\n";
-    for (int64_t i = 0; i < t.mt; ++i) {
-      for (int64_t j = 0; j < t.nt; ++j) {
-        const int64_t c = 4 * (i * t.nt + j);
-        const std::string acc = Regs("%acc", {c, c + 1, c + 2, c + 3});
-        p << "\t" << mma << " " << acc << ", "
-          << Regs("%xa", {4 * i, 4 * i + 1, 4 * i + 2, 4 * i + 3}) << ", "
-          << Regs("%xb", {2 * j, 2 * j + 1}) << ", " << acc << ";\n";
-      }
-    }
+    p << "\tadd.u64 %p" << s << "0, %p" << s << "0, %step" << s << ";\n";
+    return;
+  }
+  for (int64_t i = 0; i < copies; ++i) {
+    const bool guarded = (i + 1) * t.threads > rows * chunks;
+    const std::string I = N(i);
+    p << "\tadd.u32 %dst, %slot_w, %s" << s << I << ";\n"
+      << "\t" << (guarded ? "@%q" + s + I + " " : "")
+      << "cp.async.cg.shared.global [%dst+" << N(off) << "], [%p" << s << I
+      << "], 16;\n"
+      << "\tadd.u64 %p" << s << I << ", %p" << s << I << ", %step" << s
+      << ";\n";
   }
 }
 
@@ -435,7 +536,7 @@ void ForEachElement(Ptx& p, const Tiling& t, F&& emit_row, F&& emit) {
       for (int64_t j = 0; j < t.nt; ++j) {
         for (int64_t c = 0; c < 2; ++c) {
           const std::string acc = "%acc" + N(4 * (i * t.nt + j) + 2 * h + c);
-          p << "\tadd.u32 %y, %ecol, " << N(8 * j + c) << ";\n"
+          p << "\tadd.u32 %y, %ecol, " << N(t.ColumnOffset(j, c)) << ";\n"
             << "\tsetp.lt.u32 %pc, %y, %N;\n"
             << "\tand.pred %pc, %pc, %prow;\n";
           emit(i, h, j, c, acc);
@@ -497,7 +598,8 @@ void EmitEpilogue(Ptx& p, const Tiling& t) {
     << "\t// ---- epilogue: accumulator (i, j, e) is row m0 + warp_m*WM + 16i"
     << " + gid + 8*(e/2), column n0 + warp_n*WN + 8j + 2*tig + e%2\n"
     << "\tmad.lo.u32 %ecol, %wni, " << N(t.wn) << ", %n0;\n"
-    << "\tshl.b32 %x, %tig, 1;\n\tadd.u32 %ecol, %ecol, %x;\n"
+    << "\tshl.b32 %x, %tig, " << N(t.TigColumnShift())
+    << ";\n\tadd.u32 %ecol, %ecol, %x;\n"
     << "\tmad.lo.u32 %erow, %wmi, " << N(t.wm) << ", %m0;\n"
     << "\tadd.u32 %erow, %erow, %gid;\n";
   if (t.kg == 1) {
@@ -606,10 +708,10 @@ std::string MainEntry(const MmaProblem& prob, const Tiling& t,
     << ">, %kkb<" << bc << ">, %rka<" << ac << ">, %rkb<" << bc << ">, %cba<"
     << ac << ">, %cbb<" << bc << ">;\n"
     << "\t.reg .b32 %fa<" << N(t.FragAddrA()) << ">, %fb<" << N(t.FragAddrB())
-    << ">, %xa<" << N(4 * t.mt) << ">, %xb<" << N(2 * t.nt) << ">;\n"
+    << ">, %xa<" << N(8 * t.mt) << ">, %xb<" << N(4 * t.nt) << ">;\n"
     << "\t.reg .b64 %A, %B, %C, %W, %d0, %d1, %stepa, %stepb, %rowoff, %ea;\n"
     << "\t.reg .b64 %pa<" << ac << ">, %pb<" << bc << ">, %pcp, %rsa, %rsb;\n"
-    << "\t.reg .b32 %r0a, %r0b, %rla, %rlb, %kr, %sz0;\n"
+    << "\t.reg .b32 %r0a, %r0b, %rla, %rlb, %kr, %sz0, %nfast;\n"
     << "\t.reg .pred %pg;\n"
     << "\t.reg .b64 %cnt, %wz, %mn4;\n"
     << "\t.reg .b16 %h;\n"
@@ -683,33 +785,104 @@ std::string MainEntry(const MmaProblem& prob, const Tiling& t,
       << "$PRO" << N(s) << ":\n\tcp.async.commit_group;\n"
       << "\tadd.u32 %slot_w, %slot_w, " << N(t.stage) << ";\n";
   }
-  p << "\tmov.u32 %slot_r, %smem;\n\tmov.u32 %t, 0;\n";
-  p << "$LOOP:\n"
-    << "\t// ---- step t is in slot_r once at most stages-2 groups are "
-       "pending; the barrier also frees slot_w, read in step t-1\n"
-    << "\tcp.async.wait_group " << N(t.stages - 2) << ";\n"
-    << "\tbar.sync 0;\n"
-    << "\t// ---- copies of step t + stages-1 into slot_w\n"
-    << "\tadd.u32 %x, %t, " << N(t.stages - 1) << ";\n"
-    << "\tsetp.ge.u32 %pl, %x, %ntiles;\n"
-    << "\t@%pl bra $ISSUED;\n"
-    << "\tsub.s32 %krem, %kend, %k0;\n";
-  EmitCopies(p, t, 'a');
-  EmitCopies(p, t, 'b');
-  p << "\tadd.u32 %k0, %k0, " << N(t.bk) << ";\n"
-    << "$ISSUED:\n\tcp.async.commit_group;\n"
-    << "\tadd.u32 %slot_w, %slot_w, " << N(t.stage) << ";\n"
-    << "\tsetp.eq.u32 %pl, %slot_w, %smem_end;\n"
-    << "\t@%pl mov.u32 %slot_w, %smem;\n"
-    << "\t// ---- math of step t\n";
-  EmitCompute(p, t);
-  p << "\tadd.u32 %slot_r, %slot_r, " << N(t.stage) << ";\n"
-    << "\tsetp.eq.u32 %pl, %slot_r, %smem_end;\n"
-    << "\t@%pl mov.u32 %slot_r, %smem;\n"
-    << "\tadd.u32 %t, %t, 1;\n"
-    << "\tsetp.lt.u32 %pl, %t, %ntiles;\n"
-    << "\t@%pl bra $LOOP;\n"
-    << "\tcp.async.wait_all;\n";
+  // The main loop, software-pipelined as CUTLASS's multistage loop: the
+  // fragments of k step s+1 load while the mma's of step s run, across
+  // the stage boundary too. The wait and barrier for stage t+1 sit before
+  // the last k step's mma's of stage t, whose fragments are already in
+  // registers. No branch inside a body: the copies past the last stage
+  // are issued anyway and zero-fill (krem <= 0 gives src-size 0), so ptxas
+  // schedules a body as one block. Two loops: first the stages whose
+  // copies need no bounds (interior program, full BK: the cheap copies),
+  // then the general one for the rest.
+  p << "\tmov.u32 %slot_r, %smem;\n\tmov.u32 %t, 0;\n"
+    << "\t// ---- stage 0 is in slot_r once at most stages-2 groups are "
+       "pending\n"
+    << "\tcp.async.wait_group " << N(t.stages - 2) << ";\n\tbar.sync 0;\n";
+  EmitFragmentLoads(p, t, 0, 0, "%slot_r");
+  // One stage of the loop (t -> t+1); `interior` picks the bounds-free
+  // copies. With an odd number of k steps (one) a body is two stages, so
+  // that the fragment buffers alternate with fixed names; the general
+  // loop may leave between the two for `exit_label` (the interior one
+  // runs an even number of stages).
+  const int64_t bodies = t.ksteps % 2 ? 2 : 1;
+  auto emit_body = [&](bool interior, const std::string& loop_label,
+                       const std::string& bound,
+                       const std::string& exit_label) {
+    p << loop_label << ":\n";
+    for (int64_t body = 0; body < bodies; ++body) {
+      for (int64_t kk = 0; kk < t.ksteps; ++kk) {
+        const int64_t cur = (body * t.ksteps + kk) % 2, nxt = 1 - cur;
+        if (kk == 0) {
+          p << "\t// ---- copies of stage t + stages-1 into slot_w (it held "
+               "stage t-1, whose reads all ended before the barrier in stage "
+               "t-1's last k step)"
+            << (interior ? ", no bounds (interior)"
+                         : "; past the end they zero-fill")
+            << "\n";
+          if (interior) {
+            EmitInteriorCopies(p, t, 'a');
+            EmitInteriorCopies(p, t, 'b');
+          } else {
+            p << "\tsub.s32 %krem, %kend, %k0;\n";
+            EmitCopies(p, t, 'a');
+            EmitCopies(p, t, 'b');
+          }
+          p << "\tadd.u32 %k0, %k0, " << N(t.bk) << ";\n"
+            << "\tcp.async.commit_group;\n"
+            << "\tadd.u32 %slot_w, %slot_w, " << N(t.stage) << ";\n"
+            << "\tsetp.eq.u32 %pl, %slot_w, %smem_end;\n"
+            << "\t@%pl mov.u32 %slot_w, %smem;\n";
+        }
+        if (kk + 1 < t.ksteps) {
+          EmitFragmentLoads(p, t, kk + 1, nxt, "%slot_r");
+        } else {
+          p << "\t// ---- stage t+1: wait for its copies; the barrier also "
+               "ends every read of stage t (all its fragments are loaded), "
+               "so its slot may be refilled\n"
+            << "\tadd.u32 %slot_r, %slot_r, " << N(t.stage) << ";\n"
+            << "\tsetp.eq.u32 %pl, %slot_r, %smem_end;\n"
+            << "\t@%pl mov.u32 %slot_r, %smem;\n"
+            << "\tcp.async.wait_group " << N(t.stages - 2) << ";\n"
+            << "\tbar.sync 0;\n";
+          EmitFragmentLoads(p, t, 0, nxt, "%slot_r");
+        }
+        EmitMmas(p, t, cur);
+      }
+      p << "\tadd.u32 %t, %t, 1;\n";
+      if (body + 1 < bodies) {
+        if (!interior) {
+          p << "\tsetp.ge.u32 %pl, %t, " << bound << ";\n"
+            << "\t@%pl bra " << exit_label << ";\n";
+        }
+      } else {
+        p << "\tsetp.lt.u32 %pl, %t, " << bound << ";\n"
+          << "\t@%pl bra " << loop_label << ";\n";
+      }
+    }
+  };
+  p << "\t// ---- main loop: k step s+1's fragments load while step s's "
+       "mma's run, across stages too\n"
+    << "\t// ---- first the stages whose copies are all in bounds (interior "
+       "program, full BK), then the rest\n"
+    << "\tadd.u32 %x, %m0, " << N(t.bm) << ";\n"
+    << "\tsetp.le.u32 %pl, %x, %M;\n"
+    << "\tadd.u32 %x, %n0, " << N(t.bn) << ";\n"
+    << "\tsetp.le.and.u32 %pl, %x, %N, %pl;\n"
+    << "\tsub.u32 %nfast, %kend, %kbeg;\n"
+    << "\tdiv.u32 %nfast, %nfast, " << N(t.bk) << ";\n"
+    << "\tsub.s32 %nfast, %nfast, " << N(t.stages - 1) << ";\n"
+    << "\tmax.s32 %nfast, %nfast, 0;\n"
+    << "\tmin.u32 %nfast, %nfast, %ntiles;\n"
+    << (bodies == 2 ? "\tand.b32 %nfast, %nfast, -2;\n" : "")
+    << "\tselp.b32 %nfast, %nfast, 0, %pl;\n"
+    << "\tsetp.eq.u32 %pl, %nfast, 0;\n"
+    << "\t@%pl bra $GENERAL;\n";
+  emit_body(true, "$FAST", "%nfast", "");
+  p << "$GENERAL:\n"
+    << "\tsetp.ge.u32 %pl, %t, %ntiles;\n"
+    << "\t@%pl bra $DRAIN;\n";
+  emit_body(false, "$LOOP", "%ntiles", "$DRAIN");
+  p << "$DRAIN:\n\tcp.async.wait_all;\n";
   EmitEpilogue(p, t);
   return p.str();
 }

@@ -36,6 +36,7 @@ struct Tiling {
   int64_t a_rows, a_chunks, a_rb, b_rows, b_chunks, b_rb;
   int64_t a_stage, b_stage, stage;
   int64_t a_copies, b_copies, ksteps;
+  int sm = 90;  // the target's number (sm_80 -> 80); set by the generator
 
   Tiling(MmaPrecision precision, bool a_t, bool b_t, const MmaParams& p)
       : prec(precision),
@@ -93,12 +94,25 @@ struct Tiling {
   int64_t NGroups() const { return CeilDiv(nt, 2); }  // n16 pairs + a single
   bool ScalarA() const { return prec == MmaPrecision::kTf32 && !a_kc; }
   bool ScalarB() const { return prec == MmaPrecision::kTf32 && !b_kc; }
+  // tf32 B contiguous along N with NT a multiple of 4: the warp's columns
+  // are permuted so that a thread's B words of four n8 tiles are one
+  // 16-byte chunk (ld.shared.v4 instead of four ld.shared.b32): mma column
+  // r of tile j reads column 4 * perm(r) + 32 * (j/4) + j%4 of the warp's,
+  // perm(r) = 4 * (r%2) + r/2, so that the two rows of mma lanes one
+  // quarter-warp serves fall in different halves of the 8 bank groups.
+  // The accumulator of (j, e) is then column 4 * tig + ColumnOffset(j, e).
+  bool VecB() const { return ScalarB() && nt % 4 == 0; }
+  int64_t TigColumnShift() const { return VecB() ? 2 : 1; }
+  int64_t ColumnOffset(int64_t j, int64_t e) const {
+    return VecB() ? 16 * e + 32 * (j / 4) + j % 4 : 8 * j + e;
+  }
   int64_t FragAddrA() const {
     if (a_kc) return ksteps;
     return ScalarA() ? 4 * mt : mt;
   }
   int64_t FragAddrB() const {
     if (b_kc) return ksteps;
+    if (VecB()) return 2;
     return ScalarB() ? 2 * nt : NGroups();
   }
 };

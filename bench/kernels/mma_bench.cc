@@ -95,9 +95,26 @@ std::vector<Shape> Shapes(bool quick) {
   for (int64_t n : {1024, 2048, 4096, 8192})
     if (!quick || n == 4096)
       s.push_back({"square", Make(bf, n, n, n, L::kN, L::kN)});
-  s.push_back({"square", Make(fp, 4096, 4096, 4096, L::kN, L::kN)});
-  s.push_back({"square", Make(tf, 4096, 4096, 4096, L::kN, L::kN)});
-  if (!quick) s.push_back({"square", Make(tf, 2048, 2048, 2048, L::kN, L::kN)});
+  for (int64_t n : {1024, 4096, 8192})
+    if (!quick || n == 4096)
+      s.push_back({"square", Make(fp, n, n, n, L::kN, L::kN)});
+  for (int64_t n : {1024, 2048, 4096})
+    if (!quick || n == 4096)
+      s.push_back({"square", Make(tf, n, n, n, L::kN, L::kN)});
+  // transformer projections, bf16: Y (tokens x out) = X (tokens x in) *
+  // W^T with W stored out x in as a linear layer keeps it (NT); BERT-base
+  // (768, FFN 3072), 7B-class attention (4096) and MLP (11008), 70B-class
+  // hidden 8192.
+  struct Proj {
+    int64_t tokens, out, in;
+  };
+  for (Proj pr : {Proj{512, 768, 768}, Proj{1024, 3072, 768},
+                  Proj{4096, 768, 3072}, Proj{2048, 4096, 4096},
+                  Proj{4096, 11008, 4096}, Proj{4096, 4096, 11008},
+                  Proj{2048, 8192, 8192}})
+    if (!quick || pr.in == 4096)
+      s.push_back(
+          {"proj", Make(bf, pr.tokens, pr.out, pr.in, L::kN, L::kT)});
   // odd sizes. 1023 x 4097 x 515 NN has lda = 515, ldb = 4097 tight, which
   // the family refuses (16-byte copies): run it with rows padded to 8.
   s.push_back({"odd", Make(bf, 1000, 1000, 1000, L::kN, L::kN)});
@@ -345,9 +362,15 @@ std::vector<MmaParams> Candidates(const MmaProblem& pr, int sm_count,
   std::mt19937_64 rng(seed);
   std::shuffle(out.begin(), out.end(), rng);
   // A prior, as a tuner's would be: the usual mma.sync shapes for large
-  // products (64x64 or 64x32 warp tiles) and streaming shapes for skinny
-  // ones (one warp per 16 rows, deep K stages, no split), first.
+  // products (64x64 or 64x32 warp tiles; BK 64 with 3 stages did best on
+  // square 4096 bf16 with the pipelined loop, v2) and streaming shapes for
+  // skinny ones (one warp per 16 rows, deep K stages, no split), first.
   const char* const kPrior[] = {
+      "bm=128 bn=128 bk=64 wm=2 wn=2 st=3 kg=1 gm=8",
+      "bm=128 bn=256 bk=64 wm=2 wn=4 st=3 kg=1 gm=8",
+      "bm=256 bn=128 bk=64 wm=4 wn=2 st=3 kg=1 gm=8",
+      "bm=128 bn=256 bk=32 wm=2 wn=4 st=4 kg=1 gm=8",
+      "bm=128 bn=128 bk=64 wm=2 wn=2 st=3 kg=1 gm=1",
       "bm=128 bn=128 bk=32 wm=2 wn=2 st=4 kg=1 gm=8",
       "bm=128 bn=256 bk=32 wm=2 wn=4 st=3 kg=1 gm=8",
       "bm=256 bn=128 bk=32 wm=4 wn=2 st=3 kg=1 gm=8",
