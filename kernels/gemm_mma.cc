@@ -187,22 +187,48 @@ int64_t MmaRegisterEstimate(const MmaProblem& problem, const MmaParams& p) {
          (t.sk == 1 ? 40 : 0);  // the in-kernel z sum's addresses
 }
 
+bool PassesMmaRule(MmaRule rule, const MmaProblem& problem,
+                   const MmaParams& p, const MmaLimits& limits) {
+  switch (rule) {
+    case MmaRule::kNone:
+      return true;
+    case MmaRule::kThreads:
+      return p.Threads() <= limits.max_threads_per_block;
+    case MmaRule::kSharedMemory:
+      return MmaSharedBytes(problem.precision, p) <=
+             limits.max_dynamic_shared_bytes;
+    case MmaRule::kRegisters: {
+      const int64_t regs = MmaRegisterEstimate(problem, p);
+      return regs <= limits.max_registers_per_thread &&
+             regs * p.Threads() <= limits.registers_per_sm;
+    }
+    case MmaRule::kAlignment: {
+      const int64_t align = 16 / ElementBytes(problem.precision);
+      return problem.Lda() % align == 0 && problem.Ldb() % align == 0;
+    }
+    case MmaRule::kGrid: {
+      const GemmContext& g = problem.ctx;
+      return CeilDiv(g.m, p.bm) * CeilDiv(g.n, p.bn) <= 2147483647 &&
+             p.kg <= 65535;
+    }
+  }
+  return false;
+}
+
 MmaRule FirstFailingMmaRule(const MmaProblem& problem, const MmaParams& p,
                             const MmaLimits& limits) {
-  if (p.Threads() > limits.max_threads_per_block) return MmaRule::kThreads;
-  if (MmaSharedBytes(problem.precision, p) > limits.max_dynamic_shared_bytes)
-    return MmaRule::kSharedMemory;
-  const int64_t regs = MmaRegisterEstimate(problem, p);
-  if (regs > limits.max_registers_per_thread ||
-      regs * p.Threads() > limits.registers_per_sm)
-    return MmaRule::kRegisters;
-  const int64_t align = 16 / ElementBytes(problem.precision);
-  if (problem.Lda() % align != 0 || problem.Ldb() % align != 0)
-    return MmaRule::kAlignment;
-  const GemmContext& g = problem.ctx;
-  if (CeilDiv(g.m, p.bm) * CeilDiv(g.n, p.bn) > 2147483647 || p.kg > 65535)
-    return MmaRule::kGrid;
+  for (MmaRule rule : kMmaRules)
+    if (!PassesMmaRule(rule, problem, p, limits)) return rule;
   return MmaRule::kNone;
+}
+
+int64_t MmaWorkspaceBytes(const MmaProblem& problem, const MmaParams& p) {
+  if (p.kg <= 1) return 0;
+  const GemmContext& g = problem.ctx;
+  const int64_t partials = p.kg * g.m * g.n * 4;
+  if (p.split_reduce == 1)  // one arrival counter per tile after them
+    return partials + 4 * CeilDiv(g.m, p.bm) * CeilDiv(g.n, p.bn);
+  return partials;
 }
 
 Status CanImplementMma(const MmaProblem& problem, const MmaParams& p,
@@ -269,9 +295,9 @@ StatusOr<MmaKernel> GenerateGemmMma(const MmaProblem& problem,
   k.shared_bytes = static_cast<unsigned>(MmaSharedBytes(problem.precision, p));
   k.align_elements = t.v;
   k.element_bytes = static_cast<int>(t.esize);
+  k.workspace_bytes = MmaWorkspaceBytes(problem, p);
   if (p.kg > 1 && t.sk == 1) {
     k.counter_offset = p.kg * g.m * g.n * 4;
-    k.workspace_bytes = k.counter_offset + 4 * int64_t{k.grid[0]};
   } else if (p.kg > 1) {
     const int64_t lanes = mma_internal::ReduceLanes(p.kg);
     k.ptx += mma_internal::ReduceEntry(problem.precision, lanes);
@@ -281,7 +307,6 @@ StatusOr<MmaKernel> GenerateGemmMma(const MmaProblem& problem,
                      1, 1};
     k.reduce_block = {static_cast<unsigned>(mma_internal::kReduceThreads), 1,
                       1};
-    k.workspace_bytes = p.kg * g.m * g.n * 4;
   }
   return k;
 }

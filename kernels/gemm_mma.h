@@ -142,13 +142,23 @@ enum class MmaRule {
   kAlignment,     // lda, ldb multiples of 16 bytes (no narrow copy path)
   kGrid,          // tiles <= 2^31 - 1, K_G <= 65535
 };
+inline constexpr MmaRule kMmaRules[] = {
+    MmaRule::kThreads, MmaRule::kSharedMemory, MmaRule::kRegisters,
+    MmaRule::kAlignment, MmaRule::kGrid};
 const char* ToString(MmaRule rule);
 
 int64_t MmaSharedBytes(MmaPrecision precision, const MmaParams& p);
+// K_G * M * N fp32 partial sums when K_G > 1, and the split_reduce 1
+// arrival counters after them (MmaKernel::workspace_bytes).
+int64_t MmaWorkspaceBytes(const MmaProblem& problem, const MmaParams& p);
 // Accumulators, fragments, copy bookkeeping and addressing per thread;
 // calibrated with ptxas in gemm_mma_test.
 int64_t MmaRegisterEstimate(const MmaProblem& problem, const MmaParams& p);
 
+// Whether one rule holds, with no allocation (samplers call it).
+bool PassesMmaRule(MmaRule rule, const MmaProblem& problem, const MmaParams& p,
+                   const MmaLimits& limits);
+// The first rule, in kMmaRules order, that fails; kNone if all hold.
 MmaRule FirstFailingMmaRule(const MmaProblem& problem, const MmaParams& p,
                             const MmaLimits& limits);
 // OK if the kernel of `p` computes `problem` on a device with `limits`;
