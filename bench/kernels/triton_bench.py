@@ -610,6 +610,9 @@ def main():
     ap.add_argument("--no-precompile", action="store_true")
     ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     ap.add_argument("--list", action="store_true", help="print the shapes and exit")
+    ap.add_argument("--tsv", help="also write one line per timed shape, "
+                    "'precision layout m n k lda ldb median_us config', "
+                    "for mma_bench --triton")
     args = ap.parse_args()
     args.reps = max(21, args.reps)
 
@@ -692,6 +695,14 @@ def main():
             log(f"# nvidia-smi after: {after}")
     except Exception:
         pass
+    if args.tsv:
+        with open(args.tsv, "w") as f:
+            for r in result["rows"]:
+                if "median_us" not in r or not r.get("ok"):
+                    continue
+                f.write(f"{r['precision']} {r['layout_a']}{r['layout_b']} "
+                        f"{r['m']} {r['n']} {r['k']} {r['lda']} {r['ldb']} "
+                        f"{r['median_us']:.3f} {str(r['config']).replace(' ', '_')}\n")
     log(f"# total {time.time() - START:.0f} s")
     log(table(result["rows"]))
     print(json.dumps(clean(result), indent=1))
