@@ -50,7 +50,7 @@
 namespace blocktune {
 
 // Bumped whenever the emitted PTX can change.
-inline constexpr int kGemmMmaGeneratorVersion = 1;
+inline constexpr int kGemmMmaGeneratorVersion = 2;
 inline constexpr char kGemmMmaFamily[] = "gemm.mma";
 
 // The math and storage of one product. kBf16/kFp16: that type in and out,
@@ -139,7 +139,8 @@ enum class MmaRule {
   kThreads,       // 32 * warps_m * warps_n <= threads per block
   kSharedMemory,  // stages * (A stage + B stage) <= opt-in shared memory
   kRegisters,     // estimate per thread <= 255, and per program <= per SM
-  kAlignment,     // lda, ldb multiples of 16 bytes (no narrow copy path)
+  kAlignment,     // not produced since generator v2 (narrow copies);
+                  // kept so stored rule names still parse
   kGrid,          // tiles <= 2^31 - 1, K_G <= 65535
 };
 const char* ToString(MmaRule rule);
@@ -172,7 +173,12 @@ struct MmaKernel {
   // first launch (every launch leaves them zero again).
   int64_t workspace_bytes = 0;
   int64_t counter_offset = 0;  // bytes from the workspace to the counters
-  int64_t align_elements = 8;  // lda, ldb must be multiples of this
+  // Bytes per copy of A and B (16, 8, 4 or 2), from the problem's lda and
+  // ldb: the base addresses must be aligned to them, and the PTX is
+  // correct for leading dimensions that keep every row so aligned.
+  int a_copy_bytes = 16, b_copy_bytes = 16;
+  // min(a_copy_bytes, b_copy_bytes) in elements.
+  int64_t align_elements = 8;
   int element_bytes = 2;
 };
 
