@@ -122,7 +122,7 @@ StatusOr<MmaParams> MmaParamsFromString(std::string_view text) {
 std::vector<MmaParamDomain> MmaParamDomains() {
   return {{"bm", {16, 32, 64, 128, 256}},
           {"bn", {8, 16, 32, 64, 128, 256}},
-          {"bk", {16, 32, 64, 128}},
+          {"bk", {16, 32, 64, 128, 256}},
           {"wm", {1, 2, 4, 8}},
           {"wn", {1, 2, 4, 8}},
           {"st", {2, 3, 4, 5}},
@@ -142,7 +142,7 @@ Status ValidateMmaParams(const MmaParams& p) {
   };
   BT_RETURN_IF_ERROR(in("bm", p.bm, 16, 256, true));
   BT_RETURN_IF_ERROR(in("bn", p.bn, 8, 256, true));
-  BT_RETURN_IF_ERROR(in("bk", p.bk, 16, 128, true));
+  BT_RETURN_IF_ERROR(in("bk", p.bk, 16, 256, true));
   BT_RETURN_IF_ERROR(in("wm", p.warps_m, 1, 8, true));
   BT_RETURN_IF_ERROR(in("wn", p.warps_n, 1, 8, true));
   BT_RETURN_IF_ERROR(in("st", p.stages, 2, 5, false));
@@ -186,8 +186,8 @@ int64_t MmaRegisterEstimate(const MmaProblem& problem, const MmaParams& p) {
   // Accumulators; fragments of one and a half k steps (ptxas loads ahead);
   // the lane offsets; copy bookkeeping (regular: 7 per operand, plus a
   // shared offset per copy where the swizzle differs; else 5 per copy);
-  // 40 for coordinates and temporaries; 40 more for the in-kernel split
-  // reduction (a 64x64 warp tile spilled 160 bytes at an estimate of 238).
+  // 40 for coordinates and temporaries; 56 more for the split-K tree (32
+  // loaded partials, 8 addresses; v1's 40 let a 64x64 warp tile spill).
   // 2-byte copies hold eight halves per copy across the step's math.
   auto copy_regs = [&](bool regular, int64_t copies, int64_t chunks,
                        int64_t cw) {

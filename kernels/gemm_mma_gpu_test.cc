@@ -1,9 +1,10 @@
 // gemm.mma on the GPU (ctest label gpu) against a float64 reference
 // computed from the same rounded inputs: random shapes from 1x1x1 through
-// ragged and odd sizes, all four layouts, every precision, K_G > 1, beta
-// zero and not, leading dimensions past the minimum. C (and the split-K
-// workspace) is poisoned with NaN where beta == 0, so an element the kernel
-// never wrote fails.
+// ragged and odd sizes, all four layouts, every precision, K_G > 1 (both
+// split reductions, each launched twice: equal bits, counters zero again),
+// beta zero and not, leading dimensions past the minimum and not multiples
+// of 16 bytes (narrow copies). C (and the split-K workspace) is poisoned
+// with NaN where beta == 0, so an element the kernel never wrote fails.
 //
 // Tolerance (DESIGN.md "Verification per precision"), per element:
 //   |C - C_ref| <= c * u * |alpha| * sum_k |a_ik||b_kj|
@@ -251,7 +252,7 @@ MmaParams RandomParams(std::mt19937& rng) {
   MmaParams p;
   p.bm = pick({16, 32, 64, 128, 256});
   p.bn = pick({8, 16, 32, 64, 128, 256});
-  p.bk = pick({16, 32, 64});
+  p.bk = pick({16, 32, 64, 256});
   p.warps_m = pick({1, 2, 4});
   p.warps_n = pick({1, 2, 4});
   p.stages = pick({2, 3, 4, 5});
@@ -379,7 +380,7 @@ TEST_F(GemmMmaGpuTest, UnalignedLeadingDimensions) {
         c.problem.ldb = (b_t ? g.k : g.n) + pad;
         c.params = *MmaParamsFromString(
             pad % 2 ? "bm=128 bn=64 bk=32 wm=2 wn=2 st=4 kg=1 gm=4"
-                    : "bm=64 bn=128 bk=32 wm=2 wn=2 st=3 kg=3 gm=2 sk=1");
+                    : "bm=64 bn=64 bk=32 wm=2 wn=2 st=3 kg=3 gm=2 sk=1");
         c.beta = pad == 2 ? 0.5f : 0.0f;
         auto o = RunCase(c, rng);
         ASSERT_TRUE(o.ok()) << ToString(prec) << " " << ToString(Context(g))
@@ -408,6 +409,8 @@ TEST_F(GemmMmaGpuTest, SplitKIsDeterministic) {
        "bm=32 bn=8 bk=128 wm=2 wn=1 st=5 kg=4 gm=1 sk=1"},
       {MmaPrecision::kBf16, 4096, 16, 4096,
        "bm=32 bn=16 bk=128 wm=2 wn=1 st=4 kg=4 gm=1 sk=0"},
+      {MmaPrecision::kBf16, 4096, 4, 4096,
+       "bm=16 bn=8 bk=256 wm=1 wn=1 st=4 kg=2 gm=1 sk=1"},
       {MmaPrecision::kBf16, 1024, 16, 1024,
        "bm=16 bn=8 bk=64 wm=1 wn=1 st=4 kg=3 gm=1 sk=1"},
       {MmaPrecision::kBf16, 64, 64, 16384,
