@@ -1,5 +1,6 @@
 // The family `gemm.mma` (gemm_mma.h): tensor-core GEMM with mma.sync for
 // bf16, fp16 and tf32, behind the family interface.
+#include <algorithm>
 #include <iterator>
 
 #include "kernels/family.h"
@@ -29,7 +30,9 @@ constexpr Field kFields[] = {
     {"gm", &MmaParams::group_m, "rows of tiles per raster group (L2 reuse)",
      false},
     {"sk", &MmaParams::split_reduce,
-     "K_G sum: 0 a second kernel, 1 the last program of a tile", false},
+     "K_G sum: 0 a second kernel (a dependent launch on sm_90), 1 a tree "
+     "inside the kernel (the last of each group of 8 adds the group)",
+     false},
 };
 constexpr int kFieldCount = static_cast<int>(std::size(kFields));
 
@@ -197,9 +200,9 @@ class MmaFamily : public KernelFamily {
     out.workspace_bytes = k.workspace_bytes;
     out.counter_offset =
         k.workspace_bytes > 0 && k.reduce_entry.empty() ? k.counter_offset : -1;
-    out.align_a = k.align_elements;
-    out.align_b = k.align_elements;
-    out.align_bytes = 16;
+    out.align_a = k.a_copy_bytes / k.element_bytes;
+    out.align_b = k.b_copy_bytes / k.element_bytes;
+    out.align_bytes = std::min(k.a_copy_bytes, k.b_copy_bytes);
     out.entry_params = EntryParams(Op::kGemm);
     if (!out.reduce_entry.empty()) out.reduce_params = ReduceParams();
     return out;
