@@ -39,7 +39,7 @@ TEST(OperationTest, EnumsRoundTripAndRejectUnknown) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.status().message(),
-              HasSubstr("dtype must be one of fp32, fp16, bf16, fp64; got 'fp8'"));
+              HasSubstr("dtype must be one of fp32, tf32, bf16, fp16, fp64; got 'fp8'"));
 }
 
 TEST(GemmContextTest, ValidatesRangesNamingTheField) {

@@ -72,6 +72,24 @@ struct Driver::Api {
   CUresult (*cuLaunchKernel)(Handle, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, unsigned, Handle, void**,
                              void**);
+  // cuLaunchKernelEx (CUDA 11.8+): optional, for programmatic dependent
+  // launch; the config and attribute mirror cuda.h's CUlaunchConfig and
+  // CUlaunchAttribute.
+  struct LaunchAttribute {
+    int id;
+    char pad[4];
+    union {
+      char bytes[64];
+      int value;
+    } value;
+  };
+  struct LaunchConfig {
+    unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared;
+    Handle stream;
+    LaunchAttribute* attrs;
+    unsigned num_attrs;
+  };
+  CUresult (*cuLaunchKernelEx)(const LaunchConfig*, Handle, void**, void**);
   CUresult (*cuMemAlloc)(CUdeviceptr*, size_t);
   CUresult (*cuMemFree)(CUdeviceptr);
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, size_t);
@@ -146,6 +164,7 @@ Status Load(Driver::Api* api) {
   ok &= Resolve(lib, &api->cuFuncGetAttribute, "cuFuncGetAttribute");
   ok &= Resolve(lib, &api->cuFuncSetAttribute, "cuFuncSetAttribute");
   ok &= Resolve(lib, &api->cuLaunchKernel, "cuLaunchKernel");
+  Resolve(lib, &api->cuLaunchKernelEx, "cuLaunchKernelEx");  // optional
   ok &= Resolve(lib, &api->cuMemAlloc, "cuMemAlloc_v2");
   ok &= Resolve(lib, &api->cuMemFree, "cuMemFree_v2");
   ok &= Resolve(lib, &api->cuMemcpyHtoD, "cuMemcpyHtoD_v2");
@@ -415,6 +434,25 @@ Status Launch(const Function& fn, Dim3 grid, Dim3 block, unsigned shared_bytes,
   BT_CU(cuLaunchKernel, fn.handle, grid.x, grid.y, grid.z, block.x, block.y,
                        block.z, shared_bytes, nullptr, args.data(), nullptr);
   return OkStatus();
+}
+
+Status LaunchDependent(const Function& fn, Dim3 grid, Dim3 block,
+                       unsigned shared_bytes, std::vector<void*> args) {
+  const Driver::Api& api = Api();
+  if (api.cuLaunchKernelEx != nullptr) {
+    Driver::Api::LaunchAttribute attr{};
+    attr.id = 6;  // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    attr.value.value = 1;
+    const Driver::Api::LaunchConfig config{
+        grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes,
+        nullptr, &attr, 1};
+    if (api.cuLaunchKernelEx(&config, fn.handle, args.data(), nullptr) ==
+        kSuccess)
+      return OkStatus();
+  }
+  // No programmatic launch here: an ordinary launch (griddepcontrol.wait
+  // returns at once in a kernel launched without the attribute).
+  return Launch(fn, grid, block, shared_bytes, std::move(args));
 }
 
 Status SetMaxDynamicShared(const Function& fn, int bytes) {

@@ -162,6 +162,13 @@ struct Dim3 {
 // Launches `fn` on the default stream; `args` point at each argument.
 Status Launch(const Function& fn, Dim3 grid, Dim3 block, unsigned shared_bytes,
               std::vector<void*> args);
+// As Launch, with programmatic dependent launch allowed (sm_90): `fn` may
+// start before the kernel before it on the stream has finished, and must
+// execute griddepcontrol.wait before it reads that kernel's results. Falls
+// back to an ordinary launch where the driver lacks cuLaunchKernelEx or
+// refuses the attribute.
+Status LaunchDependent(const Function& fn, Dim3 grid, Dim3 block,
+                       unsigned shared_bytes, std::vector<void*> args);
 // Allows `fn` up to `bytes` of dynamic shared memory (past 48 KiB).
 Status SetMaxDynamicShared(const Function& fn, int bytes);
 // Asks for `percent` of the unified L1/shared storage as shared memory (100:

@@ -13,6 +13,19 @@ using mma_internal::IsPow2;
 using mma_internal::N;
 using mma_internal::Tiling;
 
+namespace {
+
+// The tiling of `p` with the problem's copy widths (CopyBytes of lda, ldb).
+Tiling MakeTiling(const MmaProblem& problem, const MmaParams& p) {
+  const int64_t es = ElementBytes(problem.precision);
+  return Tiling(problem.precision, problem.ctx.layout_a == Layout::kT,
+                problem.ctx.layout_b == Layout::kT, p,
+                mma_internal::CopyBytes(problem.Lda(), es),
+                mma_internal::CopyBytes(problem.Ldb(), es));
+}
+
+}  // namespace
+
 std::string_view ToString(MmaPrecision p) {
   switch (p) {
     case MmaPrecision::kBf16:
@@ -109,7 +122,7 @@ StatusOr<MmaParams> MmaParamsFromString(std::string_view text) {
 std::vector<MmaParamDomain> MmaParamDomains() {
   return {{"bm", {16, 32, 64, 128, 256}},
           {"bn", {8, 16, 32, 64, 128, 256}},
-          {"bk", {16, 32, 64, 128}},
+          {"bk", {16, 32, 64, 128, 256}},
           {"wm", {1, 2, 4, 8}},
           {"wn", {1, 2, 4, 8}},
           {"st", {2, 3, 4, 5}},
@@ -129,7 +142,7 @@ Status ValidateMmaParams(const MmaParams& p) {
   };
   BT_RETURN_IF_ERROR(in("bm", p.bm, 16, 256, true));
   BT_RETURN_IF_ERROR(in("bn", p.bn, 8, 256, true));
-  BT_RETURN_IF_ERROR(in("bk", p.bk, 16, 128, true));
+  BT_RETURN_IF_ERROR(in("bk", p.bk, 16, 256, true));
   BT_RETURN_IF_ERROR(in("wm", p.warps_m, 1, 8, true));
   BT_RETURN_IF_ERROR(in("wn", p.warps_n, 1, 8, true));
   BT_RETURN_IF_ERROR(in("st", p.stages, 2, 5, false));
@@ -169,46 +182,83 @@ int64_t MmaSharedBytes(MmaPrecision precision, const MmaParams& p) {
 }
 
 int64_t MmaRegisterEstimate(const MmaProblem& problem, const MmaParams& p) {
-  const Tiling t(problem.precision, problem.ctx.layout_a == Layout::kT,
-                 problem.ctx.layout_b == Layout::kT, p);
-  // Accumulators; two buffers of fragments (the pipelined loop, v2); the
-  // lane offsets; copy bookkeeping (regular: 7 per operand, plus a shared
+  const Tiling t = MakeTiling(problem, p);
+  // Accumulators; two buffers of fragments (the pipelined loop); the lane
+  // offsets; copy bookkeeping (regular: 7 per operand, plus a shared
   // offset per copy where the swizzle differs; else 5 per copy); 40 for
-  // coordinates and temporaries. Calibrated with ptxas (gemm_mma_test) on
-  // sm_80 and sm_90: with the loop's copies in one block with the mma's,
-  // ptxas may give every copy its own 64-bit pointer, so past 8 copies per
-  // thread each counts 2 more; the in-kernel split reduction keeps a
-  // register per accumulator more in flight (v2: a 64 x 32 warp tile went
-  // from 166 registers with sk = 0 to 255 and a spill with sk = 1).
-  auto copy_regs = [&](bool regular, int64_t copies, int64_t chunks) {
+  // coordinates and temporaries. 2-byte copies hold eight halves per copy
+  // across the step's math. Calibrated with ptxas (gemm_mma_test) on sm_80
+  // and sm_90: with the loop's copies in one block with the mma's, ptxas
+  // may give every copy its own 64-bit pointer, so past 8 copies per
+  // thread each counts 2 more. The split-K tree: 4 * radix loaded values
+  // and radix addresses (56; v1's 40 let a 64x64 warp tile spill), and a
+  // quarter of the accumulators more with the pipelined loop (16 x 128
+  // warp tiles spilled at an estimate of 248).
+  auto copy_regs = [&](bool regular, int64_t copies, int64_t chunks,
+                       int64_t cw) {
+    const int64_t held = cw == 2 ? 8 * copies : 0;
     const int64_t split = copies > 8 ? 2 * copies : 0;
-    if (!regular) return 5 * copies + split;
+    if (!regular) return 5 * copies + held + split;
     const int64_t rstep = t.threads / chunks;
-    return 7 + (rstep % 8 == 0 || copies == 1 ? 0 : copies) + split;
+    return 7 + (rstep % 8 == 0 || copies == 1 ? 0 : copies) + held + split;
   };
   const int64_t acc = 4 * t.mt * t.nt;
   return acc + 2 * (4 * t.mt + 2 * t.nt) + t.FragAddrA() + t.FragAddrB() +
-         copy_regs(t.RegularA(), t.a_copies, t.a_chunks) +
-         copy_regs(t.RegularB(), t.b_copies, t.b_chunks) + 40 +
-         (t.sk == 1 ? 40 + acc : 0);  // the in-kernel z sum
+         copy_regs(t.RegularA(), t.a_copies, t.a_chunks, t.cw_a) +
+         copy_regs(t.RegularB(), t.b_copies, t.b_chunks, t.cw_b) + 40 +
+         (t.sk == 1 ? 56 + acc / 4 : 0);
+}
+
+bool PassesMmaRule(MmaRule rule, const MmaProblem& problem,
+                   const MmaParams& p, const MmaLimits& limits) {
+  switch (rule) {
+    case MmaRule::kNone:
+      return true;
+    case MmaRule::kThreads:
+      return p.Threads() <= limits.max_threads_per_block;
+    case MmaRule::kSharedMemory:
+      return MmaSharedBytes(problem.precision, p) <=
+             limits.max_dynamic_shared_bytes;
+    case MmaRule::kRegisters: {
+      const int64_t regs = MmaRegisterEstimate(problem, p);
+      return regs <= limits.max_registers_per_thread &&
+             regs * p.Threads() <= limits.registers_per_sm;
+    }
+    case MmaRule::kAlignment:  // narrow copies since generator v2
+      return true;
+    case MmaRule::kGrid: {
+      const GemmContext& g = problem.ctx;
+      return CeilDiv(g.m, p.bm) * CeilDiv(g.n, p.bn) <= 2147483647 &&
+             p.kg <= 65535;
+    }
+  }
+  return false;
 }
 
 MmaRule FirstFailingMmaRule(const MmaProblem& problem, const MmaParams& p,
                             const MmaLimits& limits) {
-  if (p.Threads() > limits.max_threads_per_block) return MmaRule::kThreads;
-  if (MmaSharedBytes(problem.precision, p) > limits.max_dynamic_shared_bytes)
-    return MmaRule::kSharedMemory;
-  const int64_t regs = MmaRegisterEstimate(problem, p);
-  if (regs > limits.max_registers_per_thread ||
-      regs * p.Threads() > limits.registers_per_sm)
-    return MmaRule::kRegisters;
-  const int64_t align = 16 / ElementBytes(problem.precision);
-  if (problem.Lda() % align != 0 || problem.Ldb() % align != 0)
-    return MmaRule::kAlignment;
-  const GemmContext& g = problem.ctx;
-  if (CeilDiv(g.m, p.bm) * CeilDiv(g.n, p.bn) > 2147483647 || p.kg > 65535)
-    return MmaRule::kGrid;
+  for (MmaRule rule : kMmaRules)
+    if (!PassesMmaRule(rule, problem, p, limits)) return rule;
   return MmaRule::kNone;
+}
+
+int64_t MmaPartialBytes(const MmaProblem& problem, const MmaParams& p) {
+  if (p.kg <= 1) return 0;
+  const GemmContext& g = problem.ctx;
+  if (p.split_reduce == 1)  // per tile, K_G whole bm x bn partial tiles
+    return CeilDiv(g.m, p.bm) * CeilDiv(g.n, p.bn) * p.kg * p.bm * p.bn * 4;
+  return p.kg * g.m * g.n * 4;
+}
+
+int64_t MmaWorkspaceBytes(const MmaProblem& problem, const MmaParams& p) {
+  if (p.kg <= 1) return 0;
+  const int64_t partials = MmaPartialBytes(problem, p);
+  if (p.split_reduce == 1) {  // the tree's arrival counters after them
+    const GemmContext& g = problem.ctx;
+    const int64_t tiles = CeilDiv(g.m, p.bm) * CeilDiv(g.n, p.bn);
+    return partials + tiles * (p.kg + mma_internal::kSplitCounterPad) * 4;
+  }
+  return partials;
 }
 
 Status CanImplementMma(const MmaProblem& problem, const MmaParams& p,
@@ -231,12 +281,8 @@ Status CanImplementMma(const MmaProblem& problem, const MmaParams& p,
           " registers per thread do not fit (" +
           N(limits.max_registers_per_thread) + " per thread, " +
           N(limits.registers_per_sm) + " per SM)");
-    case MmaRule::kAlignment:
-      return FailedPrecondition(
-          "alignment: gemm.mma copies 16-byte chunks, so lda and ldb must be "
-          "multiples of " +
-          N(16 / ElementBytes(problem.precision)) + " elements; got lda " +
-          N(problem.Lda()) + ", ldb " + N(problem.Ldb()));
+    case MmaRule::kAlignment:  // not produced since generator v2
+      return FailedPrecondition("alignment");
     case MmaRule::kGrid:
       return FailedPrecondition(
           "grid: ceil(M/bm)*ceil(N/bn) exceeds 2^31-1 "
@@ -265,8 +311,7 @@ StatusOr<MmaKernel> GenerateGemmMma(const MmaProblem& problem,
         arch + "'");
   }
   const GemmContext& g = problem.ctx;
-  Tiling t(problem.precision, g.layout_a == Layout::kT,
-           g.layout_b == Layout::kT, p);
+  Tiling t = MakeTiling(problem, p);
   t.sm = number;
   MmaKernel k;
   k.ptx = mma_internal::MainEntry(problem, t, arch);
@@ -274,21 +319,22 @@ StatusOr<MmaKernel> GenerateGemmMma(const MmaProblem& problem,
             static_cast<unsigned>(p.kg), 1};
   k.block = {static_cast<unsigned>(p.Threads()), 1, 1};
   k.shared_bytes = static_cast<unsigned>(MmaSharedBytes(problem.precision, p));
-  k.align_elements = t.v;
+  k.a_copy_bytes = static_cast<int>(t.cw_a);
+  k.b_copy_bytes = static_cast<int>(t.cw_b);
+  k.align_elements = std::min(t.cw_a, t.cw_b) / t.esize;
   k.element_bytes = static_cast<int>(t.esize);
+  k.workspace_bytes = MmaWorkspaceBytes(problem, p);
   if (p.kg > 1 && t.sk == 1) {
-    k.counter_offset = p.kg * g.m * g.n * 4;
-    k.workspace_bytes = k.counter_offset + 4 * int64_t{k.grid[0]};
+    k.counter_offset = MmaPartialBytes(problem, p);
   } else if (p.kg > 1) {
     const int64_t lanes = mma_internal::ReduceLanes(p.kg);
-    k.ptx += mma_internal::ReduceEntry(problem.precision, lanes);
+    k.ptx += mma_internal::ReduceEntry(problem.precision, lanes, arch);
     k.reduce_entry = "blocktune_gemm_mma_reduce";
     k.reduce_grid = {static_cast<unsigned>(CeilDiv(
                          g.m * g.n, mma_internal::kReduceThreads / lanes)),
                      1, 1};
     k.reduce_block = {static_cast<unsigned>(mma_internal::kReduceThreads), 1,
                       1};
-    k.workspace_bytes = p.kg * g.m * g.n * 4;
   }
   return k;
 }

@@ -10,9 +10,11 @@
 // The algorithm, one program per BM x BN block of C (M_L x N_L of the
 // thesis), warps_m x warps_n warps, each warp a (BM/warps_m) x
 // (BN/warps_n) tile of m16n8 accumulators:
-//   1. operands go global -> shared with cp.async.cg 16-byte copies into a
-//      ring of `stages` buffers of BK (U) steps of K; copies past M, N or K
-//      are zero-filled through cp.async's src-size operand;
+//   1. operands go global -> shared in 16-byte chunks into a ring of
+//      `stages` buffers of BK (U) steps of K (cp.async.cg; narrower pieces
+//      where the leading dimension asks for them, see Alignment); copies
+//      past M, N or K are zero-filled through cp.async's src-size operand
+//      (or predicated loads);
 //   2. each shared row of 16-byte chunks is XOR-swizzled (chunk ^ f(row))
 //      so that the 8 rows one ldmatrix phase reads fall in 8 different
 //      bank groups;
@@ -21,24 +23,30 @@
 //      M or N are read with ld.shared.b32 (ldmatrix.trans moves 16-bit
 //      elements only). The loop is software-pipelined: two fragment
 //      buffers, so that k step s+1's loads (across a stage boundary too)
-//      overlap step s's mma's; an interior program (its tile inside M x N)
-//      copies its full BK stages without bounds arithmetic;
+//      overlap step s's mma's; an interior program (its tile inside M x N,
+//      both operands in 16-byte chunks) copies its full BK stages without
+//      bounds arithmetic;
 //   4. the epilogue applies alpha and beta in fp32 and writes the output
 //      type, predicated on M and N. With K_G > 1 the K range is split over
-//      K_G programs (grid y); their fp32 partial sums go to a workspace and
-//      a second entry adds them in a fixed order (deterministic) and
-//      applies alpha and beta.
+//      K_G programs (grid y) and their fp32 partial sums are added in a
+//      fixed order (deterministic: the same bits every run), either by a
+//      second entry (split_reduce 0, launched as a programmatic dependent
+//      launch on sm_90 so that it is resident when the main grid drains)
+//      or inside the main kernel by a tree (split_reduce 1, see MmaParams).
 // Programs walk the tiles of C in a grouped raster order: group_m rows of
 // tiles at a time, column by column, so consecutive programs share panels
 // of A and B in L2.
 //
-// Alignment: 16-byte copies need every row of A and B to start 16 bytes
-// aligned, i.e. lda and ldb multiples of 8 elements (bf16, fp16) or 4
-// (tf32), and 16-byte aligned base addresses. The family has no narrower
-// copy path: CanImplementMma refuses other leading dimensions
-// (FAILED_PRECONDITION, rule "alignment") and LoadedMma::Launch refuses
-// unaligned addresses, so such a context is sent elsewhere rather than
-// computed wrongly. M, N and K themselves are free (any value >= 1).
+// Alignment (generator v2): the copy width of each operand follows from its
+// leading dimension, not from a parameter: 16-byte cp.async.cg where every
+// row starts 16-byte aligned (lda, ldb multiples of 8 elements for bf16 and
+// fp16, 4 for tf32); otherwise 8- or 4-byte cp.async.ca pieces of each
+// chunk (ld * element bytes a multiple of 8 or 4); otherwise (bf16/fp16 and
+// odd ld) 2-byte ld.global.nc loads into registers, issued before the
+// step's math and stored to shared memory after it. Any lda, ldb >= the
+// minimum is computed; the base addresses of A and B must be aligned to
+// the copy width (MmaKernel::a_copy_bytes; LoadedMma::Launch checks).
+// M, N and K are free (any value >= 1).
 #ifndef BLOCKTUNE_KERNELS_GEMM_MMA_H_
 #define BLOCKTUNE_KERNELS_GEMM_MMA_H_
 
@@ -53,8 +61,9 @@
 
 namespace blocktune {
 
-// Bumped whenever the emitted PTX can change.
-inline constexpr int kGemmMmaGeneratorVersion = 2;
+// Bumped whenever the emitted PTX can change (3: the split-K/narrow-copy v2
+// of branch mma-split and the pipelined-loop v2 of mma-square together).
+inline constexpr int kGemmMmaGeneratorVersion = 3;
 inline constexpr char kGemmMmaFamily[] = "gemm.mma";
 
 // The math and storage of one product. kBf16/kFp16: that type in and out,
@@ -81,7 +90,7 @@ struct MmaProblem {
 };
 
 // The family's parameters. Domains (MmaParamDomains): bm 16..256, bn
-// 8..256, bk 16..128, warps 1..8 per axis (at most 16 warps), stages 2..5,
+// 8..256, bk 16..256, warps 1..8 per axis (at most 16 warps), stages 2..5,
 // kg 1..4096, group_m 1..16, sk (split_reduce) 0..1. Thesis names: bm = M_L, bn
 // = N_L, bk = U, kg = K_G; the per-thread tile M_S x N_S is implied by the warp
 // tile.
@@ -94,10 +103,16 @@ struct MmaParams {
   int64_t stages = 3;
   int64_t kg = 1;
   int64_t group_m = 8;
-  // How the K_G partial sums are added (K_G > 1): 0 = a second kernel
-  // (reduce_entry); 1 = inside the main kernel, by the last of a tile's
-  // K_G programs to finish (a per-tile arrival counter in the workspace).
-  // Both add in z order, so both are deterministic.
+  // How the K_G partial sums are added (K_G > 1), both in a fixed order
+  // (deterministic):
+  //   0 = a second kernel (reduce_entry) adds W[0..K_G-1] per output;
+  //   1 = a tree inside the main kernel (generator v2; v1's 1 was one level
+  //       of it): the tile's K_G programs form groups of 8 consecutive z;
+  //       each stores its partial, fences and counts in on its group's
+  //       counter; the last to arrive adds the group's 8 partials in z
+  //       order and represents the group one level up, until one program
+  //       writes C. ceil(log8 K_G) levels; the counters are zeroed by the
+  //       program that completes them, so every launch leaves them zero.
   int64_t split_reduce = 0;
 
   int64_t WarpTileM() const { return bm / warps_m; }
@@ -143,16 +158,31 @@ enum class MmaRule {
   kThreads,       // 32 * warps_m * warps_n <= threads per block
   kSharedMemory,  // stages * (A stage + B stage) <= opt-in shared memory
   kRegisters,     // estimate per thread <= 255, and per program <= per SM
-  kAlignment,     // lda, ldb multiples of 16 bytes (no narrow copy path)
+  kAlignment,     // not produced since generator v2 (narrow copies);
+                  // kept so stored rule names still parse
   kGrid,          // tiles <= 2^31 - 1, K_G <= 65535
 };
+// The rules in force (kAlignment has not been produced since v2).
+inline constexpr MmaRule kMmaRules[] = {MmaRule::kThreads,
+                                        MmaRule::kSharedMemory,
+                                        MmaRule::kRegisters, MmaRule::kGrid};
 const char* ToString(MmaRule rule);
 
 int64_t MmaSharedBytes(MmaPrecision precision, const MmaParams& p);
+// The fp32 partial sums when K_G > 1 (split_reduce 0: K_G * M * N; 1: K_G
+// whole tiles per tile), and the workspace: the partials, then the
+// split_reduce 1 tree's arrival counters (MmaKernel::workspace_bytes,
+// counter_offset).
+int64_t MmaPartialBytes(const MmaProblem& problem, const MmaParams& p);
+int64_t MmaWorkspaceBytes(const MmaProblem& problem, const MmaParams& p);
 // Accumulators, fragments, copy bookkeeping and addressing per thread;
 // calibrated with ptxas in gemm_mma_test.
 int64_t MmaRegisterEstimate(const MmaProblem& problem, const MmaParams& p);
 
+// Whether one rule holds, with no allocation (samplers call it).
+bool PassesMmaRule(MmaRule rule, const MmaProblem& problem, const MmaParams& p,
+                   const MmaLimits& limits);
+// The first rule, in kMmaRules order, that fails; kNone if all hold.
 MmaRule FirstFailingMmaRule(const MmaProblem& problem, const MmaParams& p,
                             const MmaLimits& limits);
 // OK if the kernel of `p` computes `problem` on a device with `limits`;
@@ -171,12 +201,18 @@ struct MmaKernel {
   unsigned shared_bytes = 0;  // dynamic; above 48 KiB needs the opt-in
   std::array<unsigned, 3> reduce_grid{};
   std::array<unsigned, 3> reduce_block{};
-  // K_G * M * N floats when K_G > 1; with split_reduce 1 also one 32-bit
-  // arrival counter per tile after them, which must be zero before the
-  // first launch (every launch leaves them zero again).
+  // K_G > 1: split_reduce 0: K_G * M * N floats; split_reduce 1: tiles *
+  // K_G * BM * BN floats, then tiles * (K_G + 8) 32-bit counters at
+  // counter_offset, which must be zero before the first launch (every
+  // launch leaves them zero again).
   int64_t workspace_bytes = 0;
   int64_t counter_offset = 0;  // bytes from the workspace to the counters
-  int64_t align_elements = 8;  // lda, ldb must be multiples of this
+  // Bytes per copy of A and B (16, 8, 4 or 2), from the problem's lda and
+  // ldb: the base addresses must be aligned to them, and the PTX is
+  // correct for leading dimensions that keep every row so aligned.
+  int a_copy_bytes = 16, b_copy_bytes = 16;
+  // min(a_copy_bytes, b_copy_bytes) in elements.
+  int64_t align_elements = 8;
   int element_bytes = 2;
 };
 
@@ -185,8 +221,8 @@ struct MmaKernel {
 //   .u32 M, N, K, lda, ldb, ldc, .f32 alpha, beta.
 // `reduce_entry`: .u64 W, C, .u32 M, N, ldc, K_G, .f32 alpha, beta.
 // The launch geometry is for the M, N, K of the problem; the PTX itself is
-// correct for any M, N, K and aligned leading dimensions. `arch` "sm_80" or
-// later.
+// correct for any M, N, K and leading dimensions with the problem's copy
+// widths (a_copy_bytes, b_copy_bytes). `arch` "sm_80" or later.
 StatusOr<MmaKernel> GenerateGemmMma(const MmaProblem& problem,
                                     const MmaParams& p,
                                     const std::string& arch = "sm_90");

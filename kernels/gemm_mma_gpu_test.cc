@@ -1,9 +1,10 @@
 // gemm.mma on the GPU (ctest label gpu) against a float64 reference
 // computed from the same rounded inputs: random shapes from 1x1x1 through
-// ragged and odd sizes, all four layouts, every precision, K_G > 1, beta
-// zero and not, leading dimensions past the minimum. C (and the split-K
-// workspace) is poisoned with NaN where beta == 0, so an element the kernel
-// never wrote fails.
+// ragged and odd sizes, all four layouts, every precision, K_G > 1 (both
+// split reductions, each launched twice: equal bits, counters zero again),
+// beta zero and not, leading dimensions past the minimum and not multiples
+// of 16 bytes (narrow copies). C (and the split-K workspace) is poisoned
+// with NaN where beta == 0, so an element the kernel never wrote fails.
 //
 // Tolerance (DESIGN.md "Verification per precision"), per element:
 //   |C - C_ref| <= c * u * |alpha| * sum_k |a_ik||b_kj|
@@ -170,16 +171,21 @@ StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
   ops.alpha = c.alpha;
   ops.beta = c.beta;
   BT_RETURN_IF_ERROR(mma->Launch(ops));
-  if (c.params.kg > 1 && c.params.split_reduce == 1) {
-    // Launch again on the same workspace: the counters must be zero again.
+  std::vector<uint8_t> out(cm.value.size() * es);
+  BT_RETURN_IF_ERROR(dc.CopyToHost(out.data(), out.size()));
+  if (c.params.kg > 1) {
+    // Launch again on the same workspace: the tree's counters must be zero
+    // again, and the K_G sum must give the same bits (deterministic).
     if (c.beta == 0)
       BT_RETURN_IF_ERROR(dc.Fill32(0x7fc07fc0));
     else
       BT_RETURN_IF_ERROR(dc.CopyFromHost(Data(cm), cm.value.size() * es));
     BT_RETURN_IF_ERROR(mma->Launch(ops));
+    std::vector<uint8_t> again(out.size());
+    BT_RETURN_IF_ERROR(dc.CopyToHost(again.data(), again.size()));
+    if (again != out)
+      return Internal("K_G > 1: a second launch gave different bits");
   }
-  std::vector<uint8_t> out(cm.value.size() * es);
-  BT_RETURN_IF_ERROR(dc.CopyToHost(out.data(), out.size()));
 
   const double u =
       prec == MmaPrecision::kBf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
@@ -246,7 +252,7 @@ MmaParams RandomParams(std::mt19937& rng) {
   MmaParams p;
   p.bm = pick({16, 32, 64, 128, 256});
   p.bn = pick({8, 16, 32, 64, 128, 256});
-  p.bk = pick({16, 32, 64});
+  p.bk = pick({16, 32, 64, 256});
   p.warps_m = pick({1, 2, 4});
   p.warps_n = pick({1, 2, 4});
   p.stages = pick({2, 3, 4, 5});
@@ -277,10 +283,15 @@ void RunPrecision(MmaPrecision prec, uint32_t seed, int cases) {
     g.dtype = StorageType(prec);
     c.problem.precision = prec;
     const bool a_t = g.layout_a == Layout::kT, b_t = g.layout_b == Layout::kT;
-    // Aligned leading dimensions, sometimes past the minimum.
+    // Leading dimensions: 16-byte multiples, sometimes past the minimum
+    // (cp.async.cg), or tight or a few elements past it (narrow copies).
     const int64_t extra = rng() % 3 == 0 ? align : 0;
-    c.problem.lda = round_up(a_t ? g.m : g.k) + extra;
-    c.problem.ldb = round_up(b_t ? g.k : g.n) + extra;
+    const bool tight = rng() % 3 == 0;
+    const int64_t odd = tight ? rng() % 4 : 0;
+    c.problem.lda =
+        tight ? (a_t ? g.m : g.k) + odd : round_up(a_t ? g.m : g.k) + extra;
+    c.problem.ldb =
+        tight ? (b_t ? g.k : g.n) + odd : round_up(b_t ? g.k : g.n) + extra;
     c.problem.ldc = g.n + (rng() % 2 ? 3 : 0);
     c.params = RandomParams(rng);
     if (!ValidateMmaParams(c.params).ok() ||
@@ -383,6 +394,93 @@ TEST_F(GemmMmaGpuTest, InteriorAndEdgeStages) {
                           << ToString(c.params) << ": "
                           << o.status().ToString();
     }
+  }
+}
+
+// Leading dimensions that are not multiples of 16 bytes: 2-, 4- and 8-byte
+// copies, every layout, the 1023 x 4097 x 515 NN shape scaled down
+// in M and N (the float64 reference is on the CPU).
+TEST_F(GemmMmaGpuTest, UnalignedLeadingDimensions) {
+  std::mt19937 rng(23);
+  int ran = 0;
+  for (MmaPrecision prec : {MmaPrecision::kBf16, MmaPrecision::kTf32}) {
+    for (int l = 0; l < 4; ++l) {
+      for (int64_t pad : {0, 1, 2, 4}) {
+        Case c;
+        GemmContext& g = c.problem.ctx;
+        g.m = 255;
+        g.n = 129;
+        g.k = 515;
+        g.layout_a = l / 2 ? Layout::kT : Layout::kN;
+        g.layout_b = l % 2 ? Layout::kT : Layout::kN;
+        g.dtype = StorageType(prec);
+        c.problem.precision = prec;
+        const bool a_t = g.layout_a == Layout::kT,
+                   b_t = g.layout_b == Layout::kT;
+        c.problem.lda = (a_t ? g.m : g.k) + pad;
+        c.problem.ldb = (b_t ? g.k : g.n) + pad;
+        c.params = *MmaParamsFromString(
+            pad % 2 ? "bm=128 bn=64 bk=32 wm=2 wn=2 st=4 kg=1 gm=4"
+                    : "bm=64 bn=64 bk=32 wm=2 wn=2 st=3 kg=3 gm=2 sk=1");
+        c.beta = pad == 2 ? 0.5f : 0.0f;
+        auto o = RunCase(c, rng);
+        ASSERT_TRUE(o.ok()) << ToString(prec) << " " << ToString(Context(g))
+                            << " ld " << c.problem.Lda() << "/"
+                            << c.problem.Ldb() << " " << ToString(c.params)
+                            << ": " << o.status().ToString();
+        ++ran;
+      }
+    }
+  }
+  EXPECT_EQ(ran, 32);
+}
+
+// The split-K tree and the reduce entry on the skinny shapes:
+// several K_G (one, two and three tree levels, groups cut short), each
+// launched twice with equal bits (RunCase).
+TEST_F(GemmMmaGpuTest, SplitKIsDeterministic) {
+  std::mt19937 rng(29);
+  struct Split {
+    MmaPrecision prec;
+    int64_t m, n, k;
+    const char* params;
+  };
+  const Split splits[] = {
+      {MmaPrecision::kBf16, 4096, 1, 4096,
+       "bm=32 bn=8 bk=128 wm=2 wn=1 st=5 kg=4 gm=1 sk=1"},
+      {MmaPrecision::kBf16, 4096, 16, 4096,
+       "bm=32 bn=16 bk=128 wm=2 wn=1 st=4 kg=4 gm=1 sk=0"},
+      {MmaPrecision::kBf16, 4096, 4, 4096,
+       "bm=16 bn=8 bk=256 wm=1 wn=1 st=4 kg=2 gm=1 sk=1"},
+      {MmaPrecision::kBf16, 1024, 16, 1024,
+       "bm=16 bn=8 bk=64 wm=1 wn=1 st=4 kg=3 gm=1 sk=1"},
+      {MmaPrecision::kBf16, 64, 64, 16384,
+       "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=64 gm=1 sk=1"},
+      {MmaPrecision::kBf16, 64, 64, 16384,
+       "bm=16 bn=64 bk=64 wm=1 wn=4 st=4 kg=100 gm=1 sk=1"},
+      {MmaPrecision::kTf32, 64, 64, 16384,
+       "bm=16 bn=64 bk=32 wm=1 wn=4 st=5 kg=128 gm=1 sk=1"},
+      {MmaPrecision::kTf32, 64, 64, 16384,
+       "bm=32 bn=64 bk=64 wm=2 wn=2 st=3 kg=20 gm=1 sk=0"},
+      {MmaPrecision::kFp16, 300, 40, 3000,
+       "bm=64 bn=32 bk=32 wm=2 wn=2 st=3 kg=9 gm=1 sk=1"},
+  };
+  for (const Split& sp : splits) {
+    Case c;
+    GemmContext& g = c.problem.ctx;
+    g.m = sp.m;
+    g.n = sp.n;
+    g.k = sp.k;
+    g.layout_a = Layout::kN;
+    g.layout_b = Layout::kT;
+    g.dtype = StorageType(sp.prec);
+    c.problem.precision = sp.prec;
+    c.params = *MmaParamsFromString(sp.params);
+    c.beta = sp.n == 40 ? 0.5f : 0.0f;
+    auto o = RunCase(c, rng);
+    ASSERT_TRUE(o.ok()) << ToString(sp.prec) << " " << ToString(Context(g))
+                        << " " << ToString(c.params) << ": "
+                        << o.status().ToString();
   }
 }
 

@@ -27,9 +27,11 @@ StatusOr<std::unique_ptr<LoadedMma>> LoadedMma::Create(
 
 Status LoadedMma::Launch(const MmaOperands& ops) const {
   const MmaKernel& k = kernel_;
-  if (ops.a % 16 != 0 || ops.b % 16 != 0) {
+  if (ops.a % k.a_copy_bytes != 0 || ops.b % k.b_copy_bytes != 0) {
     return InvalidArgument(
-        "gemm.mma copies 16-byte chunks: A and B must be 16-byte aligned");
+        "gemm.mma copies " + std::to_string(k.a_copy_bytes) + "-byte pieces "
+        "of A and " + std::to_string(k.b_copy_bytes) +
+        "-byte pieces of B: their addresses must be so aligned");
   }
   if (k.workspace_bytes > 0 && ops.workspace == 0) {
     return InvalidArgument("K_G > 1 needs a workspace of " +
@@ -46,8 +48,11 @@ Status LoadedMma::Launch(const MmaOperands& ops) const {
       {k.block[0], k.block[1], k.block[2]}, k.shared_bytes,
       {&a, &b, &c, &w, &m, &n, &kk, &lda, &ldb, &ldc, &alpha, &beta}));
   if (k.reduce_entry.empty()) return OkStatus();
-  return cuda::Launch(reduce_, {k.reduce_grid[0]}, {k.reduce_block[0]}, 0,
-                      {&w, &c, &m, &n, &ldc, &kg, &alpha, &beta});
+  // A programmatic dependent launch: the reduce programs start while the
+  // main grid drains and wait for it in griddepcontrol.wait (sm_90).
+  return cuda::LaunchDependent(reduce_, {k.reduce_grid[0]},
+                               {k.reduce_block[0]}, 0,
+                               {&w, &c, &m, &n, &ldc, &kg, &alpha, &beta});
 }
 
 }  // namespace blocktune

@@ -32,8 +32,10 @@ class LoadedMma {
 
   const MmaKernel& kernel() const { return kernel_; }
   const cuda::Function& main_function() const { return main_; }
-  // Enqueues the product. INVALID_ARGUMENT where A or B is not 16-byte
-  // aligned (the kernel copies 16-byte chunks).
+  // Enqueues the product (with K_G > 1 and split_reduce 0, the reduce
+  // entry as a programmatic dependent launch). INVALID_ARGUMENT where A or
+  // B is not aligned to the kernel's copy width (MmaKernel::a_copy_bytes,
+  // b_copy_bytes).
   Status Launch(const MmaOperands& ops) const;
 
  private:

@@ -1,10 +1,16 @@
 // The PTX emitters of gemm.mma (see gemm_mma.h for the algorithm).
 #include "kernels/gemm_mma_ptx.h"
 
+#include <cstdlib>
 #include <functional>
 #include <sstream>
 
 namespace blocktune::mma_internal {
+
+int ArchNumber(const std::string& arch) {
+  return arch.size() > 3 ? std::atoi(arch.c_str() + 3) : 0;
+}
+
 namespace {
 
 class Ptx {
@@ -31,6 +37,42 @@ void EmitSwizzle(Ptx& p, const std::string& dst, const std::string& row,
   }
   p << "\tshr.u32 " << dst << ", " << row << ", " << N(Log2(div)) << ";\n"
     << "\tand.b32 " << dst << ", " << dst << ", " << N(mod - 1) << ";\n";
+}
+
+// One 16-byte chunk of operand x, copy i: global [src] -> shared
+// [%dst+imm], %sz bytes of it in bounds (the rest zero-filled), issued
+// only where `guard` (a predicate register, or empty) holds. By the
+// operand's copy width (Tiling::cw_a): one cp.async.cg of 16 bytes; 16/cw
+// cp.async.ca pieces of 8 or 4 bytes; or (2 bytes) eight predicated
+// ld.global.b16 into %h<x>, stored later by EmitDeferredStores.
+void EmitChunk(Ptx& p, const Tiling& t, char x, int64_t i,
+               const std::string& guard, int64_t imm, const std::string& src) {
+  const int64_t cw = x == 'a' ? t.cw_a : t.cw_b;
+  const std::string g = guard.empty() ? "" : "@" + guard + " ";
+  if (cw == 16) {
+    p << "	" << g << "cp.async.cg.shared.global [%dst+" << N(imm) << "], ["
+      << src << "], 16, %sz;\n";
+    return;
+  }
+  if (cw >= 4) {
+    for (int64_t q = 0; q < 16 / cw; ++q) {
+      p << "	sub.s32 %szq, %sz, " << N(q * cw) << ";\n"
+        << "	max.s32 %szq, %szq, 0;\n\tmin.s32 %szq, %szq, " << N(cw)
+        << ";\n"
+        << "	" << g << "cp.async.ca.shared.global [%dst+" << N(imm + q * cw)
+        << "], [" << src << "+" << N(q * cw) << "], " << N(cw)
+        << ", %szq;\n";
+    }
+    return;
+  }
+  for (int64_t e = 0; e < 8; ++e) {
+    const std::string h = "%h" + std::string(1, x) + N(8 * i + e);
+    p << "	setp.gt.s32 %pe, %sz, " << N(2 * e) << ";\n";
+    if (!guard.empty()) p << "	and.pred %pe, %pe, " << guard << ";\n";
+    p << "	mov.b16 " << h << ", 0;\n"
+      << "	@%pe ld.global.nc.b16 " << h << ", [" << src << "+" << N(2 * e)
+      << "];\n";
+  }
 }
 
 // Regular copy bookkeeping (Tiling::RegularA): the thread's chunk column
@@ -130,9 +172,8 @@ void EmitRegularCopies(Ptx& p, const Tiling& t, char x) {
     }
     const std::string soff = same_swizzle ? "%s" + s + "0" : "%s" + s + N(i);
     const int64_t imm = off + (same_swizzle ? i * rstep * rb : 0);
-    p << "\tadd.u32 %dst, %slot_w, " << soff << ";\n"
-      << "\t" << (guarded ? "@%pg " : "") << "cp.async.cg.shared.global [%dst+"
-      << N(imm) << "], [%pcp], 16, %sz;\n";
+    p << "\tadd.u32 %dst, %slot_w, " << soff << ";\n";
+    EmitChunk(p, t, x, i, guarded ? "%pg" : "", imm, "%pcp");
     if (i + 1 < copies) p << "\tadd.u64 %pcp, %pcp, %rs" << s << ";\n";
   }
   p << "\tadd.u64 %p" << s << "0, %p" << s << "0, %step" << s << ";\n";
@@ -225,12 +266,54 @@ void EmitCopies(Ptx& p, const Tiling& t, char x) {
       p << "\tsetp.lt.s32 %pk, %rk" << s << I << ", %krem;\n"
         << "\tselp.b32 %sz, %cb" << s << I << ", 0, %pk;\n";
     }
-    p << "\tadd.u32 %dst, %slot_w, %s" << s << I << ";\n"
-      << "\t" << (guarded ? "@%q" + s + I + " " : "")
-      << "cp.async.cg.shared.global [%dst+" << N(off) << "], [%p" << s << I
-      << "], 16, %sz;\n"
-      << "\tadd.u64 %p" << s << I << ", %p" << s << I << ", %step" << s
+    p << "\tadd.u32 %dst, %slot_w, %s" << s << I << ";\n";
+    EmitChunk(p, t, x, i, guarded ? "%q" + s + I : "", off, "%p" + s + I);
+    p << "\tadd.u64 %p" << s << I << ", %p" << s << I << ", %step" << s
       << ";\n";
+  }
+}
+
+// The shared-memory stores of a 2-byte-copy operand (EmitChunk): the
+// eight halves of copy i packed into one st.shared.v4 at the slot in
+// %slot_st, where EmitCopies would have put the chunk. Nothing for wider
+// copies.
+void EmitDeferredStores(Ptx& p, const Tiling& t, char x) {
+  const bool a = x == 'a';
+  if ((a ? t.cw_a : t.cw_b) != 2) return;
+  const std::string s(1, x);
+  const int64_t rows = a ? t.a_rows : t.b_rows;
+  const int64_t chunks = a ? t.a_chunks : t.b_chunks;
+  const int64_t rb = a ? t.a_rb : t.b_rb;
+  const int64_t copies = a ? t.a_copies : t.b_copies;
+  const int64_t off = a ? 0 : t.a_stage;
+  const bool regular = a ? t.RegularA() : t.RegularB();
+  const int64_t rstep = t.threads / chunks;
+  const bool same_swizzle = rstep % 8 == 0 || copies == 1;
+  p << "\t// ---- " << (a ? "A" : "B")
+    << " halves (2-byte copies) to shared memory\n";
+  for (int64_t i = 0; i < copies; ++i) {
+    const bool guarded = (i + 1) * t.threads > rows * chunks;
+    std::string guard;
+    int64_t imm = off;
+    if (regular) {
+      p << "\tadd.u32 %dst, %slot_st, %s" << s
+        << N(same_swizzle ? 0 : i) << ";\n";
+      if (same_swizzle) imm += i * rstep * rb;
+      if (guarded) {
+        p << "\tsetp.lt.u32 %pg, %r0" << s << ", " << N(rows - i * rstep)
+          << ";\n";
+        guard = "@%pg ";
+      }
+    } else {
+      p << "\tadd.u32 %dst, %slot_st, %s" << s << N(i) << ";\n";
+      if (guarded) guard = "@%q" + s + N(i) + " ";
+    }
+    for (int64_t w = 0; w < 4; ++w) {
+      p << "\tmov.b32 %hw" << N(w) << ", {%h" << s << N(8 * i + 2 * w)
+        << ", %h" << s << N(8 * i + 2 * w + 1) << "};\n";
+    }
+    p << "\t" << guard << "st.shared.v4.b32 [%dst+" << N(imm)
+      << "], {%hw0, %hw1, %hw2, %hw3};\n";
   }
 }
 
@@ -587,10 +670,100 @@ void EmitStoreC(Ptx& p, const Tiling& t) {
                                     const std::string&)>(elem));
 }
 
-// The epilogue. K_G == 1: C directly. K_G > 1: fp32 partial sums to
-// W[z][row][col]; with split_reduce 1 the last of the tile's K_G programs
-// to arrive (an atomic counter per tile, after a fence) adds W[0..K_G-1]
-// in z order and writes C.
+// The split-K tree (split_reduce 1): the K_G programs of a tile form
+// groups of kSplitRadix consecutive z; each program stores its partial sum
+// to W, fences, and counts itself in on its group's counter; the last to
+// arrive adds the group's partials in z order and goes on as the group's
+// representative one level up (its sum stored in the slot of the group's
+// first z), until one program holds the tile's total. Every sum is taken in
+// a fixed order, so the bits do not depend on which program arrives last;
+// the last arriver zeroes the counter, so every launch leaves them zero.
+// Partials are stored per thread (thread-major v4 of the accumulator
+// fragments): W[(tile * K_G + slot) * BM*BN + (j * threads + thr) * 4 + e].
+void EmitSplitTree(Ptx& p, const Tiling& t) {
+  const int64_t groups = t.mt * t.nt;     // v4 fragments per thread
+  const int64_t tile_bytes = t.bm * t.bn * 4;
+  const int64_t gstride = t.threads * 16;  // bytes between fragments j
+  const int64_t r = kSplitRadix;
+  p << "\t// ---- split-K tree: radix " << N(r) << ", " << N(SplitLevels(t.kg))
+    << " level(s); partials thread-major in W, counters after them\n"
+    << "\tmul.wide.u32 %d0, %pid, " << N(t.kg) << ";\n"
+    << "\tmul.lo.u64 %d0, %d0, " << N(tile_bytes) << ";\n"
+    << "\tadd.u64 %wz, %W, %d0;  // this tile's slot 0\n"
+    << "\tmul.wide.u32 %d1, %thr, 16;\n\tadd.u64 %wz, %wz, %d1;\n"
+    << "\tcvt.u64.u32 %d0, %gm;\n\tcvt.u64.u32 %d1, %gn;\n"
+    << "\tmul.lo.u64 %d0, %d0, %d1;  // tiles\n"
+    << "\tmul.lo.u64 %d0, %d0, " << N(t.kg * tile_bytes) << ";\n"
+    << "\tadd.u64 %cnt, %W, %d0;  // counters\n"
+    << "\tmul.wide.u32 %d1, %pid, " << N(4 * (t.kg + kSplitCounterPad))
+    << ";\n\tadd.u64 %cnt, %cnt, %d1;\n"
+    << "\tsetp.eq.u32 %pl, %thr, 0;\n";
+  int64_t unit = 1;
+  for (int64_t level = 0; unit < t.kg; ++level, unit *= r) {
+    const int64_t span = unit * r;
+    const std::string L = N(level);
+    p << "\t// level " << L << ": groups of " << N(r) << " slots " << N(unit)
+      << " z apart; %x = this program's slot, %y = its group's first slot\n"
+      << "\tdiv.u32 %x, %z, " << N(unit) << ";\n\tmul.lo.u32 %x, %x, "
+      << N(unit) << ";\n"
+      << "\tdiv.u32 %y, %z, " << N(span) << ";\n\tmul.lo.u32 %y, %y, "
+      << N(span) << ";\n"
+      << "\tsub.u32 %g, " << N(t.kg + unit - 1) << ", %y;\n"
+      << "\tdiv.u32 %g, %g, " << N(unit) << ";\n\tmin.u32 %g, %g, " << N(r)
+      << ";  // members\n"
+      << "\tmul.wide.u32 %d0, %x, " << N(tile_bytes) << ";\n"
+      << "\tadd.u64 %ea, %wz, %d0;\n";
+    for (int64_t j = 0; j < groups; ++j) {
+      p << "\tst.global.v4.f32 [%ea+" << N(j * gstride) << "], "
+        << Regs("%acc", {4 * j, 4 * j + 1, 4 * j + 2, 4 * j + 3}) << ";\n";
+    }
+    p << "\tmembar.gl;\n\tbar.sync 0;\n"
+      << "\tadd.u32 %e, %y, " << L << ";  // counter of (level, group)\n"
+      << "\tmul.wide.u32 %d0, %e, 4;\n\tadd.u64 %rowoff, %cnt, %d0;\n"
+      << "\t@%pl atom.global.add.u32 %e, [%rowoff], 1;\n"
+      << "\t@%pl st.shared.u32 [%smem], %e;\n"
+      << "\tbar.sync 0;\n"
+      << "\tld.shared.u32 %e, [%smem];\n"
+      << "\tsub.u32 %g, %g, 1;\n"
+      << "\tsetp.ne.u32 %pk, %e, %g;\n"
+      << "\t@%pk ret;\n"
+      << "\tmembar.gl;\n"
+      << "\t@%pl st.global.u32 [%rowoff], 0;  // zero again for the next "
+         "launch\n"
+      << "\t// the group's sum, slots y + " << N(unit) << "*i in order\n";
+    for (int64_t i = 0; i < r; ++i) {
+      p << "\tsetp.le.u32 %pz" << N(i) << ", " << N(i) << ", %g;\n"
+        << "\tadd.u32 %e, %y, " << N(i * unit) << ";\n"
+        << "\tmul.wide.u32 %d0, %e, " << N(tile_bytes) << ";\n"
+        << "\tadd.u64 %wa" << N(i) << ", %wz, %d0;\n";
+    }
+    for (int64_t j = 0; j < groups; ++j) {
+      for (int64_t i = 0; i < r; ++i) {
+        const std::string I = N(i);
+        p << "\tmov.f32 %zs" << N(4 * i) << ", 0f00000000;\n"
+          << "\tmov.f32 %zs" << N(4 * i + 1) << ", 0f00000000;\n"
+          << "\tmov.f32 %zs" << N(4 * i + 2) << ", 0f00000000;\n"
+          << "\tmov.f32 %zs" << N(4 * i + 3) << ", 0f00000000;\n"
+          << "\t@%pz" << I << " ld.global.cg.v4.f32 "
+          << Regs("%zs", {4 * i, 4 * i + 1, 4 * i + 2, 4 * i + 3}) << ", [%wa"
+          << I << "+" << N(j * gstride) << "];\n";
+      }
+      for (int64_t e = 0; e < 4; ++e) {
+        const std::string acc = "%acc" + N(4 * j + e);
+        p << "\tmov.f32 " << acc << ", %zs" << N(e) << ";\n";
+        for (int64_t i = 1; i < r; ++i)
+          p << "\tadd.f32 " << acc << ", " << acc << ", %zs" << N(4 * i + e)
+            << ";\n";
+      }
+    }
+  }
+  EmitStoreC(p, t);
+  p << "\tret;\n}\n";
+}
+
+// The epilogue. K_G == 1: C directly. K_G > 1, split_reduce 0: fp32
+// partial sums to W[z][row][col] for the reduce entry; split_reduce 1: the
+// split-K tree (EmitSplitTree).
 void EmitEpilogue(Ptx& p, const Tiling& t) {
   using Emit = std::function<void(int64_t, int64_t, int64_t, int64_t,
                                   const std::string&)>;
@@ -607,6 +780,7 @@ void EmitEpilogue(Ptx& p, const Tiling& t) {
     p << "\tret;\n}\n";
     return;
   }
+  if (t.sk == 1) return EmitSplitTree(p, t);
   p << "\t// ---- partial sums to the workspace W[z][row][col]\n";
   Emit part_row = [&](int64_t, int64_t, int64_t, int64_t, const std::string&) {
     p << "\tmul.wide.u32 %rowoff, %z, %M;\n\tcvt.u64.u32 %d1, %x;\n"
@@ -619,47 +793,6 @@ void EmitEpilogue(Ptx& p, const Tiling& t) {
       << "\t@%pc st.global.f32 [%ea], " << acc << ";\n";
   };
   ForEachElement(p, t, part_row, part);
-  if (t.sk == 0) {
-    p << "\tret;\n}\n";
-    return;
-  }
-  p << "\t// ---- arrival: fence the partial sums, count this program in; the "
-       "last of the tile's K_G programs adds them\n"
-    << "\tmembar.gl;\n\tbar.sync 0;\n"
-    << "\tmul.wide.u32 %d0, %M, %N;\n\tmul.lo.u64 %d0, %d0, " << N(4 * t.kg)
-    << ";\n\tadd.u64 %d0, %d0, %W;\n"
-    << "\tmul.wide.u32 %d1, %pid, 4;\n\tadd.u64 %cnt, %d0, %d1;\n"
-    << "\tsetp.eq.u32 %pl, %thr, 0;\n"
-    << "\t@%pl atom.global.add.u32 %x, [%cnt], 1;\n"
-    << "\t@%pl st.shared.u32 [%smem], %x;\n"
-    << "\tbar.sync 0;\n"
-    << "\tld.shared.u32 %x, [%smem];\n"
-    << "\tsetp.ne.u32 %pl, %x, " << N(t.kg - 1) << ";\n"
-    << "\t@%pl ret;\n"
-    << "\tmembar.gl;\n"
-    << "\tsetp.eq.u32 %pl, %thr, 0;\n"
-    << "\t@%pl st.global.u32 [%cnt], 0;  // zero again for the next launch\n"
-    << "\t// ---- the last program: acc = sum over z = 0 .. K_G-1, in order\n";
-  for (int64_t i = 0; i < 4 * t.mt * t.nt; ++i)
-    p << "\tmov.f32 %acc" << N(i) << ", 0f00000000;\n";
-  p << "\tmov.u32 %t, 0;\n\tmov.u64 %wz, %W;\n"
-    << "\tmul.wide.u32 %mn4, %M, %N;\n\tshl.b64 %mn4, %mn4, 2;\n"
-    << "$ZSUM:\n";
-  Emit sum_row = [&](int64_t, int64_t, int64_t, int64_t, const std::string&) {
-    p << "\tmul.wide.u32 %rowoff, %x, %N;\n";
-  };
-  Emit sum = [&](int64_t, int64_t, int64_t, int64_t, const std::string& acc) {
-    p << "\tcvt.u64.u32 %d1, %y;\n\tadd.u64 %ea, %rowoff, %d1;\n"
-      << "\tshl.b64 %ea, %ea, 2;\n\tadd.u64 %ea, %ea, %wz;\n"
-      << "\tmov.f32 %val, 0f00000000;\n"
-      << "\t@%pc ld.global.cg.f32 %val, [%ea];\n"
-      << "\tadd.f32 " << acc << ", " << acc << ", %val;\n";
-  };
-  ForEachElement(p, t, sum_row, sum);
-  p << "\tadd.u64 %wz, %wz, %mn4;\n"
-    << "\tadd.u32 %t, %t, 1;\n\tsetp.lt.u32 %pl, %t, " << N(t.kg) << ";\n"
-    << "\t@%pl bra $ZSUM;\n";
-  EmitStoreC(p, t);
   p << "\tret;\n}\n";
 }
 
@@ -712,8 +845,13 @@ std::string MainEntry(const MmaProblem& prob, const Tiling& t,
     << "\t.reg .b64 %A, %B, %C, %W, %d0, %d1, %stepa, %stepb, %rowoff, %ea;\n"
     << "\t.reg .b64 %pa<" << ac << ">, %pb<" << bc << ">, %pcp, %rsa, %rsb;\n"
     << "\t.reg .b32 %r0a, %r0b, %rla, %rlb, %kr, %sz0, %nfast;\n"
-    << "\t.reg .pred %pg;\n"
-    << "\t.reg .b64 %cnt, %wz, %mn4;\n"
+    << "\t.reg .pred %pg, %pe, %pst;\n"
+    << "\t.reg .b32 %szq, %slot_st, %hw<4>;\n"
+    << "\t.reg .b16 %ha<" << N(8 * t.a_copies) << ">, %hb<"
+    << N(8 * t.b_copies) << ">;\n"
+    << "\t.reg .b64 %cnt, %wz, %wa<" << N(kSplitRadix) << ">;\n"
+    << "\t.reg .pred %pz<" << N(kSplitRadix) << ">;\n"
+    << "\t.reg .f32 %zs<" << N(4 * kSplitRadix) << ">;\n"
     << "\t.reg .b16 %h;\n"
     << "\t.reg .f32 %alpha, %beta, %val, %old, %acc<" << N(4 * t.mt * t.nt)
     << ">;\n\n";
@@ -727,6 +865,11 @@ std::string MainEntry(const MmaProblem& prob, const Tiling& t,
     << "\tld.param.u32 %K, [pK];\n\tld.param.u32 %lda, [plda];\n"
     << "\tld.param.u32 %ldb, [pldb];\n\tld.param.u32 %ldc, [pldc];\n"
     << "\tld.param.f32 %alpha, [palpha];\n\tld.param.f32 %beta, [pbeta];\n";
+  if (t.kg > 1 && t.sk == 0 && ArchNumber(arch) >= 90) {
+    p << "\t// ---- the reduce entry may launch now (programmatic dependent "
+         "launch); it waits for this grid with griddepcontrol.wait\n"
+      << "\tgriddepcontrol.launch_dependents;\n";
+  }
   p << "\t// ---- thread coordinates: warp (warp_m, warp_n) = (warp % "
     << N(t.warps_m) << ", warp / " << N(t.warps_m)
     << "); mma lane roles gid = lane/4, tig = lane%4; ldmatrix roles q = "
@@ -781,6 +924,9 @@ std::string MainEntry(const MmaProblem& prob, const Tiling& t,
       << "\tsub.s32 %krem, %kend, %k0;\n";
     EmitCopies(p, t, 'a');
     EmitCopies(p, t, 'b');
+    p << "\tmov.u32 %slot_st, %slot_w;\n";
+    EmitDeferredStores(p, t, 'a');
+    EmitDeferredStores(p, t, 'b');
     p << "\tadd.u32 %k0, %k0, " << N(t.bk) << ";\n"
       << "$PRO" << N(s) << ":\n\tcp.async.commit_group;\n"
       << "\tadd.u32 %slot_w, %slot_w, " << N(t.stage) << ";\n";
@@ -793,7 +939,13 @@ std::string MainEntry(const MmaProblem& prob, const Tiling& t,
   // are issued anyway and zero-fill (krem <= 0 gives src-size 0), so ptxas
   // schedules a body as one block. Two loops: first the stages whose
   // copies need no bounds (interior program, full BK: the cheap copies),
-  // then the general one for the rest.
+  // then the general one for the rest. Only operands copied in 16-byte
+  // chunks take the interior loop; 2-byte copies (registers, stored to
+  // shared memory later) store in the last k step, before the barrier
+  // that publishes stage t+1, so that their loads have the step's math to
+  // arrive.
+  const bool narrow = t.cw_a == 2 || t.cw_b == 2;
+  const bool fast = t.cw_a == 16 && t.cw_b == 16;
   p << "\tmov.u32 %slot_r, %smem;\n\tmov.u32 %t, 0;\n"
     << "\t// ---- stage 0 is in slot_r once at most stages-2 groups are "
        "pending\n"
@@ -826,6 +978,7 @@ std::string MainEntry(const MmaProblem& prob, const Tiling& t,
             p << "\tsub.s32 %krem, %kend, %k0;\n";
             EmitCopies(p, t, 'a');
             EmitCopies(p, t, 'b');
+            if (narrow) p << "\tmov.u32 %slot_st, %slot_w;\n";
           }
           p << "\tadd.u32 %k0, %k0, " << N(t.bk) << ";\n"
             << "\tcp.async.commit_group;\n"
@@ -836,6 +989,12 @@ std::string MainEntry(const MmaProblem& prob, const Tiling& t,
         if (kk + 1 < t.ksteps) {
           EmitFragmentLoads(p, t, kk + 1, nxt, "%slot_r");
         } else {
+          if (narrow && !interior) {
+            p << "\t// ---- 2-byte copies of stage t + stages-1 to shared "
+                 "memory (zeros past the end)\n";
+            EmitDeferredStores(p, t, 'a');
+            EmitDeferredStores(p, t, 'b');
+          }
           p << "\t// ---- stage t+1: wait for its copies; the barrier also "
                "ends every read of stage t (all its fragments are loaded), "
                "so its slot may be refilled\n"
@@ -861,23 +1020,25 @@ std::string MainEntry(const MmaProblem& prob, const Tiling& t,
     }
   };
   p << "\t// ---- main loop: k step s+1's fragments load while step s's "
-       "mma's run, across stages too\n"
-    << "\t// ---- first the stages whose copies are all in bounds (interior "
-       "program, full BK), then the rest\n"
-    << "\tadd.u32 %x, %m0, " << N(t.bm) << ";\n"
-    << "\tsetp.le.u32 %pl, %x, %M;\n"
-    << "\tadd.u32 %x, %n0, " << N(t.bn) << ";\n"
-    << "\tsetp.le.and.u32 %pl, %x, %N, %pl;\n"
-    << "\tsub.u32 %nfast, %kend, %kbeg;\n"
-    << "\tdiv.u32 %nfast, %nfast, " << N(t.bk) << ";\n"
-    << "\tsub.s32 %nfast, %nfast, " << N(t.stages - 1) << ";\n"
-    << "\tmax.s32 %nfast, %nfast, 0;\n"
-    << "\tmin.u32 %nfast, %nfast, %ntiles;\n"
-    << (bodies == 2 ? "\tand.b32 %nfast, %nfast, -2;\n" : "")
-    << "\tselp.b32 %nfast, %nfast, 0, %pl;\n"
-    << "\tsetp.eq.u32 %pl, %nfast, 0;\n"
-    << "\t@%pl bra $GENERAL;\n";
-  emit_body(true, "$FAST", "%nfast", "");
+       "mma's run, across stages too\n";
+  if (fast) {
+    p << "\t// ---- first the stages whose copies are all in bounds (interior "
+         "program, full BK), then the rest\n"
+      << "\tadd.u32 %x, %m0, " << N(t.bm) << ";\n"
+      << "\tsetp.le.u32 %pl, %x, %M;\n"
+      << "\tadd.u32 %x, %n0, " << N(t.bn) << ";\n"
+      << "\tsetp.le.and.u32 %pl, %x, %N, %pl;\n"
+      << "\tsub.u32 %nfast, %kend, %kbeg;\n"
+      << "\tdiv.u32 %nfast, %nfast, " << N(t.bk) << ";\n"
+      << "\tsub.s32 %nfast, %nfast, " << N(t.stages - 1) << ";\n"
+      << "\tmax.s32 %nfast, %nfast, 0;\n"
+      << "\tmin.u32 %nfast, %nfast, %ntiles;\n"
+      << (bodies == 2 ? "\tand.b32 %nfast, %nfast, -2;\n" : "")
+      << "\tselp.b32 %nfast, %nfast, 0, %pl;\n"
+      << "\tsetp.eq.u32 %pl, %nfast, 0;\n"
+      << "\t@%pl bra $GENERAL;\n";
+    emit_body(true, "$FAST", "%nfast", "");
+  }
   p << "$GENERAL:\n"
     << "\tsetp.ge.u32 %pl, %t, %ntiles;\n"
     << "\t@%pl bra $DRAIN;\n";
@@ -899,7 +1060,8 @@ int64_t ReduceLanes(int64_t kg) {
 // beta * C in the output type. Lane l of an output adds z = l, l+L, ... in
 // order, then lane 0 adds the lane sums in lane order: every run gives the
 // same bits.
-std::string ReduceEntry(MmaPrecision prec, int64_t lanes) {
+std::string ReduceEntry(MmaPrecision prec, int64_t lanes,
+                        const std::string& arch) {
   const int64_t outputs = kReduceThreads / lanes;
   const bool tf32 = prec == MmaPrecision::kTf32;
   Ptx p;
@@ -917,6 +1079,10 @@ std::string ReduceEntry(MmaPrecision prec, int64_t lanes) {
     << "\t.reg .b16 %h;\n"
     << "\t.reg .f32 %sum, %w<" << N(kReduceUnroll)
     << ">, %alpha, %beta, %old, %part;\n"
+    << (ArchNumber(arch) >= 90
+            ? "\t// the main grid's partial sums are complete and visible "
+              "past this point\n\tgriddepcontrol.wait;\n"
+            : "")
     << "\tld.param.u64 %W, [pW];\n\tcvta.to.global.u64 %W, %W;\n"
     << "\tld.param.u64 %C, [pC];\n\tcvta.to.global.u64 %C, %C;\n"
     << "\tld.param.u32 %M, [pM];\n\tld.param.u32 %N, [pN];\n"

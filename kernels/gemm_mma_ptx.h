@@ -21,6 +21,15 @@ inline int Log2(int64_t v) {
 }
 inline bool IsPow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
+// The widest copy (16, 8, 4 or 2 bytes, at least one element) that every
+// row start of an operand with leading dimension `ld` keeps aligned, given
+// a 16-byte aligned base.
+inline int64_t CopyBytes(int64_t ld, int64_t esize) {
+  int64_t w = 16;
+  while (w > esize && (ld * esize) % w != 0) w /= 2;
+  return w;
+}
+
 // The derived sizes of one (problem, parameters) pair, named as in the PTX
 // comments. An operand's shared tile is stored in its global orientation:
 // rows of 16-byte chunks along the operand's contiguous dimension, so that
@@ -38,7 +47,13 @@ struct Tiling {
   int64_t a_copies, b_copies, ksteps;
   int sm = 90;  // the target's number (sm_80 -> 80); set by the generator
 
-  Tiling(MmaPrecision precision, bool a_t, bool b_t, const MmaParams& p)
+  // Bytes per copy instruction of A and B (CopyBytes): 16 (cp.async.cg),
+  // 8 or 4 (cp.async.ca pieces of a 16-byte chunk), or 2 (ld.global.b16
+  // into registers, stored to shared memory after the step's math).
+  int64_t cw_a = 16, cw_b = 16;
+
+  Tiling(MmaPrecision precision, bool a_t, bool b_t, const MmaParams& p,
+         int64_t copy_a = 16, int64_t copy_b = 16)
       : prec(precision),
         esize(ElementBytes(precision)),
         v(16 / ElementBytes(precision)),
@@ -58,7 +73,9 @@ struct Tiling {
         stages(p.stages),
         kg(p.kg),
         group_m(p.group_m),
-        sk(p.kg > 1 ? p.split_reduce : 0) {
+        sk(p.kg > 1 ? p.split_reduce : 0),
+        cw_a(copy_a),
+        cw_b(copy_b) {
     a_rows = a_kc ? bm : bk;
     a_chunks = (a_kc ? bk : bm) / v;
     b_rows = b_kc ? bn : bk;
@@ -117,6 +134,17 @@ struct Tiling {
   }
 };
 
+// The split-K tree (split_reduce 1): groups of kSplitRadix programs, the
+// last of each to arrive adds the group; SplitLevels(kg) levels. Each tile
+// has kg + kSplitCounterPad 32-bit counters (one per level and group).
+inline constexpr int64_t kSplitRadix = 8;
+inline constexpr int64_t kSplitCounterPad = 8;
+inline int64_t SplitLevels(int64_t kg) {
+  int64_t levels = 0;
+  for (int64_t unit = 1; unit < kg; unit *= kSplitRadix) ++levels;
+  return levels;
+}
+
 // Threads per program of the K_G reduction entry.
 inline constexpr int64_t kReduceThreads = 256;
 // Lanes per output of the K_G reduction entry.
@@ -124,8 +152,13 @@ int64_t ReduceLanes(int64_t kg);
 // The main entry "blocktune_gemm_mma" for `prob` with tiling `t`.
 std::string MainEntry(const MmaProblem& prob, const Tiling& t,
                       const std::string& arch);
-// The K_G reduction entry "blocktune_gemm_mma_reduce".
-std::string ReduceEntry(MmaPrecision prec, int64_t lanes);
+// The K_G reduction entry "blocktune_gemm_mma_reduce"; on sm_90 and later
+// it starts with griddepcontrol.wait (launched as a programmatic dependent
+// of the main entry).
+std::string ReduceEntry(MmaPrecision prec, int64_t lanes,
+                        const std::string& arch);
+// 90 for "sm_90".
+int ArchNumber(const std::string& arch);
 
 }  // namespace blocktune::mma_internal
 

@@ -59,20 +59,43 @@ TEST(GemmMmaTest, ParamsRoundTripAndValidate) {
   EXPECT_EQ(MmaParamDomains().size(), 9u);
 }
 
-TEST(GemmMmaTest, UnalignedLeadingDimensionsAreRefused) {
+TEST(GemmMmaTest, UnalignedLeadingDimensionsUseNarrowCopies) {
   MmaProblem p =
       Problem(MmaPrecision::kBf16, 1023, 4097, 515, Layout::kN, Layout::kN);
   MmaParams params;
-  Status s = CanImplementMma(p, params);
-  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(s.message().find("alignment"), std::string::npos) << s.ToString();
-  p.lda = 520;  // padded rows: accepted, K stays 515
-  p.ldb = 4104;
-  EXPECT_TRUE(CanImplementMma(p, params).ok());
-  // tf32 rows are 4 elements to the 16 bytes.
+  ASSERT_TRUE(CanImplementMma(p, params).ok());
+  // lda 515, ldb 4097 (odd): 2-byte loads through registers for both.
+  auto k = GenerateGemmMma(p, params);
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(k->a_copy_bytes, 2);
+  EXPECT_EQ(k->b_copy_bytes, 2);
+  EXPECT_EQ(k->align_elements, 1);
+  EXPECT_NE(k->ptx.find("ld.global.nc.b16"), std::string::npos);
+  EXPECT_NE(k->ptx.find("st.shared.v4.b32"), std::string::npos);
+  EXPECT_EQ(k->ptx.find("cp.async.cg"), std::string::npos);
+  // Even, 4-element and 8-element multiples: 4-, 8- and 16-byte copies.
+  const std::pair<int64_t, int> widths[] = {
+      {514, 4}, {516, 8}, {520, 16}, {1026, 4}};
+  for (const auto& [ld, bytes] : widths) {
+    p.lda = ld;
+    p.ldb = 4104;
+    k = GenerateGemmMma(p, params);
+    ASSERT_TRUE(k.ok()) << k.status().ToString();
+    EXPECT_EQ(k->a_copy_bytes, bytes) << "lda " << ld;
+    EXPECT_EQ(k->b_copy_bytes, 16);
+    if (bytes < 16) {
+      EXPECT_NE(k->ptx.find("cp.async.ca.shared.global"), std::string::npos);
+      EXPECT_NE(k->ptx.find("], " + std::to_string(bytes) + ", %szq;"),
+                std::string::npos);
+    }
+  }
+  // tf32: 4-byte elements, never narrower than 4-byte copies.
   MmaProblem t =
-      Problem(MmaPrecision::kTf32, 64, 64, 1004, Layout::kN, Layout::kT);
-  EXPECT_TRUE(CanImplementMma(t, params).ok());
+      Problem(MmaPrecision::kTf32, 64, 64, 1003, Layout::kN, Layout::kT);
+  k = GenerateGemmMma(t, params);
+  ASSERT_TRUE(k.ok());
+  EXPECT_EQ(k->a_copy_bytes, 4);
+  EXPECT_EQ(k->ptx.find("ld.global.nc.b16"), std::string::npos);
 }
 
 TEST(GemmMmaTest, PtxNamesTheAlgorithmsInstructions) {
@@ -82,6 +105,7 @@ TEST(GemmMmaTest, PtxNamesTheAlgorithmsInstructions) {
       MmaProblem p =
           Problem(prec, 100, 100, 100, l / 2 ? Layout::kT : Layout::kN,
                   l % 2 ? Layout::kT : Layout::kN);
+      p.lda = p.ldb = 104;  // rows of 16-byte multiples: cp.async.cg
       MmaParams params;
       params.kg = 2;
       auto k = GenerateGemmMma(p, params);
@@ -94,8 +118,27 @@ TEST(GemmMmaTest, PtxNamesTheAlgorithmsInstructions) {
       }
       EXPECT_EQ(k->reduce_entry, "blocktune_gemm_mma_reduce");
       EXPECT_EQ(k->workspace_bytes, 2 * 100 * 100 * 4);
+      // sm_90: the reduce entry is a programmatic dependent launch.
+      EXPECT_NE(k->ptx.find("griddepcontrol.launch_dependents"),
+                std::string::npos);
+      EXPECT_NE(k->ptx.find("griddepcontrol.wait"), std::string::npos);
+      EXPECT_EQ(GenerateGemmMma(p, params, "sm_80")
+                    ->ptx.find("griddepcontrol"),
+                std::string::npos);
       auto again = GenerateGemmMma(p, params);
       EXPECT_EQ(again->ptx, k->ptx);  // deterministic
+      // The split-K tree: no reduce entry; tile-major partials and
+      // K_G + 8 counters per tile.
+      params.split_reduce = 1;
+      params.kg = 20;  // two levels of radix 8
+      auto tree = GenerateGemmMma(p, params);
+      ASSERT_TRUE(tree.ok());
+      EXPECT_TRUE(tree->reduce_entry.empty());
+      const int64_t tiles = 1;  // 100 x 100 in one 128 x 128 tile
+      EXPECT_EQ(tree->counter_offset, tiles * 20 * 128 * 128 * 4);
+      EXPECT_EQ(tree->workspace_bytes, tree->counter_offset + tiles * 28 * 4);
+      EXPECT_NE(tree->ptx.find("// level 1:"), std::string::npos);
+      EXPECT_EQ(tree->ptx.find("// level 2:"), std::string::npos);
     }
   }
 }
@@ -189,9 +232,13 @@ void AssembleSampled(MmaPrecision prec, uint32_t seed) {
     job.problem = Problem(prec, 1 + rng() % 8192, 1 + rng() % 8192,
                           1 + rng() % 8192, rng() % 2 ? Layout::kT : Layout::kN,
                           rng() % 2 ? Layout::kT : Layout::kN);
-    // Padded leading dimensions (the alignment rule is tested above).
+    // Leading dimensions padded to 16 bytes (half the samples) or tight,
+    // which takes the narrow copy paths where they are not multiples.
     const GemmContext& g = job.problem.ctx;
-    auto up = [&](int64_t v) { return (v + align - 1) / align * align; };
+    const bool pad = rng() % 2;
+    auto up = [&](int64_t v) {
+      return pad ? (v + align - 1) / align * align : v;
+    };
     job.problem.lda = up(g.layout_a == Layout::kT ? g.m : g.k);
     job.problem.ldb = up(g.layout_b == Layout::kT ? g.k : g.n);
     job.params = SampleParams(rng);
@@ -212,6 +259,7 @@ void AssembleSampled(MmaPrecision prec, uint32_t seed) {
   std::vector<std::string> failures;
   int max_registers = 0;
   int64_t max_gap = INT64_MIN, min_gap = INT64_MAX;
+  std::string max_gap_what;
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t i = next++; i < jobs.size(); i = next++) {
@@ -244,6 +292,9 @@ void AssembleSampled(MmaPrecision prec, uint32_t seed) {
         max_registers = std::max(max_registers, a.registers);
         const int64_t gap =
             a.registers - MmaRegisterEstimate(job.problem, job.params);
+        if (gap > max_gap) max_gap_what = what + " ld " +
+            std::to_string(job.problem.Lda()) + "/" +
+            std::to_string(job.problem.Ldb());
         max_gap = std::max(max_gap, gap);
         min_gap = std::min(min_gap, gap);
       }
@@ -260,10 +311,10 @@ void AssembleSampled(MmaPrecision prec, uint32_t seed) {
     why += " " + rule + "=" + std::to_string(count);
   std::printf(
       "%s: %zu kernels x {sm_90, sm_80} assembled with %s; rejected:%s;"
-      " max registers %d, registers - estimate in [%lld, %lld]\n",
+      " max registers %d, registers - estimate in [%lld, %lld] (max: %s)\n",
       std::string(ToString(prec)).c_str(), jobs.size(), ptxas.c_str(),
       why.c_str(), max_registers, static_cast<long long>(min_gap),
-      static_cast<long long>(max_gap));
+      static_cast<long long>(max_gap), max_gap_what.c_str());
 }
 
 TEST(GemmMmaPtxasTest, Bf16SampledKernelsAssembleWithoutSpills) {

@@ -24,21 +24,18 @@
 
 #include "kernels/block_shape.h"
 #include "kernels/context.h"
+#include "kernels/family.h"
+#include "kernels/limits.h"
 #include "kernels/status.h"
 
 namespace blocktune {
 
-// What a device offers a kernel; CanImplement decides against it.
-struct KernelLimits {
-  int max_threads_per_block = 1024;
-  int max_static_shared_bytes = 48 * 1024;
-  int max_registers_per_thread = 255;
-  int registers_per_sm = 65536;
-  // S_IC of thesis §4.2.1: the bound on the unrolled reduction loop,
-  // 16 * (M_S*U + N_S*U + M_S*N_S*U) <= S_IC. 12 KiB in the thesis for
-  // Volta to Ampere; a property of the device profile (issue 4).
-  int instruction_cache_bytes = 12 * 1024;
-};
+// Generator versions of the two families this file's generators implement
+// (kernels/family.h), bumped whenever the emitted PTX can change. Version 1
+// is the generator with the in-order K_G reduction kernel; data measured
+// before it is version 0.
+inline constexpr int kGemmFfmaGeneratorVersion = 1;
+inline constexpr int kConvFfmaGeneratorVersion = 1;
 
 // The estimate for the kernel of `ctx`: a convolution adds its window
 // origins and reduction walks.
@@ -121,15 +118,6 @@ StatusOr<GemmKernel> GenerateGemm(const GemmContext& ctx, const BlockShape& xb,
 StatusOr<GemmKernel> GenerateConv(const ConvContext& ctx, const BlockShape& xb,
                                   const std::string& arch = "sm_80");
 
-// One parameter of a generated entry, for callers that build the argument
-// array of cuLaunchKernel themselves (GetKernel, exported launch code).
-struct KernelParam {
-  const char* name;     // "A", "M", "alpha", ...
-  const char* type;     // PTX type: "u64" (device address), "u32", "f32"
-  int offset;           // bytes from the start of the parameter block
-  int size;             // bytes
-  const char* meaning;
-};
 // The parameters of GenerateGemm's (op kGemm) or GenerateConv's (kConv)
 // entry, and of the K_G reduction's, in order, as documented above.
 std::vector<KernelParam> EntryParams(Op op);

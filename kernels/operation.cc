@@ -6,9 +6,10 @@ namespace blocktune {
 namespace {
 
 constexpr EnumNames<Op, 2> kOpNames{{{Op::kGemm, "gemm"}, {Op::kConv, "conv"}}};
-constexpr EnumNames<DType, 4> kDTypeNames{{{DType::kFp32, "fp32"},
-                                           {DType::kFp16, "fp16"},
+constexpr EnumNames<DType, 5> kDTypeNames{{{DType::kFp32, "fp32"},
+                                           {DType::kTf32, "tf32"},
                                            {DType::kBf16, "bf16"},
+                                           {DType::kFp16, "fp16"},
                                            {DType::kFp64, "fp64"}}};
 constexpr EnumNames<Layout, 2> kLayoutNames{
     {{Layout::kN, "N"}, {Layout::kT, "T"}}};
@@ -41,8 +42,25 @@ int SizeOf(DType dtype) {
     case DType::kFp16: return 2;
     case DType::kBf16: return 2;
     case DType::kFp64: return 8;
+    case DType::kTf32: return 4;
   }
   return 4;
+}
+
+double MathRoundoff(DType dtype) {
+  switch (dtype) {
+    case DType::kFp32: return 0x1p-24;
+    case DType::kTf32: return 0x1p-11;
+    case DType::kBf16: return 0x1p-8;
+    case DType::kFp16: return 0x1p-11;
+    case DType::kFp64: return 0x1p-53;
+  }
+  return 0x1p-24;
+}
+
+double StorageRoundoff(DType dtype) {
+  return dtype == DType::kTf32 ? MathRoundoff(DType::kFp32)
+                               : MathRoundoff(dtype);
 }
 
 }  // namespace blocktune

@@ -48,9 +48,11 @@ KernelLimits DeviceProfile::Limits() const {
   KernelLimits l;
   l.max_threads_per_block = max_threads_per_block;
   l.max_static_shared_bytes = shared_per_block;
+  l.max_dynamic_shared_bytes = shared_per_block_optin;
   l.max_registers_per_thread = max_registers_per_thread;
   l.registers_per_sm = registers_per_sm;
   l.instruction_cache_bytes = instruction_cache_bytes;
+  l.compute_capability = cc_major * 10 + cc_minor;
   return l;
 }
 

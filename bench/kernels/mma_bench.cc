@@ -14,7 +14,12 @@
 // repetitions. Inputs are random in [-1, 1]. Our best kernel's output is
 // compared with cuBLASLt's best (relative Frobenius error).
 //
-//   mma_bench [--quick] [--configs N] [--only SUBSTRING]
+//   mma_bench [--quick] [--configs N] [--only S1,S2,..] [--flush write|read]
+// --flush write (default): a 256 MiB memset before each timed launch; it
+// leaves L2 full of dirty lines, which the timed kernel writes back to DRAM
+// as its reads evict them (on the H100 about as many bytes as a 32 MB
+// operand). --flush read: a kernel reads the 256 MiB instead, so L2 holds
+// clean lines, as after a layer that only read its weights.
 //   mma_bench --profile "bf16 NT 4096 16 4096" "bm=.. bn=.." [reps]
 // ratio = cuBLASLt time / ours; > 1 means gemm.mma is faster.
 #include <cublasLt.h>
@@ -115,11 +120,11 @@ std::vector<Shape> Shapes(bool quick) {
     if (!quick || pr.in == 4096)
       s.push_back(
           {"proj", Make(bf, pr.tokens, pr.out, pr.in, L::kN, L::kT)});
-  // odd sizes. 1023 x 4097 x 515 NN has lda = 515, ldb = 4097 tight, which
-  // the family refuses (16-byte copies): run it with rows padded to 8.
+  // odd sizes. 1023 x 4097 x 515 NN has lda = 515, ldb = 4097 tight: 2-byte
+  // copies since v2; the padded row is the 16-byte-copy kernel beside it.
   s.push_back({"odd", Make(bf, 1000, 1000, 1000, L::kN, L::kN)});
   s.push_back({"odd", Make(bf, 1023, 4097, 515, L::kN, L::kN, 520, 4104)});
-  s.push_back({"odd", Make(bf, 1023, 4097, 515, L::kN, L::kN)});  // refused
+  s.push_back({"odd", Make(bf, 1023, 4097, 515, L::kN, L::kN)});
   return s;
 }
 
@@ -211,12 +216,74 @@ std::vector<double> ToDoubles(const void* dev, size_t elems,
   return out;
 }
 
+// A kernel that reads n 16-byte words (grid-stride) and stores nothing
+// (the store is predicated on a sum no input makes): the read flush.
+constexpr char kFlushReadPtx[] = R"(
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry flush_read(.param .u64 pp, .param .u64 pn)
+{
+  .reg .pred %p;
+  .reg .b32 %a, %b, %c, %d, %s, %t;
+  .reg .b64 %ptr, %n, %i, %stride, %addr;
+  ld.param.u64 %ptr, [pp];
+  cvta.to.global.u64 %ptr, %ptr;
+  ld.param.u64 %n, [pn];
+  mov.u32 %t, %ctaid.x;
+  mov.u32 %s, %ntid.x;
+  mul.wide.u32 %i, %t, %s;
+  mov.u32 %t, %tid.x;
+  cvt.u64.u32 %addr, %t;
+  add.u64 %i, %i, %addr;
+  mov.u32 %t, %nctaid.x;
+  mul.wide.u32 %stride, %t, %s;
+  mov.u32 %s, 0;
+LOOP:
+  setp.ge.u64 %p, %i, %n;
+  @%p bra DONE;
+  shl.b64 %addr, %i, 4;
+  add.u64 %addr, %addr, %ptr;
+  ld.global.cg.v4.u32 {%a, %b, %c, %d}, [%addr];
+  xor.b32 %s, %s, %a;
+  xor.b32 %s, %s, %b;
+  xor.b32 %s, %s, %c;
+  xor.b32 %s, %s, %d;
+  add.u64 %i, %i, %stride;
+  bra LOOP;
+DONE:
+  setp.eq.u32 %p, %s, 0x12345679;
+  @%p st.global.u32 [%ptr], %s;
+  ret;
+}
+)";
+
 class Timer {
  public:
-  Timer() {
+  // read_flush: read the flush buffer before each timed launch instead of
+  // writing it (see --flush).
+  explicit Timer(bool read_flush = false) : read_flush_(read_flush) {
     CHECK_CUDA(cudaMalloc(&flush_, kFlushBytes));
+    CHECK_CUDA(cudaMemset(flush_, 0, kFlushBytes));
     CHECK_CUDA(cudaEventCreate(&start_));
     CHECK_CUDA(cudaEventCreate(&stop_));
+    if (read_flush_) {
+      auto m = cuda::Module::Load(kFlushReadPtx);
+      if (!m.ok()) {
+        std::fprintf(stderr, "flush kernel: %s\n", m.status().ToString().c_str());
+        std::exit(1);
+      }
+      module_ = std::move(*m);
+      read_ = *module_->GetFunction("flush_read");
+    }
+  }
+  void Flush(int r) {
+    if (!read_flush_) {
+      cudaMemsetAsync(flush_, r & 0xff, kFlushBytes);
+      return;
+    }
+    uint64_t p = reinterpret_cast<uint64_t>(flush_), n = kFlushBytes / 16;
+    (void)cuda::Launch(read_, {132 * 8}, {512}, 0, {&p, &n});
   }
   ~Timer() {
     cudaFree(flush_);
@@ -231,7 +298,7 @@ class Timer {
       if (!launch()) return NAN;
     std::vector<double> us;
     for (int r = 0; r < reps; ++r) {
-      cudaMemsetAsync(flush_, r & 0xff, kFlushBytes);
+      Flush(r);
       cudaEventRecord(start_);
       if (!launch()) return NAN;
       cudaEventRecord(stop_);
@@ -248,6 +315,9 @@ class Timer {
   static constexpr size_t kFlushBytes = size_t{256} << 20;
   void* flush_ = nullptr;
   cudaEvent_t start_, stop_;
+  bool read_flush_ = false;
+  std::unique_ptr<cuda::Module> module_;
+  cuda::Function read_;
 };
 
 struct LtResult {
@@ -335,7 +405,7 @@ std::vector<MmaParams> Candidates(const MmaProblem& pr, int sm_count,
   std::vector<MmaParams> out;
   for (int64_t bm : {16, 32, 64, 128, 256})
     for (int64_t bn : {8, 16, 32, 64, 128, 256})
-      for (int64_t bk : {16, 32, 64, 128})
+      for (int64_t bk : {16, 32, 64, 128, 256})
         for (int64_t wm : {1, 2, 4})
           for (int64_t wn : {1, 2, 4})
             for (int64_t st : {3, 4, 5})
@@ -389,7 +459,38 @@ std::vector<MmaParams> Candidates(const MmaProblem& pr, int sm_count,
       "bm=16 bn=64 bk=64 wm=1 wn=4 st=4 kg=128 gm=1",
       "bm=16 bn=64 bk=64 wm=1 wn=4 st=4 kg=128 gm=1 sk=1",
       "bm=32 bn=64 bk=128 wm=2 wn=2 st=4 kg=64 gm=1 sk=1",
-      "bm=64 bn=64 bk=128 wm=2 wn=2 st=3 kg=32 gm=1 sk=1"};
+      "bm=64 bn=64 bk=128 wm=2 wn=2 st=3 kg=32 gm=1 sk=1",
+      // split-K (v2): the tree (sk=1) and the reduce entry behind a
+      // programmatic dependent launch (sk=0), for skinny and covariance
+      // shapes.
+      "bm=32 bn=8 bk=128 wm=2 wn=1 st=5 kg=4 gm=1 sk=1",
+      "bm=32 bn=8 bk=128 wm=2 wn=1 st=5 kg=2 gm=1 sk=1",
+      "bm=16 bn=8 bk=128 wm=1 wn=1 st=5 kg=4 gm=1 sk=1",
+      "bm=64 bn=8 bk=128 wm=4 wn=1 st=5 kg=4 gm=1 sk=1",
+      "bm=32 bn=8 bk=128 wm=2 wn=1 st=5 kg=4 gm=1 sk=0",
+      "bm=32 bn=16 bk=128 wm=2 wn=1 st=4 kg=4 gm=1 sk=1",
+      "bm=16 bn=16 bk=128 wm=1 wn=1 st=5 kg=4 gm=1 sk=1",
+      "bm=64 bn=16 bk=128 wm=4 wn=1 st=4 kg=4 gm=1 sk=1",
+      "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=128 gm=1 sk=1",
+      "bm=64 bn=64 bk=128 wm=2 wn=2 st=3 kg=64 gm=1 sk=1",
+      "bm=32 bn=64 bk=64 wm=2 wn=2 st=4 kg=128 gm=1 sk=1",
+      "bm=16 bn=64 bk=128 wm=1 wn=4 st=4 kg=128 gm=1 sk=1",
+      "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=256 gm=1 sk=1",
+      "bm=64 bn=64 bk=32 wm=2 wn=2 st=5 kg=128 gm=1 sk=1",
+      "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=128 gm=1 sk=0",
+      "bm=16 bn=8 bk=128 wm=1 wn=1 st=5 kg=2 gm=1 sk=1",
+      "bm=32 bn=8 bk=128 wm=2 wn=1 st=5 kg=2 gm=1 sk=0",
+      "bm=32 bn=8 bk=128 wm=2 wn=1 st=4 kg=8 gm=1 sk=1",
+      // bk = 256 (v2): 512 contiguous bytes per row and stage.
+      "bm=32 bn=8 bk=256 wm=2 wn=1 st=4 kg=1 gm=1 sk=0",
+      "bm=16 bn=8 bk=256 wm=1 wn=1 st=5 kg=1 gm=1 sk=0",
+      "bm=16 bn=8 bk=256 wm=1 wn=1 st=4 kg=2 gm=1 sk=1",
+      "bm=32 bn=8 bk=256 wm=2 wn=1 st=3 kg=2 gm=1 sk=1",
+      "bm=32 bn=16 bk=256 wm=2 wn=1 st=3 kg=2 gm=1 sk=1",
+      "bm=16 bn=16 bk=256 wm=1 wn=1 st=4 kg=2 gm=1 sk=1",
+      "bm=16 bn=64 bk=256 wm=1 wn=4 st=3 kg=64 gm=1 sk=0",
+      "bm=16 bn=64 bk=256 wm=1 wn=4 st=3 kg=64 gm=1 sk=1",
+      "bm=32 bn=64 bk=256 wm=2 wn=2 st=3 kg=64 gm=1 sk=0"};
   std::vector<MmaParams> prior;
   for (const char* text : kPrior) {
     MmaParams p = *MmaParamsFromString(text);
@@ -438,6 +539,7 @@ int Main(int argc, char** argv) {
   bool quick = false;
   size_t configs = 60;
   std::string only;
+  bool read_flush = false;
   std::string profile_shape, profile_params;
   int profile_reps = 5;
   for (int i = 1; i < argc; ++i) {
@@ -447,13 +549,16 @@ int Main(int argc, char** argv) {
       configs = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
       only = argv[++i];
+    else if (!std::strcmp(argv[i], "--flush") && i + 1 < argc)
+      read_flush = !std::strcmp(argv[++i], "read");
     else if (!std::strcmp(argv[i], "--profile") && i + 2 < argc) {
       profile_shape = argv[++i];
       profile_params = argv[++i];
       if (i + 1 < argc) profile_reps = std::atoi(argv[++i]);
     } else {
       std::fprintf(stderr,
-                   "usage: mma_bench [--quick] [--configs N] [--only S] | "
+                   "usage: mma_bench [--quick] [--configs N] [--only S,..] "
+                   "[--flush write|read] | "
                    "--profile \"bf16 NT m n k\" \"params\" [reps]\n");
       return 2;
     }
@@ -484,7 +589,10 @@ int Main(int argc, char** argv) {
       prop.name, prop.multiProcessorCount, clock_khz / 1000, mem_khz / 1000,
       prop.l2CacheSize >> 20, drv, runtime, cublasLtGetVersion(),
       kGemmMmaGeneratorVersion);
-  Timer timer;
+  Timer timer(read_flush);
+  std::printf("# L2 flush before each timed launch: %s\n",
+              read_flush ? "read 256 MiB (L2 left clean)"
+                         : "memset 256 MiB (L2 left dirty)");
 
   std::vector<Shape> shapes;
   if (!profile_shape.empty()) {
@@ -507,10 +615,14 @@ int Main(int argc, char** argv) {
     row.family = shape.family;
     row.shape = ShapeText(pr);
     row.prec = std::string(ToString(pr.precision));
-    if (!only.empty() &&
-        (row.family + " " + row.shape + " " + row.prec).find(only) ==
-            std::string::npos)
-      continue;
+    if (!only.empty()) {  // comma-separated substrings, any may match
+      const std::string text = row.family + " " + row.shape + " " + row.prec;
+      bool match = false;
+      std::istringstream parts(only);
+      for (std::string part; std::getline(parts, part, ',');)
+        match |= !part.empty() && text.find(part) != std::string::npos;
+      if (!match) continue;
+    }
     const int es = ElementBytes(pr.precision);
     row.bytes = double(es) * (g.m * g.k + g.k * g.n + g.m * g.n);
     row.flops = 2.0 * g.m * g.n * g.k;
@@ -541,17 +653,6 @@ int Main(int argc, char** argv) {
     CHECK_CUDA(cudaMalloc(&buf.c_ref, buf.c_bytes));
     FillRandom(buf.a, a_elems, pr.precision, 1);
     FillRandom(buf.b, b_elems, pr.precision, 2);
-    // Workspace for cuBLASLt (64 MiB) and, apart, for our K_G partial sums
-    // and arrival counters (zeroed once; every launch leaves them zero).
-    ours_ws = 4;
-    for (const MmaParams& p : cands)
-      ours_ws = std::max<int64_t>(
-          ours_ws,
-          p.kg * g.m * g.n * 4 + 4 * ((g.m + 15) / 16) * ((g.n + 7) / 8));
-    buf.ws_bytes = max_ws;
-    CHECK_CUDA(cudaMalloc(&buf.ws, buf.ws_bytes));
-    CHECK_CUDA(cudaMalloc(&buf.ws_ours, ours_ws));
-    CHECK_CUDA(cudaMemset(buf.ws_ours, 0, ours_ws));
 
     // Generate and load every candidate, in parallel (driver JIT).
     std::vector<std::unique_ptr<LoadedMma>> loaded(cands.size());
@@ -571,6 +672,16 @@ int Main(int argc, char** argv) {
     std::vector<std::thread> pool;
     for (int t = 0; t < 12; ++t) pool.emplace_back(work);
     for (auto& t : pool) t.join();
+    // Workspace for cuBLASLt (64 MiB) and, apart, for our K_G partial sums
+    // and the split-K tree's counters (zeroed once; every launch leaves
+    // them zero).
+    ours_ws = 4;
+    for (const auto& l : loaded)
+      if (l) ours_ws = std::max<int64_t>(ours_ws, l->kernel().workspace_bytes);
+    buf.ws_bytes = max_ws;
+    CHECK_CUDA(cudaMalloc(&buf.ws, buf.ws_bytes));
+    CHECK_CUDA(cudaMalloc(&buf.ws_ours, ours_ws));
+    CHECK_CUDA(cudaMemset(buf.ws_ours, 0, ours_ws));
 
     auto launch_of = [&](const LoadedMma& k) {
       return [&] {
@@ -602,6 +713,8 @@ int Main(int argc, char** argv) {
       const double us = timer.Time(
           launch_of(*loaded[i]), profile_params.empty() ? 5 : profile_reps, 1);
       if (std::isfinite(us)) quick_times.push_back({us, i});
+      std::fprintf(stderr, "# quick %s %s [%s] %.1f us\n", row.shape.c_str(),
+                   row.prec.c_str(), ToString(cands[i]).c_str(), us);
     }
     row.tried = static_cast<int>(quick_times.size());
     std::sort(quick_times.begin(), quick_times.end());

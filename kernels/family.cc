@@ -1,0 +1,220 @@
+#include "kernels/family.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "kernels/validate.h"
+
+namespace blocktune {
+
+// The registry. One line per family; the order is the default order in
+// which families are offered for an (op, precision).
+const KernelFamily& GemmFfmaFamily();  // kernels/family_ffma.cc
+const KernelFamily& ConvFfmaFamily();  // kernels/family_ffma.cc
+const KernelFamily& GemmMmaFamily();   // kernels/family_mma.cc
+
+const std::vector<const KernelFamily*>& Families() {
+  static const std::vector<const KernelFamily*> families = {
+      &GemmFfmaFamily(),
+      &ConvFfmaFamily(),
+      &GemmMmaFamily(),
+  };
+  return families;
+}
+
+StatusOr<const KernelFamily*> FindFamily(std::string_view name) {
+  std::string names;
+  for (const KernelFamily* f : Families()) {
+    if (EqualsIgnoreCase(f->name(), name)) return f;
+    names += (names.empty() ? "" : ", ") + std::string(f->name());
+  }
+  return NotFound("family must be one of " + names + "; got " + Quoted(name));
+}
+
+std::vector<const KernelFamily*> FamiliesFor(Op op, DType precision) {
+  std::vector<const KernelFamily*> out;
+  for (const KernelFamily* f : Families())
+    if (f->op() == op && f->Implements(precision)) out.push_back(f);
+  return out;
+}
+
+StatusOr<const KernelFamily*> DefaultFamily(Op op, DType precision) {
+  std::vector<const KernelFamily*> all = FamiliesFor(op, precision);
+  if (all.empty()) {
+    std::string have;
+    for (const KernelFamily* f : Families()) {
+      if (f->op() != op) continue;
+      for (DType d : f->precisions()) {
+        std::string name(ToString(d));
+        if (have.find(name) == std::string::npos)
+          have += (have.empty() ? "" : ", ") + name;
+      }
+    }
+    return InvalidArgument("dtype " + std::string(ToString(precision)) +
+                           " has no " + std::string(ToString(op)) +
+                           " kernel family; implemented: " + have);
+  }
+  return all.front();
+}
+
+std::array<int64_t, 3> LeadingDims(const Problem& problem) {
+  const auto* g = std::get_if<GemmContext>(&problem.ctx);
+  if (g == nullptr) return {0, 0, 0};
+  const int64_t lda =
+      problem.lda ? problem.lda : (g->layout_a == Layout::kN ? g->k : g->m);
+  const int64_t ldb =
+      problem.ldb ? problem.ldb : (g->layout_b == Layout::kN ? g->n : g->k);
+  const int64_t ldc = problem.ldc ? problem.ldc : g->n;
+  return {lda, ldb, ldc};
+}
+
+bool KernelFamily::Implements(DType precision) const {
+  const std::vector<DType>& p = precisions();
+  return std::find(p.begin(), p.end(), precision) != p.end();
+}
+
+int KernelFamily::FirstFailingRule(const Problem& problem, const Params& params,
+                                   const KernelLimits& limits) const {
+  const int n = static_cast<int>(rules().size());
+  for (int i = 0; i < n; ++i)
+    if (!Passes(i, problem, params, limits)) return i;
+  return -1;
+}
+
+StatusOr<Params> KernelFamily::Default(const Problem& problem,
+                                       const KernelLimits& limits) const {
+  const std::vector<Params> candidates = DefaultCandidates();
+  const int64_t k = ImplicitGemm(problem.ctx).k;
+  for (const Params& p : candidates) {
+    const ConfigShape shape = Shape(problem, p);
+    if (shape.split_k > 1 && shape.split_k * shape.step_k > k) continue;
+    if (CanImplement(problem, p, limits).ok()) return p;
+  }
+  Status first = candidates.empty()
+                     ? FailedPrecondition("no candidates")
+                     : CanImplement(problem, candidates.front(), limits);
+  return FailedPrecondition("no default " + std::string(name()) +
+                            " configuration fits '" + ToString(problem.ctx) +
+                            "': " + first.message());
+}
+
+namespace {
+float Log2(int64_t v) { return static_cast<float>(std::log2(double(v))); }
+}  // namespace
+
+std::vector<std::string> KernelFamily::FeatureNames() const {
+  std::vector<std::string> names;
+  for (const ParamSpec& s : params()) {
+    std::string lower;
+    for (char c : s.name) lower += static_cast<char>(std::tolower(c));
+    names.push_back(s.log_feature ? "log2_" + lower : lower);
+  }
+  const std::vector<std::string>& ctx = ContextFeatureNames(op());
+  names.insert(names.end(), ctx.begin(), ctx.end());
+  return names;
+}
+
+void KernelFamily::Features(const Problem& problem, const Params& values,
+                            std::vector<float>* out) const {
+  const std::vector<ParamSpec>& specs = params();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    out->push_back(specs[i].log_feature ? Log2(values[static_cast<int>(i)])
+                                        : float(values[static_cast<int>(i)]));
+  }
+  AppendContextFeatures(problem.ctx, out);
+}
+
+const std::vector<std::string>& ContextFeatureNames(Op op) {
+  static const std::vector<std::string> kGemm = {
+      "log2_m", "log2_n", "log2_k", "a_transposed", "b_transposed"};
+  static const std::vector<std::string> kConv = {
+      "log2_n", "log2_p", "log2_q", "log2_c", "log2_k", "log2_r", "log2_s",
+      "log2_stride_h", "log2_stride_w", "log2_dilation_h", "log2_dilation_w",
+      "log2_1p_pad_h", "log2_1p_pad_w"};
+  return op == Op::kGemm ? kGemm : kConv;
+}
+
+void AppendContextFeatures(const Context& ctx, std::vector<float>* out) {
+  if (const auto* g = std::get_if<GemmContext>(&ctx)) {
+    out->insert(out->end(), {Log2(g->m), Log2(g->n), Log2(g->k),
+                             g->layout_a == Layout::kT ? 1.f : 0.f,
+                             g->layout_b == Layout::kT ? 1.f : 0.f});
+    return;
+  }
+  const auto& c = std::get<ConvContext>(ctx);
+  out->insert(out->end(),
+              {Log2(c.n), Log2(c.P()), Log2(c.Q()), Log2(c.c), Log2(c.k),
+               Log2(c.r), Log2(c.s), Log2(c.stride_h), Log2(c.stride_w),
+               Log2(c.dilation_h), Log2(c.dilation_w), Log2(1 + c.pad_h),
+               Log2(1 + c.pad_w)});
+}
+
+int64_t WorkingSetBytes(const Problem& problem, const ConfigShape& shape) {
+  const int64_t e = SizeOf(DTypeOf(problem.ctx));
+  int64_t bytes = shape.workspace_bytes;
+  if (const auto* g = std::get_if<GemmContext>(&problem.ctx)) {
+    const auto ld = LeadingDims(problem);
+    const int64_t a_rows = g->layout_a == Layout::kN ? g->m : g->k;
+    const int64_t b_rows = g->layout_b == Layout::kN ? g->k : g->n;
+    return bytes + e * (a_rows * ld[0] + b_rows * ld[1] + g->m * ld[2]);
+  }
+  const auto& c = std::get<ConvContext>(problem.ctx);
+  return bytes + e * (c.n * c.h * c.w * c.c + c.k * c.r * c.s * c.c +
+                      c.n * c.P() * c.Q() * c.k);
+}
+
+bool SplitHasWork(const Problem& problem, const ConfigShape& shape) {
+  return shape.split_k <= 1 ||
+         shape.split_k * shape.step_k <= ImplicitGemm(problem.ctx).k;
+}
+
+std::string KernelFamily::Format(const Params& values) const {
+  std::string out;
+  const std::vector<ParamSpec>& specs = this->params();
+  for (int i = 0; i < values.size && i < static_cast<int>(specs.size()); ++i) {
+    if (!out.empty()) out += ' ';
+    out += specs[i].name + "=" + std::to_string(values[i]);
+  }
+  return out;
+}
+
+int KernelFamily::ParamIndex(std::string_view name) const {
+  const std::vector<ParamSpec>& specs = params();
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (EqualsIgnoreCase(specs[i].name, name)) return static_cast<int>(i);
+  return -1;
+}
+
+StatusOr<Params> KernelFamily::Parse(std::string_view text,
+                                     const Params* base) const {
+  const std::vector<ParamSpec>& specs = params();
+  Params p;
+  if (base != nullptr) {
+    p = *base;
+  } else {
+    std::vector<Params> d = DefaultCandidates();
+    if (!d.empty()) p = d.front();
+  }
+  p.size = static_cast<int>(specs.size());
+  std::string names;
+  for (const ParamSpec& s : specs) names += (names.empty() ? "" : " ") + s.name;
+  std::vector<bool> seen(specs.size(), false);
+  for (std::string_view word : SplitWords(text)) {
+    const size_t eq = word.find('=');
+    const int i = eq == std::string_view::npos ? -1 : ParamIndex(word.substr(0, eq));
+    if (i < 0 || seen[i]) {
+      return InvalidArgument(
+          "params: expected key=value words with keys among " + names +
+          " (each once) for family " + std::string(name()) + "; got " +
+          Quoted(word));
+    }
+    seen[i] = true;
+    BT_ASSIGN_OR_RETURN(
+        p[i], ParseInt64(JoinField("params", specs[i].name), word.substr(eq + 1)));
+  }
+  BT_RETURN_IF_ERROR(ValidateParams(p));
+  return p;
+}
+
+}  // namespace blocktune

@@ -1,0 +1,226 @@
+// Kernel families (DESIGN.md, "Kernel families and precision"): named,
+// versioned kernel templates behind one interface, so that everything
+// above kernels/ (sampling, campaigns, the worker, the benchmarks, the CLI)
+// takes a family from the registry and never names its parameters.
+//
+// A family declares
+//   - its name ("gemm.ffma") and generator version, bumped whenever the
+//     PTX it emits can change (family_golden_test fails until it is);
+//   - its op and the precisions it implements;
+//   - its parameter space: named integer parameters, each with a domain;
+//   - its hardware rules, each named: the ones CanImplement applies and
+//     the sampler counts rejections by;
+//   - the quantities generic code needs of a configuration (the program's
+//     output tile, reduction step and split, threads, programs, workspace);
+//   - its generator: (problem, parameters, arch) -> PTX and launch geometry.
+//
+// Adding a family is a folder (or a pair of files) under kernels/ and one
+// line in family.cc's registry.
+#ifndef BLOCKTUNE_KERNELS_FAMILY_H_
+#define BLOCKTUNE_KERNELS_FAMILY_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/context.h"
+#include "kernels/limits.h"
+#include "kernels/status.h"
+
+namespace blocktune {
+
+inline constexpr int kMaxFamilyParams = 16;
+
+// One named integer parameter and the values it may take.
+struct ParamSpec {
+  std::string name;             // "bm"; parsing is case-insensitive
+  std::vector<int64_t> values;  // ascending
+  std::string meaning;          // one line, for `blocktune families`
+  // Whether the sampling rule power_of_two applies to it.
+  bool power_of_two = true;
+  // Its surrogate feature: log2 of the value (values >= 1), or the value
+  // itself (a switch such as 0/1).
+  bool log_feature = true;
+};
+
+// Parameter values of one configuration, in the order of the family's
+// ParamSpecs. A fixed array so that rules run without allocating.
+struct Params {
+  std::array<int64_t, kMaxFamilyParams> v{};
+  int size = 0;
+
+  int64_t operator[](int i) const { return v[i]; }
+  int64_t& operator[](int i) { return v[i]; }
+  friend bool operator==(const Params& a, const Params& b) {
+    if (a.size != b.size) return false;
+    for (int i = 0; i < a.size; ++i)
+      if (a.v[i] != b.v[i]) return false;
+    return true;
+  }
+  friend bool operator<(const Params& a, const Params& b) {
+    if (a.size != b.size) return a.size < b.size;
+    for (int i = 0; i < a.size; ++i)
+      if (a.v[i] != b.v[i]) return a.v[i] < b.v[i];
+    return false;
+  }
+};
+
+// What a kernel computes: the context (its dtype is the precision) and,
+// for a GEMM, the leading dimensions (0: tight, as the layout implies).
+struct Problem {
+  Context ctx;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+
+  Problem() = default;
+  Problem(Context c) : ctx(std::move(c)) {}  // NOLINT: a context is a problem
+};
+// The leading dimensions with 0 resolved (A N: K, A T: M, B N: N, B T: K,
+// C: N); {0, 0, 0} for a convolution.
+std::array<int64_t, 3> LeadingDims(const Problem& problem);
+
+// What generic code needs to know of one configuration on one problem.
+struct ConfigShape {
+  int64_t tile_m = 0;   // output rows per program (M_L)
+  int64_t tile_n = 0;   // output columns per program (N_L)
+  int64_t step_k = 0;   // reduction elements per step (U)
+  int64_t split_k = 1;  // programs per reduction (K_G)
+  int64_t threads = 0;  // per program
+  int64_t programs = 0; // in the main grid, K_G included
+  int64_t workspace_bytes = 0;
+};
+
+// One parameter of a generated entry, for callers that build the argument
+// array of cuLaunchKernel themselves (GetKernel, exported launch code).
+struct KernelParam {
+  const char* name;     // "A", "M", "alpha", ...
+  const char* type;     // PTX type: "u64" (device address), "u32", "f32"
+  int offset;           // bytes from the start of the parameter block
+  int size;             // bytes
+  const char* meaning;
+};
+
+// A generated kernel: PTX, entries and launch geometry.
+struct GeneratedKernel {
+  std::string family;
+  int version = 0;
+  std::string ptx;
+  std::string entry;
+  // Present when the partial sums of K_G > 1 are added by a second
+  // launch after `entry` on the same stream.
+  std::string reduce_entry;
+  std::array<unsigned, 3> grid{};
+  std::array<unsigned, 3> block{};
+  unsigned dynamic_shared_bytes = 0;  // above 48 KiB needs the opt-in
+  std::array<unsigned, 3> reduce_grid{};
+  std::array<unsigned, 3> reduce_block{};
+  int64_t workspace_bytes = 0;
+  // Bytes from the workspace to counters that must be zero before the first
+  // launch (every launch leaves them zero); -1 when there are none.
+  int64_t counter_offset = -1;
+  // The leading dimensions of A and B must be multiples of these (elements),
+  // and the operands' addresses multiples of align_bytes.
+  int64_t align_a = 1, align_b = 1, align_bytes = 4;
+  std::vector<KernelParam> entry_params;
+  std::vector<KernelParam> reduce_params;
+};
+
+class KernelFamily {
+ public:
+  virtual ~KernelFamily() = default;
+
+  virtual std::string_view name() const = 0;
+  virtual int version() const = 0;
+  virtual Op op() const = 0;
+  virtual const std::vector<DType>& precisions() const = 0;
+  virtual const std::vector<ParamSpec>& params() const = 0;
+  // Named hardware rules, in the order FirstFailingRule tries them.
+  virtual const std::vector<std::string>& rules() const = 0;
+  // A short description for `blocktune families`.
+  virtual std::string_view summary() const = 0;
+  // The lowest compute capability (major * 10 + minor) that runs it.
+  virtual int min_compute_capability() const { return 70; }
+
+  bool Implements(DType precision) const;
+
+  // Structural validity of `params` on its own (each value in its domain,
+  // the tiling consistent): INVALID_ARGUMENT naming "<field>.<name>".
+  virtual Status ValidateParams(const Params& params,
+                                std::string_view field = "params") const = 0;
+  // Whether hardware rule `rule` (an index into rules()) holds. No
+  // allocation: samplers call it millions of times a second. `params` must
+  // validate and the problem's context must validate.
+  virtual bool Passes(int rule, const Problem& problem, const Params& params,
+                      const KernelLimits& limits) const = 0;
+  // The first failing rule's index, or -1 when all hold.
+  int FirstFailingRule(const Problem& problem, const Params& params,
+                       const KernelLimits& limits) const;
+  // OK if the kernel of `params` computes `problem` on a device with
+  // `limits`; FAILED_PRECONDITION naming the rule and the numbers;
+  // INVALID_ARGUMENT for a precision the family does not implement or
+  // parameters that do not validate.
+  virtual Status CanImplement(const Problem& problem, const Params& params,
+                              const KernelLimits& limits) const = 0;
+
+  virtual ConfigShape Shape(const Problem& problem,
+                            const Params& params) const = 0;
+  // Configurations to fall back on when no answer is known, best first.
+  virtual std::vector<Params> DefaultCandidates() const = 0;
+  // The first of DefaultCandidates that CanImplement accepts for `problem`
+  // and that splits K only where each split has a step of work; for
+  // callers that give none (`blocktune kernel` without --params, the
+  // daemon's fallback). FAILED_PRECONDITION saying why the first failed.
+  StatusOr<Params> Default(const Problem& problem,
+                           const KernelLimits& limits) const;
+
+  // The PTX for `arch` ("sm_80", "sm_90"). The launch geometry is for the
+  // problem's sizes.
+  virtual StatusOr<GeneratedKernel> Generate(const Problem& problem,
+                                             const Params& params,
+                                             const std::string& arch) const = 0;
+
+  // The surrogate's input (thesis §4.3.1): one feature per parameter
+  // (ParamSpec::log_feature), then the context's (ContextFeatureNames).
+  std::vector<std::string> FeatureNames() const;
+  // Appends the features of (problem, params) to *out; both must validate.
+  void Features(const Problem& problem, const Params& params,
+                std::vector<float>* out) const;
+
+  // "bm=128 bn=128 ..." in params() order.
+  std::string Format(const Params& params) const;
+  // Parses Format's form (keys case-insensitive, in any order); keys not
+  // given take `base`'s values (the family's default when null), and the
+  // result validates. Errors name the key and list the family's names.
+  StatusOr<Params> Parse(std::string_view text,
+                         const Params* base = nullptr) const;
+  int ParamIndex(std::string_view name) const;  // -1 if absent
+};
+
+// Bytes a benchmark of a configuration touches: A, B and C in the
+// context's storage type, and the workspace.
+int64_t WorkingSetBytes(const Problem& problem, const ConfigShape& shape);
+// Whether every program of a split reduction has a step of work:
+// split_k == 1 or split_k * step_k <= K (the sampling rule split_has_work,
+// and what query-time search and fallbacks require).
+bool SplitHasWork(const Problem& problem, const ConfigShape& shape);
+
+// The context's features: GEMM log2 M, N, K and the two layouts as 0/1;
+// convolution log2 of N, P, Q, C, K, R, S, strides and dilations, then
+// log2(1 + pad) per axis.
+const std::vector<std::string>& ContextFeatureNames(Op op);
+void AppendContextFeatures(const Context& ctx, std::vector<float>* out);
+
+// Every registered family, in registration order.
+const std::vector<const KernelFamily*>& Families();
+// NOT_FOUND naming the families that exist.
+StatusOr<const KernelFamily*> FindFamily(std::string_view name);
+// The families of `op` that implement `precision`.
+std::vector<const KernelFamily*> FamiliesFor(Op op, DType precision);
+// The family a context goes to when none is named: the first registered
+// family of its op that implements its precision.
+StatusOr<const KernelFamily*> DefaultFamily(Op op, DType precision);
+
+}  // namespace blocktune
+
+#endif  // BLOCKTUNE_KERNELS_FAMILY_H_

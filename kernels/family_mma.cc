@@ -1,0 +1,248 @@
+// The family `gemm.mma` (gemm_mma.h): tensor-core GEMM with mma.sync for
+// bf16, fp16 and tf32, behind the family interface.
+#include <algorithm>
+#include <iterator>
+
+#include "kernels/family.h"
+#include "kernels/gemm_mma.h"
+#include "kernels/gemm_ptx.h"
+#include "kernels/validate.h"
+
+namespace blocktune {
+namespace {
+
+// MmaParams' fields in MmaParamDomains() order (family_test checks that
+// the two agree).
+struct Field {
+  const char* name;
+  int64_t MmaParams::*member;
+  const char* meaning;
+  bool power_of_two;
+};
+constexpr Field kFields[] = {
+    {"bm", &MmaParams::bm, "rows of C per program (M_L)", true},
+    {"bn", &MmaParams::bn, "columns of C per program (N_L)", true},
+    {"bk", &MmaParams::bk, "K per pipeline stage (U)", true},
+    {"wm", &MmaParams::warps_m, "warps along M", true},
+    {"wn", &MmaParams::warps_n, "warps along N", true},
+    {"st", &MmaParams::stages, "cp.async pipeline stages", false},
+    {"kg", &MmaParams::kg, "programs splitting K (K_G)", true},
+    {"gm", &MmaParams::group_m, "rows of tiles per raster group (L2 reuse)",
+     false},
+    {"sk", &MmaParams::split_reduce,
+     "K_G sum: 0 a second kernel (a dependent launch on sm_90), 1 a tree "
+     "inside the kernel (the last of each group of 8 adds the group)",
+     false},
+};
+constexpr int kFieldCount = static_cast<int>(std::size(kFields));
+
+MmaParams ToMma(const Params& p) {
+  MmaParams m;
+  for (int i = 0; i < kFieldCount; ++i) m.*(kFields[i].member) = p[i];
+  return m;
+}
+
+Params FromMma(const MmaParams& m) {
+  Params p;
+  p.size = kFieldCount;
+  for (int i = 0; i < kFieldCount; ++i) p[i] = m.*(kFields[i].member);
+  return p;
+}
+
+MmaPrecision PrecisionOf(DType d) {
+  switch (d) {
+    case DType::kFp16:
+      return MmaPrecision::kFp16;
+    case DType::kTf32:
+      return MmaPrecision::kTf32;
+    default:
+      return MmaPrecision::kBf16;
+  }
+}
+
+MmaLimits ToMmaLimits(const KernelLimits& l) {
+  MmaLimits m;
+  m.max_threads_per_block = l.max_threads_per_block;
+  m.max_dynamic_shared_bytes = l.max_dynamic_shared_bytes;
+  m.max_registers_per_thread = l.max_registers_per_thread;
+  m.registers_per_sm = l.registers_per_sm;
+  return m;
+}
+
+// Valid only for a GEMM context; callers check the op first.
+MmaProblem ToMmaProblem(const Problem& problem) {
+  MmaProblem m;
+  m.ctx = std::get<GemmContext>(problem.ctx);
+  m.precision = PrecisionOf(m.ctx.dtype);
+  m.ctx.dtype = StorageType(m.precision);  // tf32 is stored as fp32
+  m.lda = problem.lda;
+  m.ldb = problem.ldb;
+  m.ldc = problem.ldc;
+  return m;
+}
+
+class MmaFamily : public KernelFamily {
+ public:
+  MmaFamily() {
+    const std::vector<MmaParamDomain> domains = MmaParamDomains();
+    for (int i = 0; i < kFieldCount; ++i) {
+      ParamSpec s;
+      s.name = kFields[i].name;
+      s.meaning = kFields[i].meaning;
+      s.power_of_two = kFields[i].power_of_two;
+      s.log_feature = s.name != "sk";
+      if (i < static_cast<int>(domains.size())) s.values = domains[i].values;
+      specs_.push_back(std::move(s));
+    }
+    for (MmaRule r : kMmaRules) rules_.push_back(ToString(r));
+  }
+
+  std::string_view name() const override { return kGemmMmaFamily; }
+  int version() const override { return kGemmMmaGeneratorVersion; }
+  Op op() const override { return Op::kGemm; }
+  const std::vector<DType>& precisions() const override {
+    static const std::vector<DType> p = {DType::kBf16, DType::kFp16,
+                                         DType::kTf32};
+    return p;
+  }
+  const std::vector<ParamSpec>& params() const override { return specs_; }
+  const std::vector<std::string>& rules() const override { return rules_; }
+  std::string_view summary() const override {
+    return "tensor-core GEMM: mma.sync (bf16/fp16 m16n8k16, tf32 m16n8k8, "
+           "fp32 accumulate), cp.async ring, swizzled ldmatrix";
+  }
+  int min_compute_capability() const override { return 80; }
+
+  Status ValidateParams(const Params& params,
+                        std::string_view field) const override {
+    if (params.size != kFieldCount) {
+      return InvalidArgument(std::string(field) + " must have " +
+                             std::to_string(kFieldCount) + " values, got " +
+                             std::to_string(params.size));
+    }
+    return ValidateMmaParams(ToMma(params));
+  }
+
+  bool Passes(int rule, const Problem& problem, const Params& params,
+              const KernelLimits& limits) const override {
+    return PassesMmaRule(kMmaRules[rule], ToMmaProblem(problem), ToMma(params),
+                         ToMmaLimits(limits));
+  }
+
+  Status CanImplement(const Problem& problem, const Params& params,
+                      const KernelLimits& limits) const override {
+    BT_RETURN_IF_ERROR(CheckProblem(problem));
+    BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
+    if (limits.compute_capability < min_compute_capability()) {
+      return FailedPrecondition(
+          "gemm.mma needs compute capability 8.0 or later (mma.sync bf16, "
+          "cp.async), the device has " +
+          std::to_string(limits.compute_capability / 10) + "." +
+          std::to_string(limits.compute_capability % 10));
+    }
+    return CanImplementMma(ToMmaProblem(problem), ToMma(params),
+                           ToMmaLimits(limits));
+  }
+
+  ConfigShape Shape(const Problem& problem,
+                    const Params& params) const override {
+    const MmaParams m = ToMma(params);
+    const GemmShape g = ImplicitGemm(problem.ctx);
+    ConfigShape s;
+    s.tile_m = m.bm;
+    s.tile_n = m.bn;
+    s.step_k = m.bk;
+    s.split_k = m.kg;
+    s.threads = m.Threads();
+    s.programs = ((g.m + m.bm - 1) / m.bm) * ((g.n + m.bn - 1) / m.bn) * m.kg;
+    s.workspace_bytes =
+        OpOf(problem.ctx) == Op::kGemm
+            ? MmaWorkspaceBytes(ToMmaProblem(problem), m)
+            : 0;
+    return s;
+  }
+
+  std::vector<Params> DefaultCandidates() const override {
+    auto make = [](int64_t bm, int64_t bn, int64_t bk, int64_t wm, int64_t wn,
+                   int64_t st) {
+      MmaParams m;
+      m.bm = bm;
+      m.bn = bn;
+      m.bk = bk;
+      m.warps_m = wm;
+      m.warps_n = wn;
+      m.stages = st;
+      return FromMma(m);
+    };
+    return {make(128, 128, 32, 2, 2, 4), make(64, 64, 32, 2, 2, 4),
+            make(32, 8, 128, 2, 1, 4), make(16, 8, 64, 1, 1, 3)};
+  }
+
+  StatusOr<GeneratedKernel> Generate(const Problem& problem,
+                                     const Params& params,
+                                     const std::string& arch) const override {
+    BT_RETURN_IF_ERROR(CheckProblem(problem));
+    BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
+    BT_ASSIGN_OR_RETURN(MmaKernel k,
+                        GenerateGemmMma(ToMmaProblem(problem), ToMma(params),
+                                        arch));
+    GeneratedKernel out;
+    out.family = std::string(name());
+    out.version = version();
+    out.ptx = std::move(k.ptx);
+    out.entry = std::move(k.entry);
+    out.reduce_entry = std::move(k.reduce_entry);
+    out.grid = k.grid;
+    out.block = k.block;
+    out.dynamic_shared_bytes = k.shared_bytes;
+    out.reduce_grid = k.reduce_grid;
+    out.reduce_block = k.reduce_block;
+    out.workspace_bytes = k.workspace_bytes;
+    out.counter_offset =
+        k.workspace_bytes > 0 && k.reduce_entry.empty() ? k.counter_offset : -1;
+    out.align_a = k.a_copy_bytes / k.element_bytes;
+    out.align_b = k.b_copy_bytes / k.element_bytes;
+    out.align_bytes = std::min(k.a_copy_bytes, k.b_copy_bytes);
+    out.entry_params = EntryParams(Op::kGemm);
+    if (!out.reduce_entry.empty()) out.reduce_params = ReduceParams();
+    return out;
+  }
+
+ private:
+  Status CheckProblem(const Problem& problem) const {
+    if (OpOf(problem.ctx) != Op::kGemm) {
+      return InvalidArgument("context: family gemm.mma computes gemm, got a " +
+                             std::string(ToString(OpOf(problem.ctx))));
+    }
+    if (!Implements(DTypeOf(problem.ctx))) {
+      return InvalidArgument("context.dtype: family gemm.mma implements bf16, "
+                             "fp16 and tf32, got " +
+                             std::string(ToString(DTypeOf(problem.ctx))));
+    }
+    BT_RETURN_IF_ERROR(Validate(problem.ctx));
+    const auto ld = LeadingDims(problem);
+    const GemmContext& g = std::get<GemmContext>(problem.ctx);
+    const int64_t min_a = g.layout_a == Layout::kN ? g.k : g.m;
+    const int64_t min_b = g.layout_b == Layout::kN ? g.n : g.k;
+    if (ld[0] < min_a || ld[1] < min_b || ld[2] < g.n) {
+      return InvalidArgument(
+          "lda, ldb, ldc must be at least the stored rows' lengths (" +
+          std::to_string(min_a) + ", " + std::to_string(min_b) + ", " +
+          std::to_string(g.n) + "), got " + std::to_string(ld[0]) + ", " +
+          std::to_string(ld[1]) + ", " + std::to_string(ld[2]));
+    }
+    return OkStatus();
+  }
+
+  std::vector<ParamSpec> specs_;
+  std::vector<std::string> rules_;
+};
+
+}  // namespace
+
+const KernelFamily& GemmMmaFamily() {
+  static const MmaFamily family;
+  return family;
+}
+
+}  // namespace blocktune
