@@ -30,6 +30,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <random>
 #include <sstream>
@@ -530,7 +531,7 @@ double RelErr(const std::vector<double>& x, const std::vector<double>& y,
 
 struct Row {
   std::string family, shape, prec, params, note;
-  double ours_us = NAN, lt_us = NAN, rel_err = NAN;
+  double ours_us = NAN, lt_us = NAN, rel_err = NAN, triton_us = NAN;
   int tried = 0, lt_algos = 0;
   double bytes = 0, flops = 0;
 };
@@ -542,6 +543,8 @@ int Main(int argc, char** argv) {
   bool read_flush = false;
   std::string profile_shape, profile_params;
   int profile_reps = 5;
+  std::string triton_path;
+  bool list_shapes = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick"))
       quick = true;
@@ -551,6 +554,10 @@ int Main(int argc, char** argv) {
       only = argv[++i];
     else if (!std::strcmp(argv[i], "--flush") && i + 1 < argc)
       read_flush = !std::strcmp(argv[++i], "read");
+    else if (!std::strcmp(argv[i], "--triton") && i + 1 < argc)
+      triton_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--list-shapes"))
+      list_shapes = true;
     else if (!std::strcmp(argv[i], "--profile") && i + 2 < argc) {
       profile_shape = argv[++i];
       profile_params = argv[++i];
@@ -558,10 +565,34 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: mma_bench [--quick] [--configs N] [--only S,..] "
-                   "[--flush write|read] | "
+                   "[--flush write|read] [--triton TSV] [--list-shapes] | "
                    "--profile \"bf16 NT m n k\" \"params\" [reps]\n");
       return 2;
     }
+  }
+  // --only: comma-separated substrings of "family shape prec", any may match.
+  auto selected = [&](const std::string& family, const MmaProblem& pr) {
+    if (only.empty()) return true;
+    const std::string text = family + " " + ShapeText(pr) + " " +
+                             std::string(ToString(pr.precision));
+    std::istringstream parts(only);
+    for (std::string part; std::getline(parts, part, ',');)
+      if (!part.empty() && text.find(part) != std::string::npos) return true;
+    return false;
+  };
+  if (list_shapes) {  // triton_bench.py --shapes format; needs no GPU
+    for (const Shape& shape : Shapes(quick)) {
+      const MmaProblem& pr = shape.problem;
+      if (!selected(shape.family, pr)) continue;
+      const GemmContext& g = pr.ctx;
+      std::printf("%s %s %c%c %lld %lld %lld %lld %lld\n", shape.family.c_str(),
+                  std::string(ToString(pr.precision)).c_str(),
+                  g.layout_a == Layout::kT ? 'T' : 'N',
+                  g.layout_b == Layout::kT ? 'T' : 'N', (long long)g.m,
+                  (long long)g.n, (long long)g.k, (long long)pr.Lda(),
+                  (long long)pr.Ldb());
+    }
+    return 0;
   }
   auto driver = cuda::Driver::Get();
   if (!driver.ok()) {
@@ -594,6 +625,28 @@ int Main(int argc, char** argv) {
               read_flush ? "read 256 MiB (L2 left clean)"
                          : "memset 256 MiB (L2 left dirty)");
 
+  // Triton's times for the same shapes, measured in the same device call
+  // by triton_bench.py --tsv: "prec layout m n k lda ldb us config".
+  std::map<std::string, std::pair<double, std::string>> triton;
+  if (!triton_path.empty()) {
+    std::ifstream in(triton_path);
+    if (!in) {
+      std::fprintf(stderr, "mma_bench: cannot read --triton %s\n",
+                   triton_path.c_str());
+      return 2;
+    }
+    std::string prec, lay, config;
+    int64_t m, n, k, lda, ldb;
+    double us;
+    while (in >> prec >> lay >> m >> n >> k >> lda >> ldb >> us >> config) {
+      triton[prec + " " + lay + " " + std::to_string(m) + " " +
+             std::to_string(n) + " " + std::to_string(k) + " " +
+             std::to_string(lda) + " " + std::to_string(ldb)] = {us, config};
+    }
+    std::printf("# Triton: %zu shapes from %s (triton_bench.py, same call)\n",
+                triton.size(), triton_path.c_str());
+  }
+
   std::vector<Shape> shapes;
   if (!profile_shape.empty()) {
     std::istringstream in(profile_shape);
@@ -615,13 +668,15 @@ int Main(int argc, char** argv) {
     row.family = shape.family;
     row.shape = ShapeText(pr);
     row.prec = std::string(ToString(pr.precision));
-    if (!only.empty()) {  // comma-separated substrings, any may match
-      const std::string text = row.family + " " + row.shape + " " + row.prec;
-      bool match = false;
-      std::istringstream parts(only);
-      for (std::string part; std::getline(parts, part, ',');)
-        match |= !part.empty() && text.find(part) != std::string::npos;
-      if (!match) continue;
+    if (!selected(row.family, pr)) continue;
+    {
+      const std::string key =
+          row.prec + " " + (g.layout_a == Layout::kT ? "T" : "N") +
+          (g.layout_b == Layout::kT ? "T" : "N") + " " + std::to_string(g.m) +
+          " " + std::to_string(g.n) + " " + std::to_string(g.k) + " " +
+          std::to_string(pr.Lda()) + " " + std::to_string(pr.Ldb());
+      auto it = triton.find(key);
+      if (it != triton.end()) row.triton_us = it->second.first;
     }
     const int es = ElementBytes(pr.precision);
     row.bytes = double(es) * (g.m * g.k + g.k * g.n + g.m * g.n);
@@ -760,27 +815,35 @@ int Main(int argc, char** argv) {
   // Summary table (markdown).
   std::printf(
       "\n| family | M x N x K layout | prec | gemm.mma us | cuBLASLt us "
-      "(algos) | ratio | ours GB/s | ours TFLOP/s | rel err vs cuBLASLt | best "
-      "params |\n"
-      "|---|---|---|---|---|---|---|---|---|---|\n");
-  std::map<std::string, std::pair<double, int>> geo;
+      "(algos) | ratio | Triton us | ratio Triton | ours GB/s | ours TFLOP/s "
+      "| rel err vs cuBLASLt | best params |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::map<std::string, std::pair<double, int>> geo, geo_triton;
   for (const Row& r : rows) {
     std::printf(
-        "| %s | %s | %s | %.1f | %.1f (%d) | %.2f | %.0f | %.1f | %.1e | %s%s "
-        "|\n",
+        "| %s | %s | %s | %.1f | %.1f (%d) | %.2f | %.1f | %.2f | %.0f | %.1f "
+        "| %.1e | %s%s |\n",
         r.family.c_str(), r.shape.c_str(), r.prec.c_str(), r.ours_us, r.lt_us,
-        r.lt_algos, r.lt_us / r.ours_us, r.bytes / r.ours_us * 1e-3,
-        r.flops / r.ours_us * 1e-6, r.rel_err, r.params.c_str(),
-        r.note.empty() ? "" : (" " + r.note).c_str());
+        r.lt_algos, r.lt_us / r.ours_us, r.triton_us, r.triton_us / r.ours_us,
+        r.bytes / r.ours_us * 1e-3, r.flops / r.ours_us * 1e-6, r.rel_err,
+        r.params.c_str(), r.note.empty() ? "" : (" " + r.note).c_str());
     const double ratio = r.lt_us / r.ours_us;
     if (std::isfinite(ratio)) {
       geo[r.family].first += std::log(ratio);
       geo[r.family].second += 1;
     }
+    const double tr = r.triton_us / r.ours_us;
+    if (std::isfinite(tr)) {
+      geo_triton[r.family].first += std::log(tr);
+      geo_triton[r.family].second += 1;
+    }
   }
   for (const auto& [fam, v] : geo)
     std::printf("# geomean ratio %s: %.2f over %d shapes\n", fam.c_str(),
                 std::exp(v.first / v.second), v.second);
+  for (const auto& [fam, v] : geo_triton)
+    std::printf("# geomean ratio to Triton %s: %.2f over %d shapes\n",
+                fam.c_str(), std::exp(v.first / v.second), v.second);
   cublasLtDestroy(lt);
   return 0;
 }

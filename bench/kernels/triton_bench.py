@@ -449,11 +449,17 @@ def make_operand(rows, cols, ld, transposed, dtype, gen):
     return view.t() if transposed else view
 
 
+FLUSH_READ = False
+
+
 def timed_median_us(launch, flush, reps):
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for i in range(reps):
-        flush.zero_()  # 256 MiB written: A and B leave the 50 MB L2
+        if FLUSH_READ:  # 256 MiB read: A and B leave the L2, which stays clean
+            flush.sum(dtype=torch.int64)
+        else:
+            flush.zero_()  # 256 MiB written: A and B leave the 50 MB L2
         starts[i].record()
         launch()
         ends[i].record()
@@ -610,11 +616,16 @@ def main():
     ap.add_argument("--no-precompile", action="store_true")
     ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     ap.add_argument("--list", action="store_true", help="print the shapes and exit")
+    ap.add_argument("--flush", choices=("write", "read"), default="write",
+                    help="L2 flush before each timed launch: write 256 MiB "
+                    "(leaves L2 dirty) or read it (as mma_bench --flush read)")
     ap.add_argument("--tsv", help="also write one line per timed shape, "
                     "'precision layout m n k lda ldb median_us config', "
                     "for mma_bench --triton")
     args = ap.parse_args()
     args.reps = max(21, args.reps)
+    global FLUSH_READ
+    FLUSH_READ = args.flush == "read"
 
     shapes = parse_shapes(args.shapes) if args.shapes else default_shapes()
     shapes = [s for s in shapes if args.only in shape_line(s)]
@@ -638,7 +649,7 @@ def main():
         "triton": triton.__version__, "device_info": info,
         "method": ("Triton matmul autotuned per shape (untimed; its do_bench "
                    "warmup 5 ms rep 20 ms), 3 warm-ups, then per timed launch "
-                   "a 256 MiB buffer write (L2 flush, outside the events), CUDA "
+                   f"a 256 MiB buffer {'read' if FLUSH_READ else 'write'} (L2 flush, outside the events), CUDA "
                    "events around the launch alone, median of reps "
                    "(median2_us: a second batch); torch_us: torch.matmul "
                    "(cuBLAS) timed the same way; inputs uniform in [-1, 1]"),
