@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "client/connection.h"
+#include "client/family_cmd.h"
 #include "client/header_export_cmd.h"
 #include "client/print.h"
 #include "proto/convert.h"
@@ -57,6 +58,10 @@ struct KernelFlags {
   std::string device;
   std::string arch;
   std::string out;  // the PTX goes here; "" or "-": stdout
+  // --family: generate here, no daemon (family_cmd.h).
+  std::string family;
+  std::string params;
+  int64_t lda = 0, ldb = 0, ldc = 0;
 };
 
 
@@ -151,7 +156,7 @@ void AddGemmFlags(CLI::App* cmd, GemmFlags* f) {
   cmd->add_option("--layout", f->layout,
                   "layouts of A and B, N or T each: NN, NT, TN, TT")
       ->capture_default_str();
-  cmd->add_option("--dtype", f->dtype, "fp32, fp16, bf16 or fp64")
+  cmd->add_option("--dtype", f->dtype, "fp32, tf32, bf16, fp16 or fp64")
       ->capture_default_str();
 }
 
@@ -490,11 +495,30 @@ int RunCli(int argc, char** argv) {
     k->add_option("--block-shape", kernel_flags.block_shape,
                   "\"ML=64 NL=64 MS=4 NS=4 U=8 KG=1\" (default: the best "
                   "answer for the context)");
-    k->add_option("--device", kernel_flags.device, "device name");
+    k->add_option("--device", kernel_flags.device,
+                  "device name; with --family a built-in profile: h100, "
+                  "h200, a100, v100 (default h100)");
     k->add_option("--arch", kernel_flags.arch,
                   "PTX target, e.g. sm_90 (default: the device's)");
     k->add_option("-o,--out", kernel_flags.out, "write the PTX to this file");
+    k->add_option("--family", kernel_flags.family,
+                  "generate here, without a daemon, from this kernel family "
+                  "(see blocktune families)");
+    k->add_option("--params", kernel_flags.params,
+                  "with --family: its parameters, \"bm=128 bn=128 ...\" "
+                  "(default: the family's default for the context)");
   }
+  k_gemm->add_option("--lda", kernel_flags.lda,
+                     "with --family: leading dimension of A (0: tight)");
+  k_gemm->add_option("--ldb", kernel_flags.ldb,
+                     "with --family: leading dimension of B (0: tight)");
+  k_gemm->add_option("--ldc", kernel_flags.ldc,
+                     "with --family: leading dimension of C (0: tight)");
+
+  auto* families = app.add_subcommand(
+      "families",
+      "the kernel families of this binary: op, precisions, version, "
+      "parameters and their domains, rules (no daemon)");
 
   auto* export_cmd = app.add_subcommand(
       "export",
@@ -567,6 +591,22 @@ int RunCli(int argc, char** argv) {
   }
 
   // Everything that can be checked here is, before any connection.
+  const bool local_kernel =
+      (*k_gemm || *k_conv) && !kernel_flags.family.empty();
+  if (local_kernel) {
+    if (Status d = CheckLocalDType(
+            "--dtype", *k_gemm ? gemm_flags.dtype : conv_flags.dtype);
+        !d.ok())
+      return UsageError(d.message());
+    if (!kernel_flags.block_shape.empty())
+      return UsageError("--block-shape is for a kernel from the daemon; with "
+                        "--family give --params");
+  } else if (*k_gemm || *k_conv) {
+    if (!kernel_flags.params.empty() || kernel_flags.lda || kernel_flags.ldb ||
+        kernel_flags.ldc)
+      return UsageError("--params, --lda, --ldb and --ldc need --family (a "
+                        "kernel from the daemon takes --block-shape)");
+  }
   std::optional<Context> ctx;
   if (*q_gemm || *k_gemm || *q_conv || *k_conv) {
     auto parsed = (*q_gemm || *k_gemm) ? GemmFromFlags(gemm_flags)
@@ -591,6 +631,19 @@ int RunCli(int argc, char** argv) {
     if (!valid.ok()) return UsageError(valid.status().message());
   }
   if (*sample) return RunSample(sample_flags, g.json);
+  if (*families) return RunFamilies(g.json);
+  if (local_kernel) {
+    LocalKernelFlags local;
+    local.family = kernel_flags.family;
+    local.params = kernel_flags.params;
+    local.device = kernel_flags.device;
+    local.arch = kernel_flags.arch;
+    local.out = kernel_flags.out;
+    local.lda = kernel_flags.lda;
+    local.ldb = kernel_flags.ldb;
+    local.ldc = kernel_flags.ldc;
+    return RunLocalKernel(*ctx, local, g.json);
+  }
   v1::ExportRequest export_req;
   bool export_header = false;
   if (*export_cmd) {

@@ -94,6 +94,8 @@ StatusOr<Params> KernelFamily::Default(const Problem& problem,
   Status first = candidates.empty()
                      ? FailedPrecondition("no candidates")
                      : CanImplement(problem, candidates.front(), limits);
+  // Every candidate the device accepts splits K past its extent.
+  if (first.ok()) first = FailedPrecondition("K is too short to split");
   return FailedPrecondition("no default " + std::string(name()) +
                             " configuration fits '" + ToString(problem.ctx) +
                             "': " + first.message());

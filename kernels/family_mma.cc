@@ -94,6 +94,9 @@ class MmaFamily : public KernelFamily {
       if (i < static_cast<int>(domains.size())) s.values = domains[i].values;
       specs_.push_back(std::move(s));
     }
+    // The device's compute capability comes first: CanImplement refuses
+    // below 8.0, and the rules must say so too (samplers count by rule).
+    rules_.push_back("compute_capability");
     for (MmaRule r : kMmaRules) rules_.push_back(ToString(r));
   }
 
@@ -120,13 +123,20 @@ class MmaFamily : public KernelFamily {
                              std::to_string(kFieldCount) + " values, got " +
                              std::to_string(params.size));
     }
-    return ValidateMmaParams(ToMma(params));
+    Status s = ValidateMmaParams(ToMma(params));
+    // ValidateMmaParams names its fields "params.bm" or "params: ...";
+    // the caller's field replaces that prefix.
+    if (!s.ok() && field != "params" && s.message().rfind("params", 0) == 0)
+      return InvalidArgument(std::string(field) + s.message().substr(6));
+    return s;
   }
 
   bool Passes(int rule, const Problem& problem, const Params& params,
               const KernelLimits& limits) const override {
-    return PassesMmaRule(kMmaRules[rule], ToMmaProblem(problem), ToMma(params),
-                         ToMmaLimits(limits));
+    if (rule == 0)
+      return limits.compute_capability >= min_compute_capability();
+    return PassesMmaRule(kMmaRules[rule - 1], ToMmaProblem(problem),
+                         ToMma(params), ToMmaLimits(limits));
   }
 
   Status CanImplement(const Problem& problem, const Params& params,
@@ -198,8 +208,10 @@ class MmaFamily : public KernelFamily {
     out.reduce_grid = k.reduce_grid;
     out.reduce_block = k.reduce_block;
     out.workspace_bytes = k.workspace_bytes;
-    out.counter_offset =
-        k.workspace_bytes > 0 && k.reduce_entry.empty() ? k.counter_offset : -1;
+    // k.reduce_entry was moved from above: ask `out`.
+    out.counter_offset = k.workspace_bytes > 0 && out.reduce_entry.empty()
+                             ? k.counter_offset
+                             : -1;
     out.align_a = k.a_copy_bytes / k.element_bytes;
     out.align_b = k.b_copy_bytes / k.element_bytes;
     out.align_bytes = std::min(k.a_copy_bytes, k.b_copy_bytes);

@@ -1,0 +1,223 @@
+// `blocktune families` and `blocktune kernel ... --family`: the binary with
+// no daemon (--server names a socket nobody listens on, so any attempt to
+// connect would fail the test with exit code 3).
+#include <gmock/gmock.h>
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "server/child_daemon.h"
+
+namespace blocktune {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::CommandResult;
+using testing::RunCommand;
+
+const char kNoDaemon[] = " --server unix:/nonexistent/blocktune.sock";
+
+CommandResult Cli(const std::string& args) {
+  return RunCommand(std::string(BLOCKTUNE_CLI) + " " + args + kNoDaemon);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class FamilyCmdTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/blocktune-family-cmd-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+};
+
+google::protobuf::Struct ParseJson(const std::string& text) {
+  google::protobuf::Struct s;
+  auto status = google::protobuf::util::JsonStringToMessage(text, &s);
+  EXPECT_TRUE(status.ok()) << status.ToString() << "\n" << text;
+  return s;
+}
+
+TEST_F(FamilyCmdTest, FamiliesJsonListsGemmMmaWithBf16) {
+  CommandResult r = Cli("families --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const google::protobuf::Struct json = ParseJson(r.out);
+  const auto& families = json.fields().at("families").list_value().values();
+  ASSERT_GE(families.size(), 3);
+  bool found = false;
+  for (const auto& v : families) {
+    const auto& f = v.struct_value().fields();
+    EXPECT_FALSE(f.at("summary").string_value().empty());
+    EXPECT_GE(f.at("version").number_value(), 1);
+    EXPECT_GT(f.at("parameters").list_value().values_size(), 0);
+    EXPECT_GT(f.at("rules").list_value().values_size(), 0);
+    if (f.at("name").string_value() != "gemm.mma") continue;
+    found = true;
+    EXPECT_EQ(f.at("op").string_value(), "gemm");
+    std::vector<std::string> precisions;
+    for (const auto& p : f.at("precisions").list_value().values())
+      precisions.push_back(p.string_value());
+    EXPECT_THAT(precisions, ::testing::ElementsAre("bf16", "fp16", "tf32"));
+    EXPECT_EQ(f.at("min_compute_capability").number_value(), 80);
+    const auto& bm = f.at("parameters").list_value().values(0).struct_value();
+    EXPECT_EQ(bm.fields().at("name").string_value(), "bm");
+    EXPECT_GT(bm.fields().at("values").list_value().values_size(), 1);
+    EXPECT_THAT(bm.fields().at("meaning").string_value(), HasSubstr("M_L"));
+    std::vector<std::string> rules;
+    for (const auto& p : f.at("rules").list_value().values())
+      rules.push_back(p.string_value());
+    EXPECT_THAT(rules, ::testing::Contains("registers"));
+    EXPECT_THAT(rules, ::testing::Contains("compute_capability"));
+  }
+  EXPECT_TRUE(found) << r.out;
+
+  r = Cli("families");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("gemm.ffma (gemm; fp32; version 1"));
+  EXPECT_THAT(r.out, HasSubstr("conv.ffma (conv; fp32"));
+  EXPECT_THAT(r.out, HasSubstr("gemm.mma (gemm; bf16, fp16, tf32"));
+  EXPECT_THAT(r.out, HasSubstr("rules:"));
+}
+
+TEST_F(FamilyCmdTest, KernelWithGemmMmaWritesTheTensorCorePtx) {
+  const std::string ptx = dir_ + "/k.ptx";
+  CommandResult r = Cli("kernel gemm --m 1000 --n 512 --k 4096 --layout NT "
+                        "--dtype bf16 --family gemm.mma -o " + ptx);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string text = ReadFile(ptx);
+  EXPECT_THAT(text, HasSubstr("mma.sync"));
+  EXPECT_THAT(text, HasSubstr("ldmatrix"));
+  EXPECT_THAT(text, HasSubstr("cp.async"));
+  EXPECT_THAT(text, HasSubstr(".target sm_90"));
+  EXPECT_THAT(r.out, HasSubstr("family: gemm.mma (version "));
+  EXPECT_THAT(r.out, HasSubstr("params: bm="));
+  EXPECT_THAT(r.out, HasSubstr("(the family's default)"));
+  EXPECT_THAT(r.out, HasSubstr("entry: blocktune_gemm_mma\n"));
+  EXPECT_THAT(r.out, HasSubstr("grid: "));
+  EXPECT_THAT(r.out, HasSubstr("block: "));
+  EXPECT_THAT(r.out, HasSubstr("dynamic shared bytes: "));
+  EXPECT_THAT(r.out, HasSubstr("workspace bytes: 0"));
+
+  // Given parameters, K_G > 1, sm_80 on the A100 profile, as JSON.
+  r = Cli("kernel gemm --m 64 --n 16 --k 8192 --dtype tf32 --family gemm.mma "
+          "--device a100 --params \"bm=64 bn=16 bk=32 wm=2 wn=1 st=4 kg=8\" "
+          "--json -o " + ptx);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const google::protobuf::Struct json = ParseJson(r.out);
+  const auto& f = json.fields();
+  EXPECT_EQ(f.at("family").string_value(), "gemm.mma");
+  EXPECT_EQ(f.at("arch").string_value(), "sm_80");
+  EXPECT_EQ(f.at("params").string_value(),
+            "bm=64 bn=16 bk=32 wm=2 wn=1 st=4 kg=8 gm=8 sk=0");
+  EXPECT_EQ(f.at("reduce_entry").string_value(), "blocktune_gemm_mma_reduce");
+  EXPECT_EQ(f.at("workspace_bytes").number_value(), 8 * 64 * 16 * 4);
+  EXPECT_EQ(f.at("grid").list_value().values(1).number_value(), 8);
+  EXPECT_EQ(f.at("block").list_value().values(0).number_value(), 64);
+  EXPECT_THAT(ReadFile(ptx), HasSubstr(".target sm_80"));
+  EXPECT_THAT(ReadFile(ptx), HasSubstr("mma.sync.aligned.m16n8k8"));
+}
+
+TEST_F(FamilyCmdTest, KernelWithFfmaFamiliesAndPtxOnStdout) {
+  CommandResult r = Cli("kernel gemm --m 100 --n 100 --k 100 --family "
+                        "gemm.ffma --params \"ML=32 NL=32 MS=2 NS=2 U=8 KG=2\"");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr(".visible .entry blocktune_gemm("));
+  EXPECT_THAT(r.out, HasSubstr("reduce entry: blocktune_gemm_reduce"));
+  EXPECT_THAT(r.out, HasSubstr("workspace bytes: 80000"));
+  r = Cli("kernel conv --n 1 --h 56 --w 56 --c 64 --k 64 --r 3 --s 3 --pad 1 "
+          "--family conv.ffma -o " + dir_ + "/c.ptx");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("family: conv.ffma"));
+  EXPECT_THAT(ReadFile(dir_ + "/c.ptx"), HasSubstr("blocktune_conv"));
+}
+
+TEST_F(FamilyCmdTest, BadFlagsAreUsageErrorsThatNameTheFlag) {
+  const std::string gemm = "kernel gemm --m 256 --n 256 --k 256 ";
+  CommandResult r = Cli(gemm + "--dtype bf16 --family gemm.mma --params "
+                               "\"bm=48\"");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--params: params.bm must be"));
+  r = Cli(gemm + "--dtype bf16 --family gemm.mma --params \"zz=1\"");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--params: "));
+  EXPECT_THAT(r.out, HasSubstr("bm bn bk wm wn st kg gm sk"));
+  r = Cli(gemm + "--dtype bf16 --family gemm.mma --params \"bm=x\"");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("params.bm must be an integer"));
+  // Parameters that do not fit the device.
+  r = Cli(gemm + "--dtype bf16 --family gemm.mma --device a100 --params "
+                 "\"bm=256 bn=256 bk=128 wm=4 wn=4 st=5\"");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("do not fit a100"));
+  EXPECT_THAT(r.out, HasSubstr("shared memory"));
+
+  r = Cli(gemm + "--dtype fp64 --family gemm.ffma");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--dtype must be one of fp32, tf32, bf16, fp16"));
+  r = Cli(gemm + "--dtype int8 --family gemm.mma");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--dtype must be one of"));
+  r = Cli(gemm + "--dtype fp32 --family gemm.mma");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--dtype fp32: family gemm.mma implements "
+                               "bf16, fp16, tf32; for fp32 use --family "
+                               "gemm.ffma"));
+  r = Cli(gemm + "--dtype bf16 --family gemm.ffma");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("use --family gemm.mma"));
+
+  r = Cli(gemm + "--dtype bf16 --family gemm.wgmma");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--family: family must be one of gemm.ffma, "
+                               "conv.ffma, gemm.mma; got 'gemm.wgmma'"));
+  r = Cli(gemm + "--family conv.ffma");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--family conv.ffma computes conv, not gemm"));
+  r = Cli(gemm + "--dtype bf16 --family gemm.mma --device b300");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--device"));
+  r = Cli(gemm + "--dtype bf16 --family gemm.mma --arch sm_75");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--arch sm_75: family gemm.mma needs sm_80 "
+                               "or later"));
+  r = Cli(gemm + "--dtype bf16 --family gemm.mma --device v100");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--device v100 has compute capability "
+                               "7.0; family gemm.mma needs 8.0 or later"));
+  r = Cli(gemm + "--params \"bm=64\"");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("need --family"));
+  r = Cli(gemm + "--family gemm.ffma --block-shape \"ML=64 NL=64 MS=4 NS=4 "
+                 "U=8 KG=1\"");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--params"));
+}
+
+TEST_F(FamilyCmdTest, UnalignedRowsTakeNarrowCopies) {
+  const std::string odd = "kernel gemm --m 1023 --n 4097 --k 515 --dtype "
+                          "bf16 --family gemm.mma -o " + dir_ + "/k.ptx";
+  CommandResult r = Cli(odd);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("alignment: lda a multiple of 1"));
+  r = Cli(odd + " --lda 520 --ldb 4104");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("alignment: lda a multiple of 8"));
+}
+
+}  // namespace
+}  // namespace blocktune

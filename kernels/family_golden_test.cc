@@ -1,0 +1,276 @@
+// Golden PTX hashes: each family emits PTX for a fixed list of (context,
+// parameters, arch), and the FNV-1a 64 hash of it all (PTX and entry
+// names) is compared with a table of {family, version, hash}. Measurements
+// are valid for one generator version (DESIGN.md, "Provenance"), so PTX
+// that changes without a version bump would mix old data with new kernels:
+// this test fails until the version is bumped and the table updated.
+//
+// gemm.ffma's and conv.ffma's hashes were computed at 7671ef6 (the family
+// seam), whose gemm_ptx.cc is unchanged since before the seam; the seam
+// keeps their PTX byte-identical, which FamiliesEmitWhatTheGeneratorsEmit
+// checks directly.
+#include <gtest/gtest.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "kernels/family.h"
+#include "kernels/gemm_mma.h"
+#include "kernels/gemm_ptx.h"
+
+namespace blocktune {
+namespace {
+
+struct Golden {
+  const char* family;
+  int version;
+  uint64_t hash;
+  const char* constant;  // where the version lives
+};
+
+// Update a row only together with its family's generator version (the
+// test says what to write).
+constexpr Golden kGolden[] = {
+    {"gemm.ffma", 1, 0x8259040aee847e9full,
+     "kGemmFfmaGeneratorVersion (kernels/gemm_ptx.h)"},
+    {"conv.ffma", 1, 0x254ad1d6c4984dcbull,
+     "kConvFfmaGeneratorVersion (kernels/gemm_ptx.h)"},
+    {"gemm.mma", 3, 0x1952e81621ed6825ull,
+     "kGemmMmaGeneratorVersion (kernels/gemm_mma.h)"},
+};
+
+struct Case {
+  Problem problem;
+  std::string params;  // the family's Format
+  std::string arch;
+};
+
+Problem ParseProblem(const std::string& text, int64_t align = 1) {
+  auto ctx = ContextFromString(text);
+  EXPECT_TRUE(ctx.ok()) << text << ": " << ctx.status().ToString();
+  Problem p(*ctx);
+  if (const auto* g = std::get_if<GemmContext>(&p.ctx); g && align > 1) {
+    // Leading dimensions rounded up to `align` elements: gemm.mma copies
+    // 16-byte chunks of rows.
+    auto up = [&](int64_t v) { return (v + align - 1) / align * align; };
+    p.lda = up(g->layout_a == Layout::kN ? g->k : g->m);
+    p.ldb = up(g->layout_b == Layout::kN ? g->n : g->k);
+  }
+  return p;
+}
+
+const char* const kLayouts[] = {"NN", "NT", "TN", "TT"};
+
+std::vector<Case> GemmFfmaCases() {
+  std::vector<Case> out;
+  for (const char* l : kLayouts) {
+    const std::string layout = std::string(" layout=") + l + " dtype=fp32";
+    for (const char* shape :
+         {"gemm m=100 n=72 k=300", "gemm m=1 n=1 k=1",
+          "gemm m=1023 n=4097 k=515", "gemm m=4096 n=16 k=4096"}) {
+      const Problem p = ParseProblem(shape + layout);
+      out.push_back({p, "ML=64 NL=64 MS=4 NS=4 U=8 KG=1", "sm_90"});
+      out.push_back({p, "ML=32 NL=64 MS=2 NS=4 U=8 KG=4", "sm_90"});
+    }
+    const Problem p = ParseProblem("gemm m=512 n=512 k=512" + layout);
+    out.push_back({p, "ML=96 NL=48 MS=6 NS=3 U=12 KG=1", "sm_80"});
+    out.push_back({p, "ML=16 NL=16 MS=1 NS=1 U=4 KG=3", "sm_80"});
+    out.push_back({p, "ML=128 NL=128 MS=8 NS=8 U=4 KG=2", "sm_90"});
+  }
+  return out;
+}
+
+std::vector<Case> ConvFfmaCases() {
+  std::vector<Case> out;
+  for (const char* shape : {
+           "conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1",
+           "conv n=8 h=224 w=224 c=3 k=64 r=7 s=7 pad=3 stride=2 dilation=1",
+           "conv n=4 h=28 w=28 c=128 k=128 r=3 s=3 pad=2 stride=1 dilation=2",
+           "conv n=2 h=17 w=19 c=5 k=7 r=3 s=1 pad=0x1 stride=2x1 "
+           "dilation=1x3",
+           "conv n=32 h=7 w=7 c=512 k=2048 r=1 s=1 pad=0 stride=1 dilation=1",
+       }) {
+    const Problem p = ParseProblem(std::string(shape) + " dtype=fp32");
+    out.push_back({p, "ML=64 NL=64 MS=4 NS=4 U=8 KG=1", "sm_90"});
+    out.push_back({p, "ML=32 NL=32 MS=2 NS=2 U=8 KG=4", "sm_90"});
+    out.push_back({p, "ML=128 NL=32 MS=4 NS=2 U=8 KG=1", "sm_80"});
+  }
+  return out;
+}
+
+std::vector<Case> GemmMmaCases() {
+  std::vector<Case> out;
+  for (const char* dtype : {"bf16", "fp16", "tf32"}) {
+    const int64_t align = std::string(dtype) == "tf32" ? 4 : 8;
+    for (const char* l : kLayouts) {
+      const std::string tail =
+          std::string(" layout=") + l + " dtype=" + dtype;
+      const Problem p = ParseProblem("gemm m=100 n=72 k=300" + tail, align);
+      for (const char* params : {
+               "bm=128 bn=128 bk=32 wm=2 wn=4 st=3 kg=1 gm=8 sk=0",
+               "bm=64 bn=64 bk=32 wm=2 wn=2 st=3 kg=4 gm=8 sk=0",
+               "bm=64 bn=64 bk=32 wm=2 wn=2 st=3 kg=4 gm=8 sk=1",
+           })
+        out.push_back({p, params, "sm_90"});
+      // Odd sizes with padded rows, small-N tiles, sm_80.
+      out.push_back(
+          {ParseProblem("gemm m=1000 n=1023 k=515" + tail, align),
+           "bm=32 bn=8 bk=128 wm=2 wn=1 st=5 kg=2 gm=1 sk=1", "sm_80"});
+      out.push_back({ParseProblem("gemm m=4096 n=16 k=4096" + tail, align),
+                     "bm=256 bn=16 bk=64 wm=8 wn=1 st=2 kg=8 gm=16 sk=0",
+                     "sm_80"});
+    }
+  }
+  return out;
+}
+
+std::vector<Case> CasesOf(std::string_view family) {
+  if (family == "gemm.ffma") return GemmFfmaCases();
+  if (family == "conv.ffma") return ConvFfmaCases();
+  if (family == "gemm.mma") return GemmMmaCases();
+  return {};
+}
+
+// FNV-1a, 64 bits.
+struct Fnv1a {
+  uint64_t h = 0xcbf29ce484222325ull;
+  void Add(const std::string& s) {
+    for (unsigned char c : s) {
+      h ^= c;
+      h *= 0x100000001b3ull;
+    }
+    h ^= 0xff;  // a separator no PTX byte equals
+    h *= 0x100000001b3ull;
+  }
+};
+
+std::string Hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "0x%016" PRIx64 "ull", v);
+  return buf;
+}
+
+// The hash of everything `family` emits for its cases.
+uint64_t HashOf(const KernelFamily& family) {
+  Fnv1a fnv;
+  for (const Case& c : CasesOf(family.name())) {
+    auto params = family.Parse(c.params);
+    EXPECT_TRUE(params.ok()) << c.params << ": " << params.status().ToString();
+    if (!params.ok()) continue;
+    // The cases are kernels the family would run.
+    const Status can = family.CanImplement(c.problem, *params, KernelLimits{});
+    EXPECT_TRUE(can.ok()) << family.name() << " " << c.params << " "
+                          << ToString(c.problem.ctx) << ": " << can.ToString();
+    auto k = family.Generate(c.problem, *params, c.arch);
+    EXPECT_TRUE(k.ok()) << family.name() << " " << c.params << " "
+                        << ToString(c.problem.ctx) << ": "
+                        << k.status().ToString();
+    if (!k.ok()) continue;
+    fnv.Add(k->ptx);
+    fnv.Add(k->entry);
+    fnv.Add(k->reduce_entry);
+  }
+  return fnv.h;
+}
+
+TEST(FamilyGoldenTest, EveryFamilyHasCasesAndARow) {
+  for (const KernelFamily* f : Families()) {
+    const std::vector<Case> cases = CasesOf(f->name());
+    EXPECT_GE(cases.size(), 10u)
+        << "family_golden_test has no cases for " << f->name()
+        << ": add a list (all layouts, every precision, K_G = 1 and > 1)";
+    bool found = false;
+    for (const Golden& g : kGolden) found |= f->name() == g.family;
+    EXPECT_TRUE(found) << "kGolden has no row for " << f->name() << ": add {\""
+                       << f->name() << "\", " << f->version() << ", "
+                       << Hex(HashOf(*f)) << ", ...}";
+    // Every precision the family implements is among its cases.
+    for (DType d : f->precisions()) {
+      bool has = false;
+      for (const Case& c : cases) has |= DTypeOf(c.problem.ctx) == d;
+      EXPECT_TRUE(has) << f->name() << " has no golden case in "
+                       << ToString(d);
+    }
+  }
+}
+
+TEST(FamilyGoldenTest, EmittedPtxMatchesTheGoldenHashOfItsVersion) {
+  for (const Golden& g : kGolden) {
+    auto f = FindFamily(g.family);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    const uint64_t hash = HashOf(**f);
+    const int version = (*f)->version();
+    if (version != g.version) {
+      ADD_FAILURE() << "generator version of " << g.family << " is now "
+                    << version << ", the golden table has " << g.version
+                    << ": update its row in kernels/family_golden_test.cc to {\""
+                    << g.family << "\", " << version << ", " << Hex(hash)
+                    << ", ...}";
+    } else if (hash != g.hash) {
+      ADD_FAILURE() << "emitted PTX of " << g.family
+                    << " changed without a generator version bump: bump "
+                    << g.constant << " to " << version + 1
+                    << " and set the golden hash to " << Hex(hash);
+    }
+  }
+}
+
+// The seam adds nothing to the PTX: the families' Generate returns what
+// the generators return when called directly.
+TEST(FamilyGoldenTest, FamiliesEmitWhatTheGeneratorsEmit) {
+  for (const char* name : {"gemm.ffma", "conv.ffma", "gemm.mma"}) {
+    const KernelFamily& f = **FindFamily(name);
+    for (const Case& c : CasesOf(name)) {
+      SCOPED_TRACE(std::string(name) + " " + c.params + " " +
+                   ToString(c.problem.ctx) + " " + c.arch);
+      auto params = f.Parse(c.params);
+      ASSERT_TRUE(params.ok());
+      auto k = f.Generate(c.problem, *params, c.arch);
+      ASSERT_TRUE(k.ok()) << k.status().ToString();
+      if (f.name() == "gemm.mma") {
+        auto m = MmaParamsFromString(c.params);
+        ASSERT_TRUE(m.ok());
+        MmaProblem mp;
+        mp.ctx = std::get<GemmContext>(c.problem.ctx);
+        auto prec = MmaPrecisionFromString(ToString(mp.ctx.dtype));
+        ASSERT_TRUE(prec.ok());
+        mp.precision = *prec;
+        mp.ctx.dtype = StorageType(mp.precision);
+        mp.lda = c.problem.lda;
+        mp.ldb = c.problem.ldb;
+        mp.ldc = c.problem.ldc;
+        auto direct = GenerateGemmMma(mp, *m, c.arch);
+        ASSERT_TRUE(direct.ok()) << direct.status().ToString();
+        EXPECT_TRUE(k->ptx == direct->ptx);
+        EXPECT_EQ(k->entry, direct->entry);
+        EXPECT_EQ(k->reduce_entry, direct->reduce_entry);
+        EXPECT_EQ(k->grid, direct->grid);
+        EXPECT_EQ(k->block, direct->block);
+        EXPECT_EQ(k->dynamic_shared_bytes, direct->shared_bytes);
+        EXPECT_EQ(k->workspace_bytes, direct->workspace_bytes);
+        continue;
+      }
+      auto xb = BlockShapeFromString(c.params);
+      ASSERT_TRUE(xb.ok());
+      auto direct =
+          f.op() == Op::kGemm
+              ? GenerateGemm(std::get<GemmContext>(c.problem.ctx), *xb, c.arch)
+              : GenerateConv(std::get<ConvContext>(c.problem.ctx), *xb,
+                             c.arch);
+      ASSERT_TRUE(direct.ok()) << direct.status().ToString();
+      EXPECT_TRUE(k->ptx == direct->ptx) << "PTX differs through the seam";
+      EXPECT_EQ(k->entry, direct->entry);
+      EXPECT_EQ(k->reduce_entry, direct->reduce_entry);
+      EXPECT_EQ(k->grid, direct->grid);
+      EXPECT_EQ(k->block, direct->block);
+      EXPECT_EQ(k->reduce_grid, direct->reduce_grid);
+      EXPECT_EQ(k->reduce_block, direct->reduce_block);
+      EXPECT_EQ(k->workspace_bytes, direct->workspace_bytes);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace blocktune

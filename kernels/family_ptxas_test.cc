@@ -1,0 +1,236 @@
+// ptxas over sampled kernels of every family, precision and arch (CPU, no
+// GPU): configurations drawn from the family's ParamSpecs with a fixed
+// seed, contexts drawn over the op's space; the ones CanImplement accepts
+// on that arch's device (sm_90: the H100's limits; sm_80: 163 KiB opt-in
+// shared memory, compute capability 8.0) are assembled with ptxas -v, and
+// every function of every kernel must use at most 255 registers and spill
+// nothing. Rejections are counted by the rule that refused them.
+//
+// Samples: BLOCKTUNE_PTXAS_SAMPLES accepted kernels per (family, precision,
+// arch), default 300; ptxas runs on 2 threads. Skips with a message where
+// ptxas is absent (BLOCKTUNE_PTXAS names one elsewhere).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/family.h"
+#include "kernels/ptxas_harness.h"
+
+namespace blocktune {
+namespace {
+
+constexpr int kDefaultSamples = 300;
+constexpr int kThreads = 2;
+
+struct Target {
+  std::string family;
+  DType precision;
+  std::string arch;
+};
+
+std::string Name(const Target& t) {
+  std::string s = t.family + "_" + std::string(ToString(t.precision)) + "_" +
+                  t.arch;
+  for (char& c : s)
+    if (c == '.') c = '_';
+  return s;
+}
+
+void PrintTo(const Target& t, std::ostream* os) { *os << Name(t); }
+
+KernelLimits LimitsOf(const std::string& arch) {
+  KernelLimits l;  // the H100's
+  if (arch == "sm_80") {
+    l.max_dynamic_shared_bytes = 163 * 1024;
+    l.compute_capability = 80;
+  }
+  return l;
+}
+
+int Samples() {
+  if (const char* env = std::getenv("BLOCKTUNE_PTXAS_SAMPLES"))
+    return std::max(1, std::atoi(env));
+  return kDefaultSamples;
+}
+
+Params SampleParams(const KernelFamily& f, std::mt19937& rng) {
+  Params p;
+  p.size = static_cast<int>(f.params().size());
+  for (int i = 0; i < p.size; ++i) {
+    const std::vector<int64_t>& values = f.params()[i].values;
+    p[i] = values[rng() % values.size()];
+  }
+  return p;
+}
+
+// M, N, K over [1, 8192], every layout; three in four with leading
+// dimensions padded to 16 bytes (the rest tight, so that families with an
+// alignment rule show it).
+Problem SampleGemm(std::mt19937& rng, DType dtype) {
+  GemmContext g;
+  g.m = 1 + rng() % 8192;
+  g.n = 1 + rng() % 8192;
+  g.k = 1 + rng() % 8192;
+  g.layout_a = rng() % 2 ? Layout::kT : Layout::kN;
+  g.layout_b = rng() % 2 ? Layout::kT : Layout::kN;
+  g.dtype = dtype;
+  Problem p(g);
+  if (rng() % 4 != 0) {
+    const int64_t align = 16 / SizeOf(dtype);
+    auto up = [&](int64_t v) { return (v + align - 1) / align * align; };
+    p.lda = up(g.layout_a == Layout::kN ? g.k : g.m);
+    p.ldb = up(g.layout_b == Layout::kN ? g.n : g.k);
+  }
+  return p;
+}
+
+Problem SampleConv(std::mt19937& rng, DType dtype) {
+  ConvContext c;
+  c.n = 1 + rng() % 32;
+  c.h = c.w = 7 << (rng() % 5);
+  c.c = int64_t{1} << (rng() % 11);
+  c.k = int64_t{1} << (rng() % 11);
+  c.r = c.s = 1 + 2 * (rng() % 4);
+  c.pad_h = c.pad_w = rng() % (c.r / 2 + 1);
+  c.stride_h = c.stride_w = 1 + rng() % 2;
+  c.dilation_h = c.dilation_w = 1 + rng() % 2;
+  if (c.P() < 1 || c.Q() < 1) c.dilation_h = c.dilation_w = 1;
+  if (c.P() < 1 || c.Q() < 1) c.r = c.s = 1;
+  c.dtype = dtype;
+  return Problem(Context(c));
+}
+
+class FamilyPtxasTest : public ::testing::TestWithParam<Target> {};
+
+TEST_P(FamilyPtxasTest, SampledKernelsAssembleWithoutSpills) {
+  const Target& target = GetParam();
+  const std::string ptxas = FindPtxas();
+  if (ptxas.empty()) GTEST_SKIP() << "no ptxas (set BLOCKTUNE_PTXAS)";
+  auto found = FindFamily(target.family);
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  const KernelFamily& f = **found;
+  ASSERT_TRUE(f.Implements(target.precision));
+  const KernelLimits limits = LimitsOf(target.arch);
+  const int samples = Samples();
+  const auto start = std::chrono::steady_clock::now();
+
+  // Draw until `samples` are accepted, counting refusals by rule.
+  const std::string name = Name(target);
+  std::seed_seq seed(name.begin(), name.end());
+  std::mt19937 rng(seed);
+  struct Job {
+    Problem problem;
+    Params params;
+  };
+  std::vector<Job> jobs;
+  std::map<std::string, int> rejected;
+  int drawn = 0;
+  while (static_cast<int>(jobs.size()) < samples) {
+    ASSERT_LT(++drawn, 1000 * samples) << "the rules refuse nearly everything";
+    Job job;
+    job.problem = f.op() == Op::kGemm ? SampleGemm(rng, target.precision)
+                                      : SampleConv(rng, target.precision);
+    job.params = SampleParams(f, rng);
+    if (!Validate(job.problem.ctx).ok()) {
+      ++rejected["context"];
+      continue;
+    }
+    if (!f.ValidateParams(job.params).ok()) {
+      ++rejected["params"];
+      continue;
+    }
+    const int rule = f.FirstFailingRule(job.problem, job.params, limits);
+    const Status can = f.CanImplement(job.problem, job.params, limits);
+    ASSERT_EQ(rule < 0, can.ok())
+        << f.Format(job.params) << " " << ToString(job.problem.ctx)
+        << ": the rules and CanImplement disagree: " << can.ToString();
+    if (rule >= 0) {
+      ++rejected[f.rules()[rule]];
+      continue;
+    }
+    jobs.push_back(job);
+  }
+
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("blocktune-ptxas-" + std::to_string(getpid()) + "-" +
+                    Name(target));
+  std::filesystem::create_directories(dir);
+  std::mutex mu;
+  std::vector<std::string> failures;
+  int max_registers = 0;
+  ParallelFor(jobs.size(), kThreads, [&](size_t i, int worker) {
+    const Job& job = jobs[i];
+    const std::string what = f.Format(job.params) + " " +
+                             ToString(job.problem.ctx) + " " + target.arch;
+    auto kernel = f.Generate(job.problem, job.params, target.arch);
+    if (!kernel.ok()) {
+      std::lock_guard lock(mu);
+      failures.push_back(what + ": " + kernel.status().ToString());
+      return;
+    }
+    std::vector<std::string> entries = {kernel->entry};
+    if (!kernel->reduce_entry.empty()) entries.push_back(kernel->reduce_entry);
+    const PtxasReport r =
+        RunPtxas(ptxas, kernel->ptx, target.arch,
+                 (dir / ("w" + std::to_string(worker))).string());
+    std::lock_guard lock(mu);
+    if (!r.ok(entries)) {
+      failures.push_back(what + ": ptxas failed\n" + r.log.substr(0, 2000));
+      return;
+    }
+    max_registers = std::max(max_registers, r.max_registers());
+    for (const PtxasFunction& fn : r.functions) {
+      if (fn.spill_bytes() > 0 || fn.registers > 255) {
+        failures.push_back(what + ": " + fn.name + " spills " +
+                           std::to_string(fn.spill_store_bytes) +
+                           " bytes stored, " +
+                           std::to_string(fn.spill_load_bytes) +
+                           " bytes loaded, with " +
+                           std::to_string(fn.registers) + " registers");
+      }
+    }
+  });
+  std::filesystem::remove_all(dir);
+  for (const std::string& failure : failures) ADD_FAILURE() << failure;
+
+  std::string why;
+  for (const auto& [rule, count] : rejected)
+    why += " " + rule + "=" + std::to_string(count);
+  const double seconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - start)
+                             .count();
+  std::printf(
+      "%s %s %s: %zu kernels assembled with %s (%d threads) in %.1f s, "
+      "%zu failed; %d drawn, rejected:%s; max registers %d\n",
+      target.family.c_str(), std::string(ToString(target.precision)).c_str(),
+      target.arch.c_str(), jobs.size(), ptxas.c_str(), kThreads, seconds,
+      failures.size(), drawn, why.c_str(), max_registers);
+}
+
+// Every registered family, every precision it implements, both archs.
+std::vector<Target> Targets() {
+  std::vector<Target> out;
+  for (const KernelFamily* f : Families())
+    for (DType d : f->precisions())
+      for (const char* arch : {"sm_90", "sm_80"})
+        out.push_back({std::string(f->name()), d, arch});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryFamily, FamilyPtxasTest, ::testing::ValuesIn(Targets()),
+    [](const ::testing::TestParamInfo<Target>& info) {
+      return Name(info.param);
+    });
+
+}  // namespace
+}  // namespace blocktune

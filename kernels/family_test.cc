@@ -1,0 +1,680 @@
+// The family registry and every registered family through the generic
+// interface (kernels/family.h), on the CPU: names and errors, parameter
+// tables, defaults over a spread of contexts on an sm_90 and an sm_80
+// device, Format/Parse, CanImplement's refusals, and the consistency of
+// what Generate returns with Shape and with the PTX it carries.
+#include "kernels/family.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kernels/gemm_mma.h"
+
+namespace blocktune {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The two devices the checks run against: the H100 (KernelLimits'
+// defaults) and an A100-like sm_80 (163 KiB opt-in shared memory).
+KernelLimits H100() { return KernelLimits{}; }
+KernelLimits Sm80() {
+  KernelLimits l;
+  l.max_dynamic_shared_bytes = 163 * 1024;
+  l.compute_capability = 80;
+  return l;
+}
+
+const KernelFamily& Family(std::string_view name) {
+  auto f = FindFamily(name);
+  EXPECT_TRUE(f.ok()) << f.status().ToString();
+  return **f;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(c));
+  return out;
+}
+
+GemmContext Gemm(int64_t m, int64_t n, int64_t k, Layout la, Layout lb,
+                 DType dtype) {
+  GemmContext g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.layout_a = la;
+  g.layout_b = lb;
+  g.dtype = dtype;
+  return g;
+}
+
+// A GEMM problem whose leading dimensions are the stored rows rounded up to
+// `align` elements (1: tight).
+Problem Padded(const GemmContext& g, int64_t align) {
+  Problem p(g);
+  auto up = [&](int64_t v) { return (v + align - 1) / align * align; };
+  p.lda = up(g.layout_a == Layout::kN ? g.k : g.m);
+  p.ldb = up(g.layout_b == Layout::kN ? g.n : g.k);
+  p.ldc = g.n;
+  return p;
+}
+
+// 16 bytes in elements: what gemm.mma's cp.async needs of lda and ldb.
+
+std::vector<ConvContext> ConvContexts() {
+  std::vector<ConvContext> out;
+  auto add = [&](int64_t n, int64_t hw, int64_t c, int64_t k, int64_t rs,
+                 int64_t pad, int64_t stride, int64_t dil) {
+    ConvContext x;
+    x.n = n;
+    x.h = x.w = hw;
+    x.c = c;
+    x.k = k;
+    x.r = x.s = rs;
+    x.pad_h = x.pad_w = pad;
+    x.stride_h = x.stride_w = stride;
+    x.dilation_h = x.dilation_w = dil;
+    out.push_back(x);
+  };
+  add(1, 56, 64, 64, 3, 1, 1, 1);
+  add(32, 56, 64, 64, 1, 0, 1, 1);
+  add(8, 224, 3, 64, 7, 3, 2, 1);
+  add(1, 7, 512, 2048, 1, 0, 1, 1);
+  add(4, 28, 128, 128, 3, 2, 1, 2);
+  add(2, 17, 5, 7, 3, 0, 2, 1);
+  add(1, 1, 1, 1, 1, 0, 1, 1);
+  add(16, 14, 256, 256, 3, 1, 2, 1);
+  add(1, 9, 33, 65, 5, 2, 1, 2);
+  return out;
+}
+
+// One value from each parameter's domain.
+Params SampleParams(const KernelFamily& f, std::mt19937& rng) {
+  Params p;
+  p.size = static_cast<int>(f.params().size());
+  for (int i = 0; i < p.size; ++i) {
+    const auto& values = f.params()[i].values;
+    p[i] = values[rng() % values.size()];
+  }
+  return p;
+}
+
+// --- The registry --------------------------------------------------------
+
+TEST(FamilyRegistryTest, NamesAreUniqueAndFound) {
+  const auto& all = Families();
+  ASSERT_GE(all.size(), 3u);
+  std::set<std::string> names;
+  for (const KernelFamily* f : all) {
+    EXPECT_TRUE(names.insert(Lower(f->name())).second) << f->name();
+    auto found = FindFamily(f->name());
+    ASSERT_TRUE(found.ok());
+    EXPECT_EQ(*found, f);
+    auto upper = FindFamily(
+        [&] {
+          std::string s(f->name());
+          for (char& c : s) c = static_cast<char>(std::toupper(c));
+          return s;
+        }());
+    ASSERT_TRUE(upper.ok()) << "names are case-insensitive";
+    EXPECT_EQ(*upper, f);
+  }
+  EXPECT_TRUE(names.count("gemm.ffma"));
+  EXPECT_TRUE(names.count("conv.ffma"));
+  EXPECT_TRUE(names.count("gemm.mma"));
+}
+
+TEST(FamilyRegistryTest, UnknownFamilyNamesTheFieldAndListsWhatExists) {
+  auto f = FindFamily("gemm.wgmma");
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(f.status().message(), HasSubstr("family"));
+  EXPECT_THAT(f.status().message(), HasSubstr("'gemm.wgmma'"));
+  for (const KernelFamily* x : Families())
+    EXPECT_THAT(f.status().message(), HasSubstr(std::string(x->name())));
+}
+
+TEST(FamilyRegistryTest, FamiliesForMatchesOpAndPrecision) {
+  for (Op op : {Op::kGemm, Op::kConv}) {
+    for (DType d : {DType::kFp32, DType::kTf32, DType::kBf16, DType::kFp16,
+                    DType::kFp64}) {
+      std::vector<const KernelFamily*> want;
+      for (const KernelFamily* f : Families())
+        if (f->op() == op && f->Implements(d)) want.push_back(f);
+      EXPECT_EQ(FamiliesFor(op, d), want) << ToString(op) << " " << ToString(d);
+      auto def = DefaultFamily(op, d);
+      if (want.empty()) {
+        EXPECT_FALSE(def.ok());
+      } else {
+        ASSERT_TRUE(def.ok());
+        EXPECT_EQ(*def, want.front()) << "the first registered";
+      }
+    }
+  }
+  EXPECT_EQ(FamiliesFor(Op::kGemm, DType::kFp32).front()->name(), "gemm.ffma");
+  EXPECT_EQ(FamiliesFor(Op::kConv, DType::kFp32).front()->name(), "conv.ffma");
+  for (DType d : {DType::kBf16, DType::kFp16, DType::kTf32})
+    EXPECT_EQ(DefaultFamily(Op::kGemm, d).value()->name(), "gemm.mma");
+}
+
+TEST(FamilyRegistryTest, DefaultFamilyErrorNamesTheDtypeAndListsWhatExists) {
+  auto f = DefaultFamily(Op::kConv, DType::kBf16);
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(f.status().message(), HasSubstr("dtype bf16"));
+  EXPECT_THAT(f.status().message(), HasSubstr("conv"));
+  EXPECT_THAT(f.status().message(), HasSubstr("fp32"));
+  f = DefaultFamily(Op::kGemm, DType::kFp64);
+  ASSERT_FALSE(f.ok());
+  for (const char* d : {"fp32", "bf16", "fp16", "tf32"})
+    EXPECT_THAT(f.status().message(), HasSubstr(d));
+}
+
+// --- What every family declares ------------------------------------------
+
+TEST(FamilyTest, DeclarationsAreWellFormed) {
+  for (const KernelFamily* f : Families()) {
+    SCOPED_TRACE(std::string(f->name()));
+    EXPECT_GE(f->version(), 1);
+    EXPECT_FALSE(f->summary().empty());
+    EXPECT_FALSE(f->precisions().empty());
+    EXPECT_GE(f->min_compute_capability(), 70);
+    const auto& specs = f->params();
+    ASSERT_FALSE(specs.empty());
+    ASSERT_LE(specs.size(), static_cast<size_t>(kMaxFamilyParams));
+    std::set<std::string> names;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const ParamSpec& s = specs[i];
+      EXPECT_TRUE(names.insert(Lower(s.name)).second) << s.name;
+      EXPECT_FALSE(s.meaning.empty()) << s.name;
+      ASSERT_FALSE(s.values.empty()) << s.name;
+      EXPECT_TRUE(std::is_sorted(s.values.begin(), s.values.end()) &&
+                  std::adjacent_find(s.values.begin(), s.values.end()) ==
+                      s.values.end())
+          << s.name << " values must ascend";
+      if (s.log_feature) {
+        EXPECT_GE(s.values.front(), 1) << s.name;
+      }
+      EXPECT_EQ(f->ParamIndex(s.name), static_cast<int>(i));
+      EXPECT_EQ(f->ParamIndex(Lower(s.name)), static_cast<int>(i));
+    }
+    EXPECT_EQ(f->ParamIndex("no_such"), -1);
+    std::set<std::string> rules(f->rules().begin(), f->rules().end());
+    EXPECT_FALSE(rules.empty());
+    EXPECT_EQ(rules.size(), f->rules().size()) << "rule names are unique";
+  }
+}
+
+TEST(FamilyTest, DefaultCandidatesValidateAndLieInTheDomains) {
+  for (const KernelFamily* f : Families()) {
+    SCOPED_TRACE(std::string(f->name()));
+    const auto candidates = f->DefaultCandidates();
+    ASSERT_FALSE(candidates.empty());
+    for (const Params& p : candidates) {
+      EXPECT_TRUE(f->ValidateParams(p).ok())
+          << f->Format(p) << ": " << f->ValidateParams(p).ToString();
+      ASSERT_EQ(p.size, static_cast<int>(f->params().size()));
+      for (int i = 0; i < p.size; ++i) {
+        const auto& v = f->params()[i].values;
+        EXPECT_NE(std::find(v.begin(), v.end(), p[i]), v.end())
+            << f->params()[i].name << "=" << p[i] << " not in its domain";
+      }
+    }
+  }
+}
+
+// Default() finds a configuration for every context of a spread, on both
+// devices, and what it finds is accepted and splits K only with work.
+void ExpectDefaultFits(const KernelFamily& f, const Problem& problem,
+                       const KernelLimits& limits, int* checked) {
+  auto d = f.Default(problem, limits);
+  ASSERT_TRUE(d.ok()) << f.name() << " " << ToString(problem.ctx) << " cc "
+                      << limits.compute_capability << ": "
+                      << d.status().ToString();
+  EXPECT_TRUE(f.CanImplement(problem, *d, limits).ok());
+  EXPECT_TRUE(SplitHasWork(problem, f.Shape(problem, *d)));
+  ++*checked;
+}
+
+TEST(FamilyTest, DefaultFitsGemmsOfEverySizeAndLayout) {
+  const int64_t sizes[] = {1, 2, 3, 8, 17, 64, 127, 1000, 4097, 8191, 8192};
+  for (const KernelFamily* f : Families()) {
+    if (f->op() != Op::kGemm) continue;
+    for (DType d : f->precisions()) {
+      int checked = 0;
+      for (const KernelLimits& limits : {H100(), Sm80()}) {
+        for (int l = 0; l < 4; ++l) {
+          for (int64_t m : sizes)
+            for (int64_t n : sizes)
+              for (int64_t k : sizes) {
+                const GemmContext g =
+                    Gemm(m, n, k, l / 2 ? Layout::kT : Layout::kN,
+                         l % 2 ? Layout::kT : Layout::kN, d);
+                // Tight rows of any length: gemm.mma narrows its copies
+                // where a row is not a multiple of 16 bytes (v2).
+                ExpectDefaultFits(*f, Problem(g), limits, &checked);
+                if (HasFailure()) return;
+              }
+        }
+      }
+      EXPECT_EQ(checked, 2 * 4 * 11 * 11 * 11);
+    }
+  }
+}
+
+TEST(FamilyTest, DefaultFitsConvolutions) {
+  const KernelFamily& f = Family("conv.ffma");
+  int checked = 0;
+  for (const KernelLimits& limits : {H100(), Sm80()})
+    for (const ConvContext& c : ConvContexts())
+      ExpectDefaultFits(f, Problem(c), limits, &checked);
+}
+
+TEST(FamilyTest, MmaNarrowsItsCopiesForUnalignedRows) {
+  const KernelFamily& f = Family("gemm.mma");
+  // lda 515, ldb 4097 bf16: rows of odd bytes, so 2-byte copies.
+  Problem p(Gemm(1023, 4097, 515, Layout::kN, Layout::kN, DType::kBf16));
+  auto d = f.Default(p, H100());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  auto k = f.Generate(p, *d, "sm_90");
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(k->align_a, 1);
+  EXPECT_EQ(k->align_b, 1);
+  EXPECT_EQ(k->align_bytes, 2);
+  // Padded to 16-byte rows: the 16-byte copies again.
+  p.lda = 520;
+  p.ldb = 4104;
+  k = f.Generate(p, *d, "sm_90");
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(k->align_a, 8);
+  EXPECT_EQ(k->align_b, 8);
+  EXPECT_EQ(k->align_bytes, 16);
+}
+
+// --- Format and Parse ----------------------------------------------------
+
+TEST(FamilyTest, FormatParseRoundTrips) {
+  std::mt19937 rng(17);
+  for (const KernelFamily* f : Families()) {
+    SCOPED_TRACE(std::string(f->name()));
+    std::vector<Params> all = f->DefaultCandidates();
+    for (int i = 0; all.size() < 200 && i < 100000; ++i) {
+      Params p = SampleParams(*f, rng);
+      if (f->ValidateParams(p).ok()) all.push_back(p);
+    }
+    ASSERT_GE(all.size(), 100u);
+    for (const Params& p : all) {
+      const std::string text = f->Format(p);
+      auto q = f->Parse(text);
+      ASSERT_TRUE(q.ok()) << text << ": " << q.status().ToString();
+      EXPECT_EQ(*q, p) << text;
+      // Keys in any order and any case.
+      std::vector<std::string_view> words;
+      std::string upper = text;
+      for (char& c : upper) c = static_cast<char>(std::toupper(c));
+      std::string reversed;
+      for (size_t e = upper.size(); e > 0;) {
+        size_t b = upper.rfind(' ', e - 1);
+        b = b == std::string::npos ? 0 : b + 1;
+        reversed += upper.substr(b, e - b) + " ";
+        e = b == 0 ? 0 : b - 1;
+      }
+      auto r = f->Parse(reversed);
+      ASSERT_TRUE(r.ok()) << reversed << ": " << r.status().ToString();
+      EXPECT_EQ(*r, p);
+    }
+    // Keys left out take the base's values (the first default without one).
+    const Params base = all.back();
+    const std::string& first = f->params()[0].name;
+    auto partial = f->Parse(first + "=" + std::to_string(base[0]), &base);
+    ASSERT_TRUE(partial.ok());
+    EXPECT_EQ(*partial, base);
+    auto empty = f->Parse("");
+    ASSERT_TRUE(empty.ok());
+    EXPECT_EQ(*empty, f->DefaultCandidates().front());
+  }
+}
+
+TEST(FamilyTest, ParseErrorsNameTheKey) {
+  for (const KernelFamily* f : Families()) {
+    SCOPED_TRACE(std::string(f->name()));
+    const std::string first = f->params()[0].name;
+    // An unknown key lists every name.
+    auto r = f->Parse("zz=3");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(r.status().message(), HasSubstr("'zz=3'"));
+    EXPECT_THAT(r.status().message(), HasSubstr(std::string(f->name())));
+    for (const ParamSpec& s : f->params())
+      EXPECT_THAT(r.status().message(), HasSubstr(s.name));
+    // A word without '=' and a key given twice.
+    EXPECT_FALSE(f->Parse(first).ok());
+    r = f->Parse(first + "=" + std::to_string(f->params()[0].values[0]) + " " +
+                 first + "=" + std::to_string(f->params()[0].values[0]));
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.status().message(), HasSubstr("each once"));
+    // A value that is not an integer names the key.
+    r = f->Parse(first + "=x12");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(Lower(r.status().message()),
+                HasSubstr("params." + Lower(first) + " must be an integer"));
+    // A value out of range names the key.
+    r = f->Parse(first + "=0");
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(Lower(r.status().message()),
+                HasSubstr("params." + Lower(first)));
+  }
+}
+
+TEST(FamilyTest, ValidateParamsNamesTheCallersField) {
+  for (const KernelFamily* f : Families()) {
+    SCOPED_TRACE(std::string(f->name()));
+    Params p = f->DefaultCandidates().front();
+    p[0] = 0;
+    Status s = f->ValidateParams(p, "request.params");
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(Lower(s.message()),
+                HasSubstr("request.params." + Lower(f->params()[0].name)));
+    p.size = 2;
+    s = f->ValidateParams(p, "request.params");
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.message(), HasSubstr("request.params"));
+  }
+}
+
+// --- gemm.mma's parameter table ------------------------------------------
+
+// The family's table and the generator's own list (MmaParamDomains, and
+// ToString(MmaParams)) must agree name by name and in order: a parameter
+// added to MmaParams but not to the family fails here.
+TEST(MmaFamilyTest, FieldTableAgreesWithMmaParamDomains) {
+  const KernelFamily& f = Family("gemm.mma");
+  const std::vector<MmaParamDomain> domains = MmaParamDomains();
+  ASSERT_EQ(f.params().size(), domains.size())
+      << "MmaParamDomains and family_mma.cc's kFields differ in length";
+  for (size_t i = 0; i < domains.size(); ++i) {
+    EXPECT_EQ(f.params()[i].name, domains[i].name) << "parameter " << i;
+    EXPECT_EQ(f.params()[i].values, domains[i].values) << domains[i].name;
+  }
+  // Every field of MmaParams reaches the family: ToString names them all,
+  // and Format of the parse prints the same text.
+  MmaParams m;
+  m.bm = 64;
+  m.bn = 32;
+  m.bk = 64;
+  m.warps_m = 4;
+  m.warps_n = 1;
+  m.stages = 5;
+  m.kg = 16;
+  m.group_m = 2;
+  m.split_reduce = 1;
+  const std::string text = ToString(m);
+  auto p = f.Parse(text);
+  ASSERT_TRUE(p.ok()) << text << ": " << p.status().ToString();
+  EXPECT_EQ(f.Format(*p), text);
+  // And back: the family's defaults print as MmaParams would.
+  for (const Params& d : f.DefaultCandidates()) {
+    auto back = MmaParamsFromString(f.Format(d));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(ToString(*back), f.Format(d));
+  }
+}
+
+// --- CanImplement --------------------------------------------------------
+
+TEST(FamilyTest, CanImplementRefusesTheWrongOpOrPrecisionNamingTheField) {
+  const GemmContext gemm = Gemm(64, 64, 64, Layout::kN, Layout::kN, DType::kFp32);
+  const ConvContext conv = ConvContexts().front();
+  for (const KernelFamily* f : Families()) {
+    SCOPED_TRACE(std::string(f->name()));
+    const Params p = f->DefaultCandidates().front();
+    // The other op.
+    Problem other = f->op() == Op::kGemm ? Problem(conv) : Problem(gemm);
+    Status s = f->CanImplement(other, p, H100());
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.message(), HasSubstr("context"));
+    EXPECT_EQ(f->Generate(other, p, "sm_90").status().code(),
+              StatusCode::kInvalidArgument);
+    // Every precision it does not implement.
+    for (DType d : {DType::kFp32, DType::kTf32, DType::kBf16, DType::kFp16,
+                    DType::kFp64}) {
+      if (f->Implements(d)) continue;
+      Problem wrong = f->op() == Op::kGemm ? Problem(gemm) : Problem(conv);
+      if (f->op() == Op::kGemm)
+        std::get<GemmContext>(wrong.ctx).dtype = d;
+      else
+        std::get<ConvContext>(wrong.ctx).dtype = d;
+      s = f->CanImplement(wrong, p, H100());
+      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << ToString(d);
+      EXPECT_THAT(s.message(), HasSubstr("context.dtype"));
+      EXPECT_THAT(s.message(), HasSubstr(std::string(ToString(d))));
+      EXPECT_EQ(f->Generate(wrong, p, "sm_90").status().code(),
+                StatusCode::kInvalidArgument);
+    }
+    // Parameters that do not validate.
+    Problem right = f->op() == Op::kGemm ? Problem(gemm) : Problem(conv);
+    if (f->op() == Op::kGemm)
+      std::get<GemmContext>(right.ctx).dtype = f->precisions().front();
+    Params bad = p;
+    bad[0] = 0;
+    s = f->CanImplement(right, bad, H100());
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.message(), HasSubstr("params."));
+    EXPECT_TRUE(f->CanImplement(right, p, H100()).ok());
+  }
+}
+
+TEST(MmaFamilyTest, RefusedBelowComputeCapability80) {
+  const KernelFamily& f = Family("gemm.mma");
+  EXPECT_EQ(f.min_compute_capability(), 80);
+  const Problem p(Gemm(256, 256, 256, Layout::kN, Layout::kT, DType::kBf16));
+  const Params params = f.DefaultCandidates().front();
+  KernelLimits turing = Sm80();
+  turing.compute_capability = 75;
+  Status s = f.CanImplement(p, params, turing);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("8.0"));
+  EXPECT_THAT(s.message(), HasSubstr("7.5"));
+  // The rules say the same, so that a sampler counts the rejection.
+  const int rule = f.FirstFailingRule(p, params, turing);
+  ASSERT_GE(rule, 0) << "no rule refuses compute capability 7.5";
+  EXPECT_EQ(f.rules()[rule], "compute_capability");
+  EXPECT_FALSE(f.Default(p, turing).ok());
+  EXPECT_TRUE(f.CanImplement(p, params, Sm80()).ok());
+  EXPECT_EQ(f.Generate(p, params, "sm_75").status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+// CanImplement and the named rules agree: FirstFailingRule is -1 exactly
+// where CanImplement accepts (for parameters that validate), on random
+// configurations and contexts of every family and precision.
+TEST(FamilyTest, RulesAgreeWithCanImplement) {
+  std::mt19937 rng(1717);
+  for (const KernelFamily* f : Families()) {
+    for (DType d : f->precisions()) {
+      SCOPED_TRACE(std::string(f->name()) + " " + std::string(ToString(d)));
+      int accepted = 0, refused = 0;
+      std::vector<int> by_rule(f->rules().size());
+      for (int i = 0; i < 4000; ++i) {
+        const Params p = SampleParams(*f, rng);
+        if (!f->ValidateParams(p).ok()) continue;
+        Problem problem;
+        if (f->op() == Op::kGemm) {
+          const GemmContext g =
+              Gemm(1 + rng() % 8192, 1 + rng() % 8192, 1 + rng() % 8192,
+                   rng() % 2 ? Layout::kT : Layout::kN,
+                   rng() % 2 ? Layout::kT : Layout::kN, d);
+          problem = rng() % 4 ? Padded(g, 8) : Problem(g);
+        } else {
+          const auto convs = ConvContexts();
+          problem = Problem(convs[rng() % convs.size()]);
+        }
+        const KernelLimits limits = rng() % 2 ? H100() : Sm80();
+        const int rule = f->FirstFailingRule(problem, p, limits);
+        const Status s = f->CanImplement(problem, p, limits);
+        ASSERT_EQ(rule < 0, s.ok())
+            << f->Format(p) << " " << ToString(problem.ctx) << ": rule "
+            << (rule < 0 ? "none" : f->rules()[rule]) << ", " << s.ToString();
+        if (rule < 0) {
+          ++accepted;
+        } else {
+          ++refused;
+          ++by_rule[rule];
+          EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+        }
+      }
+      EXPECT_GT(accepted, 0);
+      EXPECT_GT(refused, 0);
+    }
+  }
+}
+
+// --- Generate ------------------------------------------------------------
+
+bool HasEntry(const std::string& ptx, const std::string& entry) {
+  return ptx.find(".entry " + entry + "(") != std::string::npos;
+}
+
+void ExpectConsistent(const KernelFamily& f, const Problem& problem,
+                      const Params& params, const std::string& arch) {
+  const std::string what = std::string(f.name()) + " " + f.Format(params) +
+                           " " + ToString(problem.ctx) + " " + arch;
+  auto k = f.Generate(problem, params, arch);
+  ASSERT_TRUE(k.ok()) << what << ": " << k.status().ToString();
+  const ConfigShape shape = f.Shape(problem, params);
+  EXPECT_EQ(k->family, f.name()) << what;
+  EXPECT_EQ(k->version, f.version()) << what;
+  EXPECT_THAT(k->ptx, HasSubstr(".target " + arch)) << what;
+  EXPECT_TRUE(HasEntry(k->ptx, k->entry)) << what;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_GT(k->grid[i], 0u) << what;
+    EXPECT_GT(k->block[i], 0u) << what;
+  }
+  EXPECT_EQ(int64_t{k->grid[0]} * k->grid[1] * k->grid[2], shape.programs)
+      << what;
+  EXPECT_EQ(int64_t{k->block[0]} * k->block[1] * k->block[2], shape.threads)
+      << what;
+  EXPECT_EQ(k->workspace_bytes, shape.workspace_bytes) << what;
+  EXPECT_FALSE(k->entry_params.empty());
+  if (shape.split_k > 1) {
+    const GemmShape g = ImplicitGemm(problem.ctx);
+    EXPECT_GE(k->workspace_bytes, shape.split_k * g.m * g.n * 4) << what;
+    // The partial sums are added by a second entry or, with a counter, by
+    // the last program of a tile.
+    EXPECT_TRUE(!k->reduce_entry.empty() || k->counter_offset >= 0) << what;
+  } else {
+    EXPECT_EQ(k->workspace_bytes, 0) << what;
+    EXPECT_TRUE(k->reduce_entry.empty()) << what;
+  }
+  if (!k->reduce_entry.empty()) {
+    EXPECT_TRUE(HasEntry(k->ptx, k->reduce_entry)) << what;
+    EXPECT_FALSE(k->reduce_params.empty());
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_GT(k->reduce_grid[i], 0u) << what;
+      EXPECT_GT(k->reduce_block[i], 0u) << what;
+    }
+    EXPECT_EQ(k->counter_offset, -1) << what;
+  } else {
+    EXPECT_TRUE(k->reduce_params.empty()) << what;
+  }
+  if (k->counter_offset >= 0) {
+    EXPECT_LT(k->counter_offset, k->workspace_bytes) << what;
+    EXPECT_EQ(k->counter_offset % 4, 0) << what;
+  }
+  EXPECT_GE(k->align_a, 1);
+  EXPECT_GE(k->align_b, 1);
+  if (f.name() == "gemm.mma") {
+    const GemmContext& g = std::get<GemmContext>(problem.ctx);
+    EXPECT_THAT(k->ptx, HasSubstr("mma.sync.aligned")) << what;
+    EXPECT_THAT(k->ptx, HasSubstr("cp.async")) << what;
+    // tf32 operands contiguous along M or N are read by words (ldmatrix
+    // moves 16-bit elements): only TN reads neither operand with it.
+    if (!(g.dtype == DType::kTf32 && g.layout_a == Layout::kT &&
+          g.layout_b == Layout::kN)) {
+      EXPECT_THAT(k->ptx, HasSubstr("ldmatrix")) << what;
+    }
+    EXPECT_GT(k->dynamic_shared_bytes, 0u);
+    EXPECT_EQ(k->align_bytes, 16);
+    EXPECT_EQ(k->align_a, 16 / SizeOf(g.dtype));
+  } else {
+    EXPECT_THAT(k->ptx, HasSubstr("fma.rn.f32")) << what;
+  }
+}
+
+TEST(FamilyTest, GenerateIsConsistentWithShapeAndThePtx) {
+  std::mt19937 rng(99);
+  for (const KernelFamily* f : Families()) {
+    for (DType d : f->precisions()) {
+      SCOPED_TRACE(std::string(f->name()) + " " + std::string(ToString(d)));
+      std::vector<Problem> problems;
+      if (f->op() == Op::kGemm) {
+        for (int l = 0; l < 4; ++l) {
+          const Layout la = l / 2 ? Layout::kT : Layout::kN;
+          const Layout lb = l % 2 ? Layout::kT : Layout::kN;
+          problems.push_back(Padded(Gemm(100, 72, 300, la, lb, d), 8));
+          problems.push_back(Padded(Gemm(1, 8, 4096, la, lb, d), 8));
+          problems.push_back(Padded(Gemm(1000, 1023, 515, la, lb, d), 8));
+        }
+      } else {
+        for (const ConvContext& c : ConvContexts()) problems.push_back(Problem(Context(c)));
+      }
+      for (const Problem& problem : problems) {
+        std::vector<Params> configs = f->DefaultCandidates();
+        // Random accepted configurations, split K among them.
+        for (int i = 0; configs.size() < 12 && i < 20000; ++i) {
+          Params p = SampleParams(*f, rng);
+          if (f->ValidateParams(p).ok() &&
+              f->CanImplement(problem, p, Sm80()).ok() &&
+              SplitHasWork(problem, f->Shape(problem, p)) &&
+              (configs.size() % 2 == 1 || f->Shape(problem, p).split_k > 1))
+            configs.push_back(p);
+        }
+        for (const Params& p : configs) {
+          if (!f->CanImplement(problem, p, H100()).ok()) continue;
+          for (const char* arch : {"sm_90", "sm_80"}) {
+            ExpectConsistent(*f, problem, p, arch);
+            if (HasFailure()) return;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(FamilyTest, FeaturesMatchTheirNames) {
+  for (const KernelFamily* f : Families()) {
+    const auto names = f->FeatureNames();
+    EXPECT_EQ(names.size(),
+              f->params().size() + ContextFeatureNames(f->op()).size());
+    std::vector<float> features;
+    const Problem p =
+        f->op() == Op::kGemm
+            ? Problem(Gemm(64, 32, 128, Layout::kT, Layout::kN,
+                           f->precisions().front()))
+            : Problem(ConvContexts().front());
+    f->Features(p, f->DefaultCandidates().front(), &features);
+    EXPECT_EQ(features.size(), names.size()) << f->name();
+  }
+}
+
+TEST(FamilyTest, WorkingSetCountsTheStorageType) {
+  const KernelFamily& f = Family("gemm.mma");
+  const Problem bf16(Gemm(64, 32, 128, Layout::kN, Layout::kN, DType::kBf16));
+  const Problem tf32(Gemm(64, 32, 128, Layout::kN, Layout::kN, DType::kTf32));
+  const Params p = f.DefaultCandidates().front();
+  const int64_t elements = 64 * 128 + 128 * 32 + 64 * 32;
+  EXPECT_EQ(WorkingSetBytes(bf16, f.Shape(bf16, p)), 2 * elements);
+  EXPECT_EQ(WorkingSetBytes(tf32, f.Shape(tf32, p)), 4 * elements);
+}
+
+}  // namespace
+}  // namespace blocktune
