@@ -97,7 +97,7 @@ int Plan(const std::vector<Context>& contexts,
   }
   for (auto& [op, sets] : seen)
     for (int j = 0; j < kBlockParameters; ++j)
-      values[op][j].assign(sets[j].begin(), sets[j].end());
+      values[op].emplace_back(sets[j].begin(), sets[j].end());
   int in_data = 0;
   for (const Context& ctx : contexts) {
     if (trained_contexts.count(ToString(ctx))) {
@@ -112,7 +112,7 @@ int Plan(const std::vector<Context>& contexts,
   Rng rng(seed);
   for (const Context& ctx : contexts) {
     const std::string text = ToString(ctx);
-    SearchRange range(values[OpOf(ctx)], profile);
+    SearchRange range(BlockShapeFamily(OpOf(ctx)), values[OpOf(ctx)], profile);
     std::vector<BlockShape> all = range.Candidates(ctx);
     const size_t keep = std::min(all.size(), static_cast<size_t>(count));
     for (size_t i = 0; i < keep; ++i) {

@@ -4,7 +4,10 @@
 #include <map>
 #include <sstream>
 
+#include "kernels/block_shape.h"
+#include "kernels/operation.h"
 #include "models/surrogate.pb.h"
+#include "tuner/sampler.h"
 
 namespace blocktune {
 namespace {
@@ -19,7 +22,7 @@ namespace tuned {
 // x_B of thesis 4.1: an ml x nl block of C per program, ms x ns per thread,
 // u the reduction step staged in shared memory, kg programs per reduction.
 struct BlockShape {
-  int ml, nl, ms, ns, u, kg;
+  int @BLOCK_FIELDS@;
 };
 
 // How a returned configuration matches the shape asked for.
@@ -50,7 +53,13 @@ struct ConvShape {
 
 namespace detail {
 
-constexpr BlockShape kDefaultBlock = {64, 64, 4, 4, 8, 1};
+constexpr BlockShape kDefaultBlock = @DEFAULT_BLOCK@;
+
+// The daemon's sizes (kernels/family.h WorkingSetBytes, tuner/sampler.h):
+// one of the K_G partial sums, and the memory a benchmark's working set may
+// take (or the operands alone when larger).
+constexpr double kPartialSumBytes = @PARTIAL_SUM_BYTES@;
+constexpr double kMaxWorkingSetBytes = @MAX_WORKING_SET_BYTES@;
 
 inline double SqLog2Ratio(double a, double b) {
   const double r = std::log2(a) - std::log2(b);
@@ -71,8 +80,10 @@ inline bool Fits(const BlockShape& b, std::int64_t m, std::int64_t n,
   if (b.kg > 1 && std::int64_t{b.kg} * b.u > k) return false;
   if ((n + b.nl - 1) / b.nl > 65535) return false;
   if (b.kg > 1) {
-    const double limit = operand_bytes > 1073741824.0 ? operand_bytes : 1073741824.0;
-    if (operand_bytes + 4.0 * b.kg * double(m) * double(n) > limit) return false;
+    const double limit =
+        operand_bytes > kMaxWorkingSetBytes ? operand_bytes : kMaxWorkingSetBytes;
+    if (operand_bytes + kPartialSumBytes * b.kg * double(m) * double(n) > limit)
+      return false;
   }
   return true;
 }
@@ -158,10 +169,97 @@ std::string Num(double v) {
   return buf;
 }
 
+// A block shape as the header's BlockShape initializer, in the order of its
+// family's parameters.
 std::string Block(const BlockShape& b) {
-  return "{" + std::to_string(b.ml) + ", " + std::to_string(b.nl) + ", " +
-         std::to_string(b.ms) + ", " + std::to_string(b.ns) + ", " +
-         std::to_string(b.u) + ", " + std::to_string(b.kg) + "}";
+  const Params p = ToParams(b);
+  std::string out = "{";
+  for (int i = 0; i < p.size; ++i) out += (i ? ", " : "") + std::to_string(p[i]);
+  return out + "}";
+}
+
+void ReplaceAll(std::string* text, const std::string& from, const std::string& to) {
+  for (size_t at = text->find(from); at != std::string::npos;
+       at = text->find(from, at + to.size())) {
+    text->replace(at, from.size(), to);
+  }
+}
+
+// Bytes of an operand element: the block-shape families compute fp32.
+std::string ElementBytes() { return std::to_string(SizeOf(DType::kFp32)) + ".0"; }
+
+// kCommon with the block-shape families' names, default and sizes filled in
+// (the same for both ops, as the shared guard requires, and the same values
+// as headers exported before, so that headers of two versions mix).
+std::string Common() {
+  const KernelFamily& family = BlockShapeFamily(Op::kGemm);
+  std::string fields;
+  for (const ParamSpec& spec : family.params())
+    fields += (fields.empty() ? "" : ", ") + spec.LowerName();
+  char limit[32];
+  std::snprintf(limit, sizeof(limit), "%.1f", double(kDefaultMaxBytes));
+  std::string text = kCommon;
+  ReplaceAll(&text, "@BLOCK_FIELDS@", fields);
+  ReplaceAll(&text, "@DEFAULT_BLOCK@",
+             Block(ToBlockShape(family.DefaultCandidates().front())));
+  ReplaceAll(&text, "@PARTIAL_SUM_BYTES@", ElementBytes());  // fp32 sums
+  ReplaceAll(&text, "@MAX_WORKING_SET_BYTES@", limit);
+  return text;
+}
+
+// One feature of the embedded model as a C++ expression over the names of
+// gemm_predict_seconds (block, m, n, k, layout) or conv_predict_seconds
+// (block, shape, and its output size p, q). INVALID_ARGUMENT for a feature
+// the header does not know how to compute.
+StatusOr<std::string> FeatureExpression(Op op, const std::string& feature) {
+  if (op == Op::kGemm && feature == "a_transposed")
+    return std::string("(layout == Layout::TN || layout == Layout::TT) ? 1.f : 0.f");
+  if (op == Op::kGemm && feature == "b_transposed")
+    return std::string("(layout == Layout::NT || layout == Layout::TT) ? 1.f : 0.f");
+  std::string_view v = feature;
+  const bool log2 = v.substr(0, 5) == "log2_";
+  if (log2) v.remove_prefix(5);
+  const bool plus_one = log2 && v.substr(0, 3) == "1p_";
+  if (plus_one) v.remove_prefix(3);
+  std::string var(v);
+  static const char* const kGemm[] = {"m", "n", "k"};
+  static const char* const kConv[] = {"n", "c", "k", "r", "s", "stride_h",
+                                      "stride_w", "dilation_h", "dilation_w",
+                                      "pad_h", "pad_w", "p", "q"};
+  bool known = false;
+  if (op == Op::kGemm) {
+    for (const char* name : kGemm) known = known || var == name;
+  } else {
+    for (const char* name : kConv) known = known || var == name;
+    if (var != "p" && var != "q") var = "shape." + var;
+  }
+  if (!log2 || !known) {
+    return InvalidArgument("feature '" + feature +
+                           "': the exported header cannot compute it");
+  }
+  return "detail::Log2f(" + std::string(plus_one ? "1 + " : "") + var + ")";
+}
+
+// The embedded model's input for `op`: its family's features
+// (KernelFamily::Features), in order, as `const float f[N] = {...};`.
+StatusOr<std::string> FeatureArray(Op op) {
+  const KernelFamily& family = BlockShapeFamily(op);
+  const std::vector<std::string> names = family.FeatureNames();
+  std::vector<std::string> terms;
+  for (const ParamSpec& spec : family.params()) {
+    const std::string field = "block." + spec.LowerName();
+    terms.push_back(spec.log_feature ? "detail::Log2f(" + field + ")"
+                                     : "static_cast<float>(" + field + ")");
+  }
+  for (size_t i = terms.size(); i < names.size(); ++i) {
+    BT_ASSIGN_OR_RETURN(std::string term, FeatureExpression(op, names[i]));
+    terms.push_back(term);
+  }
+  std::string out = "  const float f[" + std::to_string(terms.size()) + "] = {";
+  for (size_t i = 0; i < terms.size(); ++i) {
+    out += "\n      " + terms[i] + (i + 1 < terms.size() ? "," : "};\n");
+  }
+  return out;
 }
 
 const char* LayoutName(const GemmContext& g) {
@@ -186,7 +284,7 @@ Status WriteNetwork(std::ostream& out, const v1::Model& model, Op op,
                     const std::string& name, const models::Weights& weights,
                     const models::Normalization& norm, int* inputs_out) {
   const int inputs = norm.features_size();
-  const int expected = op == Op::kGemm ? 11 : 19;
+  const int expected = static_cast<int>(BlockShapeFamily(op).FeatureNames().size());
   const std::string opname(ToString(op));
   if (weights.format() != "blocktune.mlp.v1" || weights.layers().empty() ||
       norm.target() != "ln(flop/s)") {
@@ -245,8 +343,8 @@ std::string NetworkLnFlops(const std::string& p, int layers, int inputs) {
          "TargetMean)";
 }
 
-// The embedded model: its arrays and `<Op>LnFlops`; features as
-// models/features.cc computes them. An ensemble's prediction is the mean of
+// The embedded model: its arrays and `<Op>LnFlops`; features as its family
+// computes them (FeatureArray). An ensemble's prediction is the mean of
 // its members', added in member order, as the daemon adds them.
 Status WriteModel(std::ostream& out, const HeaderSpec& spec, const std::string& op) {
   const v1::Model& model = *spec.model;
@@ -361,7 +459,7 @@ StatusOr<std::string> WriteTunedHeader(const HeaderSpec& spec) {
          "// partial sums fit in 1 GiB with the operands.\n"
       << "#ifndef " << guard << "\n#define " << guard << "\n\n"
       << "#include <cmath>\n#include <cstddef>\n#include <cstdint>\n\n"
-      << kCommon << "\nnamespace blocktune {\nnamespace tuned {\nnamespace detail {\n\n";
+      << Common() << "\nnamespace blocktune {\nnamespace tuned {\nnamespace detail {\n\n";
 
   // The table.
   if (gemm) {
@@ -389,7 +487,9 @@ StatusOr<std::string> WriteTunedHeader(const HeaderSpec& spec) {
   }
   out << "};\n";
 
+  std::string features;
   if (spec.model) {
+    BT_ASSIGN_OR_RETURN(features, FeatureArray(spec.op));
     out << "inline constexpr BlockShape k" << op << "Candidates[] = {\n";
     for (const BlockShape& b : spec.candidates) out << "    " << Block(b) << ",\n";
     out << "};\n";
@@ -397,10 +497,13 @@ StatusOr<std::string> WriteTunedHeader(const HeaderSpec& spec) {
   }
 
   // Shape helpers and the lookup.
+  out << "\n// Bytes of an operand element.\ninline constexpr double k" << op
+      << "ElementBytes = " << ElementBytes() << ";\n";
   if (gemm) {
     out << R"(
 inline double GemmOperandBytes(std::int64_t m, std::int64_t n, std::int64_t k) {
-  return 4.0 * (double(m) * double(n) + double(m) * double(k) + double(k) * double(n));
+  return kGemmElementBytes *
+         (double(m) * double(n) + double(m) * double(k) + double(k) * double(n));
 }
 
 inline double GemmDistance(const GemmEntry& e, std::int64_t m, std::int64_t n,
@@ -421,14 +524,7 @@ inline double GemmDistance(const GemmEntry& e, std::int64_t m, std::int64_t n,
 // for C = op(A) op(B) of m x n x k (as blocktuned predicts it).
 inline double gemm_predict_seconds(std::int64_t m, std::int64_t n, std::int64_t k,
                                    Layout layout, const BlockShape& block) {
-  const float f[11] = {detail::Log2f(block.ml), detail::Log2f(block.nl),
-                       detail::Log2f(block.ms), detail::Log2f(block.ns),
-                       detail::Log2f(block.u),  detail::Log2f(block.kg),
-                       detail::Log2f(m),        detail::Log2f(n),
-                       detail::Log2f(k),
-                       (layout == Layout::TN || layout == Layout::TT) ? 1.f : 0.f,
-                       (layout == Layout::NT || layout == Layout::TT) ? 1.f : 0.f};
-  const double flops = 2.0 * double(m) * double(n) * double(k);
+)" << features << R"(  const double flops = 2.0 * double(m) * double(n) * double(k);
   return flops / std::exp(static_cast<double>(detail::GemmLnFlops(f)));
 }
 )";
@@ -490,7 +586,7 @@ inline double ConvDistance(const ConvShape& a, const ConvShape& b) {
 }
 inline bool ConvFits(const BlockShape& b, const ConvShape& s) {
   const std::int64_t m = s.n * ConvP(s) * ConvQ(s);
-  const double operands = 4.0 * (double(m) * double(s.k) +
+  const double operands = kConvElementBytes * (double(m) * double(s.k) +
                                  double(s.n) * double(s.h) * double(s.w) * double(s.c) +
                                  double(s.k) * double(s.r) * double(s.s) * double(s.c));
   return Fits(b, m, s.k, s.c * s.r * s.s, operands);
@@ -504,16 +600,7 @@ inline bool ConvFits(const BlockShape& b, const ConvShape& s) {
 // for the convolution `shape` (as blocktuned predicts it).
 inline double conv_predict_seconds(const ConvShape& shape, const BlockShape& block) {
   const std::int64_t p = detail::ConvP(shape), q = detail::ConvQ(shape);
-  const float f[19] = {
-      detail::Log2f(block.ml),  detail::Log2f(block.nl),  detail::Log2f(block.ms),
-      detail::Log2f(block.ns),  detail::Log2f(block.u),   detail::Log2f(block.kg),
-      detail::Log2f(shape.n),   detail::Log2f(p),         detail::Log2f(q),
-      detail::Log2f(shape.c),   detail::Log2f(shape.k),   detail::Log2f(shape.r),
-      detail::Log2f(shape.s),   detail::Log2f(shape.stride_h),
-      detail::Log2f(shape.stride_w), detail::Log2f(shape.dilation_h),
-      detail::Log2f(shape.dilation_w), detail::Log2f(1 + shape.pad_h),
-      detail::Log2f(1 + shape.pad_w)};
-  const double flops = 2.0 * double(shape.n * p * q) * double(shape.k) *
+)" << features << R"(  const double flops = 2.0 * double(shape.n * p * q) * double(shape.k) *
                        double(shape.c * shape.r * shape.s);
   return flops / std::exp(static_cast<double>(detail::ConvLnFlops(f)));
 }

@@ -20,6 +20,7 @@
 #include "server/daemon_process.h"
 #include "server/store_test_util.h"
 #include "tuner/device_profile.h"
+#include "tuner/sampler.h"
 
 namespace blocktune {
 namespace {
@@ -39,6 +40,7 @@ ShellRun Shell(const std::string& command) { return RunCommand(command); }
 // The program the exported headers are compiled into. stdin lines:
 //   g M N K LAYOUT [ML NL MS NS U KG]   (predict when a block is given)
 //   c N H W C K R S PH PW SH SW DH DW [ML NL MS NS U KG]
+//   F M N K ML NL MS NS U KG   (whether the block shape fits: match 1 or 0)
 // Output, one line each: the config (block and match) and the prediction.
 // Upper-case G and C lines only predict (the config is left zero): each
 // lookup of an unseen shape scores every candidate, ~20 ms on 2 CPU cores.
@@ -60,7 +62,12 @@ int main() {
     double predicted = 0;
     BlockShape b{};
     const bool lookup = op == "g" || op == "c";
-    if (op == "g" || op == "G") {
+    if (op == "F") {  // whether a block shape fits a GEMM: the match field
+      long long m, n, k;
+      in >> m >> n >> k >> b.ml >> b.nl >> b.ms >> b.ns >> b.u >> b.kg;
+      c.match = static_cast<Match>(
+          detail::Fits(b, m, n, k, detail::GemmOperandBytes(m, n, k)) ? 1 : 0);
+    } else if (op == "g" || op == "G") {
       long long m, n, k;
       std::string l;
       in >> m >> n >> k >> l;
@@ -349,6 +356,55 @@ TEST_F(HeaderExportTest, WithoutAModelUnseenShapesGetTheNearestAnswer) {
     EXPECT_EQ(out[gemms.size()].match, 2) << lines[gemms.size()];
     EXPECT_GE(out.back().match, 2);  // nearest that fits, or default
   }
+  // The header's fit rule is the daemon's search rules beyond the
+  // context-free ones: SplitHasWork, the grid, and WorkingSetBytes within
+  // 1 GiB or the operands alone.
+  {
+    const KernelFamily& family = BlockShapeFamily(Op::kGemm);
+    int grid_rule = -1;
+    for (size_t r = 0; r < family.rules().size(); ++r)
+      if (family.rules()[r] == "grid") grid_rule = static_cast<int>(r);
+    ASSERT_GE(grid_rule, 0);
+    std::vector<std::string> lines;
+    std::vector<bool> expected;
+    std::uniform_real_distribution<double> lg(0, 26);
+    while (lines.size() < 3000) {
+      GemmContext g;
+      g.m = std::llround(std::exp2(lg(rng)));
+      g.n = std::llround(std::exp2(lg(rng)));
+      g.k = std::llround(std::exp2(lg(rng)));
+      if (!Validate(g).ok()) continue;
+      const BlockShape xb{int64_t{1} << (rng() % 11), int64_t{1} << (rng() % 11),
+                          int64_t{1} << (rng() % 6),  int64_t{1} << (rng() % 6),
+                          int64_t{1} << (rng() % 8),  int64_t{1} << (rng() % 13)};
+      if (!Validate(xb).ok()) continue;
+      const Problem problem(g);
+      const ConfigShape shape = family.Shape(problem, ToParams(xb));
+      const int64_t limit =
+          std::max(kDefaultMaxBytes, WorkingSetBytes(problem, ConfigShape{}));
+      expected.push_back(SplitHasWork(problem, shape) &&
+                         family.Passes(grid_rule, problem, ToParams(xb), {}) &&
+                         WorkingSetBytes(problem, shape) <= limit);
+      lines.push_back("F " + std::to_string(g.m) + " " + std::to_string(g.n) + " " +
+                      std::to_string(g.k) + " " + std::to_string(xb.ml) + " " +
+                      std::to_string(xb.nl) + " " + std::to_string(xb.ms) + " " +
+                      std::to_string(xb.ns) + " " + std::to_string(xb.u) + " " +
+                      std::to_string(xb.kg));
+    }
+    const std::vector<Output> out =
+        RunDriver(Compile("g++", /*with_model=*/false), lines);
+    ASSERT_EQ(out.size(), lines.size());
+    int fits = 0;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      EXPECT_EQ(out[i].match == 1, expected[i]) << lines[i];
+      fits += expected[i];
+    }
+    std::printf("the header's fit rule agrees with the daemon's on %zu block "
+                "shapes (%d fit)\n", lines.size(), fits);
+    EXPECT_GT(fits, 150);  // both outcomes occur
+    EXPECT_LT(fits, 2850);
+  }
+
   // Bad input names the flag or the line.
   std::ofstream(dir_.path() + "/bad.txt") << "gemm m=0 n=1 k=1\n";
   r = Shell(std::string(BLOCKTUNE_CLI) + " export --op gemm --shapes " + dir_.path() +

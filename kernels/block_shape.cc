@@ -4,6 +4,29 @@
 
 namespace blocktune {
 
+const KernelFamily& GemmFfmaFamily();  // kernels/family_ffma.cc
+const KernelFamily& ConvFfmaFamily();  // kernels/family_ffma.cc
+
+const KernelFamily& BlockShapeFamily(Op op) {
+  return op == Op::kGemm ? GemmFfmaFamily() : ConvFfmaFamily();
+}
+
+Params ToParams(const BlockShape& xb) {
+  Params p;
+  p.size = 6;
+  p[0] = xb.ml;
+  p[1] = xb.nl;
+  p[2] = xb.ms;
+  p[3] = xb.ns;
+  p[4] = xb.u;
+  p[5] = xb.kg;
+  return p;
+}
+
+BlockShape ToBlockShape(const Params& p) {
+  return BlockShape{p[0], p[1], p[2], p[3], p[4], p[5]};
+}
+
 Status Validate(const BlockShape& xb, std::string_view field) {
   BT_RETURN_IF_ERROR(
       CheckRange(JoinField(field, "ml"), xb.ml, 1, kMaxProgramTile));

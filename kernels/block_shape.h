@@ -19,6 +19,7 @@
 #include <tuple>
 
 #include "kernels/context.h"
+#include "kernels/family.h"
 #include "kernels/status.h"
 
 namespace blocktune {
@@ -59,6 +60,15 @@ int64_t ProgramsInGrid(const Context& ctx, const BlockShape& xb);
 // which also validates.
 std::string ToString(const BlockShape& xb);
 StatusOr<BlockShape> BlockShapeFromString(std::string_view text);
+
+// A block shape is the parameters of the families gemm.ffma and conv.ffma
+// (kernels/family.h), in the order of their ParamSpecs (ML NL MS NS U KG).
+// The store, the protocol and the client carry block shapes until families
+// reach them (issue 19); these convert at that edge.
+const KernelFamily& BlockShapeFamily(Op op);  // gemm.ffma or conv.ffma
+Params ToParams(const BlockShape& xb);
+// `params` must be a block-shape family's (6 values).
+BlockShape ToBlockShape(const Params& params);
 
 }  // namespace blocktune
 

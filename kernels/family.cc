@@ -85,10 +85,8 @@ int KernelFamily::FirstFailingRule(const Problem& problem, const Params& params,
 StatusOr<Params> KernelFamily::Default(const Problem& problem,
                                        const KernelLimits& limits) const {
   const std::vector<Params> candidates = DefaultCandidates();
-  const int64_t k = ImplicitGemm(problem.ctx).k;
   for (const Params& p : candidates) {
-    const ConfigShape shape = Shape(problem, p);
-    if (shape.split_k > 1 && shape.split_k * shape.step_k > k) continue;
+    if (!SplitHasWork(problem, Shape(problem, p))) continue;
     if (CanImplement(problem, p, limits).ok()) return p;
   }
   Status first = candidates.empty()
@@ -105,13 +103,16 @@ namespace {
 float Log2(int64_t v) { return static_cast<float>(std::log2(double(v))); }
 }  // namespace
 
+std::string ParamSpec::LowerName() const {
+  std::string lower;
+  for (char c : name) lower += static_cast<char>(std::tolower(c));
+  return lower;
+}
+
 std::vector<std::string> KernelFamily::FeatureNames() const {
   std::vector<std::string> names;
-  for (const ParamSpec& s : params()) {
-    std::string lower;
-    for (char c : s.name) lower += static_cast<char>(std::tolower(c));
-    names.push_back(s.log_feature ? "log2_" + lower : lower);
-  }
+  for (const ParamSpec& s : params())
+    names.push_back(s.log_feature ? "log2_" + s.LowerName() : s.LowerName());
   const std::vector<std::string>& ctx = ContextFeatureNames(op());
   names.insert(names.end(), ctx.begin(), ctx.end());
   return names;
@@ -119,12 +120,17 @@ std::vector<std::string> KernelFamily::FeatureNames() const {
 
 void KernelFamily::Features(const Problem& problem, const Params& values,
                             std::vector<float>* out) const {
+  ParamFeatures(values, out);
+  AppendContextFeatures(problem.ctx, out);
+}
+
+void KernelFamily::ParamFeatures(const Params& values,
+                                 std::vector<float>* out) const {
   const std::vector<ParamSpec>& specs = params();
   for (size_t i = 0; i < specs.size(); ++i) {
     out->push_back(specs[i].log_feature ? Log2(values[static_cast<int>(i)])
                                         : float(values[static_cast<int>(i)]));
   }
-  AppendContextFeatures(problem.ctx, out);
 }
 
 const std::vector<std::string>& ContextFeatureNames(Op op) {

@@ -43,6 +43,10 @@ struct ParamSpec {
   // Its surrogate feature: log2 of the value (values >= 1), or the value
   // itself (a switch such as 0/1).
   bool log_feature = true;
+
+  // The name in lower case ("ml"): its feature's name, and how stored
+  // models and exported headers name it.
+  std::string LowerName() const;
 };
 
 // Parameter values of one configuration, in the order of the family's
@@ -153,6 +157,10 @@ class KernelFamily {
   // validate and the problem's context must validate.
   virtual bool Passes(int rule, const Problem& problem, const Params& params,
                       const KernelLimits& limits) const = 0;
+  // Whether rule `rule` looks at the problem. One that does not holds or
+  // fails for a configuration on every problem, so a search may apply it
+  // once per configuration instead of once per query.
+  virtual bool RuleUsesProblem(int rule) const { return true; }
   // The first failing rule's index, or -1 when all hold.
   int FirstFailingRule(const Problem& problem, const Params& params,
                        const KernelLimits& limits) const;
@@ -183,9 +191,13 @@ class KernelFamily {
   // The surrogate's input (thesis §4.3.1): one feature per parameter
   // (ParamSpec::log_feature), then the context's (ContextFeatureNames).
   std::vector<std::string> FeatureNames() const;
-  // Appends the features of (problem, params) to *out; both must validate.
+  // Appends the features of (problem, params) to *out; both must validate:
+  // ParamFeatures, then AppendContextFeatures.
   void Features(const Problem& problem, const Params& params,
                 std::vector<float>* out) const;
+  // The parameters' part of Features, one per parameter; a search computes
+  // it once per configuration and the context's once per query.
+  void ParamFeatures(const Params& params, std::vector<float>* out) const;
 
   // "bm=128 bn=128 ..." in params() order.
   std::string Format(const Params& params) const;

@@ -12,22 +12,6 @@
 namespace blocktune {
 namespace {
 
-BlockShape ToBlockShape(const Params& p) {
-  return BlockShape{p[0], p[1], p[2], p[3], p[4], p[5]};
-}
-
-Params FromBlockShape(const BlockShape& xb) {
-  Params p;
-  p.size = 6;
-  p[0] = xb.ml;
-  p[1] = xb.nl;
-  p[2] = xb.ms;
-  p[3] = xb.ns;
-  p[4] = xb.u;
-  p[5] = xb.kg;
-  return p;
-}
-
 std::vector<int64_t> Pow2(int64_t hi, std::vector<int64_t> extra) {
   for (int64_t v = 1; v <= hi; v *= 2) extra.push_back(v);
   std::sort(extra.begin(), extra.end());
@@ -89,6 +73,12 @@ class FfmaFamily : public KernelFamily {
                              ToBlockShape(params), limits);
   }
 
+  bool RuleUsesProblem(int rule) const override {
+    const HardwareRule r = kHardwareRules[rule];
+    return r != HardwareRule::kThreads && r != HardwareRule::kSharedMemory &&
+           r != HardwareRule::kInstructionCache;
+  }
+
   Status CanImplement(const Problem& problem, const Params& params,
                       const KernelLimits& limits) const override {
     BT_RETURN_IF_ERROR(CheckProblem(problem));
@@ -117,7 +107,7 @@ class FfmaFamily : public KernelFamily {
         {128, 32, 4, 2, 8, 1}, {16, 16, 1, 1, 4, 1}, {256, 16, 4, 1, 4, 1},
     };
     std::vector<Params> out;
-    for (const BlockShape& xb : kDefaults) out.push_back(FromBlockShape(xb));
+    for (const BlockShape& xb : kDefaults) out.push_back(ToParams(xb));
     return out;
   }
 

@@ -1,6 +1,10 @@
-// The surrogate's input features (thesis §4.3.1): log2 of every component
-// of x_B and x_C, because performance is products, quotients and maxima of
-// those components, which a ReLU MLP fits far better in log space.
+// The surrogate's input features (thesis §4.3.1) are its kernel family's
+// (KernelFamily::Features): log2 of every parameter and of the context's
+// sizes, because performance is products, quotients and maxima of those,
+// which a ReLU MLP fits far better in log space. A surrogate of `op` scores
+// the configurations of BlockShapeFamily(op) (gemm.ffma, conv.ffma) until
+// models are keyed by family (issue 19); these two functions are that
+// family's, for callers that hold a block shape.
 #ifndef BLOCKTUNE_MODELS_FEATURES_H_
 #define BLOCKTUNE_MODELS_FEATURES_H_
 
@@ -12,13 +16,13 @@
 
 namespace blocktune {
 
-// Names of LogFeatures' entries for contexts of `op`, in order.
+// BlockShapeFamily(op).FeatureNames(): the names a stored model of `op`
+// lists, in order.
 const std::vector<std::string>& FeatureNames(Op op);
 
-// log2 of x_B (M_L, N_L, M_S, N_S, U, K_G), then of x_C: for GEMM M, N, K
-// and the two layouts as 0/1; for convolution N, P, Q, C, K, R, S, the
-// strides and dilations, then log2(1 + pad) per axis. Both arguments must
-// have validated.
+// BlockShapeFamily(OpOf(ctx)).Features of (ctx, xb): log2 of x_B (M_L,
+// N_L, M_S, N_S, U, K_G), then of x_C (ContextFeatureNames). Both arguments
+// must have validated.
 std::vector<float> LogFeatures(const Context& ctx, const BlockShape& xb);
 
 }  // namespace blocktune

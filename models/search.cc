@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "models/features.h"
+#include "tuner/sampler.h"
 
 namespace blocktune {
 
@@ -17,71 +18,89 @@ bool PlausibleSeconds(double flops, double predicted_s) {
 }
 
 BlockSearch::BlockSearch(Surrogate model, const DeviceProfile& profile)
-    : model_(std::move(model)), range_(model_.search_values(), profile) {}
+    : model_(std::move(model)),
+      range_(model_.family(), model_.search_values(), profile) {}
 
-SearchRange::SearchRange(const SearchValues& v, const DeviceProfile& profile)
-    : limits_(profile.Limits()) {
-  for (int64_t ml : v[0])
-    for (int64_t nl : v[1])
-      for (int64_t ms : v[2])
-        for (int64_t ns : v[3])
-          for (int64_t u : v[4])
-            for (int64_t kg : v[5]) {
-              BlockShape xb{ml, nl, ms, ns, u, kg};
-              if (ml % ms != 0 || nl % ns != 0 || ml * nl < 32) continue;
-              if (!Validate(xb).ok()) continue;
-              if (!Passes(HardwareRule::kThreads, Context{}, xb, limits_) ||
-                  !Passes(HardwareRule::kSharedMemory, Context{}, xb, limits_) ||
-                  !Passes(HardwareRule::kInstructionCache, Context{}, xb,
-                          limits_)) {
-                continue;
-              }
-              grid_.push_back(xb);
-              for (int64_t c : {ml, nl, ms, ns, u, kg}) {
-                grid_logs_.push_back(static_cast<float>(std::log2(double(c))));
-              }
-            }
+SearchRange::SearchRange(const KernelFamily& family, const SearchValues& values,
+                         const DeviceProfile& profile)
+    : family_(&family),
+      params_(static_cast<int>(family.params().size())),
+      limits_(profile.Limits()) {
+  std::vector<int> once;
+  for (int r = 0; r < static_cast<int>(family.rules().size()); ++r)
+    (family.RuleUsesProblem(r) ? problem_rules_ : once).push_back(r);
+  const int n = params_;
+  if (static_cast<int>(values.size()) != n) return;
+  for (const std::vector<int64_t>& v : values)
+    if (v.empty()) return;
+  // Every combination, the last parameter varying fastest.
+  std::vector<size_t> at(n, 0);
+  Params p;
+  p.size = n;
+  const Problem any;  // the rules in `once` do not look at it
+  while (true) {
+    for (int i = 0; i < n; ++i) p[i] = values[i][at[i]];
+    bool ok = family.ValidateParams(p).ok();
+    for (size_t r = 0; ok && r < once.size(); ++r)
+      ok = family.Passes(once[r], any, p, limits_);
+    if (ok) {
+      grid_values_.insert(grid_values_.end(), p.v.begin(), p.v.begin() + n);
+      family.ParamFeatures(p, &grid_features_);
+    }
+    int i = n - 1;
+    while (i >= 0 && ++at[i] == values[i].size()) at[i--] = 0;
+    if (i < 0) break;
+  }
 }
 
-std::vector<BlockShape> SearchRange::Candidates(
-    const Context& ctx, std::vector<int32_t>* index) const {
-  std::vector<BlockShape> out;
-  const int64_t k = ImplicitGemm(ctx).k;
-  // The K_G partial sums live in a workspace of M*N*K_G floats: all of it
+std::vector<int32_t> SearchRange::CandidateIndices(const Context& ctx) const {
+  std::vector<int32_t> out;
+  const Problem problem(ctx);
+  // The K_G partial sums live in a workspace beside the operands: all of it
   // must fit where the operands do (1 GiB, or the operands alone when they
   // are larger, which then allows no split).
-  BlockShape unsplit{1, 1, 1, 1, 1, 1};
-  const int64_t limit = std::max(kDefaultMaxBytes, WorkingSetBytes(ctx, unsplit));
-  for (size_t g = 0; g < grid_.size(); ++g) {
-    const BlockShape& xb = grid_[g];
-    if (xb.kg * xb.u > k && xb.kg > 1) continue;
-    if (xb.kg > 1 && WorkingSetBytes(ctx, xb) > limit) continue;
-    if (!Passes(HardwareRule::kRegisters, ctx, xb, limits_) ||
-        !Passes(HardwareRule::kGrid, ctx, xb, limits_) ||
-        !Passes(HardwareRule::kAddressing, ctx, xb, limits_)) {
-      continue;
+  const int64_t operands = WorkingSetBytes(problem, ConfigShape{});
+  const int64_t limit = std::max(kDefaultMaxBytes, operands);
+  const int32_t size = static_cast<int32_t>(grid_size());
+  for (int32_t g = 0; g < size; ++g) {
+    const Params p = grid(g);
+    bool ok = true;
+    for (size_t r = 0; ok && r < problem_rules_.size(); ++r)
+      ok = family_->Passes(problem_rules_[r], problem, p, limits_);
+    if (!ok) continue;
+    const ConfigShape shape = family_->Shape(problem, p);
+    // operands + workspace_bytes is WorkingSetBytes(problem, shape).
+    if (shape.tile_m * shape.tile_n >= 32 && SplitHasWork(problem, shape) &&
+        operands + shape.workspace_bytes <= limit) {
+      out.push_back(g);
     }
-    out.push_back(xb);
-    if (index) index->push_back(static_cast<int32_t>(g));
   }
+  return out;
+}
+
+std::vector<BlockShape> SearchRange::Candidates(const Context& ctx) const {
+  std::vector<BlockShape> out;
+  for (int32_t i : CandidateIndices(ctx)) out.push_back(ToBlockShape(grid(i)));
   return out;
 }
 
 namespace {
 
-// Predicted seconds of `n` block shapes in `ctx`: each row is the context's
-// features with the block shape's six log2 values, which `block_logs(i,
-// row)` writes first.
-template <typename BlockLogs>
+// Predicted seconds of `n` configurations in `ctx`: each row is the
+// configuration's ParamFeatures, which `param_features(i, row)` writes,
+// then the context's features.
+template <typename ParamFeaturesFn>
 std::vector<double> Score(const Surrogate& model, const Context& ctx, size_t n,
-                          BlockLogs&& block_logs) {
-  const std::vector<float> probe = LogFeatures(ctx, BlockShape{1, 1, 1, 1, 1, 1});
-  const size_t f = probe.size();
+                          ParamFeaturesFn&& param_features) {
+  const size_t pf = model.family().params().size();
+  std::vector<float> context;
+  AppendContextFeatures(ctx, &context);
+  const size_t f = pf + context.size();
   std::vector<float> x(n * f);
   for (size_t i = 0; i < n; ++i) {
     float* row = x.data() + i * f;
-    std::copy(probe.begin(), probe.end(), row);
-    block_logs(i, row);
+    param_features(i, row);
+    std::copy(context.begin(), context.end(), row + pf);
   }
   std::vector<float> y(n);
   model.Predict(x.data(), static_cast<int64_t>(n), y.data());
@@ -97,11 +116,11 @@ std::vector<double> Score(const Surrogate& model, const Context& ctx, size_t n,
 
 std::vector<double> BlockSearch::PredictSeconds(
     const Context& ctx, const std::vector<BlockShape>& shapes) const {
+  std::vector<float> features;
   return Score(model_, ctx, shapes.size(), [&](size_t i, float* row) {
-    const BlockShape& xb = shapes[i];
-    for (int64_t c : {xb.ml, xb.nl, xb.ms, xb.ns, xb.u, xb.kg}) {
-      *row++ = static_cast<float>(std::log2(double(c)));
-    }
+    features.clear();
+    family().ParamFeatures(ToParams(shapes[i]), &features);
+    std::copy(features.begin(), features.end(), row);
   });
 }
 
@@ -109,17 +128,19 @@ namespace {
 
 constexpr size_t kEnsembleShortlist = 512;
 
-// Positions of the `keep` fastest predicted shapes, fastest first; ties go
-// to the smaller block shape, so the order is the same on every run.
+// Positions of the `keep` fastest predicted configurations, fastest first;
+// ties go to the smaller one (parameters compared in order), so the order
+// is the same on every run.
 std::vector<size_t> Fastest(const std::vector<double>& seconds,
-                            const std::vector<BlockShape>& shapes, size_t keep) {
-  std::vector<size_t> order(shapes.size());
+                            const std::vector<int32_t>& index,
+                            const SearchRange& range, size_t keep) {
+  std::vector<size_t> order(index.size());
   std::iota(order.begin(), order.end(), 0);
   keep = std::min(keep, order.size());
   std::partial_sort(order.begin(), order.begin() + keep, order.end(),
                     [&](size_t a, size_t b) {
                       if (seconds[a] != seconds[b]) return seconds[a] < seconds[b];
-                      return shapes[a] < shapes[b];
+                      return range.grid(index[a]) < range.grid(index[b]);
                     });
   order.resize(keep);
   return order;
@@ -131,17 +152,18 @@ std::vector<ScoredShape> BlockSearch::Top(const Context& ctx, int k,
                                           SearchStats* stats) const {
   const auto start = std::chrono::steady_clock::now();
   const size_t want = static_cast<size_t>(std::max(k, 1));
-  std::vector<int32_t> index;
-  std::vector<BlockShape> shapes = range_.Candidates(ctx, &index);
-  const int64_t candidates = static_cast<int64_t>(shapes.size());
-  // The block shapes' logs come precomputed with the grid.
+  // Positions in the range's grid.
+  std::vector<int32_t> index = range_.CandidateIndices(ctx);
+  const int64_t candidates = static_cast<int64_t>(index.size());
+  // The parameters' features come precomputed with the grid.
+  const size_t pf = family().params().size();
   auto score = [&](const Surrogate& model) {
-    return Score(model, ctx, shapes.size(), [&](size_t i, float* row) {
-      std::copy_n(range_.grid_logs(index[i]), kBlockParameters, row);
+    return Score(model, ctx, index.size(), [&](size_t i, float* row) {
+      std::copy_n(range_.grid_features(index[i]), pf, row);
     });
   };
   // A broken model's NaN or absurd times would poison the ranking (NaN
-  // compares false with everything): such shapes are dropped here.
+  // compares false with everything): such configurations are dropped here.
   const double flops = Flops(ctx);
   int64_t implausible = 0;
   auto drop_implausible = [&](std::vector<double>* seconds) {
@@ -149,13 +171,11 @@ std::vector<ScoredShape> BlockSearch::Top(const Context& ctx, int k,
     for (size_t i = 0; i < seconds->size(); ++i) {
       if (!PlausibleSeconds(flops, (*seconds)[i])) continue;
       (*seconds)[kept] = (*seconds)[i];
-      shapes[kept] = shapes[i];
       index[kept] = index[i];
       ++kept;
     }
     implausible += static_cast<int64_t>(seconds->size() - kept);
     seconds->resize(kept);
-    shapes.resize(kept);
     index.resize(kept);
   };
   std::vector<double> seconds = score(model_.Member(0));
@@ -167,21 +187,18 @@ std::vector<ScoredShape> BlockSearch::Top(const Context& ctx, int k,
     // scoring everything with the ensemble, on the shipped H100 models: the
     // same top 10 on the 32 oracle contexts, and on the 54 evaluation shapes
     // all but one (MLP 256x16x256: its 10th shape differs).
-    std::vector<BlockShape> short_shapes;
     std::vector<int32_t> short_index;
-    for (size_t i :
-         Fastest(seconds, shapes, std::max(kEnsembleShortlist, 8 * want))) {
-      short_shapes.push_back(shapes[i]);
+    for (size_t i : Fastest(seconds, index, range_,
+                            std::max(kEnsembleShortlist, 8 * want))) {
       short_index.push_back(index[i]);
     }
-    shapes = std::move(short_shapes);
     index = std::move(short_index);
     seconds = score(model_);
     drop_implausible(&seconds);
   }
   std::vector<ScoredShape> top;
-  for (size_t i : Fastest(seconds, shapes, want))
-    top.push_back({shapes[i], seconds[i]});
+  for (size_t i : Fastest(seconds, index, range_, want))
+    top.push_back({ToBlockShape(range_.grid(index[i])), seconds[i]});
   if (stats) {
     stats->candidates = candidates;
     stats->implausible = implausible;
@@ -259,7 +276,7 @@ Status BlockSearch::Probe() const {
       return InvalidArgument("model predicts " + Short(seconds[i]) + " s (" +
                              Short(flops / seconds[i]) + " flop/s) for '" +
                              ToString(ctx) + "' with block shape " +
-                             ToString(shapes[i]) +
+                             family().Format(ToParams(shapes[i])) +
                              "; a usable model predicts a finite time at " +
                              Short(kMinPlausibleFlops) + " to " +
                              Short(kMaxPlausibleFlops) + " flop/s");

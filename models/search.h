@@ -1,23 +1,31 @@
-// Runtime inference (thesis §4.4): for a context, score every block shape in
-// the search range with the surrogate and keep the best k. The search is
-// exhaustive over the range, so it finds the model's global optimum there.
+// Runtime inference (thesis §4.4): for a context, score every configuration
+// of the model's kernel family in the search range with the surrogate and
+// keep the best k. The search is exhaustive over the range, so it finds the
+// model's global optimum there.
 //
-// The range: every combination of the x_B values the model's training data
-// covered (Surrogate::search_values), that the hardware rules accept for the
-// context, with M_L*N_L >= 32 (fewer elements than a warp's threads only
-// wastes lanes) and K_G*U <= K (a split that leaves programs without a
-// single reduction step only adds work), and whose K_G partial sums fit
-// in memory beside the operands (1 GiB in all, as a campaign measures; no
-// split when the operands alone are larger). The context-free rules (threads,
-// shared memory, instruction cache) are applied once, at construction.
+// The range: every combination of the parameter values the model's training
+// data covered (Surrogate::search_values), in the family's parameter order
+// with the last parameter varying fastest, that the family's hardware rules
+// accept for the context, with an output tile of at least 32 elements
+// (fewer than a warp's threads only wastes lanes), a split that leaves every
+// program a reduction step (SplitHasWork: K_G*U <= K), and a working set
+// (WorkingSetBytes: operands and the K_G partial sums) that fits in memory
+// (1 GiB in all, as a campaign measures; the operands alone when they are
+// larger, which then allows no split). The rules that do not look at the
+// problem (KernelFamily::RuleUsesProblem) are applied once, at construction.
 //
 // An ensemble model is searched in two stages: its first member scores the
 // whole range and the ensemble re-scores that member's best 512 (or 8k), so
 // a query costs about one network's scoring instead of one per member. That
 // can miss the ensemble's exhaustive best by a near-tie (see search.cc).
+//
+// The model's family is BlockShapeFamily(op) (gemm.ffma, conv.ffma) until
+// models are keyed by family (issue 19); configurations come out as block
+// shapes, which the store and protocol carry.
 #ifndef BLOCKTUNE_MODELS_SEARCH_H_
 #define BLOCKTUNE_MODELS_SEARCH_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -48,24 +56,43 @@ struct SearchStats {
   double seconds = 0;      // enumeration and scoring
 };
 
-// The search range alone, for any x_B values (no model needed).
+// The search range alone, for any parameter values (no model needed).
 class SearchRange {
  public:
-  SearchRange(const SearchValues& values, const DeviceProfile& profile);
-  // The block shapes of the range for `ctx` (which must have validated);
-  // `index`, when given, receives each one's position in the grid.
-  std::vector<BlockShape> Candidates(const Context& ctx,
-                                     std::vector<int32_t>* index = nullptr) const;
-  int64_t grid_size() const { return static_cast<int64_t>(grid_.size()); }
-  // log2 of grid shape i's six components.
-  const float* grid_logs(int32_t i) const {
-    return grid_logs_.data() + size_t(i) * kBlockParameters;
+  // `values`: one list per parameter of `family`, in its params() order (a
+  // list count that differs leaves the range empty). `family` must outlive
+  // the range (registered families do).
+  SearchRange(const KernelFamily& family, const SearchValues& values,
+              const DeviceProfile& profile);
+  // The configurations of the range for `ctx` (which must have validated,
+  // and be of the family's op), as positions in the grid, ascending.
+  std::vector<int32_t> CandidateIndices(const Context& ctx) const;
+  // The same as block shapes (the family must be a block-shape family).
+  std::vector<BlockShape> Candidates(const Context& ctx) const;
+  int64_t grid_size() const {
+    return params_ ? static_cast<int64_t>(grid_values_.size()) / params_ : 0;
+  }
+  // Grid configuration i.
+  Params grid(int32_t i) const {
+    Params p;
+    p.size = params_;
+    std::copy_n(grid_values_.data() + size_t(i) * params_, params_, p.v.data());
+    return p;
+  }
+  const KernelFamily& family() const { return *family_; }
+  // KernelFamily::ParamFeatures of grid configuration i.
+  const float* grid_features(int32_t i) const {
+    return grid_features_.data() + size_t(i) * params_;
   }
 
  private:
+  const KernelFamily* family_;
+  int params_;  // the family's parameter count
   KernelLimits limits_;
-  std::vector<BlockShape> grid_;  // context-free rules applied
-  std::vector<float> grid_logs_;
+  std::vector<int> problem_rules_;  // the rules applied per query
+  // The configurations the other rules accept, `params_` values each.
+  std::vector<int64_t> grid_values_;
+  std::vector<float> grid_features_;
 };
 
 class BlockSearch {
@@ -76,6 +103,7 @@ class BlockSearch {
   std::vector<BlockShape> Candidates(const Context& ctx) const {
     return range_.Candidates(ctx);
   }
+  const KernelFamily& family() const { return range_.family(); }
   // The k best by predicted time, fastest first (k >= 1). Shapes whose
   // prediction is not PlausibleSeconds are left out and counted in stats.
   std::vector<ScoredShape> Top(const Context& ctx, int k,

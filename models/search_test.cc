@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "models/surrogate.pb.h"
 
@@ -34,7 +35,7 @@ struct StoredModel {
     normalization.set_target_mean(kLnTeraflop);
     const std::vector<std::vector<int64_t>> values = {
         {32, 64, 128}, {32, 64, 128}, {4, 8}, {4, 8}, {8}, {1}};
-    for (int p = 0; p < kBlockParameters; ++p) {
+    for (int p = 0; p < static_cast<int>(values.size()); ++p) {
       auto* v = normalization.mutable_search_values(p)->mutable_values();
       v->Clear();
       v->Add(values[p].begin(), values[p].end());
@@ -132,6 +133,112 @@ TEST(ModelValidationTest, ImplausiblePredictionsFailTheProbeAndLeaveTheSearch) {
   probe = Search(*model).Probe();
   EXPECT_NE(probe.message().find("flop/s"), std::string::npos)
       << probe.message();
+}
+
+// The x_B values of the shipped H100 models (models/pretrained): every power
+// of two the training domains allowed.
+SearchValues ShippedSearchValues() {
+  auto pow2 = [](int64_t hi) {
+    std::vector<int64_t> v;
+    for (int64_t x = 1; x <= hi; x *= 2) v.push_back(x);
+    return v;
+  };
+  return {pow2(1024), pow2(1024), pow2(32), pow2(32), pow2(128), pow2(4096)};
+}
+
+// The fp32 context of ToString's text without its dtype.
+Context Fp32(const std::string& text) {
+  StatusOr<Context> ctx = ContextFromString(text + " dtype=fp32");
+  EXPECT_TRUE(ctx.ok()) << ctx.status().ToString();
+  return ctx.ok() ? *ctx : Context{};
+}
+
+// FNV-1a over the block shapes, in order.
+uint64_t Hash(const std::vector<BlockShape>& shapes) {
+  uint64_t h = 1469598103934665603ull;
+  for (const BlockShape& xb : shapes) {
+    for (int64_t v : {xb.ml, xb.nl, xb.ms, xb.ns, xb.u, xb.kg}) {
+      h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+    }
+  }
+  return h;
+}
+
+// The range, shape by shape and in order, for the shipped models' values on
+// a spread of contexts (tiny K where splits leave programs idle, operands
+// beyond 1 GiB where no split fits, a grid too wide for N, convolutions
+// whose register estimate differs from the GEMM's), pinned from the search
+// before it enumerated families' parameters generically.
+TEST(SearchRangeTest, ShippedRangesAreUnchanged) {
+  struct Pinned {
+    const char* ctx;
+    size_t count;
+    uint64_t hash;
+  };
+  const Pinned pinned[] = {
+      {"gemm m=1024 n=1024 k=1024 layout=NN", 33766, 1807940203938125578ull},
+      {"gemm m=1 n=1 k=1 layout=NN", 4337, 9078412373180577709ull},
+      {"gemm m=4096 n=16 k=7 layout=NN", 7683, 17506625887639642285ull},
+      {"gemm m=4096 n=16 k=4096 layout=TN", 47705, 1305073438193660284ull},
+      {"gemm m=64 n=64 k=131072 layout=NN", 56314, 620091007005777501ull},
+      {"gemm m=16384 n=16384 k=16384 layout=NN", 4337, 9078412373180577709ull},
+      {"gemm m=8 n=40000000 k=8 layout=NN", 77, 13711214230983676258ull},
+      {"conv n=8 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1", 29500,
+       8164931231153494414ull},
+      {"conv n=32 h=14 w=14 c=256 k=256 r=1 s=1 pad=0 stride=1 dilation=1",
+       27635, 11052945265706612596ull},
+      {"conv n=1 h=224 w=224 c=3 k=64 r=7 s=7 pad=3 stride=2 dilation=1", 24801,
+       16514386112187014402ull},
+  };
+  const DeviceProfile h100 = ProfileByName("h100-sxm").value();
+  const SearchRange gemm(BlockShapeFamily(Op::kGemm), ShippedSearchValues(), h100);
+  const SearchRange conv(BlockShapeFamily(Op::kConv), ShippedSearchValues(), h100);
+  for (const Pinned& p : pinned) {
+    const Context ctx = Fp32(p.ctx);
+    const SearchRange& range = OpOf(ctx) == Op::kGemm ? gemm : conv;
+    const std::vector<BlockShape> shapes = range.Candidates(ctx);
+    EXPECT_EQ(shapes.size(), p.count) << p.ctx;
+    EXPECT_EQ(Hash(shapes), p.hash) << p.ctx;
+  }
+}
+
+// The search applies the rules that KernelFamily::RuleUsesProblem says do
+// not look at the problem once per configuration: they must hold or fail
+// alike on every problem.
+TEST(SearchRangeTest, RulesAppliedOnceIgnoreTheProblem) {
+  const KernelLimits limits = ProfileByName("h100-sxm").value().Limits();
+  const SearchValues values = ShippedSearchValues();
+  std::vector<Context> problems;
+  for (const char* text :
+       {"gemm m=1 n=1 k=1 layout=NN", "gemm m=4096 n=16 k=7 layout=TT",
+        "gemm m=8 n=40000000 k=8 layout=NN",
+        "conv n=8 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1",
+        "conv n=1 h=224 w=224 c=3 k=64 r=7 s=7 pad=3 stride=2 dilation=1"}) {
+    problems.push_back(Fp32(text));
+  }
+  int checked = 0;
+  for (Op op : {Op::kGemm, Op::kConv}) {
+    const KernelFamily& family = BlockShapeFamily(op);
+    for (int rule = 0; rule < static_cast<int>(family.rules().size()); ++rule) {
+      if (family.RuleUsesProblem(rule)) continue;
+      for (int64_t ml : values[0])
+        for (int64_t ms : values[2])
+          for (int64_t u : values[4]) {
+            const BlockShape xb{ml, ml, ms, ms, u, 1};
+            if (!Validate(xb).ok()) continue;
+            const Params p = ToParams(xb);
+            const bool once = family.Passes(rule, Problem(), p, limits);
+            for (const Context& ctx : problems) {
+              if (OpOf(ctx) != op) continue;
+              EXPECT_EQ(family.Passes(rule, ctx, p, limits), once)
+                  << family.rules()[rule] << " " << ToString(xb) << " "
+                  << ToString(ctx);
+              ++checked;
+            }
+          }
+    }
+  }
+  EXPECT_GT(checked, 1000);
 }
 
 TEST(ModelValidationTest, TrainingSizeIsBounded) {

@@ -18,8 +18,6 @@ constexpr char kWeightsFormat[] = "blocktune.mlp.v1";
 constexpr char kEnsembleFormat[] = "blocktune.mlp-ensemble.v1";
 constexpr int kMaxMembers = 16;
 constexpr char kTarget[] = "ln(flop/s)";
-constexpr const char* kBlockNames[kBlockParameters] = {"ml", "nl", "ms",
-                                                       "ns", "u",  "kg"};
 
 // A stored number that is NaN or infinite makes every prediction NaN (one
 // NaN weight reaches every output through the dense layers), so a model
@@ -173,6 +171,7 @@ StatusOr<Surrogate> Surrogate::Create(Op op, const std::vector<int>& hidden,
   impl->op = op;
   impl->hidden = hidden;
   impl->inputs = static_cast<int>(FeatureNames(op).size());
+  impl->search_values.assign(BlockShapeFamily(op).params().size(), {});
   impl->mean.assign(impl->inputs, 0.f);
   impl->stddev.assign(impl->inputs, 1.f);
   impl->Build(seed);
@@ -261,17 +260,23 @@ StatusOr<Surrogate> Surrogate::LoadNetwork(Op op,
   impl.stddev.assign(norm.stddev().begin(), norm.stddev().end());
   impl.target_mean = norm.target_mean();
   impl.target_std = norm.target_std();
-  if (norm.search_values_size() != kBlockParameters) {
+  const std::vector<ParamSpec>& specs = s.family().params();
+  if (norm.search_values_size() != static_cast<int>(specs.size())) {
+    std::string names;
+    for (const ParamSpec& spec : specs)
+      names += (names.empty() ? "" : " ") + spec.LowerName();
     return InvalidArgument("model normalization lists " +
                            std::to_string(norm.search_values_size()) +
-                           " search ranges, expected 6 (ml nl ms ns u kg)");
+                           " search ranges, expected " +
+                           std::to_string(specs.size()) + " (" + names + ")");
   }
-  for (int p = 0; p < kBlockParameters; ++p) {
+  for (int p = 0; p < norm.search_values_size(); ++p) {
     const auto& v = norm.search_values(p);
-    if (v.parameter() != kBlockNames[p] || v.values_size() == 0) {
+    const std::string name = specs[p].LowerName();
+    if (v.parameter() != name || v.values_size() == 0) {
       return InvalidArgument("model search range " + std::to_string(p) +
                              " is '" + v.parameter() + "', expected a " +
-                             kBlockNames[p] + " with values");
+                             name + " with values");
     }
     impl.search_values[p].assign(v.values().begin(), v.values().end());
   }
@@ -311,6 +316,9 @@ StatusOr<Surrogate> Surrogate::LoadNetwork(Op op,
 }
 
 Op Surrogate::op() const { return impl_->op; }
+const KernelFamily& Surrogate::family() const {
+  return BlockShapeFamily(impl_->op);
+}
 const std::vector<int>& Surrogate::hidden() const { return impl_->hidden; }
 const SearchValues& Surrogate::search_values() const {
   return impl_->search_values;
@@ -371,9 +379,10 @@ models::Normalization NetworkNormalization(const Surrogate::Impl& impl) {
   n.set_target(kTarget);
   n.set_target_mean(impl.target_mean);
   n.set_target_std(impl.target_std);
-  for (int p = 0; p < kBlockParameters; ++p) {
+  const std::vector<ParamSpec>& specs = BlockShapeFamily(impl.op).params();
+  for (size_t p = 0; p < specs.size() && p < impl.search_values.size(); ++p) {
     auto* v = n.add_search_values();
-    v->set_parameter(kBlockNames[p]);
+    v->set_parameter(specs[p].LowerName());
     v->mutable_values()->Add(impl.search_values[p].begin(),
                              impl.search_values[p].end());
   }

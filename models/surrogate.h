@@ -58,8 +58,10 @@ bool LibtorchHasCuda();
 void ConfigureCpuInference(int threads);
 int ScoringThreads();
 
-// The x_B values a model was trained on, per parameter (ml nl ms ns u kg).
-using SearchValues = std::array<std::vector<int64_t>, kBlockParameters>;
+// The parameter values a model was trained on: one ascending list per
+// parameter of its family, in the family's params() order (for a
+// block-shape family ml nl ms ns u kg).
+using SearchValues = std::vector<std::vector<int64_t>>;
 
 class Surrogate {
  public:
@@ -79,6 +81,9 @@ class Surrogate {
                                   const std::string& normalization);
 
   Op op() const;
+  // The family whose configurations it scores: BlockShapeFamily(op())
+  // until models are keyed by family (issue 19).
+  const KernelFamily& family() const;
   const std::vector<int>& hidden() const;
   int64_t parameters() const;
   // 1 for a single network.
@@ -92,7 +97,8 @@ class Surrogate {
   std::string SerializeNormalization() const;
   const SearchValues& search_values() const;
 
-  // Predicted ln(flop/s) for `n` rows of raw LogFeatures, row-major.
+  // Predicted ln(flop/s) for `n` rows of raw features (family().Features),
+  // row-major.
   void Predict(const float* features, int64_t n, float* out) const;
   // Predicted seconds for one pair (both must have validated).
   double PredictSeconds(const Context& ctx, const BlockShape& xb) const;

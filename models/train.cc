@@ -168,12 +168,14 @@ StatusOr<TrainedModel> TrainOne(
                               std::to_string(rows.size()));
   }
   const int64_t n = static_cast<int64_t>(rows.size());
+  const KernelFamily& family = BlockShapeFamily(op);
   const int64_t f = static_cast<int64_t>(FeatureNames(op).size());
 
-  // Features, targets, and the x_B values the data covers.
+  // Features, targets, and the parameter values the data covers.
   std::vector<float> x(n * f);
   std::vector<float> y(n);
-  std::array<std::set<int64_t>, kBlockParameters> seen;
+  std::vector<std::set<int64_t>> seen(family.params().size());
+  std::vector<float> fi;
   for (int64_t i = 0; i < n; ++i) {
     const TrainingRow& r = rows[i];
     if (OpOf(r.ctx) != op) {
@@ -186,12 +188,12 @@ StatusOr<TrainedModel> TrainOne(
       return InvalidArgument("rows[" + std::to_string(i) +
                              "].seconds must be positive and finite");
     }
-    std::vector<float> fi = LogFeatures(r.ctx, r.xb);
+    const Params params = ToParams(r.xb);
+    fi.clear();
+    family.Features(r.ctx, params, &fi);
     std::copy(fi.begin(), fi.end(), x.begin() + i * f);
     y[i] = static_cast<float>(std::log(Flops(r.ctx) / r.seconds));
-    const int64_t v[kBlockParameters] = {r.xb.ml, r.xb.nl, r.xb.ms,
-                                         r.xb.ns, r.xb.u,  r.xb.kg};
-    for (int p = 0; p < kBlockParameters; ++p) seen[p].insert(v[p]);
+    for (size_t p = 0; p < seen.size(); ++p) seen[p].insert(params[static_cast<int>(p)]);
   }
 
   // The split, from the seed.
@@ -210,7 +212,7 @@ StatusOr<TrainedModel> TrainOne(
   BT_ASSIGN_OR_RETURN(Surrogate model,
                       Surrogate::Create(op, options.hidden, options.seed));
   Surrogate::Impl& impl = model.impl();
-  for (int p = 0; p < kBlockParameters; ++p) {
+  for (size_t p = 0; p < seen.size(); ++p) {
     impl.search_values[p].assign(seen[p].begin(), seen[p].end());
   }
 

@@ -33,22 +33,17 @@ double ContextDistance(const Context& a, const Context& b) {
 
 bool FitsContext(const Context& ctx, const BlockShape& xb,
                  const KernelLimits& limits) {
-  if (xb.kg > 1 && xb.kg * xb.u > ImplicitGemm(ctx).k) return false;
-  return FirstFailingHardwareRule(ctx, xb, limits) == HardwareRule::kNone;
+  const KernelFamily& family = BlockShapeFamily(OpOf(ctx));
+  const Params params = ToParams(xb);
+  return SplitHasWork(ctx, family.Shape(ctx, params)) &&
+         family.FirstFailingRule(ctx, params, limits) < 0;
 }
 
 StatusOr<BlockShape> DefaultBlockShape(const Context& ctx,
                                        const KernelLimits& limits) {
-  static constexpr BlockShape kDefaults[] = {
-      {64, 64, 4, 4, 8, 1},  {32, 64, 2, 4, 8, 1}, {32, 32, 2, 2, 8, 1},
-      {128, 32, 4, 2, 8, 1}, {16, 16, 1, 1, 4, 1}, {256, 16, 4, 1, 4, 1},
-  };
-  for (const BlockShape& xb : kDefaults) {
-    if (FitsContext(ctx, xb, limits)) return xb;
-  }
-  return FailedPrecondition("no default block shape fits '" + ToString(ctx) +
-                            "': " +
-                            CanImplement(ctx, kDefaults[0], limits).message());
+  BT_ASSIGN_OR_RETURN(Params params,
+                      BlockShapeFamily(OpOf(ctx)).Default(ctx, limits));
+  return ToBlockShape(params);
 }
 
 }  // namespace blocktune

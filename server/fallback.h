@@ -20,7 +20,8 @@ namespace blocktune {
 double ContextDistance(const Context& a, const Context& b);
 
 // Whether `xb` can run for `ctx` where a search would have offered it: the
-// hardware rules, and K_G*U <= K when the reduction is split.
+// hardware rules of its family (BlockShapeFamily), and a split that leaves
+// every program a reduction step (SplitHasWork: K_G*U <= K).
 bool FitsContext(const Context& ctx, const BlockShape& xb,
                  const KernelLimits& limits);
 
@@ -47,9 +48,10 @@ std::optional<TunedRecord> NearestTuned(const std::vector<TunedRecord>& stored,
 }
 
 // A block shape that runs for `ctx` on a device with `limits`, with no
-// tuning behind it: the first of a short list of moderate shapes (64x64
-// tiles of 4x4 per thread first) that fits. FAILED_PRECONDITION if none
-// does.
+// tuning behind it: its family's Default (the first of a short list of
+// moderate shapes, 64x64 tiles of 4x4 per thread first, that fits).
+// FAILED_PRECONDITION if none does, or for a precision the family does not
+// implement.
 StatusOr<BlockShape> DefaultBlockShape(const Context& ctx,
                                        const KernelLimits& limits);
 
