@@ -66,6 +66,7 @@ MmaLimits ToMmaLimits(const KernelLimits& l) {
   m.max_dynamic_shared_bytes = l.max_dynamic_shared_bytes;
   m.max_registers_per_thread = l.max_registers_per_thread;
   m.registers_per_sm = l.registers_per_sm;
+  m.compute_capability = l.compute_capability;
   return m;
 }
 

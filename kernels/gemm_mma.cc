@@ -181,7 +181,8 @@ int64_t MmaSharedBytes(MmaPrecision precision, const MmaParams& p) {
   return p.stages * (p.bm + p.bn) * p.bk * ElementBytes(precision);
 }
 
-int64_t MmaRegisterEstimate(const MmaProblem& problem, const MmaParams& p) {
+int64_t MmaRegisterEstimate(const MmaProblem& problem, const MmaParams& p,
+                            int compute_capability) {
   const Tiling t = MakeTiling(problem, p);
   // Accumulators; two buffers of fragments (the pipelined loop); the lane
   // offsets; copy bookkeeping (regular: 7 per operand, plus a shared
@@ -203,7 +204,12 @@ int64_t MmaRegisterEstimate(const MmaProblem& problem, const MmaParams& p) {
     return 7 + (rstep % 8 == 0 || copies == 1 ? 0 : copies) + held + split;
   };
   const int64_t acc = 4 * t.mt * t.nt;
-  return acc + 2 * (4 * t.mt + 2 * t.nt) + t.FragAddrA() + t.FragAddrB() +
+  // Before sm_90, tf32 rounds with cvt.rna (three instructions and a
+  // temporary per element): a 256 x 8 warp tile (mt 16) estimated at 254
+  // spilled 136 bytes on sm_80.
+  const int64_t tf32_round =
+      t.prec == MmaPrecision::kTf32 && compute_capability < 90 ? 2 * t.mt : 0;
+  return acc + tf32_round + 2 * (4 * t.mt + 2 * t.nt) + t.FragAddrA() + t.FragAddrB() +
          copy_regs(t.RegularA(), t.a_copies, t.a_chunks, t.cw_a) +
          copy_regs(t.RegularB(), t.b_copies, t.b_chunks, t.cw_b) + 40 +
          (t.sk == 1 ? 56 + acc / 4 : 0);
@@ -220,7 +226,8 @@ bool PassesMmaRule(MmaRule rule, const MmaProblem& problem,
       return MmaSharedBytes(problem.precision, p) <=
              limits.max_dynamic_shared_bytes;
     case MmaRule::kRegisters: {
-      const int64_t regs = MmaRegisterEstimate(problem, p);
+      const int64_t regs =
+          MmaRegisterEstimate(problem, p, limits.compute_capability);
       return regs <= limits.max_registers_per_thread &&
              regs * p.Threads() <= limits.registers_per_sm;
     }
@@ -277,7 +284,8 @@ Status CanImplementMma(const MmaProblem& problem, const MmaParams& p,
                                 N(limits.max_dynamic_shared_bytes) + " B");
     case MmaRule::kRegisters:
       return FailedPrecondition(
-          "an estimated " + N(MmaRegisterEstimate(problem, p)) +
+          "an estimated " +
+          N(MmaRegisterEstimate(problem, p, limits.compute_capability)) +
           " registers per thread do not fit (" +
           N(limits.max_registers_per_thread) + " per thread, " +
           N(limits.registers_per_sm) + " per SM)");

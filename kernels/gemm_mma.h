@@ -151,6 +151,7 @@ struct MmaLimits {
   int max_dynamic_shared_bytes = 227 * 1024;
   int max_registers_per_thread = 255;
   int registers_per_sm = 65536;
+  int compute_capability = 90;  // major * 10 + minor
 };
 
 enum class MmaRule {
@@ -177,7 +178,10 @@ int64_t MmaPartialBytes(const MmaProblem& problem, const MmaParams& p);
 int64_t MmaWorkspaceBytes(const MmaProblem& problem, const MmaParams& p);
 // Accumulators, fragments, copy bookkeeping and addressing per thread;
 // calibrated with ptxas in gemm_mma_test.
-int64_t MmaRegisterEstimate(const MmaProblem& problem, const MmaParams& p);
+// `compute_capability` 80..89 adds tf32's three-instruction cvt.rna
+// rounding (sm_90 rounds in one instruction).
+int64_t MmaRegisterEstimate(const MmaProblem& problem, const MmaParams& p,
+                            int compute_capability = 90);
 
 // Whether one rule holds, with no allocation (samplers call it).
 bool PassesMmaRule(MmaRule rule, const MmaProblem& problem, const MmaParams& p,
