@@ -344,7 +344,7 @@ TEST_F(GemmMmaGpuTest, LargerShapesEveryLayout) {
       c.problem.precision = prec;
       c.params = *MmaParamsFromString(
           l % 2 ? "bm=128 bn=64 bk=32 wm=2 wn=2 st=4 kg=1 gm=4"
-                : "bm=64 bn=128 bk=64 wm=2 wn=2 st=3 kg=2 gm=2");
+                : "bm=64 bn=128 bk=64 wm=2 wn=4 st=3 kg=2 gm=2");
       if (prec == MmaPrecision::kTf32) c.params.bk = 32;
       c.beta = 0.25f;
       c.params.split_reduce = l / 2;
