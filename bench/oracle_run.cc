@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
     }
     std::string key = ToString(*ctx) + "\t" + ToString(*xb);
     if (done.count(key)) continue;
-    list.push_back({*ctx, *xb});
+    list.push_back(FfmaCandidate(*ctx, *xb));
     keys.push_back(std::move(key));
   }
   std::fprintf(stderr, "oracle_run: %zu to measure (%zu already done)\n",

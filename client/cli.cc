@@ -121,7 +121,7 @@ int RunSample(const SampleFlags& f, bool json) {
                         std::string(ToString(op)));
   }
   if (!domain.ok()) return UsageError("--domain: " + domain.status().message());
-  auto rules = RuleSet::Make(*profile, f.rules, f.rho);
+  auto rules = RuleSet::Make(*domain->family, *profile, f.rules, f.rho);
   if (!rules.ok()) return UsageError("--rules/--rho: " + rules.status().message());
   SamplingOptions options;
   options.sampler = f.sampler;

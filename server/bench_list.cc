@@ -71,8 +71,7 @@ StatusOr<BenchListResult> BenchmarkList(
           ready = true;
           for (size_t i = 0; i < list.size(); ++i) {
             if (done[i]) continue;
-            if (!worker->Send(WorkMessage(static_cast<int64_t>(i), list[i].ctx,
-                                          list[i].xb))
+            if (!worker->Send(WorkMessage(static_cast<int64_t>(i), list[i]))
                      .ok()) {
               break;  // its exit event follows
             }

@@ -125,7 +125,19 @@ class CampaignManager::Run {
                                                 : record_.spec.gpus.front();
       BT_ASSIGN_OR_RETURN(profile, ProfileFromDevice(gpu));
     }
-    BT_ASSIGN_OR_RETURN(Domain domain, DefaultDomain(record_.spec.op));
+    // The campaign's precision picks the family (DefaultFamily) and every
+    // context is drawn in it. The store keeps x_B as a block shape, so
+    // only the ffma families can run here until it keeps a family's
+    // parameters (issue 19).
+    BT_ASSIGN_OR_RETURN(Domain domain,
+                        DefaultDomain(record_.spec.op, record_.spec.dtype));
+    if (!HasBlockShape(*domain.family)) {
+      return FailedPrecondition(
+          "campaign: dtype " + std::string(ToString(record_.spec.dtype)) +
+          " is measured by family " + std::string(domain.family->name()) +
+          ", whose parameters the store cannot keep yet; only fp32 campaigns "
+          "run until then");
+    }
     BT_ASSIGN_OR_RETURN(stream_,
                         CandidateStream::Make(std::move(domain), profile,
                                               record_.spec.sampler,
@@ -270,8 +282,7 @@ class CampaignManager::Run {
         }
         const Pending& p = pending_[seq];
         slot.sent.push_back(seq);
-        if (!slot.process->Send(WorkMessage(seq, p.candidate.ctx, p.candidate.xb))
-                 .ok()) {
+        if (!slot.process->Send(WorkMessage(seq, p.candidate)).ok()) {
           // The worker is going away; its exit event requeues what it had.
           break;
         }
@@ -298,7 +309,8 @@ class CampaignManager::Run {
     s.campaign_id = record_.id;
     s.seq = seq;
     s.context = it->second.candidate.ctx;
-    s.block_shape = it->second.candidate.xb;
+    // Prepare() lets only block-shape families through.
+    s.block_shape = *BlockShapeOf(it->second.candidate);
     s.measurement = std::move(m);
     s.measurement.error = Truncate(s.measurement.error);
     s.measured_unix = NowUnix();

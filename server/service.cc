@@ -414,7 +414,7 @@ Status BlocktuneService::AnswerQuery(
       why = "no GPU: blocktuned owns no GPU";
     } else {
       std::vector<Candidate> list;
-      for (const ScoredShape& s : top) list.push_back({q.context, s.xb});
+      for (const ScoredShape& s : top) list.push_back(FfmaCandidate(q.context, s.xb));
       auto measured = campaigns_->Measure(list);
       if (!measured.ok()) {
         why = measured.status().message();

@@ -2,11 +2,8 @@
 
 namespace blocktune {
 
-CandidateStream::CandidateStream(Domain domain, const DeviceProfile& profile,
-                                 uint64_t seed)
-    : domain_(std::move(domain)),
-      rules_(RuleSet::ForSampling(profile)),
-      rng_(seed) {}
+CandidateStream::CandidateStream(Domain domain, RuleSet rules, uint64_t seed)
+    : domain_(std::move(domain)), rules_(std::move(rules)), rng_(seed) {}
 
 StatusOr<std::unique_ptr<CandidateStream>> CandidateStream::Make(
     Domain domain, const DeviceProfile& profile, const std::string& sampler,
@@ -15,8 +12,10 @@ StatusOr<std::unique_ptr<CandidateStream>> CandidateStream::Make(
     return InvalidArgument("sampler must be bayes or uniform, got '" +
                            sampler + "'");
   }
+  BT_ASSIGN_OR_RETURN(RuleSet rules,
+                      RuleSet::ForSampling(*domain.family, profile));
   std::unique_ptr<CandidateStream> s(
-      new CandidateStream(std::move(domain), profile, seed));
+      new CandidateStream(std::move(domain), std::move(rules), seed));
   if (sampler == "uniform") {
     s->sampler_ = std::make_unique<UniformSampler>(s->domain_);
     return s;

@@ -17,8 +17,10 @@ namespace blocktune {
 
 class CandidateStream {
  public:
-  // `sampler` is "bayes" or "uniform". The Naive Bayes warm-up (20,000
-  // accepted uniform draws, ~0.3 s) runs here.
+  // `sampler` is "bayes" or "uniform". The rules are ForSampling for the
+  // domain's family (FAILED_PRECONDITION where the profile cannot run it).
+  // The Naive Bayes warm-up (20,000 accepted uniform draws, ~0.3 s) runs
+  // here.
   static StatusOr<std::unique_ptr<CandidateStream>> Make(
       Domain domain, const DeviceProfile& profile, const std::string& sampler,
       uint64_t seed);
@@ -34,7 +36,7 @@ class CandidateStream {
   int64_t accepted() const { return accepted_; }
 
  private:
-  CandidateStream(Domain domain, const DeviceProfile& profile, uint64_t seed);
+  CandidateStream(Domain domain, RuleSet rules, uint64_t seed);
   Domain domain_;
   RuleSet rules_;
   Rng rng_;

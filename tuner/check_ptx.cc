@@ -2,6 +2,25 @@
 
 namespace blocktune {
 
+CheckBound CheckBoundFor(DType precision) {
+  CheckBound b;
+  b.c = precision == DType::kFp32 ? 168 : 3;
+  b.u_math = MathRoundoff(precision);
+  b.u_out = StorageRoundoff(precision);
+  return b;
+}
+
+uint32_t CheckType(DType precision) {
+  switch (precision) {
+    case DType::kFp16:
+      return 1;
+    case DType::kBf16:
+      return 2;
+    default:
+      return 0;
+  }
+}
+
 // Register conventions: %r 32-bit integers, %rd 64-bit, %f float, %fd
 // double, %p predicates. Two .func helpers serve every entry: the hash
 // that makes inputs and picks check points, and the comparison of one
@@ -32,22 +51,49 @@ const char* CheckPtx() {
   ret;
 }
 
-// ---- blocktune_compare: e = |c - ref| / max(sum |products|, 1e-30), +inf
-// for a non-finite c; atom.max of e's bits into *err (non-negative floats
-// order like their bits)
-.func blocktune_compare(.reg .u64 %c_ptr, .reg .f64 %ref, .reg .f64 %abs_sum,
-                        .reg .u64 %err)
+// ---- blocktune_load: one element as f32; type 0 f32, 1 f16, 2 bf16 (its
+// 16 bits are the high half of the f32 with the same value)
+.func (.reg .f32 %v) blocktune_load(.reg .u64 %ptr, .reg .u32 %type)
+{
+  .reg .pred %is32, %isf16;
+  .reg .b16 %h;
+  .reg .b32 %w;
+  setp.eq.u32 %is32, %type, 0;
+  @!%is32 bra LOAD_16;
+  ld.global.f32 %v, [%ptr];
+  ret;
+LOAD_16:
+  ld.global.b16 %h, [%ptr];
+  setp.eq.u32 %isf16, %type, 1;
+  @!%isf16 bra LOAD_BF16;
+  cvt.f32.f16 %v, %h;
+  ret;
+LOAD_BF16:
+  cvt.u32.u16 %w, %h;
+  shl.b32 %w, %w, 16;
+  mov.b32 %v, %w;
+  ret;
+}
+
+// ---- blocktune_compare: e = |c - ref| / max(c_u * abs_sum + u_out * |ref|,
+// 1e-30), the error over its bound (<= 1 passes), +inf for a non-finite c;
+// atom.max of e's bits into *err (non-negative floats order like their
+// bits)
+.func blocktune_compare(.reg .f32 %c, .reg .f64 %ref, .reg .f64 %abs_sum,
+                        .reg .f64 %c_u, .reg .f64 %u_out, .reg .u64 %err)
 {
   .reg .pred %finite;
   .reg .b32 %bits, %old;
-  .reg .f32 %c, %e;
-  .reg .f64 %d, %n;
-  ld.global.f32 %c, [%c_ptr];
+  .reg .f32 %e;
+  .reg .f64 %d, %bound, %t;
   cvt.f64.f32 %d, %c;
   sub.f64 %d, %d, %ref;
   abs.f64 %d, %d;
-  max.f64 %n, %abs_sum, 0d39B4484BFEEBC2A0;  // 1e-30
-  div.rn.f64 %d, %d, %n;
+  abs.f64 %t, %ref;
+  mul.f64 %t, %t, %u_out;
+  fma.rn.f64 %bound, %c_u, %abs_sum, %t;
+  max.f64 %bound, %bound, 0d39B4484BFEEBC2A0;  // 1e-30
+  div.rn.f64 %d, %d, %bound;
   cvt.rn.f32.f64 %e, %d;
   testp.finite.f32 %finite, %c;
   @!%finite mov.f32 %e, 0f7F800000;         // +inf
@@ -89,16 +135,86 @@ FILL_DONE:
   ret;
 }
 
+// ---- blocktune_fill_16: the values of blocktune_fill rounded to f16
+// (type 1) or bf16 (type 2), 2 bytes each
+.visible .entry blocktune_fill_16(
+  .param .u64 p_ptr, .param .u32 p_count, .param .u32 p_seed,
+  .param .u32 p_type)
+{
+  .reg .pred %p<3>;
+  .reg .b16 %h;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<4>;
+  .reg .f32 %f<2>;
+  ld.param.u64 %rd0, [p_ptr];
+  ld.param.u32 %r0, [p_count];
+  ld.param.u32 %r1, [p_seed];
+  ld.param.u32 %r8, [p_type];
+  setp.eq.u32 %p1, %r8, 1;
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, %tid.x;
+  mad.lo.u32 %r5, %r2, %r3, %r4;        // i
+  mov.u32 %r6, %nctaid.x;
+  mul.lo.u32 %r6, %r6, %r3;             // grid stride
+FILL16_LOOP:
+  setp.ge.u32 %p0, %r5, %r0;
+  @%p0 bra FILL16_DONE;
+  call (%r7), blocktune_hash, (%r5, %r1);
+  shr.u32 %r7, %r7, 8;                    // 24 random bits
+  cvt.rn.f32.u32 %f0, %r7;
+  fma.rn.f32 %f1, %f0, 0f34000000, 0fBF800000;  // x * 2^-23 - 1
+  @%p1 cvt.rn.f16.f32 %h, %f1;
+  @!%p1 cvt.rn.bf16.f32 %h, %f1;
+  mul.wide.u32 %rd1, %r5, 2;
+  add.u64 %rd2, %rd0, %rd1;
+  st.global.b16 [%rd2], %h;
+  add.u32 %r5, %r5, %r6;
+  bra FILL16_LOOP;
+FILL16_DONE:
+  ret;
+}
+
+// ---- blocktune_set32: ptr[i] = value for 32-bit words i < count
+.visible .entry blocktune_set32(
+  .param .u64 p_ptr, .param .u32 p_count, .param .u32 p_value)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd0, [p_ptr];
+  ld.param.u32 %r0, [p_count];
+  ld.param.u32 %r1, [p_value];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, %tid.x;
+  mad.lo.u32 %r5, %r2, %r3, %r4;
+  mov.u32 %r6, %nctaid.x;
+  mul.lo.u32 %r6, %r6, %r3;
+SET_LOOP:
+  setp.ge.u32 %p0, %r5, %r0;
+  @%p0 bra SET_DONE;
+  mul.wide.u32 %rd1, %r5, 4;
+  add.u64 %rd2, %rd0, %rd1;
+  st.global.u32 [%rd2], %r1;
+  add.u32 %r5, %r5, %r6;
+  bra SET_LOOP;
+SET_DONE:
+  ret;
+}
+
 // ---- blocktune_check_gemm: float64 reference at sampled points
 .visible .entry blocktune_check_gemm(
   .param .u64 p_a, .param .u64 p_b, .param .u64 p_c, .param .u64 p_err,
   .param .u32 p_m, .param .u32 p_n, .param .u32 p_k,
   .param .u32 p_lda, .param .u32 p_ldb, .param .u32 p_ldc,
-  .param .u32 p_ta, .param .u32 p_tb, .param .u32 p_points, .param .u32 p_seed)
+  .param .u32 p_ta, .param .u32 p_tb, .param .u32 p_points, .param .u32 p_seed,
+  .param .u32 p_type_in, .param .u32 p_type_out,
+  .param .f64 p_c_u, .param .f64 p_u_out)
 {
   .reg .pred %p<8>;
-  .reg .b32 %r<24>;
-  .reg .b64 %rd<24>;
+  .reg .b32 %r<28>;
+  .reg .b64 %rd<28>;
   .reg .f32 %f<4>;
   .reg .f64 %fd<8>;
   // the thread's point
@@ -149,10 +265,17 @@ FILL_DONE:
   selp.b64 %rd9, 1, %rd3, %p4;            // B step
   ld.param.u64 %rd10, [p_a];
   ld.param.u64 %rd11, [p_b];
-  shl.b64 %rd5, %rd5, 2;
-  shl.b64 %rd6, %rd6, 2;
-  shl.b64 %rd8, %rd8, 2;
-  shl.b64 %rd9, %rd9, 2;
+  // elements to bytes: 4 for f32, 2 for f16 and bf16
+  ld.param.u32 %r21, [p_type_in];
+  ld.param.u32 %r22, [p_type_out];
+  setp.eq.u32 %p6, %r21, 0;
+  selp.b64 %rd20, 4, 2, %p6;              // bytes of an input
+  setp.eq.u32 %p7, %r22, 0;
+  selp.b64 %rd21, 4, 2, %p7;              // bytes of an output
+  mul.lo.u64 %rd5, %rd5, %rd20;
+  mul.lo.u64 %rd6, %rd6, %rd20;
+  mul.lo.u64 %rd8, %rd8, %rd20;
+  mul.lo.u64 %rd9, %rd9, %rd20;
   add.u64 %rd12, %rd10, %rd5;             // &op(A)[i][0]
   add.u64 %rd13, %rd11, %rd8;             // &op(B)[0][j]
   mov.f64 %fd0, 0d0000000000000000;       // sum
@@ -161,8 +284,8 @@ FILL_DONE:
 GEMM_LOOP:
   setp.ge.u32 %p5, %r19, %r7;
   @%p5 bra GEMM_COMPARE;
-  ld.global.f32 %f0, [%rd12];
-  ld.global.f32 %f1, [%rd13];
+  call (%f0), blocktune_load, (%rd12, %r21);
+  call (%f1), blocktune_load, (%rd13, %r21);
   cvt.f64.f32 %fd2, %f0;
   cvt.f64.f32 %fd3, %f1;
   mul.f64 %fd4, %fd2, %fd3;
@@ -177,11 +300,14 @@ GEMM_COMPARE:
   ld.param.u32 %r20, [p_ldc];
   mul.wide.u32 %rd14, %r11, %r20;
   add.u64 %rd14, %rd14, %rd1;
-  shl.b64 %rd14, %rd14, 2;
+  mul.lo.u64 %rd14, %rd14, %rd21;
   ld.param.u64 %rd15, [p_c];
   add.u64 %rd15, %rd15, %rd14;
   ld.param.u64 %rd16, [p_err];
-  call blocktune_compare, (%rd15, %fd0, %fd1, %rd16);
+  call (%f2), blocktune_load, (%rd15, %r22);
+  ld.param.f64 %fd5, [p_c_u];
+  ld.param.f64 %fd6, [p_u_out];
+  call blocktune_compare, (%f2, %fd0, %fd1, %fd5, %fd6, %rd16);
 GEMM_DONE:
   ret;
 }
@@ -195,7 +321,8 @@ GEMM_DONE:
   .param .u32 p_pad_h, .param .u32 p_pad_w,
   .param .u32 p_stride_h, .param .u32 p_stride_w,
   .param .u32 p_dil_h, .param .u32 p_dil_w,
-  .param .u32 p_points, .param .u32 p_seed)
+  .param .u32 p_points, .param .u32 p_seed,
+  .param .f64 p_c_u, .param .f64 p_u_out)
 {
   .reg .pred %p<10>;
   .reg .b32 %r<48>;
@@ -316,14 +443,18 @@ CONV_COMPARE:
   ld.param.u64 %rd6, [p_y];
   add.u64 %rd6, %rd6, %rd4;
   ld.param.u64 %rd7, [p_err];
-  call blocktune_compare, (%rd6, %fd0, %fd1, %rd7);
+  ld.global.f32 %f2, [%rd6];
+  ld.param.f64 %fd5, [p_c_u];
+  ld.param.f64 %fd6, [p_u_out];
+  call blocktune_compare, (%f2, %fd0, %fd1, %fd5, %fd6, %rd7);
 CONV_DONE:
   ret;
 }
 
 // ---- blocktune_count_nonfinite: how many NaN or infinite outputs
 .visible .entry blocktune_count_nonfinite(
-  .param .u64 p_ptr, .param .u32 p_count, .param .u64 p_counter)
+  .param .u64 p_ptr, .param .u32 p_count, .param .u64 p_counter,
+  .param .u32 p_type)
 {
   .reg .pred %p<3>;
   .reg .b32 %r<10>;
@@ -332,6 +463,9 @@ CONV_DONE:
   ld.param.u64 %rd0, [p_ptr];
   ld.param.u32 %r0, [p_count];
   ld.param.u64 %rd1, [p_counter];
+  ld.param.u32 %r7, [p_type];
+  setp.eq.u32 %p2, %r7, 0;
+  selp.b32 %r8, 4, 2, %p2;               // bytes per element
   mov.u32 %r1, %ctaid.x;
   mov.u32 %r2, %ntid.x;
   mov.u32 %r3, %tid.x;
@@ -341,9 +475,9 @@ CONV_DONE:
 SCAN_LOOP:
   setp.ge.u32 %p0, %r4, %r0;
   @%p0 bra SCAN_DONE;
-  mul.wide.u32 %rd2, %r4, 4;
+  mul.wide.u32 %rd2, %r4, %r8;
   add.u64 %rd3, %rd0, %rd2;
-  ld.global.f32 %f0, [%rd3];
+  call (%f0), blocktune_load, (%rd3, %r7);
   testp.finite.f32 %p1, %f0;
   @!%p1 atom.global.add.u32 %r6, [%rd1], 1;
   add.u32 %r4, %r4, %r5;

@@ -39,6 +39,10 @@ class FakeBackend : public WorkerBackend {
 
   tuner::WorkResult Measure(const PreparedSample& s, bool* broken) override {
     tuner::WorkResult r;
+    if (s.family != nullptr) {
+      r.set_family(std::string(s.family->name()));
+      r.set_version(s.family->version());
+    }
     if (!s.status.ok()) {
       r.set_status(s.failure);
       r.set_error(s.status.message());
@@ -64,13 +68,24 @@ class FakeBackend : public WorkerBackend {
       r.set_error("max relative error 5e-01 at 1024 sampled points (fake)");
       return r;
     }
-    // A made-up roofline: 20 TFLOP/s for the best shapes, less for others.
-    const GemmShape g = ImplicitGemm(s.ctx);
+    // A made-up roofline: 20 TFLOP/s in fp32 (FFMA), 150 in tf32 and 300
+    // in bf16 and fp16 (tensor cores) for the best output tiles (128 x 128),
+    // less for others.
+    const ConfigShape shape = s.family->Shape(s.problem, s.params);
+    const GemmShape g = ImplicitGemm(s.problem.ctx);
     const double flops = 2.0 * g.m * g.n * g.k;
     const double quality =
-        1.0 / (1.0 + std::abs(std::log2(double(s.xb.ml * s.xb.nl)) - 14) / 4);
+        1.0 /
+        (1.0 + std::abs(std::log2(double(shape.tile_m * shape.tile_n)) - 14) / 4);
+    double peak = 20e12;
+    switch (DTypeOf(s.problem.ctx)) {
+      case DType::kTf32: peak = 150e12; break;
+      case DType::kBf16:
+      case DType::kFp16: peak = 300e12; break;
+      default: break;
+    }
     r.set_status("ok");
-    r.set_median_s(3e-6 + flops / (20e12 * quality));
+    r.set_median_s(3e-6 + flops / (peak * quality));
     r.set_spread(0.01);
     r.set_repetitions(5);
     r.set_sm_clock_mhz(FakeFingerprint().sm_clock_mhz);

@@ -1,13 +1,23 @@
 // The real GPU behind a worker: the measurement protocol of DESIGN.md,
 // "Measuring a kernel".
 //
-//  * inputs: A and B are 1 GiB buffers of uniform [-1, 1) floats made on
-//    the GPU once; every sample reads its operands from their start.
+//  * any family: the kernel is generated through its family
+//    (kernels/family.h) and launched from its named entry parameters
+//    (tuner/kernel_launch.h), with the opt-in shared memory it asks for.
+//  * inputs: A and B are 1 GiB buffers of uniform [-1, 1) values made on
+//    the GPU, in the storage type of the sample's precision (f32 for fp32
+//    and tf32, or rounded to f16 / bf16); they are made again only when a
+//    sample needs another type. Every sample reads its operands from their
+//    start.
 //  * check: the first time this worker runs a kernel (and for a fraction
 //    of later runs) the output is poisoned with NaN, the kernel runs once,
-//    and the output is compared with a float64 reference at 1024 sampled
-//    points and scanned for NaN or infinity (tuner/check_ptx.h). A wrong
-//    kernel is a wrong_result, never a time.
+//    and the output is compared with a float64 reference from the same
+//    stored inputs at 1024 sampled points, with the precision's error
+//    bound (tuner/check_ptx.h CheckBoundFor), and scanned for NaN or
+//    infinity. A wrong kernel is a wrong_result, never a time.
+//  * workspace counters (GeneratedKernel::counter_offset) are zeroed before
+//    a sample's first launch: the workspace buffer is shared by every
+//    sample, and each launch leaves its counters zero again.
 //  * timing: one warm-up run (the checked run, when there is one), then
 //    runs timed one by one with events, each after writing a scratch
 //    buffer of twice the L2's size so no run finds its operands in cache.
@@ -27,9 +37,10 @@
 #include <random>
 
 #include "kernels/cuda_driver.h"
-#include "kernels/gemm_launch.h"
 #include "kernels/ptx_compiler.h"
 #include "tuner/check_ptx.h"
+#include "tuner/device_profile.h"
+#include "tuner/kernel_launch.h"
 #include "tuner/worker.h"
 
 namespace blocktune {
@@ -83,7 +94,15 @@ class GpuBackend : public WorkerBackend {
 
   void Prepare(PreparedSample* s) override {
     const auto start = Clock::now();
-    auto kernel = GenerateKernel(s->ctx, s->xb, arch_);
+    // What cannot run on this GPU (shared memory, alignment, compute
+    // capability ...) is refused with the rule's reason, not launched.
+    if (Status fits = s->family->CanImplement(s->problem, s->params, limits_);
+        !fits.ok()) {
+      s->status = FailedPrecondition("cannot run on this GPU: " + fits.message());
+      s->failure = "compile_error";
+      return;
+    }
+    auto kernel = s->family->Generate(s->problem, s->params, arch_);
     if (!kernel.ok()) {
       s->status = kernel.status();
       s->failure = "compile_error";
@@ -107,6 +126,10 @@ class GpuBackend : public WorkerBackend {
   tuner::WorkResult Measure(const PreparedSample& s, bool* broken) override {
     tuner::WorkResult r;
     r.set_compile_s(s.compile_s);
+    if (s.family != nullptr) {
+      r.set_family(std::string(s.family->name()));
+      r.set_version(s.family->version());
+    }
     if (!s.status.ok()) {
       r.set_status(s.failure);
       r.set_error(s.status.message());
@@ -127,7 +150,9 @@ class GpuBackend : public WorkerBackend {
     BT_ASSIGN_OR_RETURN(context_, cuda::Context::Open(ordinal_));
     BT_RETURN_IF_ERROR(context_->MakeCurrent());
     BT_ASSIGN_OR_RETURN(DeviceFingerprint fp, driver->Fingerprint(ordinal_));
-    BT_ASSIGN_OR_RETURN(limits_, driver->Limits(ordinal_));
+    BT_ASSIGN_OR_RETURN(device_limits_, driver->Limits(ordinal_));
+    BT_ASSIGN_OR_RETURN(DeviceProfile profile, ProfileFromDevice(ordinal_));
+    limits_ = profile.Limits();
     arch_ = fp.Arch();
     auto compiler = PtxCompiler::Get();
     if (compiler.ok()) {
@@ -144,6 +169,8 @@ class GpuBackend : public WorkerBackend {
     }
     BT_ASSIGN_OR_RETURN(helpers_, cuda::Module::Load(image));
     BT_ASSIGN_OR_RETURN(fill_, helpers_->GetFunction("blocktune_fill"));
+    BT_ASSIGN_OR_RETURN(fill_16_, helpers_->GetFunction("blocktune_fill_16"));
+    BT_ASSIGN_OR_RETURN(set32_, helpers_->GetFunction("blocktune_set32"));
     BT_ASSIGN_OR_RETURN(check_gemm_, helpers_->GetFunction("blocktune_check_gemm"));
     BT_ASSIGN_OR_RETURN(check_conv_, helpers_->GetFunction("blocktune_check_conv"));
     BT_ASSIGN_OR_RETURN(nonfinite_,
@@ -156,10 +183,9 @@ class GpuBackend : public WorkerBackend {
     BT_ASSIGN_OR_RETURN(c_, cuda::DeviceBuffer::Allocate(bytes));
     BT_ASSIGN_OR_RETURN(w_, cuda::DeviceBuffer::Allocate(bytes));
     BT_ASSIGN_OR_RETURN(flush_, cuda::DeviceBuffer::Allocate(
-                                    2 * static_cast<size_t>(limits_.l2_bytes)));
+                                    2 * static_cast<size_t>(device_limits_.l2_bytes)));
     BT_ASSIGN_OR_RETURN(scratch_, cuda::DeviceBuffer::Allocate(64));
-    BT_RETURN_IF_ERROR(Fill(a_, 0x5eed0001u));
-    BT_RETURN_IF_ERROR(Fill(b_, 0x5eed0002u));
+    BT_RETURN_IF_ERROR(FillInputs(CheckType(DType::kFp32)));
     for (int i = 0; i < options_.max_runs * 2; ++i) {
       BT_ASSIGN_OR_RETURN(auto e0, cuda::Event::Create());
       BT_ASSIGN_OR_RETURN(auto e1, cuda::Event::Create());
@@ -169,66 +195,124 @@ class GpuBackend : public WorkerBackend {
     return context_->Synchronize();
   }
 
-  Status Fill(const cuda::DeviceBuffer& buffer, uint32_t seed) {
-    uint64_t ptr = buffer.address();
-    uint32_t count = static_cast<uint32_t>(buffer.bytes() / 4);
-    return cuda::Launch(fill_, {1024}, {256}, 0, {&ptr, &count, &seed});
+  // A and B as random values of the element type `type` (CheckType);
+  // nothing to do when they already are.
+  Status FillInputs(uint32_t type) {
+    if (filled_type_ == static_cast<int>(type)) return OkStatus();
+    uint32_t seed = 0x5eed0001u;
+    for (const cuda::DeviceBuffer* buffer : {&a_, &b_}) {
+      uint64_t ptr = buffer->address();
+      if (type == 0) {
+        uint32_t count = static_cast<uint32_t>(buffer->bytes() / 4);
+        BT_RETURN_IF_ERROR(
+            cuda::Launch(fill_, {1024}, {256}, 0, {&ptr, &count, &seed}));
+      } else {
+        uint32_t count = static_cast<uint32_t>(buffer->bytes() / 2);
+        BT_RETURN_IF_ERROR(cuda::Launch(fill_16_, {1024}, {256}, 0,
+                                        {&ptr, &count, &seed, &type}));
+      }
+      ++seed;
+    }
+    filled_type_ = static_cast<int>(type);
+    return OkStatus();
   }
 
-  StatusOr<LoadedGemm*> Load(const PreparedSample& s, bool* fresh) {
-    const std::string key = s.item.context() + " " + ToString(s.xb);
+  StatusOr<LoadedKernel*> Load(const PreparedSample& s, bool* fresh) {
+    const std::string key = std::string(s.family->name()) + " v" +
+                            std::to_string(s.family->version()) + " " +
+                            s.item.context() + " " +
+                            s.family->Format(s.params);
     auto it = cache_.find(key);
     if (it != cache_.end()) {
       lru_.splice(lru_.begin(), lru_, it->second.second);
       *fresh = false;
       return it->second.first.get();
     }
-    BT_ASSIGN_OR_RETURN(auto gemm, LoadedGemm::Load(s.ctx, s.kernel, s.image));
+    const int64_t split_k = s.family->Shape(s.problem, s.params).split_k;
+    BT_ASSIGN_OR_RETURN(auto kernel, LoadedKernel::Load(s.problem, s.kernel,
+                                                        s.image, split_k));
     if (cache_.size() >= 64) {
       cache_.erase(lru_.back());
       lru_.pop_back();
     }
     lru_.push_front(key);
-    LoadedGemm* out = gemm.get();
-    cache_[key] = {std::move(gemm), lru_.begin()};
+    LoadedKernel* out = kernel.get();
+    cache_[key] = {std::move(kernel), lru_.begin()};
     *fresh = true;
     return out;
   }
 
-  GemmOperands Operands(const Context& ctx) const {
-    GemmOperands ops;
+  KernelOperands Operands() const {
+    KernelOperands ops;
     ops.a = a_.address();
     ops.b = b_.address();
     ops.c = c_.address();
     ops.workspace = w_.address();
-    if (const auto* g = std::get_if<GemmContext>(&ctx)) {
-      ops.lda = g->layout_a == Layout::kT ? g->m : g->k;
-      ops.ldb = g->layout_b == Layout::kT ? g->k : g->n;
-      ops.ldc = g->n;
-    }
     return ops;
   }
 
+  // FAILED_PRECONDITION (a launch_error) where an operand or the workspace
+  // is larger than this worker's buffers.
+  Status CheckFits(const Problem& problem, const GeneratedKernel& k) const {
+    const int64_t e = SizeOf(DTypeOf(problem.ctx));
+    const GemmShape g = ImplicitGemm(problem.ctx);
+    int64_t a = 0, b = 0;
+    if (const auto* gc = std::get_if<GemmContext>(&problem.ctx)) {
+      const auto ld = LeadingDims(problem);
+      a = (gc->layout_a == Layout::kN ? gc->m : gc->k) * ld[0];
+      b = (gc->layout_b == Layout::kN ? gc->k : gc->n) * ld[1];
+    } else {
+      const auto& cv = std::get<ConvContext>(problem.ctx);
+      a = cv.n * cv.h * cv.w * cv.c;
+      b = g.n * g.k;
+    }
+    const int64_t c =
+        g.m * (std::holds_alternative<GemmContext>(problem.ctx)
+                   ? LeadingDims(problem)[2]
+                   : g.n);
+    const int64_t limit = options_.buffer_bytes;
+    if (e * a > limit || e * b > limit || e * c > limit ||
+        k.workspace_bytes > limit) {
+      return FailedPrecondition(
+          "the operands (A " + std::to_string(e * a) + " B, B " +
+          std::to_string(e * b) + " B, C " + std::to_string(e * c) +
+          " B, workspace " + std::to_string(k.workspace_bytes) +
+          " B) do not fit this worker's buffers of " + std::to_string(limit) +
+          " B");
+    }
+    return OkStatus();
+  }
+
   // Runs the kernel once on a poisoned output and checks it.
-  Status Check(const Context& ctx, const LoadedGemm& gemm,
-               const GemmOperands& ops, tuner::WorkResult* r) {
+  Status Check(const Problem& problem, const LoadedKernel& kernel,
+               const KernelOperands& ops, tuner::WorkResult* r) {
+    const Context& ctx = problem.ctx;
+    const DType precision = DTypeOf(ctx);
+    const CheckBound bound = CheckBoundFor(precision);
     const GemmShape g = ImplicitGemm(ctx);
-    const size_t outputs = static_cast<size_t>(g.m * g.n);
-    BT_RETURN_IF_ERROR(c_.Fill32Async(0xffffffffu, outputs));  // NaN
+    const auto ld = LeadingDims(problem);
+    const bool gemm = std::holds_alternative<GemmContext>(ctx);
+    const int64_t ldc = gemm ? ld[2] : g.n;
+    const size_t outputs = static_cast<size_t>(g.m * ldc);
+    const size_t bytes = outputs * static_cast<size_t>(SizeOf(precision));
+    // NaN in every element type: 0xffff is a NaN in f16 and bf16.
+    BT_RETURN_IF_ERROR(c_.Fill32Async(0xffffffffu, (bytes + 3) / 4));
     BT_RETURN_IF_ERROR(scratch_.Fill32Async(0));
-    BT_RETURN_IF_ERROR(gemm.Launch(ops));
+    BT_RETURN_IF_ERROR(kernel.Launch(ops));
     uint64_t a = ops.a, b = ops.b, c = ops.c, err = scratch_.address();
     uint32_t points = static_cast<uint32_t>(options_.check_points);
     uint32_t seed = static_cast<uint32_t>(rng_());
+    uint32_t type = CheckType(precision);
+    double c_u = bound.c_u(), u_out = bound.u_out;
     const unsigned blocks = (points + 127) / 128;
     if (const auto* gc = std::get_if<GemmContext>(&ctx)) {
-      uint32_t m = gc->m, n = gc->n, k = gc->k, lda = ops.lda, ldb = ops.ldb,
-               ldc = ops.ldc, ta = gc->layout_a == Layout::kT,
+      uint32_t m = gc->m, n = gc->n, k = gc->k, lda = ld[0], ldb = ld[1],
+               ldc32 = ld[2], ta = gc->layout_a == Layout::kT,
                tb = gc->layout_b == Layout::kT;
       BT_RETURN_IF_ERROR(cuda::Launch(
           check_gemm_, {blocks}, {128}, 0,
-          {&a, &b, &c, &err, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, &points,
-           &seed}));
+          {&a, &b, &c, &err, &m, &n, &k, &lda, &ldb, &ldc32, &ta, &tb, &points,
+           &seed, &type, &type, &c_u, &u_out}));
     } else {
       const auto& cv = std::get<ConvContext>(ctx);
       uint32_t v[15] = {
@@ -241,14 +325,18 @@ class GpuBackend : public WorkerBackend {
       for (uint32_t& x : v) args.push_back(&x);
       args.push_back(&points);
       args.push_back(&seed);
+      args.push_back(&c_u);
+      args.push_back(&u_out);
       BT_RETURN_IF_ERROR(cuda::Launch(check_conv_, {blocks}, {128}, 0, args));
     }
+    // The scan covers C's rows up to ldc: a kernel must not write NaN
+    // between them either (tight leading dimensions here: ldc = N).
     uint64_t counter = scratch_.address() + 8;
     uint32_t count = static_cast<uint32_t>(outputs);
     const unsigned scan_blocks =
         static_cast<unsigned>(std::min<size_t>(1024, (outputs + 255) / 256));
-    BT_RETURN_IF_ERROR(
-        cuda::Launch(nonfinite_, {scan_blocks}, {256}, 0, {&c, &count, &counter}));
+    BT_RETURN_IF_ERROR(cuda::Launch(nonfinite_, {scan_blocks}, {256}, 0,
+                                    {&c, &count, &counter, &type}));
     BT_RETURN_IF_ERROR(context_->Synchronize());
     uint32_t words[4] = {};
     BT_RETURN_IF_ERROR(scratch_.CopyToHost(words, sizeof(words)));
@@ -257,21 +345,23 @@ class GpuBackend : public WorkerBackend {
     const uint32_t nonfinite = words[2];
     r->set_verified(true);
     r->set_max_error(max_error);
-    if (nonfinite > 0 || !(max_error <= options_.tolerance)) {
+    if (nonfinite > 0 || !(max_error <= 1)) {
       r->set_status("wrong_result");
-      char text[256];
+      char text[320];
       std::snprintf(text, sizeof(text),
-                    "%u of %zu outputs NaN or infinite; max relative error "
-                    "%.3g at %u sampled points (tolerance %.1g)",
-                    nonfinite, outputs, double(max_error), points,
-                    options_.tolerance);
+                    "%u of %zu outputs NaN or infinite; largest error %.3g "
+                    "times the %s bound |C - C_ref| <= %g * %.3g * sum|a||b| "
+                    "+ %.3g * |C_ref| at %u sampled points",
+                    nonfinite, outputs, double(max_error),
+                    std::string(ToString(precision)).c_str(), bound.c,
+                    bound.u_math, bound.u_out, points);
       r->set_error(text);
     }
     return OkStatus();
   }
 
   // Times `runs` launches, each after an L2 flush, with its own events.
-  Status TimeRuns(const LoadedGemm& gemm, const GemmOperands& ops, int runs,
+  Status TimeRuns(const LoadedKernel& gemm, const KernelOperands& ops, int runs,
                   std::vector<double>* times) {
     for (int done = 0; done < runs;) {
       const int batch = std::min<int>(runs - done, starts_.size());
@@ -302,14 +392,26 @@ class GpuBackend : public WorkerBackend {
   }
 
   Status MeasureOnGpu(const PreparedSample& s, tuner::WorkResult* r) {
+    BT_RETURN_IF_ERROR(CheckFits(s.problem, s.kernel));
     bool fresh = false;
-    BT_ASSIGN_OR_RETURN(LoadedGemm * gemm, Load(s, &fresh));
-    const GemmOperands ops = Operands(s.ctx);
+    BT_ASSIGN_OR_RETURN(LoadedKernel * gemm, Load(s, &fresh));
+    const KernelOperands ops = Operands();
+    BT_RETURN_IF_ERROR(FillInputs(CheckType(DTypeOf(s.problem.ctx))));
+    const GeneratedKernel& k = gemm->kernel();
+    if (k.counter_offset >= 0 && k.workspace_bytes > k.counter_offset) {
+      uint64_t at = w_.address() + static_cast<uint64_t>(k.counter_offset);
+      uint32_t words =
+          static_cast<uint32_t>((k.workspace_bytes - k.counter_offset + 3) / 4);
+      uint32_t zero = 0;
+      const unsigned blocks = std::min<uint32_t>(1024, (words + 255) / 256);
+      BT_RETURN_IF_ERROR(
+          cuda::Launch(set32_, {blocks}, {256}, 0, {&at, &words, &zero}));
+    }
     const bool verify =
         fresh || std::uniform_real_distribution<>(0, 1)(rng_) <
                      options_.verify_fraction;
     if (verify) {
-      BT_RETURN_IF_ERROR(Check(s.ctx, *gemm, ops, r));
+      BT_RETURN_IF_ERROR(Check(s.problem, *gemm, ops, r));
       if (r->status() == "wrong_result") return OkStatus();
     }
     // The checked run warms the kernel up; without one, an untimed run
@@ -348,14 +450,17 @@ class GpuBackend : public WorkerBackend {
   const int ordinal_;
   const GpuBackendOptions options_;
   std::unique_ptr<cuda::Context> context_;
-  cuda::DeviceLimits limits_;
+  cuda::DeviceLimits device_limits_;
+  KernelLimits limits_;  // what CanImplement checks, from the device
   std::string arch_ = "sm_90";
   const PtxCompiler* compiler_ = nullptr;
   std::unique_ptr<cuda::Module> helpers_;
-  cuda::Function fill_, check_gemm_, check_conv_, nonfinite_, clock_;
+  cuda::Function fill_, fill_16_, set32_, check_gemm_, check_conv_,
+      nonfinite_, clock_;
+  int filled_type_ = -1;  // CheckType of what A and B hold
   cuda::DeviceBuffer a_, b_, c_, w_, flush_, scratch_;
   std::vector<std::unique_ptr<cuda::Event>> starts_, stops_;
-  std::map<std::string, std::pair<std::unique_ptr<LoadedGemm>,
+  std::map<std::string, std::pair<std::unique_ptr<LoadedKernel>,
                                   std::list<std::string>::iterator>>
       cache_;
   std::list<std::string> lru_;

@@ -1,16 +1,25 @@
-// The real worker backend on a real GPU (label gpu): generated kernels
-// measure ok and pass the float64 check; a kernel that computes the wrong
-// thing is a wrong_result with no time. Skips where there is no GPU.
+// The real worker backend on a real GPU (label gpu): generated kernels of
+// every family measure ok and pass the float64 check with their
+// precision's bound (tuner/check_ptx.h CheckBoundFor); a kernel that
+// computes the wrong thing is a wrong_result with no time. Skips where
+// there is no GPU.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "kernels/cuda_driver.h"
+#include "tuner/check_ptx.h"
+#include "tuner/device_profile.h"
+#include "tuner/sampler.h"
 #include "tuner/worker.h"
 
 namespace blocktune {
 namespace {
 
 using ::testing::HasSubstr;
+
+const KernelFamily& Mma() { return **FindFamily("gemm.mma"); }
 
 class GpuWorkerTest : public ::testing::Test {
  protected:
@@ -20,25 +29,73 @@ class GpuWorkerTest : public ::testing::Test {
       GTEST_SKIP() << (driver.ok() ? "no GPU: no device" : driver.status().message());
     }
     GpuBackendOptions options;
-    options.buffer_bytes = int64_t{256} << 20;
+    options.buffer_bytes = int64_t{1} << 30;  // the sampler's working_set
     backend_ = NewGpuBackend(0, options);
     hello_ = backend_->Open();
     ASSERT_TRUE(hello_.error().empty()) << hello_.error();
   }
 
-  tuner::WorkResult Run(const std::string& ctx, std::vector<int64_t> xb,
+  // Parses, prepares and measures `item`.
+  tuner::WorkResult Run(const tuner::WorkItem& item,
                         PreparedSample* prepared = nullptr) {
     PreparedSample s;
-    s.item.set_seq(1);
-    s.item.set_context(ctx);
-    for (int64_t v : xb) s.item.add_block_shape(v);
+    s.item = item;
     EXPECT_TRUE(ParseWorkItem(&s)) << s.status.message();
     backend_->Prepare(&s);
+    EXPECT_TRUE(s.status.ok()) << s.status.message();
     if (prepared != nullptr) *prepared = s;
     bool broken = false;
     tuner::WorkResult r = backend_->Measure(s, &broken);
     EXPECT_FALSE(broken) << r.error();
     return r;
+  }
+  // An item from before families: the ffma block shape.
+  tuner::WorkResult Run(const std::string& ctx, std::vector<int64_t> xb,
+                        PreparedSample* prepared = nullptr) {
+    tuner::WorkItem item;
+    item.set_seq(1);
+    item.set_context(ctx);
+    for (int64_t v : xb) item.add_block_shape(v);
+    return Run(item, prepared);
+  }
+  tuner::WorkResult RunMma(const std::string& ctx, const std::string& params,
+                           PreparedSample* prepared = nullptr) {
+    Candidate c;
+    c.family = &Mma();
+    c.ctx = *ContextFromString(ctx);
+    c.params = *Mma().Parse(params);
+    return Run(WorkMessage(1, c).work(), prepared);
+  }
+  // Measures `wrong` (its item parsed) with another sample's kernel.
+  tuner::WorkResult RunWith(const tuner::WorkItem& item,
+                            const PreparedSample& kernel_of) {
+    PreparedSample wrong;
+    wrong.item = item;
+    EXPECT_TRUE(ParseWorkItem(&wrong));
+    wrong.kernel = kernel_of.kernel;
+    wrong.image = kernel_of.image;
+    bool broken = false;
+    tuner::WorkResult r = backend_->Measure(wrong, &broken);
+    EXPECT_FALSE(broken) << r.error();
+    return r;
+  }
+
+  static void Print(const std::string& what, const tuner::WorkResult& r) {
+    std::printf("  %-100s %9.2f us  spread %.3f  reps %lld  %.0f MHz  "
+                "err/bound %.2e\n",
+                what.c_str(), r.median_s() * 1e6, r.spread(),
+                static_cast<long long>(r.repetitions()), r.sm_clock_mhz(),
+                r.max_error());
+  }
+
+  static void ExpectOk(const tuner::WorkResult& r) {
+    EXPECT_EQ(r.status(), "ok") << r.error();
+    EXPECT_TRUE(r.verified());
+    EXPECT_LE(r.max_error(), 1.0);
+    EXPECT_GT(r.median_s(), 0);
+    EXPECT_GE(r.repetitions(), 1);
+    EXPECT_GT(r.sm_clock_mhz(), 500);
+    EXPECT_LT(r.sm_clock_mhz(), 3000);
   }
 
   std::unique_ptr<WorkerBackend> backend_;
@@ -63,17 +120,54 @@ TEST_F(GpuWorkerTest, GeneratedKernelsMeasureAndPassTheCheck) {
   for (const auto& [ctx, xb] : cases) {
     SCOPED_TRACE(ctx);
     tuner::WorkResult r = Run(ctx, xb);
-    EXPECT_EQ(r.status(), "ok") << r.error();
-    EXPECT_TRUE(r.verified());
-    EXPECT_LT(r.max_error(), 1e-5);
-    EXPECT_GT(r.median_s(), 0);
-    EXPECT_GE(r.repetitions(), 1);
-    EXPECT_GT(r.sm_clock_mhz(), 500);
-    EXPECT_LT(r.sm_clock_mhz(), 3000);
-    std::printf("  %-70s %9.2f us  spread %.3f  reps %lld  %.0f MHz  err %.2e\n",
-                ctx.c_str(), r.median_s() * 1e6, r.spread(),
-                static_cast<long long>(r.repetitions()), r.sm_clock_mhz(),
-                r.max_error());
+    ExpectOk(r);
+    EXPECT_EQ(r.family(), ctx[0] == 'g' ? "gemm.ffma" : "conv.ffma");
+    Print(ctx, r);
+  }
+}
+
+// gemm.mma in every precision: hand-picked corners (K_G > 1 both ways,
+// ragged and odd sizes, N = 1, over 48 KiB of shared memory), then
+// candidates the sampler draws for this GPU.
+TEST_F(GpuWorkerTest, MmaInEveryPrecisionMeasuresAndPassesTheCheck) {
+  const std::pair<std::string, std::string> corners[] = {
+      {"gemm m=1024 n=1024 k=1024 layout=NN", "bm=64 bn=128 bk=64 wm=2 wn=4 st=3"},
+      {"gemm m=1000 n=776 k=3000 layout=TN", "bm=64 bn=64 bk=32 wm=2 wn=2 st=3 kg=4"},
+      {"gemm m=4096 n=1 k=4096 layout=NT", "bm=64 bn=8 bk=128 wm=4 wn=1 st=4 kg=4 sk=1"},
+      {"gemm m=64 n=64 k=65536 layout=NT", "bm=64 bn=64 bk=64 wm=2 wn=2 st=3 kg=64"},
+      {"gemm m=1023 n=4096 k=512 layout=NN", "bm=128 bn=128 bk=32 wm=2 wn=4 st=4 gm=4"},
+      {"gemm m=17 n=24 k=40 layout=NN", "bm=16 bn=8 bk=16 wm=1 wn=1 st=2"},
+  };
+  auto profile = ProfileFromDevice(0);
+  ASSERT_TRUE(profile.ok()) << profile.status().message();
+  auto rules = RuleSet::ForSampling(Mma(), *profile);
+  ASSERT_TRUE(rules.ok()) << rules.status().message();
+  for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
+    const std::string precision(ToString(dtype));
+    const CheckBound bound = CheckBoundFor(dtype);
+    std::printf("%s: |C - C_ref| <= %g * %.3g * sum|a||b| + %.3g * |C_ref|\n",
+                precision.c_str(), bound.c, bound.u_math, bound.u_out);
+    for (const auto& [ctx, params] : corners) {
+      const std::string context = ctx + " dtype=" + precision;
+      SCOPED_TRACE(context + " | " + params);
+      tuner::WorkResult r = RunMma(context, params);
+      ExpectOk(r);
+      EXPECT_EQ(r.family(), "gemm.mma");
+      Print(context + " | " + params, r);
+    }
+    Domain domain = *DefaultDomain(Mma());
+    ASSERT_TRUE(SetPrecision(&domain, dtype).ok());
+    SamplingOptions options;
+    options.count = 10;
+    options.seed = 17;
+    std::vector<Candidate> sampled;
+    ASSERT_TRUE(RunSampling(domain, *profile, *rules, options, &sampled).ok());
+    for (const Candidate& c : sampled) {
+      SCOPED_TRACE(c.ToString());
+      tuner::WorkResult r = Run(WorkMessage(2, c).work());
+      ExpectOk(r);
+      Print(c.ToString().substr(5), r);
+    }
   }
 }
 
@@ -81,18 +175,60 @@ TEST_F(GpuWorkerTest, AWrongKernelIsAWrongResultNeverATime) {
   // The kernel of an NT GEMM run as NN: it reads B transposed.
   PreparedSample nt;
   Run("gemm m=512 n=512 k=512 layout=NT dtype=fp32", {64, 64, 4, 4, 8, 1}, &nt);
-  PreparedSample wrong;
-  wrong.item.set_seq(2);
-  wrong.item.set_context("gemm m=512 n=512 k=512 layout=NN dtype=fp32");
-  for (int64_t v : {64, 64, 4, 4, 8, 2}) wrong.item.add_block_shape(v);
-  ASSERT_TRUE(ParseWorkItem(&wrong));
-  wrong.kernel = nt.kernel;
-  wrong.image = nt.image;
-  bool broken = false;
-  tuner::WorkResult r = backend_->Measure(wrong, &broken);
+  tuner::WorkItem nn;
+  nn.set_seq(2);
+  nn.set_context("gemm m=512 n=512 k=512 layout=NN dtype=fp32");
+  for (int64_t v : {64, 64, 4, 4, 8, 2}) nn.add_block_shape(v);
+  tuner::WorkResult r = RunWith(nn, nt);
   EXPECT_EQ(r.status(), "wrong_result") << r.error();
   EXPECT_EQ(r.median_s(), 0);
-  EXPECT_THAT(r.error(), HasSubstr("max relative error"));
+  EXPECT_THAT(r.error(), HasSubstr("times the fp32 bound"));
+  Print("fp32 NT kernel as NN: " + r.error(), r);
+
+  auto mma_item = [](const std::string& ctx, const std::string& params) {
+    Candidate c;
+    c.family = &Mma();
+    c.ctx = *ContextFromString(ctx);
+    c.params = *Mma().Parse(params);
+    return WorkMessage(3, c).work();
+  };
+  const std::string params = "bm=64 bn=64 bk=32 wm=2 wn=2 st=3";
+  // gemm.mma, three ways wrong: another layout, another precision (bf16
+  // bits read as fp16), and a kernel generated for fewer rows: its grid of
+  // 4 x 8 tiles, rastered over the 8 x 8 tiles of M = 512 (group_m 8),
+  // covers tile columns 0-3 only, so half of C stays NaN. Each wrong item
+  // has its own gm, so that the backend's kernel cache (keyed by family,
+  // version, context and parameters) never hands one case another's
+  // kernel.
+  PreparedSample bf16_nt, bf16_m256;
+  ExpectOk(RunMma("gemm m=512 n=512 k=512 layout=NT dtype=bf16", params, &bf16_nt));
+  ExpectOk(RunMma("gemm m=256 n=512 k=512 layout=NN dtype=bf16", params, &bf16_m256));
+  const struct {
+    const char* what;
+    std::string ctx;
+    const PreparedSample& kernel;
+    const char* gm;
+    const char* message;
+  } wrong[] = {
+      {"bf16 NT kernel as NN", "gemm m=512 n=512 k=512 layout=NN dtype=bf16",
+       bf16_nt, " gm=1", "times the bf16 bound"},
+      {"bf16 kernel on fp16 inputs",
+       "gemm m=512 n=512 k=512 layout=NT dtype=fp16", bf16_nt, " gm=2",
+       "times the fp16 bound"},
+      {"kernel for M = 256 run for M = 512",
+       "gemm m=512 n=512 k=512 layout=NN dtype=bf16", bf16_m256, " gm=4",
+       "131072 of 262144 outputs NaN"},
+  };
+  for (const auto& w : wrong) {
+    SCOPED_TRACE(w.what);
+    tuner::WorkResult r = RunWith(mma_item(w.ctx, params + w.gm), w.kernel);
+    EXPECT_EQ(r.status(), "wrong_result") << r.error();
+    EXPECT_TRUE(r.verified());
+    EXPECT_EQ(r.median_s(), 0);
+    EXPECT_EQ(r.repetitions(), 0);
+    EXPECT_THAT(r.error(), HasSubstr(w.message));
+    Print(std::string(w.what) + ": " + r.error(), r);
+  }
 }
 
 }  // namespace

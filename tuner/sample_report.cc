@@ -9,6 +9,8 @@ tuner::SamplingReport ToProto(const SamplingReport& r,
                               const std::vector<Candidate>& listed) {
   tuner::SamplingReport p;
   p.set_op(r.op);
+  p.set_family(r.family);
+  p.set_dtype(r.dtype);
   p.set_sampler(r.sampler);
   p.set_device_profile(r.profile);
   p.set_seed(r.seed);
@@ -40,15 +42,16 @@ tuner::SamplingReport ToProto(const SamplingReport& r,
     }
   }
   for (const Candidate& c : listed)
-    p.add_samples(ToString(c.ctx) + " | " + ToString(c.xb));
+    p.add_samples(ToString(c.ctx) + " | " + c.family->Format(c.params));
   return p;
 }
 
 void PrintReport(const tuner::SamplingReport& r, std::ostream& out) {
   char line[256];
   std::snprintf(line, sizeof(line),
-                "%s sampler, %s, device profile %s, seed %llu\n",
-                r.sampler().c_str(), r.op().c_str(), r.device_profile().c_str(),
+                "%s sampler, %s (%s, %s), device profile %s, seed %llu\n",
+                r.sampler().c_str(), r.op().c_str(), r.family().c_str(),
+                r.dtype().c_str(), r.device_profile().c_str(),
                 static_cast<unsigned long long>(r.seed()));
   out << line;
   if (r.warmup_draws() > 0) {

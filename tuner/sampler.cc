@@ -3,33 +3,32 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <iterator>
-#include <optional>
 
 #include "kernels/validate.h"
 #include "tuner/domain.pb.h"
 
 namespace blocktune {
 
-// tuner/domains/*.textproto, embedded at build time (domains_embedded.cc).
-extern const char* const kGemmDomainText;
-extern const char* const kConvDomainText;
+// tuner/domains/*.textproto, embedded at build time (domains_embedded.cc):
+// {family name, text} pairs, ending with {nullptr, nullptr}.
+struct EmbeddedDomain {
+  const char* family;
+  const char* text;
+};
+extern const EmbeddedDomain kEmbeddedDomains[];
 
 namespace {
 
-constexpr const char* kBlockNames[kBlockParameters] = {"ml", "nl", "ms",
-                                                       "ns", "u",  "kg"};
 constexpr const char* kGemmContextNames[] = {"m", "n", "k", "layout"};
 constexpr const char* kConvContextNames[] = {"n",  "hw",     "c",       "k",
                                              "rs", "stride", "dilation"};
-// The largest value of each parameter above: what a block shape or a
-// context can hold at all (Validate), so the rules' products of a draw's
-// values stay far from int64 overflow.
-constexpr int64_t kBlockMax[kBlockParameters] = {
-    kMaxProgramTile, kMaxProgramTile,   kMaxProgramTile,
-    kMaxProgramTile, kMaxReductionStep, kMaxReductionSplit};
+// The largest value of each context parameter: what a context can hold at
+// all (Validate), so the rules' products of a draw's values stay far from
+// int64 overflow. The family's parameters are bounded by its domains.
 constexpr int64_t kGemmContextMax[] = {kMaxDim, kMaxDim, kMaxDim, 3};
 constexpr int64_t kConvContextMax[] = {kMaxDim,    kMaxDim,    kMaxDim,
                                        kMaxDim,    kMaxWindow, kMaxWindow,
@@ -37,6 +36,12 @@ constexpr int64_t kConvContextMax[] = {kMaxDim,    kMaxDim,    kMaxDim,
 constexpr int64_t kMaxValue = int64_t{1} << 40;
 
 bool IsPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+std::string Lower(std::string_view text) {
+  std::string out;
+  for (char c : text) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
 
 // The values of one parameter: listed ones and powers of two in range,
 // sorted, without repeats.
@@ -61,35 +66,42 @@ StatusOr<std::vector<int64_t>> Expand(const tuner::Parameter& p,
   return values;
 }
 
-// Finds the parameters `names` in `params`, in that order.
+// One parameter to find in a repeated field: its name, its range.
+struct Wanted {
+  std::string name;
+  int64_t lo, hi;
+};
+
+// Finds the parameters `wanted` in `params` (names case-insensitive), in
+// that order.
 Status Collect(const google::protobuf::RepeatedPtrField<tuner::Parameter>& params,
-               const std::string& field, const char* const* names,
-               const int64_t* max_values, int count, Domain* out) {
-  if (params.size() != count) {
+               const std::string& field, const std::vector<Wanted>& wanted,
+               Domain* out) {
+  if (params.size() != static_cast<int>(wanted.size())) {
     std::string want;
-    for (int i = 0; i < count; ++i) want += std::string(i ? ", " : "") + names[i];
+    for (size_t i = 0; i < wanted.size(); ++i)
+      want += std::string(i ? ", " : "") + wanted[i].name;
     return InvalidArgument(field + " must have exactly the parameters " + want +
                            "; got " + std::to_string(params.size()));
   }
-  for (int i = 0; i < count; ++i) {
+  for (const Wanted& w : wanted) {
     int found = -1;
     for (int j = 0; j < params.size(); ++j)
-      if (params[j].name() == names[i]) found = j;
+      if (EqualsIgnoreCase(params[j].name(), w.name)) found = j;
     if (found < 0) {
-      return InvalidArgument(field + ": missing parameter '" + names[i] + "'");
+      return InvalidArgument(field + ": missing parameter '" + w.name + "'");
     }
     const std::string f = field + "[" + std::to_string(found) + "]";
     BT_ASSIGN_OR_RETURN(auto values, Expand(params[found], f));
-    const int64_t lo = std::string(names[i]) == "layout" ? 0 : 1;
     for (int64_t v : values) {
-      if (v < lo || v > max_values[i]) {
-        return InvalidArgument(f + " ('" + names[i] + "') values must be in [" +
-                               std::to_string(lo) + ", " +
-                               std::to_string(max_values[i]) + "], got " +
+      if (v < w.lo || v > w.hi) {
+        return InvalidArgument(f + " ('" + w.name + "') values must be in [" +
+                               std::to_string(w.lo) + ", " +
+                               std::to_string(w.hi) + "], got " +
                                std::to_string(v));
       }
     }
-    out->names.push_back(names[i]);
+    out->names.push_back(w.name);
     out->values.push_back(std::move(values));
   }
   return OkStatus();
@@ -100,20 +112,21 @@ Status Collect(const google::protobuf::RepeatedPtrField<tuner::Parameter>& param
 // be within Validate's bound; smaller draws then are too. A convolution's
 // output P x Q is at most H x W.
 Status CheckLargestDraw(const Domain& d) {
-  auto largest = [&](int p) { return d.values[p].back(); };
+  const int base = d.family_params;
+  auto largest = [&](int p) { return d.values[base + p].back(); };
   struct Tensor {
     const char* what;
     std::array<int64_t, 4> dims;
   };
   std::vector<Tensor> tensors;
   if (d.op == Op::kGemm) {
-    const int64_t m = largest(6), n = largest(7), k = largest(8);
+    const int64_t m = largest(0), n = largest(1), k = largest(2);
     tensors = {{"A (m*k)", {m, k, 1, 1}},
                {"B (k*n)", {k, n, 1, 1}},
                {"C (m*n)", {m, n, 1, 1}}};
   } else {
-    const int64_t n = largest(6), hw = largest(7), c = largest(8),
-                  k = largest(9), rs = largest(10);
+    const int64_t n = largest(0), hw = largest(1), c = largest(2),
+                  k = largest(3), rs = largest(4);
     tensors = {{"the input (n*hw*hw*c)", {n, hw, hw, c}},
                {"the filter (k*rs*rs*c)", {k, rs, rs, c}},
                {"the output (n*hw*hw*k)", {n, hw, hw, k}}};
@@ -132,26 +145,73 @@ Status CheckLargestDraw(const Domain& d) {
   return OkStatus();
 }
 
+void SetDType(Context* ctx, DType dtype) {
+  std::visit([&](auto& c) { c.dtype = dtype; }, *ctx);
+}
+
 }  // namespace
 
 StatusOr<Domain> CompileDomain(const tuner::SamplingDomain& proto) {
   Domain d;
-  if (proto.op() == "gemm") {
-    d.op = Op::kGemm;
-  } else if (proto.op() == "conv") {
-    d.op = Op::kConv;
+  // The family: named, or (files from before families) op's fp32 family.
+  if (!proto.family().empty()) {
+    auto family = FindFamily(proto.family());
+    if (!family.ok()) {
+      return InvalidArgument("domain." + family.status().message());
+    }
+    d.family = *family;
+    d.op = d.family->op();
+    if (!proto.op().empty() && proto.op() != ToString(d.op)) {
+      return InvalidArgument("domain.op is '" + proto.op() + "' but family " +
+                             std::string(d.family->name()) + " computes " +
+                             std::string(ToString(d.op)));
+    }
+  } else if (proto.op() == "gemm" || proto.op() == "conv") {
+    d.op = proto.op() == "gemm" ? Op::kGemm : Op::kConv;
+    d.family = &FfmaFamily(d.op);
   } else {
     return InvalidArgument("domain.op must be gemm or conv, got '" +
-                           proto.op() + "'");
+                           proto.op() + "' (or name a family)");
   }
-  BT_RETURN_IF_ERROR(Collect(proto.block_shape(), "domain.block_shape",
-                             kBlockNames, kBlockMax, kBlockParameters, &d));
-  if (d.op == Op::kGemm) {
-    BT_RETURN_IF_ERROR(Collect(proto.context(), "domain.context",
-                               kGemmContextNames, kGemmContextMax, 4, &d));
-  } else {
-    BT_RETURN_IF_ERROR(Collect(proto.context(), "domain.context",
-                               kConvContextNames, kConvContextMax, 7, &d));
+  d.dtype = d.family->precisions().front();
+  if (!proto.dtype().empty()) {
+    BT_ASSIGN_OR_RETURN(d.dtype, DTypeFromString(proto.dtype(), "domain.dtype"));
+    if (!d.family->Implements(d.dtype)) {
+      return InvalidArgument("domain.dtype: family " +
+                             std::string(d.family->name()) +
+                             " does not implement " + proto.dtype());
+    }
+  }
+
+  // The family's parameters, by its names; block_shape is their older
+  // spelling (files written for gemm.ffma and conv.ffma).
+  if (proto.params_size() > 0 && proto.block_shape_size() > 0) {
+    return InvalidArgument(
+        "domain: give the family's parameters as params or (older files) "
+        "block_shape, not both");
+  }
+  const bool old_spelling = proto.block_shape_size() > 0;
+  std::vector<Wanted> wanted;
+  for (const ParamSpec& spec : d.family->params()) {
+    wanted.push_back({Lower(spec.name), spec.values.front(), spec.values.back()});
+  }
+  BT_RETURN_IF_ERROR(Collect(old_spelling ? proto.block_shape() : proto.params(),
+                             old_spelling ? "domain.block_shape" : "domain.params",
+                             wanted, &d));
+  d.family_params = static_cast<int>(wanted.size());
+
+  wanted.clear();
+  const char* const* names = d.op == Op::kGemm ? kGemmContextNames : kConvContextNames;
+  const int64_t* max = d.op == Op::kGemm ? kGemmContextMax : kConvContextMax;
+  const int count = d.op == Op::kGemm ? 4 : 7;
+  for (int i = 0; i < count; ++i) {
+    wanted.push_back({names[i], std::string(names[i]) == "layout" ? 0 : 1, max[i]});
+  }
+  BT_RETURN_IF_ERROR(Collect(proto.context(), "domain.context", wanted, &d));
+  if (d.values.size() > kMaxParameters) {
+    return InvalidArgument("domain: at most " + std::to_string(kMaxParameters) +
+                           " parameters in all, got " +
+                           std::to_string(d.values.size()));
   }
   BT_RETURN_IF_ERROR(CheckLargestDraw(d));
   for (int i = 0; i < proto.named_contexts_size(); ++i) {
@@ -162,6 +222,8 @@ StatusOr<Domain> CompileDomain(const tuner::SamplingDomain& proto) {
       return InvalidArgument(field + " is not a " +
                              std::string(ToString(d.op)) + " context");
     }
+    // A named context is a shape; its precision is the domain's.
+    SetDType(&*ctx, d.dtype);
     d.named.push_back(*ctx);
   }
   if (!(proto.named_fraction() >= 0 && proto.named_fraction() <= 1)) {
@@ -196,37 +258,117 @@ StatusOr<Domain> ParseDomain(const std::string& text) {
   return CompileDomain(proto);
 }
 
-StatusOr<Domain> DefaultDomain(Op op) {
-  return ParseDomain(op == Op::kGemm ? kGemmDomainText : kConvDomainText);
+StatusOr<Domain> DefaultDomain(const KernelFamily& family) {
+  std::string have;
+  for (const EmbeddedDomain* e = kEmbeddedDomains; e->family != nullptr; ++e) {
+    if (family.name() == e->family) {
+      BT_ASSIGN_OR_RETURN(Domain d, ParseDomain(e->text));
+      if (d.family != &family) {
+        return Internal(std::string("the built-in domain of ") + e->family +
+                        " names family " + std::string(d.family->name()));
+      }
+      return d;
+    }
+    have += (have.empty() ? "" : ", ") + std::string(e->family);
+  }
+  return NotFound("family " + std::string(family.name()) +
+                  " has no built-in sampling domain; built in: " + have);
+}
+
+StatusOr<Domain> DefaultDomain(Op op) { return DefaultDomain(FfmaFamily(op)); }
+
+StatusOr<Domain> DefaultDomain(Op op, DType precision) {
+  BT_ASSIGN_OR_RETURN(const KernelFamily* family, DefaultFamily(op, precision));
+  BT_ASSIGN_OR_RETURN(Domain d, DefaultDomain(*family));
+  BT_RETURN_IF_ERROR(SetPrecision(&d, precision));
+  return d;
+}
+
+Status SetPrecision(Domain* d, DType dtype) {
+  if (!d->family->Implements(dtype)) {
+    std::string have;
+    for (DType p : d->family->precisions())
+      have += (have.empty() ? "" : ", ") + std::string(ToString(p));
+    return InvalidArgument("dtype " + std::string(ToString(dtype)) +
+                           ": family " + std::string(d->family->name()) +
+                           " implements " + have);
+  }
+  d->dtype = dtype;
+  for (Context& ctx : d->named) SetDType(&ctx, dtype);
+  return OkStatus();
 }
 
 Candidate Materialize(const Domain& d, const Draw& draw) {
   Candidate c;
+  c.family = d.family;
   auto v = [&](int p) { return d.values[p][draw.index[p]]; };
-  c.xb = {v(0), v(1), v(2), v(3), v(4), v(5)};
+  c.params.size = d.family_params;
+  for (int p = 0; p < d.family_params; ++p) c.params[p] = v(p);
+  const int b = d.family_params;
   if (draw.named >= 0) {
     c.ctx = d.named[draw.named];
   } else if (d.op == Op::kGemm) {
     GemmContext g;
-    g.m = v(6);
-    g.n = v(7);
-    g.k = v(8);
-    const int64_t layout = v(9);
+    g.m = v(b + 0);
+    g.n = v(b + 1);
+    g.k = v(b + 2);
+    const int64_t layout = v(b + 3);
     g.layout_a = layout & 2 ? Layout::kT : Layout::kN;
     g.layout_b = layout & 1 ? Layout::kT : Layout::kN;
+    g.dtype = d.dtype;
     c.ctx = g;
   } else {
     ConvContext cv;
-    cv.n = v(6);
-    cv.h = cv.w = v(7);
-    cv.c = v(8);
-    cv.k = v(9);
-    cv.r = cv.s = v(10);
-    cv.stride_h = cv.stride_w = v(11);
-    cv.dilation_h = cv.dilation_w = v(12);
+    cv.n = v(b + 0);
+    cv.h = cv.w = v(b + 1);
+    cv.c = v(b + 2);
+    cv.k = v(b + 3);
+    cv.r = cv.s = v(b + 4);
+    cv.stride_h = cv.stride_w = v(b + 5);
+    cv.dilation_h = cv.dilation_w = v(b + 6);
     cv.pad_h = cv.pad_w = cv.dilation_h * (cv.r - 1) / 2;
+    cv.dtype = d.dtype;
     c.ctx = cv;
   }
+  return c;
+}
+
+std::string Candidate::ToString() const {
+  return blocktune::ToString(ctx) + " | " + std::string(family->name()) + " " +
+         family->Format(params);
+}
+
+const KernelFamily& FfmaFamily(Op op) {
+  static const KernelFamily* gemm = *FindFamily("gemm.ffma");
+  static const KernelFamily* conv = *FindFamily("conv.ffma");
+  return op == Op::kGemm ? *gemm : *conv;
+}
+
+bool HasBlockShape(const KernelFamily& family) {
+  return &family == &FfmaFamily(Op::kGemm) || &family == &FfmaFamily(Op::kConv);
+}
+
+StatusOr<BlockShape> BlockShapeOf(const Candidate& c) {
+  if (c.family == nullptr || !HasBlockShape(*c.family) ||
+      c.params.size != kBlockParameters) {
+    return FailedPrecondition(
+        "family " +
+        std::string(c.family ? c.family->name() : std::string_view("(none)")) +
+        " has no block shape: only gemm.ffma and conv.ffma candidates go "
+        "where a BlockShape is stored or sent (families through the store "
+        "and the API are issue 19)");
+  }
+  const Params& p = c.params;
+  return BlockShape{p[0], p[1], p[2], p[3], p[4], p[5]};
+}
+
+Candidate FfmaCandidate(const Context& ctx, const BlockShape& xb) {
+  Candidate c;
+  c.family = &FfmaFamily(OpOf(ctx));
+  c.ctx = ctx;
+  c.params.size = kBlockParameters;
+  const int64_t v[kBlockParameters] = {xb.ml, xb.nl, xb.ms, xb.ns, xb.u, xb.kg};
+  for (int i = 0; i < kBlockParameters; ++i) c.params[i] = v[i];
   return c;
 }
 
@@ -256,27 +398,14 @@ uint64_t Rng::Next() {
 
 // ---- Rules
 
-namespace {
-
-int64_t WorkingSetBytes(const Context& ctx, const GemmShape& g,
-                        const BlockShape& xb) {
-  int64_t floats = g.m * g.n;  // C
-  if (const auto* cv = std::get_if<ConvContext>(&ctx)) {
-    floats += cv->n * cv->h * cv->w * cv->c + cv->k * cv->r * cv->s * cv->c;
-  } else {
-    floats += g.m * g.k + g.k * g.n;
-  }
-  if (xb.kg > 1) floats += xb.kg * g.m * g.n;
-  return 4 * floats;
-}
-
-}  // namespace
-
 int64_t WorkingSetBytes(const Context& ctx, const BlockShape& xb) {
-  return WorkingSetBytes(ctx, ImplicitGemm(ctx), xb);
+  const Candidate c = FfmaCandidate(ctx, xb);
+  const Problem problem = c.problem();
+  return WorkingSetBytes(problem, c.family->Shape(problem, c.params));
 }
 
-StatusOr<RuleSet> RuleSet::Make(const DeviceProfile& profile,
+StatusOr<RuleSet> RuleSet::Make(const KernelFamily& family,
+                                const DeviceProfile& profile,
                                 const std::vector<std::string>& sampling_rules,
                                 double rho, double max_flops,
                                 int64_t max_bytes) {
@@ -302,52 +431,74 @@ StatusOr<RuleSet> RuleSet::Make(const DeviceProfile& profile,
     wanted[i] = true;
   }
   RuleSet set;
+  set.family_ = &family;
   set.limits_ = profile.Limits();
+  if (set.limits_.compute_capability < family.min_compute_capability()) {
+    const int need = family.min_compute_capability();
+    return FailedPrecondition(
+        "family " + std::string(family.name()) + " needs compute capability " +
+        std::to_string(need / 10) + "." + std::to_string(need % 10) +
+        " or later; device profile " + profile.name + " has " +
+        std::to_string(profile.cc_major) + "." +
+        std::to_string(profile.cc_minor));
+  }
   set.min_programs_ = static_cast<int64_t>(std::ceil(rho * profile.sm_count));
   set.max_flops_ = max_flops;
   set.max_bytes_ = max_bytes;
-  auto add = [&](Kind kind, const std::string& name,
-                 HardwareRule hw = HardwareRule::kNone) {
-    set.rules_.push_back({kind, hw});
+  const std::vector<ParamSpec>& specs = family.params();
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (specs[i].power_of_two) set.power_of_two_params_.push_back(static_cast<int>(i));
+  auto add = [&](Kind kind, const std::string& name, int hardware = -1) {
+    set.rules_.push_back({kind, hardware});
     set.names_.push_back(name);
   };
-  add(Kind::kBlockShape, "block_shape");
-  add(Kind::kContext, "context");
+  // power_of_two reads the values alone, and rejects most uniform draws
+  // of the ffma domains (their multiples of 3 are for query-time search)
+  // without the cost of the family's ValidateParams.
   if (wanted[0]) add(Kind::kPowerOfTwo, "power_of_two");
+  add(Kind::kParams, "params");
+  add(Kind::kContext, "context");
   if (wanted[1]) add(Kind::kMinBlockElements, "min_block_elements");
   if (wanted[2]) add(Kind::kSplitHasWork, "split_has_work");
-  for (HardwareRule hw : kHardwareRules) add(Kind::kHardware, ToString(hw), hw);
+  const std::vector<std::string>& hardware = family.rules();
+  for (size_t i = 0; i < hardware.size(); ++i)
+    add(Kind::kHardware, hardware[i], static_cast<int>(i));
   if (wanted[3]) add(Kind::kMaxWork, "max_work");
   if (wanted[4]) add(Kind::kWorkingSet, "working_set");
   if (wanted[5]) add(Kind::kOccupancy, "occupancy");
   return set;
 }
 
-RuleSet RuleSet::ForSampling(const DeviceProfile& profile) {
-  return *Make(profile, {"power_of_two", "min_block_elements",
-                         "split_has_work", "max_work", "working_set",
-                         "occupancy"});
+StatusOr<RuleSet> RuleSet::ForSampling(const KernelFamily& family,
+                                       const DeviceProfile& profile) {
+  return Make(family, profile,
+              {"power_of_two", "min_block_elements", "split_has_work",
+               "max_work", "working_set", "occupancy"});
 }
 
-RuleSet RuleSet::HardwareOnly(const DeviceProfile& profile) {
-  return *Make(profile, {});
+StatusOr<RuleSet> RuleSet::HardwareOnly(const KernelFamily& family,
+                                        const DeviceProfile& profile) {
+  return Make(family, profile, {});
 }
 
 int RuleSet::FirstFailing(const Candidate& c) const {
-  const BlockShape& xb = c.xb;
-  // The implicit GEMM's M, N, K, once, for the rules that need them.
-  std::optional<GemmShape> shape;
-  auto gemm = [&]() -> const GemmShape& {
-    if (!shape) shape = ImplicitGemm(c.ctx);
-    return *shape;
+  const Problem problem = c.problem();
+  // What the generic rules need of the configuration, once: valid only
+  // after the params rule (the first) has passed.
+  ConfigShape shape;
+  bool have_shape = false;
+  auto config = [&]() -> const ConfigShape& {
+    if (!have_shape) {
+      shape = family_->Shape(problem, c.params);
+      have_shape = true;
+    }
+    return shape;
   };
   for (size_t i = 0; i < rules_.size(); ++i) {
     bool ok = true;
     switch (rules_[i].kind) {
-      case Kind::kBlockShape:
-        ok = xb.ms >= 1 && xb.ns >= 1 && xb.ms <= xb.ml && xb.ns <= xb.nl &&
-             xb.ml % xb.ms == 0 && xb.nl % xb.ns == 0 && xb.u >= 1 &&
-             xb.kg >= 1;
+      case Kind::kParams:
+        ok = family_->ValidateParams(c.params).ok();
         break;
       case Kind::kContext:
         if (const auto* cv = std::get_if<ConvContext>(&c.ctx)) {
@@ -355,29 +506,27 @@ int RuleSet::FirstFailing(const Candidate& c) const {
         }
         break;
       case Kind::kPowerOfTwo:
-        ok = IsPowerOfTwo(xb.ml) && IsPowerOfTwo(xb.nl) &&
-             IsPowerOfTwo(xb.ms) && IsPowerOfTwo(xb.ns) &&
-             IsPowerOfTwo(xb.u) && IsPowerOfTwo(xb.kg);
+        for (int p : power_of_two_params_) ok = ok && IsPowerOfTwo(c.params[p]);
         break;
       case Kind::kMinBlockElements:
-        ok = xb.ml * xb.nl >= 32;
+        ok = config().tile_m * config().tile_n >= 32;
         break;
       case Kind::kSplitHasWork:
-        ok = xb.kg * xb.u <= gemm().k;
+        ok = SplitHasWork(problem, config());
         break;
       case Kind::kHardware:
-        ok = Passes(rules_[i].hardware, c.ctx, xb, limits_);
+        ok = family_->Passes(rules_[i].hardware, problem, c.params, limits_);
         break;
       case Kind::kMaxWork: {
-        const GemmShape& g = gemm();
+        const GemmShape g = ImplicitGemm(c.ctx);
         ok = 2.0 * double(g.m) * double(g.n) * double(g.k) <= max_flops_;
         break;
       }
       case Kind::kWorkingSet:
-        ok = WorkingSetBytes(c.ctx, gemm(), xb) <= max_bytes_;
+        ok = WorkingSetBytes(problem, config()) <= max_bytes_;
         break;
       case Kind::kOccupancy:
-        ok = ProgramsInGrid(c.ctx, xb) >= min_programs_;
+        ok = config().programs >= min_programs_;
         break;
     }
     if (!ok) return static_cast<int>(i);
@@ -481,8 +630,16 @@ StatusOr<SamplingReport> RunSampling(const Domain& domain,
     return InvalidArgument("alpha must be > 0, got " +
                            std::to_string(options.alpha));
   }
+  if (&rules.family() != domain.family) {
+    return InvalidArgument("the rules are family " +
+                           std::string(rules.family().name()) +
+                           "'s, the domain is family " +
+                           std::string(domain.family->name()) + "'s");
+  }
   SamplingReport report;
   report.op = ToString(domain.op);
+  report.family = std::string(domain.family->name());
+  report.dtype = std::string(ToString(domain.dtype));
   report.sampler = options.sampler;
   report.profile = profile.name;
   report.seed = options.seed;

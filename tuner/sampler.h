@@ -14,6 +14,7 @@
 
 #include "kernels/block_shape.h"
 #include "kernels/context.h"
+#include "kernels/family.h"
 #include "kernels/status.h"
 #include "tuner/device_profile.h"
 
@@ -23,14 +24,22 @@ namespace tuner {
 class SamplingDomain;
 }
 
-inline constexpr int kBlockParameters = 6;  // ml nl ms ns u kg
+// x_B of the ffma families (ml nl ms ns u kg): what the store, the proto
+// and the models still speak (issue 19 carries families through them).
+inline constexpr int kBlockParameters = 6;
+// A draw's parameters at most: a family's, then the context's.
 inline constexpr int kMaxParameters = 16;
 
 // A domain checked and expanded: every parameter's values, in draw order
-// (x_B first, then x_C).
+// (the family's parameters first, in the family's order, then x_C).
 struct Domain {
+  const KernelFamily* family = nullptr;
   Op op = Op::kGemm;
-  std::vector<std::string> names;
+  // The precision of every context drawn (and of the named ones); one the
+  // family implements.
+  DType dtype = DType::kFp32;
+  int family_params = 0;  // the leading entries of names and values
+  std::vector<std::string> names;  // lower case
   std::vector<std::vector<int64_t>> values;
   std::vector<Context> named;  // contexts taken whole
   double named_fraction = 0;
@@ -40,8 +49,17 @@ struct Domain {
 StatusOr<Domain> CompileDomain(const tuner::SamplingDomain& proto);
 // Parses protobuf text format, then compiles.
 StatusOr<Domain> ParseDomain(const std::string& text);
-// The built-in domain of tuner/domains/<op>.textproto.
+// The built-in domain of `family` (tuner/domains/<family>.textproto;
+// gemm.ffma's is gemm.textproto, conv.ffma's conv.textproto). NOT_FOUND
+// for a family with none.
+StatusOr<Domain> DefaultDomain(const KernelFamily& family);
+// The built-in domain of op's fp32 family (gemm.ffma, conv.ffma).
 StatusOr<Domain> DefaultDomain(Op op);
+// The built-in domain of DefaultFamily(op, precision), in that precision.
+StatusOr<Domain> DefaultDomain(Op op, DType precision);
+// Gives every context of `domain`, drawn or named, the precision `dtype`:
+// INVALID_ARGUMENT when the domain's family does not implement it.
+Status SetPrecision(Domain* domain, DType dtype);
 
 // One draw: an index into each parameter's values; `named` >= 0 when the
 // context is the named one (and the x_C indices are unused).
@@ -50,17 +68,38 @@ struct Draw {
   int named = -1;
 };
 
-// How many leading parameters `draw` drew: x_B alone when its context is
-// a named one, else every parameter of the domain.
+// How many leading parameters `draw` drew: the family's alone when its
+// context is a named one, else every parameter of the domain.
 inline size_t DrawnParameters(const Domain& domain, const Draw& draw) {
-  return draw.named >= 0 ? kBlockParameters : domain.values.size();
+  return draw.named >= 0 ? static_cast<size_t>(domain.family_params)
+                         : domain.values.size();
 }
 
+// One (x_B, x_C): a family's parameters and a context in the domain's
+// precision.
 struct Candidate {
+  const KernelFamily* family = nullptr;
   Context ctx;
-  BlockShape xb;
+  Params params;
+
+  Problem problem() const { return Problem(ctx); }
+  // "<context> | <family> <params>", e.g. "gemm m=64 ... | gemm.mma bm=64 ..."
+  std::string ToString() const;
+  friend bool operator==(const Candidate& a, const Candidate& b) {
+    return a.family == b.family && a.ctx == b.ctx && a.params == b.params;
+  }
 };
 Candidate Materialize(const Domain& domain, const Draw& draw);
+
+// The ffma families (gemm.ffma, conv.ffma) have x_B itself as their
+// parameters, ML NL MS NS U KG in that order. These convert for the code
+// that still takes a BlockShape; they are valid for those two families only.
+const KernelFamily& FfmaFamily(Op op);
+bool HasBlockShape(const KernelFamily& family);
+// FAILED_PRECONDITION naming the family when it is not an ffma one.
+StatusOr<BlockShape> BlockShapeOf(const Candidate& c);
+// The candidate of the ffma family of ctx's op with parameters x_B.
+Candidate FfmaCandidate(const Context& ctx, const BlockShape& xb);
 
 // xoshiro256**, seeded through splitmix64: fast, and the same sequence on
 // every platform for a given seed.
@@ -84,26 +123,32 @@ class Rng {
   uint64_t s_[4];
 };
 
-// The rejection rules of DESIGN.md, each named. The hardware rules
-// (kernels/gemm_ptx.h, shared with CanImplement) always apply; the
-// sampling-only rules are chosen by name. A rejected candidate is counted
-// under the first rule, in this order, that it fails:
-//   block_shape         M_S divides M_L, N_S divides N_L
+// The rejection rules of DESIGN.md, each named, for one family. The
+// family's hardware rules (KernelFamily::rules(), shared with
+// CanImplement) always apply; the sampling-only rules are chosen by name.
+// A rejected candidate is counted under the first rule, in this order,
+// that it fails:
+//   power_of_two        every ParamSpec::power_of_two parameter a power
+//                       of two                                  (sampling)
+//   params              the parameters validate (the family's tiling)
 //   context             the context validates (P, Q >= 1 for conv)
-//   power_of_two        every x_B component a power of two   (sampling)
-//   min_block_elements  M_L * N_L >= 32                       (sampling)
-//   split_has_work      K_G * U <= K: no split without a step  (sampling)
-//   threads, shared_memory, registers, instruction_cache, grid, addressing
-//   max_work            2*M*N*K <= max_flops                  (sampling)
-//   working_set         A + B + C + workspace <= max_bytes    (sampling)
-//   occupancy           programs >= rho * N_SM                (sampling)
+//   min_block_elements  tile_m * tile_n >= 32 (M_L * N_L)        (sampling)
+//   split_has_work      SplitHasWork: no split without a step    (sampling)
+//   the family's rules  gemm.ffma: threads, shared_memory, registers,
+//                       instruction_cache, grid, addressing; gemm.mma:
+//                       threads, shared_memory, registers, alignment, grid
+//   max_work            2*M*N*K <= max_flops                     (sampling)
+//   working_set         WorkingSetBytes <= max_bytes             (sampling)
+//   occupancy           programs >= rho * N_SM                   (sampling)
 // max_work and working_set bound what one benchmark costs, so a campaign
 // measures ~100 samples a second instead of spending seconds on one
 // 16384 x 16384 x 131072 GEMM (or failing to allocate it).
 inline constexpr double kDefaultMaxFlops = 0x1p36;           // 6.9e10
 inline constexpr int64_t kDefaultMaxBytes = int64_t{1} << 30;  // 1 GiB
 
-// Bytes a benchmark of `xb` in `ctx` touches: operands, output, workspace.
+// Bytes a benchmark of the gemm.ffma / conv.ffma kernel of `xb` in `ctx`
+// touches (kernels/family.h WorkingSetBytes), for code that speaks
+// BlockShape.
 int64_t WorkingSetBytes(const Context& ctx, const BlockShape& xb);
 
 class RuleSet {
@@ -113,30 +158,39 @@ class RuleSet {
       "working_set",  "occupancy"};
   // `sampling_rules`: names from kSamplingRules. INVALID_ARGUMENT names an
   // unknown rule and lists the known ones; rho must be in (0, 64].
-  static StatusOr<RuleSet> Make(const DeviceProfile& profile,
+  // FAILED_PRECONDITION where the profile's compute capability is below
+  // the family's minimum (gemm.mma on a V100): nothing could be proposed.
+  static StatusOr<RuleSet> Make(const KernelFamily& family,
+                                const DeviceProfile& profile,
                                 const std::vector<std::string>& sampling_rules,
                                 double rho = 0.5,
                                 double max_flops = kDefaultMaxFlops,
                                 int64_t max_bytes = kDefaultMaxBytes);
   // All the sampling rules at rho = 0.5: how training data is drawn.
-  static RuleSet ForSampling(const DeviceProfile& profile);
+  static StatusOr<RuleSet> ForSampling(const KernelFamily& family,
+                                       const DeviceProfile& profile);
   // The hardware rules only: what query-time search applies.
-  static RuleSet HardwareOnly(const DeviceProfile& profile);
+  static StatusOr<RuleSet> HardwareOnly(const KernelFamily& family,
+                                        const DeviceProfile& profile);
 
-  // The index (into names()) of the first rule `c` fails, or -1.
+  // The index (into names()) of the first rule `c` fails, or -1. `c` must
+  // be of family().
   int FirstFailing(const Candidate& c) const;
   const std::vector<std::string>& names() const { return names_; }
+  const KernelFamily& family() const { return *family_; }
 
  private:
-  enum class Kind { kBlockShape, kContext, kPowerOfTwo, kMinBlockElements,
+  enum class Kind { kParams, kContext, kPowerOfTwo, kMinBlockElements,
                     kSplitHasWork, kHardware, kMaxWork, kWorkingSet,
                     kOccupancy };
   struct Rule {
     Kind kind;
-    HardwareRule hardware = HardwareRule::kNone;
+    int hardware = -1;  // index into family_->rules()
   };
+  const KernelFamily* family_ = nullptr;
   std::vector<Rule> rules_;
   std::vector<std::string> names_;
+  std::vector<int> power_of_two_params_;
   KernelLimits limits_;
   int64_t min_programs_ = 0;  // ceil(rho * N_SM)
   double max_flops_ = kDefaultMaxFlops;
@@ -207,7 +261,7 @@ struct SamplingOptions {
 };
 
 struct SamplingReport {
-  std::string op, sampler, profile;
+  std::string op, family, dtype, sampler, profile;
   uint64_t seed = 0;
   int64_t draws = 0, accepted = 0;     // after the warm-up
   double seconds = 0;                  // of those draws
@@ -223,7 +277,8 @@ struct SamplingReport {
 };
 
 // Draws until `options.count` candidates are accepted (or max_draws),
-// appending them to `accepted` when it is not null.
+// appending them to `accepted` when it is not null. INVALID_ARGUMENT when
+// `rules` are another family's than the domain's.
 StatusOr<SamplingReport> RunSampling(const Domain& domain,
                                      const DeviceProfile& profile,
                                      const RuleSet& rules,

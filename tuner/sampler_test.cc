@@ -3,7 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
+#include <sstream>
+
+#include "tuner/candidate_stream.h"
 
 namespace blocktune {
 namespace {
@@ -20,10 +24,41 @@ GemmContext Gemm(int64_t m, int64_t n, int64_t k) {
 
 DeviceProfile H100() { return *ProfileByName("h100"); }
 
+const KernelFamily& Mma() { return **FindFamily("gemm.mma"); }
+
+// All the sampling rules, or the hardware rules only, of op's ffma family.
+RuleSet ForSampling(Op op = Op::kGemm) {
+  return *RuleSet::ForSampling(FfmaFamily(op), H100());
+}
+RuleSet HardwareOnly(Op op = Op::kGemm) {
+  return *RuleSet::HardwareOnly(FfmaFamily(op), H100());
+}
+
 // The name of the rule that rejects (ctx, xb), or "" if accepted.
 std::string Rejects(const RuleSet& rules, const Context& ctx,
                     const BlockShape& xb) {
-  const int failed = rules.FirstFailing({ctx, xb});
+  const int failed = rules.FirstFailing(FfmaCandidate(ctx, xb));
+  return failed < 0 ? "" : rules.names()[failed];
+}
+
+// The same for a gemm.mma configuration in Format's words, on the
+// family's default; unlike Parse, it does not validate (the rule "params"
+// does).
+std::string RejectsMma(const RuleSet& rules, const Context& ctx,
+                       const std::string& params) {
+  Candidate c;
+  c.family = &Mma();
+  c.ctx = ctx;
+  c.params = Mma().DefaultCandidates().front();
+  std::stringstream words(params);
+  std::string word;
+  while (words >> word) {
+    const size_t eq = word.find('=');
+    const int i = Mma().ParamIndex(word.substr(0, eq));
+    EXPECT_GE(i, 0) << word;
+    if (i >= 0) c.params[i] = std::stoll(word.substr(eq + 1));
+  }
+  const int failed = rules.FirstFailing(c);
   return failed < 0 ? "" : rules.names()[failed];
 }
 
@@ -55,14 +90,14 @@ TEST(RulesTest, InstructionCacheBound) {
   // 16*(8*12 + 8*12 + 8*8*12) = 15360 B: the loop, not the registers
   // (an estimated 228) or shared memory. U = 12 is for query-time search,
   // so the hardware rules alone.
-  EXPECT_EQ(Rejects(RuleSet::HardwareOnly(H100()), ctx,
+  EXPECT_EQ(Rejects(HardwareOnly(), ctx,
                     {128, 128, 8, 8, 12, 1}),
             "instruction_cache");
 }
 
 // rho = 0.5 on 132 SMs: at least 66 programs.
 TEST(RulesTest, OccupancyWithRhoHalfOn132Sms) {
-  const RuleSet rules = RuleSet::ForSampling(H100());
+  const RuleSet rules = ForSampling();
   // ceil(1056/16) * ceil(16/16) = 66 programs: accepted; 1040 gives 65.
   EXPECT_EQ(Rejects(rules, Gemm(1056, 16, 512), {16, 16, 4, 4, 8, 1}), "");
   EXPECT_EQ(Rejects(rules, Gemm(1040, 16, 512), {16, 16, 4, 4, 8, 1}),
@@ -72,18 +107,18 @@ TEST(RulesTest, OccupancyWithRhoHalfOn132Sms) {
             "occupancy");
   EXPECT_EQ(Rejects(rules, Gemm(1024, 1024, 1024), {128, 128, 8, 8, 8, 2}), "");
   // Hardware-only rules (query time) never apply occupancy.
-  EXPECT_EQ(Rejects(RuleSet::HardwareOnly(H100()), Gemm(1024, 1024, 1024),
+  EXPECT_EQ(Rejects(HardwareOnly(), Gemm(1024, 1024, 1024),
                     {128, 128, 8, 8, 8, 1}),
             "");
   // rho = 1: 132 programs needed.
-  auto strict = RuleSet::Make(H100(), {"occupancy"}, 1.0);
+  auto strict = RuleSet::Make(FfmaFamily(Op::kGemm), H100(), {"occupancy"}, 1.0);
   ASSERT_TRUE(strict.ok());
   EXPECT_EQ(Rejects(*strict, Gemm(1024, 1024, 1024), {128, 128, 8, 8, 8, 2}),
             "occupancy");
 }
 
 TEST(RulesTest, SamplingAndHardwareRulesByHand) {
-  const RuleSet rules = RuleSet::ForSampling(H100());
+  const RuleSet rules = ForSampling();
   const Context big = Gemm(2048, 2048, 4096);
   EXPECT_EQ(Rejects(rules, big, {48, 64, 4, 4, 8, 1}), "power_of_two");
   EXPECT_EQ(Rejects(rules, big, {4, 4, 1, 1, 8, 1}), "min_block_elements");
@@ -93,9 +128,10 @@ TEST(RulesTest, SamplingAndHardwareRulesByHand) {
             "split_has_work");
   EXPECT_EQ(Rejects(rules, Gemm(1024, 1024, 256), {128, 128, 8, 8, 8, 32}),
             "");
-  EXPECT_EQ(Rejects(rules, big, {8, 64, 16, 2, 8, 1}), "block_shape");
-  // 256*256 threads.
-  EXPECT_EQ(Rejects(rules, big, {256, 256, 1, 1, 1, 1}), "threads");
+  EXPECT_EQ(Rejects(rules, big, {8, 64, 16, 2, 8, 1}), "params");
+  // 256*256 threads: more than any program may have, which the family's
+  // ValidateParams says before the hardware rule would.
+  EXPECT_EQ(Rejects(rules, big, {256, 256, 1, 1, 1, 1}), "params");
   // 2 stages * 32 * (256 + 4 + 256 + 4) * 4 B = 133120 B > 48 KiB.
   EXPECT_EQ(Rejects(rules, big, {256, 256, 16, 16, 32, 1}), "shared_memory");
   // 16 x 16 accumulators alone exceed 255 registers.
@@ -103,16 +139,16 @@ TEST(RulesTest, SamplingAndHardwareRulesByHand) {
   // Grid y = ceil(N / N_L) past 65535.
   EXPECT_EQ(Rejects(rules, Gemm(64, 1 << 24, 16), {64, 16, 4, 4, 4, 1}),
             "grid");
-  auto unknown = RuleSet::Make(H100(), {"occupancy", "fast_only"});
+  auto unknown = RuleSet::Make(FfmaFamily(Op::kGemm), H100(), {"occupancy", "fast_only"});
   EXPECT_EQ(unknown.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(unknown.status().message(), HasSubstr("'fast_only'"));
-  EXPECT_FALSE(RuleSet::Make(H100(), {}, 0.0).ok());
+  EXPECT_FALSE(RuleSet::Make(FfmaFamily(Op::kGemm), H100(), {}, 0.0).ok());
 }
 
 // What one benchmark may cost: 2*M*N*K <= 2^36 flops, and operands plus
 // output plus K_G workspace <= 1 GiB.
 TEST(RulesTest, BenchmarkCostBounds) {
-  const RuleSet rules = RuleSet::ForSampling(H100());
+  const RuleSet rules = ForSampling();
   // 2 * 4096^2 * 2048 = 2^36 exactly: accepted; K = 2049 is over.
   EXPECT_EQ(Rejects(rules, Gemm(4096, 4096, 2048), {128, 128, 8, 8, 8, 1}), "");
   EXPECT_EQ(Rejects(rules, Gemm(4096, 4096, 2049), {128, 128, 8, 8, 8, 1}),
@@ -127,14 +163,14 @@ TEST(RulesTest, BenchmarkCostBounds) {
   EXPECT_EQ(Rejects(rules, Gemm(4096, 4096, 512), {128, 128, 8, 8, 8, 8}), "");
   EXPECT_EQ(Rejects(rules, Gemm(4096, 4096, 512), {128, 128, 8, 8, 8, 16}),
             "working_set");
-  auto loose = RuleSet::Make(H100(), {"max_work"}, 0.5, 1e15);
+  auto loose = RuleSet::Make(FfmaFamily(Op::kGemm), H100(), {"max_work"}, 0.5, 1e15);
   ASSERT_TRUE(loose.ok());
   EXPECT_EQ(Rejects(*loose, Gemm(4096, 4096, 4096), {128, 128, 8, 8, 8, 1}), "");
-  EXPECT_FALSE(RuleSet::Make(H100(), {}, 0.5, 0).ok());
+  EXPECT_FALSE(RuleSet::Make(FfmaFamily(Op::kGemm), H100(), {}, 0.5, 0).ok());
 }
 
 TEST(RulesTest, ConvolutionContextAndAddressing) {
-  const RuleSet rules = RuleSet::ForSampling(H100());
+  const RuleSet rules = ForSampling(Op::kConv);
   ConvContext cv;
   cv.n = 1;
   cv.h = cv.w = 7;
@@ -197,7 +233,7 @@ TEST(DomainTest, ValuesBeyondWhatADrawCanHoldAreRefused) {
     context { name: "hw" values: 7 })");
   EXPECT_THAT(bad.status().message(),
               HasSubstr("domain.block_shape[5] ('kg') values must be in "
-                        "[1, 65535], got 70000"));
+                        "[1, 4096], got 70000"));
   auto fine = ParseDomain(conv + block + R"(block_shape { name: "kg" values: 1 }
     context { name: "hw" values: [7, 4096] })");
   EXPECT_TRUE(fine.ok()) << fine.status().ToString();
@@ -225,7 +261,7 @@ SamplingReport Sample(Op op, const std::string& sampler, int64_t count,
   options.count = count;
   options.seed = seed;
   auto report = RunSampling(op == Op::kGemm ? gemm : conv, H100(),
-                            RuleSet::ForSampling(H100()), options, out);
+                            ForSampling(op), options, out);
   EXPECT_TRUE(report.ok()) << report.status().ToString();
   return *report;
 }
@@ -238,8 +274,8 @@ TEST(SamplerTest, DeterministicGivenSeed) {
   ASSERT_EQ(a.size(), 200u);
   int same = 0, differ = 0;
   for (size_t i = 0; i < a.size(); ++i) {
-    same += a[i].ctx == b[i].ctx && a[i].xb == b[i].xb;
-    differ += !(a[i].ctx == c[i].ctx && a[i].xb == c[i].xb);
+    same += a[i] == b[i];
+    differ += !(a[i] == c[i]);
   }
   EXPECT_EQ(same, 200);
   EXPECT_GT(differ, 150);
@@ -251,9 +287,13 @@ TEST(SamplerTest, EveryAcceptedCandidatePassesCanImplement) {
     Sample(op, "bayes", 2000, 5, &out);
     const KernelLimits limits = H100().Limits();
     for (const Candidate& c : out) {
+      ASSERT_EQ(c.family, &FfmaFamily(op));
       ASSERT_TRUE(Validate(c.ctx).ok()) << ToString(c.ctx);
-      ASSERT_TRUE(Validate(c.xb).ok()) << ToString(c.xb);
-      ASSERT_TRUE(CanImplement(c.ctx, c.xb, limits).ok()) << ToString(c.xb);
+      const BlockShape xb = *BlockShapeOf(c);
+      ASSERT_TRUE(Validate(xb).ok()) << ToString(xb);
+      ASSERT_TRUE(CanImplement(c.ctx, xb, limits).ok()) << ToString(xb);
+      ASSERT_TRUE(c.family->CanImplement(c.problem(), c.params, limits).ok())
+          << c.ToString();
     }
   }
 }
@@ -290,10 +330,10 @@ TEST(SamplerTest, NaiveBayesLosesNoSupport) {
     options.count = 20000;
     options.seed = 3;
     SamplingReport uniform = *RunSampling(
-        domain, H100(), RuleSet::ForSampling(H100()), options, nullptr);
+        domain, H100(), ForSampling(op), options, nullptr);
 
     // Warm up and fit as RunSampling does, then propose.
-    const RuleSet rules = RuleSet::ForSampling(H100());
+    const RuleSet rules = ForSampling(op);
     Rng rng(4);
     NaiveBayesSampler bayes(domain, 100);
     EXPECT_EQ(WarmUp(domain, rules, 20000, int64_t{1} << 40, rng, &bayes).second,
@@ -319,6 +359,311 @@ TEST(SamplerTest, NaiveBayesLosesNoSupport) {
                   0.0);
       }
     }
+  }
+}
+
+// ---- Families
+
+uint64_t Fnv(uint64_t h, const std::string& text) {
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+// FNV-1a over "<context> | <block shape>" lines, as the sampler before
+// families (commit 7671ef6) printed them.
+uint64_t HashOf(const std::vector<Candidate>& list) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (const Candidate& c : list)
+    h = Fnv(h, ToString(c.ctx) + " | " + ToString(*BlockShapeOf(c)) + "\n");
+  return h;
+}
+
+// The generic sampler gives gemm.ffma and conv.ffma exactly the candidates
+// the BlockShape sampler of 7671ef6 gave for seed 7 (hashes and draw
+// counts recorded with that commit's RunSampling). One rule changed on
+// purpose: split_has_work is SplitHasWork (kernels/family.h), which lets
+// K_G = 1 through with U > K (one partial step) where the old rule asked
+// K_G * U <= K of every kernel. So the first comparison leaves that rule
+// out, and the second applies the old form to the new output.
+TEST(FamilySamplerTest, FfmaCandidatesUnchangedForAFixedSeed) {
+  const std::vector<std::string> rules = {"power_of_two", "min_block_elements",
+                                          "max_work", "working_set",
+                                          "occupancy"};
+  struct Golden {
+    Op op;
+    const char* sampler;
+    int64_t count, draws;
+    uint64_t hash;
+  };
+  const Golden golden[] = {
+      {Op::kGemm, "uniform", 1000, 199939, 0x5195324b374c9af1ULL},
+      {Op::kGemm, "bayes", 3000, 10078, 0xa874a5b2255e48bdULL},
+      {Op::kConv, "uniform", 1000, 248067, 0xc77d72dff1ce2988ULL},
+      {Op::kConv, "bayes", 3000, 10068, 0xba11a0cca57339c7ULL},
+  };
+  for (const Golden& g : golden) {
+    SCOPED_TRACE(std::string(ToString(g.op)) + " " + g.sampler);
+    const Domain domain = *DefaultDomain(g.op);
+    SamplingOptions options;
+    options.sampler = g.sampler;
+    options.count = g.count;
+    options.seed = 7;
+    std::vector<Candidate> out;
+    auto report = RunSampling(
+        domain, H100(), *RuleSet::Make(FfmaFamily(g.op), H100(), rules),
+        options, &out);
+    ASSERT_TRUE(report.ok()) << report.status().ToString();
+    EXPECT_EQ(report->draws, g.draws);
+    EXPECT_EQ(HashOf(out), g.hash);
+  }
+  // All the rules, uniform draws (which do not depend on what was
+  // accepted): the new output less the U > K, K_G = 1 candidates is the
+  // old output.
+  const struct {
+    Op op;
+    uint64_t hash;
+  } full[] = {{Op::kGemm, 0x2f68bef418211023ULL},
+              {Op::kConv, 0x5e73103f82005701ULL}};
+  for (const auto& f : full) {
+    SamplingOptions options;
+    options.sampler = "uniform";
+    options.count = 3300;
+    options.seed = 7;
+    std::vector<Candidate> out, old_rule;
+    ASSERT_TRUE(RunSampling(*DefaultDomain(f.op), H100(), ForSampling(f.op),
+                            options, &out)
+                    .ok());
+    int u_over_k = 0;
+    for (const Candidate& c : out) {
+      const BlockShape xb = *BlockShapeOf(c);
+      if (xb.kg * xb.u <= ImplicitGemm(c.ctx).k) {
+        if (old_rule.size() < 3000) old_rule.push_back(c);
+      } else {
+        EXPECT_EQ(xb.kg, 1) << c.ToString();
+        ++u_over_k;
+      }
+    }
+    ASSERT_EQ(old_rule.size(), 3000u);
+    EXPECT_GT(u_over_k, 0);
+    EXPECT_EQ(HashOf(old_rule), f.hash) << ToString(f.op);
+  }
+}
+
+TEST(FamilySamplerTest, BlockShapeConversionIsForFfmaFamiliesOnly) {
+  const Context ctx = Gemm(256, 256, 256);
+  const Candidate ffma = FfmaCandidate(ctx, {64, 32, 4, 2, 8, 2});
+  EXPECT_EQ(ffma.family->name(), "gemm.ffma");
+  EXPECT_TRUE(HasBlockShape(*ffma.family));
+  EXPECT_EQ(*BlockShapeOf(ffma), (BlockShape{64, 32, 4, 2, 8, 2}));
+  EXPECT_EQ(ffma.ToString(),
+            "gemm m=256 n=256 k=256 layout=NN dtype=fp32 | gemm.ffma ML=64 "
+            "NL=32 MS=4 NS=2 U=8 KG=2");
+  GemmContext g = Gemm(256, 256, 256);
+  g.dtype = DType::kBf16;
+  Candidate mma{&Mma(), g, *Mma().Parse("bm=64 bn=64")};
+  EXPECT_FALSE(HasBlockShape(Mma()));
+  auto xb = BlockShapeOf(mma);
+  EXPECT_EQ(xb.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(xb.status().message(), HasSubstr("gemm.mma has no block shape"));
+  EXPECT_EQ(FfmaFamily(Op::kConv).name(), "conv.ffma");
+}
+
+TEST(FamilyDomainTest, OldBlockShapeFilesStillParse) {
+  const std::string context = R"(
+    context { name: "m" values: 64 } context { name: "n" values: 64 }
+    context { name: "k" values: [64, 128] } context { name: "layout" values: 0 })";
+  auto old_style = ParseDomain(R"(op: "gemm"
+    block_shape { name: "ml" values: [16, 32] } block_shape { name: "nl" values: 16 }
+    block_shape { name: "ms" values: 2 } block_shape { name: "ns" values: 2 }
+    block_shape { name: "u" values: 4 } block_shape { name: "kg" values: 1 })" +
+                               context);
+  ASSERT_TRUE(old_style.ok()) << old_style.status().ToString();
+  auto new_style = ParseDomain(R"(family: "gemm.ffma"
+    params { name: "KG" values: 1 } params { name: "NL" values: 16 }
+    params { name: "MS" values: 2 } params { name: "NS" values: 2 }
+    params { name: "U" values: 4 } params { name: "ML" values: [16, 32] })" +
+                               context);
+  ASSERT_TRUE(new_style.ok()) << new_style.status().ToString();
+  EXPECT_EQ(old_style->family, &FfmaFamily(Op::kGemm));
+  EXPECT_EQ(old_style->names, new_style->names);
+  EXPECT_EQ(old_style->values, new_style->values);
+  EXPECT_EQ(old_style->family_params, 6);
+  EXPECT_EQ(old_style->dtype, DType::kFp32);
+
+  auto both = ParseDomain(R"(family: "gemm.ffma" params { name: "ML" values: 16 }
+    block_shape { name: "ml" values: 16 })");
+  EXPECT_THAT(both.status().message(), HasSubstr("not both"));
+  auto unknown = ParseDomain(R"(family: "gemm.fft")");
+  EXPECT_THAT(unknown.status().message(), HasSubstr("domain.family must be one of"));
+  auto wrong_op = ParseDomain(R"(family: "gemm.mma" op: "conv")");
+  EXPECT_THAT(wrong_op.status().message(), HasSubstr("computes gemm"));
+  auto fp32_mma = ParseDomain(R"(family: "gemm.mma" dtype: "fp32")");
+  EXPECT_THAT(fp32_mma.status().message(),
+              HasSubstr("gemm.mma does not implement fp32"));
+  // A value outside the family's domain names the parameter and its range.
+  auto out_of_range = ParseDomain(R"(family: "gemm.mma"
+    params { name: "bm" values: [16, 512] } params { name: "bn" values: 8 }
+    params { name: "bk" values: 32 } params { name: "wm" values: 1 }
+    params { name: "wn" values: 1 } params { name: "st" values: 3 }
+    params { name: "kg" values: 1 } params { name: "gm" values: 1 }
+    params { name: "sk" values: 0 })");
+  EXPECT_THAT(out_of_range.status().message(),
+              HasSubstr("domain.params[0] ('bm') values must be in [16, 256]"));
+}
+
+TEST(FamilyDomainTest, MmaDomainAndPrecision) {
+  auto d = DefaultDomain(Mma());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->family, &Mma());
+  EXPECT_EQ(d->family_params, 9);
+  EXPECT_EQ(d->names.size(), 13u);
+  EXPECT_EQ(d->names[0], "bm");
+  EXPECT_EQ(d->names[9], "m");
+  EXPECT_EQ(d->dtype, DType::kBf16);
+  EXPECT_EQ(d->values[10].front(), 1);  // n from 1: decode shapes
+  bool decode = false;
+  for (const Context& ctx : d->named) {
+    EXPECT_EQ(DTypeOf(ctx), DType::kBf16);
+    const auto& g = std::get<GemmContext>(ctx);
+    decode |= g.n == 1 && g.m == 16384 && g.k == 8192;
+  }
+  EXPECT_TRUE(decode);
+
+  // A campaign's precision reaches every context, drawn and named.
+  auto tf32 = DefaultDomain(Op::kGemm, DType::kTf32);
+  ASSERT_TRUE(tf32.ok()) << tf32.status().ToString();
+  EXPECT_EQ(tf32->family, &Mma());
+  for (const Context& ctx : tf32->named) EXPECT_EQ(DTypeOf(ctx), DType::kTf32);
+  Draw draw;
+  EXPECT_EQ(DTypeOf(Materialize(*tf32, draw).ctx), DType::kTf32);
+  EXPECT_EQ(DefaultDomain(Op::kGemm, DType::kFp32)->family,
+            &FfmaFamily(Op::kGemm));
+  Domain fp16 = *d;
+  EXPECT_TRUE(SetPrecision(&fp16, DType::kFp16).ok());
+  EXPECT_EQ(DTypeOf(fp16.named.front()), DType::kFp16);
+  Status fp32 = SetPrecision(&fp16, DType::kFp32);
+  EXPECT_THAT(fp32.message(), HasSubstr("implements bf16, fp16, tf32"));
+  EXPECT_EQ(DefaultDomain(Op::kConv, DType::kBf16).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(FamilyRulesTest, MmaRulesByName) {
+  const RuleSet rules = *RuleSet::ForSampling(Mma(), H100());
+  std::vector<std::string> names = rules.names();
+  EXPECT_THAT(names, ::testing::ElementsAre(
+                         "power_of_two", "params", "context",
+                         "min_block_elements", "split_has_work", "threads",
+                         "shared_memory", "registers", "alignment", "grid",
+                         "max_work", "working_set", "occupancy"));
+  GemmContext g = Gemm(4096, 4096, 4096);
+  g.dtype = DType::kBf16;
+  g.layout_b = Layout::kT;
+  // 2 * 4096^3 > 2^36.
+  EXPECT_EQ(RejectsMma(rules, g, "bm=128 bn=128 bk=32 wm=2 wn=2 st=4"),
+            "max_work");
+  g.k = 2048;
+  EXPECT_EQ(RejectsMma(rules, g, "bm=128 bn=128 bk=32 wm=2 wn=2 st=4"), "");
+  // Warp tiles of 16 x 8 are the smallest; 8 x 4 = 32 warps are too many.
+  EXPECT_EQ(RejectsMma(rules, g, "bm=128 bn=8 wm=8 wn=1"), "");
+  EXPECT_EQ(RejectsMma(rules, g, "bm=128 bn=16 wm=8 wn=4"), "params");
+  // 5 stages of 256 x 128 (A) and 128 x 256 (B) bf16 = 640 KiB.
+  EXPECT_EQ(RejectsMma(rules, g, "bm=256 bn=256 bk=128 wm=4 wn=4 st=5"),
+            "shared_memory");
+  // N = 1 with B stored K x N: ldb = 1 is no multiple of 8 elements.
+  GemmContext decode = g;
+  decode.m = 4096;
+  decode.n = 1;
+  decode.k = 4096;
+  decode.layout_b = Layout::kN;
+  EXPECT_EQ(RejectsMma(rules, decode, "bm=64 bn=8 wm=4 wn=1 kg=2"), "alignment");
+  decode.layout_b = Layout::kT;
+  EXPECT_EQ(RejectsMma(rules, decode, "bm=64 bn=8 wm=4 wn=1 kg=2"), "");
+  // K_G * bk = 64 * 128 > K = 4096.
+  EXPECT_EQ(RejectsMma(rules, decode, "bm=64 bn=8 bk=128 wm=4 wn=1 kg=64"),
+            "split_has_work");
+  // st = 3 is no power of two, and needs not be (ParamSpec::power_of_two).
+  EXPECT_EQ(RejectsMma(rules, decode, "bm=64 bn=8 wm=4 wn=1 kg=2 st=3"), "");
+  // Occupancy: 4096 / 64 = 64 programs < 66 at K_G = 1.
+  EXPECT_EQ(RejectsMma(rules, decode, "bm=64 bn=8 wm=4 wn=1 kg=1"), "occupancy");
+}
+
+TEST(FamilyRulesTest, ComputeCapabilityBelowTheFamilysIsRefused) {
+  auto v100 = RuleSet::ForSampling(Mma(), *ProfileByName("v100"));
+  EXPECT_EQ(v100.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(v100.status().message(),
+              HasSubstr("gemm.mma needs compute capability 8.0 or later; "
+                        "device profile v100 has 7.0"));
+  EXPECT_TRUE(RuleSet::ForSampling(Mma(), *ProfileByName("a100")).ok());
+  EXPECT_TRUE(RuleSet::ForSampling(FfmaFamily(Op::kGemm), *ProfileByName("v100")).ok());
+  // A stream for the V100 fails at once, not after millions of draws.
+  auto stream = CandidateStream::Make(*DefaultDomain(Mma()),
+                                      *ProfileByName("v100"), "bayes", 1);
+  EXPECT_EQ(stream.status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(FamilyRulesTest, RulesOfAnotherFamilyAreRefused) {
+  SamplingOptions options;
+  options.count = 1;
+  auto r = RunSampling(*DefaultDomain(Mma()), H100(), ForSampling(), options,
+                       nullptr);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("gemm.ffma's, the domain is family gemm.mma's"));
+}
+
+// gemm.mma through the generic sampler: a sensible share accepted, each
+// rejection under the family's rule names, and every accepted candidate
+// one CanImplement takes, in each precision.
+TEST(FamilySamplerTest, MmaSamplesInEveryPrecision) {
+  const RuleSet rules = *RuleSet::ForSampling(Mma(), H100());
+  const KernelLimits limits = H100().Limits();
+  for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
+    SCOPED_TRACE(std::string(ToString(dtype)));
+    Domain domain = *DefaultDomain(Mma());
+    ASSERT_TRUE(SetPrecision(&domain, dtype).ok());
+    SamplingOptions options;
+    options.count = 3000;
+    options.seed = 11;
+    std::vector<Candidate> out;
+    auto report = RunSampling(domain, H100(), rules, options, &out);
+    ASSERT_TRUE(report.ok()) << report.status().ToString();
+    std::cout << ToString(dtype) << ": warm-up " << report->warmup_accepted
+              << " of " << report->warmup_draws << " uniform draws, bayes "
+              << report->acceptance() << "; rejected by";
+    std::set<std::string> rule_names;
+    int64_t rejected = 0;
+    for (const auto& [rule, count] : report->rejected_by_rule) {
+      rule_names.insert(rule);
+      rejected += count;
+      if (count > 0) std::cout << " " << rule << " " << count;
+    }
+    std::cout << "\n";
+    EXPECT_EQ(rejected + report->accepted, report->draws);
+    EXPECT_TRUE(rule_names.count("alignment"));
+    EXPECT_FALSE(rule_names.count("instruction_cache"));
+    EXPECT_EQ(report->family, "gemm.mma");
+    EXPECT_EQ(report->dtype, ToString(dtype));
+    EXPECT_GE(report->acceptance(), 0.20);
+    ASSERT_EQ(out.size(), 3000u);
+    int named = 0, skinny = 0, split = 0;
+    for (const Candidate& c : out) {
+      ASSERT_EQ(c.family, &Mma());
+      ASSERT_EQ(DTypeOf(c.ctx), dtype);
+      ASSERT_TRUE(Mma().CanImplement(c.problem(), c.params, limits).ok())
+          << c.ToString() << ": "
+          << Mma().CanImplement(c.problem(), c.params, limits).message();
+      const auto& g = std::get<GemmContext>(c.ctx);
+      named += std::find(domain.named.begin(), domain.named.end(), c.ctx) !=
+               domain.named.end();
+      skinny += g.n <= 16;
+      split += c.params[Mma().ParamIndex("kg")] > 1;
+    }
+    // Every kind of context and the split-K part of the space are drawn.
+    EXPECT_GT(named, 300);
+    EXPECT_GT(skinny, 300);
+    EXPECT_GT(split, 300);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/validate.h"
 #include "tuner/worker_protocol.h"
 
 namespace blocktune {
@@ -51,31 +52,67 @@ DeviceFingerprint FakeFingerprint() {
   return f;
 }
 
-bool ParseWorkItem(PreparedSample* s) {
-  auto ctx = ContextFromString(s->item.context());
-  if (!ctx.ok()) {
-    s->status = ctx.status();
-  } else if (s->item.block_shape_size() != 6) {
-    s->status = InvalidArgument("work item: block_shape needs 6 values, got " +
-                                std::to_string(s->item.block_shape_size()));
-  } else {
-    s->ctx = *ctx;
-    const auto& b = s->item.block_shape();
-    s->xb = BlockShape{b[0], b[1], b[2], b[3], b[4], b[5]};
-    return true;
+namespace {
+
+Status ResolveWorkItem(PreparedSample* s) {
+  const tuner::WorkItem& item = s->item;
+  BT_ASSIGN_OR_RETURN(Context ctx, ContextFromString(item.context()));
+  s->problem = Problem(ctx);
+  if (item.family().empty()) {
+    // An item from before families: op's ffma family and its x_B.
+    if (item.block_shape_size() != kBlockParameters) {
+      return InvalidArgument(
+          "work item: without a family, block_shape needs 6 values, got " +
+          std::to_string(item.block_shape_size()));
+    }
+    const auto& b = item.block_shape();
+    const Candidate c =
+        FfmaCandidate(ctx, BlockShape{b[0], b[1], b[2], b[3], b[4], b[5]});
+    s->family = c.family;
+    s->params = c.params;
+    return c.family->ValidateParams(c.params, "work item block_shape");
   }
+  auto family = FindFamily(item.family());
+  if (!family.ok()) {
+    return InvalidArgument("work item: this worker has no kernel family " +
+                           Quoted(item.family()) + ": " +
+                           family.status().message());
+  }
+  s->family = *family;
+  if (item.version() != 0 && item.version() != s->family->version()) {
+    return FailedPrecondition(
+        "work item: the daemon asked for " + item.family() + " version " +
+        std::to_string(item.version()) + ", this worker generates version " +
+        std::to_string(s->family->version()));
+  }
+  if (s->family->op() != OpOf(ctx)) {
+    return InvalidArgument("work item: family " + item.family() +
+                           " computes " +
+                           std::string(ToString(s->family->op())) +
+                           ", the context is a " +
+                           std::string(ToString(OpOf(ctx))));
+  }
+  BT_ASSIGN_OR_RETURN(s->params, s->family->Parse(item.params()));
+  return OkStatus();
+}
+
+}  // namespace
+
+bool ParseWorkItem(PreparedSample* s) {
+  s->status = ResolveWorkItem(s);
+  if (s->status.ok()) return true;
   s->failure = "compile_error";
   return false;
 }
 
-tuner::DaemonMessage WorkMessage(int64_t seq, const Context& ctx,
-                                 const BlockShape& xb) {
+tuner::DaemonMessage WorkMessage(int64_t seq, const Candidate& c) {
   tuner::DaemonMessage m;
   tuner::WorkItem* item = m.mutable_work();
   item->set_seq(seq);
-  item->set_context(ToString(ctx));
-  for (int64_t v : {xb.ml, xb.nl, xb.ms, xb.ns, xb.u, xb.kg})
-    item->add_block_shape(v);
+  item->set_context(ToString(c.ctx));
+  item->set_family(std::string(c.family->name()));
+  item->set_version(c.family->version());
+  item->set_params(c.family->Format(c.params));
   return m;
 }
 

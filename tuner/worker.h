@@ -16,12 +16,12 @@
 #include <memory>
 #include <string>
 
-#include "kernels/block_shape.h"
 #include "kernels/context.h"
 #include "kernels/device.h"
-#include "kernels/gemm_ptx.h"
+#include "kernels/family.h"
 #include "kernels/status.h"
 #include "tuner/measurement.h"
+#include "tuner/sampler.h"
 #include "tuner/worker.pb.h"
 
 namespace blocktune {
@@ -32,11 +32,14 @@ inline constexpr int kExitNoDevice = 4;  // Hello carried the reason
 // One sample on its way through the worker.
 struct PreparedSample {
   tuner::WorkItem item;
-  Context ctx;
-  BlockShape xb;
+  // What ParseWorkItem resolved: the family, the problem (the context; its
+  // dtype is the precision) and the family's parameters.
+  const KernelFamily* family = nullptr;
+  Problem problem;
+  Params params;
   Status status;        // not OK: the sample failed before the GPU
   std::string failure;  // its SampleStatus name, when status is not OK
-  GemmKernel kernel;
+  GeneratedKernel kernel;
   std::string image;    // cubin, or PTX for the driver to JIT
   double compile_s = 0;
 };
@@ -71,18 +74,22 @@ DeviceFingerprint FromHello(const tuner::WorkerHello& hello);
 // The GPU every fake worker reports: an H100-like sm_90 with 132 SMs.
 DeviceFingerprint FakeFingerprint();
 
-// Parses item.context and item.block_shape into sample->ctx and ->xb;
-// the failure on error is "compile_error".
+// Resolves item.context, item.family (with its version) and item.params
+// into sample->problem, ->family and ->params; an item without a family is
+// its op's ffma family with item.block_shape. On error the failure is
+// "compile_error" and the status says why (an unknown family names the
+// ones this worker has; another generator version names both).
 bool ParseWorkItem(PreparedSample* sample);
-// The daemon's side: a work item for (ctx, xb) numbered `seq`.
-tuner::DaemonMessage WorkMessage(int64_t seq, const Context& ctx,
-                                 const BlockShape& xb);
+// The daemon's side: a work item for candidate `c` numbered `seq`, with
+// its family's current generator version.
+tuner::DaemonMessage WorkMessage(int64_t seq, const Candidate& c);
 // A worker's result as a Measurement. A status the daemon does not know, or
 // numbers that do not validate, become launch_error saying so.
 Measurement FromWorkResult(const tuner::WorkResult& r);
 
-// A fake GPU for tests of scheduling and failure handling. `spec` is
-// comma-separated key=value:
+// A fake GPU for tests of scheduling and failure handling. It resolves
+// work items as the real one does (an unknown family is a compile_error)
+// and echoes the family and version. `spec` is comma-separated key=value:
 //   measure_us=N  compile_us=N   time each sample takes (default 200, 100)
 //   crash_every=N       seq % N == N-1 aborts the worker mid-measure
 //   hang_every=N        ... hangs it forever
@@ -90,13 +97,16 @@ Measurement FromWorkResult(const tuner::WorkResult& r);
 //   wrong_every=N       ... reports wrong_result
 //   compile_error_every=N
 //   no_device=1         Hello says there is no GPU
-// Times are a deterministic function of the sample, so runs repeat.
+// Times are a deterministic function of the sample (its FLOPs, output tile
+// and precision), so runs repeat.
 StatusOr<std::unique_ptr<WorkerBackend>> NewFakeBackend(const std::string& spec);
 
-// The real GPU `ordinal`, through the dlopen'ed driver and nvJitLink.
+// The real GPU `ordinal`, through the dlopen'ed driver and nvJitLink. It
+// measures any family's kernel in the precision of its context: inputs of
+// that storage type, checked against a float64 reference with the bound of
+// tuner/check_ptx.h (CheckBoundFor).
 struct GpuBackendOptions {
   double verify_fraction = 0.1;  // of samples of an already verified kernel
-  double tolerance = 1e-5;       // |C - ref| / sum |a*b| at sampled points
   int check_points = 1024;
   int64_t buffer_bytes = int64_t{1} << 30;  // per operand
   double min_time_s = 5e-4;   // timed runs add up to at least this

@@ -1,0 +1,74 @@
+// A generated kernel of any family (kernels/family.h GeneratedKernel)
+// loaded into the current CUDA context and launched as one operation: its
+// main entry and, where it has one, the entry that adds the K_G partial
+// sums after it on the same stream. The argument blocks are built from the
+// entries' named parameters (GeneratedKernel::entry_params), so the worker
+// launches every family the same way.
+#ifndef BLOCKTUNE_TUNER_KERNEL_LAUNCH_H_
+#define BLOCKTUNE_TUNER_KERNEL_LAUNCH_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda_driver.h"
+#include "kernels/family.h"
+
+namespace blocktune {
+
+// Device addresses and scalars of one C = alpha * op(A) * op(B) + beta * C
+// (for a convolution: the NHWC input, the KRSC filter, the NPQK output).
+// The sizes and leading dimensions are the problem's.
+struct KernelOperands {
+  uint64_t a = 0, b = 0, c = 0;
+  uint64_t workspace = 0;  // GeneratedKernel::workspace_bytes of memory
+  float alpha = 1, beta = 0;
+};
+
+class LoadedKernel {
+ public:
+  // Loads `kernel`, generated for `problem`, from `image` (its PTX, or a
+  // cubin compiled from it); raises the dynamic shared-memory limit where
+  // the kernel needs more than 48 KiB. `split_k` is K_G (the reduce
+  // entry's argument). INTERNAL where an entry has a parameter this
+  // launcher does not know. Needs a current context.
+  static StatusOr<std::unique_ptr<LoadedKernel>> Load(const Problem& problem,
+                                                      GeneratedKernel kernel,
+                                                      const std::string& image,
+                                                      int64_t split_k);
+
+  const GeneratedKernel& kernel() const { return kernel_; }
+  const Problem& problem() const { return problem_; }
+  // Enqueues the operation. INVALID_ARGUMENT where A or B is not aligned
+  // as the kernel reads it (GeneratedKernel::align_*), or a workspace is
+  // needed and missing. A kernel with counters in its workspace
+  // (counter_offset >= 0) needs them zero before its first launch; every
+  // launch leaves them zero.
+  Status Launch(const KernelOperands& ops) const;
+
+ private:
+  LoadedKernel() = default;
+  enum class Slot;
+  struct Arg {
+    Slot slot;
+    int offset, size;
+  };
+  static StatusOr<std::vector<Arg>> Resolve(
+      const std::vector<KernelParam>& params, const std::string& entry);
+  Status Enqueue(const cuda::Function& fn, const std::vector<Arg>& args,
+                 const std::array<unsigned, 3>& grid,
+                 const std::array<unsigned, 3>& block, unsigned shared_bytes,
+                 const KernelOperands& ops) const;
+
+  Problem problem_;
+  GeneratedKernel kernel_;
+  int64_t split_k_ = 1;
+  std::unique_ptr<cuda::Module> module_;
+  cuda::Function main_, reduce_;
+  std::vector<Arg> main_args_, reduce_args_;
+};
+
+}  // namespace blocktune
+
+#endif  // BLOCKTUNE_TUNER_KERNEL_LAUNCH_H_
