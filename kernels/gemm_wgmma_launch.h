@@ -16,7 +16,14 @@
 //
 // with KernelParam::type "tmap" for those parameters; the launcher encodes
 // each map for the operand's address (EncodeTensorMap) and points the
-// argument array at it.
+// argument array at it. A second field,
+//
+//   std::string GeneratedKernel::target;  // "sm_90a": the ptxas -arch /
+//                                         // JIT target the PTX needs
+//
+// would let generic ptxas checks assemble arch-specific PTX (gemm.wgmma's
+// Generate("sm_90") returns `.target sm_90a` text, which ptxas
+// -arch=sm_90 refuses).
 #ifndef BLOCKTUNE_KERNELS_GEMM_WGMMA_LAUNCH_H_
 #define BLOCKTUNE_KERNELS_GEMM_WGMMA_LAUNCH_H_
 
