@@ -18,6 +18,7 @@
 // c * u = 2 * 2^-10 (each operand off by up to 2^-10 relative).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -345,6 +346,62 @@ TEST_F(GemmWgmmaGpuTest, LargerShapesEveryLayout) {
                 "128 128 32 4 1");
   auto o = RunCase(t, rng);
   ASSERT_TRUE(o.ok()) << Describe(t) << ": " << o.status().ToString();
+}
+
+// First speed readings (not a benchmark: no L2 flush, no cuBLASLt beside
+// it; bench/kernels is where those live). Runs only with
+// BLOCKTUNE_WGMMA_TIME=1: median of 20 launches after 3 warm-ups, random
+// bf16 inputs, per configuration.
+TEST_F(GemmWgmmaGpuTest, TimeSquareShapes) {
+  if (std::getenv("BLOCKTUNE_WGMMA_TIME") == nullptr)
+    GTEST_SKIP() << "set BLOCKTUNE_WGMMA_TIME=1 to time";
+  std::mt19937 rng(11);
+  for (int64_t size : {4096, 8192}) {
+    for (const char* layouts : {"NT", "NN", "TN"}) {
+      for (const char* params :
+           {"128 256 64 4 2", "128 128 64 4 1", "256 128 64 4 2",
+            "128 256 64 3 2", "128 192 64 4 2"}) {
+        Case c = Make(DType::kBf16, size, size, size,
+                      layouts[0] == 'T' ? Layout::kT : Layout::kN,
+                      layouts[1] == 'T' ? Layout::kT : Layout::kN, params);
+        if (!CanImplementWgmma(c.problem, c.params).ok()) continue;
+        auto wg = LoadedWgmma::Create(c.problem, c.params);
+        ASSERT_TRUE(wg.ok()) << wg.status().ToString();
+        const size_t n = static_cast<size_t>(size * size);
+        HostMatrix a = Random(DType::kBf16, n, rng);
+        auto da = DeviceBuffer::Allocate(2 * n);
+        auto db = DeviceBuffer::Allocate(2 * n);
+        auto dc = DeviceBuffer::Allocate(2 * n);
+        ASSERT_TRUE(da.ok() && db.ok() && dc.ok());
+        ASSERT_TRUE(da->CopyFromHost(a.h.data(), 2 * n).ok());
+        ASSERT_TRUE(db->CopyFromHost(a.h.data(), 2 * n).ok());
+        WgmmaOperands ops;
+        ops.a = da->address();
+        ops.b = db->address();
+        ops.c = dc->address();
+        auto start = cuda::Event::Create();
+        auto stop = cuda::Event::Create();
+        ASSERT_TRUE(start.ok() && stop.ok());
+        std::vector<float> ms;
+        for (int r = 0; r < 23; ++r) {
+          ASSERT_TRUE((*start)->Record().ok());
+          ASSERT_TRUE((*wg)->Launch(ops).ok());
+          ASSERT_TRUE((*stop)->Record().ok());
+          ASSERT_TRUE((*stop)->Synchronize().ok());
+          auto t = (*stop)->MillisecondsSince(**start);
+          ASSERT_TRUE(t.ok()) << t.status().ToString();
+          if (r >= 3) ms.push_back(*t);
+        }
+        std::sort(ms.begin(), ms.end());
+        const double median = ms[ms.size() / 2];
+        std::printf("time bf16 %s %ld^3 %s: %.1f us, %.0f TFLOP/s "
+                    "(%d registers)\n",
+                    layouts, static_cast<long>(size), ToString(c.params).c_str(),
+                    1e3 * median, 2.0 * size * size * size / (median * 1e9),
+                    (*wg)->function().registers);
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -30,5 +30,12 @@ echo "smoke synccheck: rc $?"
 # 3. Everything else.
 timeout 420 "$bin/gemm_wgmma_gpu_test" >"$out/gpu_test.txt" 2>&1
 echo "gpu test: rc $?"
+# 4. First speed readings, only worth having once step 3 passed.
+if grep -q "PASSED" "$out/gpu_test.txt" && ! grep -q "FAILED" "$out/gpu_test.txt"; then
+  BLOCKTUNE_WGMMA_TIME=1 timeout 240 "$bin/gemm_wgmma_gpu_test" \
+    --gtest_filter='*TimeSquare*' >"$out/time.txt" 2>&1
+  echo "time: rc $?"
+  grep "^time" "$out/time.txt"
+fi
 tail -n 5 "$out"/sass.txt "$out"/smoke_*.txt
 grep -E "OK|FAILED|pass|Failure|error" "$out/gpu_test.txt" | tail -n 20
