@@ -201,13 +201,17 @@ void EmitMainLoop(Ptx& p, const Tiling& t) {
 }
 
 // Accumulator register r of m tile i holds row 16*warp + lane/4 + 8*h and
-// column 8*j + 2*(lane%4) + c of the tile, r = 4*j + 2*h + c.
+// column 8*j + 2*(lane%4) + c of the tile, r = 4*j + 2*h + c: each thread
+// owns pairs of adjacent columns. A pair goes out in one store (b32, or
+// v2.f32 for tf32) where both columns are inside N and %pvec says that
+// every pair is aligned (ldc even, C aligned to the pair); otherwise each
+// column alone.
 void EmitEpilogue(Ptx& p, const Tiling& t, bool with_beta) {
   const bool tf32 = t.prec == DType::kTf32;
-  const std::string cvt_out =
-      t.prec == DType::kFp16 ? "cvt.rn.f16.f32" : "cvt.rn.bf16.f32";
-  const std::string cvt_in =
-      t.prec == DType::kFp16 ? "cvt.f32.f16" : "cvt.f32.bf16";
+  const bool fp16 = t.prec == DType::kFp16;
+  const std::string cvt_pair =
+      fp16 ? "cvt.rn.f16x2.f32" : "cvt.rn.bf16x2.f32";
+  const std::string cvt_in = fp16 ? "cvt.f32.f16" : "cvt.f32.bf16";
   const int64_t per_row = t.bn / 2;
   for (int64_t i = 0; i < t.mt; ++i) {
     for (int64_t h = 0; h < 2; ++h) {
@@ -218,27 +222,40 @@ void EmitEpilogue(Ptx& p, const Tiling& t, bool with_beta) {
         << "\tshl.b64 %d0, %d0, " << N(Log2(t.esize)) << ";\n"
         << "\tadd.u64 %ptr, %C, %d0;\n";
       for (int64_t j = 0; j < t.bn / 8; ++j) {
-        for (int64_t c = 0; c < 2; ++c) {
-          const int64_t col = 8 * j + c;
-          const std::string acc = "%acc" + N(i * per_row + 4 * j + 2 * h + c);
-          const std::string addr = "[%ptr+" + N(col * t.esize) + "]";
-          p << "\tsetp.gt.and.s32 %pe, %nrem, " << N(col) << ", %prow;\n"
-            << "\tmul.f32 %v, " << acc << ", %alpha;\n";
-          if (with_beta) {
-            if (tf32) {
-              p << "\t@%pe ld.global.f32 %cf, " << addr << ";\n";
-            } else {
-              p << "\t@%pe ld.global.b16 %hs, " << addr << ";\n"
-                << "\t" << cvt_in << " %cf, %hs;\n";
-            }
-            p << "\tfma.rn.f32 %v, %cf, %beta, %v;\n";
-          }
+        const int64_t col = 8 * j;
+        const std::string acc0 = "%acc" + N(i * per_row + 4 * j + 2 * h);
+        const std::string acc1 = "%acc" + N(i * per_row + 4 * j + 2 * h + 1);
+        const std::string a0 = "[%ptr+" + N(col * t.esize) + "]";
+        const std::string a1 = "[%ptr+" + N((col + 1) * t.esize) + "]";
+        p << "\tsetp.gt.and.s32 %pe, %nrem, " << N(col) << ", %prow;\n"
+          << "\tsetp.gt.and.s32 %pe1, %nrem, " << N(col + 1) << ", %prow;\n"
+          << "\tand.pred %pv, %pe1, %pvec;\n\tnot.pred %pnv, %pv;\n"
+          << "\tand.pred %ps0, %pe, %pnv;\n\tand.pred %ps1, %pe1, %pnv;\n"
+          << "\tmul.f32 %v, " << acc0 << ", %alpha;\n"
+          << "\tmul.f32 %v1, " << acc1 << ", %alpha;\n";
+        if (with_beta) {
           if (tf32) {
-            p << "\t@%pe st.global.f32 " << addr << ", %v;\n";
+            p << "\t@%pe ld.global.f32 %cf, " << a0 << ";\n"
+              << "\t@%pe1 ld.global.f32 %cf1, " << a1 << ";\n";
           } else {
-            p << "\t" << cvt_out << " %hs, %v;\n"
-              << "\t@%pe st.global.b16 " << addr << ", %hs;\n";
+            p << "\t@%pe ld.global.b16 %hs, " << a0 << ";\n"
+              << "\t@%pe1 ld.global.b16 %hs1, " << a1 << ";\n"
+              << "\t" << cvt_in << " %cf, %hs;\n"
+              << "\t" << cvt_in << " %cf1, %hs1;\n";
           }
+          p << "\tfma.rn.f32 %v, %cf, %beta, %v;\n"
+            << "\tfma.rn.f32 %v1, %cf1, %beta, %v1;\n";
+        }
+        if (tf32) {
+          p << "\t@%pv st.global.v2.f32 " << a0 << ", {%v, %v1};\n"
+            << "\t@%ps0 st.global.f32 " << a0 << ", %v;\n"
+            << "\t@%ps1 st.global.f32 " << a1 << ", %v1;\n";
+        } else {
+          p << "\t" << cvt_pair << " %w, %v1, %v;\n"
+            << "\t@%pv st.global.b32 " << a0 << ", %w;\n"
+            << "\tmov.b32 {%hs, %hs1}, %w;\n"
+            << "\t@%ps0 st.global.b16 " << a0 << ", %hs;\n"
+            << "\t@%ps1 st.global.b16 " << a1 << ", %hs1;\n";
         }
       }
     }
@@ -272,16 +289,17 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << "\t.param .u32 param_K,\n\t.param .u32 param_ldc,\n"
     << "\t.param .f32 param_alpha,\n\t.param .f32 param_beta)\n"
     << ".maxntid " << N(threads) << ", 1, 1\n.minnctapersm 1\n{\n"
-    << "\t.reg .pred %pp, %pw, %plane, %pone, %prow, %pe, %pbeta;\n"
+    << "\t.reg .pred %pp, %pw, %plane, %pone, %prow, %pe, %pe1, %pv, %pnv, "
+       "%ps0, %ps1, %pvec, %pbeta;\n"
     << "\t.reg .b32 %thr, %wg, %cw, %ctid, %warp, %lane, %M, %N, %K, %ldc;\n"
     << "\t.reg .b32 %pid, %tiles_m, %tiles_n, %in_group, %group, %first_m, "
        "%gsize, %r, %tile_m, %tile_n, %m0, %n0, %ktiles;\n"
     << "\t.reg .b32 %sm, %full, %empty, %sbuf, %boff, %fb, %eb, %prev, %dst, "
        "%cx, %cy, %kt, %k0, %st, %ph, %par, %tmp, %aoff;\n"
-    << "\t.reg .b32 %rbase, %cbase, %nrem, %row;\n"
+    << "\t.reg .b32 %rbase, %cbase, %nrem, %row, %w;\n"
     << "\t.reg .b64 %tma, %tmb, %da, %db, %dak, %dbk, %C, %ptr, %d0, %cb64;\n"
-    << "\t.reg .f32 %alpha, %beta, %v, %cf;\n"
-    << "\t.reg .b16 %hs;\n"
+    << "\t.reg .f32 %alpha, %beta, %v, %v1, %cf, %cf1;\n"
+    << "\t.reg .b16 %hs, %hs1;\n"
     << "\t.reg .f32 %acc<" << N(acc) << ">;\n\n"
     << "\tmov.u32 %thr, %tid.x;\n"
     << "\tld.param.u32 %M, [param_M];\n\tld.param.u32 %N, [param_N];\n"
@@ -335,6 +353,12 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << "\tadd.u32 %cbase, %n0, %tmp;\n"
     << "\tcvt.u64.u32 %cb64, %cbase;\n"
     << "\tsub.s32 %nrem, %N, %cbase;\n"
+    << "\t// pairs of columns are stored whole where ldc is even and C is "
+       "aligned to a pair\n"
+    << "\tand.b32 %tmp, %ldc, 1;\n\tsetp.eq.u32 %pvec, %tmp, 0;\n"
+    << "\tcvt.u32.u64 %tmp, %C;\n"
+    << "\tand.b32 %tmp, %tmp, " << N(2 * t.esize - 1) << ";\n"
+    << "\tsetp.eq.and.u32 %pvec, %tmp, 0, %pvec;\n"
     << "\tsetp.neu.f32 %pbeta, %beta, 0f00000000;\n"
     << "\t@%pbeta bra EPI_BETA;\n";
   EmitEpilogue(p, t, false);
