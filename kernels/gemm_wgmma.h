@@ -39,6 +39,16 @@
 // Programs walk the tiles of C in a grouped raster (group_m rows of tiles
 // at a time, as gemm.mma).
 //
+// tf32: wgmma reads the fp32 operands TMA copied and ignores their low 13
+// mantissa bits (truncation), where gemm.mma and cuBLAS's TF32 mode round
+// to nearest; the error bound grows by a factor of about two (see
+// gemm_wgmma_gpu_test.cc). Rounding would need a pass over shared memory
+// or a register-A variant.
+//
+// Status (v1): assembled by ptxas for sm_90a (300 sampled kernels per
+// precision, no spills); not yet run on a GPU. scripts/wgmma_device_check.sh
+// is the first run.
+//
 // v1 leaves out: split-K (kg is fixed at 1), thread-block clusters with
 // TMA multicast, a persistent grid, a TMA-store epilogue. Each is a later
 // parameter; adding one bumps kGemmWgmmaGeneratorVersion.
