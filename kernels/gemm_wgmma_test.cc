@@ -26,6 +26,24 @@
 
 #include "kernels/family.h"
 
+// tensor_map.h declares the driver's tensor-map ABI by hand; where the
+// toolkit's header is installed, the values are checked against it.
+#if __has_include("/usr/local/cuda/include/cuda.h")
+#include "/usr/local/cuda/include/cuda.h"
+static_assert(static_cast<int>(blocktune::TensorMapType::kFp16) ==
+              CU_TENSOR_MAP_DATA_TYPE_FLOAT16);
+static_assert(static_cast<int>(blocktune::TensorMapType::kFp32) ==
+              CU_TENSOR_MAP_DATA_TYPE_FLOAT32);
+static_assert(static_cast<int>(blocktune::TensorMapType::kBf16) ==
+              CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+static_assert(CU_TENSOR_MAP_SWIZZLE_128B == 3);
+static_assert(CU_TENSOR_MAP_L2_PROMOTION_L2_256B == 3);
+static_assert(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE == 0);
+static_assert(CU_TENSOR_MAP_INTERLEAVE_NONE == 0);
+static_assert(sizeof(CUtensorMap) == sizeof(blocktune::EncodedTensorMap));
+static_assert(alignof(CUtensorMap) == alignof(blocktune::EncodedTensorMap));
+#endif
+
 namespace blocktune {
 
 const KernelFamily& GemmWgmmaFamily();

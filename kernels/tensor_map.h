@@ -19,7 +19,7 @@
 
 namespace blocktune {
 
-// CUtensorMapDataType values (driver ABI; tensor_map_test checks them
+// CUtensorMapDataType values (driver ABI; gemm_wgmma_test checks them
 // against cuda.h where the toolkit is installed).
 enum class TensorMapType : int { kFp16 = 6, kFp32 = 7, kBf16 = 9 };
 int TensorMapTypeBytes(TensorMapType t);
