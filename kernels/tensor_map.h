@@ -32,9 +32,10 @@ struct TensorMap2d {
   uint32_t box[2] = {0, 0};        // box[0] * element bytes == 128
 };
 
-// A CUtensorMap: 128 opaque bytes, 64-byte aligned, passed to a kernel by
+// A CUtensorMap: 128 opaque bytes, 128-byte aligned as cuda.h declares it
+// (the kernel parameter needs 64), passed to a kernel by
 // value (a `.param .align 64 .b8 name[128]` parameter).
-struct alignas(64) EncodedTensorMap {
+struct alignas(128) EncodedTensorMap {
   unsigned char bytes[128];
 };
 
