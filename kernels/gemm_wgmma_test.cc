@@ -253,7 +253,7 @@ TEST(GemmWgmmaTest, PtxNamesTheAlgorithmsInstructions) {
 // ---- ptxas ----------------------------------------------------------------
 
 std::string FindTool(const char* env_name, const char* name) {
-  if (const char* env = std::getenv(env_name)) return env;
+  if (const char* env = std::getenv(env_name); env && env[0]) return env;
   for (const std::string dir : {"/usr/local/cuda/bin/", "/usr/bin/"}) {
     const std::string path = dir + name;
     if (access(path.c_str(), X_OK) == 0) return path;
