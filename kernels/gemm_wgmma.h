@@ -36,8 +36,12 @@
 // With two consumer warpgroups the producer gives registers away
 // (setmaxnreg.dec to 40) and the consumers take them (setmaxnreg.inc to
 // 232), under a 168-register cap at entry (.maxntid 384, .minnctapersm 1).
-// Programs walk the tiles of C in a grouped raster (group_m rows of tiles
-// at a time, as gemm.mma).
+// Programs walk the tiles of C grid-stride (tile = program, + programs, ...)
+// in a grouped raster (group_m rows of tiles at a time, as gemm.mma): with
+// one program per tile (WgmmaKernel::grid) each takes one; with fewer (a
+// persistent grid, LoadedWgmma::Launch's `programs`) the ring runs on
+// across tiles, so the producer loads the next tile while the consumers
+// store the last.
 //
 // tf32: wgmma reads the fp32 operands TMA copied and ignores their low 13
 // mantissa bits (truncation), where gemm.mma and cuBLAS's TF32 mode round
@@ -50,7 +54,8 @@
 // is the first run.
 //
 // v1 leaves out: split-K (kg is fixed at 1), thread-block clusters with
-// TMA multicast, a persistent grid, a TMA-store epilogue. Each is a later
+// TMA multicast, a persistent-grid parameter (the program count needs the
+// SM count, which Generate does not see), a TMA-store epilogue. Each is a later
 // parameter; adding one bumps kGemmWgmmaGeneratorVersion.
 //
 // Alignment: TMA needs the global row strides of A and B to be multiples of
@@ -158,7 +163,7 @@ Status CanImplementWgmma(const Problem& problem, const WgmmaParams& p,
 struct WgmmaKernel {
   std::string ptx;
   std::string entry = "blocktune_gemm_wgmma";
-  std::array<unsigned, 3> grid{};
+  std::array<unsigned, 3> grid{};  // one program per tile
   std::array<unsigned, 3> block{};
   unsigned shared_bytes = 0;  // dynamic; always past 48 KiB: needs opt-in
   // The tensor maps of A and B (kernel parameters 0 and 1), to be encoded

@@ -110,6 +110,7 @@ struct Case {
   Problem problem;
   WgmmaParams params;
   float alpha = 1, beta = 0;
+  unsigned programs = 0;  // LoadedWgmma::Launch: 0 one per tile
 };
 
 std::string Describe(const Case& c) {
@@ -117,7 +118,7 @@ std::string Describe(const Case& c) {
   return ToString(c.problem.ctx) + " ld " + std::to_string(ld[0]) + "/" +
          std::to_string(ld[1]) + "/" + std::to_string(ld[2]) + " " +
          ToString(c.params) + " alpha " + std::to_string(c.alpha) + " beta " +
-         std::to_string(c.beta);
+         std::to_string(c.beta) + " programs " + std::to_string(c.programs);
 }
 
 StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
@@ -152,7 +153,7 @@ StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
   ops.c = dc.address();
   ops.alpha = c.alpha;
   ops.beta = c.beta;
-  BT_RETURN_IF_ERROR(wg->Launch(ops));
+  BT_RETURN_IF_ERROR(wg->Launch(ops, c.programs));
   std::vector<uint8_t> out(cm.value.size() * es);
   BT_RETURN_IF_ERROR(dc.CopyToHost(out.data(), out.size()));
 
@@ -310,6 +311,9 @@ void RunPrecision(DType dtype, uint32_t seed, int cases) {
       continue;
     c.alpha = rng() % 2 ? 1.0f : -0.75f;
     c.beta = rng() % 2 ? 0.0f : 0.5f;
+    // Sometimes fewer programs than tiles: each walks several tiles.
+    const unsigned programs[] = {0, 0, 1, 3, 7};
+    c.programs = programs[rng() % std::size(programs)];
     auto o = RunCase(c, rng);
     ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
     worst.worst_bound_ratio =
@@ -346,10 +350,13 @@ TEST_F(GemmWgmmaGpuTest, LargerShapesEveryLayout) {
     const Layout lb = l % 2 ? Layout::kT : Layout::kN;
     for (const char* params : {"128 256 64 4 2", "128 128 64 4 1",
                                "256 128 64 3 2"}) {
-      Case c = Make(DType::kBf16, 520, 392, 1032, la, lb, params);
-      c.beta = 0.25f;
-      auto o = RunCase(c, rng);
-      ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
+      for (unsigned programs : {0u, 5u}) {
+        Case c = Make(DType::kBf16, 520, 392, 1032, la, lb, params);
+        c.beta = 0.25f;
+        c.programs = programs;
+        auto o = RunCase(c, rng);
+        ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
+      }
     }
   }
   Case t = Make(DType::kTf32, 520, 392, 1032, Layout::kN, Layout::kT,
@@ -366,6 +373,10 @@ TEST_F(GemmWgmmaGpuTest, TimeSquareShapes) {
   if (std::getenv("BLOCKTUNE_WGMMA_TIME") == nullptr)
     GTEST_SKIP() << "set BLOCKTUNE_WGMMA_TIME=1 to time";
   std::mt19937 rng(11);
+  auto limits = (*cuda::Driver::Get())->Limits(0);
+  ASSERT_TRUE(limits.ok());
+  // 0: one program per tile; the SM count: a persistent grid.
+  const unsigned sm_count = static_cast<unsigned>(limits->sm_count);
   for (int64_t size : {4096, 8192}) {
     for (const char* layouts : {"NT", "NN", "TN"}) {
       for (const char* params :
@@ -392,10 +403,11 @@ TEST_F(GemmWgmmaGpuTest, TimeSquareShapes) {
         auto start = cuda::Event::Create();
         auto stop = cuda::Event::Create();
         ASSERT_TRUE(start.ok() && stop.ok());
+        for (unsigned programs : {0u, sm_count}) {
         std::vector<float> ms;
         for (int r = 0; r < 23; ++r) {
           ASSERT_TRUE((*start)->Record().ok());
-          ASSERT_TRUE((*wg)->Launch(ops).ok());
+          ASSERT_TRUE((*wg)->Launch(ops, programs).ok());
           ASSERT_TRUE((*stop)->Record().ok());
           ASSERT_TRUE((*stop)->Synchronize().ok());
           auto t = (*stop)->MillisecondsSince(**start);
@@ -404,11 +416,13 @@ TEST_F(GemmWgmmaGpuTest, TimeSquareShapes) {
         }
         std::sort(ms.begin(), ms.end());
         const double median = ms[ms.size() / 2];
-        std::printf("time bf16 %s %ld^3 %s: %.1f us, %.0f TFLOP/s "
-                    "(%d registers)\n",
+        std::printf("time bf16 %s %ld^3 %s programs %u: %.1f us, %.0f "
+                    "TFLOP/s (%d registers)\n",
                     layouts, static_cast<long>(size), ToString(c.params).c_str(),
-                    1e3 * median, 2.0 * size * size * size / (median * 1e9),
+                    programs, 1e3 * median,
+                    2.0 * size * size * size / (median * 1e9),
                     (*wg)->function().registers);
+        }
       }
     }
   }

@@ -19,7 +19,8 @@ StatusOr<std::unique_ptr<LoadedWgmma>> LoadedWgmma::Create(
   return w;
 }
 
-Status LoadedWgmma::Launch(const WgmmaOperands& ops) const {
+Status LoadedWgmma::Launch(const WgmmaOperands& ops,
+                           unsigned programs) const {
   const WgmmaKernel& k = kernel_;
   if (ops.a % 16 != 0 || ops.b % 16 != 0) {
     return InvalidArgument(
@@ -33,7 +34,9 @@ Status LoadedWgmma::Launch(const WgmmaOperands& ops) const {
            kk = static_cast<uint32_t>(g.k);
   uint32_t ldc = static_cast<uint32_t>(LeadingDims(problem_)[2]);
   float alpha = ops.alpha, beta = ops.beta;
-  return cuda::Launch(function_, {k.grid[0], k.grid[1], k.grid[2]},
+  const unsigned grid =
+      programs > 0 && programs < k.grid[0] ? programs : k.grid[0];
+  return cuda::Launch(function_, {grid, k.grid[1], k.grid[2]},
                       {k.block[0], k.block[1], k.block[2]}, k.shared_bytes,
                       {map_a.bytes, map_b.bytes, &c, &m, &n, &kk, &ldc, &alpha,
                        &beta});

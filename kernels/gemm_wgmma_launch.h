@@ -55,8 +55,12 @@ class LoadedWgmma {
   const WgmmaKernel& kernel() const { return kernel_; }
   const cuda::Function& function() const { return function_; }
   // Encodes the tensor maps and enqueues the product on the default
-  // stream. INVALID_ARGUMENT where A or B is not 16-byte aligned.
-  Status Launch(const WgmmaOperands& ops) const;
+  // stream. `programs` > 0 launches min(tiles, programs) programs that
+  // walk the tiles grid-stride (a persistent grid: the producer loads the
+  // next tile while the consumers store the last); 0 launches one program
+  // per tile (WgmmaKernel::grid). INVALID_ARGUMENT where A or B is not
+  // 16-byte aligned.
+  Status Launch(const WgmmaOperands& ops, unsigned programs = 0) const;
 
  private:
   LoadedWgmma() = default;

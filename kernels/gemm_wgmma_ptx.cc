@@ -96,6 +96,24 @@ void EmitCopies(Ptx& p, const Tiling& t, char x) {
   }
 }
 
+void EmitEpilogueSetup(Ptx& p, const Tiling& t);
+
+// %m0, %n0 of tile %tile in the grouped raster (group_m rows of tiles,
+// column by column inside a group); %tiles_n, %tiles_m, %in_group are set.
+void EmitRaster(Ptx& p, const Tiling& t) {
+  p << "\tdiv.u32 %group, %tile, %in_group;\n"
+    << "\tmul.lo.u32 %first_m, %group, " << N(t.group_m) << ";\n"
+    << "\tsub.u32 %gsize, %tiles_m, %first_m;\n"
+    << "\tmin.u32 %gsize, %gsize, " << N(t.group_m) << ";\n"
+    << "\tmul.lo.u32 %tmp, %group, %in_group;\n"
+    << "\tsub.u32 %r, %tile, %tmp;\n"
+    << "\trem.u32 %tile_m, %r, %gsize;\n"
+    << "\tadd.u32 %tile_m, %tile_m, %first_m;\n"
+    << "\tdiv.u32 %tile_n, %r, %gsize;\n"
+    << "\tmul.lo.u32 %m0, %tile_m, " << N(t.bm) << ";\n"
+    << "\tmul.lo.u32 %n0, %tile_n, " << N(t.bn) << ";\n";
+}
+
 void EmitProducer(Ptx& p, const Tiling& t) {
   p << "\t// ==== producer warpgroup: one thread streams A and B tiles into "
        "the ring with TMA\n";
@@ -105,10 +123,14 @@ void EmitProducer(Ptx& p, const Tiling& t) {
     << "\tmov.b64 %tma, tmap_a;\n\tcvta.param.u64 %tma, %tma;\n"
     << "\tmov.b64 %tmb, tmap_b;\n\tcvta.param.u64 %tmb, %tmb;\n"
     << "\tprefetch.tensormap [%tma];\n\tprefetch.tensormap [%tmb];\n"
-    << "\tmov.u32 %kt, 0;\n\tmov.u32 %k0, 0;\n\tmov.u32 %st, 0;\n"
-    << "\tmov.u32 %ph, 0;\n"
+    << "\tmov.u32 %st, 0;\n\tmov.u32 %ph, 0;\n"
+    << "\tmov.u32 %tile, %ctaid.x;\n"
+    << "PTILE:\n"
+    << "\tsetp.ge.u32 %pp, %tile, %tiles;\n\t@%pp bra DONE;\n";
+  EmitRaster(p, t);
+  p << "\tmov.u32 %kt, 0;\n\tmov.u32 %k0, 0;\n"
     << "PLOOP:\n"
-    << "\tsetp.ge.u32 %pp, %kt, %ktiles;\n\t@%pp bra DONE;\n"
+    << "\tsetp.ge.u32 %pp, %kt, %ktiles;\n\t@%pp bra PNEXT;\n"
     << "\tmad.lo.u32 %sbuf, %st, " << N(t.stage) << ", %sm;\n"
     << "\tshl.b32 %boff, %st, 3;\n"
     << "\tadd.u32 %fb, %full, %boff;\n\tadd.u32 %eb, %empty, %boff;\n"
@@ -125,7 +147,8 @@ void EmitProducer(Ptx& p, const Tiling& t) {
     << "\tsetp.eq.u32 %pp, %st, " << N(t.stages) << ";\n"
     << "\tselp.u32 %st, 0, %st, %pp;\n"
     << "\txor.b32 %tmp, %ph, 1;\n\tselp.u32 %ph, %tmp, %ph, %pp;\n"
-    << "\tbra PLOOP;\n";
+    << "\tbra PLOOP;\n"
+    << "PNEXT:\n\tmov.u32 %tmp, %nctaid.x;\n\tadd.u32 %tile, %tile, %tmp;\n\tbra PTILE;\n";
 }
 
 std::string AccList(const Tiling& t, int64_t tile) {
@@ -150,13 +173,18 @@ void EmitMainLoop(Ptx& p, const Tiling& t) {
     << "\tshr.u32 %warp, %ctid, 5;\n\tand.b32 %lane, %ctid, 31;\n"
     << "\tsetp.eq.u32 %plane, %lane, 0;\n"
     << "\tsetp.eq.u32 %pone, 0, 0;\n";
-  for (int64_t i = 0; i < t.mt * per_row; ++i)
-    p << "\tmov.f32 %acc" << N(i) << ", 0f00000000;\n";
   // The consumer's first m tile, counted over the block.
   p << "\tmul.lo.u32 %aoff, %cw, " << N(t.AOffset(t.mt, 0) - t.AOffset(0, 0))
-    << ";\n"
-    << "\tmov.u32 %kt, 0;\n\tmov.u32 %st, 0;\n\tmov.u32 %ph, 0;\n"
-    << "\tmov.u32 %prev, 0;\n"
+    << ";\n";
+  EmitEpilogueSetup(p, t);
+  p << "\tmov.u32 %st, 0;\n\tmov.u32 %ph, 0;\n\tmov.u32 %prev, 0;\n"
+    << "\tmov.u32 %tile, %ctaid.x;\n"
+    << "CTILE:\n"
+    << "\tsetp.ge.u32 %pp, %tile, %tiles;\n\t@%pp bra DONE;\n";
+  EmitRaster(p, t);
+  for (int64_t i = 0; i < t.mt * per_row; ++i)
+    p << "\tmov.f32 %acc" << N(i) << ", 0f00000000;\n";
+  p << "\tmov.u32 %kt, 0;\n"
     << "CLOOP:\n"
     << "\tsetp.ge.u32 %pp, %kt, %ktiles;\n\t@%pp bra CDONE;\n"
     << "\tmad.lo.u32 %sbuf, %st, " << N(t.stage) << ", %sm;\n"
@@ -197,7 +225,10 @@ void EmitMainLoop(Ptx& p, const Tiling& t) {
     << "\tselp.u32 %st, 0, %st, %pp;\n"
     << "\txor.b32 %tmp, %ph, 1;\n\tselp.u32 %ph, %tmp, %ph, %pp;\n"
     << "\tbra CLOOP;\n"
-    << "CDONE:\n\twgmma.wait_group.sync.aligned 0;\n";
+    << "CDONE:\n\twgmma.wait_group.sync.aligned 0;\n"
+    << "\t// release the tile's last buffer: the producer fills it for the "
+       "next tile\n"
+    << "\t@%plane mbarrier.arrive.shared::cta.b64 _, [%prev];\n";
 }
 
 // Accumulator register r of m tile i holds row 16*warp + lane/4 + 8*h and
@@ -262,6 +293,20 @@ void EmitEpilogue(Ptx& p, const Tiling& t, bool with_beta) {
   }
 }
 
+// The launch-wide part of the epilogue, before the tile loop.
+void EmitEpilogueSetup(Ptx& p, const Tiling& t) {
+  p << "\tld.param.u64 %C, [param_C];\n\tld.param.u32 %ldc, [param_ldc];\n"
+    << "\tld.param.f32 %alpha, [param_alpha];\n"
+    << "\tld.param.f32 %beta, [param_beta];\n"
+    << "\t// pairs of columns are stored whole where ldc is even and C is "
+       "aligned to a pair\n"
+    << "\tand.b32 %tmp, %ldc, 1;\n\tsetp.eq.u32 %pvec, %tmp, 0;\n"
+    << "\tcvt.u32.u64 %tmp, %C;\n"
+    << "\tand.b32 %tmp, %tmp, " << N(2 * t.esize - 1) << ";\n"
+    << "\tsetp.eq.and.u32 %pvec, %tmp, 0, %pvec;\n"
+    << "\tsetp.neu.f32 %pbeta, %beta, 0f00000000;\n";
+}
+
 }  // namespace
 
 std::string MainEntry(const Tiling& t, const std::string& arch) {
@@ -292,8 +337,8 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << "\t.reg .pred %pp, %pw, %plane, %pone, %prow, %pe, %pe1, %pv, %pnv, "
        "%ps0, %ps1, %pvec, %pbeta;\n"
     << "\t.reg .b32 %thr, %wg, %cw, %ctid, %warp, %lane, %M, %N, %K, %ldc;\n"
-    << "\t.reg .b32 %pid, %tiles_m, %tiles_n, %in_group, %group, %first_m, "
-       "%gsize, %r, %tile_m, %tile_n, %m0, %n0, %ktiles;\n"
+    << "\t.reg .b32 %tile, %tiles, %tiles_m, %tiles_n, %in_group, %group, "
+       "%first_m, %gsize, %r, %tile_m, %tile_n, %m0, %n0, %ktiles;\n"
     << "\t.reg .b32 %sm, %full, %empty, %sbuf, %boff, %fb, %eb, %prev, %dst, "
        "%cx, %cy, %kt, %k0, %st, %ph, %par, %tmp, %aoff;\n"
     << "\t.reg .b32 %rbase, %cbase, %nrem, %row, %w;\n"
@@ -304,24 +349,15 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << "\tmov.u32 %thr, %tid.x;\n"
     << "\tld.param.u32 %M, [param_M];\n\tld.param.u32 %N, [param_N];\n"
     << "\tld.param.u32 %K, [param_K];\n"
-    << "\t// ---- this program's tile of C, in a grouped raster of "
-    << N(t.group_m) << " rows of tiles\n"
-    << "\tmov.u32 %pid, %ctaid.x;\n";
+    << "\t// ---- tiles of C: programs take tiles %ctaid.x, + %nctaid.x, ... "
+       "(one each when the grid has one program per tile), in a grouped "
+       "raster of "
+    << N(t.group_m) << " rows of tiles\n";
   EmitCeilDiv(p, "%tiles_m", "%M", t.bm);
   EmitCeilDiv(p, "%tiles_n", "%N", t.bn);
   EmitCeilDiv(p, "%ktiles", "%K", t.bk);
-  p << "\tmul.lo.u32 %in_group, %tiles_n, " << N(t.group_m) << ";\n"
-    << "\tdiv.u32 %group, %pid, %in_group;\n"
-    << "\tmul.lo.u32 %first_m, %group, " << N(t.group_m) << ";\n"
-    << "\tsub.u32 %gsize, %tiles_m, %first_m;\n"
-    << "\tmin.u32 %gsize, %gsize, " << N(t.group_m) << ";\n"
-    << "\tmul.lo.u32 %tmp, %group, %in_group;\n"
-    << "\tsub.u32 %r, %pid, %tmp;\n"
-    << "\trem.u32 %tile_m, %r, %gsize;\n"
-    << "\tadd.u32 %tile_m, %tile_m, %first_m;\n"
-    << "\tdiv.u32 %tile_n, %r, %gsize;\n"
-    << "\tmul.lo.u32 %m0, %tile_m, " << N(t.bm) << ";\n"
-    << "\tmul.lo.u32 %n0, %tile_n, " << N(t.bn) << ";\n"
+  p << "\tmul.lo.u32 %tiles, %tiles_m, %tiles_n;\n"
+    << "\tmul.lo.u32 %in_group, %tiles_n, " << N(t.group_m) << ";\n"
     << "\t// ---- shared memory: the ring from a 1024-byte boundary (the "
        "128-byte swizzle's atom), then the mbarriers\n"
     << "\tmov.u32 %sm, smem;\n\tadd.u32 %sm, %sm, 1023;\n"
@@ -342,9 +378,6 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
   EmitMainLoop(p, t);
   p << "\t// ==== epilogue: C = alpha * acc + beta * C, predicated on M and "
        "N; beta == 0 never reads C\n"
-    << "\tld.param.u64 %C, [param_C];\n\tld.param.u32 %ldc, [param_ldc];\n"
-    << "\tld.param.f32 %alpha, [param_alpha];\n"
-    << "\tld.param.f32 %beta, [param_beta];\n"
     << "\tmul.lo.u32 %rbase, %cw, " << N(t.rows_per_consumer) << ";\n"
     << "\tadd.u32 %rbase, %rbase, %m0;\n"
     << "\tshl.b32 %tmp, %warp, 4;\n\tadd.u32 %rbase, %rbase, %tmp;\n"
@@ -353,17 +386,11 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << "\tadd.u32 %cbase, %n0, %tmp;\n"
     << "\tcvt.u64.u32 %cb64, %cbase;\n"
     << "\tsub.s32 %nrem, %N, %cbase;\n"
-    << "\t// pairs of columns are stored whole where ldc is even and C is "
-       "aligned to a pair\n"
-    << "\tand.b32 %tmp, %ldc, 1;\n\tsetp.eq.u32 %pvec, %tmp, 0;\n"
-    << "\tcvt.u32.u64 %tmp, %C;\n"
-    << "\tand.b32 %tmp, %tmp, " << N(2 * t.esize - 1) << ";\n"
-    << "\tsetp.eq.and.u32 %pvec, %tmp, 0, %pvec;\n"
-    << "\tsetp.neu.f32 %pbeta, %beta, 0f00000000;\n"
     << "\t@%pbeta bra EPI_BETA;\n";
   EmitEpilogue(p, t, false);
-  p << "\tbra DONE;\nEPI_BETA:\n";
+  p << "\tbra CNEXT;\nEPI_BETA:\n";
   EmitEpilogue(p, t, true);
+  p << "CNEXT:\n\tmov.u32 %tmp, %nctaid.x;\n\tadd.u32 %tile, %tile, %tmp;\n\tbra CTILE;\n";
   p << "DONE:\n\tret;\n}\n";
   return p.str();
 }
