@@ -16,7 +16,8 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version \
   --format=csv >"$out/device.txt" 2>&1
 # 1. SASS: HGMMA in one kernel (ptxas and cuobjdump of the device image).
 export PATH="$PATH:/usr/local/cuda/bin"
-BLOCKTUNE_CUOBJDUMP=$(command -v cuobjdump) timeout 120 \
+BLOCKTUNE_PTXAS=$(command -v ptxas) BLOCKTUNE_CUOBJDUMP=$(command -v cuobjdump) \
+  timeout 120 \
   "$bin/gemm_wgmma_test" --gtest_filter='GemmWgmmaPtxasTest.SassHasHgmma' \
   >"$out/sass.txt" 2>&1
 echo "sass: rc $?"
