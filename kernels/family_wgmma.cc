@@ -1,0 +1,196 @@
+// The family `gemm.wgmma` (gemm_wgmma.h): Hopper GEMM with TMA and
+// wgmma for bf16, fp16 and tf32, behind the family interface. Not yet in
+// family.cc's registry: GemmWgmmaFamily() is its entry.
+#include <iterator>
+
+#include "kernels/family.h"
+#include "kernels/gemm_wgmma.h"
+
+namespace blocktune {
+
+const KernelFamily& GemmWgmmaFamily();
+
+namespace {
+
+// WgmmaParams' fields in WgmmaParamDomains() order.
+constexpr int64_t WgmmaParams::*kMembers[] = {
+    &WgmmaParams::bm,        &WgmmaParams::bn,      &WgmmaParams::bk,
+    &WgmmaParams::stages,    &WgmmaParams::consumers,
+    &WgmmaParams::group_m,   &WgmmaParams::kg};
+constexpr int kFieldCount = static_cast<int>(std::size(kMembers));
+
+WgmmaParams ToWgmma(const Params& p) {
+  WgmmaParams w;
+  for (int i = 0; i < kFieldCount; ++i) w.*(kMembers[i]) = p[i];
+  return w;
+}
+
+Params FromWgmma(const WgmmaParams& w) {
+  Params p;
+  p.size = kFieldCount;
+  for (int i = 0; i < kFieldCount; ++i) p[i] = w.*(kMembers[i]);
+  return p;
+}
+
+class WgmmaFamily : public KernelFamily {
+ public:
+  WgmmaFamily() {
+    for (const WgmmaParamDomain& d : WgmmaParamDomains()) {
+      ParamSpec s;
+      s.name = d.name;
+      s.values = d.values;
+      s.meaning = d.meaning;
+      s.power_of_two = d.power_of_two;
+      specs_.push_back(std::move(s));
+    }
+    for (WgmmaRule r : kWgmmaRules) rules_.push_back(ToString(r));
+  }
+
+  std::string_view name() const override { return kGemmWgmmaFamily; }
+  int version() const override { return kGemmWgmmaGeneratorVersion; }
+  Op op() const override { return Op::kGemm; }
+  const std::vector<DType>& precisions() const override {
+    static const std::vector<DType> p = {DType::kBf16, DType::kFp16,
+                                         DType::kTf32};
+    return p;
+  }
+  const std::vector<ParamSpec>& params() const override { return specs_; }
+  const std::vector<std::string>& rules() const override { return rules_; }
+  std::string_view summary() const override {
+    return "Hopper GEMM (sm_90a): TMA ring with mbarriers, producer "
+           "warpgroup, wgmma.mma_async consumers (bf16/fp16 m64nNk16, tf32 "
+           "m64nNk8 K-major only, fp32 accumulate), 128-byte swizzle";
+  }
+  int min_compute_capability() const override { return 90; }
+
+  Status ValidateParams(const Params& params,
+                        std::string_view field) const override {
+    if (params.size != kFieldCount) {
+      return InvalidArgument(std::string(field) + " must have " +
+                             std::to_string(kFieldCount) + " values, got " +
+                             std::to_string(params.size));
+    }
+    return ValidateWgmmaParams(ToWgmma(params));
+  }
+
+  bool Passes(int rule, const Problem& problem, const Params& params,
+              const KernelLimits& limits) const override {
+    return PassesWgmmaRule(kWgmmaRules[rule], problem, ToWgmma(params),
+                           limits);
+  }
+
+  Status CanImplement(const Problem& problem, const Params& params,
+                      const KernelLimits& limits) const override {
+    BT_RETURN_IF_ERROR(CheckProblem(problem));
+    BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
+    return CanImplementWgmma(problem, ToWgmma(params), limits);
+  }
+
+  ConfigShape Shape(const Problem& problem,
+                    const Params& params) const override {
+    const WgmmaParams w = ToWgmma(params);
+    const GemmShape g = ImplicitGemm(problem.ctx);
+    ConfigShape s;
+    s.tile_m = w.bm;
+    s.tile_n = w.bn;
+    s.step_k = w.bk;
+    s.split_k = w.kg;
+    s.threads = w.Threads();
+    s.programs = ((g.m + w.bm - 1) / w.bm) * ((g.n + w.bn - 1) / w.bn);
+    s.workspace_bytes = 0;
+    return s;
+  }
+
+  std::vector<Params> DefaultCandidates() const override {
+    auto make = [](int64_t bm, int64_t bn, int64_t bk, int64_t st,
+                   int64_t wg) {
+      WgmmaParams w;
+      w.bm = bm;
+      w.bn = bn;
+      w.bk = bk;
+      w.stages = st;
+      w.consumers = wg;
+      return FromWgmma(w);
+    };
+    // 128x256 over two consumers is the shape Hopper GEMMs usually peak
+    // at; the smaller ones fit tf32 (bk 32) and small problems.
+    return {make(128, 256, 64, 4, 2), make(128, 128, 64, 4, 1),
+            make(128, 128, 32, 4, 1), make(64, 64, 64, 4, 1),
+            make(64, 64, 32, 4, 1)};
+  }
+
+  StatusOr<GeneratedKernel> Generate(const Problem& problem,
+                                     const Params& params,
+                                     const std::string& arch) const override {
+    BT_RETURN_IF_ERROR(CheckProblem(problem));
+    BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
+    // Callers name the generic architecture ("sm_90"); this family's code
+    // is for the arch-specific target.
+    const std::string target = arch == "sm_90" ? "sm_90a" : arch;
+    BT_ASSIGN_OR_RETURN(WgmmaKernel k,
+                        GenerateGemmWgmma(problem, ToWgmma(params), target));
+    GeneratedKernel out;
+    out.family = std::string(name());
+    out.version = version();
+    out.ptx = std::move(k.ptx);
+    out.entry = std::move(k.entry);
+    out.grid = k.grid;
+    out.block = k.block;
+    out.dynamic_shared_bytes = k.shared_bytes;
+    out.align_a = k.align_elements;
+    out.align_b = k.align_elements;
+    out.align_bytes = 16;
+    // The tensor maps are 128-byte parameters no KernelParam type names;
+    // a generic launcher needs GeneratedKernel to carry them (see the
+    // proposal in gemm_wgmma_launch.h). Until then LoadedWgmma launches.
+    out.entry_params = {
+        {"tmap_a", "b8[128]", 0, 128, "CUtensorMap of A (by value)"},
+        {"tmap_b", "b8[128]", 128, 128, "CUtensorMap of B (by value)"},
+        {"C", "u64", 256, 8, "C device address"},
+        {"M", "u32", 264, 4, "rows of C"},
+        {"N", "u32", 268, 4, "columns of C"},
+        {"K", "u32", 272, 4, "reduction length"},
+        {"ldc", "u32", 276, 4, "leading dimension of C"},
+        {"alpha", "f32", 280, 4, "scale of A*B"},
+        {"beta", "f32", 284, 4, "scale of C"}};
+    return out;
+  }
+
+ private:
+  Status CheckProblem(const Problem& problem) const {
+    if (OpOf(problem.ctx) != Op::kGemm) {
+      return InvalidArgument("context: family gemm.wgmma computes gemm, got a " +
+                             std::string(ToString(OpOf(problem.ctx))));
+    }
+    if (!Implements(DTypeOf(problem.ctx))) {
+      return InvalidArgument(
+          "context.dtype: family gemm.wgmma implements bf16, fp16 and tf32, "
+          "got " + std::string(ToString(DTypeOf(problem.ctx))));
+    }
+    BT_RETURN_IF_ERROR(Validate(problem.ctx));
+    const auto ld = LeadingDims(problem);
+    const GemmContext& g = std::get<GemmContext>(problem.ctx);
+    const int64_t min_a = g.layout_a == Layout::kN ? g.k : g.m;
+    const int64_t min_b = g.layout_b == Layout::kN ? g.n : g.k;
+    if (ld[0] < min_a || ld[1] < min_b || ld[2] < g.n) {
+      return InvalidArgument(
+          "lda, ldb, ldc must be at least the stored rows' lengths (" +
+          std::to_string(min_a) + ", " + std::to_string(min_b) + ", " +
+          std::to_string(g.n) + "), got " + std::to_string(ld[0]) + ", " +
+          std::to_string(ld[1]) + ", " + std::to_string(ld[2]));
+    }
+    return OkStatus();
+  }
+
+  std::vector<ParamSpec> specs_;
+  std::vector<std::string> rules_;
+};
+
+}  // namespace
+
+const KernelFamily& GemmWgmmaFamily() {
+  static const WgmmaFamily family;
+  return family;
+}
+
+}  // namespace blocktune

@@ -1,0 +1,268 @@
+#include "kernels/gemm_wgmma.h"
+
+#include "kernels/gemm_wgmma_ptx.h"
+
+namespace blocktune {
+
+using wgmma_internal::CeilDiv;
+using wgmma_internal::IsPow2;
+using wgmma_internal::N;
+using wgmma_internal::Tiling;
+
+namespace {
+
+bool IsT(Layout l) { return l == Layout::kT; }
+
+// Leading dimensions with 0 resolved (family.h's LeadingDims).
+int64_t Lda(const Problem& problem) { return LeadingDims(problem)[0]; }
+int64_t Ldb(const Problem& problem) { return LeadingDims(problem)[1]; }
+
+Tiling TilingOf(const Problem& problem, const WgmmaParams& p) {
+  const GemmContext& g = std::get<GemmContext>(problem.ctx);
+  return Tiling(g.dtype, IsT(g.layout_a), IsT(g.layout_b), p);
+}
+
+}  // namespace
+
+std::string ToString(const WgmmaParams& p) {
+  return "bm=" + N(p.bm) + " bn=" + N(p.bn) + " bk=" + N(p.bk) +
+         " st=" + N(p.stages) + " wg=" + N(p.consumers) + " gm=" +
+         N(p.group_m) + " kg=" + N(p.kg);
+}
+
+const std::vector<WgmmaParamDomain>& WgmmaParamDomains() {
+  static const std::vector<WgmmaParamDomain> d = {
+      {"bm", {64, 128, 192, 256}, "rows of C per program (M_L)", false},
+      {"bn", {16, 32, 64, 96, 128, 192, 256},
+       "columns of C per program (N_L): the wgmma N", false},
+      {"bk", {32, 64, 128}, "K per pipeline stage (U)", true},
+      {"st", {2, 3, 4, 5, 6, 7, 8}, "TMA ring stages", false},
+      {"wg", {1, 2}, "consumer warpgroups", true},
+      {"gm", {1, 2, 4, 8, 16}, "rows of tiles per raster group (L2 reuse)",
+       false},
+      {"kg", {1}, "programs splitting K (K_G; 1 in v1)", true}};
+  return d;
+}
+
+Status ValidateWgmmaParams(const WgmmaParams& p) {
+  const int64_t values[] = {p.bm, p.bn,        p.bk,      p.stages,
+                            p.consumers, p.group_m, p.kg};
+  const auto& domains = WgmmaParamDomains();
+  for (size_t i = 0; i < domains.size(); ++i) {
+    bool found = false;
+    std::string allowed;
+    for (int64_t v : domains[i].values) {
+      found |= v == values[i];
+      allowed += (allowed.empty() ? "" : ", ") + N(v);
+    }
+    if (!found) {
+      return InvalidArgument(std::string("params.") + domains[i].name +
+                             " must be one of {" + allowed + "}, got " +
+                             N(values[i]));
+    }
+  }
+  if (p.bm % (64 * p.consumers) != 0) {
+    return InvalidArgument("params: bm = " + N(p.bm) +
+                           " must split into m64 tiles over wg = " +
+                           N(p.consumers) + " consumer warpgroups");
+  }
+  return OkStatus();
+}
+
+const char* ToString(WgmmaRule rule) {
+  switch (rule) {
+    case WgmmaRule::kNone:
+      return "none";
+    case WgmmaRule::kComputeCapability:
+      return "compute_capability";
+    case WgmmaRule::kPrecisionLayout:
+      return "precision_layout";
+    case WgmmaRule::kTileLayout:
+      return "tile_layout";
+    case WgmmaRule::kSwizzleRow:
+      return "swizzle_row";
+    case WgmmaRule::kSharedMemory:
+      return "shared_memory";
+    case WgmmaRule::kRegisters:
+      return "registers";
+    case WgmmaRule::kAlignment:
+      return "alignment";
+    case WgmmaRule::kGrid:
+      return "grid";
+  }
+  return "?";
+}
+
+int WgmmaElementBytes(DType precision) {
+  return precision == DType::kTf32 || precision == DType::kFp32 ? 4 : 2;
+}
+
+int64_t WgmmaSharedBytes(DType precision, const WgmmaParams& p) {
+  const int64_t esize = WgmmaElementBytes(precision);
+  return 1024 + p.stages * (p.bm + p.bn) * p.bk * esize + 16 * p.stages;
+}
+
+int64_t WgmmaRegisterEstimate(const WgmmaParams& p) {
+  // Accumulators, plus loop state, descriptors and epilogue addressing
+  // (calibrated with ptxas in gemm_wgmma_test).
+  return p.MTiles() * p.bn / 2 + 40;
+}
+
+int64_t WgmmaRegisterBudget(const WgmmaParams& p) {
+  return p.consumers == 2 ? 232 : 255;
+}
+
+bool PassesWgmmaRule(WgmmaRule rule, const Problem& problem,
+                     const WgmmaParams& p, const KernelLimits& limits) {
+  const GemmContext& g = std::get<GemmContext>(problem.ctx);
+  switch (rule) {
+    case WgmmaRule::kNone:
+      return true;
+    case WgmmaRule::kComputeCapability:
+      return limits.compute_capability == 90;
+    case WgmmaRule::kPrecisionLayout:
+      return g.dtype != DType::kTf32 ||
+             (g.layout_a == Layout::kN && g.layout_b == Layout::kT);
+    case WgmmaRule::kTileLayout:
+      return g.layout_b == Layout::kT ||
+             p.bn % (128 / WgmmaElementBytes(g.dtype)) == 0;
+    case WgmmaRule::kSwizzleRow:
+      return p.bk * WgmmaElementBytes(g.dtype) % 128 == 0;
+    case WgmmaRule::kSharedMemory:
+      return WgmmaSharedBytes(g.dtype, p) <= limits.max_dynamic_shared_bytes;
+    case WgmmaRule::kRegisters:
+      return WgmmaRegisterEstimate(p) <= WgmmaRegisterBudget(p) &&
+             WgmmaRegisterEstimate(p) <= limits.max_registers_per_thread;
+    case WgmmaRule::kAlignment: {
+      const int64_t align = 16 / WgmmaElementBytes(g.dtype);
+      return Lda(problem) % align == 0 && Ldb(problem) % align == 0;
+    }
+    case WgmmaRule::kGrid:
+      return CeilDiv(g.m, p.bm) * CeilDiv(g.n, p.bn) <= 2147483647;
+  }
+  return false;
+}
+
+WgmmaRule FirstFailingWgmmaRule(const Problem& problem, const WgmmaParams& p,
+                                const KernelLimits& limits) {
+  for (WgmmaRule rule : kWgmmaRules)
+    if (!PassesWgmmaRule(rule, problem, p, limits)) return rule;
+  return WgmmaRule::kNone;
+}
+
+Status CanImplementWgmma(const Problem& problem, const WgmmaParams& p,
+                         const KernelLimits& limits) {
+  const GemmContext& g = std::get<GemmContext>(problem.ctx);
+  const WgmmaRule rule = FirstFailingWgmmaRule(problem, p, limits);
+  const std::string name = ToString(rule);
+  const int64_t esize = WgmmaElementBytes(g.dtype);
+  switch (rule) {
+    case WgmmaRule::kNone:
+      return OkStatus();
+    case WgmmaRule::kComputeCapability:
+      return FailedPrecondition(
+          name + ": gemm.wgmma is sm_90a code (wgmma, setmaxnreg), which runs "
+          "on compute capability 9.0 only; the device has " +
+          N(limits.compute_capability / 10) + "." +
+          N(limits.compute_capability % 10));
+    case WgmmaRule::kPrecisionLayout:
+      return FailedPrecondition(
+          name + ": wgmma reads tf32 operands K-major only (no transpose), so "
+          "tf32 needs layout A N and B T; got A " +
+          std::string(ToString(g.layout_a)) + ", B " +
+          std::string(ToString(g.layout_b)));
+    case WgmmaRule::kTileLayout:
+      return FailedPrecondition(
+          name + ": B in layout N is read N-major in panels of " +
+          N(128 / esize) + " columns, so bn must be a multiple of " +
+          N(128 / esize) + "; got bn " + N(p.bn));
+    case WgmmaRule::kSwizzleRow:
+      return FailedPrecondition(
+          name + ": the 128-byte swizzle needs bk * element bytes a multiple "
+          "of 128; got bk " + N(p.bk) + " * " + N(esize) + " = " +
+          N(p.bk * esize));
+    case WgmmaRule::kSharedMemory:
+      return FailedPrecondition(
+          name + ": 1024 + st*(bm+bn)*bk*bytes + 16*st = " +
+          N(WgmmaSharedBytes(g.dtype, p)) + " B exceeds " +
+          N(limits.max_dynamic_shared_bytes) + " B");
+    case WgmmaRule::kRegisters:
+      return FailedPrecondition(
+          name + ": an estimated " + N(WgmmaRegisterEstimate(p)) +
+          " registers per consumer thread (" + N(p.MTiles() * p.bn / 2) +
+          " accumulators) exceed the budget of " + N(WgmmaRegisterBudget(p)) +
+          " with wg = " + N(p.consumers));
+    case WgmmaRule::kAlignment:
+      return FailedPrecondition(
+          name + ": TMA needs 16-byte row strides, so lda and ldb must be "
+          "multiples of " + N(16 / esize) + " elements; got lda " +
+          N(Lda(problem)) + ", ldb " + N(Ldb(problem)));
+    case WgmmaRule::kGrid:
+      return FailedPrecondition(name +
+                                ": ceil(M/bm)*ceil(N/bn) exceeds 2^31-1");
+  }
+  return Internal("unknown rule");
+}
+
+TensorMap2d WgmmaTensorMap(const Problem& problem, const WgmmaParams& p,
+                           char operand) {
+  const GemmContext& g = std::get<GemmContext>(problem.ctx);
+  const Tiling t = TilingOf(problem, p);
+  TensorMap2d m;
+  m.type = g.dtype == DType::kFp16   ? TensorMapType::kFp16
+           : g.dtype == DType::kBf16 ? TensorMapType::kBf16
+                                     : TensorMapType::kFp32;
+  const bool a = operand == 'a' || operand == 'A';
+  const bool kmajor = a ? t.a_kmajor : t.b_kmajor;
+  // The stored matrix: A N is M rows of K, A T is K rows of M; B N is K
+  // rows of N, B T is N rows of K.
+  const int64_t mn = a ? g.m : g.n;
+  const int64_t ld = a ? Lda(problem) : Ldb(problem);
+  m.dims[0] = static_cast<uint64_t>(kmajor ? g.k : mn);
+  m.dims[1] = static_cast<uint64_t>(kmajor ? mn : g.k);
+  m.row_stride_bytes = static_cast<uint64_t>(ld * t.esize);
+  m.box[0] = static_cast<uint32_t>(t.atom);
+  m.box[1] = static_cast<uint32_t>(kmajor ? (a ? t.bm : t.bn) : t.bk);
+  return m;
+}
+
+StatusOr<WgmmaKernel> GenerateGemmWgmma(const Problem& problem,
+                                        const WgmmaParams& p,
+                                        const std::string& arch) {
+  if (OpOf(problem.ctx) != Op::kGemm)
+    return InvalidArgument("context: gemm.wgmma computes gemm");
+  BT_RETURN_IF_ERROR(Validate(problem.ctx));
+  BT_RETURN_IF_ERROR(ValidateWgmmaParams(p));
+  const GemmContext& g = std::get<GemmContext>(problem.ctx);
+  if (g.dtype != DType::kBf16 && g.dtype != DType::kFp16 &&
+      g.dtype != DType::kTf32) {
+    return InvalidArgument("context.dtype: gemm.wgmma implements bf16, fp16 "
+                           "and tf32, got " +
+                           std::string(ToString(g.dtype)));
+  }
+  if (arch != "sm_90a") {
+    return InvalidArgument("arch must be sm_90a (wgmma and setmaxnreg), got '" +
+                           arch + "'");
+  }
+  // Rules that make the generated text itself wrong, whatever the device.
+  for (WgmmaRule rule : {WgmmaRule::kPrecisionLayout, WgmmaRule::kTileLayout,
+                         WgmmaRule::kSwizzleRow}) {
+    if (!PassesWgmmaRule(rule, problem, p, KernelLimits{})) {
+      return CanImplementWgmma(problem, p, KernelLimits{});
+    }
+  }
+  const Tiling t = TilingOf(problem, p);
+  WgmmaKernel k;
+  k.ptx = wgmma_internal::MainEntry(t, arch);
+  k.grid = {static_cast<unsigned>(CeilDiv(g.m, p.bm) * CeilDiv(g.n, p.bn)), 1,
+            1};
+  k.block = {static_cast<unsigned>(p.Threads()), 1, 1};
+  k.shared_bytes = static_cast<unsigned>(WgmmaSharedBytes(g.dtype, p));
+  k.map_a = WgmmaTensorMap(problem, p, 'a');
+  k.map_b = WgmmaTensorMap(problem, p, 'b');
+  k.align_elements = 16 / t.esize;
+  k.element_bytes = static_cast<int>(t.esize);
+  return k;
+}
+
+}  // namespace blocktune

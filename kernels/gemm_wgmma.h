@@ -1,0 +1,192 @@
+// The Hopper GEMM family `gemm.wgmma` (issue 23, first step): PTX text for
+//   C = alpha * op(A) * op(B) + beta * C
+// with wgmma.mma_async on bf16, fp16 (m64nNk16, fp32 accumulate, output in
+// the input type, alpha and beta in fp32) and tf32 (m64nNk8, fp32 in and
+// out). Layouts as in gemm_ptx.h: A is M x K row-major (T: stored K x M), B
+// is K x N row-major (T: stored N x K). Target sm_90a only: wgmma and
+// setmaxnreg exist on no other architecture, and sm_90a code runs on
+// compute capability 9.0 alone.
+//
+// The algorithm, one program per bm x bn block of C (M_L x N_L of the
+// thesis), warp-specialized:
+//   1. warpgroup 0 is the producer: one thread issues TMA copies
+//      (cp.async.bulk.tensor.2d, tensor maps built on the host and passed
+//      as __grid_constant__ parameters) of A and B tiles of bk (U) steps of
+//      K into a ring of `stages` shared buffers. Each buffer has a "full"
+//      mbarrier (completed by the copies' byte count) and an "empty"
+//      mbarrier (one arrival per consumer warp). Copies past M, N or K are
+//      zero-filled by the copy engine itself.
+//   2. warpgroups 1..consumers are consumers: each owns bm / consumers rows
+//      of the block as (bm / consumers) / 64 wgmma m64 tiles by bn
+//      columns, issues wgmma.mma_async with both operands read from shared
+//      memory through matrix descriptors, keeps one wgmma group in flight
+//      (wait_group 1) and releases a buffer once the group that read it
+//      has completed.
+//   3. shared tiles use the 128-byte swizzle: each TMA box has an inner
+//      extent of exactly 128 bytes (64 bf16/fp16, 32 tf32 elements) and
+//      lands 1024-byte aligned, which is the layout the descriptor's
+//      128-byte swizzle mode reads. K-contiguous operands (A N, B T) are
+//      "K-major" to wgmma; M/N-contiguous operands (A T, B N) are M/N-major
+//      and use wgmma's transpose bit (bf16 and fp16 only: wgmma has no
+//      transpose for tf32, so rule precision_layout refuses tf32 with A T
+//      or B N).
+//   4. the epilogue applies alpha and beta in fp32 and stores the output
+//      type straight from the accumulator registers, predicated on M and N
+//      (beta == 0 never reads C).
+// With two consumer warpgroups the producer gives registers away
+// (setmaxnreg.dec to 40) and the consumers take them (setmaxnreg.inc to
+// 232), under a 168-register cap at entry (.maxntid 384, .minnctapersm 1).
+// Programs walk the tiles of C grid-stride (tile = program, + programs, ...)
+// in a grouped raster (group_m rows of tiles at a time, as gemm.mma): with
+// one program per tile (WgmmaKernel::grid) each takes one; with fewer (a
+// persistent grid, LoadedWgmma::Launch's `programs`) the ring runs on
+// across tiles, so the producer loads the next tile while the consumers
+// store the last.
+//
+// tf32: wgmma reads the fp32 operands TMA copied and ignores their low 13
+// mantissa bits (truncation), where gemm.mma and cuBLAS's TF32 mode round
+// to nearest; the error bound grows by a factor of about two (see
+// gemm_wgmma_gpu_test.cc). Rounding would need a pass over shared memory
+// or a register-A variant.
+//
+// Status (v1): assembled by ptxas for sm_90a (300 sampled kernels per
+// precision, no spills); not yet run on a GPU. scripts/wgmma_device_check.sh
+// is the first run.
+//
+// v1 leaves out: split-K (kg is fixed at 1), thread-block clusters with
+// TMA multicast, a persistent-grid parameter (the program count needs the
+// SM count, which Generate does not see), a TMA-store epilogue. Each is a later
+// parameter; adding one bumps kGemmWgmmaGeneratorVersion.
+//
+// Alignment: TMA needs the global row strides of A and B to be multiples of
+// 16 bytes (lda, ldb multiples of 8 bf16/fp16 or 4 tf32 elements; rule
+// alignment) and the base addresses 16-byte aligned (LoadedWgmma::Launch
+// refuses others). M, N, K are free (any value >= 1); C has no alignment
+// requirement.
+#ifndef BLOCKTUNE_KERNELS_GEMM_WGMMA_H_
+#define BLOCKTUNE_KERNELS_GEMM_WGMMA_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kernels/family.h"
+#include "kernels/limits.h"
+#include "kernels/status.h"
+#include "kernels/tensor_map.h"
+
+namespace blocktune {
+
+// Bumped whenever the emitted PTX can change.
+inline constexpr int kGemmWgmmaGeneratorVersion = 1;
+inline constexpr char kGemmWgmmaFamily[] = "gemm.wgmma";
+
+// The family's parameters. Thesis names: bm = M_L, bn = N_L, bk = U,
+// kg = K_G (fixed at 1 in v1).
+struct WgmmaParams {
+  int64_t bm = 128;        // rows of C per program: 64 * consumers * m tiles
+  int64_t bn = 128;        // columns of C per program: the wgmma N
+  int64_t bk = 64;         // K per pipeline stage
+  int64_t stages = 4;      // shared-memory ring buffers
+  int64_t consumers = 1;   // consumer warpgroups (1 or 2)
+  int64_t group_m = 8;     // rows of tiles per raster group
+  int64_t kg = 1;          // programs splitting K (v1: 1)
+
+  int64_t Threads() const { return 128 * (1 + consumers); }
+  int64_t RowsPerConsumer() const { return bm / consumers; }
+  int64_t MTiles() const { return bm / consumers / 64; }  // per consumer
+  auto Tie() const {
+    return std::tie(bm, bn, bk, stages, consumers, group_m, kg);
+  }
+  friend bool operator==(const WgmmaParams& a, const WgmmaParams& b) {
+    return a.Tie() == b.Tie();
+  }
+};
+
+// "bm=128 bn=128 bk=64 st=4 wg=1 gm=8 kg=1"
+std::string ToString(const WgmmaParams& p);
+
+struct WgmmaParamDomain {
+  const char* name;
+  std::vector<int64_t> values;
+  const char* meaning;
+  bool power_of_two;
+};
+// In WgmmaParams field order: bm, bn, bk, st, wg, gm, kg.
+const std::vector<WgmmaParamDomain>& WgmmaParamDomains();
+
+// INVALID_ARGUMENT naming the parameter and its range; checks that bm
+// splits into m64 tiles per consumer warpgroup.
+Status ValidateWgmmaParams(const WgmmaParams& p);
+
+enum class WgmmaRule {
+  kNone,
+  kComputeCapability,  // exactly 9.0: sm_90a code runs nowhere else
+  kPrecisionLayout,    // tf32 needs K-major A and B (A N, B T)
+  kTileLayout,         // an N-major B (layout N) needs bn a multiple of 64
+  kSwizzleRow,         // bk * element bytes a multiple of 128 (128B swizzle)
+  kSharedMemory,       // ring + barriers + alignment slack <= opt-in limit
+  kRegisters,          // accumulators + addressing <= the consumer's budget
+  kAlignment,          // lda, ldb multiples of 16 bytes (TMA strides)
+  kGrid,               // tiles <= 2^31 - 1
+};
+inline constexpr WgmmaRule kWgmmaRules[] = {
+    WgmmaRule::kComputeCapability, WgmmaRule::kPrecisionLayout,
+    WgmmaRule::kTileLayout,        WgmmaRule::kSwizzleRow,
+    WgmmaRule::kSharedMemory,      WgmmaRule::kRegisters,
+    WgmmaRule::kAlignment,         WgmmaRule::kGrid};
+const char* ToString(WgmmaRule rule);
+
+// Bytes per element of A, B and C: 2 for bf16/fp16, 4 for tf32.
+int WgmmaElementBytes(DType precision);
+// Dynamic shared memory: 1024 bytes of alignment slack, the ring, and two
+// 8-byte mbarriers per stage.
+int64_t WgmmaSharedBytes(DType precision, const WgmmaParams& p);
+// Per consumer thread: the accumulators (m tiles * bn / 2) and addressing.
+int64_t WgmmaRegisterEstimate(const WgmmaParams& p);
+// Registers a consumer thread may use: 232 with two consumer warpgroups
+// (setmaxnreg), 255 with one.
+int64_t WgmmaRegisterBudget(const WgmmaParams& p);
+
+// Whether one rule holds, with no allocation (samplers call it). The
+// problem is a GEMM whose dtype is bf16, fp16 or tf32.
+bool PassesWgmmaRule(WgmmaRule rule, const Problem& problem,
+                     const WgmmaParams& p, const KernelLimits& limits);
+WgmmaRule FirstFailingWgmmaRule(const Problem& problem, const WgmmaParams& p,
+                                const KernelLimits& limits);
+// OK, or FAILED_PRECONDITION naming the rule and the numbers.
+Status CanImplementWgmma(const Problem& problem, const WgmmaParams& p,
+                         const KernelLimits& limits = {});
+
+struct WgmmaKernel {
+  std::string ptx;
+  std::string entry = "blocktune_gemm_wgmma";
+  std::array<unsigned, 3> grid{};  // one program per tile
+  std::array<unsigned, 3> block{};
+  unsigned shared_bytes = 0;  // dynamic; always past 48 KiB: needs opt-in
+  // The tensor maps of A and B (kernel parameters 0 and 1), to be encoded
+  // for the operands' device addresses at launch.
+  TensorMap2d map_a, map_b;
+  int64_t align_elements = 8;  // lda, ldb must be multiples of this
+  int element_bytes = 2;
+};
+
+// The tensor map the kernel of (problem, p) expects for A ('a') or B
+// ('b'): the stored matrix's extents and row stride, and the TMA box.
+TensorMap2d WgmmaTensorMap(const Problem& problem, const WgmmaParams& p,
+                           char operand);
+
+// Parameters of `entry`:
+//   .param .align 64 .b8 tmap_a[128], tmap_b[128] (CUtensorMap, by value),
+//   .u64 C, .u32 M, N, K, ldc, .f32 alpha, beta.
+// The PTX is correct for any M, N, K; the tensor maps carry lda, ldb and
+// the operands' addresses. `arch` must be "sm_90a".
+StatusOr<WgmmaKernel> GenerateGemmWgmma(const Problem& problem,
+                                        const WgmmaParams& p,
+                                        const std::string& arch = "sm_90a");
+
+}  // namespace blocktune
+
+#endif  // BLOCKTUNE_KERNELS_GEMM_WGMMA_H_

@@ -1,0 +1,432 @@
+// gemm.wgmma on the GPU (ctest label gpu; compute capability 9.0 only)
+// against a float64 reference computed from the same inputs: random shapes
+// from 1x1x1 through ragged and odd sizes, all four layouts for bf16 and
+// fp16, NT for tf32, one and two consumer warpgroups, K long enough for the
+// ring to wrap many times, beta zero and not, leading dimensions past the
+// minimum (ldc odd). C is poisoned with NaN where beta == 0, so an element
+// the kernel never wrote fails. Skips with "no GPU: ..." where there is no
+// driver or device, and with a message on a device that is not 9.0.
+//
+// Tolerance (DESIGN.md "Verification per precision"), per element:
+//   |C - C_ref| <= c * u * |alpha| * sum_k |a_ik||b_kj|
+//                  + u_out * |C_ref| + 2^-22 * |beta * C_old| + a_out
+// with c = 1, u the unit roundoff of the math type (bf16 2^-8, fp16 2^-11)
+// and u_out that of the output type, a_out half the output's subnormal
+// spacing. tf32: wgmma reads fp32 operands straight from shared memory and
+// drops their low 13 mantissa bits (truncation, not cuBLAS-style
+// round-to-nearest), so the reference uses the fp32 inputs as stored and
+// c * u = 2 * 2^-10 (each operand off by up to 2^-10 relative).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/cuda_driver.h"
+#include "kernels/gemm_wgmma_launch.h"
+
+namespace blocktune {
+namespace {
+
+using cuda::DeviceBuffer;
+
+uint32_t Bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+float FromBits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+uint16_t ToBf16(float f) {  // round to nearest even (finite inputs)
+  uint32_t u = Bits(f);
+  u += 0x7fff + ((u >> 16) & 1);
+  return static_cast<uint16_t>(u >> 16);
+}
+float Bf16ToFloat(uint16_t h) { return FromBits(uint32_t{h} << 16); }
+uint16_t ToFp16(float f) {  // the compiler's conversion: nearest even
+  const _Float16 h = static_cast<_Float16>(f);
+  uint16_t u;
+  std::memcpy(&u, &h, 2);
+  return u;
+}
+float Fp16ToFloat(uint16_t u) {
+  _Float16 h;
+  std::memcpy(&h, &u, 2);
+  return static_cast<float>(h);
+}
+
+struct HostMatrix {
+  std::vector<uint16_t> h;    // bf16 / fp16 bits
+  std::vector<float> f;       // tf32 storage (fp32)
+  std::vector<double> value;  // what the kernel multiplies (see above)
+};
+
+HostMatrix Random(DType dtype, size_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> uni(-1.f, 1.f);
+  HostMatrix m;
+  m.value.resize(n);
+  if (dtype == DType::kTf32) {
+    m.f.resize(n);
+    for (size_t i = 0; i < n; ++i) m.value[i] = m.f[i] = uni(rng);
+  } else {
+    m.h.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      const float x = uni(rng);
+      m.h[i] = dtype == DType::kBf16 ? ToBf16(x) : ToFp16(x);
+      m.value[i] = dtype == DType::kBf16 ? Bf16ToFloat(m.h[i])
+                                         : Fp16ToFloat(m.h[i]);
+    }
+  }
+  return m;
+}
+
+const void* Data(const HostMatrix& m) {
+  return m.h.empty() ? static_cast<const void*>(m.f.data())
+                     : static_cast<const void*>(m.h.data());
+}
+
+double OutputValue(DType dtype, const std::vector<uint8_t>& bytes, size_t i) {
+  if (dtype == DType::kTf32) {
+    float f;
+    std::memcpy(&f, bytes.data() + 4 * i, 4);
+    return f;
+  }
+  uint16_t u;
+  std::memcpy(&u, bytes.data() + 2 * i, 2);
+  return dtype == DType::kBf16 ? Bf16ToFloat(u) : Fp16ToFloat(u);
+}
+
+struct Outcome {
+  double worst_bound_ratio = 0;  // max err / bound
+};
+
+struct Case {
+  Problem problem;
+  WgmmaParams params;
+  float alpha = 1, beta = 0;
+  unsigned programs = 0;  // LoadedWgmma::Launch: 0 one per tile
+};
+
+std::string Describe(const Case& c) {
+  const auto ld = LeadingDims(c.problem);
+  return ToString(c.problem.ctx) + " ld " + std::to_string(ld[0]) + "/" +
+         std::to_string(ld[1]) + "/" + std::to_string(ld[2]) + " " +
+         ToString(c.params) + " alpha " + std::to_string(c.alpha) + " beta " +
+         std::to_string(c.beta) + " programs " + std::to_string(c.programs);
+}
+
+StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
+  const GemmContext& g = std::get<GemmContext>(c.problem.ctx);
+  const DType dtype = g.dtype;
+  const int es = WgmmaElementBytes(dtype);
+  const bool a_t = g.layout_a == Layout::kT, b_t = g.layout_b == Layout::kT;
+  const auto ld = LeadingDims(c.problem);
+  const int64_t lda = ld[0], ldb = ld[1], ldc = ld[2];
+  const int64_t a_rows = a_t ? g.k : g.m, b_rows = b_t ? g.n : g.k;
+  HostMatrix a = Random(dtype, a_rows * lda, rng);
+  HostMatrix b = Random(dtype, b_rows * ldb, rng);
+  HostMatrix cm = Random(dtype, g.m * ldc, rng);
+
+  BT_ASSIGN_OR_RETURN(auto wg, LoadedWgmma::Create(c.problem, c.params));
+  BT_ASSIGN_OR_RETURN(DeviceBuffer da,
+                      DeviceBuffer::Allocate(a.value.size() * es));
+  BT_ASSIGN_OR_RETURN(DeviceBuffer db,
+                      DeviceBuffer::Allocate(b.value.size() * es));
+  BT_ASSIGN_OR_RETURN(DeviceBuffer dc,
+                      DeviceBuffer::Allocate(cm.value.size() * es + 4));
+  BT_RETURN_IF_ERROR(da.CopyFromHost(Data(a), a.value.size() * es));
+  BT_RETURN_IF_ERROR(db.CopyFromHost(Data(b), b.value.size() * es));
+  if (c.beta == 0) {
+    BT_RETURN_IF_ERROR(dc.Fill32(0x7fc07fc0));  // NaN in bf16, fp16, fp32
+  } else {
+    BT_RETURN_IF_ERROR(dc.CopyFromHost(Data(cm), cm.value.size() * es));
+  }
+  WgmmaOperands ops;
+  ops.a = da.address();
+  ops.b = db.address();
+  ops.c = dc.address();
+  ops.alpha = c.alpha;
+  ops.beta = c.beta;
+  BT_RETURN_IF_ERROR(wg->Launch(ops, c.programs));
+  std::vector<uint8_t> out(cm.value.size() * es);
+  BT_RETURN_IF_ERROR(dc.CopyToHost(out.data(), out.size()));
+
+  const double cu = dtype == DType::kBf16   ? std::ldexp(1.0, -8)
+                    : dtype == DType::kFp16 ? std::ldexp(1.0, -11)
+                                            : 2 * std::ldexp(1.0, -10);
+  const double u_out = dtype == DType::kBf16   ? std::ldexp(1.0, -8)
+                       : dtype == DType::kFp16 ? std::ldexp(1.0, -11)
+                                               : std::ldexp(1.0, -24);
+  const double abs_out = dtype == DType::kFp16   ? std::ldexp(1.0, -25)
+                         : dtype == DType::kBf16 ? std::ldexp(1.0, -134)
+                                                 : std::ldexp(1.0, -149);
+  // Every element is checked; a failure reports how many are wrong and the
+  // first few, so a permutation (descriptor, swizzle) shows as a pattern.
+  Outcome o;
+  int64_t wrong = 0;
+  std::string first;
+  for (int64_t i = 0; i < g.m; ++i) {
+    for (int64_t j = 0; j < g.n; ++j) {
+      double sum = 0, abs_sum = 0;
+      for (int64_t l = 0; l < g.k; ++l) {
+        const double av = a_t ? a.value[l * lda + i] : a.value[i * lda + l];
+        const double bv = b_t ? b.value[j * ldb + l] : b.value[l * ldb + j];
+        sum += av * bv;
+        abs_sum += std::fabs(av * bv);
+      }
+      const double old = cm.value[i * ldc + j];
+      const double ref = c.alpha * sum + (c.beta == 0 ? 0.0 : c.beta * old);
+      const double got = OutputValue(dtype, out, i * ldc + j);
+      const double err = std::fabs(got - ref);
+      const double bound = cu * std::fabs(c.alpha) * abs_sum +
+                           u_out * std::fabs(ref) +
+                           std::ldexp(1.0, -22) * std::fabs(c.beta * old) +
+                           abs_out;
+      if (!std::isfinite(got) || err > bound) {
+        if (++wrong <= 6) {
+          first += " C[" + std::to_string(i) + "][" + std::to_string(j) +
+                   "] = " + std::to_string(got) + " (ref " +
+                   std::to_string(ref) + ", bound " + std::to_string(bound) +
+                   ")";
+        }
+        continue;
+      }
+      o.worst_bound_ratio = std::max(o.worst_bound_ratio, err / bound);
+    }
+  }
+  if (wrong > 0) {
+    return Internal(std::to_string(wrong) + " of " +
+                    std::to_string(g.m * g.n) +
+                    " elements wrong or unwritten (NaN); first:" + first);
+  }
+  return o;
+}
+
+class GemmWgmmaGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto driver = cuda::Driver::Get();
+    if (!driver.ok()) GTEST_SKIP() << driver.status().message();
+    auto limits = (*driver)->Limits(0);
+    ASSERT_TRUE(limits.ok()) << limits.status().ToString();
+    if (limits->cc_major != 9 || limits->cc_minor != 0) {
+      GTEST_SKIP() << "gemm.wgmma is sm_90a code; device 0 has compute "
+                      "capability "
+                   << limits->cc_major << "." << limits->cc_minor;
+    }
+    auto ctx = cuda::Context::Open(0);
+    ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+    ctx_ = std::move(*ctx);
+    ASSERT_TRUE(ctx_->MakeCurrent().ok());
+  }
+  std::unique_ptr<cuda::Context> ctx_;
+};
+
+Case Make(DType dtype, int64_t m, int64_t n, int64_t k, Layout la, Layout lb,
+          const char* params) {
+  Case c;
+  GemmContext g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.layout_a = la;
+  g.layout_b = lb;
+  g.dtype = dtype;
+  c.problem = Problem(g);
+  WgmmaParams p;
+  // "bm bn bk st wg"
+  std::sscanf(params, "%ld %ld %ld %ld %ld", &p.bm, &p.bn, &p.bk, &p.stages,
+              &p.consumers);
+  c.params = p;
+  return c;
+}
+
+// One small case per layout first: the simplest kernel, so a failure here
+// points at the descriptors or the ring rather than at the edges.
+TEST_F(GemmWgmmaGpuTest, SmokeOneTilePerLayout) {
+  std::mt19937 rng(1);
+  for (int l = 0; l < 4; ++l) {
+    const Layout la = l / 2 ? Layout::kT : Layout::kN;
+    const Layout lb = l % 2 ? Layout::kT : Layout::kN;
+    Case c = Make(DType::kBf16, 64, 64, 64, la, lb, "64 64 64 2 1");
+    auto o = RunCase(c, rng);
+    ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
+  }
+}
+
+WgmmaParams RandomParams(std::mt19937& rng) {
+  auto pick = [&](std::initializer_list<int64_t> v) {
+    return *(v.begin() + rng() % v.size());
+  };
+  WgmmaParams p;
+  p.bm = pick({64, 128, 192, 256});
+  p.bn = pick({16, 32, 64, 96, 128, 192, 256});
+  p.bk = pick({32, 64, 128});
+  p.stages = pick({2, 3, 4, 5});
+  p.consumers = pick({1, 2});
+  p.group_m = pick({1, 2, 8});
+  return p;
+}
+
+void RunPrecision(DType dtype, uint32_t seed, int cases) {
+  std::mt19937 rng(seed);
+  const int64_t align = 16 / WgmmaElementBytes(dtype);
+  auto round_up = [&](int64_t v) { return (v + align - 1) / align * align; };
+  const int64_t dims[] = {1,  2,   7,   8,   15,  16,  17,  31,  33, 64,
+                          65, 100, 127, 129, 200, 255, 257, 300, 520};
+  const int64_t kdims[] = {1,  3,  8,   9,   16,  17,  40,  63,
+                           64, 65, 130, 515, 1000, 2050};
+  Outcome worst;
+  int ran = 0;
+  for (int n = 0; ran < cases && n < 200 * cases; ++n) {
+    GemmContext g;
+    g.m = dims[rng() % std::size(dims)];
+    g.n = dims[rng() % std::size(dims)];
+    g.k = kdims[rng() % std::size(kdims)];
+    if (ran == 0) g.m = g.n = g.k = 1;
+    if (dtype == DType::kTf32) {
+      g.layout_a = Layout::kN;
+      g.layout_b = Layout::kT;
+    } else {
+      g.layout_a = (ran / 2) % 2 ? Layout::kT : Layout::kN;
+      g.layout_b = ran % 2 ? Layout::kT : Layout::kN;
+    }
+    g.dtype = dtype;
+    Case c;
+    c.problem = Problem(g);
+    const bool a_t = g.layout_a == Layout::kT, b_t = g.layout_b == Layout::kT;
+    const int64_t extra = rng() % 3 == 0 ? align : 0;
+    c.problem.lda = round_up(a_t ? g.m : g.k) + extra;
+    c.problem.ldb = round_up(b_t ? g.k : g.n) + extra;
+    c.problem.ldc = g.n + (rng() % 2 ? 3 : 0);
+    c.params = RandomParams(rng);
+    if (!ValidateWgmmaParams(c.params).ok() ||
+        !CanImplementWgmma(c.problem, c.params).ok())
+      continue;
+    c.alpha = rng() % 2 ? 1.0f : -0.75f;
+    c.beta = rng() % 2 ? 0.0f : 0.5f;
+    // Sometimes fewer programs than tiles: each walks several tiles.
+    const unsigned programs[] = {0, 0, 1, 3, 7};
+    c.programs = programs[rng() % std::size(programs)];
+    auto o = RunCase(c, rng);
+    ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
+    worst.worst_bound_ratio =
+        std::max(worst.worst_bound_ratio, o->worst_bound_ratio);
+    ++ran;
+  }
+  EXPECT_EQ(ran, cases);
+  std::printf("%s: %d cases pass; max err/bound %.3g\n",
+              std::string(ToString(dtype)).c_str(), ran,
+              worst.worst_bound_ratio);
+}
+
+int Cases() {
+  const char* env = std::getenv("BLOCKTUNE_WGMMA_GPU_CASES");
+  return env ? std::max(1, std::atoi(env)) : 60;
+}
+
+TEST_F(GemmWgmmaGpuTest, Bf16RandomShapesMatchFloat64) {
+  RunPrecision(DType::kBf16, 23, Cases());
+}
+TEST_F(GemmWgmmaGpuTest, Fp16RandomShapesMatchFloat64) {
+  RunPrecision(DType::kFp16, 24, Cases());
+}
+TEST_F(GemmWgmmaGpuTest, Tf32RandomShapesMatchFloat64) {
+  RunPrecision(DType::kTf32, 25, Cases());
+}
+
+// The shapes the family is for: several tiles each way, the ring wrapping
+// K / bk / stages times, both consumer counts, every layout.
+TEST_F(GemmWgmmaGpuTest, LargerShapesEveryLayout) {
+  std::mt19937 rng(7);
+  for (int l = 0; l < 4; ++l) {
+    const Layout la = l / 2 ? Layout::kT : Layout::kN;
+    const Layout lb = l % 2 ? Layout::kT : Layout::kN;
+    for (const char* params : {"128 256 64 4 2", "128 128 64 4 1",
+                               "256 128 64 3 2"}) {
+      for (unsigned programs : {0u, 5u}) {
+        Case c = Make(DType::kBf16, 520, 392, 1032, la, lb, params);
+        c.beta = 0.25f;
+        c.programs = programs;
+        auto o = RunCase(c, rng);
+        ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
+      }
+    }
+  }
+  Case t = Make(DType::kTf32, 520, 392, 1032, Layout::kN, Layout::kT,
+                "128 128 32 4 1");
+  auto o = RunCase(t, rng);
+  ASSERT_TRUE(o.ok()) << Describe(t) << ": " << o.status().ToString();
+}
+
+// First speed readings (not a benchmark: no L2 flush, no cuBLASLt beside
+// it; bench/kernels is where those live). Runs only with
+// BLOCKTUNE_WGMMA_TIME=1: median of 20 launches after 3 warm-ups, random
+// bf16 inputs, per configuration.
+TEST_F(GemmWgmmaGpuTest, TimeSquareShapes) {
+  if (std::getenv("BLOCKTUNE_WGMMA_TIME") == nullptr)
+    GTEST_SKIP() << "set BLOCKTUNE_WGMMA_TIME=1 to time";
+  std::mt19937 rng(11);
+  auto limits = (*cuda::Driver::Get())->Limits(0);
+  ASSERT_TRUE(limits.ok());
+  // 0: one program per tile; the SM count: a persistent grid.
+  const unsigned sm_count = static_cast<unsigned>(limits->sm_count);
+  for (int64_t size : {4096, 8192}) {
+    for (const char* layouts : {"NT", "NN", "TN"}) {
+      for (const char* params :
+           {"128 256 64 4 2", "128 128 64 4 1", "256 128 64 4 2",
+            "128 256 64 3 2", "128 192 64 4 2"}) {
+        Case c = Make(DType::kBf16, size, size, size,
+                      layouts[0] == 'T' ? Layout::kT : Layout::kN,
+                      layouts[1] == 'T' ? Layout::kT : Layout::kN, params);
+        if (!CanImplementWgmma(c.problem, c.params).ok()) continue;
+        auto wg = LoadedWgmma::Create(c.problem, c.params);
+        ASSERT_TRUE(wg.ok()) << wg.status().ToString();
+        const size_t n = static_cast<size_t>(size * size);
+        HostMatrix a = Random(DType::kBf16, n, rng);
+        auto da = DeviceBuffer::Allocate(2 * n);
+        auto db = DeviceBuffer::Allocate(2 * n);
+        auto dc = DeviceBuffer::Allocate(2 * n);
+        ASSERT_TRUE(da.ok() && db.ok() && dc.ok());
+        ASSERT_TRUE(da->CopyFromHost(a.h.data(), 2 * n).ok());
+        ASSERT_TRUE(db->CopyFromHost(a.h.data(), 2 * n).ok());
+        WgmmaOperands ops;
+        ops.a = da->address();
+        ops.b = db->address();
+        ops.c = dc->address();
+        auto start = cuda::Event::Create();
+        auto stop = cuda::Event::Create();
+        ASSERT_TRUE(start.ok() && stop.ok());
+        for (unsigned programs : {0u, sm_count}) {
+        std::vector<float> ms;
+        for (int r = 0; r < 23; ++r) {
+          ASSERT_TRUE((*start)->Record().ok());
+          ASSERT_TRUE((*wg)->Launch(ops, programs).ok());
+          ASSERT_TRUE((*stop)->Record().ok());
+          ASSERT_TRUE((*stop)->Synchronize().ok());
+          auto t = (*stop)->MillisecondsSince(**start);
+          ASSERT_TRUE(t.ok()) << t.status().ToString();
+          if (r >= 3) ms.push_back(*t);
+        }
+        std::sort(ms.begin(), ms.end());
+        const double median = ms[ms.size() / 2];
+        std::printf("time bf16 %s %ld^3 %s programs %u: %.1f us, %.0f "
+                    "TFLOP/s (%d registers)\n",
+                    layouts, static_cast<long>(size), ToString(c.params).c_str(),
+                    programs, 1e3 * median,
+                    2.0 * size * size * size / (median * 1e9),
+                    (*wg)->function().registers);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace blocktune

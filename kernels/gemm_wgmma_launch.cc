@@ -1,0 +1,45 @@
+#include "kernels/gemm_wgmma_launch.h"
+
+namespace blocktune {
+
+StatusOr<std::unique_ptr<LoadedWgmma>> LoadedWgmma::Create(
+    const Problem& problem, const WgmmaParams& params,
+    const KernelLimits& limits) {
+  BT_RETURN_IF_ERROR(ValidateWgmmaParams(params));
+  BT_RETURN_IF_ERROR(CanImplementWgmma(problem, params, limits));
+  std::unique_ptr<LoadedWgmma> w(new LoadedWgmma);
+  w->problem_ = problem;
+  BT_ASSIGN_OR_RETURN(w->kernel_, GenerateGemmWgmma(problem, params));
+  BT_ASSIGN_OR_RETURN(w->module_, cuda::Module::Load(w->kernel_.ptx));
+  BT_ASSIGN_OR_RETURN(w->function_,
+                      w->module_->GetFunction(w->kernel_.entry));
+  BT_RETURN_IF_ERROR(cuda::SetMaxDynamicShared(
+      w->function_, static_cast<int>(w->kernel_.shared_bytes)));
+  BT_RETURN_IF_ERROR(cuda::PreferSharedCarveout(w->function_, 100));
+  return w;
+}
+
+Status LoadedWgmma::Launch(const WgmmaOperands& ops,
+                           unsigned programs) const {
+  const WgmmaKernel& k = kernel_;
+  if (ops.a % 16 != 0 || ops.b % 16 != 0) {
+    return InvalidArgument(
+        "gemm.wgmma reads A and B through TMA: both must be 16-byte aligned");
+  }
+  BT_ASSIGN_OR_RETURN(EncodedTensorMap map_a, EncodeTensorMap(k.map_a, ops.a));
+  BT_ASSIGN_OR_RETURN(EncodedTensorMap map_b, EncodeTensorMap(k.map_b, ops.b));
+  const GemmContext& g = std::get<GemmContext>(problem_.ctx);
+  uint64_t c = ops.c;
+  uint32_t m = static_cast<uint32_t>(g.m), n = static_cast<uint32_t>(g.n),
+           kk = static_cast<uint32_t>(g.k);
+  uint32_t ldc = static_cast<uint32_t>(LeadingDims(problem_)[2]);
+  float alpha = ops.alpha, beta = ops.beta;
+  const unsigned grid =
+      programs > 0 && programs < k.grid[0] ? programs : k.grid[0];
+  return cuda::Launch(function_, {grid, k.grid[1], k.grid[2]},
+                      {k.block[0], k.block[1], k.block[2]}, k.shared_bytes,
+                      {map_a.bytes, map_b.bytes, &c, &m, &n, &kk, &ldc, &alpha,
+                       &beta});
+}
+
+}  // namespace blocktune

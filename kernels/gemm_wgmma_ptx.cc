@@ -1,0 +1,398 @@
+// The PTX emitter of gemm.wgmma (see gemm_wgmma.h for the algorithm).
+#include "kernels/gemm_wgmma_ptx.h"
+
+#include <sstream>
+
+namespace blocktune::wgmma_internal {
+namespace {
+
+class Ptx {
+ public:
+  template <typename T>
+  Ptx& operator<<(const T& v) {
+    out_ << v;
+    return *this;
+  }
+  std::string str() const { return out_.str(); }
+
+ private:
+  std::ostringstream out_;
+};
+
+// The constant half of a shared-memory matrix descriptor (PTX ISA, "Matrix
+// Descriptor Format"): bits 62-63 the swizzle mode (1: 128 bytes), bits
+// 32-45 the stride byte offset >> 4, bits 16-29 the leading byte offset
+// >> 4; bits 0-13 (the start address >> 4) are added per wgmma.
+//   K-major: stride = 1024 (one 8-row swizzle atom to the next along M/N);
+//     the leading offset is unused by the 128-byte swizzle (1 by
+//     convention).
+//   M/N-major: stride = 1024 (8 rows of K to the next 8), leading = the
+//     panel size (one 64-column panel of M/N to the next).
+uint64_t DescriptorBits(bool kmajor, int64_t panel_bytes) {
+  const uint64_t leading = kmajor ? 1 : static_cast<uint64_t>(panel_bytes) >> 4;
+  return (uint64_t{1} << 62) | (uint64_t{kAtomBytes >> 4} << 32) |
+         (leading << 16);
+}
+
+std::string Hex(uint64_t v) {
+  std::ostringstream s;
+  s << "0x" << std::hex << v;
+  return s.str();
+}
+
+const char* MmaTypes(DType prec) {
+  switch (prec) {
+    case DType::kFp16:
+      return "f32.f16.f16";
+    case DType::kTf32:
+      return "f32.tf32.tf32";
+    default:
+      return "f32.bf16.bf16";
+  }
+}
+
+// %dst = ceil(%src / d), d > 0.
+void EmitCeilDiv(Ptx& p, const std::string& dst, const std::string& src,
+                 int64_t d) {
+  p << "\tadd.u32 " << dst << ", " << src << ", " << N(d - 1) << ";\n";
+  if (IsPow2(d)) {
+    p << "\tshr.u32 " << dst << ", " << dst << ", " << N(Log2(d)) << ";\n";
+  } else {
+    p << "\tdiv.u32 " << dst << ", " << dst << ", " << N(d) << ";\n";
+  }
+}
+
+// Spins until the phase of parity `parity` of the mbarrier at `bar` has
+// completed.
+void EmitWait(Ptx& p, const std::string& label, const std::string& bar,
+              const std::string& parity) {
+  p << label << ":\n"
+    << "\tmbarrier.try_wait.parity.shared::cta.b64 %pw, [" << bar << "], "
+    << parity << ";\n"
+    << "\t@!%pw bra " << label << ";\n";
+}
+
+// One TMA box per panel of operand `x` into the stage at %sbuf.
+void EmitCopies(Ptx& p, const Tiling& t, char x) {
+  const bool a = x == 'a';
+  const bool kmajor = a ? t.a_kmajor : t.b_kmajor;
+  const int64_t panels = a ? t.a_panels : t.b_panels;
+  const int64_t panel_bytes = a ? t.a_panel_bytes : t.b_panel_bytes;
+  const int64_t base = a ? 0 : t.a_stage;
+  const std::string origin = a ? "%m0" : "%n0", map = a ? "%tma" : "%tmb";
+  for (int64_t i = 0; i < panels; ++i) {
+    // Coordinates: {contiguous, row} of the stored matrix.
+    if (kmajor) {
+      p << "\tadd.u32 %cx, %k0, " << N(i * t.atom) << ";\n"
+        << "\tmov.u32 %cy, " << origin << ";\n";
+    } else {
+      p << "\tadd.u32 %cx, " << origin << ", " << N(i * t.atom) << ";\n"
+        << "\tmov.u32 %cy, %k0;\n";
+    }
+    p << "\tadd.u32 %dst, %sbuf, " << N(base + i * panel_bytes) << ";\n"
+      << "\tcp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::"
+         "complete_tx::bytes [%dst], ["
+      << map << ", {%cx, %cy}], [%fb];\n";
+  }
+}
+
+void EmitEpilogueSetup(Ptx& p, const Tiling& t);
+
+// %m0, %n0 of tile %tile in the grouped raster (group_m rows of tiles,
+// column by column inside a group); %tiles_n, %tiles_m, %in_group are set.
+void EmitRaster(Ptx& p, const Tiling& t) {
+  p << "\tdiv.u32 %group, %tile, %in_group;\n"
+    << "\tmul.lo.u32 %first_m, %group, " << N(t.group_m) << ";\n"
+    << "\tsub.u32 %gsize, %tiles_m, %first_m;\n"
+    << "\tmin.u32 %gsize, %gsize, " << N(t.group_m) << ";\n"
+    << "\tmul.lo.u32 %tmp, %group, %in_group;\n"
+    << "\tsub.u32 %r, %tile, %tmp;\n"
+    << "\trem.u32 %tile_m, %r, %gsize;\n"
+    << "\tadd.u32 %tile_m, %tile_m, %first_m;\n"
+    << "\tdiv.u32 %tile_n, %r, %gsize;\n"
+    << "\tmul.lo.u32 %m0, %tile_m, " << N(t.bm) << ";\n"
+    << "\tmul.lo.u32 %n0, %tile_n, " << N(t.bn) << ";\n";
+}
+
+void EmitProducer(Ptx& p, const Tiling& t) {
+  p << "\t// ==== producer warpgroup: one thread streams A and B tiles into "
+       "the ring with TMA\n";
+  if (t.consumers == 2) p << "\tsetmaxnreg.dec.sync.aligned.u32 40;\n";
+  p << "\tsetp.ne.u32 %pp, %thr, 0;\n"
+    << "\t@%pp bra DONE;\n"
+    << "\tmov.b64 %tma, tmap_a;\n\tcvta.param.u64 %tma, %tma;\n"
+    << "\tmov.b64 %tmb, tmap_b;\n\tcvta.param.u64 %tmb, %tmb;\n"
+    << "\tprefetch.tensormap [%tma];\n\tprefetch.tensormap [%tmb];\n"
+    << "\tmov.u32 %st, 0;\n\tmov.u32 %ph, 0;\n"
+    << "\tmov.u32 %tile, %ctaid.x;\n"
+    << "PTILE:\n"
+    << "\tsetp.ge.u32 %pp, %tile, %tiles;\n\t@%pp bra DONE;\n";
+  EmitRaster(p, t);
+  p << "\tmov.u32 %kt, 0;\n\tmov.u32 %k0, 0;\n"
+    << "PLOOP:\n"
+    << "\tsetp.ge.u32 %pp, %kt, %ktiles;\n\t@%pp bra PNEXT;\n"
+    << "\tmad.lo.u32 %sbuf, %st, " << N(t.stage) << ", %sm;\n"
+    << "\tshl.b32 %boff, %st, 3;\n"
+    << "\tadd.u32 %fb, %full, %boff;\n\tadd.u32 %eb, %empty, %boff;\n"
+    << "\t// wait until the consumers released this buffer (the first pass "
+       "waits on parity 1, complete at init)\n"
+    << "\txor.b32 %par, %ph, 1;\n";
+  EmitWait(p, "PWAIT", "%eb", "%par");
+  p << "\tmbarrier.arrive.expect_tx.shared::cta.b64 _, [%fb], " << N(t.stage)
+    << ";\n";
+  EmitCopies(p, t, 'a');
+  EmitCopies(p, t, 'b');
+  p << "\tadd.u32 %kt, %kt, 1;\n\tadd.u32 %k0, %k0, " << N(t.bk) << ";\n"
+    << "\tadd.u32 %st, %st, 1;\n"
+    << "\tsetp.eq.u32 %pp, %st, " << N(t.stages) << ";\n"
+    << "\tselp.u32 %st, 0, %st, %pp;\n"
+    << "\txor.b32 %tmp, %ph, 1;\n\tselp.u32 %ph, %tmp, %ph, %pp;\n"
+    << "\tbra PLOOP;\n"
+    << "PNEXT:\n\tmov.u32 %tmp, %nctaid.x;\n\tadd.u32 %tile, %tile, %tmp;\n\tbra PTILE;\n";
+}
+
+std::string AccList(const Tiling& t, int64_t tile) {
+  std::string s = "{";
+  const int64_t n = t.bn / 2;
+  for (int64_t r = 0; r < n; ++r) {
+    if (r) s += ", ";
+    s += "%acc" + N(tile * n + r);
+  }
+  return s + "}";
+}
+
+void EmitMainLoop(Ptx& p, const Tiling& t) {
+  const int64_t ksteps = t.bk / t.wk;
+  const int64_t per_row = t.bn / 2;
+  p << "\t// ==== consumer warpgroups: wgmma on the ring, one group in "
+       "flight\n"
+    << "CONSUMER:\n";
+  if (t.consumers == 2) p << "\tsetmaxnreg.inc.sync.aligned.u32 232;\n";
+  p << "\tsub.u32 %cw, %wg, 1;\n"
+    << "\tand.b32 %ctid, %thr, 127;\n"
+    << "\tshr.u32 %warp, %ctid, 5;\n\tand.b32 %lane, %ctid, 31;\n"
+    << "\tsetp.eq.u32 %plane, %lane, 0;\n"
+    << "\tsetp.eq.u32 %pone, 0, 0;\n";
+  // The consumer's first m tile, counted over the block.
+  p << "\tmul.lo.u32 %aoff, %cw, " << N(t.AOffset(t.mt, 0) - t.AOffset(0, 0))
+    << ";\n";
+  EmitEpilogueSetup(p, t);
+  p << "\tmov.u32 %st, 0;\n\tmov.u32 %ph, 0;\n\tmov.u32 %prev, 0;\n"
+    << "\tmov.u32 %tile, %ctaid.x;\n"
+    << "CTILE:\n"
+    << "\tsetp.ge.u32 %pp, %tile, %tiles;\n\t@%pp bra DONE;\n";
+  EmitRaster(p, t);
+  for (int64_t i = 0; i < t.mt * per_row; ++i)
+    p << "\tmov.f32 %acc" << N(i) << ", 0f00000000;\n";
+  p << "\tmov.u32 %kt, 0;\n"
+    << "CLOOP:\n"
+    << "\tsetp.ge.u32 %pp, %kt, %ktiles;\n\t@%pp bra CDONE;\n"
+    << "\tmad.lo.u32 %sbuf, %st, " << N(t.stage) << ", %sm;\n"
+    << "\tshl.b32 %boff, %st, 3;\n\tadd.u32 %fb, %full, %boff;\n";
+  EmitWait(p, "CWAIT", "%fb", "%ph");
+  p << "\tadd.u32 %tmp, %sbuf, %aoff;\n\tshr.u32 %tmp, %tmp, 4;\n"
+    << "\tcvt.u64.u32 %da, %tmp;\n"
+    << "\tor.b64 %da, %da, " << Hex(DescriptorBits(t.a_kmajor, t.a_panel_bytes))
+    << ";\n"
+    << "\tadd.u32 %tmp, %sbuf, " << N(t.a_stage) << ";\n"
+    << "\tshr.u32 %tmp, %tmp, 4;\n\tcvt.u64.u32 %db, %tmp;\n"
+    << "\tor.b64 %db, %db, " << Hex(DescriptorBits(t.b_kmajor, t.b_panel_bytes))
+    << ";\n"
+    << "\twgmma.fence.sync.aligned;\n";
+  const bool tf32 = t.prec == DType::kTf32;
+  for (int64_t kk = 0; kk < ksteps; ++kk) {
+    p << "\tadd.s64 %dbk, %db, " << N(t.BOffset(kk) >> 4) << ";\n";
+    for (int64_t i = 0; i < t.mt; ++i) {
+      p << "\tadd.s64 %dak, %da, " << N((t.AOffset(i, kk) - t.AOffset(0, 0)) >> 4)
+        << ";\n"
+        << "\twgmma.mma_async.sync.aligned.m64n" << N(t.bn) << "k" << N(t.wk)
+        << "." << MmaTypes(t.prec) << " " << AccList(t, i)
+        << ", %dak, %dbk, %pone, 1, 1";
+      if (!tf32)
+        p << ", " << (t.a_kmajor ? "0" : "1") << ", " << (t.b_kmajor ? "0" : "1");
+      p << ";\n";
+    }
+  }
+  p << "\twgmma.commit_group.sync.aligned;\n"
+    << "\t// the group of the previous k tile has completed: release its "
+       "buffer (one arrival per warp)\n"
+    << "\twgmma.wait_group.sync.aligned 1;\n"
+    << "\tsetp.ne.u32 %pp, %kt, 0;\n\tand.pred %pp, %pp, %plane;\n"
+    << "\t@%pp mbarrier.arrive.shared::cta.b64 _, [%prev];\n"
+    << "\tadd.u32 %prev, %empty, %boff;\n"
+    << "\tadd.u32 %kt, %kt, 1;\n\tadd.u32 %st, %st, 1;\n"
+    << "\tsetp.eq.u32 %pp, %st, " << N(t.stages) << ";\n"
+    << "\tselp.u32 %st, 0, %st, %pp;\n"
+    << "\txor.b32 %tmp, %ph, 1;\n\tselp.u32 %ph, %tmp, %ph, %pp;\n"
+    << "\tbra CLOOP;\n"
+    << "CDONE:\n\twgmma.wait_group.sync.aligned 0;\n"
+    << "\t// release the tile's last buffer: the producer fills it for the "
+       "next tile\n"
+    << "\t@%plane mbarrier.arrive.shared::cta.b64 _, [%prev];\n";
+}
+
+// Accumulator register r of m tile i holds row 16*warp + lane/4 + 8*h and
+// column 8*j + 2*(lane%4) + c of the tile, r = 4*j + 2*h + c: each thread
+// owns pairs of adjacent columns. A pair goes out in one store (b32, or
+// v2.f32 for tf32) where both columns are inside N and %pvec says that
+// every pair is aligned (ldc even, C aligned to the pair); otherwise each
+// column alone.
+void EmitEpilogue(Ptx& p, const Tiling& t, bool with_beta) {
+  const bool tf32 = t.prec == DType::kTf32;
+  const bool fp16 = t.prec == DType::kFp16;
+  const std::string cvt_pair =
+      fp16 ? "cvt.rn.f16x2.f32" : "cvt.rn.bf16x2.f32";
+  const std::string cvt_in = fp16 ? "cvt.f32.f16" : "cvt.f32.bf16";
+  const int64_t per_row = t.bn / 2;
+  for (int64_t i = 0; i < t.mt; ++i) {
+    for (int64_t h = 0; h < 2; ++h) {
+      p << "\tadd.u32 %row, %rbase, " << N(i * 64 + 8 * h) << ";\n"
+        << "\tsetp.lt.u32 %prow, %row, %M;\n"
+        << "\tmul.wide.u32 %d0, %row, %ldc;\n"
+        << "\tadd.u64 %d0, %d0, %cb64;\n"
+        << "\tshl.b64 %d0, %d0, " << N(Log2(t.esize)) << ";\n"
+        << "\tadd.u64 %ptr, %C, %d0;\n";
+      for (int64_t j = 0; j < t.bn / 8; ++j) {
+        const int64_t col = 8 * j;
+        const std::string acc0 = "%acc" + N(i * per_row + 4 * j + 2 * h);
+        const std::string acc1 = "%acc" + N(i * per_row + 4 * j + 2 * h + 1);
+        const std::string a0 = "[%ptr+" + N(col * t.esize) + "]";
+        const std::string a1 = "[%ptr+" + N((col + 1) * t.esize) + "]";
+        p << "\tsetp.gt.and.s32 %pe, %nrem, " << N(col) << ", %prow;\n"
+          << "\tsetp.gt.and.s32 %pe1, %nrem, " << N(col + 1) << ", %prow;\n"
+          << "\tand.pred %pv, %pe1, %pvec;\n\tnot.pred %pnv, %pv;\n"
+          << "\tand.pred %ps0, %pe, %pnv;\n\tand.pred %ps1, %pe1, %pnv;\n"
+          << "\tmul.f32 %v, " << acc0 << ", %alpha;\n"
+          << "\tmul.f32 %v1, " << acc1 << ", %alpha;\n";
+        if (with_beta) {
+          if (tf32) {
+            p << "\t@%pe ld.global.f32 %cf, " << a0 << ";\n"
+              << "\t@%pe1 ld.global.f32 %cf1, " << a1 << ";\n";
+          } else {
+            p << "\t@%pe ld.global.b16 %hs, " << a0 << ";\n"
+              << "\t@%pe1 ld.global.b16 %hs1, " << a1 << ";\n"
+              << "\t" << cvt_in << " %cf, %hs;\n"
+              << "\t" << cvt_in << " %cf1, %hs1;\n";
+          }
+          p << "\tfma.rn.f32 %v, %cf, %beta, %v;\n"
+            << "\tfma.rn.f32 %v1, %cf1, %beta, %v1;\n";
+        }
+        if (tf32) {
+          p << "\t@%pv st.global.v2.f32 " << a0 << ", {%v, %v1};\n"
+            << "\t@%ps0 st.global.f32 " << a0 << ", %v;\n"
+            << "\t@%ps1 st.global.f32 " << a1 << ", %v1;\n";
+        } else {
+          p << "\t" << cvt_pair << " %w, %v1, %v;\n"
+            << "\t@%pv st.global.b32 " << a0 << ", %w;\n"
+            << "\tmov.b32 {%hs, %hs1}, %w;\n"
+            << "\t@%ps0 st.global.b16 " << a0 << ", %hs;\n"
+            << "\t@%ps1 st.global.b16 " << a1 << ", %hs1;\n";
+        }
+      }
+    }
+  }
+}
+
+// The launch-wide part of the epilogue, before the tile loop.
+void EmitEpilogueSetup(Ptx& p, const Tiling& t) {
+  p << "\tld.param.u64 %C, [param_C];\n\tld.param.u32 %ldc, [param_ldc];\n"
+    << "\tld.param.f32 %alpha, [param_alpha];\n"
+    << "\tld.param.f32 %beta, [param_beta];\n"
+    << "\t// pairs of columns are stored whole where ldc is even and C is "
+       "aligned to a pair\n"
+    << "\tand.b32 %tmp, %ldc, 1;\n\tsetp.eq.u32 %pvec, %tmp, 0;\n"
+    << "\tcvt.u32.u64 %tmp, %C;\n"
+    << "\tand.b32 %tmp, %tmp, " << N(2 * t.esize - 1) << ";\n"
+    << "\tsetp.eq.and.u32 %pvec, %tmp, 0, %pvec;\n"
+    << "\tsetp.neu.f32 %pbeta, %beta, 0f00000000;\n";
+}
+
+}  // namespace
+
+std::string MainEntry(const Tiling& t, const std::string& arch) {
+  Ptx p;
+  const int64_t threads = 128 * (1 + t.consumers);
+  const int64_t acc = t.mt * t.bn / 2;
+  p << "//\n// blocktune gemm.wgmma v" << N(kGemmWgmmaGeneratorVersion) << ": "
+    << ToString(t.prec) << ", A " << (t.a_kmajor ? "K-major (N)" : "M-major (T)")
+    << ", B " << (t.b_kmajor ? "K-major (T)" : "N-major (N)") << "\n"
+    << "// bm=" << N(t.bm) << " bn=" << N(t.bn) << " bk=" << N(t.bk)
+    << " stages=" << N(t.stages) << " consumers=" << N(t.consumers)
+    << " group_m=" << N(t.group_m) << "; " << N(threads) << " threads, "
+    << N(t.mt) << " m64n" << N(t.bn) << " tile(s) per consumer warpgroup\n"
+    << "// shared: stage " << N(t.stage) << " B (A " << N(t.a_panels)
+    << " panel(s) of " << N(t.a_panel_bytes) << " B, B " << N(t.b_panels)
+    << " panel(s) of " << N(t.b_panel_bytes) << " B), ring " << N(t.ring)
+    << " B, then full[" << N(t.stages) << "], empty[" << N(t.stages)
+    << "] mbarriers\n//\n"
+    << ".version 8.0\n.target " << arch << "\n.address_size 64\n\n"
+    << ".extern .shared .align 1024 .b8 smem[];\n\n"
+    << ".visible .entry blocktune_gemm_wgmma(\n"
+    << "\t.param .align 64 .b8 tmap_a[128],\n"
+    << "\t.param .align 64 .b8 tmap_b[128],\n"
+    << "\t.param .u64 param_C,\n\t.param .u32 param_M,\n\t.param .u32 param_N,\n"
+    << "\t.param .u32 param_K,\n\t.param .u32 param_ldc,\n"
+    << "\t.param .f32 param_alpha,\n\t.param .f32 param_beta)\n"
+    << ".maxntid " << N(threads) << ", 1, 1\n.minnctapersm 1\n{\n"
+    << "\t.reg .pred %pp, %pw, %plane, %pone, %prow, %pe, %pe1, %pv, %pnv, "
+       "%ps0, %ps1, %pvec, %pbeta;\n"
+    << "\t.reg .b32 %thr, %wg, %cw, %ctid, %warp, %lane, %M, %N, %K, %ldc;\n"
+    << "\t.reg .b32 %tile, %tiles, %tiles_m, %tiles_n, %in_group, %group, "
+       "%first_m, %gsize, %r, %tile_m, %tile_n, %m0, %n0, %ktiles;\n"
+    << "\t.reg .b32 %sm, %full, %empty, %sbuf, %boff, %fb, %eb, %prev, %dst, "
+       "%cx, %cy, %kt, %k0, %st, %ph, %par, %tmp, %aoff;\n"
+    << "\t.reg .b32 %rbase, %cbase, %nrem, %row, %w;\n"
+    << "\t.reg .b64 %tma, %tmb, %da, %db, %dak, %dbk, %C, %ptr, %d0, %cb64;\n"
+    << "\t.reg .f32 %alpha, %beta, %v, %v1, %cf, %cf1;\n"
+    << "\t.reg .b16 %hs, %hs1;\n"
+    << "\t.reg .f32 %acc<" << N(acc) << ">;\n\n"
+    << "\tmov.u32 %thr, %tid.x;\n"
+    << "\tld.param.u32 %M, [param_M];\n\tld.param.u32 %N, [param_N];\n"
+    << "\tld.param.u32 %K, [param_K];\n"
+    << "\t// ---- tiles of C: programs take tiles %ctaid.x, + %nctaid.x, ... "
+       "(one each when the grid has one program per tile), in a grouped "
+       "raster of "
+    << N(t.group_m) << " rows of tiles\n";
+  EmitCeilDiv(p, "%tiles_m", "%M", t.bm);
+  EmitCeilDiv(p, "%tiles_n", "%N", t.bn);
+  EmitCeilDiv(p, "%ktiles", "%K", t.bk);
+  p << "\tmul.lo.u32 %tiles, %tiles_m, %tiles_n;\n"
+    << "\tmul.lo.u32 %in_group, %tiles_n, " << N(t.group_m) << ";\n"
+    << "\t// ---- shared memory: the ring from a 1024-byte boundary (the "
+       "128-byte swizzle's atom), then the mbarriers\n"
+    << "\tmov.u32 %sm, smem;\n\tadd.u32 %sm, %sm, 1023;\n"
+    << "\tand.b32 %sm, %sm, -1024;\n"
+    << "\tadd.u32 %full, %sm, " << N(t.ring) << ";\n"
+    << "\tadd.u32 %empty, %full, " << N(8 * t.stages) << ";\n"
+    << "\tsetp.ne.u32 %pp, %thr, 0;\n\t@%pp bra INIT_DONE;\n";
+  for (int64_t s = 0; s < t.stages; ++s) {
+    p << "\tmbarrier.init.shared::cta.b64 [%full+" << N(8 * s) << "], 1;\n"
+      << "\tmbarrier.init.shared::cta.b64 [%empty+" << N(8 * s) << "], "
+      << N(4 * t.consumers) << ";\n";
+  }
+  p << "\tfence.mbarrier_init.release.cluster;\n"
+    << "INIT_DONE:\n\tbar.sync 0;\n"
+    << "\tshr.u32 %wg, %thr, 7;\n"
+    << "\tsetp.ne.u32 %pp, %wg, 0;\n\t@%pp bra CONSUMER;\n";
+  EmitProducer(p, t);
+  EmitMainLoop(p, t);
+  p << "\t// ==== epilogue: C = alpha * acc + beta * C, predicated on M and "
+       "N; beta == 0 never reads C\n"
+    << "\tmul.lo.u32 %rbase, %cw, " << N(t.rows_per_consumer) << ";\n"
+    << "\tadd.u32 %rbase, %rbase, %m0;\n"
+    << "\tshl.b32 %tmp, %warp, 4;\n\tadd.u32 %rbase, %rbase, %tmp;\n"
+    << "\tshr.u32 %tmp, %lane, 2;\n\tadd.u32 %rbase, %rbase, %tmp;\n"
+    << "\tand.b32 %tmp, %lane, 3;\n\tshl.b32 %tmp, %tmp, 1;\n"
+    << "\tadd.u32 %cbase, %n0, %tmp;\n"
+    << "\tcvt.u64.u32 %cb64, %cbase;\n"
+    << "\tsub.s32 %nrem, %N, %cbase;\n"
+    << "\t@%pbeta bra EPI_BETA;\n";
+  EmitEpilogue(p, t, false);
+  p << "\tbra CNEXT;\nEPI_BETA:\n";
+  EmitEpilogue(p, t, true);
+  p << "CNEXT:\n\tmov.u32 %tmp, %nctaid.x;\n\tadd.u32 %tile, %tile, %tmp;\n\tbra CTILE;\n";
+  p << "DONE:\n\tret;\n}\n";
+  return p.str();
+}
+
+}  // namespace blocktune::wgmma_internal

@@ -1,0 +1,94 @@
+// Internal to the gemm.wgmma family (kernels/gemm_wgmma.h is its contract):
+// the derived sizes of one kernel, shared by the rules, the tensor maps and
+// the PTX emitter.
+#ifndef BLOCKTUNE_KERNELS_GEMM_WGMMA_PTX_H_
+#define BLOCKTUNE_KERNELS_GEMM_WGMMA_PTX_H_
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/gemm_wgmma.h"
+
+namespace blocktune::wgmma_internal {
+
+inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline std::string N(int64_t v) { return std::to_string(v); }
+inline int Log2(int64_t v) {
+  int l = 0;
+  while ((int64_t{1} << l) < v) ++l;
+  return l;
+}
+inline bool IsPow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+// The swizzle atom: 8 rows of 128 bytes, 1024-byte aligned.
+inline constexpr int64_t kSwizzleBytes = 128;
+inline constexpr int64_t kAtomBytes = 1024;
+
+// The shared tiles of one stage. Every TMA box is 128 bytes wide (`atom`
+// elements) and lands in one "panel": rows of 128 bytes one after another.
+//   K-major operand (A N, B T): panels of rows = M (N) indices, one panel
+//     per 128 bytes of K: bk * esize / 128 panels of bm (bn) rows.
+//   M/N-major operand (A T, B N): panels of rows = K indices, one panel per
+//     64 (bf16/fp16) columns of M (N): bm / 64 (bn / 64) panels of bk rows.
+// A stage is the A panels, then the B panels; the ring is `stages` stages,
+// then the full and the empty mbarriers (8 bytes each).
+struct Tiling {
+  DType prec;
+  int64_t esize;  // bytes per element of A, B, C
+  int64_t wk;     // K per wgmma: 16 (bf16, fp16) or 8 (tf32)
+  int64_t atom;   // elements per 128-byte row
+  bool a_kmajor, b_kmajor;
+  int64_t bm, bn, bk, stages, consumers, group_m, mt, rows_per_consumer;
+  int64_t a_panels, b_panels, a_panel_bytes, b_panel_bytes;
+  int64_t a_stage, b_stage, stage, ring;
+
+  Tiling(DType precision, bool a_t, bool b_t, const WgmmaParams& p)
+      : prec(precision),
+        esize(WgmmaElementBytes(precision)),
+        wk(32 / WgmmaElementBytes(precision)),
+        atom(kSwizzleBytes / WgmmaElementBytes(precision)),
+        a_kmajor(!a_t),
+        b_kmajor(b_t),
+        bm(p.bm),
+        bn(p.bn),
+        bk(p.bk),
+        stages(p.stages),
+        consumers(p.consumers),
+        group_m(p.group_m),
+        mt(p.MTiles()),
+        rows_per_consumer(p.RowsPerConsumer()) {
+    const int64_t k_panels = CeilDiv(bk * esize, kSwizzleBytes);
+    a_panels = a_kmajor ? k_panels : CeilDiv(bm, atom);
+    b_panels = b_kmajor ? k_panels : CeilDiv(bn, atom);
+    a_panel_bytes = (a_kmajor ? bm : bk) * kSwizzleBytes;
+    b_panel_bytes = (b_kmajor ? bn : bk) * kSwizzleBytes;
+    a_stage = a_panels * a_panel_bytes;
+    b_stage = b_panels * b_panel_bytes;
+    stage = a_stage + b_stage;
+    ring = stages * stage;
+  }
+  // Byte offset, inside a stage's A tile, of the m64 x wk slice that
+  // wgmma `kk` (K step inside the stage) of m tile `tile` (counted over the
+  // whole block) reads.
+  int64_t AOffset(int64_t tile, int64_t kk) const {
+    const int64_t kb = kk * wk * esize;  // bytes of K before it
+    if (a_kmajor)
+      return (kb / kSwizzleBytes) * a_panel_bytes + tile * 64 * kSwizzleBytes +
+             kb % kSwizzleBytes;
+    return tile * a_panel_bytes + kk * wk * kSwizzleBytes;
+  }
+  int64_t BOffset(int64_t kk) const {
+    const int64_t kb = kk * wk * esize;
+    if (b_kmajor)
+      return (kb / kSwizzleBytes) * b_panel_bytes + kb % kSwizzleBytes;
+    return kk * wk * kSwizzleBytes;
+  }
+};
+
+// The main entry "blocktune_gemm_wgmma" (gemm_wgmma.h lists its
+// parameters).
+std::string MainEntry(const Tiling& t, const std::string& arch);
+
+}  // namespace blocktune::wgmma_internal
+
+#endif  // BLOCKTUNE_KERNELS_GEMM_WGMMA_PTX_H_
