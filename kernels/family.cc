@@ -74,6 +74,37 @@ bool KernelFamily::Implements(DType precision) const {
   return std::find(p.begin(), p.end(), precision) != p.end();
 }
 
+Status KernelFamily::CheckProblem(const Problem& problem) const {
+  const Op got = OpOf(problem.ctx);
+  if (got != op()) {
+    return InvalidArgument("context: family " + std::string(name()) +
+                           " computes " + std::string(ToString(op())) +
+                           ", got a " + std::string(ToString(got)));
+  }
+  if (!Implements(DTypeOf(problem.ctx))) {
+    std::string have;
+    for (DType d : precisions())
+      have += (have.empty() ? "" : ", ") + std::string(ToString(d));
+    return InvalidArgument("context.dtype: family " + std::string(name()) +
+                           " implements " + have + "; got " +
+                           std::string(ToString(DTypeOf(problem.ctx))));
+  }
+  BT_RETURN_IF_ERROR(Validate(problem.ctx));
+  const auto* g = std::get_if<GemmContext>(&problem.ctx);
+  if (g == nullptr) return OkStatus();
+  const auto ld = LeadingDims(problem);
+  const int64_t min_a = g->layout_a == Layout::kN ? g->k : g->m;
+  const int64_t min_b = g->layout_b == Layout::kN ? g->n : g->k;
+  if (ld[0] < min_a || ld[1] < min_b || ld[2] < g->n) {
+    return InvalidArgument(
+        "lda, ldb, ldc must be at least the stored rows' lengths (" +
+        std::to_string(min_a) + ", " + std::to_string(min_b) + ", " +
+        std::to_string(g->n) + "), got " + std::to_string(ld[0]) + ", " +
+        std::to_string(ld[1]) + ", " + std::to_string(ld[2]));
+  }
+  return OkStatus();
+}
+
 int KernelFamily::FirstFailingRule(const Problem& problem, const Params& params,
                                    const KernelLimits& limits) const {
   const int n = static_cast<int>(rules().size());

@@ -147,6 +147,11 @@ class KernelFamily {
   virtual int min_compute_capability() const { return 70; }
 
   bool Implements(DType precision) const;
+  // The checks every family's CanImplement and Generate start with: the
+  // context is of the family's op and precision and validates, and a
+  // GEMM's leading dimensions are at least its stored rows' lengths.
+  // INVALID_ARGUMENT naming the field otherwise.
+  Status CheckProblem(const Problem& problem) const;
 
   // Structural validity of `params` on its own (each value in its domain,
   // the tiling consistent): INVALID_ARGUMENT naming "<field>.<name>".
@@ -222,6 +227,21 @@ bool SplitHasWork(const Problem& problem, const ConfigShape& shape);
 // log2(1 + pad) per axis.
 const std::vector<std::string>& ContextFeatureNames(Op op);
 void AppendContextFeatures(const Context& ctx, std::vector<float>* out);
+
+// A GeneratedKernel from a family's own kernel struct: the fields every
+// generator's struct shares by name (ptx, entry, grid, block, workspace).
+template <typename FamilyKernel>
+GeneratedKernel ToGenerated(const KernelFamily& family, FamilyKernel&& k) {
+  GeneratedKernel out;
+  out.family = std::string(family.name());
+  out.version = family.version();
+  out.ptx = std::move(k.ptx);
+  out.entry = std::move(k.entry);
+  out.grid = k.grid;
+  out.block = k.block;
+  out.workspace_bytes = k.workspace_bytes;
+  return out;
+}
 
 // Every registered family, in registration order.
 const std::vector<const KernelFamily*>& Families();

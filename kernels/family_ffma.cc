@@ -118,17 +118,10 @@ class FfmaFamily : public KernelFamily {
     BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
     BT_ASSIGN_OR_RETURN(GemmKernel k,
                         GenerateKernel(problem.ctx, ToBlockShape(params), arch));
-    GeneratedKernel out;
-    out.family = std::string(name());
-    out.version = version();
-    out.ptx = std::move(k.ptx);
-    out.entry = std::move(k.entry);
+    GeneratedKernel out = ToGenerated(*this, k);
     out.reduce_entry = std::move(k.reduce_entry);
-    out.grid = k.grid;
-    out.block = k.block;
     out.reduce_grid = k.reduce_grid;
     out.reduce_block = k.reduce_block;
-    out.workspace_bytes = k.workspace_bytes;
     out.align_a = k.vector_a;
     out.align_b = k.vector_b;
     out.align_bytes = (k.vector_a > 1 || k.vector_b > 1) ? 16 : 4;
@@ -138,22 +131,6 @@ class FfmaFamily : public KernelFamily {
   }
 
  private:
-  Status CheckProblem(const Problem& problem) const {
-    if (OpOf(problem.ctx) != op_) {
-      return InvalidArgument("context: family " + std::string(name()) +
-                             " computes " + std::string(ToString(op_)) +
-                             ", got a " +
-                             std::string(ToString(OpOf(problem.ctx))));
-    }
-    if (!Implements(DTypeOf(problem.ctx))) {
-      return InvalidArgument(
-          "context.dtype: family " + std::string(name()) +
-          " implements fp32, got " +
-          std::string(ToString(DTypeOf(problem.ctx))));
-    }
-    return Validate(problem.ctx);
-  }
-
   Op op_;
   std::vector<ParamSpec> specs_;
   std::vector<std::string> rules_;

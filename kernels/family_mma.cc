@@ -197,18 +197,11 @@ class MmaFamily : public KernelFamily {
     BT_ASSIGN_OR_RETURN(MmaKernel k,
                         GenerateGemmMma(ToMmaProblem(problem), ToMma(params),
                                         arch));
-    GeneratedKernel out;
-    out.family = std::string(name());
-    out.version = version();
-    out.ptx = std::move(k.ptx);
-    out.entry = std::move(k.entry);
+    GeneratedKernel out = ToGenerated(*this, k);
     out.reduce_entry = std::move(k.reduce_entry);
-    out.grid = k.grid;
-    out.block = k.block;
     out.dynamic_shared_bytes = k.shared_bytes;
     out.reduce_grid = k.reduce_grid;
     out.reduce_block = k.reduce_block;
-    out.workspace_bytes = k.workspace_bytes;
     // k.reduce_entry was moved from above: ask `out`.
     out.counter_offset = k.workspace_bytes > 0 && out.reduce_entry.empty()
                              ? k.counter_offset
@@ -222,31 +215,6 @@ class MmaFamily : public KernelFamily {
   }
 
  private:
-  Status CheckProblem(const Problem& problem) const {
-    if (OpOf(problem.ctx) != Op::kGemm) {
-      return InvalidArgument("context: family gemm.mma computes gemm, got a " +
-                             std::string(ToString(OpOf(problem.ctx))));
-    }
-    if (!Implements(DTypeOf(problem.ctx))) {
-      return InvalidArgument("context.dtype: family gemm.mma implements bf16, "
-                             "fp16 and tf32, got " +
-                             std::string(ToString(DTypeOf(problem.ctx))));
-    }
-    BT_RETURN_IF_ERROR(Validate(problem.ctx));
-    const auto ld = LeadingDims(problem);
-    const GemmContext& g = std::get<GemmContext>(problem.ctx);
-    const int64_t min_a = g.layout_a == Layout::kN ? g.k : g.m;
-    const int64_t min_b = g.layout_b == Layout::kN ? g.n : g.k;
-    if (ld[0] < min_a || ld[1] < min_b || ld[2] < g.n) {
-      return InvalidArgument(
-          "lda, ldb, ldc must be at least the stored rows' lengths (" +
-          std::to_string(min_a) + ", " + std::to_string(min_b) + ", " +
-          std::to_string(g.n) + "), got " + std::to_string(ld[0]) + ", " +
-          std::to_string(ld[1]) + ", " + std::to_string(ld[2]));
-    }
-    return OkStatus();
-  }
-
   std::vector<ParamSpec> specs_;
   std::vector<std::string> rules_;
 };

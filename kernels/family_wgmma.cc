@@ -129,13 +129,7 @@ class WgmmaFamily : public KernelFamily {
     const std::string target = arch == "sm_90" ? "sm_90a" : arch;
     BT_ASSIGN_OR_RETURN(WgmmaKernel k,
                         GenerateGemmWgmma(problem, ToWgmma(params), target));
-    GeneratedKernel out;
-    out.family = std::string(name());
-    out.version = version();
-    out.ptx = std::move(k.ptx);
-    out.entry = std::move(k.entry);
-    out.grid = k.grid;
-    out.block = k.block;
+    GeneratedKernel out = ToGenerated(*this, k);
     out.dynamic_shared_bytes = k.shared_bytes;
     out.align_a = k.align_elements;
     out.align_b = k.align_elements;
@@ -157,31 +151,6 @@ class WgmmaFamily : public KernelFamily {
   }
 
  private:
-  Status CheckProblem(const Problem& problem) const {
-    if (OpOf(problem.ctx) != Op::kGemm) {
-      return InvalidArgument("context: family gemm.wgmma computes gemm, got a " +
-                             std::string(ToString(OpOf(problem.ctx))));
-    }
-    if (!Implements(DTypeOf(problem.ctx))) {
-      return InvalidArgument(
-          "context.dtype: family gemm.wgmma implements bf16, fp16 and tf32, "
-          "got " + std::string(ToString(DTypeOf(problem.ctx))));
-    }
-    BT_RETURN_IF_ERROR(Validate(problem.ctx));
-    const auto ld = LeadingDims(problem);
-    const GemmContext& g = std::get<GemmContext>(problem.ctx);
-    const int64_t min_a = g.layout_a == Layout::kN ? g.k : g.m;
-    const int64_t min_b = g.layout_b == Layout::kN ? g.n : g.k;
-    if (ld[0] < min_a || ld[1] < min_b || ld[2] < g.n) {
-      return InvalidArgument(
-          "lda, ldb, ldc must be at least the stored rows' lengths (" +
-          std::to_string(min_a) + ", " + std::to_string(min_b) + ", " +
-          std::to_string(g.n) + "), got " + std::to_string(ld[0]) + ", " +
-          std::to_string(ld[1]) + ", " + std::to_string(ld[2]));
-    }
-    return OkStatus();
-  }
-
   std::vector<ParamSpec> specs_;
   std::vector<std::string> rules_;
 };

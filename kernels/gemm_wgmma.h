@@ -171,6 +171,7 @@ struct WgmmaKernel {
   TensorMap2d map_a, map_b;
   int64_t align_elements = 8;  // lda, ldb must be multiples of this
   int element_bytes = 2;
+  int64_t workspace_bytes = 0;  // none: v1 does not split K
 };
 
 // The tensor map the kernel of (problem, p) expects for A ('a') or B
