@@ -65,8 +65,14 @@ class MemoryStore final : public TuningStore {
     std::shared_lock lock(mu_);
     std::vector<DeviceRecord> out;
     for (const DeviceFingerprint& d : devices_) out.push_back({d, 0, 0});
-    for (const Sample& s : samples_) ++out[s.device_id].samples;
-    for (const Tuned& t : tuned_) ++out[t.device_id].tuned;
+    for (const Sample& s : samples_) {
+      ++out[s.device_id].samples;
+      out[s.device_id].stale_samples += !s.record.kernel.IsCurrent();
+    }
+    for (const Tuned& t : tuned_) {
+      ++out[t.device_id].tuned;
+      out[t.device_id].stale_tuned += !t.record.kernel.IsCurrent();
+    }
     return out;
   }
 

@@ -361,11 +361,16 @@ class SqliteStore final : public TuningStore {
     BT_RETURN_IF_ERROR(Read([&](SQLite::Database& db) {
       SQLite::Statement q(db, std::string("SELECT ") + kDeviceColumns +
           ", (SELECT COUNT(*) FROM samples s WHERE s.device_id = d.id), "
-          "(SELECT COUNT(*) FROM tuned t WHERE t.device_id = d.id) "
+          "(SELECT COUNT(*) FROM tuned t WHERE t.device_id = d.id), "
+          "(SELECT COUNT(*) FROM samples s WHERE s.device_id = d.id AND " +
+          VersionCondition(VersionFilter::kStale, "s") + "), "
+          "(SELECT COUNT(*) FROM tuned t WHERE t.device_id = d.id AND " +
+          VersionCondition(VersionFilter::kStale, "t") + ") "
           "FROM devices d ORDER BY d.id");
       while (q.executeStep()) {
         out.push_back({ReadDevice(q, 0), q.getColumn(10).getInt64(),
-                       q.getColumn(11).getInt64()});
+                       q.getColumn(11).getInt64(), q.getColumn(12).getInt64(),
+                       q.getColumn(13).getInt64()});
       }
       return OkStatus();
     }));

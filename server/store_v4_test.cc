@@ -159,6 +159,8 @@ TEST(StoreV4Test, MigratesTheV3Fixture) {
   ASSERT_EQ(devices->size(), 1u);
   EXPECT_EQ((*devices)[0].samples, 450);
   EXPECT_EQ((*devices)[0].tuned, 2);
+  EXPECT_EQ((*devices)[0].stale_samples, 225);
+  EXPECT_EQ((*devices)[0].stale_tuned, 2);
   auto campaigns = (*store)->ListCampaigns();
   ASSERT_EQ(campaigns->size(), 2u);
   EXPECT_EQ((*campaigns)[0].samples_ok, 297);
@@ -340,6 +342,11 @@ TEST_P(StoreV4BothTest, StaleRowsNeverReachTrainingOrAnswers) {
   ASSERT_EQ(stale_tuned->size(), 1u);
   EXPECT_EQ((*stale_tuned)[0].kernel.generator_version, 0);
   EXPECT_EQ(*store_->CountTuned(), 2);
+  auto devices = store_->ListDevices();
+  ASSERT_EQ(devices->size(), 1u);
+  EXPECT_EQ((*devices)[0].samples, 4);
+  EXPECT_EQ((*devices)[0].stale_samples, 2);
+  EXPECT_EQ((*devices)[0].stale_tuned, 1);
   // Models: what the daemon loads.
   StoreFilter current_models;
   current_models.versions = VersionFilter::kCurrent;

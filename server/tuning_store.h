@@ -162,8 +162,11 @@ struct CampaignRecord {
 
 struct DeviceRecord {
   DeviceFingerprint fingerprint;
-  int64_t samples = 0;
+  int64_t samples = 0;  // all of them, stale ones included
   int64_t tuned = 0;
+  // Of those, the stale ones (VersionFilter::kStale): kept, never used.
+  int64_t stale_samples = 0;
+  int64_t stale_tuned = 0;
 };
 
 // Everything one transaction writes. Campaign updates ride along with the
