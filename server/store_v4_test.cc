@@ -291,6 +291,13 @@ TEST_P(StoreV4BothTest, RefusesKernelsThatDoNotFit) {
   r = store_->Commit(batch);  // a conv family for a GEMM context
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   batch.samples[0].kernel = MmaKernel();
+  batch.samples[0].kernel.generator_version += 1;  // a newer blocktune's
+  r = store_->Commit(batch);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("samples[0].generator_version"),
+            std::string::npos)
+      << r.status().ToString();
+  batch.samples[0].kernel = MmaKernel();
   batch.samples[0].kernel.params.size = 3;
   EXPECT_EQ(store_->Commit(batch).status().code(),
             StatusCode::kInvalidArgument);

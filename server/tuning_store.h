@@ -75,7 +75,8 @@ struct KernelConfig {
 };
 
 // The store's rules for a kernel: a registered family of `op`, a version in
-// [0, 1'000'000], and parameters the family accepts (the ffma families:
+// [0, the family's current] (a later one is a newer blocktune's), and
+// parameters the family accepts (the ffma families:
 // Validate(BlockShape), the store's rule for x_B since v1; others:
 // KernelFamily::ValidateParams).
 Status Validate(const KernelConfig& kernel, Op op, std::string_view field);
