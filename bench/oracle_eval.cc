@@ -89,7 +89,7 @@ int Plan(const std::vector<Context>& contexts,
       auto s = FromProto(d->samples(i), "samples");
       if (!s.ok()) continue;
       trained_contexts.insert(ToString(s->context));
-      const BlockShape& xb = s->block_shape;
+      const BlockShape xb = *s->kernel.block_shape();
       const int64_t v[] = {xb.ml, xb.nl, xb.ms, xb.ns, xb.u, xb.kg};
       for (int j = 0; j < kBlockParameters; ++j)
         seen[OpOf(s->context)][j].insert(v[j]);

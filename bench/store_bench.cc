@@ -72,7 +72,7 @@ int Main(int argc, char** argv) {
       SampleRecord s;
       s.device = H100();
       s.context = Gemm(b * kBatchSize + i);
-      s.block_shape = Shape(i);
+      s.kernel = KernelConfig::OfBlockShape(Op::kGemm, Shape(i));
       s.measurement.median_s = 1e-4;
       s.measurement.repetitions = 50;
       batch.samples.push_back(s);
@@ -96,7 +96,7 @@ int Main(int argc, char** argv) {
       TunedRecord t;
       t.device = H100();
       t.context = Gemm(i);
-      t.block_shape = Shape(j);
+      t.kernel = KernelConfig::OfBlockShape(Op::kGemm, Shape(j));
       t.measured_s = 1e-4 * (1 + j);
       tuned.tuned.push_back(t);
     }

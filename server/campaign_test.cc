@@ -198,7 +198,7 @@ TEST_F(CampaignTest, ResumesAfterKill9WithNeitherDuplicatesNorGaps) {
     auto it = by_seq.find(r.seq);
     ASSERT_NE(it, by_seq.end()) << "seq " << r.seq << " missing";
     EXPECT_EQ(ToString(it->second->context), ToString(r.context)) << r.seq;
-    EXPECT_EQ(it->second->block_shape, r.block_shape) << r.seq;
+    EXPECT_EQ(it->second->kernel, r.kernel) << r.seq;
   }
 }
 

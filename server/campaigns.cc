@@ -309,8 +309,8 @@ class CampaignManager::Run {
     s.campaign_id = record_.id;
     s.seq = seq;
     s.context = it->second.candidate.ctx;
-    // Prepare() lets only block-shape families through.
-    s.block_shape = *BlockShapeOf(it->second.candidate);
+    s.kernel = KernelConfig::Current(*it->second.candidate.family,
+                                     it->second.candidate.params);
     s.measurement = std::move(m);
     s.measurement.error = Truncate(s.measurement.error);
     s.measured_unix = NowUnix();

@@ -40,7 +40,8 @@ std::optional<TunedRecord> NearestTuned(const std::vector<TunedRecord>& stored,
     if (best && (d > best_distance ||
                  (d == best_distance && t.RankSeconds() >= best->RankSeconds())))
       continue;
-    if (!FitsContext(ctx, t.block_shape, limits_of(t.device))) continue;
+    const std::optional<BlockShape> xb = t.kernel.block_shape();
+    if (!xb || !FitsContext(ctx, *xb, limits_of(t.device))) continue;
     best = t;
     best_distance = d;
   }

@@ -37,7 +37,8 @@ class MemoryStore final : public TuningStore {
       auto same = std::find_if(tuned_.begin(), tuned_.end(), [&](const Tuned& o) {
         return o.device_id == row.device_id &&
                o.record.context == t.context &&
-               o.record.block_shape == t.block_shape;
+               o.record.kernel.family == t.kernel.family &&
+               o.record.kernel.params == t.kernel.params;
       });
       if (same != tuned_.end()) *same = row;
       else tuned_.push_back(row);
@@ -64,8 +65,14 @@ class MemoryStore final : public TuningStore {
     std::shared_lock lock(mu_);
     std::vector<DeviceRecord> out;
     for (const DeviceFingerprint& d : devices_) out.push_back({d, 0, 0});
-    for (const Sample& s : samples_) ++out[s.device_id].samples;
-    for (const Tuned& t : tuned_) ++out[t.device_id].tuned;
+    for (const Sample& s : samples_) {
+      ++out[s.device_id].samples;
+      out[s.device_id].stale_samples += !s.record.kernel.IsCurrent();
+    }
+    for (const Tuned& t : tuned_) {
+      ++out[t.device_id].tuned;
+      out[t.device_id].stale_tuned += !t.record.kernel.IsCurrent();
+    }
     return out;
   }
 
@@ -77,7 +84,8 @@ class MemoryStore final : public TuningStore {
       if (filter.limit > 0 && static_cast<int64_t>(out.size()) >= filter.limit)
         break;
       if (Matches(filter, s.record.device, OpOf(s.record.context),
-                  s.record.campaign_id))
+                  s.record.campaign_id, s.record.kernel.family,
+                  s.record.kernel.IsCurrent()))
         out.push_back(s.record);
     }
     return out;
@@ -88,7 +96,8 @@ class MemoryStore final : public TuningStore {
     int64_t n = 0;
     for (const Sample& s : samples_)
       n += Matches(filter, s.record.device, OpOf(s.record.context),
-                   s.record.campaign_id);
+                   s.record.campaign_id, s.record.kernel.family,
+                   s.record.kernel.IsCurrent());
     return filter.limit > 0 ? std::min(n, filter.limit) : n;
   }
 
@@ -99,14 +108,18 @@ class MemoryStore final : public TuningStore {
     std::vector<const Tuned*> hits;
     for (const Tuned& t : tuned_) {
       if (t.record.context == ctx &&
-          (device_name.empty() || t.record.device.name == device_name))
+          (device_name.empty() || t.record.device.name == device_name) &&
+          t.record.kernel.IsCurrent())
         hits.push_back(&t);
     }
+    // The SQLite store's order: family, then the parameters' text.
     std::sort(hits.begin(), hits.end(), [](const Tuned* a, const Tuned* b) {
       return std::make_tuple(a->record.RankSeconds(), a->device_id,
-                             a->record.block_shape.Tie()) <
+                             a->record.kernel.family,
+                             a->record.kernel.ParamsText()) <
              std::make_tuple(b->record.RankSeconds(), b->device_id,
-                             b->record.block_shape.Tie());
+                             b->record.kernel.family,
+                             b->record.kernel.ParamsText());
     });
     std::vector<TunedRecord> out;
     for (size_t i = 0; i < hits.size() && static_cast<int>(i) < top; ++i)
@@ -121,8 +134,7 @@ class MemoryStore final : public TuningStore {
     for (const Tuned& t : tuned_) {
       if (filter.limit > 0 && static_cast<int64_t>(out.size()) >= filter.limit)
         break;
-      if (Matches(filter, t.record.device, OpOf(t.record.context), {}))
-        out.push_back(t.record);
+      if (MatchesTuned(filter, t.record)) out.push_back(t.record);
     }
     return out;
   }
@@ -130,6 +142,13 @@ class MemoryStore final : public TuningStore {
   StatusOr<int64_t> CountTuned() override {
     std::shared_lock lock(mu_);
     return static_cast<int64_t>(tuned_.size());
+  }
+
+  StatusOr<int64_t> CountTuned(const StoreFilter& filter) override {
+    std::shared_lock lock(mu_);
+    int64_t n = 0;
+    for (const Tuned& t : tuned_) n += MatchesTuned(filter, t.record);
+    return filter.limit > 0 ? std::min(n, filter.limit) : n;
   }
 
   StatusOr<ModelRecord> GetModel(int64_t id) override {
@@ -146,7 +165,8 @@ class MemoryStore final : public TuningStore {
     for (const ModelRecord& m : models_) {
       if (filter.limit > 0 && static_cast<int64_t>(out.size()) >= filter.limit)
         break;
-      if (Matches(filter, m.device, m.op, {})) out.push_back(m);
+      if (Matches(filter, m.device, m.op, {}, m.family, m.IsCurrent()))
+        out.push_back(m);
     }
     return out;
   }
@@ -197,10 +217,19 @@ class MemoryStore final : public TuningStore {
     return &campaigns_[id - 1];
   }
 
+  static bool MatchesTuned(const StoreFilter& f, const TunedRecord& t) {
+    return Matches(f, t.device, OpOf(t.context), {}, t.kernel.family,
+                   t.kernel.IsCurrent());
+  }
+
   static bool Matches(const StoreFilter& f, const DeviceFingerprint& device,
-                      Op op, std::optional<int64_t> campaign_id) {
+                      Op op, std::optional<int64_t> campaign_id,
+                      const std::string& family, bool current) {
     if (!f.device_name.empty() && device.name != f.device_name) return false;
     if (f.op && *f.op != op) return false;
+    if (!f.family.empty() && family != f.family) return false;
+    if (f.versions == VersionFilter::kCurrent && !current) return false;
+    if (f.versions == VersionFilter::kStale && current) return false;
     // The campaign filter applies to samples only.
     if (f.campaign_id && campaign_id && *campaign_id != *f.campaign_id)
       return false;

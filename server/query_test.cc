@@ -7,6 +7,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <filesystem>
 
 #include "models/surrogate.h"
 #include "proto/convert.h"
@@ -127,7 +128,7 @@ TEST_F(QueryTest, TrainsRanksHeldOutShapesAndAnswersPredictedThenCached) {
     auto r = FromProto(held->samples(i), "samples");
     ASSERT_TRUE(r.ok());
     measured_predicted.push_back(
-        {r->measurement.median_s, model->PredictSeconds(r->context, r->block_shape)});
+        {r->measurement.median_s, model->PredictSeconds(r->context, *r->kernel.block_shape())});
   }
   int pairs = 0, right = 0;
   for (size_t i = 0; i < measured_predicted.size(); ++i) {
@@ -185,6 +186,52 @@ TEST_F(QueryTest, TrainsRanksHeldOutShapesAndAnswersPredictedThenCached) {
   ASSERT_TRUE(again->NewStub()->Query(Ctx().get(), GemmQuery(2048, 16, 2048, 1), &after).ok());
   EXPECT_EQ(after.source(), v1::QUERY_SOURCE_PREDICTED);
   EXPECT_EQ(after.answers(0).model_id(), last.model_id());
+}
+
+// Issue 19: the real v3 store of server/testdata, migrated on open. Its
+// models and tuned answers are stale (version-0 data), so the daemon neither
+// answers from them nor trains on its version-0 samples.
+TEST_F(QueryTest, StaleRowsOfAMigratedStoreNeverTrainOrAnswer) {
+  std::filesystem::copy_file(TestData("store_v3.db"), dir_.path() + "/q.db");
+  auto d = Start({"--gpus", "none"});
+  ASSERT_TRUE(d->ok());
+
+  // v3 answered this from the stored (stale) answer, as an exact match.
+  v1::QueryResponse none;
+  grpc::Status s =
+      d->NewStub()->Query(Ctx().get(), GemmQuery(4096, 16, 4096, 1), &none);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+  v1::QueryRequest fallback = GemmQuery(4096, 16, 4096, 1);
+  fallback.set_fallback(true);
+  v1::QueryResponse fell;
+  ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), fallback, &fell).ok());
+  EXPECT_EQ(fell.match(), v1::MATCH_DEFAULT) << fell.DebugString();
+
+  // Training sees the 148 ok GEMM samples of generator version 1 only.
+  v1::TrainModelRequest req;
+  req.set_op(v1::OP_GEMM);
+  for (int h : {16, 16}) req.add_hidden_layers(h);
+  req.set_epochs(5);
+  auto ctx = Ctx();
+  auto reader = d->NewStub()->TrainModel(ctx.get(), req);
+  v1::TrainProgress p, last;
+  while (reader->Read(&p)) last = p;
+  grpc::Status trained = reader->Finish();
+  ASSERT_TRUE(trained.ok()) << trained.error_message();
+  v1::ExportRequest ex;
+  ex.set_include_models(true);
+  v1::Dataset exported;
+  ASSERT_TRUE(ExportDataset(*d->NewStub(), Ctx().get(), ex, &exported).ok());
+  ASSERT_EQ(exported.models_size(), 1);  // the stale two stay home
+  EXPECT_EQ(exported.models(0).id(), last.model_id());
+  EXPECT_NE(exported.models(0).training_set().find("ok_samples=148"),
+            std::string::npos)
+      << exported.models(0).training_set();
+  v1::QueryResponse predicted;
+  ASSERT_TRUE(
+      d->NewStub()->Query(Ctx().get(), GemmQuery(4096, 16, 4096, 1), &predicted).ok());
+  EXPECT_EQ(predicted.source(), v1::QUERY_SOURCE_PREDICTED);
+  EXPECT_EQ(predicted.answers(0).model_id(), last.model_id());
 }
 
 TEST_F(QueryTest, TrainModelRejectsBadRequestsByField) {

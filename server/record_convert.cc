@@ -18,7 +18,9 @@ void ToProto(const SampleRecord& s, v1::Sample* out) {
   ToProto(s.device, out->mutable_device());
   out->set_campaign_id(s.campaign_id);
   ToProto(s.context, out->mutable_context());
-  ToProto(s.block_shape, out->mutable_block_shape());
+  // blocktune.v1 carries block shapes only, of the current generators
+  // (issue 19 part 1 gives it families): Export sends no other rows.
+  if (auto xb = s.kernel.block_shape()) ToProto(*xb, out->mutable_block_shape());
   out->set_status(std::string(ToString(s.measurement.status)));
   out->set_median_seconds(s.measurement.median_s);
   out->set_spread(s.measurement.spread);
@@ -30,7 +32,7 @@ void ToProto(const SampleRecord& s, v1::Sample* out) {
 
 void ToProto(const TunedRecord& t, v1::TunedAnswer* out) {
   ToProto(t.context, out->mutable_context());
-  ToProto(t.block_shape, out->mutable_block_shape());
+  if (auto xb = t.kernel.block_shape()) ToProto(*xb, out->mutable_block_shape());
   ToProto(t.device, out->mutable_device());
   out->set_predicted_seconds(t.predicted_s);
   out->set_measured_seconds(t.measured_s);
@@ -73,8 +75,11 @@ StatusOr<SampleRecord> FromProto(const v1::Sample& p, std::string_view field) {
                       FromProto(p.device(), JoinField(field, "device")));
   BT_ASSIGN_OR_RETURN(s.context,
                       FromProto(p.context(), JoinField(field, "context")));
-  BT_ASSIGN_OR_RETURN(s.block_shape, FromProto(p.block_shape(),
+  // blocktune.v1 has no family or version yet: a block shape is the op's
+  // ffma family, current version.
+  BT_ASSIGN_OR_RETURN(BlockShape xb, FromProto(p.block_shape(),
                                                JoinField(field, "block_shape")));
+  s.kernel = KernelConfig::OfBlockShape(OpOf(s.context), xb);
   BT_ASSIGN_OR_RETURN(s.measurement.status,
                       SampleStatusFromString(p.status(),
                                              JoinField(field, "status")));
@@ -96,8 +101,9 @@ StatusOr<TunedRecord> FromProto(const v1::TunedAnswer& p,
                       FromProto(p.device(), JoinField(field, "device")));
   BT_ASSIGN_OR_RETURN(t.context,
                       FromProto(p.context(), JoinField(field, "context")));
-  BT_ASSIGN_OR_RETURN(t.block_shape, FromProto(p.block_shape(),
+  BT_ASSIGN_OR_RETURN(BlockShape xb, FromProto(p.block_shape(),
                                                JoinField(field, "block_shape")));
+  t.kernel = KernelConfig::OfBlockShape(OpOf(t.context), xb);
   t.predicted_s = p.predicted_seconds();
   t.measured_s = p.measured_seconds();
   switch (p.source()) {
@@ -121,6 +127,10 @@ StatusOr<ModelRecord> FromProto(const v1::Model& p, std::string_view field) {
   BT_ASSIGN_OR_RETURN(m.device,
                       FromProto(p.device(), JoinField(field, "device")));
   BT_ASSIGN_OR_RETURN(m.op, FromProto(p.op(), JoinField(field, "op")));
+  // blocktune.v1 models are the fp32 block-shape models of the current
+  // generators.
+  m.family = std::string(BlockShapeFamily(m.op).name());
+  m.generator_version = m.data_version = BlockShapeFamily(m.op).version();
   m.architecture = p.architecture();
   m.weights = p.weights();
   m.normalization = p.normalization();

@@ -49,7 +49,7 @@ TunedRecord MakeTuned(const LoadedModel& model, const Context& ctx,
   TunedRecord t;
   t.device = model.device;
   t.context = ctx;
-  t.block_shape = s.xb;
+  t.kernel = KernelConfig::OfBlockShape(OpOf(ctx), s.xb);
   t.predicted_s = s.predicted_s;
   t.source = TunedSource::kPredicted;
   t.model_id = model.id;
@@ -288,6 +288,7 @@ Status BlocktuneService::AnswerFallback(const ValidQuery& q,
   StoreFilter filter;
   filter.op = OpOf(q.context);
   filter.device_name = q.device_name;
+  filter.versions = VersionFilter::kCurrent;  // stale answers never serve
   BT_ASSIGN_OR_RETURN(auto stored, store_->ListTuned(filter));
   if (auto nearest = NearestTuned(stored, q.context, LimitsOf)) {
     const std::string from = ToString(nearest->context);
@@ -317,7 +318,7 @@ Status BlocktuneService::AnswerFallback(const ValidQuery& q,
   TunedRecord t;
   t.device = device;
   t.context = q.context;
-  t.block_shape = xb;
+  t.kernel = KernelConfig::OfBlockShape(OpOf(q.context), xb);
   t.source = TunedSource::kImported;
   v1::TunedAnswer* answer = resp->add_answers();
   ToProto(t, answer);
@@ -499,19 +500,29 @@ grpc::Status BlocktuneService::TrainModel(
     }
 
     // The device: the one named, or the only one with samples for op.
+    // Samples of the op's block-shape family measured with its current
+    // generator: stale rows (an older generator's) never reach a model.
     StoreFilter filter;
     filter.op = op;
     filter.device_name = req->device_name();
+    filter.family = std::string(BlockShapeFamily(op).name());
+    filter.versions = VersionFilter::kCurrent;
     BT_ASSIGN_OR_RETURN(auto samples, store_->ListSamples(filter));
     std::map<std::string, int64_t> per_device;
     for (const SampleRecord& s : samples) {
       if (s.measurement.status == SampleStatus::kOk) ++per_device[s.device.name];
     }
     if (per_device.empty()) {
+      filter.versions = VersionFilter::kStale;
+      BT_ASSIGN_OR_RETURN(int64_t stale, store_->CountSamples(filter));
       return FailedPrecondition(
           "no measured " + std::string(ToString(op)) + " samples" +
           (req->device_name().empty() ? std::string()
                                       : " for device '" + req->device_name() + "'") +
+          (stale > 0 ? " of the current " + filter.family + " generator (" +
+                           std::to_string(stale) + " stale ones of an older "
+                           "generator are not used)"
+                     : std::string()) +
           " to train on: run a campaign (blocktune campaign start --op " +
           std::string(ToString(op)) + ") or import a dataset");
     }
@@ -531,7 +542,7 @@ grpc::Status BlocktuneService::TrainModel(
     int64_t newest = 0;
     for (const SampleRecord& s : samples) {
       if (s.measurement.status != SampleStatus::kOk) continue;
-      rows.push_back({s.context, s.block_shape, s.measurement.median_s});
+      rows.push_back({s.context, *s.kernel.block_shape(), s.measurement.median_s});
       device = s.device;
       newest = std::max(newest, s.measured_unix);
     }
@@ -613,6 +624,9 @@ grpc::Status BlocktuneService::TrainModel(
     ModelRecord record;
     record.device = device;
     record.op = op;
+    record.family = std::string(BlockShapeFamily(op).name());
+    // Trained on current samples only (the filter above).
+    record.generator_version = record.data_version = BlockShapeFamily(op).version();
     record.architecture = ArchitectureString(options.hidden);
     record.weights = trained->surrogate.SerializeWeights();
     record.normalization = trained->surrogate.SerializeNormalization();
@@ -801,6 +815,10 @@ grpc::Status BlocktuneService::Export(
     BT_RETURN_IF_ERROR(CheckDeviceName("device_name", req->device_name()));
     filter.device_name = req->device_name();
     BT_ASSIGN_OR_RETURN(filter.op, OptionalOp(req->op(), "op"));
+    // blocktune.v1 carries neither family nor generator version: a stale
+    // row exported would come back current, so only current rows of the
+    // block-shape families go out (issue 19 parts 1 and 4).
+    filter.versions = VersionFilter::kCurrent;
     switch (req->format()) {
       case v1::EXPORT_FORMAT_UNSPECIFIED:
       case v1::EXPORT_FORMAT_DATASET:
@@ -821,6 +839,7 @@ grpc::Status BlocktuneService::Export(
     });
     BT_ASSIGN_OR_RETURN(auto tuned, store_->ListTuned(filter));
     for (const TunedRecord& t : tuned) {
+      if (!t.kernel.block_shape()) continue;
       v1::TunedAnswer out;
       ToProto(t, &out);
       BT_RETURN_IF_ERROR(chunker.Add(std::move(out)));
@@ -828,6 +847,7 @@ grpc::Status BlocktuneService::Export(
     if (req->include_samples()) {
       BT_ASSIGN_OR_RETURN(auto samples, store_->ListSamples(filter));
       for (const SampleRecord& s : samples) {
+        if (!s.kernel.block_shape()) continue;
         v1::Sample out;
         ToProto(s, &out);
         BT_RETURN_IF_ERROR(chunker.Add(std::move(out)));
@@ -836,6 +856,7 @@ grpc::Status BlocktuneService::Export(
     if (req->include_models()) {
       BT_ASSIGN_OR_RETURN(auto models, store_->ListModels(filter));
       for (const ModelRecord& m : models) {
+        if (m.family != BlockShapeFamily(m.op).name()) continue;
         v1::Model out;
         ToProto(m, &out);
         BT_RETURN_IF_ERROR(chunker.Add(std::move(out)));

@@ -149,24 +149,49 @@ void BindDevice(SQLite::Statement& q, int first, const DeviceFingerprint& d) {
   q.bind(first + 9, d.ptxas_version);
 }
 
-BlockShape ReadBlockShape(SQLite::Statement& q, int col) {
-  BlockShape xb;
-  xb.ml = q.getColumn(col + 0).getInt64();
-  xb.nl = q.getColumn(col + 1).getInt64();
-  xb.ms = q.getColumn(col + 2).getInt64();
-  xb.ns = q.getColumn(col + 3).getInt64();
-  xb.u = q.getColumn(col + 4).getInt64();
-  xb.kg = q.getColumn(col + 5).getInt64();
-  return xb;
+// dtype, family, generator_version, params: how v4 names a row's kernel.
+void BindKernel(SQLite::Statement& q, int first, const Context& ctx,
+                const KernelConfig& k) {
+  q.bind(first + 0, std::string(ToString(DTypeOf(ctx))));
+  q.bind(first + 1, k.family);
+  q.bind(first + 2, k.generator_version);
+  q.bind(first + 3, k.ParamsText());
 }
 
-void BindBlockShape(SQLite::Statement& q, int first, const BlockShape& xb) {
-  q.bind(first + 0, static_cast<int64_t>(xb.ml));
-  q.bind(first + 1, static_cast<int64_t>(xb.nl));
-  q.bind(first + 2, static_cast<int64_t>(xb.ms));
-  q.bind(first + 3, static_cast<int64_t>(xb.ns));
-  q.bind(first + 4, static_cast<int64_t>(xb.u));
-  q.bind(first + 5, static_cast<int64_t>(xb.kg));
+// family, generator_version, params from column `col` on.
+StatusOr<KernelConfig> ReadKernel(SQLite::Statement& q, int col) {
+  KernelConfig k;
+  k.family = q.getColumn(col + 0).getString();
+  k.generator_version = q.getColumn(col + 1).getInt();
+  BT_ASSIGN_OR_RETURN(k.params,
+                      ParamsFromText(k.family, q.getColumn(col + 2).getString()));
+  return k;
+}
+
+std::string SqlQuoted(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+// A condition on the rows of table alias `t` for `versions`: the current
+// versions are this build's registry's (Families()), written into the SQL.
+// A model is current when its data is too (ModelRecord::IsCurrent).
+std::string VersionCondition(VersionFilter versions, std::string_view t,
+                             bool model = false) {
+  if (versions == VersionFilter::kAll) return "1 = 1";
+  const std::string p = std::string(t) + ".";
+  std::string current;
+  for (const KernelFamily* f : Families()) {
+    const std::string v = std::to_string(f->version());
+    current += std::string(current.empty() ? "" : " OR ") + "(" + p +
+               "family = " + SqlQuoted(f->name()) + " AND " + p +
+               "generator_version = " + v +
+               (model ? " AND " + p + "data_version = " + v : "") + ")";
+  }
+  if (current.empty()) current = "1 = 0";
+  return versions == VersionFilter::kCurrent ? "(" + current + ")"
+                                             : "NOT (" + current + ")";
 }
 
 std::string ReadBlob(SQLite::Statement& q, int col) {
@@ -223,48 +248,50 @@ class SqliteStore final : public TuningStore {
       if (!batch.samples.empty()) {
         SQLite::Statement q(*writer_,
             "INSERT INTO samples (device_id, campaign_id, op, context, "
-            "ml, nl, ms, ns, u, kg, status, median_s, spread, repetitions, "
-            "sm_clock_mhz, measured_unix, error, seq) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+            "dtype, family, generator_version, params, status, median_s, "
+            "spread, repetitions, sm_clock_mhz, measured_unix, error, seq) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
         for (const SampleRecord& s : batch.samples) {
           const Measurement& m = s.measurement;
           q.bind(1, device_id(s.device));
           q.bind(2, static_cast<int64_t>(s.campaign_id));
           q.bind(3, std::string(ToString(OpOf(s.context))));
           q.bind(4, ToString(s.context));
-          BindBlockShape(q, 5, s.block_shape);
-          q.bind(11, std::string(ToString(m.status)));
-          q.bind(12, m.median_s);
-          q.bind(13, m.spread);
-          q.bind(14, static_cast<int64_t>(m.repetitions));
-          q.bind(15, m.sm_clock_mhz);
-          q.bind(16, static_cast<int64_t>(s.measured_unix ? s.measured_unix
+          BindKernel(q, 5, s.context, s.kernel);
+          q.bind(9, std::string(ToString(m.status)));
+          q.bind(10, m.median_s);
+          q.bind(11, m.spread);
+          q.bind(12, static_cast<int64_t>(m.repetitions));
+          q.bind(13, m.sm_clock_mhz);
+          q.bind(14, static_cast<int64_t>(s.measured_unix ? s.measured_unix
                                                           : now));
-          q.bind(17, m.error);
-          q.bind(18, static_cast<int64_t>(s.seq));
+          q.bind(15, m.error);
+          q.bind(16, static_cast<int64_t>(s.seq));
           q.exec();
           q.reset();
         }
       }
       if (!batch.tuned.empty()) {
         SQLite::Statement q(*writer_,
-            "INSERT INTO tuned (device_id, op, context, ml, nl, ms, ns, u, kg, "
-            "predicted_s, measured_s, source, model_id, updated_unix) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (device_id, context, ml, nl, ms, ns, u, kg) DO UPDATE "
-            "SET predicted_s = excluded.predicted_s, "
+            "INSERT INTO tuned (device_id, op, context, dtype, family, "
+            "generator_version, params, predicted_s, measured_s, source, "
+            "model_id, updated_unix) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (device_id, context, family, params) DO UPDATE "
+            "SET generator_version = excluded.generator_version, "
+            "predicted_s = excluded.predicted_s, "
             "measured_s = excluded.measured_s, source = excluded.source, "
             "model_id = excluded.model_id, updated_unix = excluded.updated_unix");
         for (const TunedRecord& t : batch.tuned) {
           q.bind(1, device_id(t.device));
           q.bind(2, std::string(ToString(OpOf(t.context))));
           q.bind(3, ToString(t.context));
-          BindBlockShape(q, 4, t.block_shape);
-          q.bind(10, t.predicted_s);
-          q.bind(11, t.measured_s);
-          q.bind(12, std::string(ToString(t.source)));
-          q.bind(13, static_cast<int64_t>(t.model_id));
-          q.bind(14, static_cast<int64_t>(t.updated_unix ? t.updated_unix : now));
+          BindKernel(q, 4, t.context, t.kernel);
+          q.bind(8, t.predicted_s);
+          q.bind(9, t.measured_s);
+          q.bind(10, std::string(ToString(t.source)));
+          q.bind(11, static_cast<int64_t>(t.model_id));
+          q.bind(12, static_cast<int64_t>(t.updated_unix ? t.updated_unix : now));
           q.exec();
           q.reset();
         }
@@ -273,8 +300,9 @@ class SqliteStore final : public TuningStore {
         SQLite::Statement q(*writer_,
             "INSERT INTO models (device_id, op, architecture, weights, "
             "normalization, training_samples, metrics_json, created_unix, "
-            "training_set, libtorch_version) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+            "training_set, libtorch_version, dtype, family, "
+            "generator_version, data_version) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
         q.bind(1, device_id(m.device));
         q.bind(2, std::string(ToString(m.op)));
         q.bind(3, m.architecture);
@@ -286,6 +314,10 @@ class SqliteStore final : public TuningStore {
         q.bind(8, static_cast<int64_t>(m.created_unix ? m.created_unix : now));
         q.bind(9, m.training_set);
         q.bind(10, m.libtorch_version);
+        q.bind(11, std::string(ToString(m.precision)));
+        q.bind(12, m.family);
+        q.bind(13, m.generator_version);
+        q.bind(14, m.data_version);
         q.exec();
         result.model_ids.push_back(writer_->getLastInsertRowid());
       }
@@ -329,11 +361,16 @@ class SqliteStore final : public TuningStore {
     BT_RETURN_IF_ERROR(Read([&](SQLite::Database& db) {
       SQLite::Statement q(db, std::string("SELECT ") + kDeviceColumns +
           ", (SELECT COUNT(*) FROM samples s WHERE s.device_id = d.id), "
-          "(SELECT COUNT(*) FROM tuned t WHERE t.device_id = d.id) "
+          "(SELECT COUNT(*) FROM tuned t WHERE t.device_id = d.id), "
+          "(SELECT COUNT(*) FROM samples s WHERE s.device_id = d.id AND " +
+          VersionCondition(VersionFilter::kStale, "s") + "), "
+          "(SELECT COUNT(*) FROM tuned t WHERE t.device_id = d.id AND " +
+          VersionCondition(VersionFilter::kStale, "t") + ") "
           "FROM devices d ORDER BY d.id");
       while (q.executeStep()) {
         out.push_back({ReadDevice(q, 0), q.getColumn(10).getInt64(),
-                       q.getColumn(11).getInt64()});
+                       q.getColumn(11).getInt64(), q.getColumn(12).getInt64(),
+                       q.getColumn(13).getInt64()});
       }
       return OkStatus();
     }));
@@ -345,11 +382,11 @@ class SqliteStore final : public TuningStore {
     std::vector<SampleRecord> out;
     BT_RETURN_IF_ERROR(Read([&](SQLite::Database& db) -> Status {
       SQLite::Statement q(db, std::string("SELECT ") + kDeviceColumns +
-          ", s.id, s.campaign_id, s.context, s.ml, s.nl, s.ms, s.ns, s.u, "
-          "s.kg, s.status, s.median_s, s.spread, s.repetitions, "
+          ", s.id, s.campaign_id, s.context, s.family, s.generator_version, "
+          "s.params, s.status, s.median_s, s.spread, s.repetitions, "
           "s.sm_clock_mhz, s.measured_unix, s.error, s.seq "
           "FROM samples s JOIN devices d ON d.id = s.device_id " +
-          kSampleWhere + " ORDER BY s.id LIMIT ?4");
+          SampleWhere(filter) + " ORDER BY s.id LIMIT ?4");
       BindFilter(q, filter);
       const int c = kDeviceColumnCount;
       while (q.executeStep()) {
@@ -361,18 +398,18 @@ class SqliteStore final : public TuningStore {
             s.context,
             Stored(ContextFromString(q.getColumn(c + 2).getString()),
                    "samples", id));
-        s.block_shape = ReadBlockShape(q, c + 3);
+        BT_ASSIGN_OR_RETURN(s.kernel, Stored(ReadKernel(q, c + 3), "samples", id));
         BT_ASSIGN_OR_RETURN(
             s.measurement.status,
-            Stored(SampleStatusFromString(q.getColumn(c + 9).getString()),
+            Stored(SampleStatusFromString(q.getColumn(c + 6).getString()),
                    "samples", id));
-        s.measurement.median_s = q.getColumn(c + 10).getDouble();
-        s.measurement.spread = q.getColumn(c + 11).getDouble();
-        s.measurement.repetitions = q.getColumn(c + 12).getInt64();
-        s.measurement.sm_clock_mhz = q.getColumn(c + 13).getDouble();
-        s.measured_unix = q.getColumn(c + 14).getInt64();
-        s.measurement.error = q.getColumn(c + 15).getString();
-        s.seq = q.getColumn(c + 16).getInt64();
+        s.measurement.median_s = q.getColumn(c + 7).getDouble();
+        s.measurement.spread = q.getColumn(c + 8).getDouble();
+        s.measurement.repetitions = q.getColumn(c + 9).getInt64();
+        s.measurement.sm_clock_mhz = q.getColumn(c + 10).getDouble();
+        s.measured_unix = q.getColumn(c + 11).getInt64();
+        s.measurement.error = q.getColumn(c + 12).getString();
+        s.seq = q.getColumn(c + 13).getInt64();
         out.push_back(std::move(s));
       }
       return OkStatus();
@@ -385,7 +422,7 @@ class SqliteStore final : public TuningStore {
     BT_RETURN_IF_ERROR(Read([&](SQLite::Database& db) {
       SQLite::Statement q(db, std::string(
           "SELECT COUNT(*) FROM (SELECT 1 FROM samples s "
-          "JOIN devices d ON d.id = s.device_id ") + kSampleWhere +
+          "JOIN devices d ON d.id = s.device_id ") + SampleWhere(filter) +
           " LIMIT ?4)");
       BindFilter(q, filter);
       q.executeStep();
@@ -408,10 +445,10 @@ class SqliteStore final : public TuningStore {
     std::vector<TunedRecord> out;
     BT_RETURN_IF_ERROR(Read([&](SQLite::Database& db) {
       SQLite::Statement q(db, TunedSelect() +
-          " WHERE t.context = ?1 AND (?2 = '' OR d.name = ?2) "
-          "ORDER BY CASE WHEN t.measured_s > 0 THEN t.measured_s "
-          "ELSE t.predicted_s END, t.device_id, "
-          "t.ml, t.nl, t.ms, t.ns, t.u, t.kg LIMIT ?3");
+          " WHERE t.context = ?1 AND (?2 = '' OR d.name = ?2) AND " +
+          VersionCondition(VersionFilter::kCurrent, "t") +
+          " ORDER BY CASE WHEN t.measured_s > 0 THEN t.measured_s "
+          "ELSE t.predicted_s END, t.device_id, t.family, t.params LIMIT ?3");
       q.bind(1, ToString(ctx));
       q.bind(2, std::string(device_name));
       q.bind(3, top);
@@ -426,8 +463,7 @@ class SqliteStore final : public TuningStore {
     std::vector<TunedRecord> out;
     BT_RETURN_IF_ERROR(Read([&](SQLite::Database& db) {
       SQLite::Statement q(db, TunedSelect() +
-          " WHERE (?1 = '' OR d.name = ?1) AND (?2 = '' OR t.op = ?2) "
-          "ORDER BY t.id LIMIT ?4");
+          " " + TunedWhere(filter) + " ORDER BY t.id LIMIT ?4");
       BindFilter(q, filter);
       return ReadTuned(q, &out);
     }));
@@ -438,6 +474,21 @@ class SqliteStore final : public TuningStore {
     int64_t count = 0;
     BT_RETURN_IF_ERROR(Read([&](SQLite::Database& db) {
       count = db.execAndGet("SELECT COUNT(*) FROM tuned").getInt64();
+      return OkStatus();
+    }));
+    return count;
+  }
+
+  StatusOr<int64_t> CountTuned(const StoreFilter& filter) override {
+    int64_t count = 0;
+    BT_RETURN_IF_ERROR(Read([&](SQLite::Database& db) {
+      SQLite::Statement q(db,
+          "SELECT COUNT(*) FROM (SELECT 1 FROM tuned t "
+          "JOIN devices d ON d.id = t.device_id " + TunedWhere(filter) +
+          " LIMIT ?4)");
+      BindFilter(q, filter);
+      q.executeStep();
+      count = q.getColumn(0).getInt64();
       return OkStatus();
     }));
     return count;
@@ -496,16 +547,25 @@ class SqliteStore final : public TuningStore {
 
  private:
   // ?1 device name ('' = any), ?2 op ('' = any), ?3 campaign id (-1 = any),
-  // ?4 limit (-1 = none).
-  static constexpr const char* kSampleWhere =
-      "WHERE (?1 = '' OR d.name = ?1) AND (?2 = '' OR s.op = ?2) "
-      "AND (?3 < 0 OR s.campaign_id = ?3)";
+  // ?4 limit (-1 = none), ?5 family ('' = any); the versions are written in.
+  static std::string SampleWhere(const StoreFilter& f) {
+    return "WHERE (?1 = '' OR d.name = ?1) AND (?2 = '' OR s.op = ?2) "
+           "AND (?3 < 0 OR s.campaign_id = ?3) "
+           "AND (?5 = '' OR s.family = ?5) AND " +
+           VersionCondition(f.versions, "s");
+  }
+  static std::string TunedWhere(const StoreFilter& f) {
+    return "WHERE (?1 = '' OR d.name = ?1) AND (?2 = '' OR t.op = ?2) "
+           "AND (?5 = '' OR t.family = ?5) AND " +
+           VersionCondition(f.versions, "t");
+  }
 
   static void BindFilter(SQLite::Statement& q, const StoreFilter& f) {
     q.bind(1, f.device_name);
     q.bind(2, f.op ? std::string(ToString(*f.op)) : std::string());
     q.bind(3, static_cast<int64_t>(f.campaign_id ? *f.campaign_id : -1));
     q.bind(4, static_cast<int64_t>(f.limit > 0 ? f.limit : -1));
+    q.bind(5, f.family);
   }
 
   static void BindSpec(SQLite::Statement& q, int first, const CampaignSpec& s) {
@@ -523,7 +583,7 @@ class SqliteStore final : public TuningStore {
 
   static std::string TunedSelect() {
     return std::string("SELECT ") + kDeviceColumns +
-           ", t.id, t.context, t.ml, t.nl, t.ms, t.ns, t.u, t.kg, "
+           ", t.id, t.context, t.family, t.generator_version, t.params, "
            "t.predicted_s, t.measured_s, t.source, t.model_id, t.updated_unix "
            "FROM tuned t JOIN devices d ON d.id = t.device_id";
   }
@@ -537,15 +597,15 @@ class SqliteStore final : public TuningStore {
       BT_ASSIGN_OR_RETURN(
           t.context, Stored(ContextFromString(q.getColumn(c + 1).getString()),
                             "tuned", id));
-      t.block_shape = ReadBlockShape(q, c + 2);
-      t.predicted_s = q.getColumn(c + 8).getDouble();
-      t.measured_s = q.getColumn(c + 9).getDouble();
+      BT_ASSIGN_OR_RETURN(t.kernel, Stored(ReadKernel(q, c + 2), "tuned", id));
+      t.predicted_s = q.getColumn(c + 5).getDouble();
+      t.measured_s = q.getColumn(c + 6).getDouble();
       BT_ASSIGN_OR_RETURN(
           t.source,
-          Stored(TunedSourceFromString(q.getColumn(c + 10).getString()),
+          Stored(TunedSourceFromString(q.getColumn(c + 7).getString()),
                  "tuned", id));
-      t.model_id = q.getColumn(c + 11).getInt64();
-      t.updated_unix = q.getColumn(c + 12).getInt64();
+      t.model_id = q.getColumn(c + 8).getInt64();
+      t.updated_unix = q.getColumn(c + 9).getInt64();
       out->push_back(std::move(t));
     }
     return OkStatus();
@@ -558,10 +618,14 @@ class SqliteStore final : public TuningStore {
       SQLite::Statement q(db, std::string("SELECT ") + kDeviceColumns +
           ", m.id, m.op, m.architecture, m.weights, m.normalization, "
           "m.training_samples, m.metrics_json, m.created_unix, m.training_set, "
-          "m.libtorch_version "
+          "m.libtorch_version, m.dtype, m.family, m.generator_version, "
+          "m.data_version "
           "FROM models m JOIN devices d ON d.id = m.device_id "
           "WHERE (?1 = '' OR d.name = ?1) AND (?2 = '' OR m.op = ?2) "
-          "AND (?3 = 0 OR m.id = ?3) ORDER BY m.id LIMIT ?4");
+          "AND (?3 = 0 OR m.id = ?3) AND (?5 = '' OR m.family = ?5) AND " +
+          VersionCondition(id > 0 ? VersionFilter::kAll : filter.versions, "m",
+                           /*model=*/true) +
+          " ORDER BY m.id LIMIT ?4");
       BindFilter(q, filter);
       q.bind(3, static_cast<int64_t>(id));
       const int c = kDeviceColumnCount;
@@ -580,6 +644,12 @@ class SqliteStore final : public TuningStore {
         m.created_unix = q.getColumn(c + 7).getInt64();
         m.training_set = q.getColumn(c + 8).getString();
         m.libtorch_version = q.getColumn(c + 9).getString();
+        BT_ASSIGN_OR_RETURN(
+            m.precision, Stored(DTypeFromString(q.getColumn(c + 10).getString()),
+                                "models", m.id));
+        m.family = q.getColumn(c + 11).getString();
+        m.generator_version = q.getColumn(c + 12).getInt();
+        m.data_version = q.getColumn(c + 13).getInt();
         out->push_back(std::move(m));
       }
       return OkStatus();

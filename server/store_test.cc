@@ -50,6 +50,9 @@ TYPED_TEST(StoreTest, SamplesRoundTripWithEveryField) {
   conv.pad_h = conv.pad_w = 1;
   conv.stride_w = 2;
   failed.context = conv;
+  // The same x_B, of the conv family now that records name their family.
+  failed.kernel =
+      KernelConfig::OfBlockShape(Op::kConv, *failed.kernel.block_shape());
   failed.campaign_id = 3;
   failed.measurement = Measurement{};
   failed.measurement.status = SampleStatus::kCompileError;
@@ -63,7 +66,7 @@ TYPED_TEST(StoreTest, SamplesRoundTripWithEveryField) {
   const SampleRecord& a = (*samples)[0];
   EXPECT_EQ(a.device, TestDevice());
   EXPECT_EQ(a.context, batch.samples[0].context);
-  EXPECT_EQ(a.block_shape, batch.samples[0].block_shape);
+  EXPECT_EQ(a.kernel, batch.samples[0].kernel);
   EXPECT_DOUBLE_EQ(a.measurement.median_s, 1e-5);
   EXPECT_EQ(a.measurement.repetitions, 20);
   EXPECT_EQ(a.measured_unix, 7);
@@ -162,9 +165,9 @@ TYPED_TEST(StoreTest, TunedAnswersRankFastestFirstAndReplace) {
   auto top = this->store_->FindTuned(ctx, "NVIDIA H100 80GB HBM3", 3);
   ASSERT_TRUE(top.ok()) << top.status().ToString();
   ASSERT_EQ(top->size(), 3u);
-  EXPECT_EQ((*top)[0].block_shape, TestShape(128, 16));
-  EXPECT_EQ((*top)[1].block_shape, TestShape(32, 16, 4));
-  EXPECT_EQ((*top)[2].block_shape, TestShape(64, 16));
+  EXPECT_EQ(*(*top)[0].kernel.block_shape(), TestShape(128, 16));
+  EXPECT_EQ(*(*top)[1].kernel.block_shape(), TestShape(32, 16, 4));
+  EXPECT_EQ(*(*top)[2].kernel.block_shape(), TestShape(64, 16));
   auto all = this->store_->FindTuned(ctx, "", 100);
   ASSERT_EQ(all->size(), 5u);
   EXPECT_EQ((*all)[0].device.name, "A100");
@@ -178,12 +181,12 @@ TYPED_TEST(StoreTest, TunedAnswersRankFastestFirstAndReplace) {
   ASSERT_TRUE(this->store_->Commit(again).ok());
   top = this->store_->FindTuned(ctx, "NVIDIA H100 80GB HBM3", 1);
   ASSERT_EQ(top->size(), 1u);
-  EXPECT_EQ((*top)[0].block_shape, TestShape(64, 16));
+  EXPECT_EQ(*(*top)[0].kernel.block_shape(), TestShape(64, 16));
   // A question asked before the commit (the SQLite store keeps its answers
   // in memory) gets the new answer too.
   top = this->store_->FindTuned(ctx, "NVIDIA H100 80GB HBM3", 3);
   ASSERT_EQ(top->size(), 3u);
-  EXPECT_EQ((*top)[0].block_shape, TestShape(64, 16));
+  EXPECT_EQ(*(*top)[0].kernel.block_shape(), TestShape(64, 16));
   EXPECT_DOUBLE_EQ((*top)[0].measured_s, 5e-5);
   EXPECT_EQ(*this->store_->CountTuned(), 6);
   EXPECT_TRUE(this->store_->FindTuned(TestGemm(8, 8, 8), "", 5)->empty());
@@ -194,6 +197,8 @@ TYPED_TEST(StoreTest, ModelsGetIdsAndBytesSurvive) {
   ModelRecord m;
   m.device = TestDevice();
   m.op = Op::kConv;
+  m.family = "conv.ffma";
+  m.generator_version = m.data_version = BlockShapeFamily(Op::kConv).version();
   m.architecture = "64,128,64";
   m.weights = std::string("\0\x01\xff weights", 10);
   m.normalization = "norm";
@@ -201,6 +206,7 @@ TYPED_TEST(StoreTest, ModelsGetIdsAndBytesSurvive) {
   m.metrics_json = R"({"val_mse":0.06})";
   batch.models = {m, m};
   batch.models[1].op = Op::kGemm;
+  batch.models[1].family = "gemm.ffma";
   auto result = this->store_->Commit(batch);
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   ASSERT_EQ(result->model_ids.size(), 2u);

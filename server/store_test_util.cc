@@ -46,7 +46,7 @@ SampleRecord TestSample(int64_t batch, int64_t i,
   SampleRecord s;
   s.device = device;
   s.context = TestGemm(64 + i, 128, 256);
-  s.block_shape = TestShape(64, 64);
+  s.kernel = KernelConfig::OfBlockShape(Op::kGemm, TestShape(64, 64));
   s.measurement.median_s = 1e-5 * (1 + i);
   s.measurement.spread = 0.01;
   s.measurement.repetitions = 20;
@@ -60,7 +60,7 @@ TunedRecord TestTuned(const Context& ctx, const BlockShape& xb,
   TunedRecord t;
   t.device = device;
   t.context = ctx;
-  t.block_shape = xb;
+  t.kernel = KernelConfig::OfBlockShape(OpOf(ctx), xb);
   t.measured_s = measured_s;
   t.source = TunedSource::kMeasured;
   return t;

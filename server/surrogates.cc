@@ -18,7 +18,18 @@ StatusOr<DeviceProfile> ProfileForFingerprint(const DeviceFingerprint& fp) {
 }
 
 Status SurrogateRegistry::LoadAll() {
-  BT_ASSIGN_OR_RETURN(auto records, store_->ListModels(StoreFilter{}));
+  // Models of stale data (an older generator's) never answer.
+  StoreFilter current;
+  current.versions = VersionFilter::kCurrent;
+  BT_ASSIGN_OR_RETURN(auto records, store_->ListModels(current));
+  StoreFilter stale;
+  stale.versions = VersionFilter::kStale;
+  BT_ASSIGN_OR_RETURN(auto stale_models, store_->ListModels(stale));
+  for (const ModelRecord& r : stale_models) {
+    BT_LOG(kInfo) << "model " << r.id << " (" << ToString(r.op) << ", "
+                  << r.device.name << ", " << r.family << ") not loaded: "
+                  << "stale, trained on generator version " << r.data_version;
+  }
   // Oldest first, so the newest of each (device, op) stays.
   for (const ModelRecord& r : records) {
     Status s = Add(r);
@@ -54,6 +65,16 @@ Status SurrogateRegistry::Validate(const ModelRecord& record) {
 }
 
 Status SurrogateRegistry::Add(const ModelRecord& r) {
+  if (!r.IsCurrent()) {
+    return FailedPrecondition(
+        "model " + std::to_string(r.id) + " is stale: " + r.family +
+        " generator version " + std::to_string(r.generator_version) +
+        ", data version " + std::to_string(r.data_version));
+  }
+  if (r.family != BlockShapeFamily(r.op).name()) {
+    return Unimplemented("model " + std::to_string(r.id) + " is of family " +
+                         r.family + "; only block-shape models load yet");
+  }
   BT_ASSIGN_OR_RETURN(LoadedModel loaded, Load(r, use_cuda_));
   BT_LOG(kInfo) << "model " << r.id << " loaded: " << ToString(r.op) << " on "
                 << r.device.name << ", " << r.architecture << ", "

@@ -26,6 +26,122 @@ Status CheckSeconds(std::string_view field, double value) {
 
 }  // namespace
 
+KernelConfig KernelConfig::Current(const KernelFamily& family,
+                                   const Params& params) {
+  return KernelConfig{std::string(family.name()), family.version(), params};
+}
+
+KernelConfig KernelConfig::OfBlockShape(Op op, const BlockShape& xb) {
+  return Current(BlockShapeFamily(op), ToParams(xb));
+}
+
+std::optional<BlockShape> KernelConfig::block_shape() const {
+  for (Op op : {Op::kGemm, Op::kConv}) {
+    const KernelFamily& f = BlockShapeFamily(op);
+    if (family == f.name() && params.size == static_cast<int>(f.params().size()))
+      return ToBlockShape(params);
+  }
+  return std::nullopt;
+}
+
+const KernelFamily* KernelConfig::Family() const {
+  for (const KernelFamily* f : Families())
+    if (f->name() == family) return f;
+  return nullptr;
+}
+
+bool KernelConfig::IsCurrent() const {
+  const KernelFamily* f = Family();
+  return f != nullptr && f->version() == generator_version;
+}
+
+std::string KernelConfig::ParamsText() const {
+  if (const KernelFamily* f = Family()) return f->Format(params);
+  std::string out;
+  for (int i = 0; i < params.size; ++i) {
+    if (i > 0) out += ' ';
+    out += "p" + std::to_string(i) + "=" + std::to_string(params[i]);
+  }
+  return out;
+}
+
+// The family named `family`, if registered, of `op`, and a version in range.
+static StatusOr<const KernelFamily*> CheckFamily(const std::string& family,
+                                          int version, Op op,
+                                          std::string_view field) {
+  const KernelFamily* f = KernelConfig{family, 0, {}}.Family();
+  if (f == nullptr) {
+    std::string names;
+    for (const KernelFamily* g : Families())
+      names += (names.empty() ? "" : ", ") + std::string(g->name());
+    return InvalidArgument(JoinField(field, "family") + " must be one of " +
+                           names + "; got " + Quoted(family));
+  }
+  if (f->op() != op) {
+    return InvalidArgument(JoinField(field, "family") + " " + family +
+                           " is a family of " + std::string(ToString(f->op())) +
+                           ", not of op " + std::string(ToString(op)));
+  }
+  // A version this build's generator has not reached comes from a newer
+  // blocktune: nothing here can tell what it measured.
+  BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "generator_version"), version,
+                                0, f->version()));
+  return f;
+}
+
+Status Validate(const KernelConfig& k, Op op, std::string_view field) {
+  BT_ASSIGN_OR_RETURN(const KernelFamily* f,
+                      CheckFamily(k.family, k.generator_version, op, field));
+  if (k.params.size != static_cast<int>(f->params().size())) {
+    return InvalidArgument(JoinField(field, "params") + ": family " + k.family +
+                           " has " + std::to_string(f->params().size()) +
+                           " parameters, got " + std::to_string(k.params.size));
+  }
+  if (auto xb = k.block_shape()) {
+    // The store's rule for x_B since schema v1; stale rows may hold shapes
+    // the family's domain has since dropped.
+    return Validate(*xb, JoinField(field, "block_shape"));
+  }
+  return f->ValidateParams(k.params, JoinField(field, "params"));
+}
+
+StatusOr<Params> ParamsFromText(std::string_view family,
+                                std::string_view text) {
+  const KernelFamily* f = KernelConfig{std::string(family), 0, {}}.Family();
+  Params p;
+  const std::vector<std::string_view> words = SplitWords(text);
+  const int size = f ? static_cast<int>(f->params().size())
+                     : static_cast<int>(words.size());
+  if (static_cast<int>(words.size()) != size || size > kMaxFamilyParams) {
+    return InvalidArgument("params " + Quoted(text) + ": expected " +
+                           std::to_string(size) + " key=value words");
+  }
+  p.size = size;
+  std::vector<bool> seen(size, false);
+  for (size_t w = 0; w < words.size(); ++w) {
+    const std::string_view word = words[w];
+    const size_t eq = word.find('=');
+    if (eq == std::string_view::npos) {
+      return InvalidArgument("params " + Quoted(text) + ": " + Quoted(word) +
+                             " is not key=value");
+    }
+    const int i = f ? f->ParamIndex(word.substr(0, eq)) : static_cast<int>(w);
+    if (i < 0 || seen[i]) {
+      return InvalidArgument("params " + Quoted(text) + ": unknown or repeated "
+                             "key " + Quoted(word.substr(0, eq)) +
+                             " for family " + std::string(family));
+    }
+    seen[i] = true;
+    BT_ASSIGN_OR_RETURN(p[i], ParseInt64("params", word.substr(eq + 1)));
+  }
+  return p;
+}
+
+bool ModelRecord::IsCurrent() const {
+  KernelConfig k{family, generator_version, {}};
+  return k.IsCurrent() && data_version == generator_version;
+}
+
 std::string_view ToString(TunedSource source) {
   return EnumToString(kTunedSourceNames, source);
 }
@@ -38,7 +154,7 @@ StatusOr<TunedSource> TunedSourceFromString(std::string_view text,
 Status Validate(const SampleRecord& s, std::string_view field) {
   BT_RETURN_IF_ERROR(Validate(s.device, JoinField(field, "device")));
   BT_RETURN_IF_ERROR(Validate(s.context, JoinField(field, "context")));
-  BT_RETURN_IF_ERROR(Validate(s.block_shape, JoinField(field, "block_shape")));
+  BT_RETURN_IF_ERROR(Validate(s.kernel, OpOf(s.context), field));
   BT_RETURN_IF_ERROR(Validate(s.measurement, field));
   BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "campaign_id"), s.campaign_id,
                                 0, INT64_MAX));
@@ -49,7 +165,7 @@ Status Validate(const SampleRecord& s, std::string_view field) {
 Status Validate(const TunedRecord& t, std::string_view field) {
   BT_RETURN_IF_ERROR(Validate(t.device, JoinField(field, "device")));
   BT_RETURN_IF_ERROR(Validate(t.context, JoinField(field, "context")));
-  BT_RETURN_IF_ERROR(Validate(t.block_shape, JoinField(field, "block_shape")));
+  BT_RETURN_IF_ERROR(Validate(t.kernel, OpOf(t.context), field));
   BT_RETURN_IF_ERROR(CheckSeconds(JoinField(field, "predicted_seconds"),
                                   t.predicted_s));
   BT_RETURN_IF_ERROR(CheckSeconds(JoinField(field, "measured_seconds"),
@@ -67,6 +183,10 @@ Status Validate(const TunedRecord& t, std::string_view field) {
 
 Status Validate(const ModelRecord& m, std::string_view field) {
   BT_RETURN_IF_ERROR(Validate(m.device, JoinField(field, "device")));
+  BT_RETURN_IF_ERROR(
+      CheckFamily(m.family, m.generator_version, m.op, field).status());
+  BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "data_version"),
+                                m.data_version, 0, m.generator_version));
   BT_RETURN_IF_ERROR(
       CheckText(JoinField(field, "architecture"), m.architecture, 1, 256));
   BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "training_samples"),

@@ -27,19 +27,72 @@
 #include "kernels/block_shape.h"
 #include "kernels/context.h"
 #include "kernels/device.h"
+#include "kernels/family.h"
 #include "kernels/status.h"
 #include "tuner/campaign_spec.h"
 #include "tuner/measurement.h"
 
 namespace blocktune {
 
+// Which kernel a record is about (kernels/family.h, DESIGN.md "Provenance"):
+// the family by name, the version of its generator that emitted the kernel,
+// and its parameters in the family's ParamSpec order. The store keeps the
+// parameters by name, in the family's Format() form ("ML=64 NL=64 ..."), so
+// a new family needs no new columns or migration.
+//
+// fp32 callers that think in block shapes x_B build one with OfBlockShape
+// and read one back with block_shape(): the families gemm.ffma and conv.ffma
+// are exactly the block shape.
+struct KernelConfig {
+  std::string family;         // "gemm.ffma"
+  int generator_version = 0;  // KernelFamily::version() that emitted it
+  Params params;
+
+  // `params` of `family`, with the family's current generator version.
+  static KernelConfig Current(const KernelFamily& family, const Params& params);
+  // x_B as the ffma family of `op` (gemm.ffma, conv.ffma), current version.
+  static KernelConfig OfBlockShape(Op op, const BlockShape& xb);
+
+  // x_B, for the ffma families; nullopt for every other family.
+  std::optional<BlockShape> block_shape() const;
+  // The registered family of this name, or null when this build has none.
+  const KernelFamily* Family() const;
+  // Whether the family is registered and generator_version is its current
+  // version. Rows that are not current are stale: they stay in the store
+  // but never reach training or answers.
+  bool IsCurrent() const;
+  // The parameters by name, "ML=64 NL=64 ..." (KernelFamily::Format); for
+  // a family this build does not know, "p0=64 p1=..." in stored order.
+  std::string ParamsText() const;
+
+  friend bool operator==(const KernelConfig& a, const KernelConfig& b) {
+    return a.family == b.family && a.generator_version == b.generator_version &&
+           a.params == b.params;
+  }
+  friend bool operator!=(const KernelConfig& a, const KernelConfig& b) {
+    return !(a == b);
+  }
+};
+
+// The store's rules for a kernel: a registered family of `op`, a version in
+// [0, the family's current] (a later one is a newer blocktune's), and
+// parameters the family accepts (the ffma families:
+// Validate(BlockShape), the store's rule for x_B since v1; others:
+// KernelFamily::ValidateParams).
+Status Validate(const KernelConfig& kernel, Op op, std::string_view field);
+
+// Stored parameters back from their text. By the family's names when it is
+// registered (keys in any order, each once, no domain check: a stale row may
+// hold values today's domain has dropped), else in the text's order.
+StatusOr<Params> ParamsFromText(std::string_view family, std::string_view text);
+
 // One benchmark of k(x_B) in context x_C on a device.
 struct SampleRecord {
   DeviceFingerprint device;
   int64_t campaign_id = 0;  // 0: not from a campaign of this store
   int64_t seq = -1;         // the campaign's candidate number, or -1
-  Context context;
-  BlockShape block_shape;
+  Context context;          // its dtype is the precision
+  KernelConfig kernel;
   Measurement measurement;
   int64_t measured_unix = 0;
 };
@@ -51,13 +104,13 @@ std::string_view ToString(TunedSource source);
 StatusOr<TunedSource> TunedSourceFromString(std::string_view text,
                                             std::string_view field = "source");
 
-// x_C -> x_B for a device, with what is known of its speed. A store holds at
-// most one answer per (device, context, block shape); committing the same
-// triple again replaces it.
+// x_C -> kernel for a device, with what is known of its speed. A store holds
+// at most one answer per (device, context, family, parameters); committing
+// the same again replaces it, whatever its generator version.
 struct TunedRecord {
   DeviceFingerprint device;
-  Context context;
-  BlockShape block_shape;
+  Context context;  // its dtype is the precision
+  KernelConfig kernel;
   double predicted_s = 0;  // 0: not predicted
   double measured_s = 0;   // 0: not measured
   TunedSource source = TunedSource::kMeasured;
@@ -73,6 +126,14 @@ struct ModelRecord {
   int64_t id = 0;  // assigned by Commit
   DeviceFingerprint device;
   Op op = Op::kGemm;
+  DType precision = DType::kFp32;
+  // The family whose kernels it predicts (one of op), the family's
+  // generator version when it was trained, and the oldest generator version
+  // of the samples it learned from. It is current when both are the
+  // family's current version.
+  std::string family;  // "gemm.ffma"
+  int generator_version = 0;
+  int data_version = 0;
   std::string architecture;   // hidden layer sizes, "64,128,64"
   std::string weights;        // serialized parameters
   std::string normalization;  // serialized feature normalization
@@ -83,6 +144,8 @@ struct ModelRecord {
   std::string libtorch_version;  // that trained it, "1.13.0"
   std::string metrics_json;
   int64_t created_unix = 0;
+
+  bool IsCurrent() const;
 };
 
 struct CampaignRecord {
@@ -100,8 +163,11 @@ struct CampaignRecord {
 
 struct DeviceRecord {
   DeviceFingerprint fingerprint;
-  int64_t samples = 0;
+  int64_t samples = 0;  // all of them, stale ones included
   int64_t tuned = 0;
+  // Of those, the stale ones (VersionFilter::kStale): kept, never used.
+  int64_t stale_samples = 0;
+  int64_t stale_tuned = 0;
 };
 
 // Everything one transaction writes. Campaign updates ride along with the
@@ -117,11 +183,21 @@ struct CommitResult {
   std::vector<int64_t> model_ids;  // ids of batch.models, in order
 };
 
+// Which generator versions a listing returns (KernelConfig::IsCurrent,
+// ModelRecord::IsCurrent; the current versions come from Families()).
+enum class VersionFilter {
+  kAll,
+  kCurrent,  // what training, oracle evaluation and answers read
+  kStale,    // not current: an older (or unknown) generator's
+};
+
 // Which records a listing returns; empty fields match everything.
 struct StoreFilter {
   std::string device_name;
   std::optional<Op> op;
   std::optional<int64_t> campaign_id;
+  std::string family;  // "gemm.ffma"; '' = any
+  VersionFilter versions = VersionFilter::kAll;
   int64_t limit = 0;  // 0: no limit
 };
 
@@ -152,15 +228,19 @@ class TuningStore {
       const StoreFilter& filter) = 0;
   virtual StatusOr<int64_t> CountSamples(const StoreFilter& filter) = 0;
 
-  // The stored answers for exactly `ctx`, fastest first (RankSeconds, then
-  // block shape), at most `top`. An empty device name matches every device.
+  // The current stored answers for exactly `ctx`, fastest first
+  // (RankSeconds, then family and parameters), at most `top`; stale answers
+  // are never returned. An empty device name matches every device.
   virtual StatusOr<std::vector<TunedRecord>> FindTuned(
       const Context& ctx, std::string_view device_name, int top) = 0;
+  // Oldest first; filter.campaign_id does not apply.
   virtual StatusOr<std::vector<TunedRecord>> ListTuned(
       const StoreFilter& filter) = 0;
   virtual StatusOr<int64_t> CountTuned() = 0;
+  virtual StatusOr<int64_t> CountTuned(const StoreFilter& filter) = 0;
 
   virtual StatusOr<ModelRecord> GetModel(int64_t id) = 0;
+  // Oldest first; filter.campaign_id does not apply.
   virtual StatusOr<std::vector<ModelRecord>> ListModels(
       const StoreFilter& filter) = 0;
 
