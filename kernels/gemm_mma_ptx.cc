@@ -5,6 +5,8 @@
 #include <functional>
 #include <sstream>
 
+#include "kernels/ptx_text.h"
+
 namespace blocktune::mma_internal {
 
 int ArchNumber(const std::string& arch) {
@@ -13,18 +15,7 @@ int ArchNumber(const std::string& arch) {
 
 namespace {
 
-class Ptx {
- public:
-  template <typename T>
-  Ptx& operator<<(const T& v) {
-    out_ << v;
-    return *this;
-  }
-  std::string str() const { return out_.str(); }
-
- private:
-  std::ostringstream out_;
-};
+using Ptx = PtxText;
 
 // %dst = f(%row) for rows of `chunks` chunks.
 void EmitSwizzle(Ptx& p, const std::string& dst, const std::string& row,

@@ -3,21 +3,12 @@
 
 #include <sstream>
 
+#include "kernels/ptx_text.h"
+
 namespace blocktune::wgmma_internal {
 namespace {
 
-class Ptx {
- public:
-  template <typename T>
-  Ptx& operator<<(const T& v) {
-    out_ << v;
-    return *this;
-  }
-  std::string str() const { return out_.str(); }
-
- private:
-  std::ostringstream out_;
-};
+using Ptx = PtxText;
 
 // The constant half of a shared-memory matrix descriptor (PTX ISA, "Matrix
 // Descriptor Format"): bits 62-63 the swizzle mode (1: 128 bytes), bits
