@@ -25,39 +25,19 @@
 
 #include "kernels/cuda_driver.h"
 #include "kernels/gemm_mma_launch.h"
+#include "kernels/test_numerics.h"
 
 namespace blocktune {
 namespace {
 
 using cuda::DeviceBuffer;
 
-uint32_t Bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-float FromBits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-uint16_t ToBf16(float f) {  // round to nearest even (finite inputs)
-  uint32_t u = Bits(f);
-  u += 0x7fff + ((u >> 16) & 1);
-  return static_cast<uint16_t>(u >> 16);
-}
-float Bf16ToFloat(uint16_t h) { return FromBits(uint32_t{h} << 16); }
-uint16_t ToFp16(float f) {  // the compiler's conversion: nearest even
-  const _Float16 h = static_cast<_Float16>(f);
-  uint16_t u;
-  std::memcpy(&u, &h, 2);
-  return u;
-}
-float Fp16ToFloat(uint16_t u) {
-  _Float16 h;
-  std::memcpy(&h, &u, 2);
-  return static_cast<float>(h);
-}
+using test_numerics::Bits;
+using test_numerics::FromBits;
+using test_numerics::ToBf16;
+using test_numerics::Bf16ToFloat;
+using test_numerics::ToFp16;
+using test_numerics::Fp16ToFloat;
 float RoundTf32(float f) {  // sm_90's cvt.rn.tf32.f32: nearest, ties even
   uint32_t u = Bits(f);
   u = (u + 0xfff + ((u >> 13) & 1)) & 0xffffe000u;
