@@ -36,6 +36,7 @@ constexpr std::pair<v1::Op, Op> kOps[] = {{v1::OP_GEMM, Op::kGemm},
                                           {v1::OP_CONV, Op::kConv}};
 constexpr std::pair<v1::DType, DType> kDTypes[] = {
     {v1::DTYPE_FP32, DType::kFp32},
+    {v1::DTYPE_TF32, DType::kTf32},
     {v1::DTYPE_FP16, DType::kFp16},
     {v1::DTYPE_BF16, DType::kBf16},
     {v1::DTYPE_FP64, DType::kFp64}};
@@ -64,6 +65,12 @@ StatusOr<CampaignState> FromProto(v1::CampaignState state,
   return MapEnum(state, kStates, field);
 }
 
+StatusOr<DType> ContextDTypeFromProto(v1::DType dtype, std::string_view field) {
+  // A client older than precisions sends none, and meant fp32.
+  if (dtype == v1::DTYPE_UNSPECIFIED) return DType::kFp32;
+  return FromProto(dtype, field);
+}
+
 v1::Op ToProto(Op op) { return ToProtoEnum(op, kOps); }
 v1::DType ToProto(DType dtype) { return ToProtoEnum(dtype, kDTypes); }
 v1::Layout ToProto(Layout layout) { return ToProtoEnum(layout, kLayouts); }
@@ -83,7 +90,8 @@ StatusOr<Context> FromProto(const v1::Context& ctx, std::string_view field) {
                         FromProto(p.layout_a(), JoinField(f, "layout_a")));
     BT_ASSIGN_OR_RETURN(g.layout_b,
                         FromProto(p.layout_b(), JoinField(f, "layout_b")));
-    BT_ASSIGN_OR_RETURN(g.dtype, FromProto(p.dtype(), JoinField(f, "dtype")));
+    BT_ASSIGN_OR_RETURN(g.dtype,
+                        ContextDTypeFromProto(p.dtype(), JoinField(f, "dtype")));
     BT_RETURN_IF_ERROR(Validate(g, f));
     return Context(g);
   }
@@ -104,7 +112,8 @@ StatusOr<Context> FromProto(const v1::Context& ctx, std::string_view field) {
     c.stride_w = p.stride_w();
     c.dilation_h = p.dilation_h();
     c.dilation_w = p.dilation_w();
-    BT_ASSIGN_OR_RETURN(c.dtype, FromProto(p.dtype(), JoinField(f, "dtype")));
+    BT_ASSIGN_OR_RETURN(c.dtype,
+                        ContextDTypeFromProto(p.dtype(), JoinField(f, "dtype")));
     BT_RETURN_IF_ERROR(Validate(c, f));
     return Context(c);
   }
@@ -197,14 +206,16 @@ StatusOr<CampaignSpec> FromProto(const v1::CampaignSpec& p,
                                  std::string_view field) {
   CampaignSpec spec;
   BT_ASSIGN_OR_RETURN(spec.op, FromProto(p.op(), JoinField(field, "op")));
-  BT_ASSIGN_OR_RETURN(spec.dtype,
-                      FromProto(p.dtype(), JoinField(field, "dtype")));
+  BT_ASSIGN_OR_RETURN(spec.dtype, ContextDTypeFromProto(
+                                      p.dtype(), JoinField(field, "dtype")));
   spec.gpus.assign(p.gpus().begin(), p.gpus().end());
   spec.sampler = p.sampler().empty() ? "bayes" : p.sampler();
   spec.minutes = p.minutes();
   spec.max_samples = p.max_samples();
   spec.seed = p.seed();
   spec.label = p.label();
+  spec.families.assign(p.families().begin(), p.families().end());
+  spec.retune_stale = p.retune_stale();
   BT_RETURN_IF_ERROR(Validate(spec, field));
   return spec;
 }
@@ -218,6 +229,8 @@ void ToProto(const CampaignSpec& spec, v1::CampaignSpec* out) {
   out->set_max_samples(spec.max_samples);
   out->set_seed(spec.seed);
   out->set_label(spec.label);
+  for (const std::string& f : spec.families) out->add_families(f);
+  out->set_retune_stale(spec.retune_stale);
 }
 
 }  // namespace blocktune

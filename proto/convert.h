@@ -21,6 +21,9 @@ namespace blocktune {
 
 StatusOr<Op> FromProto(v1::Op op, std::string_view field);
 StatusOr<DType> FromProto(v1::DType dtype, std::string_view field);
+// A problem's precision: unspecified means fp32 (clients older than
+// precisions send none); an unknown number is INVALID_ARGUMENT.
+StatusOr<DType> ContextDTypeFromProto(v1::DType dtype, std::string_view field);
 StatusOr<Layout> FromProto(v1::Layout layout, std::string_view field);
 StatusOr<CampaignState> FromProto(v1::CampaignState state,
                                   std::string_view field);

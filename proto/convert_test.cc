@@ -48,10 +48,19 @@ TEST(ConvertTest, ErrorsNameTheFieldPath) {
   EXPECT_EQ(FromProto(p, "context").status().message(),
             "context.gemm.layout_b must be one of N, T; got 7");
   p.mutable_gemm()->set_layout_b(v1::LAYOUT_T);
-  p.mutable_gemm()->set_dtype(v1::DTYPE_UNSPECIFIED);
+  p.mutable_gemm()->set_dtype(static_cast<v1::DType>(9));
   EXPECT_THAT(FromProto(p, "context").status().message(),
-              HasSubstr("context.gemm.dtype must be one of fp32, fp16, bf16, "
-                        "fp64; got unspecified (0)"));
+              HasSubstr("context.gemm.dtype must be one of fp32, tf32, fp16, "
+                        "bf16, fp64; got 9"));
+  // A client older than precisions sends none: fp32.
+  p.mutable_gemm()->set_dtype(v1::DTYPE_UNSPECIFIED);
+  auto old_client = FromProto(p, "context");
+  ASSERT_TRUE(old_client.ok()) << old_client.status().ToString();
+  EXPECT_EQ(DTypeOf(*old_client), DType::kFp32);
+  p.mutable_gemm()->set_dtype(v1::DTYPE_TF32);
+  auto tf32 = FromProto(p, "context");
+  ASSERT_TRUE(tf32.ok()) << tf32.status().ToString();
+  EXPECT_EQ(DTypeOf(*tf32), DType::kTf32);
   p.mutable_gemm()->set_dtype(v1::DTYPE_FP32);
   p.mutable_gemm()->set_k(-5);
   EXPECT_EQ(FromProto(p, "context").status().message(),

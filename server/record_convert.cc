@@ -4,6 +4,96 @@
 
 namespace blocktune {
 
+void ToProto(const KernelConfig& k, v1::KernelConfig* out) {
+  out->set_family(k.family);
+  out->set_generator_version(k.generator_version);
+  const KernelFamily* family = k.Family();
+  for (int i = 0; i < k.params.size; ++i) {
+    v1::ConfigParam* p = out->add_params();
+    p->set_name(family ? family->params()[i].name
+                       : "p" + std::to_string(i));
+    p->set_value(k.params.v[i]);
+  }
+}
+
+StatusOr<KernelConfig> FromProto(const v1::KernelConfig& p, Op op,
+                                 KernelVersions versions,
+                                 std::string_view field) {
+  const std::string family_field = JoinField(field, "family");
+  auto found = FindFamily(p.family());
+  if (!found.ok()) {
+    return InvalidArgument(family_field + ": " +
+                           std::string(found.status().message()));
+  }
+  const KernelFamily& family = **found;
+  if (family.op() != op) {
+    return InvalidArgument(family_field + " '" + p.family() + "' is a " +
+                           std::string(ToString(family.op())) +
+                           " family; this is a " + std::string(ToString(op)) +
+                           " problem");
+  }
+  KernelConfig k;
+  k.family = p.family();
+  k.generator_version =
+      p.generator_version() == 0 ? family.version() : p.generator_version();
+  const std::string version_field = JoinField(field, "generator_version");
+  if (k.generator_version < 0 || k.generator_version > family.version()) {
+    return InvalidArgument(
+        version_field + " of " + k.family + " must be in [0, " +
+        std::to_string(family.version()) + "] (this blocktune's generator is "
+        "version " + std::to_string(family.version()) + "; a later one is a "
+        "newer blocktune's), got " + std::to_string(p.generator_version()));
+  }
+  if (versions == KernelVersions::kCurrent &&
+      k.generator_version != family.version()) {
+    return InvalidArgument(
+        version_field + " of " + k.family + " must be 0 or " +
+        std::to_string(family.version()) + " (the only version this "
+        "blocktune generates), got " + std::to_string(p.generator_version()));
+  }
+  const int n = static_cast<int>(family.params().size());
+  k.params.size = n;
+  std::vector<bool> seen(n, false);
+  const std::string params_field = JoinField(field, "params");
+  std::string names;
+  for (const ParamSpec& spec : family.params())
+    names += (names.empty() ? "" : ", ") + spec.name;
+  for (int i = 0; i < p.params_size(); ++i) {
+    const int at = family.ParamIndex(p.params(i).name());
+    if (at < 0 || seen[at]) {
+      return InvalidArgument(params_field + "[" + std::to_string(i) +
+                             "].name '" + p.params(i).name() + "' is " +
+                             (at < 0 ? "not a parameter" : "repeated") +
+                             " of " + k.family + ", whose parameters are " +
+                             names);
+    }
+    seen[at] = true;
+    k.params.v[at] = p.params(i).value();
+  }
+  for (int i = 0; i < n; ++i) {
+    if (!seen[i]) {
+      return InvalidArgument(params_field + " must name every parameter of " +
+                             k.family + " (" + names + "); " +
+                             family.params()[i].name + " is missing");
+    }
+  }
+  BT_RETURN_IF_ERROR(Validate(k, op, field));
+  return k;
+}
+
+StatusOr<KernelConfig> KernelOf(const v1::KernelConfig* kernel,
+                                const v1::BlockShape* block_shape, Op op,
+                                KernelVersions versions,
+                                std::string_view field) {
+  if (kernel != nullptr) {
+    return FromProto(*kernel, op, versions, JoinField(field, "kernel"));
+  }
+  BT_ASSIGN_OR_RETURN(BlockShape xb,
+                      FromProto(block_shape ? *block_shape : v1::BlockShape(),
+                                JoinField(field, "block_shape")));
+  return KernelConfig::OfBlockShape(op, xb);
+}
+
 v1::Source ToProto(TunedSource source) {
   switch (source) {
     case TunedSource::kMeasured: return v1::SOURCE_MEASURED;
@@ -18,8 +108,7 @@ void ToProto(const SampleRecord& s, v1::Sample* out) {
   ToProto(s.device, out->mutable_device());
   out->set_campaign_id(s.campaign_id);
   ToProto(s.context, out->mutable_context());
-  // blocktune.v1 carries block shapes only, of the current generators
-  // (issue 19 part 1 gives it families): Export sends no other rows.
+  ToProto(s.kernel, out->mutable_kernel());
   if (auto xb = s.kernel.block_shape()) ToProto(*xb, out->mutable_block_shape());
   out->set_status(std::string(ToString(s.measurement.status)));
   out->set_median_seconds(s.measurement.median_s);
@@ -32,6 +121,7 @@ void ToProto(const SampleRecord& s, v1::Sample* out) {
 
 void ToProto(const TunedRecord& t, v1::TunedAnswer* out) {
   ToProto(t.context, out->mutable_context());
+  ToProto(t.kernel, out->mutable_kernel());
   if (auto xb = t.kernel.block_shape()) ToProto(*xb, out->mutable_block_shape());
   ToProto(t.device, out->mutable_device());
   out->set_predicted_seconds(t.predicted_s);
@@ -47,6 +137,10 @@ void ToProto(const ModelRecord& m, v1::Model* out) {
   out->set_id(m.id);
   ToProto(m.device, out->mutable_device());
   out->set_op(ToProto(m.op));
+  out->set_dtype(ToProto(m.precision));
+  out->set_family(m.family);
+  out->set_generator_version(m.generator_version);
+  out->set_data_version(m.data_version);
   out->set_architecture(m.architecture);
   out->set_weights(m.weights);
   out->set_normalization(m.normalization);
@@ -75,11 +169,10 @@ StatusOr<SampleRecord> FromProto(const v1::Sample& p, std::string_view field) {
                       FromProto(p.device(), JoinField(field, "device")));
   BT_ASSIGN_OR_RETURN(s.context,
                       FromProto(p.context(), JoinField(field, "context")));
-  // blocktune.v1 has no family or version yet: a block shape is the op's
-  // ffma family, current version.
-  BT_ASSIGN_OR_RETURN(BlockShape xb, FromProto(p.block_shape(),
-                                               JoinField(field, "block_shape")));
-  s.kernel = KernelConfig::OfBlockShape(OpOf(s.context), xb);
+  BT_ASSIGN_OR_RETURN(
+      s.kernel, KernelOf(p.has_kernel() ? &p.kernel() : nullptr,
+                         &p.block_shape(), OpOf(s.context),
+                         KernelVersions::kKept, field));
   BT_ASSIGN_OR_RETURN(s.measurement.status,
                       SampleStatusFromString(p.status(),
                                              JoinField(field, "status")));
@@ -101,9 +194,10 @@ StatusOr<TunedRecord> FromProto(const v1::TunedAnswer& p,
                       FromProto(p.device(), JoinField(field, "device")));
   BT_ASSIGN_OR_RETURN(t.context,
                       FromProto(p.context(), JoinField(field, "context")));
-  BT_ASSIGN_OR_RETURN(BlockShape xb, FromProto(p.block_shape(),
-                                               JoinField(field, "block_shape")));
-  t.kernel = KernelConfig::OfBlockShape(OpOf(t.context), xb);
+  BT_ASSIGN_OR_RETURN(
+      t.kernel, KernelOf(p.has_kernel() ? &p.kernel() : nullptr,
+                         &p.block_shape(), OpOf(t.context),
+                         KernelVersions::kKept, field));
   t.predicted_s = p.predicted_seconds();
   t.measured_s = p.measured_seconds();
   switch (p.source()) {
@@ -127,10 +221,18 @@ StatusOr<ModelRecord> FromProto(const v1::Model& p, std::string_view field) {
   BT_ASSIGN_OR_RETURN(m.device,
                       FromProto(p.device(), JoinField(field, "device")));
   BT_ASSIGN_OR_RETURN(m.op, FromProto(p.op(), JoinField(field, "op")));
-  // blocktune.v1 models are the fp32 block-shape models of the current
-  // generators.
-  m.family = std::string(BlockShapeFamily(m.op).name());
-  m.generator_version = m.data_version = BlockShapeFamily(m.op).version();
+  BT_ASSIGN_OR_RETURN(m.precision, ContextDTypeFromProto(
+                                       p.dtype(), JoinField(field, "dtype")));
+  if (p.family().empty()) {
+    // A dataset older than families: the fp32 block-shape model of the
+    // generators current when it was written.
+    m.family = std::string(BlockShapeFamily(m.op).name());
+    m.generator_version = m.data_version = BlockShapeFamily(m.op).version();
+  } else {
+    m.family = p.family();
+    m.generator_version = p.generator_version();
+    m.data_version = p.data_version();
+  }
   m.architecture = p.architecture();
   m.weights = p.weights();
   m.normalization = p.normalization();

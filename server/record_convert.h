@@ -10,6 +10,26 @@
 
 namespace blocktune {
 
+// Which rows a KernelConfig from a request may name.
+enum class KernelVersions {
+  kCurrent,  // a request to run or answer: 0 (or the current version) only
+  kKept,     // an imported record: any version up to the current (older
+             // ones stay stale); a later one is a newer blocktune's, refused
+};
+
+void ToProto(const KernelConfig& k, v1::KernelConfig* out);
+// The family must be registered and of `op`; parameters by the family's
+// names, each once; generator_version 0 means the current one.
+StatusOr<KernelConfig> FromProto(const v1::KernelConfig& k, Op op,
+                                 KernelVersions versions,
+                                 std::string_view field);
+// A record's kernel: `kernel` when set, else `block_shape` as the op's
+// block-shape family at its current version (a dataset or client older
+// than families).
+StatusOr<KernelConfig> KernelOf(const v1::KernelConfig* kernel,
+                                const v1::BlockShape* block_shape, Op op,
+                                KernelVersions versions, std::string_view field);
+
 void ToProto(const SampleRecord& s, v1::Sample* out);
 void ToProto(const TunedRecord& t, v1::TunedAnswer* out);
 void ToProto(const ModelRecord& m, v1::Model* out);

@@ -28,10 +28,16 @@ struct CampaignSpec {
   int64_t max_samples = 0;  // sample budget; 0 = no sample limit
   uint64_t seed = 0;        // sampler seed, so a campaign can be replayed
   std::string label;        // free text for people, may be empty
+  // Families to sample; empty: every family that implements (op, dtype)
+  // and runs on the campaign's GPU.
+  std::vector<std::string> families;
+  // Re-measure the stale samples' contexts and parameters with the current
+  // generators instead of sampling.
+  bool retune_stale = false;
 
   auto Tie() const {
     return std::tie(op, dtype, gpus, sampler, minutes, max_samples, seed,
-                    label);
+                    label, families, retune_stale);
   }
   friend bool operator==(const CampaignSpec& a, const CampaignSpec& b) {
     return a.Tie() == b.Tie();
