@@ -113,7 +113,8 @@ int Plan(const std::vector<Context>& contexts,
   for (const Context& ctx : contexts) {
     const std::string text = ToString(ctx);
     SearchRange range(BlockShapeFamily(OpOf(ctx)), values[OpOf(ctx)], profile);
-    std::vector<BlockShape> all = range.Candidates(ctx);
+    std::vector<BlockShape> all;
+    for (const Params& c : range.Candidates(ctx)) all.push_back(ToBlockShape(c));
     const size_t keep = std::min(all.size(), static_cast<size_t>(count));
     for (size_t i = 0; i < keep; ++i) {
       std::swap(all[i], all[i + rng.Below(static_cast<uint32_t>(all.size() - i))]);
@@ -133,8 +134,8 @@ int Top(const std::vector<Context>& contexts, const Models& models, int k,
       std::fprintf(stderr, "%s\n", search.status().ToString().c_str());
       return 2;
     }
-    for (const ScoredShape& s : (*search)->Top(ctx, k))
-      out << ToString(ctx) << " | " << ToString(s.xb) << "\n";
+    for (const ScoredConfig& s : (*search)->Top(ctx, k))
+      out << ToString(ctx) << " | " << ToString(ToBlockShape(s.params)) << "\n";
   }
   return 0;
 }
@@ -206,7 +207,9 @@ int Eval(const std::vector<Context>& contexts, const Models& models,
       shapes.push_back(*BlockShapeFromString(xb_text));
       measured.push_back(s);
     }
-    std::vector<double> predicted = (*search)->PredictSeconds(ctx, shapes);
+    std::vector<Params> configs;
+    for (const BlockShape& xb : shapes) configs.push_back(ToParams(xb));
+    std::vector<double> predicted = (*search)->PredictSeconds(ctx, configs);
     std::vector<size_t> order(shapes.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(),
@@ -231,13 +234,13 @@ int Eval(const std::vector<Context>& contexts, const Models& models,
     std::string full = "      -       -";
     auto pk = picked.find(text);
     if (pk != picked.end() && !pk->second.seconds.empty()) {
-      std::vector<ScoredShape> top = (*search)->Top(ctx, k);
+      std::vector<ScoredConfig> top = (*search)->Top(ctx, k);
       double all_best = best;
       for (const auto& [x, s] : pk->second.seconds) all_best = std::min(all_best, s);
-      auto it = pk->second.seconds.find(ToString(top[0].xb));
+      auto it = pk->second.seconds.find(ToString(ToBlockShape(top[0].params)));
       double f10 = INFINITY;
-      for (const ScoredShape& s : top) {
-        auto jt = pk->second.seconds.find(ToString(s.xb));
+      for (const ScoredConfig& s : top) {
+        auto jt = pk->second.seconds.find(ToString(ToBlockShape(s.params)));
         if (jt != pk->second.seconds.end()) f10 = std::min(f10, jt->second);
       }
       const double f1 = it != pk->second.seconds.end() ? all_best / it->second : 0;

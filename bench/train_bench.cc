@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
         s->measurement.status != SampleStatus::kOk) {
       continue;
     }
-    rows.push_back({s->context, *s->kernel.block_shape(), s->measurement.median_s});
+    rows.push_back({s->context, s->kernel.params, s->measurement.median_s});
     if (limit > 0 && static_cast<int>(rows.size()) >= limit) break;
   }
   std::printf("# %s: %zu ok %s samples; libtorch %s; %u hardware threads\n",

@@ -59,7 +59,7 @@ TEST_F(ClientTest, EmptyStoreAnswersADefaultThatRuns) {
   EXPECT_EQ(a->match, MatchQuality::kDefault);
   EXPECT_GT(a->block.ml, 0);
   EXPECT_EQ(a->predicted_seconds, 0);
-  EXPECT_THAT(a->provenance.note, HasSubstr("no trained gemm model"));
+  EXPECT_THAT(a->provenance.note, HasSubstr("no trained gemm fp32 model"));
   auto conv = client.Query(ConvProblem{1, 56, 56, 64, 64, 3, 3, 1, 1});
   ASSERT_TRUE(conv.ok()) << conv.error().message;
   EXPECT_EQ(conv->match, MatchQuality::kDefault);

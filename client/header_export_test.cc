@@ -264,16 +264,17 @@ TEST_F(HeaderExportTest, HeadersCompileCleanAndMatchTheDaemon) {
   for (Op op : {Op::kGemm, Op::kConv}) {
     for (int i = 0; i < 1000; ++i) {
       const Context ctx = op == Op::kGemm ? RandomGemm(rng) : RandomConv(rng);
-      const std::vector<BlockShape> range = search[op]->Candidates(ctx);
+      const std::vector<Params> range = search[op]->Candidates(ctx);
       if (range.empty()) {
         --i;
         continue;
       }
-      const BlockShape& xb = range[rng() % range.size()];
+      const Params& params = range[rng() % range.size()];
+      const BlockShape xb = ToBlockShape(params);
       std::string line = Line(ctx, xb);
       if (i >= 50) line[0] = static_cast<char>(std::toupper(line[0]));  // predict only
       lines.push_back(line);
-      expected.push_back(search[op]->PredictSeconds(ctx, {xb})[0]);
+      expected.push_back(search[op]->PredictSeconds(ctx, {params})[0]);
     }
   }
   // The exported shapes, with the daemon's answers.

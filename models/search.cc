@@ -78,9 +78,9 @@ std::vector<int32_t> SearchRange::CandidateIndices(const Context& ctx) const {
   return out;
 }
 
-std::vector<BlockShape> SearchRange::Candidates(const Context& ctx) const {
-  std::vector<BlockShape> out;
-  for (int32_t i : CandidateIndices(ctx)) out.push_back(ToBlockShape(grid(i)));
+std::vector<Params> SearchRange::Candidates(const Context& ctx) const {
+  std::vector<Params> out;
+  for (int32_t i : CandidateIndices(ctx)) out.push_back(grid(i));
   return out;
 }
 
@@ -115,11 +115,11 @@ std::vector<double> Score(const Surrogate& model, const Context& ctx, size_t n,
 }  // namespace
 
 std::vector<double> BlockSearch::PredictSeconds(
-    const Context& ctx, const std::vector<BlockShape>& shapes) const {
+    const Context& ctx, const std::vector<Params>& configs) const {
   std::vector<float> features;
-  return Score(model_, ctx, shapes.size(), [&](size_t i, float* row) {
+  return Score(model_, ctx, configs.size(), [&](size_t i, float* row) {
     features.clear();
-    family().ParamFeatures(ToParams(shapes[i]), &features);
+    family().ParamFeatures(configs[i], &features);
     std::copy(features.begin(), features.end(), row);
   });
 }
@@ -148,7 +148,7 @@ std::vector<size_t> Fastest(const std::vector<double>& seconds,
 
 }  // namespace
 
-std::vector<ScoredShape> BlockSearch::Top(const Context& ctx, int k,
+std::vector<ScoredConfig> BlockSearch::Top(const Context& ctx, int k,
                                           SearchStats* stats) const {
   const auto start = std::chrono::steady_clock::now();
   const size_t want = static_cast<size_t>(std::max(k, 1));
@@ -196,9 +196,9 @@ std::vector<ScoredShape> BlockSearch::Top(const Context& ctx, int k,
     seconds = score(model_);
     drop_implausible(&seconds);
   }
-  std::vector<ScoredShape> top;
+  std::vector<ScoredConfig> top;
   for (size_t i : Fastest(seconds, index, range_, want))
-    top.push_back({ToBlockShape(range_.grid(index[i])), seconds[i]});
+    top.push_back({range_.grid(index[i]), seconds[i]});
   if (stats) {
     stats->candidates = candidates;
     stats->implausible = implausible;
@@ -218,8 +218,8 @@ std::string Short(double v) {
 }
 
 // Contexts every model of an op must predict sanely: a spread of sizes and
-// layouts such as training domains cover, none extreme.
-std::vector<Context> ProbeContexts(Op op) {
+// layouts such as training domains cover, none extreme, in `precision`.
+std::vector<Context> ProbeContexts(Op op, DType precision) {
   std::vector<Context> out;
   if (op == Op::kGemm) {
     const int64_t shapes[][3] = {{512, 512, 512},
@@ -232,6 +232,7 @@ std::vector<Context> ProbeContexts(Op op) {
       g.n = n;
       g.k = k;
       g.layout_b = k > 4096 ? Layout::kN : Layout::kT;
+      g.dtype = precision;
       out.push_back(g);
     }
     return out;
@@ -249,6 +250,7 @@ std::vector<Context> ProbeContexts(Op op) {
     cv.r = cv.s = rs;
     cv.pad_h = cv.pad_w = pad;
     cv.stride_h = cv.stride_w = stride;
+    cv.dtype = precision;
     out.push_back(cv);
   }
   return out;
@@ -257,13 +259,13 @@ std::vector<Context> ProbeContexts(Op op) {
 }  // namespace
 
 Status BlockSearch::Probe() const {
-  for (const Context& ctx : ProbeContexts(model_.op())) {
+  for (const Context& ctx : ProbeContexts(model_.op(), model_.precision())) {
     // An evenly spaced sample of the range: a broken network (a NaN or an
     // overflow in any weight) is broken for every input, and scoring whole
     // ranges of 100k shapes would add seconds to every import and start.
     // The search drops what a sample misses.
     constexpr size_t kProbeShapes = 1024;
-    std::vector<BlockShape> shapes = Candidates(ctx);
+    std::vector<Params> shapes = Candidates(ctx);
     const size_t stride = shapes.size() / kProbeShapes + 1;
     for (size_t i = 0; i * stride < shapes.size(); ++i) {
       shapes[i] = shapes[i * stride];
@@ -275,8 +277,9 @@ Status BlockSearch::Probe() const {
       if (PlausibleSeconds(flops, seconds[i])) continue;
       return InvalidArgument("model predicts " + Short(seconds[i]) + " s (" +
                              Short(flops / seconds[i]) + " flop/s) for '" +
-                             ToString(ctx) + "' with block shape " +
-                             family().Format(ToParams(shapes[i])) +
+                             ToString(ctx) + "' with " +
+                             std::string(family().name()) + " " +
+                             family().Format(shapes[i]) +
                              "; a usable model predicts a finite time at " +
                              Short(kMinPlausibleFlops) + " to " +
                              Short(kMaxPlausibleFlops) + " flop/s");

@@ -19,9 +19,9 @@
 // a query costs about one network's scoring instead of one per member. That
 // can miss the ensemble's exhaustive best by a near-tie (see search.cc).
 //
-// The model's family is BlockShapeFamily(op) (gemm.ffma, conv.ffma) until
-// models are keyed by family (issue 19); configurations come out as block
-// shapes, which the store and protocol carry.
+// A model scores the configurations of its own family (Surrogate::family)
+// in contexts of its precision; a query over several families runs one
+// search per family and compares the predicted times.
 #ifndef BLOCKTUNE_MODELS_SEARCH_H_
 #define BLOCKTUNE_MODELS_SEARCH_H_
 
@@ -34,8 +34,9 @@
 
 namespace blocktune {
 
-struct ScoredShape {
-  BlockShape xb;
+// One configuration of the model's family with its predicted time.
+struct ScoredConfig {
+  Params params;
   double predicted_s = 0;
 };
 
@@ -50,7 +51,7 @@ inline constexpr double kMaxPlausibleFlops = 1e16;
 bool PlausibleSeconds(double flops, double predicted_s);
 
 struct SearchStats {
-  int64_t candidates = 0;  // block shapes scored
+  int64_t candidates = 0;  // configurations scored
   int64_t implausible = 0;  // dropped: their prediction failed
                             // PlausibleSeconds (a broken model)
   double seconds = 0;      // enumeration and scoring
@@ -67,8 +68,8 @@ class SearchRange {
   // The configurations of the range for `ctx` (which must have validated,
   // and be of the family's op), as positions in the grid, ascending.
   std::vector<int32_t> CandidateIndices(const Context& ctx) const;
-  // The same as block shapes (the family must be a block-shape family).
-  std::vector<BlockShape> Candidates(const Context& ctx) const;
+  // The same as configurations.
+  std::vector<Params> Candidates(const Context& ctx) const;
   int64_t grid_size() const {
     return params_ ? static_cast<int64_t>(grid_values_.size()) / params_ : 0;
   }
@@ -99,25 +100,28 @@ class BlockSearch {
  public:
   BlockSearch(Surrogate model, const DeviceProfile& profile);
 
-  // The block shapes of the range for `ctx` (which must have validated).
-  std::vector<BlockShape> Candidates(const Context& ctx) const {
+  // The configurations of the range for `ctx` (which must have validated,
+  // and be in the model's precision).
+  std::vector<Params> Candidates(const Context& ctx) const {
     return range_.Candidates(ctx);
   }
   const KernelFamily& family() const { return range_.family(); }
-  // The k best by predicted time, fastest first (k >= 1). Shapes whose
-  // prediction is not PlausibleSeconds are left out and counted in stats.
-  std::vector<ScoredShape> Top(const Context& ctx, int k,
-                               SearchStats* stats = nullptr) const;
-  // Scores given block shapes for `ctx`, in order.
+  // The k best by predicted time, fastest first (k >= 1). Configurations
+  // whose prediction is not PlausibleSeconds are left out and counted in
+  // stats.
+  std::vector<ScoredConfig> Top(const Context& ctx, int k,
+                                SearchStats* stats = nullptr) const;
+  // Scores given configurations of the family for `ctx`, in order.
   std::vector<double> PredictSeconds(const Context& ctx,
-                                     const std::vector<BlockShape>& shapes) const;
+                                     const std::vector<Params>& configs) const;
 
   // Whether the model's predictions can be used at all: for a probe set of
-  // contexts of its op (square, skinny and deep GEMMs; ResNet-like
-  // convolutions), ~1k block shapes spread over the range must get a
+  // contexts of its op in its precision (square, skinny and deep GEMMs;
+  // ResNet-like convolutions), ~1k configurations spread over the range
+  // must get a
   // finite time whose throughput is physically plausible, in
   // [kMinPlausibleFlops, kMaxPlausibleFlops]. A model with NaN, infinite or exploding weights
-  // fails here, INVALID_ARGUMENT naming a context and block shape, before
+  // fails here, INVALID_ARGUMENT naming a context and configuration, before
   // any query sees it.
   Status Probe() const;
 

@@ -196,7 +196,8 @@ TEST(SearchRangeTest, ShippedRangesAreUnchanged) {
   for (const Pinned& p : pinned) {
     const Context ctx = Fp32(p.ctx);
     const SearchRange& range = OpOf(ctx) == Op::kGemm ? gemm : conv;
-    const std::vector<BlockShape> shapes = range.Candidates(ctx);
+    std::vector<BlockShape> shapes;
+    for (const Params& c : range.Candidates(ctx)) shapes.push_back(ToBlockShape(c));
     EXPECT_EQ(shapes.size(), p.count) << p.ctx;
     EXPECT_EQ(Hash(shapes), p.hash) << p.ctx;
   }
@@ -242,9 +243,9 @@ TEST(SearchRangeTest, RulesAppliedOnceIgnoreTheProblem) {
 }
 
 TEST(ModelValidationTest, TrainingSizeIsBounded) {
-  EXPECT_TRUE(CheckTrainingSize(Op::kGemm, kDefaultHidden, 16).ok());
-  EXPECT_TRUE(CheckTrainingSize(Op::kGemm, {4096, 4096, 4096, 4096}, 1).ok());
-  Status big = CheckTrainingSize(Op::kGemm, {4096, 4096, 4096, 4096}, 16);
+  EXPECT_TRUE(CheckTrainingSize(BlockShapeFamily(Op::kGemm), kDefaultHidden, 16).ok());
+  EXPECT_TRUE(CheckTrainingSize(BlockShapeFamily(Op::kGemm), {4096, 4096, 4096, 4096}, 1).ok());
+  Status big = CheckTrainingSize(BlockShapeFamily(Op::kGemm), {4096, 4096, 4096, 4096}, 16);
   EXPECT_EQ(big.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(big.message().find(std::to_string(kMaxTrainingParameters)),
             std::string::npos)

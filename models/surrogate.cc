@@ -66,9 +66,10 @@ StatusOr<std::vector<int>> ParseArchitecture(std::string_view text,
   return hidden;
 }
 
-int64_t ParameterCount(Op op, const std::vector<int>& hidden) {
+int64_t ParameterCount(const KernelFamily& family,
+                       const std::vector<int>& hidden) {
   int64_t parameters = 0;
-  int64_t width = static_cast<int64_t>(FeatureNames(op).size());
+  int64_t width = static_cast<int64_t>(family.FeatureNames().size());
   for (int h : hidden) {
     parameters += (width + 1) * h;
     width = h;
@@ -76,10 +77,12 @@ int64_t ParameterCount(Op op, const std::vector<int>& hidden) {
   return parameters + width + 1;
 }
 
-Status CheckTrainingSize(Op op, const std::vector<int>& hidden, int members) {
+Status CheckTrainingSize(const KernelFamily& family,
+                         const std::vector<int>& hidden, int members) {
   // Layers are at most kMaxHiddenLayers of kMaxLayerWidth (validated), so
   // the count is below 2^30 and times 16 members far from overflow.
-  const int64_t total = ParameterCount(op, hidden) * std::max(1, members);
+  const int64_t total =
+      ParameterCount(family, hidden) * std::max(1, members);
   if (total <= kMaxTrainingParameters) return OkStatus();
   return InvalidArgument(
       "hidden_layers " + ArchitectureString(hidden) + " x members " +
@@ -158,8 +161,15 @@ void Surrogate::Impl::SyncNormalization() {
   inv_std_t = torch::tensor(inv).to(device);
 }
 
-StatusOr<Surrogate> Surrogate::Create(Op op, const std::vector<int>& hidden,
+StatusOr<Surrogate> Surrogate::Create(const KernelFamily& family,
+                                      DType precision,
+                                      const std::vector<int>& hidden,
                                       uint64_t seed) {
+  if (!family.Implements(precision)) {
+    return InvalidArgument("family " + std::string(family.name()) +
+                           " does not implement " +
+                           std::string(ToString(precision)));
+  }
   BT_RETURN_IF_ERROR(CheckRange("hidden_layers size",
                                 static_cast<int64_t>(hidden.size()), 1,
                                 kMaxHiddenLayers));
@@ -168,10 +178,11 @@ StatusOr<Surrogate> Surrogate::Create(Op op, const std::vector<int>& hidden,
                                   hidden[i], 1, kMaxLayerWidth));
   }
   auto impl = std::make_shared<Impl>();
-  impl->op = op;
+  impl->family = &family;
+  impl->precision = precision;
   impl->hidden = hidden;
-  impl->inputs = static_cast<int>(FeatureNames(op).size());
-  impl->search_values.assign(BlockShapeFamily(op).params().size(), {});
+  impl->inputs = static_cast<int>(family.FeatureNames().size());
+  impl->search_values.assign(family.params().size(), {});
   impl->mean.assign(impl->inputs, 0.f);
   impl->stddev.assign(impl->inputs, 1.f);
   impl->Build(seed);
@@ -179,7 +190,9 @@ StatusOr<Surrogate> Surrogate::Create(Op op, const std::vector<int>& hidden,
   return Surrogate(std::move(impl));
 }
 
-StatusOr<Surrogate> Surrogate::Load(Op op, const std::string& architecture,
+StatusOr<Surrogate> Surrogate::Load(const KernelFamily& family,
+                                    DType precision,
+                                    const std::string& architecture,
                                     const std::string& weights,
                                     const std::string& normalization) {
   BT_ASSIGN_OR_RETURN(std::vector<int> hidden,
@@ -191,7 +204,7 @@ StatusOr<Surrogate> Surrogate::Load(Op op, const std::string& architecture,
     return DataLoss("model normalization does not parse");
   }
   if (w.format() != kEnsembleFormat)
-    return LoadNetwork(op, architecture, hidden, w, norm);
+    return LoadNetwork(family, precision, architecture, hidden, w, norm);
   if (w.members_size() < 2 || w.members_size() > kMaxMembers ||
       w.member_normalizations_size() != w.members_size()) {
     return InvalidArgument(
@@ -202,8 +215,8 @@ StatusOr<Surrogate> Surrogate::Load(Op op, const std::string& architecture,
   }
   std::vector<Surrogate> members;
   for (int i = 0; i < w.members_size(); ++i) {
-    auto member = LoadNetwork(op, architecture, hidden, w.members(i),
-                              w.member_normalizations(i));
+    auto member = LoadNetwork(family, precision, architecture, hidden,
+                              w.members(i), w.member_normalizations(i));
     if (!member.ok()) {
       return Status(member.status().code(),
                     "model ensemble member " + std::to_string(i) + ": " +
@@ -214,19 +227,33 @@ StatusOr<Surrogate> Surrogate::Load(Op op, const std::string& architecture,
   return Ensemble(std::move(members));
 }
 
-StatusOr<Surrogate> Surrogate::LoadNetwork(Op op,
+StatusOr<Surrogate> Surrogate::LoadNetwork(const KernelFamily& family,
+                                           DType precision,
                                            const std::string& architecture,
                                            const std::vector<int>& hidden,
                                            const models::Weights& w,
                                            const models::Normalization& norm) {
-  BT_ASSIGN_OR_RETURN(Surrogate s, Create(op, hidden, 0));
+  BT_ASSIGN_OR_RETURN(Surrogate s, Create(family, precision, hidden, 0));
   Impl& impl = *s.impl_;
+  const Op op = family.op();
 
   if (norm.op() != ToString(op)) {
     return InvalidArgument("model normalization is for op '" + norm.op() +
                            "', not " + std::string(ToString(op)));
   }
-  const auto& names = FeatureNames(op);
+  // A model older than families predicts its op's block-shape family in
+  // fp32.
+  const std::string stored_family = norm.family().empty()
+                                        ? std::string(BlockShapeFamily(op).name())
+                                        : norm.family();
+  const std::string stored_dtype = norm.dtype().empty() ? "fp32" : norm.dtype();
+  if (stored_family != family.name() || stored_dtype != ToString(precision)) {
+    return InvalidArgument("model normalization is for " + stored_family +
+                           " " + stored_dtype + ", not " +
+                           std::string(family.name()) + " " +
+                           std::string(ToString(precision)));
+  }
+  const std::vector<std::string> names = family.FeatureNames();
   if (norm.features_size() != static_cast<int>(names.size()) ||
       norm.mean_size() != norm.features_size() ||
       norm.stddev_size() != norm.features_size()) {
@@ -315,10 +342,9 @@ StatusOr<Surrogate> Surrogate::LoadNetwork(Op op,
   return s;
 }
 
-Op Surrogate::op() const { return impl_->op; }
-const KernelFamily& Surrogate::family() const {
-  return BlockShapeFamily(impl_->op);
-}
+Op Surrogate::op() const { return impl_->family->op(); }
+const KernelFamily& Surrogate::family() const { return *impl_->family; }
+DType Surrogate::precision() const { return impl_->precision; }
 const std::vector<int>& Surrogate::hidden() const { return impl_->hidden; }
 const SearchValues& Surrogate::search_values() const {
   return impl_->search_values;
@@ -331,11 +357,12 @@ StatusOr<Surrogate> Surrogate::Ensemble(std::vector<Surrogate> members) {
                            std::to_string(members.size()));
   }
   for (const Surrogate& m : members) {
-    if (m.members() != 1 || m.op() != members[0].op() ||
+    if (m.members() != 1 || &m.family() != &members[0].family() ||
+        m.precision() != members[0].precision() ||
         m.hidden() != members[0].hidden()) {
       return InvalidArgument(
-          "ensemble members must be single networks of one op and "
-          "architecture");
+          "ensemble members must be single networks of one family, "
+          "precision and architecture");
     }
   }
   Surrogate out = members[0];
@@ -372,14 +399,22 @@ models::Weights NetworkWeights(const Surrogate::Impl& impl) {
 
 models::Normalization NetworkNormalization(const Surrogate::Impl& impl) {
   models::Normalization n;
-  n.set_op(std::string(ToString(impl.op)));
-  for (const auto& name : FeatureNames(impl.op)) n.add_features(name);
+  const KernelFamily& family = *impl.family;
+  n.set_op(std::string(ToString(family.op())));
+  // A block-shape family's fp32 model stays readable by blocktune builds
+  // older than families (and the headers they wrote), as before.
+  if (&family != &BlockShapeFamily(family.op()) ||
+      impl.precision != DType::kFp32) {
+    n.set_family(std::string(family.name()));
+    n.set_dtype(std::string(ToString(impl.precision)));
+  }
+  for (const auto& name : family.FeatureNames()) n.add_features(name);
   n.mutable_mean()->Add(impl.mean.begin(), impl.mean.end());
   n.mutable_stddev()->Add(impl.stddev.begin(), impl.stddev.end());
   n.set_target(kTarget);
   n.set_target_mean(impl.target_mean);
   n.set_target_std(impl.target_std);
-  const std::vector<ParamSpec>& specs = BlockShapeFamily(impl.op).params();
+  const std::vector<ParamSpec>& specs = family.params();
   for (size_t p = 0; p < specs.size() && p < impl.search_values.size(); ++p) {
     auto* v = n.add_search_values();
     v->set_parameter(specs[p].LowerName());
@@ -470,8 +505,9 @@ void Surrogate::PredictMember(Impl& impl, const float* features, int64_t n,
 }
 
 double Surrogate::PredictSeconds(const Context& ctx,
-                                 const BlockShape& xb) const {
-  std::vector<float> f = LogFeatures(ctx, xb);
+                                 const Params& params) const {
+  std::vector<float> f;
+  family().Features(ctx, params, &f);
   float y = 0;
   Predict(f.data(), 1, &y);
   return Flops(ctx) / std::exp(static_cast<double>(y));

@@ -35,12 +35,14 @@ inline constexpr int kMaxLayerWidth = 4096;
 // have at most 2^26 in all its members together, ~1 GiB of training state.
 inline constexpr int64_t kMaxTrainingParameters = int64_t{1} << 26;
 
-// Weights and biases of one network for `op` with `hidden` layers.
-int64_t ParameterCount(Op op, const std::vector<int>& hidden);
+// Weights and biases of one network for `family` with `hidden` layers.
+int64_t ParameterCount(const KernelFamily& family,
+                       const std::vector<int>& hidden);
 // OK when `members` networks of `hidden` layers stay within
 // kMaxTrainingParameters; else INVALID_ARGUMENT naming hidden_layers and
 // members.
-Status CheckTrainingSize(Op op, const std::vector<int>& hidden, int members);
+Status CheckTrainingSize(const KernelFamily& family,
+                         const std::vector<int>& hidden, int members);
 
 // "64,128,64" <-> {64, 128, 64}. Parsing names `field` and the ranges.
 std::string ArchitectureString(const std::vector<int>& hidden);
@@ -68,22 +70,41 @@ class Surrogate {
   struct Impl;
 
   // The mean, in ln(flop/s), of independently trained members (at least
-  // two, of one op and architecture): averaging cancels much of each
-  // member's error between near-equal block shapes.
+  // two, of one family, precision and architecture): averaging cancels
+  // much of each member's error between near-equal configurations.
   static StatusOr<Surrogate> Ensemble(std::vector<Surrogate> members);
 
-  // An untrained network with deterministic initial weights.
-  static StatusOr<Surrogate> Create(Op op, const std::vector<int>& hidden,
+  // An untrained network for the configurations of `family` in contexts of
+  // `precision` (one the family implements), with deterministic initial
+  // weights.
+  static StatusOr<Surrogate> Create(const KernelFamily& family,
+                                    DType precision,
+                                    const std::vector<int>& hidden,
                                     uint64_t seed);
-  // From the stored blobs (ModelRecord weights and normalization).
-  static StatusOr<Surrogate> Load(Op op, const std::string& architecture,
+  // From the stored blobs (ModelRecord weights and normalization), which
+  // must be of `family` and `precision` (a model older than families is of
+  // the op's block-shape family in fp32).
+  static StatusOr<Surrogate> Load(const KernelFamily& family, DType precision,
+                                  const std::string& architecture,
                                   const std::string& weights,
                                   const std::string& normalization);
+  // The fp32 block-shape family of `op` (gemm.ffma, conv.ffma).
+  static StatusOr<Surrogate> Create(Op op, const std::vector<int>& hidden,
+                                    uint64_t seed) {
+    return Create(BlockShapeFamily(op), DType::kFp32, hidden, seed);
+  }
+  static StatusOr<Surrogate> Load(Op op, const std::string& architecture,
+                                  const std::string& weights,
+                                  const std::string& normalization) {
+    return Load(BlockShapeFamily(op), DType::kFp32, architecture, weights,
+                normalization);
+  }
 
   Op op() const;
-  // The family whose configurations it scores: BlockShapeFamily(op())
-  // until models are keyed by family (issue 19).
+  // The family whose configurations it scores, and the precision of the
+  // contexts it was trained on.
   const KernelFamily& family() const;
+  DType precision() const;
   const std::vector<int>& hidden() const;
   int64_t parameters() const;
   // 1 for a single network.
@@ -100,8 +121,12 @@ class Surrogate {
   // Predicted ln(flop/s) for `n` rows of raw features (family().Features),
   // row-major.
   void Predict(const float* features, int64_t n, float* out) const;
-  // Predicted seconds for one pair (both must have validated).
-  double PredictSeconds(const Context& ctx, const BlockShape& xb) const;
+  // Predicted seconds for one configuration of family() (both must have
+  // validated).
+  double PredictSeconds(const Context& ctx, const Params& params) const;
+  double PredictSeconds(const Context& ctx, const BlockShape& xb) const {
+    return PredictSeconds(ctx, ToParams(xb));
+  }
 
   // Moves inference (and training) to the GPU when libtorch has one.
   // Returns whether it is there.
@@ -116,7 +141,9 @@ class Surrogate {
   static void PredictMember(Impl& impl, const float* features, int64_t n,
                             float* out);
   // One network from its parsed stored forms (Load parses them once).
-  static StatusOr<Surrogate> LoadNetwork(Op op, const std::string& architecture,
+  static StatusOr<Surrogate> LoadNetwork(const KernelFamily& family,
+                                         DType precision,
+                                         const std::string& architecture,
                                          const std::vector<int>& hidden,
                                          const models::Weights& weights,
                                          const models::Normalization& norm);

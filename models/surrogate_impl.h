@@ -9,7 +9,8 @@
 namespace blocktune {
 
 struct Surrogate::Impl {
-  Op op = Op::kGemm;
+  const KernelFamily* family = nullptr;  // registered, never null once made
+  DType precision = DType::kFp32;
   std::vector<int> hidden;
   int inputs = 0;
   torch::nn::Sequential net{nullptr};

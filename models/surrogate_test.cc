@@ -40,7 +40,7 @@ std::vector<TrainingRow> ToyRows(int count, uint64_t seed) {
                   pick({1, 2, 4, 8}), pick({1, 2, 4, 8}), pick({4, 8}),
                   pick({1, 2, 4})};
     if (xb.ml % xb.ms || xb.nl % xb.ns) continue;
-    rows.push_back({g, xb, ToySeconds(g, xb)});
+    rows.push_back({g, ToParams(xb), ToySeconds(g, xb)});
   }
   return rows;
 }
@@ -137,7 +137,8 @@ TEST(TrainTest, LearnsToRankAndRoundTrips) {
   // Exhaustive search over the trained range finds a shape whose true time
   // is within 20% of the true best of that range.
   BlockSearch search(*loaded, ProfileByName("h100").value());
-  std::vector<BlockShape> all = search.Candidates(unseen);
+  std::vector<BlockShape> all;
+  for (const Params& p : search.Candidates(unseen)) all.push_back(ToBlockShape(p));
   ASSERT_GT(all.size(), 100u);
   double best = INFINITY;
   for (const BlockShape& xb : all) best = std::min(best, ToySeconds(unseen, xb));
@@ -146,7 +147,7 @@ TEST(TrainTest, LearnsToRankAndRoundTrips) {
   ASSERT_EQ(top.size(), 5u);
   EXPECT_EQ(stats.candidates, static_cast<int64_t>(all.size()));
   EXPECT_LE(top[0].predicted_s, top[4].predicted_s);
-  EXPECT_LT(ToySeconds(unseen, top[0].xb), best * 1.2);
+  EXPECT_LT(ToySeconds(unseen, ToBlockShape(top[0].params)), best * 1.2);
 }
 
 // An ensemble: member i is exactly the single network of seed + i, the
@@ -214,7 +215,8 @@ TEST(TrainTest, EnsembleIsTheMeanOfItsSeededMembers) {
   // misses the ensemble's exhaustive best by 0.3%. It must come within 1%,
   // and report the ensemble's own prediction for what it returns.
   BlockSearch search(*loaded, ProfileByName("h100").value());
-  const std::vector<BlockShape> all = search.Candidates(g);
+  std::vector<BlockShape> all;
+  for (const Params& p : search.Candidates(g)) all.push_back(ToBlockShape(p));
   ASSERT_GT(all.size(), 512u);  // more than the shortlist
   double best = INFINITY;
   for (const BlockShape& c : all) best = std::min(best, loaded->PredictSeconds(g, c));
@@ -222,7 +224,7 @@ TEST(TrainTest, EnsembleIsTheMeanOfItsSeededMembers) {
   const auto top = search.Top(g, 3, &stats);
   ASSERT_EQ(top.size(), 3u);
   EXPECT_LE(top[0].predicted_s, best * 1.01);
-  EXPECT_NEAR(top[0].predicted_s, loaded->PredictSeconds(g, top[0].xb),
+  EXPECT_NEAR(top[0].predicted_s, loaded->PredictSeconds(g, ToBlockShape(top[0].params)),
               1e-5 * top[0].predicted_s);
   EXPECT_EQ(stats.candidates, static_cast<int64_t>(all.size()));
 

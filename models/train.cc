@@ -84,7 +84,8 @@ Status Validate(const TrainOptions& o) {
 namespace {
 
 StatusOr<TrainedModel> TrainOne(
-    Op op, const std::vector<TrainingRow>& rows, const TrainOptions& options,
+    const KernelFamily& family, DType precision,
+    const std::vector<TrainingRow>& rows, const TrainOptions& options,
     const std::function<bool(const EpochReport&)>& on_epoch,
     const StopCheck& stop);
 
@@ -101,11 +102,12 @@ std::string MetricsJson(const models::Metrics& m) {
 }  // namespace
 
 StatusOr<TrainedModel> Train(
-    Op op, const std::vector<TrainingRow>& rows, const TrainOptions& options,
+    const KernelFamily& family, DType precision,
+    const std::vector<TrainingRow>& rows, const TrainOptions& options,
     const std::function<bool(const EpochReport&)>& on_epoch,
     const StopCheck& stop) {
   BT_RETURN_IF_ERROR(Validate(options));
-  if (options.members == 1) return TrainOne(op, rows, options, on_epoch, stop);
+  if (options.members == 1) return TrainOne(family, precision, rows, options, on_epoch, stop);
   std::vector<Surrogate> networks;
   std::vector<TrainedModel> each;
   for (int i = 0; i < options.members; ++i) {
@@ -121,7 +123,7 @@ StatusOr<TrainedModel> Train(
         return on_epoch(tagged);
       };
     }
-    BT_ASSIGN_OR_RETURN(TrainedModel t, TrainOne(op, rows, one, report, stop));
+    BT_ASSIGN_OR_RETURN(TrainedModel t, TrainOne(family, precision, rows, one, report, stop));
     networks.push_back(t.surrogate);
     each.push_back(std::move(t));
   }
@@ -156,20 +158,21 @@ StatusOr<TrainedModel> Train(
 namespace {
 
 StatusOr<TrainedModel> TrainOne(
-    Op op, const std::vector<TrainingRow>& rows, const TrainOptions& options,
+    const KernelFamily& family, DType precision,
+    const std::vector<TrainingRow>& rows, const TrainOptions& options,
     const std::function<bool(const EpochReport&)>& on_epoch,
     const StopCheck& stop) {
   const auto started = std::chrono::steady_clock::now();
   BT_RETURN_IF_ERROR(Validate(options));
   auto check_stop = [&]() -> Status { return stop ? stop() : OkStatus(); };
+  const Op op = family.op();
   if (rows.size() < 20) {
     return FailedPrecondition("training needs at least 20 measured " +
                               std::string(ToString(op)) + " samples, got " +
                               std::to_string(rows.size()));
   }
   const int64_t n = static_cast<int64_t>(rows.size());
-  const KernelFamily& family = BlockShapeFamily(op);
-  const int64_t f = static_cast<int64_t>(FeatureNames(op).size());
+  const int64_t f = static_cast<int64_t>(family.FeatureNames().size());
 
   // Features, targets, and the parameter values the data covers.
   std::vector<float> x(n * f);
@@ -184,11 +187,24 @@ StatusOr<TrainedModel> TrainOne(
                              " sample; training a " +
                              std::string(ToString(op)) + " model");
     }
+    if (DTypeOf(r.ctx) != precision) {
+      return InvalidArgument("rows[" + std::to_string(i) + "] is a " +
+                             std::string(ToString(DTypeOf(r.ctx))) +
+                             " sample; training a " +
+                             std::string(ToString(precision)) + " model");
+    }
+    if (r.params.size != static_cast<int>(family.params().size())) {
+      return InvalidArgument("rows[" + std::to_string(i) + "].params has " +
+                             std::to_string(r.params.size) + " values; " +
+                             std::string(family.name()) + " has " +
+                             std::to_string(family.params().size()) +
+                             " parameters");
+    }
     if (!(r.seconds > 0) || !std::isfinite(r.seconds)) {
       return InvalidArgument("rows[" + std::to_string(i) +
                              "].seconds must be positive and finite");
     }
-    const Params params = ToParams(r.xb);
+    const Params& params = r.params;
     fi.clear();
     family.Features(r.ctx, params, &fi);
     std::copy(fi.begin(), fi.end(), x.begin() + i * f);
@@ -210,7 +226,8 @@ StatusOr<TrainedModel> TrainOne(
   const int64_t n_train = static_cast<int64_t>(train_idx.size());
 
   BT_ASSIGN_OR_RETURN(Surrogate model,
-                      Surrogate::Create(op, options.hidden, options.seed));
+                      Surrogate::Create(family, precision, options.hidden,
+                                        options.seed));
   Surrogate::Impl& impl = model.impl();
   for (size_t p = 0; p < seen.size(); ++p) {
     impl.search_values[p].assign(seen[p].begin(), seen[p].end());

@@ -16,10 +16,11 @@
 
 namespace blocktune {
 
-// One measured sample as training sees it.
+// One measured sample as training sees it: a configuration of the family
+// being trained (for gemm.ffma and conv.ffma, ToParams of the block shape).
 struct TrainingRow {
   Context ctx;
-  BlockShape xb;
+  Params params;
   double seconds = 0;  // median time, > 0
 };
 
@@ -71,16 +72,27 @@ struct TrainedModel {
 // training thread, about three times per mini-batch, so it must be cheap.
 using StopCheck = std::function<Status()>;
 
-// Trains on `rows` (all of one op, at least 20). `on_epoch` is called after
+// Trains a model of `family` in `precision` on `rows` (contexts of the
+// family's op in that precision, parameters of the family; at least 20).
+// `on_epoch` is called after
 // every epoch; training stops with CANCELLED when it returns false. `stop`
 // (when given) ends it sooner, with its own Status. A stopped training
 // returns no model at all, never a partly trained one. The weights kept are
 // those of the best validation epoch. An ensemble's metrics are its
 // members' means; its Spearman figures are member 0's.
 StatusOr<TrainedModel> Train(
-    Op op, const std::vector<TrainingRow>& rows, const TrainOptions& options,
+    const KernelFamily& family, DType precision,
+    const std::vector<TrainingRow>& rows, const TrainOptions& options,
     const std::function<bool(const EpochReport&)>& on_epoch = nullptr,
     const StopCheck& stop = nullptr);
+// The fp32 block-shape family of `op` (gemm.ffma, conv.ffma).
+inline StatusOr<TrainedModel> Train(
+    Op op, const std::vector<TrainingRow>& rows, const TrainOptions& options,
+    const std::function<bool(const EpochReport&)>& on_epoch = nullptr,
+    const StopCheck& stop = nullptr) {
+  return Train(BlockShapeFamily(op), DType::kFp32, rows, options, on_epoch,
+               stop);
+}
 
 // Spearman's rank correlation of two equally long series (ties get their
 // mean rank); 0 for fewer than 2 points.

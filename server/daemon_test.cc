@@ -118,6 +118,11 @@ class MalformedRequests {
     const int choices[] = {0, -1, 5, 99, INT_MAX, INT_MIN, static_cast<int>(Any(6, 1000))};
     return choices[Pick(7)];
   }
+  // A precision number that is unknown (unspecified means fp32).
+  int BadDType() {
+    const int choices[] = {-1, 6, 99, INT_MAX, INT_MIN, static_cast<int>(Any(6, 1000))};
+    return choices[Pick(6)];
+  }
   std::string BadText() {
     return Pick(2) ? std::string(257 + Pick(500), 'x')
                    : std::string("gpu\x01name\n", 9);
@@ -155,7 +160,7 @@ class MalformedRequests {
         case 3:
           g->set_layout_a(static_cast<v1::Layout>(BadEnum() % 3 == 0 ? 0 : 7));
           return "gemm.layout_a";
-        case 4: g->set_dtype(static_cast<v1::DType>(BadEnum())); return "gemm.dtype";
+        case 4: g->set_dtype(static_cast<v1::DType>(BadDType())); return "gemm.dtype";
         default:  // every dimension in range, their product not
           g->set_m(Any(int64_t{1} << 21, kMaxDim));
           g->set_k(Any(int64_t{1} << 21, kMaxDim));
@@ -171,7 +176,7 @@ class MalformedRequests {
       case 4: c->set_dilation_h(Pick(2) ? 0 : 70000); return "conv.dilation_h";
       case 5: c->set_pad_h(Pick(2) ? -1 : 65536); return "conv.pad_h";
       case 6: c->set_r(c->h() + 2 * c->pad_h() + Any(1, 100)); return "conv.r too big";
-      case 7: c->set_dtype(static_cast<v1::DType>(BadEnum())); return "conv.dtype";
+      case 7: c->set_dtype(static_cast<v1::DType>(BadDType())); return "conv.dtype";
       default:
         c->set_n(Any(1 << 20, 1 << 30));
         c->set_h(4096);
@@ -245,7 +250,7 @@ class MalformedRequests {
     std::string what;
     switch (Pick(7)) {
       case 0: spec->set_op(static_cast<v1::Op>(BadEnum() % 2 ? 0 : 3)); what = "op"; break;
-      case 1: spec->set_dtype(static_cast<v1::DType>(BadEnum())); what = "dtype"; break;
+      case 1: spec->set_dtype(static_cast<v1::DType>(BadDType())); what = "dtype"; break;
       case 2: spec->set_minutes(Pick(2) ? -1 : kMaxCampaignMinutes + 1); what = "minutes"; break;
       case 3: spec->set_minutes(0); what = "no budget"; break;
       case 4: spec->set_max_samples(-Any(1, 1000)); what = "max_samples"; break;
@@ -527,7 +532,7 @@ TEST_F(DaemonTest, CallsWithoutGpuOrDataSayWhatIsMissing) {
   EXPECT_FALSE(reader->Read(&p));
   s = reader->Finish();
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_THAT(s.error_message(), HasSubstr("no measured gemm samples"));
+  EXPECT_THAT(s.error_message(), HasSubstr("no measured gemm fp32 samples"));
 
   v1::ExportRequest header;
   header.set_format(v1::EXPORT_FORMAT_HEADER);

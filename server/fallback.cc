@@ -14,7 +14,8 @@ double LogRatio2(int64_t a, int64_t b) {
 }  // namespace
 
 double ContextDistance(const Context& a, const Context& b) {
-  if (OpOf(a) != OpOf(b)) return std::numeric_limits<double>::infinity();
+  if (OpOf(a) != OpOf(b) || DTypeOf(a) != DTypeOf(b))
+    return std::numeric_limits<double>::infinity();
   if (const auto* ga = std::get_if<GemmContext>(&a)) {
     const auto& gb = std::get<GemmContext>(b);
     return LogRatio2(ga->m, gb.m) + LogRatio2(ga->n, gb.n) +
@@ -31,18 +32,41 @@ double ContextDistance(const Context& a, const Context& b) {
          (ca.dilation_w != cb.dilation_w);
 }
 
+bool FitsContext(const Context& ctx, const KernelConfig& kernel,
+                 const KernelLimits& limits) {
+  const KernelFamily* family = kernel.Family();
+  if (family == nullptr || family->op() != OpOf(ctx) ||
+      !family->Implements(DTypeOf(ctx)) ||
+      !family->ValidateParams(kernel.params).ok()) {
+    return false;
+  }
+  const Problem problem(ctx);
+  return SplitHasWork(problem, family->Shape(problem, kernel.params)) &&
+         family->FirstFailingRule(problem, kernel.params, limits) < 0;
+}
+
 bool FitsContext(const Context& ctx, const BlockShape& xb,
                  const KernelLimits& limits) {
-  const KernelFamily& family = BlockShapeFamily(OpOf(ctx));
-  const Params params = ToParams(xb);
-  return SplitHasWork(ctx, family.Shape(ctx, params)) &&
-         family.FirstFailingRule(ctx, params, limits) < 0;
+  return FitsContext(ctx, KernelConfig::OfBlockShape(OpOf(ctx), xb), limits);
+}
+
+StatusOr<KernelConfig> DefaultKernel(const Context& ctx,
+                                     const KernelLimits& limits,
+                                     std::string_view family) {
+  const KernelFamily* f = nullptr;
+  if (family.empty()) {
+    BT_ASSIGN_OR_RETURN(f, DefaultFamily(OpOf(ctx), DTypeOf(ctx)));
+  } else {
+    BT_ASSIGN_OR_RETURN(f, FindFamily(family));
+  }
+  BT_ASSIGN_OR_RETURN(Params params, f->Default(Problem(ctx), limits));
+  return KernelConfig::Current(*f, params);
 }
 
 StatusOr<BlockShape> DefaultBlockShape(const Context& ctx,
                                        const KernelLimits& limits) {
   BT_ASSIGN_OR_RETURN(Params params,
-                      BlockShapeFamily(OpOf(ctx)).Default(ctx, limits));
+                      BlockShapeFamily(OpOf(ctx)).Default(Problem(ctx), limits));
   return ToBlockShape(params);
 }
 

@@ -2,6 +2,7 @@
 // committed H100 dataset, the trained model judged on held-out
 // measurements of a context it never saw, predicted then cached answers,
 // BatchQuery, and --verify re-benchmarking on a (fake) GPU worker.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <grpcpp/grpcpp.h>
@@ -18,9 +19,11 @@
 #include "server/store_test_util.h"
 
 namespace blocktune {
+
 namespace {
 
 using namespace ::blocktune::testing;  // NOLINT
+using ::testing::HasSubstr;
 
 std::unique_ptr<grpc::ClientContext> Ctx(int seconds = 300) {
   return ContextWithDeadline(seconds);
@@ -201,11 +204,27 @@ TEST_F(QueryTest, StaleRowsOfAMigratedStoreNeverTrainOrAnswer) {
   grpc::Status s =
       d->NewStub()->Query(Ctx().get(), GemmQuery(4096, 16, 4096, 1), &none);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("stored answers of gemm.ffma generator version 0 "
+                        "(current: 1) exist: stale"));
+  // With --fallback it is a default of the current generator, and says that
+  // only stale answers exist.
   v1::QueryRequest fallback = GemmQuery(4096, 16, 4096, 1);
   fallback.set_fallback(true);
   v1::QueryResponse fell;
   ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), fallback, &fell).ok());
-  EXPECT_EQ(fell.match(), v1::MATCH_DEFAULT) << fell.DebugString();
+  EXPECT_EQ(fell.match(), v1::MATCH_STALE) << fell.DebugString();
+  EXPECT_EQ(fell.answers(0).source(), v1::SOURCE_DEFAULT);
+  EXPECT_EQ(fell.answers(0).kernel().family(), "gemm.ffma");
+  EXPECT_EQ(fell.answers(0).kernel().generator_version(), 1);
+  EXPECT_THAT(fell.note(), HasSubstr("gemm.ffma generator version 0"));
+  EXPECT_THAT(fell.note(), HasSubstr("--retune-stale"));
+  // Health counts the stale rows.
+  v1::HealthResponse health;
+  ASSERT_TRUE(d->NewStub()->Health(Ctx().get(), {}, &health).ok());
+  EXPECT_GT(health.stale_samples(), 0);
+  EXPECT_GT(health.stale_tuned_answers(), 0);
+  EXPECT_EQ(health.stale_models(), 2);
 
   // Training sees the 148 ok GEMM samples of generator version 1 only.
   v1::TrainModelRequest req;
@@ -255,7 +274,7 @@ TEST_F(QueryTest, TrainModelRejectsBadRequestsByField) {
   while (reader2->Read(&p)) {}
   s = reader2->Finish();
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_NE(s.error_message().find("no measured gemm samples"), std::string::npos);
+  EXPECT_NE(s.error_message().find("no measured gemm fp32 samples"), std::string::npos);
 }
 
 // --verify re-benchmarks the top k on a GPU worker (a fake one here; the

@@ -86,7 +86,22 @@ StatusOr<KernelConfig> KernelOf(const v1::KernelConfig* kernel,
                                 KernelVersions versions,
                                 std::string_view field) {
   if (kernel != nullptr) {
-    return FromProto(*kernel, op, versions, JoinField(field, "kernel"));
+    BT_ASSIGN_OR_RETURN(
+        KernelConfig k,
+        FromProto(*kernel, op, versions, JoinField(field, "kernel")));
+    // Both forms of one kernel (what ToProto writes for a block-shape
+    // family): they must agree.
+    if (block_shape != nullptr) {
+      BT_ASSIGN_OR_RETURN(BlockShape xb, FromProto(*block_shape,
+                                                   JoinField(field, "block_shape")));
+      if (!(k.block_shape() == xb)) {
+        return InvalidArgument(JoinField(field, "block_shape") + " " +
+                               ToString(xb) + " differs from " +
+                               JoinField(field, "kernel") + " " + k.family +
+                               " " + k.ParamsText());
+      }
+    }
+    return k;
   }
   BT_ASSIGN_OR_RETURN(BlockShape xb,
                       FromProto(block_shape ? *block_shape : v1::BlockShape(),
@@ -171,7 +186,8 @@ StatusOr<SampleRecord> FromProto(const v1::Sample& p, std::string_view field) {
                       FromProto(p.context(), JoinField(field, "context")));
   BT_ASSIGN_OR_RETURN(
       s.kernel, KernelOf(p.has_kernel() ? &p.kernel() : nullptr,
-                         &p.block_shape(), OpOf(s.context),
+                         p.has_block_shape() ? &p.block_shape() : nullptr,
+                         OpOf(s.context),
                          KernelVersions::kKept, field));
   BT_ASSIGN_OR_RETURN(s.measurement.status,
                       SampleStatusFromString(p.status(),
@@ -196,7 +212,8 @@ StatusOr<TunedRecord> FromProto(const v1::TunedAnswer& p,
                       FromProto(p.context(), JoinField(field, "context")));
   BT_ASSIGN_OR_RETURN(
       t.kernel, KernelOf(p.has_kernel() ? &p.kernel() : nullptr,
-                         &p.block_shape(), OpOf(t.context),
+                         p.has_block_shape() ? &p.block_shape() : nullptr,
+                         OpOf(t.context),
                          KernelVersions::kKept, field));
   t.predicted_s = p.predicted_seconds();
   t.measured_s = p.measured_seconds();

@@ -23,9 +23,10 @@ void ToProto(const KernelConfig& k, v1::KernelConfig* out);
 StatusOr<KernelConfig> FromProto(const v1::KernelConfig& k, Op op,
                                  KernelVersions versions,
                                  std::string_view field);
-// A record's kernel: `kernel` when set, else `block_shape` as the op's
-// block-shape family at its current version (a dataset or client older
-// than families).
+// A record's kernel: `kernel` when set (and `block_shape`, when set too,
+// must be the same kernel), else `block_shape` (null: an empty one, which
+// fails naming the field) as the op's block-shape family at its current
+// version (a dataset or client older than families).
 StatusOr<KernelConfig> KernelOf(const v1::KernelConfig* kernel,
                                 const v1::BlockShape* block_shape, Op op,
                                 KernelVersions versions, std::string_view field);

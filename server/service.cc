@@ -43,13 +43,13 @@ StatusOr<std::optional<Op>> OptionalOp(v1::Op op, std::string_view field) {
   return std::optional<Op>(parsed);
 }
 
-// The answer records of a search (and its measurements, when verified).
+// The answer record of one configuration a model predicted.
 TunedRecord MakeTuned(const LoadedModel& model, const Context& ctx,
-                      const ScoredShape& s) {
+                      const ScoredConfig& s) {
   TunedRecord t;
   t.device = model.device;
   t.context = ctx;
-  t.kernel = KernelConfig::OfBlockShape(OpOf(ctx), s.xb);
+  t.kernel = KernelConfig::Current(*model.family, s.params);
   t.predicted_s = s.predicted_s;
   t.source = TunedSource::kPredicted;
   t.model_id = model.id;
@@ -57,20 +57,68 @@ TunedRecord MakeTuned(const LoadedModel& model, const Context& ctx,
   return t;
 }
 
-// Whether stored answers can stand for this query: enough of them, from
-// the model in use now (or measured), and measured when verify is asked.
+// Whether stored answers can stand for this query: enough of them, measured
+// when verify is asked, and every predicted one made by a model that still
+// answers for its family after every model now in use was made (a newer
+// model of any family may predict a faster configuration).
 bool CacheServes(const std::vector<TunedRecord>& found, int top, bool verify,
-                 const std::optional<LoadedModel>& model) {
+                 const std::vector<LoadedModel>& models) {
   if (found.empty() || static_cast<int>(found.size()) < top) return false;
+  int64_t newest_model = 0;
+  for (const LoadedModel& m : models)
+    newest_model = std::max(newest_model, m.created_unix);
   for (const TunedRecord& t : found) {
     const bool measured = t.measured_s > 0;
     if (verify && !measured) return false;
-    if (!measured && t.source == TunedSource::kPredicted && model &&
-        t.model_id != model->id) {
-      return false;  // predicted by a model that has been replaced
-    }
+    if (measured || t.source != TunedSource::kPredicted || models.empty())
+      continue;
+    const bool current = std::any_of(
+        models.begin(), models.end(),
+        [&](const LoadedModel& m) { return m.id == t.model_id; });
+    if (!current || t.updated_unix < newest_model) return false;
   }
   return true;
+}
+
+// The families a query of (op, precision) searches: `family` alone when
+// named (it must be of the op and implement the precision), else every
+// family that implements it. INVALID_ARGUMENT naming `field` and what is
+// allowed.
+StatusOr<std::vector<const KernelFamily*>> QueryFamilies(
+    const Context& ctx, const std::string& family, std::string_view field) {
+  const Op op = OpOf(ctx);
+  const DType precision = DTypeOf(ctx);
+  std::vector<const KernelFamily*> all = FamiliesFor(op, precision);
+  auto allowed = [&] {
+    std::string list;
+    for (const KernelFamily* f : Families()) {
+      if (f->op() != op) continue;
+      std::string precisions;
+      for (DType d : f->precisions())
+        precisions += (precisions.empty() ? "" : ", ") + std::string(ToString(d));
+      list += (list.empty() ? "" : "; ") + std::string(f->name()) + " (" +
+              precisions + ")";
+    }
+    return list;
+  };
+  if (all.empty()) {
+    return InvalidArgument(
+        JoinField(field, std::string("context.") + std::string(ToString(op)) +
+                             ".dtype") +
+        ": no kernel family implements " + std::string(ToString(op)) +
+        " in " + std::string(ToString(precision)) + "; the " +
+        std::string(ToString(op)) + " families are " + allowed());
+  }
+  if (family.empty()) return all;
+  for (const KernelFamily* f : all) {
+    if (f->name() == family) return std::vector<const KernelFamily*>{f};
+  }
+  return InvalidArgument(JoinField(field, "family") + " '" + family +
+                         "' is not a " + std::string(ToString(op)) +
+                         " family that implements " +
+                         std::string(ToString(precision)) + "; the " +
+                         std::string(ToString(op)) + " families are " +
+                         allowed());
 }
 
 }  // namespace
@@ -138,6 +186,15 @@ grpc::Status BlocktuneService::Health(grpc::ServerContext* ctx,
     resp->set_samples(samples);
     resp->set_tuned_answers(tuned);
     resp->set_models(surrogates_ ? surrogates_->size() : 0);
+    BT_ASSIGN_OR_RETURN(auto devices, store_->ListDevices());
+    for (const DeviceRecord& d : devices) {
+      resp->set_stale_samples(resp->stale_samples() + d.stale_samples);
+      resp->set_stale_tuned_answers(resp->stale_tuned_answers() + d.stale_tuned);
+    }
+    StoreFilter stale;
+    stale.versions = VersionFilter::kStale;
+    BT_ASSIGN_OR_RETURN(auto stale_models, store_->ListModels(stale));
+    resp->set_stale_models(static_cast<int32_t>(stale_models.size()));
     return OkStatus();
   });
 }
@@ -165,6 +222,8 @@ grpc::Status BlocktuneService::ListDevices(grpc::ServerContext* ctx,
       }
       out->set_samples(d.samples);
       out->set_tuned_answers(d.tuned);
+      out->set_stale_samples(d.stale_samples);
+      out->set_stale_tuned_answers(d.stale_tuned);
     }
     for (size_t i = 0; i < attached_.size(); ++i) {
       if (listed[i]) continue;
@@ -268,6 +327,9 @@ StatusOr<BlocktuneService::ValidQuery> BlocktuneService::ValidateQuery(
   BT_RETURN_IF_ERROR(
       CheckDeviceName(JoinField(field, "device_name"), req.device_name()));
   BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "top"), req.top(), 0, kMaxTop));
+  BT_RETURN_IF_ERROR(CheckText(JoinField(field, "family"), req.family(), 0, 64));
+  q.family = req.family();
+  BT_RETURN_IF_ERROR(QueryFamilies(q.context, q.family, field).status());
   q.device_name = req.device_name();
   q.top = req.top() == 0 ? 1 : req.top();
   q.verify = req.verify();
@@ -282,15 +344,56 @@ static KernelLimits LimitsOf(const DeviceFingerprint& fp) {
   return profile.ok() ? profile->Limits() : KernelLimits{};
 }
 
+StatusOr<std::string> BlocktuneService::StaleNote(const ValidQuery& q) {
+  StoreFilter filter;
+  filter.op = OpOf(q.context);
+  filter.device_name = q.device_name;
+  filter.family = q.family;
+  filter.versions = VersionFilter::kStale;
+  BT_ASSIGN_OR_RETURN(auto stale, store_->ListTuned(filter));
+  std::map<std::string, std::pair<int, int>> versions;  // family -> min, max
+  auto note = [&](const std::string& family, int version) {
+    auto [it, fresh] = versions.try_emplace(family, version, version);
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, version);
+      it->second.second = std::max(it->second.second, version);
+    }
+  };
+  for (const TunedRecord& t : stale) {
+    if (t.context == q.context) note(t.kernel.family, t.kernel.generator_version);
+  }
+  std::string what = versions.empty() ? "" : "stored answers";
+  if (versions.empty()) {
+    BT_ASSIGN_OR_RETURN(auto models, store_->ListModels(filter));
+    for (const ModelRecord& m : models) {
+      if (m.precision == DTypeOf(q.context)) note(m.family, m.data_version);
+    }
+    if (!versions.empty()) what = "trained models";
+  }
+  if (versions.empty()) return std::string();
+  std::string text;
+  for (const auto& [family, range] : versions) {
+    const auto found = FindFamily(family);
+    text += (text.empty() ? "" : "; ") + family + " generator version " +
+            std::to_string(range.first) +
+            (range.second != range.first ? "-" + std::to_string(range.second)
+                                         : std::string()) +
+            (found.ok() ? " (current: " + std::to_string((*found)->version()) + ")"
+                        : std::string(" (a family this build does not have)"));
+  }
+  return what + " of " + text;
+}
+
 Status BlocktuneService::AnswerFallback(const ValidQuery& q,
                                         const std::string& why,
                                         v1::QueryResponse* resp) {
   StoreFilter filter;
   filter.op = OpOf(q.context);
   filter.device_name = q.device_name;
+  filter.family = q.family;
   filter.versions = VersionFilter::kCurrent;  // stale answers never serve
   BT_ASSIGN_OR_RETURN(auto stored, store_->ListTuned(filter));
-  if (auto nearest = NearestTuned(stored, q.context, LimitsOf)) {
+  if (auto nearest = NearestTuned(stored, q.context, LimitsOf, q.family)) {
     const std::string from = ToString(nearest->context);
     nearest->context = q.context;
     nearest->measured_s = 0;  // measured, if at all, for another context
@@ -314,34 +417,63 @@ Status BlocktuneService::AnswerFallback(const ValidQuery& q,
   }
   if (device.name.empty() && !attached_.empty()) device = attached_.front();
   if (device.name.empty()) device.name = q.device_name;
-  BT_ASSIGN_OR_RETURN(BlockShape xb, DefaultBlockShape(q.context, LimitsOf(device)));
+  BT_ASSIGN_OR_RETURN(KernelConfig kernel,
+                      DefaultKernel(q.context, LimitsOf(device), q.family));
+  BT_ASSIGN_OR_RETURN(std::string stale, StaleNote(q));
   TunedRecord t;
   t.device = device;
   t.context = q.context;
-  t.kernel = KernelConfig::OfBlockShape(OpOf(q.context), xb);
+  t.kernel = kernel;
   t.source = TunedSource::kImported;
   v1::TunedAnswer* answer = resp->add_answers();
   ToProto(t, answer);
   answer->set_source(v1::SOURCE_DEFAULT);
   resp->set_source(v1::QUERY_SOURCE_FALLBACK);
+  if (!stale.empty()) {
+    resp->set_match(v1::MATCH_STALE);
+    resp->set_note(why + "; only " + stale + " exist for this context, and "
+                   "stale rows never answer: this is an untuned default of " +
+                   kernel.family + " version " +
+                   std::to_string(kernel.generator_version) +
+                   ". Re-measure them: blocktune campaign start --op " +
+                   std::string(ToString(OpOf(q.context))) + " --dtype " +
+                   std::string(ToString(DTypeOf(q.context))) +
+                   " --retune-stale");
+    return OkStatus();
+  }
   resp->set_match(v1::MATCH_DEFAULT);
   resp->set_note(why + " and no stored answer of another context fits; this "
-                 "is a default block shape, untuned");
+                 "is a default configuration of " + kernel.family +
+                 ", untuned");
   return OkStatus();
 }
 
 // Thesis §4.4: a stored answer if there is one; else exhaustive search over
-// the surrogate, the top k re-benchmarked when asked and a GPU is free; the
-// answer is stored either way.
+// the surrogate of every family that implements the precision (each its own
+// model), the fastest predictions of all of them, the top k re-benchmarked
+// when asked and a GPU is free; the answer is stored either way.
 Status BlocktuneService::AnswerQuery(
     const ValidQuery& q, std::chrono::system_clock::time_point deadline,
     v1::QueryResponse* resp) {
   const Op op = OpOf(q.context);
+  const DType precision = DTypeOf(q.context);
   const bool verify = q.verify || policy_.verify_always;
-  std::optional<LoadedModel> model;
-  if (surrogates_) model = surrogates_->Find(op, q.device_name);
+  BT_ASSIGN_OR_RETURN(auto families, QueryFamilies(q.context, q.family, ""));
+  std::vector<LoadedModel> models;
+  if (surrogates_) {
+    models = surrogates_->Find(op, precision, q.device_name, q.family);
+  }
   BT_ASSIGN_OR_RETURN(auto found,
-                      store_->FindTuned(q.context, q.device_name, q.top));
+                      store_->FindTuned(q.context, q.device_name,
+                                        q.family.empty() ? q.top : kMaxTop));
+  if (!q.family.empty()) {
+    found.erase(std::remove_if(found.begin(), found.end(),
+                               [&](const TunedRecord& t) {
+                                 return t.kernel.family != q.family;
+                               }),
+                found.end());
+    if (static_cast<int>(found.size()) > q.top) found.resize(q.top);
+  }
   // Without a GPU to verify on, stored predictions serve a verify query.
   const bool can_verify = campaigns_ && campaigns_->has_gpu();
   auto answer_stored = [&] {
@@ -350,63 +482,98 @@ Status BlocktuneService::AnswerQuery(
     resp->set_source(v1::QUERY_SOURCE_CACHED);
     return OkStatus();
   };
-  if (CacheServes(found, q.top, verify && can_verify && model, model) ||
-      (!model && !found.empty())) {
+  if (CacheServes(found, q.top, verify && can_verify && !models.empty(),
+                  models) ||
+      (models.empty() && !found.empty())) {
     return answer_stored();
   }
-  if (!model) {
+  const std::string kind = std::string(ToString(op)) + " " +
+                           std::string(ToString(precision)) +
+                           (q.family.empty() ? "" : " " + q.family);
+  if (models.empty()) {
     std::string where =
         q.device_name.empty() ? "any device" : "device '" + q.device_name + "'";
-    if (q.fallback) {
-      return AnswerFallback(q,
-                            "no tuned answer and no trained " +
-                                std::string(ToString(op)) + " model on " + where,
-                            resp);
-    }
+    const std::string why =
+        "no tuned answer and no trained " + kind + " model on " + where;
+    if (q.fallback) return AnswerFallback(q, why, resp);
+    BT_ASSIGN_OR_RETURN(std::string stale, StaleNote(q));
     return NotFound(
         "no tuned answer for '" + ToString(q.context) + "' on " + where +
-        " and no trained " + std::string(ToString(op)) +
-        " model to predict one. Train one (blocktune train --op " +
-        std::string(ToString(op)) +
-        ") on campaign data, or import a dataset with a model (blocktune "
-        "import FILE)");
+        " and no trained " + kind + " model to predict one" +
+        (stale.empty() ? std::string()
+                       : " (" + stale + " exist: stale, they never answer; "
+                         "blocktune campaign start --retune-stale re-measures "
+                         "them)") +
+        ". Train one (blocktune train --op " + std::string(ToString(op)) +
+        " --dtype " + std::string(ToString(precision)) +
+        ") on campaign data, import a dataset with a model (blocktune "
+        "import FILE), or ask with --fallback");
   }
 
+  // One search per family with a model, then the fastest predictions of all.
   const int search_k = verify ? std::max(q.top, policy_.verify_top) : q.top;
   SearchStats stats;
-  std::vector<ScoredShape> top;
+  struct Scored {
+    const LoadedModel* model;
+    ScoredConfig config;
+  };
+  std::vector<Scored> top;
+  std::string unmodelled;
+  for (const KernelFamily* f : families) {
+    if (std::none_of(models.begin(), models.end(),
+                     [&](const LoadedModel& m) { return m.family == f; })) {
+      unmodelled += (unmodelled.empty() ? "" : ", ") + std::string(f->name());
+    }
+  }
   BT_RETURN_IF_ERROR(searches_->Run(
-      [&] { top = model->search->Top(q.context, search_k, &stats); },
+      [&] {
+        for (const LoadedModel& m : models) {
+          SearchStats one;
+          for (ScoredConfig& c : m.search->Top(q.context, search_k, &one))
+            top.push_back({&m, std::move(c)});
+          stats.candidates += one.candidates;
+          stats.implausible += one.implausible;
+          stats.seconds += one.seconds;
+        }
+      },
       deadline));
+  // Fastest first; a tie goes to the newer model, then the parameters.
+  std::stable_sort(top.begin(), top.end(), [](const Scored& a, const Scored& b) {
+    if (a.config.predicted_s != b.config.predicted_s)
+      return a.config.predicted_s < b.config.predicted_s;
+    if (a.model->id != b.model->id) return a.model->id > b.model->id;
+    return a.config.params < b.config.params;
+  });
+  if (static_cast<int>(top.size()) > search_k) top.resize(search_k);
   resp->set_candidates(stats.candidates);
   resp->set_search_seconds(stats.seconds);
+  std::string model_ids;
+  for (const LoadedModel& m : models) {
+    model_ids += (model_ids.empty() ? "" : ", ") + std::to_string(m.id) +
+                 " (" + std::string(m.family->name()) + ")";
+  }
   if (top.empty() && stats.implausible > 0) {
     // A model that passed validation yet predicts nonsense here must not
     // fail the query: it is answered as if there were no model.
-    BT_LOG(kWarning) << "model " << model->id << " predicted no plausible "
+    BT_LOG(kWarning) << "models " << model_ids << " predicted no plausible "
                      << "time for '" << ToString(q.context) << "' ("
-                     << stats.implausible << " block shapes); skipped";
+                     << stats.implausible << " configurations); skipped";
     if (!found.empty()) return answer_stored();
     return AnswerFallback(q,
-                          "model " + std::to_string(model->id) +
-                              " predicts no plausible time for this context",
+                          "models " + model_ids +
+                              " predict no plausible time for this context",
                           resp);
   }
   if (top.empty()) {
-    if (q.fallback) {
-      return AnswerFallback(q,
-                            "no block shape in model " +
-                                std::to_string(model->id) +
-                                "'s search range fits this context",
-                            resp);
-    }
-    return FailedPrecondition("no block shape in model " +
-                              std::to_string(model->id) +
-                              "'s search range fits '" + ToString(q.context) +
-                              "' on " + model->device.name);
+    const std::string why = "no configuration in the search range of models " +
+                            model_ids + " fits this context";
+    if (q.fallback) return AnswerFallback(q, why, resp);
+    return FailedPrecondition(why + " ('" + ToString(q.context) + "' on " +
+                              models.front().device.name + ")");
   }
   std::vector<TunedRecord> answers;
-  for (const ScoredShape& s : top) answers.push_back(MakeTuned(*model, q.context, s));
+  for (const Scored& s : top)
+    answers.push_back(MakeTuned(*s.model, q.context, s.config));
   v1::QuerySource source = v1::QUERY_SOURCE_PREDICTED;
 
   if (verify) {
@@ -415,7 +582,8 @@ Status BlocktuneService::AnswerQuery(
       why = "no GPU: blocktuned owns no GPU";
     } else {
       std::vector<Candidate> list;
-      for (const ScoredShape& s : top) list.push_back(FfmaCandidate(q.context, s.xb));
+      for (const Scored& s : top)
+        list.push_back({s.model->family, q.context, s.config.params});
       auto measured = campaigns_->Measure(list);
       if (!measured.ok()) {
         why = measured.status().message();
@@ -432,7 +600,7 @@ Status BlocktuneService::AnswerQuery(
         }
         if (ok == 0) {
           why = "none of the top " + std::to_string(list.size()) +
-                " block shapes ran correctly (first: " +
+                " configurations ran correctly (first: " +
                 std::string(ToString(measured->measurements[0].status)) + " " +
                 measured->measurements[0].error + ")";
           answers.clear();
@@ -454,12 +622,17 @@ Status BlocktuneService::AnswerQuery(
     if (!why.empty()) {
       resp->set_note("not re-benchmarked: " + why);
       if (answers.empty()) {
-        for (const ScoredShape& s : top)
-          answers.push_back(MakeTuned(*model, q.context, s));
+        for (const Scored& s : top)
+          answers.push_back(MakeTuned(*s.model, q.context, s.config));
       }
     }
   }
   if (static_cast<int>(answers.size()) > q.top) answers.resize(q.top);
+  if (!unmodelled.empty()) {
+    resp->set_note(resp->note() + (resp->note().empty() ? "" : "; ") +
+                   "families without a trained model were not searched: " +
+                   unmodelled);
+  }
   WriteBatch batch;
   batch.tuned = answers;
   BT_RETURN_IF_ERROR(store_->Commit(batch).status());
@@ -474,7 +647,34 @@ grpc::Status BlocktuneService::TrainModel(
     grpc::ServerWriter<v1::TrainProgress>* writer) {
   return Serve("TrainModel", ctx, [&]() -> Status {
     BT_ASSIGN_OR_RETURN(Op op, FromProto(req->op(), "op"));
+    BT_ASSIGN_OR_RETURN(DType precision,
+                        ContextDTypeFromProto(req->dtype(), "dtype"));
     BT_RETURN_IF_ERROR(CheckDeviceName("device_name", req->device_name()));
+    BT_RETURN_IF_ERROR(CheckText("family", req->family(), 0, 64));
+    // The families to train: the one named, else every one of (op,
+    // precision) with samples (below).
+    std::vector<const KernelFamily*> families = FamiliesFor(op, precision);
+    if (families.empty()) {
+      return InvalidArgument("dtype: no kernel family implements " +
+                             std::string(ToString(op)) + " in " +
+                             std::string(ToString(precision)));
+    }
+    if (!req->family().empty()) {
+      auto named = std::find_if(families.begin(), families.end(),
+                                [&](const KernelFamily* f) {
+                                  return f->name() == req->family();
+                                });
+      if (named == families.end()) {
+        std::string names;
+        for (const KernelFamily* f : families)
+          names += (names.empty() ? "" : ", ") + std::string(f->name());
+        return InvalidArgument("family '" + req->family() + "' is not a " +
+                               std::string(ToString(op)) + " family of " +
+                               std::string(ToString(precision)) +
+                               "; those are " + names);
+      }
+      families = {*named};
+    }
     TrainOptions options;
     if (req->hidden_layers_size() > 0) {
       options.hidden.assign(req->hidden_layers().begin(),
@@ -486,7 +686,8 @@ grpc::Status BlocktuneService::TrainModel(
     BT_RETURN_IF_ERROR(CheckRange("members", req->members(), 0, 16));
     if (req->members() > 1) options.members = req->members();
     BT_RETURN_IF_ERROR(Validate(options));
-    BT_RETURN_IF_ERROR(CheckTrainingSize(op, options.hidden, options.members));
+    for (const KernelFamily* f : families)
+      BT_RETURN_IF_ERROR(CheckTrainingSize(*f, options.hidden, options.members));
     if (!surrogates_) {
       return FailedPrecondition("this blocktuned keeps no surrogates");
     }
@@ -499,166 +700,205 @@ grpc::Status BlocktuneService::TrainModel(
           "another TrainModel is running; wait for it to end");
     }
 
-    // The device: the one named, or the only one with samples for op.
-    // Samples of the op's block-shape family measured with its current
-    // generator: stale rows (an older generator's) never reach a model.
-    StoreFilter filter;
-    filter.op = op;
-    filter.device_name = req->device_name();
-    filter.family = std::string(BlockShapeFamily(op).name());
-    filter.versions = VersionFilter::kCurrent;
-    BT_ASSIGN_OR_RETURN(auto samples, store_->ListSamples(filter));
+    // The device: the one named, or the only one with samples of (op,
+    // precision). Samples measured with a family's current generator only:
+    // stale rows (an older generator's) never reach a model.
+    struct Job {
+      const KernelFamily* family;
+      std::vector<TrainingRow> rows;
+      int64_t newest = 0;
+    };
+    std::vector<Job> jobs;
     std::map<std::string, int64_t> per_device;
-    for (const SampleRecord& s : samples) {
-      if (s.measurement.status == SampleStatus::kOk) ++per_device[s.device.name];
-    }
-    if (per_device.empty()) {
+    DeviceFingerprint device;
+    int64_t stale = 0;
+    std::vector<SampleRecord> samples;
+    for (const KernelFamily* f : families) {
+      StoreFilter filter;
+      filter.op = op;
+      filter.device_name = req->device_name();
+      filter.family = std::string(f->name());
+      filter.versions = VersionFilter::kCurrent;
+      BT_ASSIGN_OR_RETURN(auto of_family, store_->ListSamples(filter));
+      for (SampleRecord& s : of_family) {
+        if (s.measurement.status != SampleStatus::kOk ||
+            DTypeOf(s.context) != precision) {
+          continue;
+        }
+        ++per_device[s.device.name];
+        samples.push_back(std::move(s));
+      }
       filter.versions = VersionFilter::kStale;
-      BT_ASSIGN_OR_RETURN(int64_t stale, store_->CountSamples(filter));
+      BT_ASSIGN_OR_RETURN(int64_t n, store_->CountSamples(filter));
+      stale += n;
+    }
+    const std::string kind =
+        std::string(ToString(op)) + " " + std::string(ToString(precision));
+    if (per_device.empty()) {
       return FailedPrecondition(
-          "no measured " + std::string(ToString(op)) + " samples" +
+          "no measured " + kind + " samples" +
           (req->device_name().empty() ? std::string()
                                       : " for device '" + req->device_name() + "'") +
-          (stale > 0 ? " of the current " + filter.family + " generator (" +
-                           std::to_string(stale) + " stale ones of an older "
-                           "generator are not used)"
+          (stale > 0 ? " of a current generator (" + std::to_string(stale) +
+                           " stale ones of an older generator are not used)"
                      : std::string()) +
           " to train on: run a campaign (blocktune campaign start --op " +
-          std::string(ToString(op)) + ") or import a dataset");
+          std::string(ToString(op)) + " --dtype " +
+          std::string(ToString(precision)) + ") or import a dataset");
     }
     if (per_device.size() > 1) {
       std::string names;
       for (const auto& [name, n] : per_device)
         names += (names.empty() ? "" : ", ") + name + " (" + std::to_string(n) + ")";
       return InvalidArgument("device_name must name one device; samples of " +
-                             std::string(ToString(op)) + " come from " + names);
+                             kind + " come from " + names);
     }
     const std::string device_name = per_device.begin()->first;
-    // The model is filed under the fingerprint of the newest sample (the
-    // list is oldest first); its name and compute capability are those of
+    // Each model is filed under the fingerprint of the newest sample (the
+    // lists are oldest first); its name and compute capability are those of
     // every sample here.
-    std::vector<TrainingRow> rows;
-    DeviceFingerprint device;
-    int64_t newest = 0;
-    for (const SampleRecord& s : samples) {
-      if (s.measurement.status != SampleStatus::kOk) continue;
-      rows.push_back({s.context, *s.kernel.block_shape(), s.measurement.median_s});
-      device = s.device;
-      newest = std::max(newest, s.measured_unix);
+    int64_t newest_of_all = 0;
+    for (const KernelFamily* f : families) {
+      Job job{f, {}, 0};
+      for (const SampleRecord& s : samples) {
+        if (s.kernel.family != f->name()) continue;
+        job.rows.push_back({s.context, s.kernel.params, s.measurement.median_s});
+        job.newest = std::max(job.newest, s.measured_unix);
+        if (s.measured_unix >= newest_of_all) {
+          newest_of_all = s.measured_unix;
+          device = s.device;
+        }
+      }
+      if (!job.rows.empty()) jobs.push_back(std::move(job));
     }
-    BT_LOG(kInfo) << "training a " << ToString(op) << " model for "
-                  << device_name << " on " << rows.size() << " samples, "
-                  << ArchitectureString(options.hidden)
-                  << (options.members > 1
-                          ? " x " + std::to_string(options.members) + " members"
-                          : std::string());
-    const auto started = std::chrono::steady_clock::now();
-    auto since = [&] {
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                           started)
-          .count();
-    };
-    // Why the training must stop: the daemon is stopping, the call's
-    // deadline passed, or its client went away (gRPC cancels the call when
-    // the connection closes, so a killed or Ctrl-C'd CLI lands here too).
-    // IsCancelled() polls the call's completion queue; asked at most every
-    // 50 ms, it costs nothing next to the mini-batches of a small network.
-    auto next_poll = started;
-    auto stop = [&]() -> Status {
-      auto after = [&](const char* why) {
-        char text[160];
-        std::snprintf(text, sizeof(text),
-                      "%s after %.1f s of training; nothing was stored", why,
-                      since());
-        return std::string(text);
+    samples.clear();
+    for (const Job& job : jobs) {
+      const KernelFamily& family = *job.family;
+      const std::vector<TrainingRow>& rows = job.rows;
+      const int64_t newest = job.newest;
+      BT_LOG(kInfo) << "training a " << kind << " " << family.name()
+                    << " model for " << device_name << " on " << rows.size()
+                    << " samples, "
+                    << ArchitectureString(options.hidden)
+                    << (options.members > 1
+                            ? " x " + std::to_string(options.members) + " members"
+                            : std::string());
+      const auto started = std::chrono::steady_clock::now();
+      auto since = [&] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                             started)
+            .count();
       };
-      if (stopping_) return Unavailable(after("blocktuned is shutting down"));
-      const auto now = std::chrono::steady_clock::now();
-      if (now < next_poll) return OkStatus();
-      next_poll = now + std::chrono::milliseconds(50);
-      // A client whose deadline passes cancels the call itself, which may
-      // arrive a moment before the daemon's copy of the deadline (set on
-      // arrival of the call) passes: a cancel that close is the deadline.
-      const bool cancelled = ctx->IsCancelled();
-      const auto wall = std::chrono::system_clock::now();
-      if (wall >= ctx->deadline() ||
-          (cancelled && wall + std::chrono::seconds(1) >= ctx->deadline())) {
-        return Status(StatusCode::kDeadlineExceeded,
-                      after("the call's deadline passed"));
+      // Why the training must stop: the daemon is stopping, the call's
+      // deadline passed, or its client went away (gRPC cancels the call when
+      // the connection closes, so a killed or Ctrl-C'd CLI lands here too).
+      // IsCancelled() polls the call's completion queue; asked at most every
+      // 50 ms, it costs nothing next to the mini-batches of a small network.
+      auto next_poll = started;
+      auto stop = [&]() -> Status {
+        auto after = [&](const char* why) {
+          char text[160];
+          std::snprintf(text, sizeof(text),
+                        "%s after %.1f s of training; nothing was stored", why,
+                        since());
+          return std::string(text);
+        };
+        if (stopping_) return Unavailable(after("blocktuned is shutting down"));
+        const auto now = std::chrono::steady_clock::now();
+        if (now < next_poll) return OkStatus();
+        next_poll = now + std::chrono::milliseconds(50);
+        // A client whose deadline passes cancels the call itself, which may
+        // arrive a moment before the daemon's copy of the deadline (set on
+        // arrival of the call) passes: a cancel that close is the deadline.
+        const bool cancelled = ctx->IsCancelled();
+        const auto wall = std::chrono::system_clock::now();
+        if (wall >= ctx->deadline() ||
+            (cancelled && wall + std::chrono::seconds(1) >= ctx->deadline())) {
+          return Status(StatusCode::kDeadlineExceeded,
+                        after("the call's deadline passed"));
+        }
+        if (cancelled) return Cancelled(after("the client went away"));
+        return OkStatus();
+      };
+      auto report_epoch = [&](const EpochReport& r) {
+        v1::TrainProgress p;
+        p.set_epoch(r.epoch);
+        p.set_epochs(r.epochs);
+        p.set_train_mse(r.train_mse);
+        p.set_validation_mse(r.validation_mse);
+        p.set_best_validation_mse(r.best_validation_mse);
+        p.set_seconds(since());
+        p.set_member(r.member);
+        p.set_members(r.members);
+        p.set_family(std::string(family.name()));
+        p.set_dtype(ToProto(precision));
+        // A client that cannot be written to ends the training.
+        return writer->Write(p);
+      };
+      auto trained = Train(family, precision, rows, options, report_epoch, stop);
+      Status why = trained.status();
+      if (why.ok() || why.code() == StatusCode::kCancelled) {
+        // A broken stream is reported by its cause; and a client that went
+        // away as the last epoch ended is told nothing was stored, so nothing
+        // is.
+        next_poll = started;
+        if (Status s = stop(); !s.ok()) why = s;
       }
-      if (cancelled) return Cancelled(after("the client went away"));
-      return OkStatus();
-    };
-    auto report_epoch = [&](const EpochReport& r) {
-      v1::TrainProgress p;
-      p.set_epoch(r.epoch);
-      p.set_epochs(r.epochs);
-      p.set_train_mse(r.train_mse);
-      p.set_validation_mse(r.validation_mse);
-      p.set_best_validation_mse(r.best_validation_mse);
-      p.set_seconds(since());
-      p.set_member(r.member);
-      p.set_members(r.members);
-      // A client that cannot be written to ends the training.
-      return writer->Write(p);
-    };
-    auto trained = Train(op, rows, options, report_epoch, stop);
-    Status why = trained.status();
-    if (why.ok() || why.code() == StatusCode::kCancelled) {
-      // A broken stream is reported by its cause; and a client that went
-      // away as the last epoch ended is told nothing was stored, so nothing
-      // is.
-      next_poll = started;
-      if (Status s = stop(); !s.ok()) why = s;
-    }
-    if (!why.ok()) {
-      training.unlock();  // the log line below means: the next may start
-      if (why.code() == StatusCode::kCancelled ||
-          why.code() == StatusCode::kDeadlineExceeded ||
-          why.code() == StatusCode::kUnavailable) {
-        BT_LOG(kInfo) << "training stopped: " << why.message();
+      if (!why.ok()) {
+        training.unlock();  // the log line below means: the next may start
+        if (why.code() == StatusCode::kCancelled ||
+            why.code() == StatusCode::kDeadlineExceeded ||
+            why.code() == StatusCode::kUnavailable) {
+          BT_LOG(kInfo) << "training stopped: " << why.message();
+        }
+        return why;
       }
-      return why;
+
+      ModelRecord record;
+      record.device = device;
+      record.op = op;
+      record.precision = precision;
+      record.family = std::string(family.name());
+      // Trained on current samples only (the filter above).
+      record.generator_version = record.data_version = family.version();
+      record.architecture = ArchitectureString(options.hidden);
+      record.weights = trained->surrogate.SerializeWeights();
+      record.normalization = trained->surrogate.SerializeNormalization();
+      record.training_samples = trained->training_samples;
+      record.training_set =
+          "device=" + device_name + " op=" + std::string(ToString(op)) +
+          " dtype=" + std::string(ToString(precision)) + " family=" +
+          record.family + " generator_version=" +
+          std::to_string(record.generator_version) +
+          " ok_samples=" + std::to_string(rows.size()) +
+          " newest_measured_unix=" + std::to_string(newest) +
+          " validation_fraction=" + std::to_string(options.validation_fraction) +
+          " seed=" + std::to_string(options.seed) +
+          (options.members > 1 ? " members=" + std::to_string(options.members)
+                               : std::string());
+      record.libtorch_version = LibtorchVersion();
+      record.metrics_json = trained->metrics_json;
+      record.created_unix = NowUnix();
+      WriteBatch batch;
+      batch.models.push_back(record);
+      BT_ASSIGN_OR_RETURN(CommitResult committed, store_->Commit(batch));
+      record.id = committed.model_ids.at(0);
+      BT_RETURN_IF_ERROR(surrogates_->Add(record));
+
+      v1::TrainProgress last;
+      last.set_epoch(trained->epochs_run);
+      last.set_epochs(options.epochs);
+      last.set_train_mse(trained->train_mse);
+      last.set_validation_mse(trained->validation_mse);
+      last.set_best_validation_mse(trained->validation_mse);
+      last.set_model_id(record.id);
+      last.set_metrics_json(trained->metrics_json);
+      last.set_seconds(since());
+      last.set_family(record.family);
+      last.set_dtype(ToProto(precision));
+      writer->Write(last);
+      BT_LOG(kInfo) << "model " << record.id << " trained: " << trained->metrics_json;
     }
-
-    ModelRecord record;
-    record.device = device;
-    record.op = op;
-    record.family = std::string(BlockShapeFamily(op).name());
-    // Trained on current samples only (the filter above).
-    record.generator_version = record.data_version = BlockShapeFamily(op).version();
-    record.architecture = ArchitectureString(options.hidden);
-    record.weights = trained->surrogate.SerializeWeights();
-    record.normalization = trained->surrogate.SerializeNormalization();
-    record.training_samples = trained->training_samples;
-    record.training_set =
-        "device=" + device_name + " op=" + std::string(ToString(op)) +
-        " ok_samples=" + std::to_string(rows.size()) +
-        " newest_measured_unix=" + std::to_string(newest) +
-        " validation_fraction=" + std::to_string(options.validation_fraction) +
-        " seed=" + std::to_string(options.seed) +
-        (options.members > 1 ? " members=" + std::to_string(options.members)
-                             : std::string());
-    record.libtorch_version = LibtorchVersion();
-    record.metrics_json = trained->metrics_json;
-    record.created_unix = NowUnix();
-    WriteBatch batch;
-    batch.models.push_back(record);
-    BT_ASSIGN_OR_RETURN(CommitResult committed, store_->Commit(batch));
-    record.id = committed.model_ids.at(0);
-    BT_RETURN_IF_ERROR(surrogates_->Add(record));
-
-    v1::TrainProgress last;
-    last.set_epoch(trained->epochs_run);
-    last.set_epochs(options.epochs);
-    last.set_train_mse(trained->train_mse);
-    last.set_validation_mse(trained->validation_mse);
-    last.set_best_validation_mse(trained->validation_mse);
-    last.set_model_id(record.id);
-    last.set_metrics_json(trained->metrics_json);
-    last.set_seconds(since());
-    writer->Write(last);
-    BT_LOG(kInfo) << "model " << record.id << " trained: " << trained->metrics_json;
     return OkStatus();
   });
 }
@@ -736,25 +976,45 @@ grpc::Status BlocktuneService::GetKernel(grpc::ServerContext* ctx,
                                          v1::GetKernelResponse* resp) {
   return Serve("GetKernel", ctx, [&]() -> Status {
     BT_ASSIGN_OR_RETURN(Context context, FromProto(req->context(), "context"));
-    std::optional<BlockShape> xb;
-    if (req->has_block_shape()) {
-      BT_ASSIGN_OR_RETURN(xb, FromProto(req->block_shape(), "block_shape"));
+    const Op op = OpOf(context);
+    if (req->has_kernel() && req->has_block_shape()) {
+      return InvalidArgument(
+          "set kernel or block_shape (the block-shape family's form), not both");
+    }
+    std::optional<KernelConfig> kernel;
+    if (req->has_kernel() || req->has_block_shape()) {
+      BT_ASSIGN_OR_RETURN(
+          kernel, KernelOf(req->has_kernel() ? &req->kernel() : nullptr,
+                           req->has_block_shape() ? &req->block_shape() : nullptr,
+                           op, KernelVersions::kCurrent, ""));
     }
     BT_RETURN_IF_ERROR(CheckDeviceName("device_name", req->device_name()));
+    BT_RETURN_IF_ERROR(CheckText("family", req->family(), 0, 64));
     if (!req->arch().empty()) BT_RETURN_IF_ERROR(CheckArch("arch", req->arch()));
+    if (kernel && !req->family().empty() && kernel->family != req->family()) {
+      return InvalidArgument("family '" + req->family() +
+                             "' differs from kernel.family '" + kernel->family +
+                             "'");
+    }
+    BT_RETURN_IF_ERROR(QueryFamilies(context,
+                                     kernel ? kernel->family : req->family(), "")
+                           .status());
 
     // The device: the query answer's, else the one named, else this box's
     // GPU; unknown devices get the generic limits.
     DeviceFingerprint device;
-    if (!xb) {
+    if (!kernel) {
       ValidQuery q;
       q.context = context;
       q.device_name = req->device_name();
+      q.family = req->family();
       q.fallback = true;
       BT_RETURN_IF_ERROR(
           AnswerQuery(q, ctx->deadline(), resp->mutable_query()));
       const v1::TunedAnswer& best = resp->query().answers(0);
-      BT_ASSIGN_OR_RETURN(xb, FromProto(best.block_shape(), "answer"));
+      BT_ASSIGN_OR_RETURN(kernel, FromProto(best.kernel(), op,
+                                            KernelVersions::kCurrent,
+                                            "answer.kernel"));
       if (!best.device().name().empty()) {
         BT_ASSIGN_OR_RETURN(device, FromProto(best.device(), "answer.device"));
       }
@@ -771,12 +1031,15 @@ grpc::Status BlocktuneService::GetKernel(grpc::ServerContext* ctx,
                         "' is not in the store; blocktune devices lists them");
       }
     }
+    const KernelFamily& family = *kernel->Family();
     const KernelLimits limits = LimitsOf(device);
-    if (Status fits = CanImplement(context, *xb, limits); !fits.ok()) {
-      return FailedPrecondition("block_shape " + ToString(*xb) + " cannot run" +
-                                (device.name.empty() ? std::string()
-                                                     : " on " + device.name) +
-                                ": " + fits.message());
+    const Problem problem(context);
+    if (Status fits = family.CanImplement(problem, kernel->params, limits);
+        !fits.ok()) {
+      return FailedPrecondition(
+          kernel->family + " " + family.Format(kernel->params) + " cannot run" +
+          (device.name.empty() ? std::string() : " on " + device.name) + ": " +
+          std::string(fits.message()));
     }
     std::string arch = req->arch();
     if (arch.empty()) {
@@ -784,24 +1047,43 @@ grpc::Status BlocktuneService::GetKernel(grpc::ServerContext* ctx,
                                         std::to_string(device.cc_minor)
                                   : "sm_80";
     }
-    BT_ASSIGN_OR_RETURN(GemmKernel kernel, GenerateKernel(context, *xb, arch));
-    resp->set_ptx(kernel.ptx);
-    resp->set_entry(kernel.entry);
-    for (unsigned d : kernel.grid) resp->add_grid(d);
-    for (unsigned d : kernel.block) resp->add_block(d);
-    resp->set_shared_bytes(GemmSharedBytes(*xb));
-    ToProto(*xb, resp->mutable_block_shape());
-    resp->set_arch(arch);
-    ToProto(EntryParams(OpOf(context)), resp->mutable_params());
-    if (!kernel.reduce_entry.empty()) {
-      resp->set_reduce_entry(kernel.reduce_entry);
-      for (unsigned d : kernel.reduce_grid) resp->add_reduce_grid(d);
-      for (unsigned d : kernel.reduce_block) resp->add_reduce_block(d);
-      ToProto(ReduceParams(), resp->mutable_reduce_params());
+    const int arch_cc = std::atoi(arch.c_str() + 3);
+    if (arch_cc < family.min_compute_capability()) {
+      return FailedPrecondition(
+          "arch " + arch + ": " + kernel->family + " needs compute capability " +
+          std::to_string(family.min_compute_capability() / 10) + "." +
+          std::to_string(family.min_compute_capability() % 10) +
+          " or later (--arch sm_" +
+          std::to_string(family.min_compute_capability()) + ")");
     }
-    resp->set_workspace_bytes(kernel.workspace_bytes);
-    resp->set_vector_a(static_cast<int32_t>(kernel.vector_a));
-    resp->set_vector_b(static_cast<int32_t>(kernel.vector_b));
+    BT_ASSIGN_OR_RETURN(GeneratedKernel k,
+                        family.Generate(problem, kernel->params, arch));
+    resp->set_ptx(k.ptx);
+    resp->set_entry(k.entry);
+    for (unsigned d : k.grid) resp->add_grid(d);
+    for (unsigned d : k.block) resp->add_block(d);
+    ToProto(*kernel, resp->mutable_kernel());
+    resp->set_dtype(ToProto(DTypeOf(context)));
+    if (auto xb = kernel->block_shape()) {
+      ToProto(*xb, resp->mutable_block_shape());
+      resp->set_shared_bytes(GemmSharedBytes(*xb));
+      resp->set_vector_a(static_cast<int32_t>(k.align_a));
+      resp->set_vector_b(static_cast<int32_t>(k.align_b));
+    }
+    resp->set_dynamic_shared_bytes(k.dynamic_shared_bytes);
+    resp->set_arch(arch);
+    ToProto(k.entry_params, resp->mutable_params());
+    if (!k.reduce_entry.empty()) {
+      resp->set_reduce_entry(k.reduce_entry);
+      for (unsigned d : k.reduce_grid) resp->add_reduce_grid(d);
+      for (unsigned d : k.reduce_block) resp->add_reduce_block(d);
+      ToProto(k.reduce_params, resp->mutable_reduce_params());
+    }
+    resp->set_workspace_bytes(k.workspace_bytes);
+    resp->set_counter_offset(k.counter_offset);
+    resp->set_align_a(k.align_a);
+    resp->set_align_b(k.align_b);
+    resp->set_align_bytes(k.align_bytes);
     if (!device.name.empty()) ToProto(device, resp->mutable_device());
     return OkStatus();
   });
@@ -815,10 +1097,15 @@ grpc::Status BlocktuneService::Export(
     BT_RETURN_IF_ERROR(CheckDeviceName("device_name", req->device_name()));
     filter.device_name = req->device_name();
     BT_ASSIGN_OR_RETURN(filter.op, OptionalOp(req->op(), "op"));
-    // blocktune.v1 carries neither family nor generator version: a stale
-    // row exported would come back current, so only current rows of the
-    // block-shape families go out (issue 19 parts 1 and 4).
-    filter.versions = VersionFilter::kCurrent;
+    // Every record names its family and generator version, so stale rows
+    // travel as stale ones when asked for.
+    filter.versions =
+        req->include_stale() ? VersionFilter::kAll : VersionFilter::kCurrent;
+    std::optional<DType> precision;
+    if (req->dtype() != v1::DTYPE_UNSPECIFIED) {
+      BT_ASSIGN_OR_RETURN(precision, FromProto(req->dtype(), "dtype"));
+    }
+    auto wanted = [&](DType d) { return !precision || d == *precision; };
     switch (req->format()) {
       case v1::EXPORT_FORMAT_UNSPECIFIED:
       case v1::EXPORT_FORMAT_DATASET:
@@ -839,7 +1126,7 @@ grpc::Status BlocktuneService::Export(
     });
     BT_ASSIGN_OR_RETURN(auto tuned, store_->ListTuned(filter));
     for (const TunedRecord& t : tuned) {
-      if (!t.kernel.block_shape()) continue;
+      if (!wanted(DTypeOf(t.context))) continue;
       v1::TunedAnswer out;
       ToProto(t, &out);
       BT_RETURN_IF_ERROR(chunker.Add(std::move(out)));
@@ -847,7 +1134,7 @@ grpc::Status BlocktuneService::Export(
     if (req->include_samples()) {
       BT_ASSIGN_OR_RETURN(auto samples, store_->ListSamples(filter));
       for (const SampleRecord& s : samples) {
-        if (!s.kernel.block_shape()) continue;
+        if (!wanted(DTypeOf(s.context))) continue;
         v1::Sample out;
         ToProto(s, &out);
         BT_RETURN_IF_ERROR(chunker.Add(std::move(out)));
@@ -856,7 +1143,7 @@ grpc::Status BlocktuneService::Export(
     if (req->include_models()) {
       BT_ASSIGN_OR_RETURN(auto models, store_->ListModels(filter));
       for (const ModelRecord& m : models) {
-        if (m.family != BlockShapeFamily(m.op).name()) continue;
+        if (!wanted(m.precision)) continue;
         v1::Model out;
         ToProto(m, &out);
         BT_RETURN_IF_ERROR(chunker.Add(std::move(out)));

@@ -101,6 +101,7 @@ class BlocktuneService final : public v1::Blocktune::Service {
   struct ValidQuery {
     Context context;
     std::string device_name;
+    std::string family;  // empty: every family of the precision
     int top = 1;
     bool verify = false;
     bool fallback = false;
@@ -112,9 +113,14 @@ class BlocktuneService final : public v1::Blocktune::Service {
                      std::chrono::system_clock::time_point deadline,
                      v1::QueryResponse* resp);
   // QueryRequest.fallback: the nearest stored context's answer, else a
-  // default block shape; `why` says why nothing better was found.
+  // default configuration (MATCH_STALE when only stale rows exist for the
+  // context); `why` says why nothing better was found.
   Status AnswerFallback(const ValidQuery& q, const std::string& why,
                         v1::QueryResponse* resp);
+  // What the store holds for q's context of older generators only: "" when
+  // nothing, else e.g. "stored answers of gemm.ffma generator version 0
+  // (current: 1)".
+  StatusOr<std::string> StaleNote(const ValidQuery& q);
 
   // The records of a whole streamed import, checked; CANCELLED if the
   // stream ended before the chunk marked commit.

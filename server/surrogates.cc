@@ -1,5 +1,7 @@
 #include "server/surrogates.h"
 
+#include <algorithm>
+
 #include "server/log.h"
 
 namespace blocktune {
@@ -26,16 +28,18 @@ Status SurrogateRegistry::LoadAll() {
   stale.versions = VersionFilter::kStale;
   BT_ASSIGN_OR_RETURN(auto stale_models, store_->ListModels(stale));
   for (const ModelRecord& r : stale_models) {
-    BT_LOG(kInfo) << "model " << r.id << " (" << ToString(r.op) << ", "
-                  << r.device.name << ", " << r.family << ") not loaded: "
-                  << "stale, trained on generator version " << r.data_version;
+    BT_LOG(kInfo) << "model " << r.id << " (" << ToString(r.op) << " "
+                  << ToString(r.precision) << ", " << r.device.name << ", "
+                  << r.family << ") not loaded: stale, trained on generator "
+                  << "version " << r.data_version;
   }
-  // Oldest first, so the newest of each (device, op) stays.
+  // Oldest first, so the newest of each kind stays.
   for (const ModelRecord& r : records) {
     Status s = Add(r);
     if (!s.ok()) {
-      BT_LOG(kWarning) << "model " << r.id << " (" << ToString(r.op) << ", "
-                       << r.device.name << ") not loaded: " << s.ToString();
+      BT_LOG(kWarning) << "model " << r.id << " (" << ToString(r.op) << " "
+                       << ToString(r.precision) << ", " << r.device.name
+                       << ", " << r.family << ") not loaded: " << s.ToString();
     }
   }
   return OkStatus();
@@ -50,11 +54,27 @@ StatusOr<LoadedModel> SurrogateRegistry::Load(const ModelRecord& r,
   };
   auto profile = ProfileForFingerprint(r.device);
   if (!profile.ok()) return invalid(profile.status());
-  auto model =
-      Surrogate::Load(r.op, r.architecture, r.weights, r.normalization);
+  auto family = FindFamily(r.family);
+  if (!family.ok()) return invalid(family.status());
+  if (!(*family)->Implements(r.precision)) {
+    return InvalidArgument("model of " + r.family + " in " +
+                           std::string(ToString(r.precision)) +
+                           ": the family does not implement that precision");
+  }
+  if ((*family)->min_compute_capability() >
+      profile->cc_major * 10 + profile->cc_minor) {
+    return InvalidArgument("model of " + r.family + " for " + r.device.name +
+                           ": the family does not run on compute capability " +
+                           std::to_string(profile->cc_major) + "." +
+                           std::to_string(profile->cc_minor));
+  }
+  auto model = Surrogate::Load(**family, r.precision, r.architecture,
+                               r.weights, r.normalization);
   if (!model.ok()) return invalid(model.status());
   model->UseCuda(use_cuda);
-  LoadedModel loaded{r.id, r.device, r.op,
+  LoadedModel loaded{r.id,           r.device,
+                     r.op,           r.precision,
+                     *family,        r.created_unix,
                      std::make_shared<const BlockSearch>(*model, *profile)};
   BT_RETURN_IF_ERROR(loaded.search->Probe());
   return loaded;
@@ -71,33 +91,45 @@ Status SurrogateRegistry::Add(const ModelRecord& r) {
         " generator version " + std::to_string(r.generator_version) +
         ", data version " + std::to_string(r.data_version));
   }
-  if (r.family != BlockShapeFamily(r.op).name()) {
-    return Unimplemented("model " + std::to_string(r.id) + " is of family " +
-                         r.family + "; only block-shape models load yet");
-  }
   BT_ASSIGN_OR_RETURN(LoadedModel loaded, Load(r, use_cuda_));
-  BT_LOG(kInfo) << "model " << r.id << " loaded: " << ToString(r.op) << " on "
-                << r.device.name << ", " << r.architecture << ", "
-                << loaded.search->grid_size() << " block shapes in range, "
-                << "scoring on "
+  BT_LOG(kInfo) << "model " << r.id << " loaded: " << ToString(r.op) << " "
+                << ToString(r.precision) << " " << r.family << " v"
+                << r.generator_version << " on " << r.device.name << ", "
+                << r.architecture << ", " << loaded.search->grid_size()
+                << " configurations in range, scoring on "
                 << (loaded.search->model().on_cuda() ? "cuda" : "cpu");
   std::lock_guard lock(mu_);
-  LoadedModel& slot = models_[{r.device.name, r.op}];
+  LoadedModel& slot = models_[{r.device.name, r.op, r.precision, r.family}];
   if (slot.id <= r.id) slot = std::move(loaded);
   return OkStatus();
 }
 
-std::optional<LoadedModel> SurrogateRegistry::Find(
-    Op op, std::string_view device_name) const {
+std::vector<LoadedModel> SurrogateRegistry::Find(
+    Op op, DType precision, std::string_view device_name,
+    std::string_view family) const {
   std::lock_guard lock(mu_);
-  const LoadedModel* best = nullptr;
-  for (const auto& [key, m] : models_) {
-    if (key.second != op) continue;
-    if (!device_name.empty() && key.first != device_name) continue;
-    if (!best || m.id > best->id) best = &m;
+  auto matches = [&](const auto& key) {
+    return std::get<1>(key) == op && std::get<2>(key) == precision &&
+           (family.empty() || std::get<3>(key) == family);
+  };
+  std::string device(device_name);
+  if (device.empty()) {
+    // The device of the newest model of this kind.
+    int64_t newest = 0;
+    for (const auto& [key, m] : models_) {
+      if (matches(key) && m.id > newest) {
+        newest = m.id;
+        device = std::get<0>(key);
+      }
+    }
   }
-  if (!best) return std::nullopt;
-  return *best;
+  std::vector<LoadedModel> out;
+  for (const auto& [key, m] : models_) {
+    if (matches(key) && std::get<0>(key) == device) out.push_back(m);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const LoadedModel& a, const LoadedModel& b) { return a.id > b.id; });
+  return out;
 }
 
 int SurrogateRegistry::size() const {

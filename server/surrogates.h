@@ -1,7 +1,8 @@
-// The trained surrogates the daemon answers queries with: the newest model
-// per (device name, op), loaded from the store at start and after every
-// training or import, each with its exhaustive search (models/search.h)
-// ready. Readers take a shared_ptr and never wait for a load.
+// The trained surrogates the daemon answers queries with: the newest current
+// model per (device name, op, precision, family), loaded from the store at
+// start and after every training or import, each with its exhaustive search
+// (models/search.h) ready. Readers take a shared_ptr and never wait for a
+// load.
 #ifndef BLOCKTUNE_SERVER_SURROGATES_H_
 #define BLOCKTUNE_SERVER_SURROGATES_H_
 
@@ -9,6 +10,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <tuple>
+#include <vector>
 #include <string>
 #include <utility>
 
@@ -21,6 +24,9 @@ struct LoadedModel {
   int64_t id = 0;
   DeviceFingerprint device;
   Op op = Op::kGemm;
+  DType precision = DType::kFp32;
+  const KernelFamily* family = nullptr;  // registered
+  int64_t created_unix = 0;
   std::shared_ptr<const BlockSearch> search;
 };
 
@@ -41,17 +47,22 @@ class SurrogateRegistry {
   // saying what is wrong. Import calls it before anything is stored.
   static Status Validate(const ModelRecord& record);
 
-  // Loads the newest valid model of every (device name, op) in the store. A
-  // model that fails Validate (stored by an older blocktuned) is logged and
-  // skipped, and the next older one of its device and op answers; the
-  // daemon still starts.
+  // Loads the newest valid current model of every (device name, op,
+  // precision, family) in the store. A model that fails Validate (stored by
+  // an older blocktuned) is logged and skipped, and the next older one of
+  // its kind answers; the daemon still starts. Stale models (of an older
+  // generator) are counted, never loaded.
   Status LoadAll();
-  // Loads one stored model, replacing an older one of its device and op;
-  // Validate's error if it is not valid, and nothing is replaced.
+  // Loads one stored model, replacing an older one of its kind; Validate's
+  // error if it is not valid, FAILED_PRECONDITION if it is stale, and
+  // nothing is replaced.
   Status Add(const ModelRecord& record);
-  // The newest model for `op` on `device_name`; an empty name takes the
-  // newest model for `op` of any device.
-  std::optional<LoadedModel> Find(Op op, std::string_view device_name) const;
+  // The models that answer (op, precision) on `device_name`, one per
+  // family, newest first; only `family`'s when it is not empty. An empty
+  // device name takes the device of the newest such model.
+  std::vector<LoadedModel> Find(Op op, DType precision,
+                                std::string_view device_name,
+                                std::string_view family = "") const;
   int size() const;
 
  private:
@@ -61,7 +72,9 @@ class SurrogateRegistry {
   TuningStore* const store_;
   const bool use_cuda_;
   mutable std::mutex mu_;
-  std::map<std::pair<std::string, Op>, LoadedModel> models_;
+  // (device name, op, precision, family name)
+  std::map<std::tuple<std::string, Op, DType, std::string>, LoadedModel>
+      models_;
 };
 
 }  // namespace blocktune

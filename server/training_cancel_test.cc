@@ -92,7 +92,7 @@ class TrainingCancelTest : public ::testing::Test {
 
   // The daemon has read the samples and the training loop is running.
   static void WaitForTrainingToStart(const DaemonProcess& d) {
-    ASSERT_TRUE(WaitForLog(d, "training a gemm model", 30)) << d.Log();
+    ASSERT_TRUE(WaitForLog(d, "training a gemm fp32 gemm.ffma model", 30)) << d.Log();
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
 
