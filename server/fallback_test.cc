@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -87,6 +88,47 @@ TEST(FallbackTest, NoDefaultIsFailedPrecondition) {
   EXPECT_EQ(xb.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(xb.status().message().find("grid"), std::string::npos)
       << xb.status().message();
+}
+
+// Issue 19: the nearest context is of the same precision. Before, an fp32
+// answer of the very same shape was "nearest" (distance 0) for a bf16 query.
+TEST(FallbackTest, NearestNeverCrossesPrecisions) {
+  GemmContext fp32{4096, 16, 4096, Layout::kN, Layout::kT, DType::kFp32};
+  GemmContext bf16 = fp32;
+  bf16.dtype = DType::kBf16;
+  EXPECT_EQ(ContextDistance(fp32, fp32), 0);
+  EXPECT_TRUE(std::isinf(ContextDistance(fp32, bf16)));
+
+  const KernelLimits limits = ProfileByName("h100").value().Limits();
+  TunedRecord stored;
+  stored.device.name = "NVIDIA H100 80GB HBM3";
+  stored.context = fp32;
+  stored.kernel = KernelConfig::OfBlockShape(Op::kGemm, {64, 16, 4, 1, 8, 1});
+  stored.measured_s = 1e-4;
+  auto limits_of = [&](const DeviceFingerprint&) { return limits; };
+  EXPECT_FALSE(NearestTuned({stored}, bf16, limits_of).has_value());
+  EXPECT_TRUE(NearestTuned({stored}, fp32, limits_of).has_value());
+
+  // A bf16 answer of gemm.mma is nearest for a bf16 query, and only when
+  // its family is asked for (or any).
+  const KernelFamily& mma = **FindFamily("gemm.mma");
+  GemmContext near = bf16;
+  near.m = 8192;
+  TunedRecord mma_answer = stored;
+  mma_answer.context = near;
+  mma_answer.kernel = KernelConfig::Current(mma, *mma.Default(Problem(near), limits));
+  auto found = NearestTuned({stored, mma_answer}, bf16, limits_of);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->kernel.family, "gemm.mma");
+  EXPECT_FALSE(NearestTuned({stored, mma_answer}, bf16, limits_of, "gemm.ffma"));
+
+  // The default of a precision is its family's.
+  auto fallback = DefaultKernel(bf16, limits);
+  ASSERT_TRUE(fallback.ok()) << fallback.status().ToString();
+  EXPECT_EQ(fallback->family, "gemm.mma");
+  GemmContext fp64 = fp32;
+  fp64.dtype = DType::kFp64;
+  EXPECT_FALSE(DefaultKernel(fp64, limits).ok());
 }
 
 }  // namespace

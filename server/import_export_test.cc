@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <future>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,60 @@ TEST_F(ImportExportTest, DatasetsLargerThanOneMessageTravelInChunks) {
   v1::Dataset again;
   ASSERT_TRUE(ExportDataset(*d->NewStub(), Ctx().get(), req, &again).ok());
   EXPECT_EQ(again.samples_size(), 60000);
+}
+
+// Issue 19 part 4: an import keeps the generator versions it is given
+// (older ones stay stale and never answer), refuses a version newer than
+// this build's generator, and an export with include_stale carries them
+// back out unchanged.
+TEST_F(ImportExportTest, ImportKeepsGeneratorVersionsAndRefusesFutureOnes) {
+  auto d = Start();
+  v1::Dataset data = Samples(2);
+  data.clear_tuned();
+  const int current = BlockShapeFamily(Op::kGemm).version();
+  ASSERT_GE(current, 1);
+  data.mutable_samples(0)->mutable_kernel()->set_generator_version(current - 1);
+  v1::ImportResponse resp;
+  grpc::Status s = ImportDataset(*d->NewStub(), Ctx().get(), data, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  v1::HealthResponse health;
+  ASSERT_TRUE(d->NewStub()->Health(Ctx().get(), {}, &health).ok());
+  EXPECT_EQ(health.samples(), 2);
+  EXPECT_EQ(health.stale_samples(), 1);
+
+  v1::ExportRequest ex;
+  ex.set_include_samples(true);
+  v1::Dataset current_only, all;
+  ASSERT_TRUE(ExportDataset(*d->NewStub(), Ctx().get(), ex, &current_only).ok());
+  EXPECT_EQ(current_only.samples_size(), 1);
+  ex.set_include_stale(true);
+  ASSERT_TRUE(ExportDataset(*d->NewStub(), Ctx().get(), ex, &all).ok());
+  ASSERT_EQ(all.samples_size(), 2);
+  std::multiset<int> versions;
+  for (const v1::Sample& x : all.samples()) {
+    EXPECT_EQ(x.kernel().family(), "gemm.ffma");
+    versions.insert(x.kernel().generator_version());
+  }
+  EXPECT_EQ(versions, (std::multiset<int>{current - 1, current}));
+
+  // A newer blocktune's generator: refused, naming the field; nothing stored.
+  v1::Dataset future = Samples(3, /*batch=*/7);
+  future.clear_tuned();
+  future.mutable_samples(2)->mutable_kernel()->set_generator_version(current + 1);
+  s = ImportDataset(*d->NewStub(), Ctx().get(), future, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("dataset.samples[2].kernel.generator_version"));
+  EXPECT_THAT(s.error_message(), HasSubstr("newer blocktune"));
+  EXPECT_EQ(StoredSamples(*d), 2);
+  // An unknown family, likewise.
+  future.mutable_samples(2)->mutable_kernel()->set_generator_version(current);
+  future.mutable_samples(2)->mutable_kernel()->set_family("gemm.tcgen05");
+  future.mutable_samples(2)->clear_block_shape();
+  s = ImportDataset(*d->NewStub(), Ctx().get(), future, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("dataset.samples[2].kernel.family"));
+  EXPECT_EQ(StoredSamples(*d), 2);
 }
 
 TEST_F(ImportExportTest, AnEmptyExportStillNamesItsFormat) {

@@ -17,6 +17,8 @@
 #include "server/daemon_process.h"
 #include "server/record_convert.h"
 #include "server/store_test_util.h"
+#include "tuner/candidate_stream.h"
+#include "tuner/device_profile.h"
 
 namespace blocktune {
 
@@ -251,6 +253,162 @@ TEST_F(QueryTest, StaleRowsOfAMigratedStoreNeverTrainOrAnswer) {
       d->NewStub()->Query(Ctx().get(), GemmQuery(4096, 16, 4096, 1), &predicted).ok());
   EXPECT_EQ(predicted.source(), v1::QUERY_SOURCE_PREDICTED);
   EXPECT_EQ(predicted.answers(0).model_id(), last.model_id());
+}
+
+// Synthetic gemm.mma bf16 samples: candidates the campaign's sampler would
+// draw on an H100, timed by a toy cost (bigger tiles and more stages are
+// faster, up to 500 Tflop/s), enough for a model to train and answer.
+v1::Dataset Bf16Samples(int count) {
+  auto domain = DefaultDomain(Op::kGemm, DType::kBf16);
+  EXPECT_TRUE(domain.ok()) << domain.status().ToString();
+  auto stream = CandidateStream::Make(*std::move(domain),
+                                      *ProfileByName("h100"), "uniform", 7);
+  EXPECT_TRUE(stream.ok()) << stream.status().ToString();
+  DeviceFingerprint h100;
+  h100.name = "NVIDIA H100 80GB HBM3";
+  h100.cc_major = 9;
+  h100.cc_minor = 0;
+  h100.sm_count = 132;
+  h100.memory_bytes = int64_t{80} << 30;
+  h100.sm_clock_mhz = 1980;
+  h100.memory_clock_mhz = 2619;
+  h100.driver_version = "580.159.04";
+  h100.cuda_version = "13.0";
+  h100.ptxas_version = "13.0";
+  v1::Dataset out;
+  out.set_format("blocktune.dataset.v1");
+  for (int i = 0; i < count; ++i) {
+    auto c = (*stream)->Next();
+    EXPECT_TRUE(c.ok());
+    SampleRecord s;
+    s.device = h100;
+    s.context = c->ctx;
+    s.kernel = KernelConfig::Current(*c->family, c->params);
+    const KernelFamily& f = *c->family;
+    auto p = [&](const char* name) {
+      return static_cast<double>(c->params[f.ParamIndex(name)]);
+    };
+    const double tile = std::min(1.0, p("BM") * p("BN") / (128.0 * 128.0));
+    const double eff = std::sqrt(tile) * std::pow(p("ST") / 5.0, 0.3);
+    s.measurement.status = SampleStatus::kOk;
+    s.measurement.median_s = Flops(s.context) / (5e14 * eff) + 4e-6;
+    s.measurement.repetitions = 10;
+    s.measured_unix = 1795400000 + i;
+    ToProto(s, out.add_samples());
+  }
+  return out;
+}
+
+// Issue 19's three defects, each fixed: a bf16 request is never answered by
+// an fp32 model, an fp32 stored answer or an fp32 nearest context; a bf16
+// model trained on gemm.mma samples answers bf16 queries with gemm.mma
+// kernels, and fp32 queries keep their own model.
+TEST_F(QueryTest, PrecisionsNeverShareModelsAnswersOrFallbacks) {
+  auto d = Start({"--gpus", "none"});
+  ASSERT_TRUE(d->ok());
+  const int64_t fp32_model = ImportAndTrain(*d).back().model_id();
+  ASSERT_GT(fp32_model, 0);
+  // An fp32 answer stored for this shape.
+  v1::QueryResponse fp32;
+  ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), GemmQuery(4096, 16, 4096, 1), &fp32).ok());
+  EXPECT_EQ(fp32.answers(0).kernel().family(), "gemm.ffma");
+
+  v1::QueryRequest bf16 = GemmQuery(4096, 16, 4096, 1);
+  bf16.mutable_context()->mutable_gemm()->set_dtype(v1::DTYPE_BF16);
+  // Was: answered by the fp32 model, then cached under bf16.
+  v1::QueryResponse none;
+  grpc::Status s = d->NewStub()->Query(Ctx().get(), bf16, &none);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("no trained gemm bf16 model"));
+  // Was: the nearest context of any precision (here the fp32 answer of the
+  // very same shape) answered.
+  bf16.set_fallback(true);
+  v1::QueryResponse fell;
+  ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), bf16, &fell).ok());
+  EXPECT_EQ(fell.match(), v1::MATCH_DEFAULT) << fell.DebugString();
+  EXPECT_EQ(fell.answers(0).kernel().family(), "gemm.mma");
+  EXPECT_EQ(fell.answers(0).context().gemm().dtype(), v1::DTYPE_BF16);
+  EXPECT_FALSE(fell.answers(0).has_block_shape());
+  // A precision no family implements is refused naming the field.
+  v1::QueryRequest fp64 = GemmQuery(64, 64, 64, 1);
+  fp64.mutable_context()->mutable_gemm()->set_dtype(v1::DTYPE_FP64);
+  s = d->NewStub()->Query(Ctx().get(), fp64, &none);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("context.gemm.dtype: no kernel family implements gemm "
+                        "in fp64; the gemm families are gemm.ffma (fp32); "
+                        "gemm.mma (bf16, fp16, tf32)"));
+  // A family that does not implement the precision, likewise.
+  bf16.set_family("gemm.ffma");
+  s = d->NewStub()->Query(Ctx().get(), bf16, &none);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("family 'gemm.ffma' is not a gemm "
+                                           "family that implements bf16"));
+  bf16.clear_family();
+
+  // A bf16 gemm.mma model, trained on bf16 samples only.
+  v1::ImportResponse imported;
+  grpc::Status import =
+      ImportDataset(*d->NewStub(), Ctx().get(), Bf16Samples(600), &imported);
+  ASSERT_TRUE(import.ok()) << import.error_message();
+  v1::TrainModelRequest req;
+  req.set_op(v1::OP_GEMM);
+  req.set_dtype(v1::DTYPE_BF16);
+  for (int h : {32, 32}) req.add_hidden_layers(h);
+  req.set_epochs(30);
+  auto ctx = Ctx();
+  auto reader = d->NewStub()->TrainModel(ctx.get(), req);
+  v1::TrainProgress p, last;
+  while (reader->Read(&p)) last = p;
+  s = reader->Finish();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(last.family(), "gemm.mma");
+  EXPECT_EQ(last.dtype(), v1::DTYPE_BF16);
+  ASSERT_GT(last.model_id(), fp32_model);
+
+  bf16.set_fallback(false);
+  bf16.set_top(3);
+  v1::QueryResponse predicted;
+  ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), bf16, &predicted).ok());
+  EXPECT_EQ(predicted.source(), v1::QUERY_SOURCE_PREDICTED) << predicted.DebugString();
+  ASSERT_EQ(predicted.answers_size(), 3);
+  for (const v1::TunedAnswer& a : predicted.answers()) {
+    EXPECT_EQ(a.kernel().family(), "gemm.mma");
+    EXPECT_EQ(a.kernel().generator_version(), (*FindFamily("gemm.mma"))->version());
+    EXPECT_EQ(a.kernel().params_size(), 9);
+    EXPECT_EQ(a.model_id(), last.model_id());
+    EXPECT_EQ(a.context().gemm().dtype(), v1::DTYPE_BF16);
+  }
+  // The fp32 query keeps its fp32 answer and model.
+  v1::QueryResponse again;
+  ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), GemmQuery(4096, 16, 4096, 1), &again).ok());
+  EXPECT_EQ(again.answers(0).model_id(), fp32_model);
+  EXPECT_EQ(again.answers(0).kernel().family(), "gemm.ffma");
+
+  // GetKernel of the bf16 answer: gemm.mma PTX with its launch facts.
+  v1::GetKernelRequest kr;
+  *kr.mutable_context() = bf16.context();
+  v1::GetKernelResponse kernel;
+  ASSERT_TRUE(d->NewStub()->GetKernel(Ctx().get(), kr, &kernel).ok());
+  EXPECT_EQ(kernel.kernel().family(), "gemm.mma");
+  EXPECT_EQ(kernel.kernel().DebugString(),
+            predicted.answers(0).kernel().DebugString());
+  EXPECT_NE(kernel.ptx().find("mma.sync"), std::string::npos);
+  EXPECT_GT(kernel.dynamic_shared_bytes(), 0);
+  EXPECT_EQ(kernel.dtype(), v1::DTYPE_BF16);
+  EXPECT_FALSE(kernel.has_block_shape());
+
+  // Export keeps family, version and precision; the model says which.
+  v1::ExportRequest ex;
+  ex.set_include_models(true);
+  ex.set_dtype(v1::DTYPE_BF16);
+  v1::Dataset exported;
+  ASSERT_TRUE(ExportDataset(*d->NewStub(), Ctx().get(), ex, &exported).ok());
+  ASSERT_EQ(exported.models_size(), 1);
+  EXPECT_EQ(exported.models(0).family(), "gemm.mma");
+  EXPECT_EQ(exported.models(0).dtype(), v1::DTYPE_BF16);
+  for (const v1::TunedAnswer& t : exported.tuned())
+    EXPECT_EQ(t.context().gemm().dtype(), v1::DTYPE_BF16);
 }
 
 TEST_F(QueryTest, TrainModelRejectsBadRequestsByField) {

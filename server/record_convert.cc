@@ -34,8 +34,12 @@ StatusOr<KernelConfig> FromProto(const v1::KernelConfig& p, Op op,
   }
   KernelConfig k;
   k.family = p.family();
+  // In a request 0 means the current version; a dataset's record keeps
+  // what it says (0: measured before versions were recorded, stale).
   k.generator_version =
-      p.generator_version() == 0 ? family.version() : p.generator_version();
+      p.generator_version() == 0 && versions == KernelVersions::kCurrent
+          ? family.version()
+          : p.generator_version();
   const std::string version_field = JoinField(field, "generator_version");
   if (k.generator_version < 0 || k.generator_version > family.version()) {
     return InvalidArgument(

@@ -19,7 +19,8 @@ enum class KernelVersions {
 
 void ToProto(const KernelConfig& k, v1::KernelConfig* out);
 // The family must be registered and of `op`; parameters by the family's
-// names, each once; generator_version 0 means the current one.
+// names, each once. With kCurrent, generator_version 0 means the current
+// one; with kKept it is version 0 (the first generators, stale).
 StatusOr<KernelConfig> FromProto(const v1::KernelConfig& k, Op op,
                                  KernelVersions versions,
                                  std::string_view field);
