@@ -264,17 +264,7 @@ v1::Dataset Bf16Samples(int count) {
   auto stream = CandidateStream::Make(*std::move(domain),
                                       *ProfileByName("h100"), "uniform", 7);
   EXPECT_TRUE(stream.ok()) << stream.status().ToString();
-  DeviceFingerprint h100;
-  h100.name = "NVIDIA H100 80GB HBM3";
-  h100.cc_major = 9;
-  h100.cc_minor = 0;
-  h100.sm_count = 132;
-  h100.memory_bytes = int64_t{80} << 30;
-  h100.sm_clock_mhz = 1980;
-  h100.memory_clock_mhz = 2619;
-  h100.driver_version = "580.159.04";
-  h100.cuda_version = "13.0";
-  h100.ptxas_version = "13.0";
+  const DeviceFingerprint h100 = TestDevice("NVIDIA H100 80GB HBM3");
   v1::Dataset out;
   out.set_format("blocktune.dataset.v1");
   for (int i = 0; i < count; ++i) {
