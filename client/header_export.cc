@@ -3,331 +3,25 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <optional>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
+#include "client/header_model.h"
+#include "client/header_text.h"
 #include "kernels/block_shape.h"
-#include "kernels/gemm_mma_ptx.h"
 #include "kernels/operation.h"
-#include "models/surrogate.pb.h"
-#include "proto/convert.h"
 #include "tuner/device_profile.h"
-#include "tuner/sampler.h"
 
 namespace blocktune {
 namespace {
-
-// The precisions a header can name, in the order of its DType enum.
-constexpr DType kPrecisions[] = {DType::kFp32, DType::kTf32, DType::kBf16,
-                                 DType::kFp16};
-
-// What every exported header shares; guarded so that a GEMM and a
-// convolution header can be included in one translation unit. V2: configs
-// of any kernel family, and precisions (V1 had block shapes of fp32 only;
-// headers of the two versions do not mix).
-constexpr char kCommon[] = R"(#ifndef BLOCKTUNE_TUNED_COMMON_V2_
-#define BLOCKTUNE_TUNED_COMMON_V2_
-namespace blocktune {
-namespace tuned {
-
-// x_B of thesis 4.1, the parameters of the CUDA-core families gemm.ffma and
-// conv.ffma: an ml x nl block of C per program, ms x ns per thread, u the
-// reduction step staged in shared memory, kg programs per reduction.
-struct BlockShape {
-  int @BLOCK_FIELDS@;
-};
-
-// How a returned configuration matches the shape asked for.
-enum class Match {
-  kExact,      // exported for exactly this shape and precision
-  kPredicted,  // the embedded models' fastest candidate for this shape
-  kNearest,    // exported for the nearest shape (distance below)
-  kDefault,    // nothing fits: an untuned default
-};
-
-// Storage of A and B in C = op(A) * op(B): N as given, T transposed.
-enum class Layout { NN, NT, TN, TT };
-
-// The precision: kFp32 fp32 in and out on CUDA cores (FFMA); kTf32 fp32 in
-// and out, tensor-core math on tf32-rounded inputs; kBf16, kFp16 that type
-// in and out, fp32 accumulate.
-enum class DType { kFp32, kTf32, kBf16, kFp16 };
-
-inline constexpr int kMaxParams = @MAX_PARAMS@;
-
-// A kernel configuration: its family (`blocktune families`), the generator
-// version it was tuned with, and its parameters by name. `family` is null
-// only where the header has no configuration for the precision asked.
-struct Config {
-  BlockShape block;  // gemm.ffma and conv.ffma: the parameters; else zeros
-  Match match;
-  // kExact: the exported answer's time (measured, else predicted);
-  // kPredicted: the model's prediction for this shape; else 0.
-  double seconds;
-  const char* family;               // "gemm.ffma", "gemm.mma", ...
-  int version;                      // generator version
-  int param_count;
-  const char* const* param_names;   // [param_count], as the family names them
-  std::int64_t params[kMaxParams];  // [param_count], in that order
-
-  // The value of the parameter named `name` (as in param_names); -1 if the
-  // family has none of that name.
-  std::int64_t param(const char* name) const {
-    for (int i = 0; i < param_count; ++i)
-      if (std::strcmp(param_names[i], name) == 0) return params[i];
-    return -1;
-  }
-};
-
-// A convolution, NHWC input, KRSC filter.
-struct ConvShape {
-  std::int64_t n = 1, h = 0, w = 0, c = 0, k = 0, r = 3, s = 3;
-  std::int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1;
-  std::int64_t dilation_h = 1, dilation_w = 1;
-};
-
-namespace detail {
-
-// How the header checks a family's rules (Fits below).
-enum class Kind { kFfma, kMma };
-
-struct Family {
-  const char* name;
-  int version;  // the generator version the rules below are of
-  int param_count;
-  const char* const* param_names;
-  const bool* log_feature;  // per parameter: the model sees log2, else the value
-  Kind kind;
-  // Positions of M_L, N_L, U and K_G among the parameters, and of the
-  // K_G sum's choice (-1: none; then K_G partial sums of M x N).
-  int tile_m, tile_n, step_k, split_k, split_reduce;
-};
-
-// A configuration of families[family]; `rules` has bit RuleClass(problem)
-// set where the family's device rules (threads, shared memory, registers
-// ...) accept it on the exporting device.
-struct ConfigRow {
-  int family;  // -1 ends a table
-  std::int64_t params[kMaxParams];
-  std::uint64_t rules;
-};
-
-struct Candidate {
-  DType dtype;
-  ConfigRow config;
-};
-
-// A problem as the implicit GEMM the kernels compute.
-struct GemmView {
-  std::int64_t m, n, k;
-  bool a_t, b_t;
-  DType dtype;
-};
-
-// The daemon's sizes (kernels/family.h WorkingSetBytes, tuner/sampler.h):
-// one of the K_G partial sums, and the memory a benchmark's working set may
-// take (or the operands alone when larger).
-constexpr double kPartialSumBytes = @PARTIAL_SUM_BYTES@;
-constexpr double kMaxWorkingSetBytes = @MAX_WORKING_SET_BYTES@;
-// gemm.mma's in-kernel K_G tree: counters per tile beyond K_G.
-constexpr double kSplitCounterPad = @SPLIT_COUNTER_PAD@;
-
-inline double ElementBytes(DType d) {
-  return @ELEMENT_BYTES@;
-}
-
-inline double SqLog2Ratio(double a, double b) {
-  const double r = std::log2(a) - std::log2(b);
-  return r * r;
-}
-
-inline float Log2f(std::int64_t v) {
-  return static_cast<float>(std::log2(static_cast<double>(v)));
-}
-
-inline std::int64_t CeilDiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-
-// Bytes per copy of an operand whose rows are `ld` elements (gemm.mma).
-inline std::int64_t CopyBytes(std::int64_t ld, std::int64_t element_bytes) {
-  std::int64_t w = 16;
-  while (w > element_bytes && (ld * element_bytes) % w != 0) w /= 2;
-  return w;
-}
-
-inline int Log2Index(std::int64_t v) {  // 2 -> 0, 4 -> 1, 8 -> 2, 16 -> 3
-  int i = 0;
-  while (v > 2) {
-    v /= 2;
-    ++i;
-  }
-  return i;
-}
-
-// The class of a problem a family's device rules see: gemm.mma's register
-// estimate depends on the operands' layouts and copy widths (the tight
-// leading dimensions' alignment); the other families' device rules on none.
-inline int RuleClass(const Family& f, const GemmView& g) {
-  if (f.kind != Kind::kMma) return 0;
-  const auto es = static_cast<std::int64_t>(ElementBytes(g.dtype));
-  const std::int64_t lda = g.a_t ? g.m : g.k;
-  const std::int64_t ldb = g.b_t ? g.k : g.n;
-  return (g.a_t ? 32 : 0) + (g.b_t ? 16 : 0) + 4 * Log2Index(CopyBytes(lda, es)) +
-         Log2Index(CopyBytes(ldb, es));
-}
-
-// The K_G partial sums' workspace (each family's Shape().workspace_bytes).
-inline double WorkspaceBytes(const Family& f, const ConfigRow& c, const GemmView& g) {
-  const std::int64_t kg = c.params[f.split_k];
-  if (kg <= 1) return 0;
-  if (f.split_reduce >= 0 && c.params[f.split_reduce] == 1) {
-    const double tiles = double(CeilDiv(g.m, c.params[f.tile_m])) *
-                         double(CeilDiv(g.n, c.params[f.tile_n]));
-    return tiles * double(kg) * double(c.params[f.tile_m]) *
-               double(c.params[f.tile_n]) * kPartialSumBytes +
-           tiles * (double(kg) + kSplitCounterPad) * 4.0;
-  }
-  return kPartialSumBytes * double(kg) * double(g.m) * double(g.n);
-}
-
-// Whether a configuration can run for the problem: a split leaves every
-// program at least one reduction step, the grid fits, and the device
-// rules hold -- what the daemon's default requires.
-inline bool Runs(const Family& f, const ConfigRow& c, const GemmView& g) {
-  const std::int64_t tile_m = c.params[f.tile_m], tile_n = c.params[f.tile_n];
-  const std::int64_t kg = c.params[f.split_k], step = c.params[f.step_k];
-  if (kg > 1 && kg * step > g.k) return false;
-  if (f.kind == Kind::kFfma) {
-    if (CeilDiv(g.n, tile_n) > 65535 || CeilDiv(g.m, tile_m) > 2147483647) return false;
-  } else {
-    if (CeilDiv(g.m, tile_m) * CeilDiv(g.n, tile_n) > 2147483647 || kg > 65535)
-      return false;
-  }
-  return ((c.rules >> RuleClass(f, g)) & 1u) != 0;
-}
-
-// Runs, and the K_G partial sums fit in memory beside operands of
-// `operand_bytes` (1 GiB in all, or the operands alone when larger) --
-// the rules the daemon's search applies beyond the context-free ones.
-inline bool Fits(const Family& f, const ConfigRow& c, const GemmView& g,
-                 double operand_bytes) {
-  if (!Runs(f, c, g)) return false;
-  const double limit =
-      operand_bytes > kMaxWorkingSetBytes ? operand_bytes : kMaxWorkingSetBytes;
-  return operand_bytes + WorkspaceBytes(f, c, g) <= limit;
-}
-
-inline Config MakeConfig(const Family* families, const ConfigRow& row, Match match,
-                         double seconds, int version) {
-  Config c{};
-  const Family& f = families[row.family];
-  c.match = match;
-  c.seconds = seconds;
-  c.family = f.name;
-  c.version = version;
-  c.param_count = f.param_count;
-  c.param_names = f.param_names;
-  for (int i = 0; i < f.param_count; ++i) c.params[i] = row.params[i];
-  if (f.kind == Kind::kFfma) {
-    c.block = {int(row.params[0]), int(row.params[1]), int(row.params[2]),
-               int(row.params[3]), int(row.params[4]), int(row.params[5])};
-  }
-  return c;
-}
-
-// The family named `name` among `families` (ended by a null name); -1 if none.
-inline int FamilyIndex(const Family* families, const char* name) {
-  if (name == nullptr) return -1;
-  for (int i = 0; families[i].name != nullptr; ++i)
-    if (std::strcmp(families[i].name, name) == 0) return i;
-  return -1;
-}
-
-// The model's input for a configuration: one feature per parameter (log2,
-// or the value), as KernelFamily::ParamFeatures computes it.
-inline void ParamFeatures(const Family& f, const std::int64_t* params, float* out) {
-  for (int i = 0; i < f.param_count; ++i)
-    out[i] = f.log_feature[i] ? Log2f(params[i]) : static_cast<float>(params[i]);
-}
-
-struct MlpLayer {
-  int inputs, outputs;
-  const float* weight;  // [outputs][inputs]
-  const float* bias;
-};
-
-// The surrogate: normalized features through ReLU layers (none after the
-// last), in float, summing inputs in order, as blocktuned does.
-inline float Mlp(const MlpLayer* layers, int count, const float* features,
-                 const float* mean, const float* stddev, int inputs) {
-  float a[1024], b[1024];
-  for (int i = 0; i < inputs; ++i) a[i] = (features[i] - mean[i]) / stddev[i];
-  float* in = a;
-  float* out = b;
-  for (int l = 0; l < count; ++l) {
-    const MlpLayer& layer = layers[l];
-    for (int o = 0; o < layer.outputs; ++o) {
-      const float* w = layer.weight + static_cast<std::size_t>(o) * layer.inputs;
-      float sum = layer.bias[o];
-      for (int i = 0; i < layer.inputs; ++i) sum += w[i] * in[i];
-      out[o] = (l + 1 < count && sum < 0.f) ? 0.f : sum;
-    }
-    float* t = in;
-    in = out;
-    out = t;
-  }
-  return in[0];
-}
-
-// An embedded model: the surrogate of (dtype, families[family]); ln_flops
-// maps its features to ln(flop/s). family -1 ends a table.
-struct Model {
-  DType dtype;
-  int family;
-  float (*ln_flops)(const float* features);
-};
-
-}  // namespace detail
-}  // namespace tuned
-}  // namespace blocktune
-#endif  // BLOCKTUNE_TUNED_COMMON_V2_
-)";
-
-std::string Hex(float v) {
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), "%af", static_cast<double>(v));
-  return buf;
-}
 
 std::string Num(double v) {
   char buf[48];
   std::snprintf(buf, sizeof(buf), "%.6g", v);
   return buf;
 }
-
-void ReplaceAll(std::string* text, const std::string& from, const std::string& to) {
-  for (size_t at = text->find(from); at != std::string::npos;
-       at = text->find(from, at + to.size())) {
-    text->replace(at, from.size(), to);
-  }
-}
-
-std::string DTypeEnum(DType d) {
-  switch (d) {
-    case DType::kTf32:
-      return "DType::kTf32";
-    case DType::kBf16:
-      return "DType::kBf16";
-    case DType::kFp16:
-      return "DType::kFp16";
-    default:
-      return "DType::kFp32";
-  }
-}
-
-// "Fp32", "Bf16": part of identifiers.
-std::string DTypeIdent(DType d) { return DTypeEnum(d).substr(8); }
 
 // "gemm.mma" -> "GemmMma".
 std::string FamilyIdent(std::string_view name) {
@@ -342,32 +36,6 @@ std::string FamilyIdent(std::string_view name) {
     upper = false;
   }
   return out;
-}
-
-// kCommon with the block-shape families' names and the daemon's sizes
-// filled in (the same for both ops, as the shared guard requires).
-std::string Common() {
-  const KernelFamily& family = BlockShapeFamily(Op::kGemm);
-  std::string fields;
-  for (const ParamSpec& spec : family.params())
-    fields += (fields.empty() ? "" : ", ") + spec.LowerName();
-  char limit[32];
-  std::snprintf(limit, sizeof(limit), "%.1f", double(kDefaultMaxBytes));
-  std::string bytes;
-  for (DType d : kPrecisions) {
-    if (d == DType::kFp32) continue;
-    bytes += "d == " + DTypeEnum(d) + " ? " + std::to_string(SizeOf(d)) + ".0 : ";
-  }
-  bytes += std::to_string(SizeOf(DType::kFp32)) + ".0";
-  std::string text = kCommon;
-  ReplaceAll(&text, "@BLOCK_FIELDS@", fields);
-  ReplaceAll(&text, "@MAX_PARAMS@", std::to_string(kMaxFamilyParams));
-  ReplaceAll(&text, "@PARTIAL_SUM_BYTES@", "4.0");  // fp32 sums, every family
-  ReplaceAll(&text, "@MAX_WORKING_SET_BYTES@", limit);
-  ReplaceAll(&text, "@SPLIT_COUNTER_PAD@",
-             std::to_string(mma_internal::kSplitCounterPad) + ".0");
-  ReplaceAll(&text, "@ELEMENT_BYTES@", bytes);
-  return text;
 }
 
 // How the header writes a family's rules (detail::Family), or why it cannot.
@@ -442,8 +110,7 @@ class HeaderFamilies {
   // computes) depends on the problem only through the precision, the
   // layouts and the copy widths CopyBytes(lda), CopyBytes(ldb)
   // (kernels/gemm_mma.cc MakeTiling): each class is evaluated on one
-  // problem with those. The ffma families' device rules that look at no
-  // problem (threads, shared memory, instruction cache) give all or none.
+  // problem with those. The ffma families' device rules give all or none.
   StatusOr<std::string> Row(int index, DType precision, const Params& params) {
     const KernelFamily& f = *used_[index];
     BT_RETURN_IF_ERROR(f.ValidateParams(params, "config"));
@@ -458,10 +125,28 @@ class HeaderFamilies {
       }
       mask = ~uint64_t{0};
     } else if (!mma) {
+      // The ffma families' register estimate depends on the op alone
+      // (kernels/gemm_ptx.cc KernelRegisterEstimate); "grid" the header
+      // computes, and "addressing" looks at the problem alone.
+      Problem problem;
+      if (op_ == Op::kGemm) {
+        GemmContext g;
+        g.m = g.n = g.k = 1024;
+        problem = Problem(g);
+      } else {
+        ConvContext c;
+        c.n = 1;
+        c.h = c.w = 56;
+        c.c = c.k = 64;
+        c.r = c.s = 3;
+        c.pad_h = c.pad_w = 1;
+        problem = Problem(c);
+      }
       bool ok = true;
-      const Problem any;
-      for (int r = 0; r < static_cast<int>(f.rules().size()); ++r)
-        if (!f.RuleUsesProblem(r)) ok = ok && f.Passes(r, any, params, *limits_);
+      for (int r = 0; ok && r < static_cast<int>(f.rules().size()); ++r) {
+        if (f.rules()[r] != "grid" && f.rules()[r] != "addressing")
+          ok = f.Passes(r, problem, params, *limits_);
+      }
       mask = ok ? ~uint64_t{0} : 0;
     } else {
       const int64_t es = SizeOf(precision);
@@ -576,140 +261,6 @@ const char* LayoutName(const GemmContext& g) {
   return kNames[g.layout_a == Layout::kT][g.layout_b == Layout::kT];
 }
 
-// `name`[] as a float array, eight values a line.
-void FloatArray(std::ostream& out, const std::string& name,
-                const google::protobuf::RepeatedField<float>& values) {
-  out << "inline constexpr float " << name << "[] = {";
-  for (int i = 0; i < values.size(); ++i) {
-    out << (i % 8 == 0 ? "\n    " : " ") << Hex(values.Get(i)) << ",";
-  }
-  out << "};\n";
-}
-
-// One network of an embedded model: its arrays, and `<name>Layers`,
-// `<name>Mean`, ...
-Status WriteNetwork(std::ostream& out, const v1::Model& model,
-                    const KernelFamily& family, const std::string& name,
-                    const models::Weights& weights,
-                    const models::Normalization& norm, int* inputs_out) {
-  const int inputs = norm.features_size();
-  const std::vector<std::string> expected = family.FeatureNames();
-  const std::string id = "model " + std::to_string(model.id());
-  if (weights.format() != "blocktune.mlp.v1" || weights.layers().empty() ||
-      norm.target() != "ln(flop/s)") {
-    return InvalidArgument(id + ": weights do not parse as blocktune.mlp.v1");
-  }
-  bool same = inputs == static_cast<int>(expected.size());
-  for (int i = 0; same && i < inputs; ++i) same = norm.features(i) == expected[i];
-  if (!same || norm.mean_size() != inputs || norm.stddev_size() != inputs ||
-      weights.layers(0).inputs() != inputs) {
-    return InvalidArgument(id + " takes " + std::to_string(inputs) +
-                           " features; the header computes " + std::string(family.name()) +
-                           "'s " + std::to_string(expected.size()) +
-                           " (KernelFamily::FeatureNames)");
-  }
-  int previous = inputs;
-  for (const models::Layer& l : weights.layers()) {
-    if (l.inputs() != previous || l.outputs() < 1 || l.outputs() > 1024 ||
-        l.weight_size() != l.inputs() * l.outputs() || l.bias_size() != l.outputs()) {
-      return InvalidArgument(id + ": inconsistent layer sizes");
-    }
-    previous = l.outputs();
-  }
-  if (previous != 1) return InvalidArgument(id + ": the last layer must have one output");
-  const std::string& p = name;
-  FloatArray(out, p + "Mean", norm.mean());
-  FloatArray(out, p + "Stddev", norm.stddev());
-  for (int l = 0; l < weights.layers_size(); ++l) {
-    FloatArray(out, p + "W" + std::to_string(l), weights.layers(l).weight());
-    FloatArray(out, p + "B" + std::to_string(l), weights.layers(l).bias());
-  }
-  out << "inline constexpr MlpLayer " << p << "Layers[] = {\n";
-  for (int l = 0; l < weights.layers_size(); ++l) {
-    out << "    {" << weights.layers(l).inputs() << ", "
-        << weights.layers(l).outputs() << ", " << p << "W" << l << ", " << p << "B"
-        << l << "},\n";
-  }
-  out << "};\n";
-  // Full precision for the target's scale: it enters every prediction.
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.17g", norm.target_mean());
-  out << "inline constexpr double " << p << "TargetMean = " << buf << ";\n";
-  std::snprintf(buf, sizeof(buf), "%.17g", norm.target_std());
-  out << "inline constexpr double " << p << "TargetStd = " << buf << ";\n";
-  *inputs_out = inputs;
-  return OkStatus();
-}
-
-// The expression of one network's ln(flop/s), as the daemon computes it
-// (models/surrogate.cc): float(y * std + mean).
-std::string NetworkLnFlops(const std::string& p, int layers, int inputs) {
-  return "static_cast<float>(Mlp(" + p + "Layers, " + std::to_string(layers) +
-         ", features, " + p + "Mean, " + p + "Stddev, " +
-         std::to_string(inputs) + ") * " + p + "TargetStd + " + p +
-         "TargetMean)";
-}
-
-struct ModelKey {
-  DType precision;
-  const KernelFamily* family;
-};
-
-StatusOr<ModelKey> KeyOf(const v1::Model& m, Op op) {
-  BT_ASSIGN_OR_RETURN(DType precision, ContextDTypeFromProto(m.dtype(), "model.dtype"));
-  const KernelFamily* family = &BlockShapeFamily(op);
-  if (!m.family().empty()) {
-    BT_ASSIGN_OR_RETURN(family, FindFamily(m.family()));
-  }
-  return ModelKey{precision, family};
-}
-
-// An embedded model: its arrays and `<prefix>LnFlops`. An ensemble's
-// prediction is the mean of its members', added in member order, as the
-// daemon adds them.
-Status WriteModel(std::ostream& out, const v1::Model& model,
-                  const KernelFamily& family, const std::string& p) {
-  models::Weights weights;
-  models::Normalization norm;
-  if (!weights.ParseFromString(model.weights()) ||
-      !norm.ParseFromString(model.normalization())) {
-    return InvalidArgument("model " + std::to_string(model.id()) +
-                           ": weights or normalization do not parse");
-  }
-  const bool ensemble = weights.format() == "blocktune.mlp-ensemble.v1";
-  const int members = ensemble ? weights.members_size() : 1;
-  if (ensemble && (members < 2 || weights.member_normalizations_size() != members)) {
-    return InvalidArgument("model " + std::to_string(model.id()) +
-                           ": an ensemble needs 2 or more members, each with "
-                           "its normalization");
-  }
-  out << "\n// The surrogate f(x_B, x_C) of " << family.name() << ": model " << model.id()
-      << ", hidden layers " << model.architecture();
-  if (ensemble) out << ", the mean of " << members << " networks";
-  out << ". Inputs:";
-  for (const std::string& f : family.FeatureNames()) out << " " << f;
-  out << ".\n// Output: normalized ln(flop/s).\n";
-  std::vector<std::string> terms;
-  for (int m = 0; m < members; ++m) {
-    const std::string name = ensemble ? p + "M" + std::to_string(m) : p;
-    const models::Weights& w = ensemble ? weights.members(m) : weights;
-    const models::Normalization& n =
-        ensemble ? weights.member_normalizations(m) : norm;
-    int inputs = 0;
-    BT_RETURN_IF_ERROR(WriteNetwork(out, model, family, name, w, n, &inputs));
-    terms.push_back(NetworkLnFlops(name, w.layers_size(), inputs));
-  }
-  out << "inline float " << p.substr(1) << "LnFlops(const float* features) {\n";
-  if (!ensemble) {
-    out << "  return " << terms[0] << ";\n}\n";
-    return OkStatus();
-  }
-  out << "  float sum = " << terms[0] << ";\n";
-  for (int m = 1; m < members; ++m) out << "  sum += " << terms[m] << ";\n";
-  out << "  return sum / " << members << ".0f;\n}\n";
-  return OkStatus();
-}
-
 void WriteProvenance(std::ostream& out, const HeaderSpec& spec,
                      const std::vector<const v1::Model*>& models,
                      const std::string& file_op, const std::string& precisions) {
@@ -726,7 +277,7 @@ void WriteProvenance(std::ostream& out, const HeaderSpec& spec,
       << "// ptxas:   " << (d.ptxas_version().empty() ? "unknown" : d.ptxas_version()) << "\n";
   if (models.empty()) out << "// model:   none (exported without --with-model)\n";
   for (const v1::Model* m : models) {
-    auto key = KeyOf(*m, spec.op);
+    auto key = HeaderModelKey(*m, spec.op);
     out << "// model:   " << m->id() << " (hidden layers " << m->architecture()
         << ", libtorch "
         << (m->libtorch_version().empty() ? "?" : m->libtorch_version()) << ", "
@@ -751,69 +302,6 @@ void WriteProvenance(std::ostream& out, const HeaderSpec& spec,
       << "//\n";
 }
 
-// The lookup's body after the exact match, shared by both ops: `view`,
-// `operands`, `families`, `dtype` and `predict(row)` are in scope.
-std::string LookupBody(const std::string& op, bool models, const std::string& distance) {
-  std::string out = R"(  auto fits = [&](const detail::ConfigRow& row) {
-    return detail::Fits(detail::k@OpFamilies[row.family], row, view, operands);
-  };
-)";
-  if (models) {
-    out += R"(  // The models' fastest candidate, over the precision's families.
-  const detail::Candidate* best = nullptr;
-  double best_seconds = 0;
-  for (const detail::Model* model = detail::k@OpModels; model->family >= 0; ++model) {
-    if (model->dtype != dtype) continue;
-    for (const detail::Candidate* c = detail::k@OpCandidates; c->config.family >= 0; ++c) {
-      if (c->dtype != dtype || c->config.family != model->family || !fits(c->config))
-        continue;
-      const double s = predict(*model, c->config);
-      if (best == nullptr || s < best_seconds) {
-        best = c;
-        best_seconds = s;
-      }
-    }
-  }
-  if (best != nullptr) {
-    return detail::MakeConfig(detail::k@OpFamilies, best->config, Match::kPredicted,
-                              best_seconds,
-                              detail::k@OpFamilies[best->config.family].version);
-  }
-)";
-  }
-  out += R"(  const detail::@OpEntry* nearest = nullptr;
-  double nearest_distance = 0;
-  for (const detail::@OpEntry* e = detail::k@OpEntries; e->config.family >= 0; ++e) {
-    if (e->dtype != dtype || !fits(e->config)) continue;
-    const double d = @DISTANCE@;
-    if (nearest == nullptr || d < nearest_distance) {
-      nearest = e;
-      nearest_distance = d;
-    }
-  }
-  if (nearest != nullptr) {
-    return detail::MakeConfig(detail::k@OpFamilies, nearest->config, Match::kNearest,
-                              0.0, nearest->version);
-  }
-  const detail::Candidate* fallback = nullptr;
-  for (const detail::Candidate* c = detail::k@OpDefaults; c->config.family >= 0; ++c) {
-    if (c->dtype != dtype) continue;
-    if (fallback == nullptr) fallback = c;
-    if (detail::Runs(detail::k@OpFamilies[c->config.family], c->config, view)) {
-      fallback = c;
-      break;
-    }
-  }
-  if (fallback == nullptr) return Config{};  // no family of this precision
-  return detail::MakeConfig(detail::k@OpFamilies, fallback->config, Match::kDefault,
-                            0.0, detail::k@OpFamilies[fallback->config.family].version);
-}
-)";
-  ReplaceAll(&out, "@DISTANCE@", distance);
-  ReplaceAll(&out, "@Op", op);
-  return out;
-}
-
 }  // namespace
 
 StatusOr<std::string> WriteTunedHeader(const HeaderSpec& spec) {
@@ -826,11 +314,11 @@ StatusOr<std::string> WriteTunedHeader(const HeaderSpec& spec) {
 
   // Models: one per (precision, family), in precision then family order.
   std::vector<const v1::Model*> models;
-  std::vector<ModelKey> model_keys;
+  std::vector<HeaderModel> model_keys;
   {
     std::map<std::pair<int, std::string>, const v1::Model*> by_key;
     for (const v1::Model& m : spec.models) {
-      BT_ASSIGN_OR_RETURN(ModelKey key, KeyOf(m, spec.op));
+      BT_ASSIGN_OR_RETURN(HeaderModel key, HeaderModelKey(m, spec.op));
       if (key.family->op() != spec.op || !key.family->Implements(key.precision)) {
         return InvalidArgument("model " + std::to_string(m.id()) + " of " +
                                std::string(key.family->name()) + " " +
@@ -838,8 +326,8 @@ StatusOr<std::string> WriteTunedHeader(const HeaderSpec& spec) {
                                std::string(ToString(spec.op)) + " header");
       }
       const int order = static_cast<int>(
-          std::find(std::begin(kPrecisions), std::end(kPrecisions), key.precision) -
-          std::begin(kPrecisions));
+          std::find(std::begin(kHeaderPrecisions), std::end(kHeaderPrecisions), key.precision) -
+          std::begin(kHeaderPrecisions));
       auto [it, fresh] = by_key.emplace(
           std::pair{order, std::string(key.family->name())}, &m);
       if (!fresh) {
@@ -851,7 +339,7 @@ StatusOr<std::string> WriteTunedHeader(const HeaderSpec& spec) {
     }
     for (const auto& [key, m] : by_key) {
       models.push_back(m);
-      model_keys.push_back(*KeyOf(*m, spec.op));
+      model_keys.push_back(*HeaderModelKey(*m, spec.op));
     }
   }
 
@@ -865,18 +353,18 @@ StatusOr<std::string> WriteTunedHeader(const HeaderSpec& spec) {
     }
     precisions.insert(DTypeOf(e.context));
   }
-  for (const ModelKey& k : model_keys) precisions.insert(k.precision);
+  for (const HeaderModel& k : model_keys) precisions.insert(k.precision);
   if (precisions.empty()) {
     return InvalidArgument("entries: a header needs at least one answer or model");
   }
   std::string precision_names;
-  for (DType d : kPrecisions) {
+  for (DType d : kHeaderPrecisions) {
     if (precisions.count(d) == 0) continue;
     precision_names += (precision_names.empty() ? "" : ", ") + std::string(ToString(d));
   }
   for (DType d : precisions) {
-    if (std::find(std::begin(kPrecisions), std::end(kPrecisions), d) ==
-        std::end(kPrecisions)) {
+    if (std::find(std::begin(kHeaderPrecisions), std::end(kHeaderPrecisions), d) ==
+        std::end(kHeaderPrecisions)) {
       return InvalidArgument("entries: precision " + std::string(ToString(d)) +
                              " cannot be exported");
     }
@@ -914,7 +402,7 @@ StatusOr<std::string> WriteTunedHeader(const HeaderSpec& spec) {
             << c.stride_h << ", " << c.stride_w << ", " << c.dilation_h << ", "
             << c.dilation_w << "}";
     }
-    table << ", " << DTypeEnum(precision) << ", " << row << ", " << e.config.version << ", "
+    table << ", " << HeaderDTypeName(precision) << ", " << row << ", " << e.config.version << ", "
           << Num(e.seconds) << "},\n";
   }
   const std::string end_row = "{-1, {}, 0}";
@@ -929,12 +417,12 @@ StatusOr<std::string> WriteTunedHeader(const HeaderSpec& spec) {
   candidates << "inline constexpr Candidate k" << op << "Candidates[] = {\n";
   for (const HeaderCandidate& c : spec.candidates) {
     bool modeled = false;
-    for (const ModelKey& k : model_keys)
+    for (const HeaderModel& k : model_keys)
       modeled = modeled || (k.precision == c.precision && k.family->name() == c.config.family);
     if (!modeled) continue;
     BT_ASSIGN_OR_RETURN(int family, families.Index(c.config.family));
     BT_ASSIGN_OR_RETURN(std::string row, families.Row(family, c.precision, c.config.params));
-    candidates << "    {" << DTypeEnum(c.precision) << ", " << row << "},\n";
+    candidates << "    {" << HeaderDTypeName(c.precision) << ", " << row << "},\n";
   }
   candidates << "    {DType::kFp32, " << end_row << "},\n};\n";
 
@@ -943,7 +431,7 @@ StatusOr<std::string> WriteTunedHeader(const HeaderSpec& spec) {
   defaults << "// Per precision, its default family's default configurations, best\n"
               "// first (KernelFamily::DefaultCandidates).\n"
               "inline constexpr Candidate k" << op << "Defaults[] = {\n";
-  for (DType d : kPrecisions) {
+  for (DType d : kHeaderPrecisions) {
     auto family = DefaultFamily(spec.op, d);
     if (!family.ok()) continue;
     auto index = families.Index(std::string((*family)->name()));
@@ -953,7 +441,7 @@ StatusOr<std::string> WriteTunedHeader(const HeaderSpec& spec) {
       auto row = families.Row(*index, d, p);
       if (!row.ok() && precisions.count(d) == 0) break;
       if (!row.ok()) return row.status();
-      defaults << "    {" << DTypeEnum(d) << ", " << *row << "},\n";
+      defaults << "    {" << HeaderDTypeName(d) << ", " << *row << "},\n";
     }
   }
   defaults << "    {DType::kFp32, " << end_row << "},\n};\n";
@@ -963,12 +451,13 @@ StatusOr<std::string> WriteTunedHeader(const HeaderSpec& spec) {
   if (!models.empty()) {
     std::string table_rows;
     for (size_t i = 0; i < models.size(); ++i) {
-      const ModelKey& k = model_keys[i];
+      const HeaderModel& k = model_keys[i];
       BT_ASSIGN_OR_RETURN(int family, families.Index(std::string(k.family->name())));
+      // "kGemmMmaBf16": HeaderDTypeName is "DType::kBf16".
       const std::string prefix =
-          "k" + FamilyIdent(k.family->name()) + DTypeIdent(k.precision);
-      BT_RETURN_IF_ERROR(WriteModel(model_text, *models[i], *k.family, prefix));
-      table_rows += "    {" + DTypeEnum(k.precision) + ", " + std::to_string(family) +
+          "k" + FamilyIdent(k.family->name()) + HeaderDTypeName(k.precision).substr(8);
+      BT_RETURN_IF_ERROR(WriteHeaderModel(model_text, *models[i], *k.family, prefix));
+      table_rows += "    {" + HeaderDTypeName(k.precision) + ", " + std::to_string(family) +
                     ", " + prefix.substr(1) + "LnFlops},\n";
     }
     model_text << "\ninline constexpr Model k" << op << "Models[] = {\n"
@@ -1074,7 +563,7 @@ inline Config gemm_config(std::int64_t m, std::int64_t n, std::int64_t k, Layout
   };
 )";
     }
-    body << LookupBody(op, with_models, "detail::GemmDistance(*e, m, n, k, layout)");
+    body << TunedLookupText(op, with_models, "detail::GemmDistance(*e, m, n, k, layout)");
     body << R"(
 // fp32 (gemm.ffma), as headers before precisions declared it.
 inline Config gemm_config(std::int64_t m, std::int64_t n, std::int64_t k,
@@ -1184,7 +673,7 @@ inline Config conv_config(const ConvShape& shape, DType dtype) {
   };
 )";
     }
-    body << LookupBody(op, with_models, "detail::ConvDistance(e->shape, shape)");
+    body << TunedLookupText(op, with_models, "detail::ConvDistance(e->shape, shape)");
     body << R"(
 // fp32 (conv.ffma), as headers before precisions declared it.
 inline Config conv_config(const ConvShape& shape) {
@@ -1220,7 +709,7 @@ inline Config conv_config(const ConvShape& shape) {
          "// The fp32 forms without a dtype are those of headers before precisions.\n"
       << "#ifndef " << guard << "\n#define " << guard << "\n\n"
       << "#include <cmath>\n#include <cstddef>\n#include <cstdint>\n#include <cstring>\n\n"
-      << Common() << body.str();
+      << TunedCommonText() << body.str();
   return out.str();
 }
 
