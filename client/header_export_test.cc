@@ -565,10 +565,49 @@ TEST_F(HeaderExportTest, WithoutAModelUnseenShapesGetTheNearestAnswer) {
   std::vector<Context> gemms;
   for (int i = 0; i < 6; ++i) gemms.push_back(RandomGemm(rng));
   const auto answers = Ask(gemms);  // stores them
+  // Two imported bf16 answers of gemm.mma: --all-tuned exports every
+  // precision.
+  const KernelFamily& mma = **FindFamily("gemm.mma");
+  const Params mma_params = mma.DefaultCandidates()[1];
+  std::vector<GemmContext> bf16s(2);
+  {
+    auto shipped = ReadDatasetFile(std::string(BLOCKTUNE_SOURCE_DIR) + kModels);
+    ASSERT_TRUE(shipped.ok()) << shipped.status().ToString();
+    v1::Dataset dataset;
+    dataset.set_format("blocktune.dataset.v1");
+    bf16s[0].m = 4096;
+    bf16s[0].n = 1024;
+    bf16s[0].k = 2048;
+    bf16s[1].m = 512;
+    bf16s[1].n = 512;
+    bf16s[1].k = 512;
+    bf16s[1].layout_b = Layout::kT;
+    for (GemmContext& g : bf16s) {
+      g.dtype = DType::kBf16;
+      v1::TunedAnswer* a = dataset.add_tuned();
+      ToProto(Context(g), a->mutable_context());
+      a->mutable_kernel()->set_family(std::string(mma.name()));
+      a->mutable_kernel()->set_generator_version(mma.version());
+      for (int i = 0; i < mma_params.size; ++i) {
+        v1::ConfigParam* p = a->mutable_kernel()->add_params();
+        p->set_name(mma.params()[i].name);
+        p->set_value(mma_params[i]);
+      }
+      *a->mutable_device() = shipped->models(0).device();
+      a->set_measured_seconds(1e-4);
+      a->set_source(v1::SOURCE_IMPORTED);
+    }
+    std::string json;
+    ASSERT_TRUE(google::protobuf::util::MessageToJsonString(dataset, &json).ok());
+    std::ofstream(dir_.path() + "/bf16.json") << json;
+    ShellRun r = Shell(std::string(BLOCKTUNE_CLI) + " import " + dir_.path() + "/bf16.json" +
+                       server_);
+    ASSERT_EQ(r.code, 0) << r.out;
+  }
   ShellRun r = Shell(std::string(BLOCKTUNE_CLI) + " export --op gemm --all-tuned -o " +
                 dir_.path() + "/tuned_gemm.h" + server_);
   ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_THAT(r.out, HasSubstr("6 gemm answers"));
+  EXPECT_THAT(r.out, HasSubstr("8 gemm answers"));
   std::ofstream(dir_.path() + "/c.txt") << "conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1\n";
   r = Shell(std::string(BLOCKTUNE_CLI) + " export --op conv --shapes " + dir_.path() +
             "/c.txt -o " + dir_.path() + "/tuned_conv.h" + server_);
@@ -583,9 +622,14 @@ TEST_F(HeaderExportTest, WithoutAModelUnseenShapesGetTheNearestAnswer) {
     near.m += 1;  // one row more: nearest is gemms[0] (or an equally fitting one)
     lines.push_back(Line(near));
     lines.push_back("g 1 1 1 NN fp32");
-    // No bf16 answer or model: the default family's default, by name.
-    lines.push_back("g 4096 4096 4096 NT bf16");
-    lines.push_back("g 16 8 16 NN bf16");
+    // bf16: the imported answers, exactly and nearest.
+    for (const GemmContext& g : bf16s) lines.push_back(Line(g));
+    GemmContext near_bf16 = bf16s[0];
+    near_bf16.m += 1;
+    lines.push_back(Line(near_bf16));
+    // No fp16 answer or model: the default family's default, by name.
+    lines.push_back("g 4096 4096 4096 NT fp16");
+    lines.push_back("g 16 8 16 NN fp16");
     const std::vector<Output> out = RunDriver(exe, lines);
     ASSERT_EQ(out.size(), lines.size());
     for (size_t i = 0; i < gemms.size(); ++i) {
@@ -595,16 +639,20 @@ TEST_F(HeaderExportTest, WithoutAModelUnseenShapesGetTheNearestAnswer) {
     }
     EXPECT_EQ(out[gemms.size()].match, 2) << lines[gemms.size()];
     EXPECT_GE(out[gemms.size() + 1].match, 2);  // nearest that fits, or default
-    const KernelFamily& mma = **FindFamily("gemm.mma");
+    for (size_t i = gemms.size() + 2; i < gemms.size() + 5; ++i) {
+      EXPECT_EQ(out[i].match, i < gemms.size() + 4 ? 0 : 2) << lines[i];
+      EXPECT_EQ(out[i].family, "gemm.mma") << lines[i];
+      EXPECT_EQ(mma.Format(out[i].params), mma.Format(mma_params)) << lines[i];
+    }
     GemmContext big;
     big.m = big.n = big.k = 4096;
     big.layout_b = Layout::kT;
-    big.dtype = DType::kBf16;
+    big.dtype = DType::kFp16;
     GemmContext tiny;
     tiny.m = 16;
     tiny.n = 8;
     tiny.k = 16;
-    tiny.dtype = DType::kBf16;
+    tiny.dtype = DType::kFp16;
     auto h100 = ProfileByName("h100");
     ASSERT_TRUE(h100.ok());
     for (auto [i, g] : {std::pair{out.size() - 2, big}, std::pair{out.size() - 1, tiny}}) {
@@ -674,6 +722,38 @@ TEST_F(HeaderExportTest, WithoutAModelUnseenShapesGetTheNearestAnswer) {
             server_);
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.out, HasSubstr("exactly one of --shapes FILE and --all-tuned"));
+}
+
+// --dtype and the shapes file: a line without dtype= is read once per
+// precision asked; one that names a precision must name one asked.
+TEST(HeaderExportShapesTest, PrecisionsOfTheShapesFile) {
+  auto list = ParseDTypeList("fp32, bf16,fp32");
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  EXPECT_EQ(*list, (std::vector<DType>{DType::kFp32, DType::kBf16}));
+  EXPECT_TRUE(ParseDTypeList("").value().empty());
+  auto bad = ParseDTypeList("fp32,fp8");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("--dtype"));
+
+  TempDir dir;
+  const std::string path = dir.path() + "/shapes.txt";
+  std::ofstream(path) << "# shapes\ngemm m=64 n=128 k=256\n"
+                         "gemm m=32 n=32 k=32 layout=NT dtype=bf16\n";
+  auto fp32_only = ReadShapesFile(path, Op::kGemm);
+  ASSERT_TRUE(fp32_only.ok()) << fp32_only.status().ToString();
+  ASSERT_EQ(fp32_only->size(), 2u);
+  EXPECT_EQ(DTypeOf((*fp32_only)[0]), DType::kFp32);
+  EXPECT_EQ(DTypeOf((*fp32_only)[1]), DType::kBf16);
+  auto both = ReadShapesFile(path, Op::kGemm, {DType::kFp32, DType::kBf16});
+  ASSERT_TRUE(both.ok()) << both.status().ToString();
+  ASSERT_EQ(both->size(), 3u);
+  EXPECT_EQ(DTypeOf((*both)[0]), DType::kFp32);
+  EXPECT_EQ(DTypeOf((*both)[1]), DType::kBf16);
+  EXPECT_EQ(std::get<GemmContext>((*both)[1]).m, 64);
+  auto other = ReadShapesFile(path, Op::kGemm, {DType::kFp16});
+  ASSERT_FALSE(other.ok());
+  EXPECT_THAT(std::string(other.status().message()),
+              HasSubstr("shapes.txt:3: dtype bf16 is not among --dtype fp16"));
 }
 
 }  // namespace
