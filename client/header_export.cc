@@ -434,6 +434,11 @@ StatusOr<std::string> WriteTunedHeader(const HeaderSpec& spec) {
   for (DType d : kHeaderPrecisions) {
     auto family = DefaultFamily(spec.op, d);
     if (!family.ok()) continue;
+    // A precision not exported whose family cannot run on the device gets
+    // no default: its lookups say so (a Config with no family).
+    const int cc = spec.device.cc_major() * 10 + spec.device.cc_minor();
+    if (precisions.count(d) == 0 && cc > 0 && (*family)->min_compute_capability() > cc)
+      continue;
     auto index = families.Index(std::string((*family)->name()));
     if (!index.ok() && precisions.count(d) == 0) continue;  // not expressible
     if (!index.ok()) return index.status();
