@@ -1,167 +1,21 @@
 #include "client/header_export.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 
+#include "client/header_model.h"
+#include "client/header_text.h"
 #include "kernels/block_shape.h"
 #include "kernels/operation.h"
-#include "models/surrogate.pb.h"
-#include "tuner/sampler.h"
+#include "tuner/device_profile.h"
 
 namespace blocktune {
 namespace {
-
-// What every exported header shares; guarded so that a GEMM and a
-// convolution header can be included in one translation unit.
-constexpr char kCommon[] = R"(#ifndef BLOCKTUNE_TUNED_COMMON_V1_
-#define BLOCKTUNE_TUNED_COMMON_V1_
-namespace blocktune {
-namespace tuned {
-
-// x_B of thesis 4.1: an ml x nl block of C per program, ms x ns per thread,
-// u the reduction step staged in shared memory, kg programs per reduction.
-struct BlockShape {
-  int @BLOCK_FIELDS@;
-};
-
-// How a returned configuration matches the shape asked for.
-enum class Match {
-  kExact,      // exported for exactly this shape
-  kPredicted,  // the embedded model's fastest candidate for this shape
-  kNearest,    // exported for the nearest shape (distance below)
-  kDefault,    // nothing fits: an untuned default
-};
-
-// Storage of A and B in C = op(A) * op(B): N as given, T transposed.
-enum class Layout { NN, NT, TN, TT };
-
-struct Config {
-  BlockShape block;
-  Match match;
-  // kExact: the exported answer's time (measured, else predicted);
-  // kPredicted: the model's prediction for this shape; else 0.
-  double seconds;
-};
-
-// An fp32 convolution, NHWC input, KRSC filter.
-struct ConvShape {
-  std::int64_t n = 1, h = 0, w = 0, c = 0, k = 0, r = 3, s = 3;
-  std::int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1;
-  std::int64_t dilation_h = 1, dilation_w = 1;
-};
-
-namespace detail {
-
-constexpr BlockShape kDefaultBlock = @DEFAULT_BLOCK@;
-
-// The daemon's sizes (kernels/family.h WorkingSetBytes, tuner/sampler.h):
-// one of the K_G partial sums, and the memory a benchmark's working set may
-// take (or the operands alone when larger).
-constexpr double kPartialSumBytes = @PARTIAL_SUM_BYTES@;
-constexpr double kMaxWorkingSetBytes = @MAX_WORKING_SET_BYTES@;
-
-inline double SqLog2Ratio(double a, double b) {
-  const double r = std::log2(a) - std::log2(b);
-  return r * r;
-}
-
-inline float Log2f(std::int64_t v) {
-  return static_cast<float>(std::log2(static_cast<double>(v)));
-}
-
-// Whether a block shape can run for an (implicit) GEMM of m x n x k whose
-// operands take `operand_bytes`: a split leaves every program at least one
-// reduction step, the grid fits, and the K_G partial sums fit in memory
-// (1 GiB in all, or the operands alone when larger) -- the rules the
-// daemon's search applies beyond the context-free hardware ones.
-inline bool Fits(const BlockShape& b, std::int64_t m, std::int64_t n,
-                 std::int64_t k, double operand_bytes) {
-  if (b.kg > 1 && std::int64_t{b.kg} * b.u > k) return false;
-  if ((n + b.nl - 1) / b.nl > 65535) return false;
-  if (b.kg > 1) {
-    const double limit =
-        operand_bytes > kMaxWorkingSetBytes ? operand_bytes : kMaxWorkingSetBytes;
-    if (operand_bytes + kPartialSumBytes * b.kg * double(m) * double(n) > limit)
-      return false;
-  }
-  return true;
-}
-
-// The candidate that `fits` accepts with the fewest `seconds`; null if none
-// fits.
-template <std::size_t N, typename FitsFn, typename SecondsFn>
-inline const BlockShape* Fastest(const BlockShape (&candidates)[N], FitsFn fits,
-                                 SecondsFn seconds, double* best_seconds) {
-  const BlockShape* best = nullptr;
-  for (const BlockShape& b : candidates) {
-    if (!fits(b)) continue;
-    const double s = seconds(b);
-    if (best == nullptr || s < *best_seconds) {
-      best = &b;
-      *best_seconds = s;
-    }
-  }
-  return best;
-}
-
-// The entry whose block shape `fits` at the least `distance`; null if none.
-template <typename Entry, std::size_t N, typename FitsFn, typename DistanceFn>
-inline const Entry* Nearest(const Entry (&entries)[N], FitsFn fits,
-                            DistanceFn distance) {
-  const Entry* nearest = nullptr;
-  double nearest_distance = 0;
-  for (const Entry& e : entries) {
-    if (!fits(e.block)) continue;
-    const double d = distance(e);
-    if (nearest == nullptr || d < nearest_distance) {
-      nearest = &e;
-      nearest_distance = d;
-    }
-  }
-  return nearest;
-}
-
-struct MlpLayer {
-  int inputs, outputs;
-  const float* weight;  // [outputs][inputs]
-  const float* bias;
-};
-
-// The surrogate: normalized features through ReLU layers (none after the
-// last), in float, summing inputs in order, as blocktuned does.
-inline float Mlp(const MlpLayer* layers, int count, const float* features,
-                 const float* mean, const float* stddev, int inputs) {
-  float a[1024], b[1024];
-  for (int i = 0; i < inputs; ++i) a[i] = (features[i] - mean[i]) / stddev[i];
-  float* in = a;
-  float* out = b;
-  for (int l = 0; l < count; ++l) {
-    const MlpLayer& layer = layers[l];
-    for (int o = 0; o < layer.outputs; ++o) {
-      const float* w = layer.weight + static_cast<std::size_t>(o) * layer.inputs;
-      float sum = layer.bias[o];
-      for (int i = 0; i < layer.inputs; ++i) sum += w[i] * in[i];
-      out[o] = (l + 1 < count && sum < 0.f) ? 0.f : sum;
-    }
-    float* t = in;
-    in = out;
-    out = t;
-  }
-  return in[0];
-}
-
-}  // namespace detail
-}  // namespace tuned
-}  // namespace blocktune
-#endif  // BLOCKTUNE_TUNED_COMMON_V1_
-)";
-
-std::string Hex(float v) {
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), "%af", static_cast<double>(v));
-  return buf;
-}
 
 std::string Num(double v) {
   char buf[48];
@@ -169,48 +23,198 @@ std::string Num(double v) {
   return buf;
 }
 
-// A block shape as the header's BlockShape initializer, in the order of its
-// family's parameters.
-std::string Block(const BlockShape& b) {
-  const Params p = ToParams(b);
-  std::string out = "{";
-  for (int i = 0; i < p.size; ++i) out += (i ? ", " : "") + std::to_string(p[i]);
-  return out + "}";
-}
-
-void ReplaceAll(std::string* text, const std::string& from, const std::string& to) {
-  for (size_t at = text->find(from); at != std::string::npos;
-       at = text->find(from, at + to.size())) {
-    text->replace(at, from.size(), to);
+// "gemm.mma" -> "GemmMma".
+std::string FamilyIdent(std::string_view name) {
+  std::string out;
+  bool upper = true;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) {
+      upper = true;
+      continue;
+    }
+    out += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
+    upper = false;
   }
+  return out;
 }
 
-// Bytes of an operand element: the block-shape families compute fp32.
-std::string ElementBytes() { return std::to_string(SizeOf(DType::kFp32)) + ".0"; }
+// How the header writes a family's rules (detail::Family), or why it cannot.
+struct FamilyLayout {
+  std::string kind;  // "Kind::kFfma"
+  int tile_m = -1, tile_n = -1, step_k = -1, split_k = -1, split_reduce = -1;
+};
 
-// kCommon with the block-shape families' names, default and sizes filled in
-// (the same for both ops, as the shared guard requires, and the same values
-// as headers exported before, so that headers of two versions mix).
-std::string Common() {
-  const KernelFamily& family = BlockShapeFamily(Op::kGemm);
-  std::string fields;
-  for (const ParamSpec& spec : family.params())
-    fields += (fields.empty() ? "" : ", ") + spec.LowerName();
-  char limit[32];
-  std::snprintf(limit, sizeof(limit), "%.1f", double(kDefaultMaxBytes));
-  std::string text = kCommon;
-  ReplaceAll(&text, "@BLOCK_FIELDS@", fields);
-  ReplaceAll(&text, "@DEFAULT_BLOCK@",
-             Block(ToBlockShape(family.DefaultCandidates().front())));
-  ReplaceAll(&text, "@PARTIAL_SUM_BYTES@", ElementBytes());  // fp32 sums
-  ReplaceAll(&text, "@MAX_WORKING_SET_BYTES@", limit);
-  return text;
+StatusOr<FamilyLayout> LayoutOf(const KernelFamily& f) {
+  FamilyLayout l;
+  if (f.name() == "gemm.ffma" || f.name() == "conv.ffma") {
+    l.kind = "Kind::kFfma";
+    l.tile_m = f.ParamIndex("ML");
+    l.tile_n = f.ParamIndex("NL");
+    l.step_k = f.ParamIndex("U");
+    l.split_k = f.ParamIndex("KG");
+  } else if (f.name() == "gemm.mma") {
+    l.kind = "Kind::kMma";
+    l.tile_m = f.ParamIndex("bm");
+    l.tile_n = f.ParamIndex("bn");
+    l.step_k = f.ParamIndex("bk");
+    l.split_k = f.ParamIndex("kg");
+    l.split_reduce = f.ParamIndex("sk");
+  } else {
+    return InvalidArgument("family " + std::string(f.name()) +
+                           ": the exported header cannot check its rules; "
+                           "export its op without it");
+  }
+  if (l.tile_m < 0 || l.tile_n < 0 || l.step_k < 0 || l.split_k < 0)
+    return InvalidArgument("family " + std::string(f.name()) + ": parameters renamed");
+  return l;
 }
 
-// One feature of the embedded model as a C++ expression over the names of
-// gemm_predict_seconds (block, m, n, k, layout) or conv_predict_seconds
-// (block, shape, and its output size p, q). INVALID_ARGUMENT for a feature
-// the header does not know how to compute.
+// The built-in device profile of the exporting device's compute capability.
+std::optional<DeviceProfile> ProfileOf(const v1::DeviceFingerprint& d) {
+  for (const DeviceProfile& p : BuiltinProfiles()) {
+    if (p.cc_major == d.cc_major() && p.cc_minor == d.cc_minor()) {
+      DeviceProfile out = p;
+      if (d.sm_count() > 0) out.sm_count = d.sm_count();
+      return out;
+    }
+  }
+  return std::nullopt;
+}
+
+// The header's per-family tables, and the rule masks of configurations.
+class HeaderFamilies {
+ public:
+  HeaderFamilies(Op op, std::optional<KernelLimits> limits)
+      : op_(op), limits_(limits) {}
+
+  // The family's index in the header's table, adding it.
+  StatusOr<int> Index(const std::string& name) {
+    for (size_t i = 0; i < used_.size(); ++i)
+      if (used_[i]->name() == name) return static_cast<int>(i);
+    BT_ASSIGN_OR_RETURN(const KernelFamily* f, FindFamily(name));
+    if (f->op() != op_) {
+      return InvalidArgument("family " + name + " computes " +
+                             std::string(ToString(f->op())) + ", not " +
+                             std::string(ToString(op_)));
+    }
+    BT_ASSIGN_OR_RETURN(FamilyLayout layout, LayoutOf(*f));
+    used_.push_back(f);
+    layouts_.push_back(layout);
+    return static_cast<int>(used_.size() - 1);
+  }
+  const KernelFamily& family(int i) const { return *used_[i]; }
+
+  // `{family, {params...}, rules}`: the rule mask has bit c set where the
+  // family's device rules accept `params` in `precision` on problems of
+  // RuleClass c. For gemm.mma, every rule but "grid" (which the header
+  // computes) depends on the problem only through the precision, the
+  // layouts and the copy widths CopyBytes(lda), CopyBytes(ldb)
+  // (kernels/gemm_mma.cc MakeTiling): each class is evaluated on one
+  // problem with those. The ffma families' device rules give all or none.
+  StatusOr<std::string> Row(int index, DType precision, const Params& params) {
+    const KernelFamily& f = *used_[index];
+    BT_RETURN_IF_ERROR(f.ValidateParams(params, "config"));
+    uint64_t mask = 0;
+    const bool mma = layouts_[index].kind == "Kind::kMma";
+    if (!limits_) {
+      if (mma) {
+        return FailedPrecondition(
+            "no built-in device profile has the exporting device's compute "
+            "capability: the header cannot check " + std::string(f.name()) +
+            "'s hardware rules");
+      }
+      mask = ~uint64_t{0};
+    } else if (!mma) {
+      // The ffma families' register estimate depends on the op alone
+      // (kernels/gemm_ptx.cc KernelRegisterEstimate); "grid" the header
+      // computes, and "addressing" looks at the problem alone.
+      Problem problem;
+      if (op_ == Op::kGemm) {
+        GemmContext g;
+        g.m = g.n = g.k = 1024;
+        problem = Problem(g);
+      } else {
+        ConvContext c;
+        c.n = 1;
+        c.h = c.w = 56;
+        c.c = c.k = 64;
+        c.r = c.s = 3;
+        c.pad_h = c.pad_w = 1;
+        problem = Problem(c);
+      }
+      bool ok = true;
+      for (int r = 0; ok && r < static_cast<int>(f.rules().size()); ++r) {
+        if (f.rules()[r] != "grid" && f.rules()[r] != "addressing")
+          ok = f.Passes(r, problem, params, *limits_);
+      }
+      mask = ok ? ~uint64_t{0} : 0;
+    } else {
+      const int64_t es = SizeOf(precision);
+      for (int c = 0; c < 64; ++c) {
+        const int64_t copy_a = int64_t{2} << ((c >> 2) & 3);
+        const int64_t copy_b = int64_t{2} << (c & 3);
+        if (copy_a < es || copy_b < es) continue;  // no such problem
+        GemmContext g;
+        g.m = g.n = g.k = 1024;
+        g.layout_a = (c & 32) ? Layout::kT : Layout::kN;
+        g.layout_b = (c & 16) ? Layout::kT : Layout::kN;
+        g.dtype = precision;
+        Problem problem(g);
+        // ld * es = 1024 * es + copy: a multiple of copy, not of 2 * copy.
+        problem.lda = 1024 + (copy_a < 16 ? copy_a / es : 0);
+        problem.ldb = 1024 + (copy_b < 16 ? copy_b / es : 0);
+        bool ok = true;
+        for (int r = 0; ok && r < static_cast<int>(f.rules().size()); ++r)
+          if (f.rules()[r] != "grid") ok = f.Passes(r, problem, params, *limits_);
+        if (ok) mask |= uint64_t{1} << c;
+      }
+    }
+    std::string out = "{" + std::to_string(index) + ", {";
+    for (int i = 0; i < kMaxFamilyParams; ++i)
+      out += (i ? ", " : "") + std::to_string(i < params.size ? params[i] : 0);
+    char hex[32];
+    std::snprintf(hex, sizeof(hex), "0x%llxull", static_cast<unsigned long long>(mask));
+    return out + "}, " + hex + "}";
+  }
+
+  // The table, `k<Op>Families[]`, ended by a null name.
+  std::string Table(const std::string& op) const {
+    std::ostringstream out;
+    for (size_t i = 0; i < used_.size(); ++i) {
+      const KernelFamily& f = *used_[i];
+      const std::string id = FamilyIdent(f.name());
+      out << "inline constexpr const char* k" << id << "ParamNames[] = {";
+      for (size_t p = 0; p < f.params().size(); ++p)
+        out << (p ? ", " : "") << '"' << f.params()[p].name << '"';
+      out << "};\ninline constexpr bool k" << id << "LogFeature[] = {";
+      for (size_t p = 0; p < f.params().size(); ++p)
+        out << (p ? ", " : "") << (f.params()[p].log_feature ? "true" : "false");
+      out << "};\n";
+    }
+    out << "inline constexpr Family k" << op << "Families[] = {\n";
+    for (size_t i = 0; i < used_.size(); ++i) {
+      const KernelFamily& f = *used_[i];
+      const FamilyLayout& l = layouts_[i];
+      const std::string id = FamilyIdent(f.name());
+      out << "    {\"" << f.name() << "\", " << f.version() << ", " << f.params().size()
+          << ", k" << id << "ParamNames, k" << id << "LogFeature, " << l.kind << ", "
+          << l.tile_m << ", " << l.tile_n << ", " << l.step_k << ", " << l.split_k
+          << ", " << l.split_reduce << "},\n";
+    }
+    out << "    {nullptr, 0, 0, nullptr, nullptr, Kind::kFfma, 0, 0, 0, 0, -1},\n};\n";
+    return out.str();
+  }
+
+ private:
+  Op op_;
+  std::optional<KernelLimits> limits_;
+  std::vector<const KernelFamily*> used_;
+  std::vector<FamilyLayout> layouts_;
+};
+
+// One context feature of the embedded models as a C++ expression over the
+// names of the predict functions (m, n, k, layout; or shape and its output
+// size p, q). INVALID_ARGUMENT for a feature the header cannot compute.
 StatusOr<std::string> FeatureExpression(Op op, const std::string& feature) {
   if (op == Op::kGemm && feature == "a_transposed")
     return std::string("(layout == Layout::TN || layout == Layout::TT) ? 1.f : 0.f");
@@ -237,27 +241,17 @@ StatusOr<std::string> FeatureExpression(Op op, const std::string& feature) {
     return InvalidArgument("feature '" + feature +
                            "': the exported header cannot compute it");
   }
-  return "detail::Log2f(" + std::string(plus_one ? "1 + " : "") + var + ")";
+  return "Log2f(" + std::string(plus_one ? "1 + " : "") + var + ")";
 }
 
-// The embedded model's input for `op`: its family's features
-// (KernelFamily::Features), in order, as `const float f[N] = {...};`.
-StatusOr<std::string> FeatureArray(Op op) {
-  const KernelFamily& family = BlockShapeFamily(op);
-  const std::vector<std::string> names = family.FeatureNames();
-  std::vector<std::string> terms;
-  for (const ParamSpec& spec : family.params()) {
-    const std::string field = "block." + spec.LowerName();
-    terms.push_back(spec.log_feature ? "detail::Log2f(" + field + ")"
-                                     : "static_cast<float>(" + field + ")");
-  }
-  for (size_t i = terms.size(); i < names.size(); ++i) {
+// `<op>ContextFeatures`: the context's features (ContextFeatureNames)
+// written from out[0].
+StatusOr<std::string> ContextFeatures(Op op) {
+  const std::vector<std::string>& names = ContextFeatureNames(op);
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
     BT_ASSIGN_OR_RETURN(std::string term, FeatureExpression(op, names[i]));
-    terms.push_back(term);
-  }
-  std::string out = "  const float f[" + std::to_string(terms.size()) + "] = {";
-  for (size_t i = 0; i < terms.size(); ++i) {
-    out += "\n      " + terms[i] + (i + 1 < terms.size() ? "," : "};\n");
+    out += "  out[" + std::to_string(i) + "] = " + term + ";\n";
   }
   return out;
 }
@@ -267,148 +261,32 @@ const char* LayoutName(const GemmContext& g) {
   return kNames[g.layout_a == Layout::kT][g.layout_b == Layout::kT];
 }
 
-// `name`[] as a float array, eight values a line.
-void FloatArray(std::ostream& out, const std::string& name,
-                const google::protobuf::RepeatedField<float>& values) {
-  out << "inline constexpr float " << name << "[] = {";
-  for (int i = 0; i < values.size(); ++i) {
-    out << (i % 8 == 0 ? "\n    " : " ") << Hex(values.Get(i)) << ",";
-  }
-  out << "};\n";
-}
-
-// One network of the embedded model: its arrays, and `<name>Layers`,
-// `<name>Mean`, ...; `name` is kGemm (kConv), or kGemmM0, kGemmM1, ... for
-// the members of an ensemble.
-Status WriteNetwork(std::ostream& out, const v1::Model& model, Op op,
-                    const std::string& name, const models::Weights& weights,
-                    const models::Normalization& norm, int* inputs_out) {
-  const int inputs = norm.features_size();
-  const int expected = static_cast<int>(BlockShapeFamily(op).FeatureNames().size());
-  const std::string opname(ToString(op));
-  if (weights.format() != "blocktune.mlp.v1" || weights.layers().empty() ||
-      norm.target() != "ln(flop/s)") {
-    return InvalidArgument("model " + std::to_string(model.id()) +
-                           ": weights do not parse as blocktune.mlp.v1");
-  }
-  if (inputs != expected || norm.mean_size() != inputs ||
-      norm.stddev_size() != inputs || weights.layers(0).inputs() != inputs) {
-    return InvalidArgument("model " + std::to_string(model.id()) + " takes " +
-                           std::to_string(inputs) + " features; the " + opname +
-                           " header computes " + std::to_string(expected));
-  }
-  int previous = inputs;
-  for (const models::Layer& l : weights.layers()) {
-    if (l.inputs() != previous || l.outputs() < 1 || l.outputs() > 1024 ||
-        l.weight_size() != l.inputs() * l.outputs() || l.bias_size() != l.outputs()) {
-      return InvalidArgument("model " + std::to_string(model.id()) +
-                             ": inconsistent layer sizes");
-    }
-    previous = l.outputs();
-  }
-  if (previous != 1) {
-    return InvalidArgument("model " + std::to_string(model.id()) +
-                           ": the last layer must have one output");
-  }
-  const std::string& p = name;
-  FloatArray(out, p + "Mean", norm.mean());
-  FloatArray(out, p + "Stddev", norm.stddev());
-  for (int l = 0; l < weights.layers_size(); ++l) {
-    FloatArray(out, p + "W" + std::to_string(l), weights.layers(l).weight());
-    FloatArray(out, p + "B" + std::to_string(l), weights.layers(l).bias());
-  }
-  out << "inline constexpr MlpLayer " << p << "Layers[] = {\n";
-  for (int l = 0; l < weights.layers_size(); ++l) {
-    out << "    {" << weights.layers(l).inputs() << ", "
-        << weights.layers(l).outputs() << ", " << p << "W" << l << ", " << p << "B"
-        << l << "},\n";
-  }
-  out << "};\n";
-  // Full precision for the target's scale: it enters every prediction.
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.17g", norm.target_mean());
-  out << "inline constexpr double " << p << "TargetMean = " << buf << ";\n";
-  std::snprintf(buf, sizeof(buf), "%.17g", norm.target_std());
-  out << "inline constexpr double " << p << "TargetStd = " << buf << ";\n";
-  *inputs_out = inputs;
-  return OkStatus();
-}
-
-// The expression of one network's ln(flop/s), as the daemon computes it
-// (models/surrogate.cc): float(y * std + mean).
-std::string NetworkLnFlops(const std::string& p, int layers, int inputs) {
-  return "static_cast<float>(Mlp(" + p + "Layers, " + std::to_string(layers) +
-         ", features, " + p + "Mean, " + p + "Stddev, " +
-         std::to_string(inputs) + ") * " + p + "TargetStd + " + p +
-         "TargetMean)";
-}
-
-// The embedded model: its arrays and `<Op>LnFlops`; features as its family
-// computes them (FeatureArray). An ensemble's prediction is the mean of
-// its members', added in member order, as the daemon adds them.
-Status WriteModel(std::ostream& out, const HeaderSpec& spec, const std::string& op) {
-  const v1::Model& model = *spec.model;
-  models::Weights weights;
-  models::Normalization norm;
-  if (!weights.ParseFromString(model.weights()) ||
-      !norm.ParseFromString(model.normalization())) {
-    return InvalidArgument("model " + std::to_string(model.id()) +
-                           ": weights or normalization do not parse");
-  }
-  const std::string p = "k" + op;  // kGemm / kConv
-  const bool ensemble = weights.format() == "blocktune.mlp-ensemble.v1";
-  const int members = ensemble ? weights.members_size() : 1;
-  if (ensemble && (members < 2 || weights.member_normalizations_size() != members)) {
-    return InvalidArgument("model " + std::to_string(model.id()) +
-                           ": an ensemble needs 2 or more members, each with "
-                           "its normalization");
-  }
-  out << "\n// The surrogate f(x_B, x_C): model " << model.id() << ", hidden layers "
-      << model.architecture();
-  if (ensemble) out << ", the mean of " << members << " networks";
-  out << ". Inputs:";
-  for (const std::string& f : norm.features()) out << " " << f;
-  out << ".\n// Output: normalized ln(flop/s).\n";
-  std::vector<std::string> terms;
-  for (int m = 0; m < members; ++m) {
-    const std::string name = ensemble ? p + "M" + std::to_string(m) : p;
-    const models::Weights& w = ensemble ? weights.members(m) : weights;
-    const models::Normalization& n =
-        ensemble ? weights.member_normalizations(m) : norm;
-    int inputs = 0;
-    BT_RETURN_IF_ERROR(WriteNetwork(out, model, spec.op, name, w, n, &inputs));
-    terms.push_back(NetworkLnFlops(name, w.layers_size(), inputs));
-  }
-  out << "inline float " << p.substr(1) << "LnFlops(const float* features) {\n";
-  if (!ensemble) {
-    out << "  return " << terms[0] << ";\n}\n";
-    return OkStatus();
-  }
-  out << "  float sum = " << terms[0] << ";\n";
-  for (int m = 1; m < members; ++m) out << "  sum += " << terms[m] << ";\n";
-  out << "  return sum / " << members << ".0f;\n}\n";
-  return OkStatus();
-}
-
-void WriteProvenance(std::ostream& out, const HeaderSpec& spec, const std::string& file_op) {
+void WriteProvenance(std::ostream& out, const HeaderSpec& spec,
+                     const std::vector<const v1::Model*>& models,
+                     const std::string& file_op, const std::string& precisions) {
   const v1::DeviceFingerprint& d = spec.device;
   std::map<std::string, int> sources;
   for (const HeaderEntry& e : spec.entries) ++sources[e.source];
-  out << "// Tuned " << file_op << " block shapes from blocktune. Generated; do not edit.\n"
+  out << "// Tuned " << file_op << " configurations (" << precisions
+      << ") from blocktune. Generated; do not edit.\n"
       << "//\n"
       << "// device:  " << d.name() << " (sm_" << d.cc_major() << d.cc_minor()
       << ", " << d.sm_count() << " SMs)\n"
       << "// driver:  " << (d.driver_version().empty() ? "unknown" : d.driver_version())
       << ", CUDA " << (d.cuda_version().empty() ? "unknown" : d.cuda_version()) << "\n"
       << "// ptxas:   " << (d.ptxas_version().empty() ? "unknown" : d.ptxas_version()) << "\n";
-  if (spec.model) {
-    out << "// model:   " << spec.model->id() << " (hidden layers "
-        << spec.model->architecture() << ", libtorch "
-        << (spec.model->libtorch_version().empty() ? "?" : spec.model->libtorch_version())
-        << ", " << spec.model->training_samples() << " training samples)\n"
-        << "//          " << spec.model->training_set() << "\n";
-  } else {
-    out << "// model:   none (exported without --with-model)\n";
+  if (models.empty()) out << "// model:   none (exported without --with-model)\n";
+  for (const v1::Model* m : models) {
+    auto key = HeaderModelKey(*m, spec.op);
+    out << "// model:   " << m->id() << " (hidden layers " << m->architecture()
+        << ", libtorch "
+        << (m->libtorch_version().empty() ? "?" : m->libtorch_version()) << ", "
+        << m->training_samples() << " training samples; "
+        << (key.ok() ? std::string(key->family->name()) + " " +
+                           std::string(ToString(key->precision))
+                     : "?")
+        << ")\n"
+        << "//          " << m->training_set() << "\n";
   }
   out << "// date:    " << spec.generated_utc << "\n"
       << "// command: " << spec.command << "\n"
@@ -418,7 +296,7 @@ void WriteProvenance(std::ostream& out, const HeaderSpec& spec, const std::strin
     out << (first ? "" : ", ") << source << " " << n;
     first = false;
   }
-  out << "), " << spec.candidates.size() << " candidate block shapes\n"
+  out << "), " << spec.candidates.size() << " candidate configurations\n"
       << "//\n"
       << "// Self-contained C++17; needs only the standard library.\n"
       << "//\n";
@@ -427,83 +305,188 @@ void WriteProvenance(std::ostream& out, const HeaderSpec& spec, const std::strin
 }  // namespace
 
 StatusOr<std::string> WriteTunedHeader(const HeaderSpec& spec) {
-  if (spec.entries.empty()) {
-    return InvalidArgument("entries: a header needs at least one answer");
-  }
   const bool gemm = spec.op == Op::kGemm;
   const std::string op = gemm ? "Gemm" : "Conv";
   const std::string guard = gemm ? "BLOCKTUNE_TUNED_GEMM_H_" : "BLOCKTUNE_TUNED_CONV_H_";
-  std::ostringstream out;
-  WriteProvenance(out, spec, gemm ? "GEMM" : "convolution");
-  if (gemm) {
-    out << "// blocktune::tuned::gemm_config(m, n, k, layout) returns, in order:\n"
-           "//   kExact     the answer exported for exactly (m, n, k, layout);\n";
-  } else {
-    out << "// blocktune::tuned::conv_config(shape) returns, in order:\n"
-           "//   kExact     the answer exported for exactly this shape;\n";
-  }
-  if (spec.model) {
-    out << "//   kPredicted the candidate block shape the embedded model predicts\n"
-           "//              fastest, among those that fit the shape;\n";
-  }
-  out << "//   kNearest   the answer of the nearest exported shape whose block shape\n"
-         "//              fits. Distance: the sum over "
-      << (gemm ? "M, N and K" : "N, H, W, C, K, R and S")
-      << " of the squared\n"
-         "//              log2 ratio, plus 1 for every "
-      << (gemm ? "operand layout" : "pad, stride or dilation")
-      << " that differs;\n"
-         "//   kDefault   64x64 tiles of 4x4 per thread, U = 8, no split.\n"
-         "// A block shape fits when a split leaves every program at least one\n"
-         "// reduction step (K_G * U <= K), ceil(N / N_L) <= 65535, and the K_G\n"
-         "// partial sums fit in 1 GiB with the operands.\n"
-      << "#ifndef " << guard << "\n#define " << guard << "\n\n"
-      << "#include <cmath>\n#include <cstddef>\n#include <cstdint>\n\n"
-      << Common() << "\nnamespace blocktune {\nnamespace tuned {\nnamespace detail {\n\n";
+  std::optional<KernelLimits> limits;
+  if (auto profile = ProfileOf(spec.device)) limits = profile->Limits();
+  HeaderFamilies families(spec.op, limits);
 
-  // The table.
+  // Models: one per (precision, family), in precision then family order.
+  std::vector<const v1::Model*> models;
+  std::vector<HeaderModel> model_keys;
+  {
+    std::map<std::pair<int, std::string>, const v1::Model*> by_key;
+    for (const v1::Model& m : spec.models) {
+      BT_ASSIGN_OR_RETURN(HeaderModel key, HeaderModelKey(m, spec.op));
+      if (key.family->op() != spec.op || !key.family->Implements(key.precision)) {
+        return InvalidArgument("model " + std::to_string(m.id()) + " of " +
+                               std::string(key.family->name()) + " " +
+                               std::string(ToString(key.precision)) + " in a " +
+                               std::string(ToString(spec.op)) + " header");
+      }
+      const int order = static_cast<int>(
+          std::find(std::begin(kHeaderPrecisions), std::end(kHeaderPrecisions), key.precision) -
+          std::begin(kHeaderPrecisions));
+      auto [it, fresh] = by_key.emplace(
+          std::pair{order, std::string(key.family->name())}, &m);
+      if (!fresh) {
+        return InvalidArgument("models " + std::to_string(it->second->id()) + " and " +
+                               std::to_string(m.id()) + ": two of " +
+                               std::string(key.family->name()) + " " +
+                               std::string(ToString(key.precision)));
+      }
+    }
+    for (const auto& [key, m] : by_key) {
+      models.push_back(m);
+      model_keys.push_back(*HeaderModelKey(*m, spec.op));
+    }
+  }
+
+  // The precisions: those of the answers and the models.
+  std::set<DType> precisions;
+  for (const HeaderEntry& e : spec.entries) {
+    if (OpOf(e.context) != spec.op) {
+      return InvalidArgument("entries: a " + std::string(ToString(OpOf(e.context))) +
+                             " context in a " + std::string(ToString(spec.op)) +
+                             " header");
+    }
+    precisions.insert(DTypeOf(e.context));
+  }
+  for (const HeaderModel& k : model_keys) precisions.insert(k.precision);
+  if (precisions.empty()) {
+    return InvalidArgument("entries: a header needs at least one answer or model");
+  }
+  std::string precision_names;
+  for (DType d : kHeaderPrecisions) {
+    if (precisions.count(d) == 0) continue;
+    precision_names += (precision_names.empty() ? "" : ", ") + std::string(ToString(d));
+  }
+  for (DType d : precisions) {
+    if (std::find(std::begin(kHeaderPrecisions), std::end(kHeaderPrecisions), d) ==
+        std::end(kHeaderPrecisions)) {
+      return InvalidArgument("entries: precision " + std::string(ToString(d)) +
+                             " cannot be exported");
+    }
+  }
+
+  std::ostringstream body;  // after the common part
+  body << "\nnamespace blocktune {\nnamespace tuned {\nnamespace detail {\n\n";
+
+  // The table of exported answers.
+  std::ostringstream table;
   if (gemm) {
-    out << "struct GemmEntry {\n  std::int64_t m, n, k;\n  Layout layout;\n"
-           "  BlockShape block;\n  double seconds;\n};\n"
-           "inline constexpr GemmEntry kGemmEntries[] = {\n";
-    for (const HeaderEntry& e : spec.entries) {
+    table << "struct GemmEntry {\n  std::int64_t m, n, k;\n  Layout layout;\n"
+             "  DType dtype;\n  ConfigRow config;\n  int version;\n  double seconds;\n};\n"
+             "inline constexpr GemmEntry kGemmEntries[] = {\n";
+  } else {
+    table << "struct ConvEntry {\n  ConvShape shape;\n  DType dtype;\n  ConfigRow config;\n"
+             "  int version;\n  double seconds;\n};\n"
+             "inline constexpr ConvEntry kConvEntries[] = {\n";
+  }
+  for (const HeaderEntry& e : spec.entries) {
+    BT_ASSIGN_OR_RETURN(int family, families.Index(e.config.family));
+    const DType precision = DTypeOf(e.context);
+    if (!families.family(family).Implements(precision)) {
+      return InvalidArgument("entries: family " + e.config.family + " does not implement " +
+                             std::string(ToString(precision)));
+    }
+    BT_ASSIGN_OR_RETURN(std::string row, families.Row(family, precision, e.config.params));
+    if (gemm) {
       const auto& g = std::get<GemmContext>(e.context);
-      out << "    {" << g.m << ", " << g.n << ", " << g.k << ", Layout::"
-          << LayoutName(g) << ", " << Block(e.block_shape) << ", " << Num(e.seconds)
-          << "},\n";
-    }
-  } else {
-    out << "struct ConvEntry {\n  ConvShape shape;\n  BlockShape block;\n"
-           "  double seconds;\n};\n"
-           "inline constexpr ConvEntry kConvEntries[] = {\n";
-    for (const HeaderEntry& e : spec.entries) {
+      table << "    {" << g.m << ", " << g.n << ", " << g.k << ", Layout::" << LayoutName(g);
+    } else {
       const auto& c = std::get<ConvContext>(e.context);
-      out << "    {{" << c.n << ", " << c.h << ", " << c.w << ", " << c.c << ", "
-          << c.k << ", " << c.r << ", " << c.s << ", " << c.pad_h << ", "
-          << c.pad_w << ", " << c.stride_h << ", " << c.stride_w << ", "
-          << c.dilation_h << ", " << c.dilation_w << "}, " << Block(e.block_shape)
-          << ", " << Num(e.seconds) << "},\n";
+      table << "    {{" << c.n << ", " << c.h << ", " << c.w << ", " << c.c << ", " << c.k
+            << ", " << c.r << ", " << c.s << ", " << c.pad_h << ", " << c.pad_w << ", "
+            << c.stride_h << ", " << c.stride_w << ", " << c.dilation_h << ", "
+            << c.dilation_w << "}";
+    }
+    table << ", " << HeaderDTypeName(precision) << ", " << row << ", " << e.config.version << ", "
+          << Num(e.seconds) << "},\n";
+  }
+  const std::string end_row = "{-1, {}, 0}";
+  if (gemm) {
+    table << "    {0, 0, 0, Layout::NN, DType::kFp32, " << end_row << ", 0, 0.0},\n};\n";
+  } else {
+    table << "    {ConvShape{}, DType::kFp32, " << end_row << ", 0, 0.0},\n};\n";
+  }
+
+  // Candidates of the models' (precision, family) pairs.
+  std::ostringstream candidates;
+  candidates << "inline constexpr Candidate k" << op << "Candidates[] = {\n";
+  for (const HeaderCandidate& c : spec.candidates) {
+    bool modeled = false;
+    for (const HeaderModel& k : model_keys)
+      modeled = modeled || (k.precision == c.precision && k.family->name() == c.config.family);
+    if (!modeled) continue;
+    BT_ASSIGN_OR_RETURN(int family, families.Index(c.config.family));
+    BT_ASSIGN_OR_RETURN(std::string row, families.Row(family, c.precision, c.config.params));
+    candidates << "    {" << HeaderDTypeName(c.precision) << ", " << row << "},\n";
+  }
+  candidates << "    {DType::kFp32, " << end_row << "},\n};\n";
+
+  // Defaults: per precision its default family's DefaultCandidates, in order.
+  std::ostringstream defaults;
+  defaults << "// Per precision, its default family's default configurations, best\n"
+              "// first (KernelFamily::DefaultCandidates).\n"
+              "inline constexpr Candidate k" << op << "Defaults[] = {\n";
+  for (DType d : kHeaderPrecisions) {
+    auto family = DefaultFamily(spec.op, d);
+    if (!family.ok()) continue;
+    // A precision not exported whose family cannot run on the device gets
+    // no default: its lookups say so (a Config with no family).
+    const int cc = spec.device.cc_major() * 10 + spec.device.cc_minor();
+    if (precisions.count(d) == 0 && cc > 0 && (*family)->min_compute_capability() > cc)
+      continue;
+    auto index = families.Index(std::string((*family)->name()));
+    if (!index.ok() && precisions.count(d) == 0) continue;  // not expressible
+    if (!index.ok()) return index.status();
+    for (const Params& p : (*family)->DefaultCandidates()) {
+      auto row = families.Row(*index, d, p);
+      if (!row.ok() && precisions.count(d) == 0) break;
+      if (!row.ok()) return row.status();
+      defaults << "    {" << HeaderDTypeName(d) << ", " << *row << "},\n";
     }
   }
-  out << "};\n";
+  defaults << "    {DType::kFp32, " << end_row << "},\n};\n";
 
-  std::string features;
-  if (spec.model) {
-    BT_ASSIGN_OR_RETURN(features, FeatureArray(spec.op));
-    out << "inline constexpr BlockShape k" << op << "Candidates[] = {\n";
-    for (const BlockShape& b : spec.candidates) out << "    " << Block(b) << ",\n";
-    out << "};\n";
-    BT_RETURN_IF_ERROR(WriteModel(out, spec, op));
+  // Models.
+  std::ostringstream model_text;
+  if (!models.empty()) {
+    std::string table_rows;
+    for (size_t i = 0; i < models.size(); ++i) {
+      const HeaderModel& k = model_keys[i];
+      BT_ASSIGN_OR_RETURN(int family, families.Index(std::string(k.family->name())));
+      // "kGemmMmaBf16": HeaderDTypeName is "DType::kBf16".
+      const std::string prefix =
+          "k" + FamilyIdent(k.family->name()) + HeaderDTypeName(k.precision).substr(8);
+      BT_RETURN_IF_ERROR(WriteHeaderModel(model_text, *models[i], *k.family, prefix));
+      table_rows += "    {" + HeaderDTypeName(k.precision) + ", " + std::to_string(family) +
+                    ", " + prefix.substr(1) + "LnFlops},\n";
+    }
+    model_text << "\ninline constexpr Model k" << op << "Models[] = {\n"
+               << table_rows << "    {DType::kFp32, -1, nullptr},\n};\n";
   }
 
-  // Shape helpers and the lookup.
-  out << "\n// Bytes of an operand element.\ninline constexpr double k" << op
-      << "ElementBytes = " << ElementBytes() << ";\n";
+  body << families.Table(op) << "\n" << table.str() << candidates.str() << defaults.str()
+       << model_text.str();
+
+  BT_ASSIGN_OR_RETURN(std::string context_features, ContextFeatures(spec.op));
+  const int context_count = static_cast<int>(ContextFeatureNames(spec.op).size());
+  const bool with_models = !models.empty();
+  const std::string feature_size = "kMaxParams + " + std::to_string(context_count);
   if (gemm) {
-    out << R"(
-inline double GemmOperandBytes(std::int64_t m, std::int64_t n, std::int64_t k) {
-  return kGemmElementBytes *
-         (double(m) * double(n) + double(m) * double(k) + double(k) * double(n));
+    body << R"(
+inline double GemmOperandBytes(const GemmView& g) {
+  return ElementBytes(g.dtype) * (double(g.m) * double(g.n) + double(g.m) * double(g.k) +
+                                  double(g.k) * double(g.n));
+}
+
+inline GemmView GemmProblem(std::int64_t m, std::int64_t n, std::int64_t k, Layout layout,
+                            DType dtype) {
+  return {m, n, k, layout == Layout::TN || layout == Layout::TT,
+          layout == Layout::NT || layout == Layout::TT, dtype};
 }
 
 inline double GemmDistance(const GemmEntry& e, std::int64_t m, std::int64_t n,
@@ -516,53 +499,85 @@ inline double GemmDistance(const GemmEntry& e, std::int64_t m, std::int64_t n,
          SqLog2Ratio(double(e.k), double(k)) + (a != ea) + (b != eb);
 }
 
-}  // namespace detail
-)";
-    if (spec.model) {
-      out << R"(
-// The embedded model's predicted time, in seconds, of block shape `block`
-// for C = op(A) op(B) of m x n x k (as blocktuned predicts it).
-inline double gemm_predict_seconds(std::int64_t m, std::int64_t n, std::int64_t k,
-                                   Layout layout, const BlockShape& block) {
-)" << features << R"(  const double flops = 2.0 * double(m) * double(n) * double(k);
-  return flops / std::exp(static_cast<double>(detail::GemmLnFlops(f)));
+// The context's features (KernelFamily::Features after the parameters').
+inline void GemmContextFeatures(std::int64_t m, std::int64_t n, std::int64_t k,
+                                Layout layout, float* out) {
+)" << context_features << "}\n";
+    if (with_models) {
+      body << R"(
+// Predicted seconds of `row` by `model` for C = op(A) op(B) of m x n x k.
+inline double GemmPredict(const Model& model, const std::int64_t* params, std::int64_t m,
+                          std::int64_t n, std::int64_t k, Layout layout) {
+  const Family& f = kGemmFamilies[model.family];
+  float features[)" << feature_size << R"(];
+  ParamFeatures(f, params, features);
+  GemmContextFeatures(m, n, k, layout, features + f.param_count);
+  const double flops = 2.0 * double(m) * double(n) * double(k);
+  return flops / std::exp(static_cast<double>(model.ln_flops(features)));
 }
 )";
     }
-    out << R"(
-// The block shape to run C = op(A) op(B) of m x n x k with (see the top of
-// this file for the order of preference).
-inline Config gemm_config(std::int64_t m, std::int64_t n, std::int64_t k,
-                          Layout layout = Layout::NN) {
-  for (const detail::GemmEntry& e : detail::kGemmEntries) {
-    if (e.m == m && e.n == n && e.k == k && e.layout == layout)
-      return {e.block, Match::kExact, e.seconds};
+    body << "\n}  // namespace detail\n";
+    if (with_models) {
+      body << R"(
+// The embedded model's predicted time, in seconds, of `config` (its family
+// and parameters) for C = op(A) op(B) of m x n x k in `dtype`, as blocktuned
+// predicts it; 0 where the header has no model of that precision and family.
+inline double gemm_predict_seconds(std::int64_t m, std::int64_t n, std::int64_t k,
+                                   Layout layout, DType dtype, const Config& config) {
+  const int family = detail::FamilyIndex(detail::kGemmFamilies, config.family);
+  for (const detail::Model* model = detail::kGemmModels; model->family >= 0; ++model) {
+    if (model->dtype == dtype && model->family == family)
+      return detail::GemmPredict(*model, config.params, m, n, k, layout);
   }
-  const double operands = detail::GemmOperandBytes(m, n, k);
-  auto fits = [&](const BlockShape& b) {
-    return detail::Fits(b, m, n, k, operands);
-  };
-)";
-    if (spec.model) {
-      out << R"(  double seconds = 0;
-  if (const BlockShape* best = detail::Fastest(
-          detail::kGemmCandidates, fits,
-          [&](const BlockShape& b) { return gemm_predict_seconds(m, n, k, layout, b); },
-          &seconds)) {
-    return {*best, Match::kPredicted, seconds};
-  }
+  return 0;
+}
+
+// The same for a block shape of gemm.ffma in fp32.
+inline double gemm_predict_seconds(std::int64_t m, std::int64_t n, std::int64_t k,
+                                   Layout layout, const BlockShape& block) {
+  Config c{};
+  c.family = "gemm.ffma";
+  c.params[0] = block.ml;
+  c.params[1] = block.nl;
+  c.params[2] = block.ms;
+  c.params[3] = block.ns;
+  c.params[4] = block.u;
+  c.params[5] = block.kg;
+  return gemm_predict_seconds(m, n, k, layout, DType::kFp32, c);
+}
 )";
     }
-    out << R"(  const detail::GemmEntry* nearest = detail::Nearest(
-      detail::kGemmEntries, fits, [&](const detail::GemmEntry& e) {
-        return detail::GemmDistance(e, m, n, k, layout);
-      });
-  if (nearest != nullptr) return {nearest->block, Match::kNearest, 0.0};
-  return {detail::kDefaultBlock, Match::kDefault, 0.0};
+    body << R"(
+// The configuration to run C = op(A) op(B) of m x n x k in `dtype` with
+// (see the top of this file for the order of preference).
+inline Config gemm_config(std::int64_t m, std::int64_t n, std::int64_t k, Layout layout,
+                          DType dtype) {
+  for (const detail::GemmEntry* e = detail::kGemmEntries; e->config.family >= 0; ++e) {
+    if (e->m == m && e->n == n && e->k == k && e->layout == layout && e->dtype == dtype) {
+      return detail::MakeConfig(detail::kGemmFamilies, e->config, Match::kExact,
+                                e->seconds, e->version);
+    }
+  }
+  const detail::GemmView view = detail::GemmProblem(m, n, k, layout, dtype);
+  const double operands = detail::GemmOperandBytes(view);
+)";
+    if (with_models) {
+      body << R"(  auto predict = [&](const detail::Model& model, const detail::ConfigRow& row) {
+    return detail::GemmPredict(model, row.params, m, n, k, layout);
+  };
+)";
+    }
+    body << TunedLookupText(op, with_models, "detail::GemmDistance(*e, m, n, k, layout)");
+    body << R"(
+// fp32 (gemm.ffma), as headers before precisions declared it.
+inline Config gemm_config(std::int64_t m, std::int64_t n, std::int64_t k,
+                          Layout layout = Layout::NN) {
+  return gemm_config(m, n, k, layout, DType::kFp32);
 }
 )";
   } else {
-    out << R"(
+    body << R"(
 inline std::int64_t ConvP(const ConvShape& s) {
   return (s.h + 2 * s.pad_h - s.dilation_h * (s.r - 1) - 1) / s.stride_h + 1;
 }
@@ -584,57 +599,122 @@ inline double ConvDistance(const ConvShape& a, const ConvShape& b) {
          (a.stride_w != b.stride_w) + (a.dilation_h != b.dilation_h) +
          (a.dilation_w != b.dilation_w);
 }
-inline bool ConvFits(const BlockShape& b, const ConvShape& s) {
-  const std::int64_t m = s.n * ConvP(s) * ConvQ(s);
-  const double operands = kConvElementBytes * (double(m) * double(s.k) +
-                                 double(s.n) * double(s.h) * double(s.w) * double(s.c) +
-                                 double(s.k) * double(s.r) * double(s.s) * double(s.c));
-  return Fits(b, m, s.k, s.c * s.r * s.s, operands);
+// The implicit GEMM: M = N*P*Q, N = K, K = C*R*S.
+inline GemmView ConvProblem(const ConvShape& s, DType dtype) {
+  return {s.n * ConvP(s) * ConvQ(s), s.k, s.c * s.r * s.s, false, false, dtype};
+}
+inline double ConvOperandBytes(const ConvShape& s, DType dtype) {
+  const double m = double(s.n * ConvP(s) * ConvQ(s));
+  return ElementBytes(dtype) * (m * double(s.k) +
+                                double(s.n) * double(s.h) * double(s.w) * double(s.c) +
+                                double(s.k) * double(s.r) * double(s.s) * double(s.c));
 }
 
-}  // namespace detail
-)";
-    if (spec.model) {
-      out << R"(
-// The embedded model's predicted time, in seconds, of block shape `block`
-// for the convolution `shape` (as blocktuned predicts it).
-inline double conv_predict_seconds(const ConvShape& shape, const BlockShape& block) {
-  const std::int64_t p = detail::ConvP(shape), q = detail::ConvQ(shape);
-)" << features << R"(  const double flops = 2.0 * double(shape.n * p * q) * double(shape.k) *
+// The context's features (KernelFamily::Features after the parameters').
+inline void ConvContextFeatures(const ConvShape& shape, float* out) {
+  const std::int64_t p = ConvP(shape), q = ConvQ(shape);
+)" << context_features << "}\n";
+    if (with_models) {
+      body << R"(
+inline double ConvPredict(const Model& model, const std::int64_t* params,
+                          const ConvShape& shape) {
+  const Family& f = kConvFamilies[model.family];
+  float features[)" << feature_size << R"(];
+  ParamFeatures(f, params, features);
+  ConvContextFeatures(shape, features + f.param_count);
+  const std::int64_t p = ConvP(shape), q = ConvQ(shape);
+  const double flops = 2.0 * double(shape.n * p * q) * double(shape.k) *
                        double(shape.c * shape.r * shape.s);
-  return flops / std::exp(static_cast<double>(detail::ConvLnFlops(f)));
+  return flops / std::exp(static_cast<double>(model.ln_flops(features)));
 }
 )";
     }
-    out << R"(
-// The block shape to run the convolution `shape` with (see the top of this
-// file for the order of preference).
+    body << "\n}  // namespace detail\n";
+    if (with_models) {
+      body << R"(
+// The embedded model's predicted time, in seconds, of `config` for the
+// convolution `shape` in `dtype`, as blocktuned predicts it; 0 where the
+// header has no model of that precision and family.
+inline double conv_predict_seconds(const ConvShape& shape, DType dtype,
+                                   const Config& config) {
+  const int family = detail::FamilyIndex(detail::kConvFamilies, config.family);
+  for (const detail::Model* model = detail::kConvModels; model->family >= 0; ++model) {
+    if (model->dtype == dtype && model->family == family)
+      return detail::ConvPredict(*model, config.params, shape);
+  }
+  return 0;
+}
+
+// The same for a block shape of conv.ffma in fp32.
+inline double conv_predict_seconds(const ConvShape& shape, const BlockShape& block) {
+  Config c{};
+  c.family = "conv.ffma";
+  c.params[0] = block.ml;
+  c.params[1] = block.nl;
+  c.params[2] = block.ms;
+  c.params[3] = block.ns;
+  c.params[4] = block.u;
+  c.params[5] = block.kg;
+  return conv_predict_seconds(shape, DType::kFp32, c);
+}
+)";
+    }
+    body << R"(
+// The configuration to run the convolution `shape` in `dtype` with (see the
+// top of this file for the order of preference).
+inline Config conv_config(const ConvShape& shape, DType dtype) {
+  for (const detail::ConvEntry* e = detail::kConvEntries; e->config.family >= 0; ++e) {
+    if (e->dtype == dtype && detail::SameShape(e->shape, shape)) {
+      return detail::MakeConfig(detail::kConvFamilies, e->config, Match::kExact,
+                                e->seconds, e->version);
+    }
+  }
+  const detail::GemmView view = detail::ConvProblem(shape, dtype);
+  const double operands = detail::ConvOperandBytes(shape, dtype);
+)";
+    if (with_models) {
+      body << R"(  auto predict = [&](const detail::Model& model, const detail::ConfigRow& row) {
+    return detail::ConvPredict(model, row.params, shape);
+  };
+)";
+    }
+    body << TunedLookupText(op, with_models, "detail::ConvDistance(e->shape, shape)");
+    body << R"(
+// fp32 (conv.ffma), as headers before precisions declared it.
 inline Config conv_config(const ConvShape& shape) {
-  for (const detail::ConvEntry& e : detail::kConvEntries) {
-    if (detail::SameShape(e.shape, shape)) return {e.block, Match::kExact, e.seconds};
-  }
-)";
-    out << R"(  auto fits = [&](const BlockShape& b) { return detail::ConvFits(b, shape); };
-)";
-    if (spec.model) {
-      out << R"(  double seconds = 0;
-  if (const BlockShape* best = detail::Fastest(
-          detail::kConvCandidates, fits,
-          [&](const BlockShape& b) { return conv_predict_seconds(shape, b); }, &seconds)) {
-    return {*best, Match::kPredicted, seconds};
-  }
-)";
-    }
-    out << R"(  const detail::ConvEntry* nearest = detail::Nearest(
-      detail::kConvEntries, fits,
-      [&](const detail::ConvEntry& e) { return detail::ConvDistance(e.shape, shape); });
-  if (nearest != nullptr) return {nearest->block, Match::kNearest, 0.0};
-  return {detail::kDefaultBlock, Match::kDefault, 0.0};
+  return conv_config(shape, DType::kFp32);
 }
 )";
   }
-  out << "\n}  // namespace tuned\n}  // namespace blocktune\n\n#endif  // " << guard
-      << "\n";
+  body << "\n}  // namespace tuned\n}  // namespace blocktune\n\n#endif  // " << guard
+       << "\n";
+
+  std::ostringstream out;
+  WriteProvenance(out, spec, models, gemm ? "GEMM" : "convolution", precision_names);
+  const std::string call = gemm ? "gemm_config(m, n, k, layout, dtype)" : "conv_config(shape, dtype)";
+  out << "// blocktune::tuned::" << call << " returns, in order:\n"
+      << "//   kExact     the answer exported for exactly this shape and precision;\n";
+  if (with_models) {
+    out << "//   kPredicted the candidate configuration the embedded models predict\n"
+           "//              fastest, over the precision's families with a model,\n"
+           "//              among those that fit the shape;\n";
+  }
+  out << "//   kNearest   the answer of the nearest exported shape of the precision\n"
+         "//              whose configuration fits. Distance: the sum over "
+      << (gemm ? "M, N and K" : "N, H, W, C, K, R and S")
+      << " of the\n"
+         "//              squared log2 ratio, plus 1 for every "
+      << (gemm ? "operand layout" : "pad, stride or dilation")
+      << " that differs;\n"
+         "//   kDefault   the precision's default family's first default\n"
+         "//              configuration that runs, else its first.\n"
+         "// A configuration fits when a split leaves every program at least one\n"
+         "// reduction step (K_G * U <= K), the grid fits, the device's rules\n"
+         "// hold, and the K_G partial sums fit in 1 GiB with the operands.\n"
+         "// The fp32 forms without a dtype are those of headers before precisions.\n"
+      << "#ifndef " << guard << "\n#define " << guard << "\n\n"
+      << "#include <cmath>\n#include <cstddef>\n#include <cstdint>\n#include <cstring>\n\n"
+      << TunedCommonText() << body.str();
   return out.str();
 }
 

@@ -1,5 +1,6 @@
 #include "client/header_export_cmd.h"
 
+#include <algorithm>
 #include <cctype>
 #include <ctime>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include <sstream>
 
 #include "client/header_export.h"
+#include "kernels/block_shape.h"
 #include "client/print.h"
 #include "proto/convert.h"
 #include "proto/dataset_file.h"
@@ -35,20 +37,76 @@ double AnswerSeconds(const v1::TunedAnswer& a) {
   return a.measured_seconds() > 0 ? a.measured_seconds() : a.predicted_seconds();
 }
 
+// An answer's configuration: its kernel (family, version, parameters by
+// name), or for an answer older than families its block shape.
+StatusOr<HeaderConfig> ConfigOf(const v1::TunedAnswer& a, Op op) {
+  HeaderConfig c;
+  if (!a.has_kernel() || a.kernel().family().empty()) {
+    BT_ASSIGN_OR_RETURN(BlockShape xb, FromProto(a.block_shape(), "answer.block_shape"));
+    c.family = std::string(BlockShapeFamily(op).name());
+    c.version = BlockShapeFamily(op).version();
+    c.params = ToParams(xb);
+    return c;
+  }
+  const v1::KernelConfig& k = a.kernel();
+  BT_ASSIGN_OR_RETURN(const KernelFamily* family, FindFamily(k.family()));
+  c.family = std::string(family->name());
+  c.version = k.generator_version() > 0 ? k.generator_version() : family->version();
+  c.params.size = static_cast<int>(family->params().size());
+  std::vector<bool> seen(family->params().size(), false);
+  for (const v1::ConfigParam& p : k.params()) {
+    const int i = family->ParamIndex(p.name());
+    if (i < 0 || seen[i]) {
+      return InvalidArgument("answer.kernel.params: '" + p.name() +
+                             "' is not a parameter of " + c.family + " (or twice)");
+    }
+    seen[i] = true;
+    c.params[i] = p.value();
+  }
+  for (size_t i = 0; i < seen.size(); ++i) {
+    if (!seen[i]) {
+      return InvalidArgument("answer.kernel.params: " + c.family + " needs " +
+                             family->params()[i].name);
+    }
+  }
+  return c;
+}
+
 }  // namespace
 
+StatusOr<std::vector<DType>> ParseDTypeList(const std::string& text) {
+  std::vector<DType> out;
+  std::string word;
+  std::istringstream in(text);
+  while (std::getline(in, word, ',')) {
+    word.erase(0, word.find_first_not_of(" \t"));
+    word.erase(word.find_last_not_of(" \t") + 1);
+    if (word.empty()) continue;
+    BT_ASSIGN_OR_RETURN(DType d, DTypeFromString(word, "--dtype"));
+    if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+  }
+  return out;
+}
+
 StatusOr<std::vector<Context>> ReadShapesFile(const std::string& path, Op op) {
+  return ReadShapesFile(path, op, {});
+}
+
+StatusOr<std::vector<Context>> ReadShapesFile(const std::string& path, Op op,
+                                              const std::vector<DType>& precisions) {
   std::ifstream in(path);
   if (!in) return InvalidArgument("--shapes: cannot read '" + path + "'");
   std::vector<Context> out;
   std::string line;
+  const std::vector<DType> each =
+      precisions.empty() ? std::vector<DType>{DType::kFp32} : precisions;
   for (int number = 1; std::getline(in, line); ++number) {
     if (size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     auto has = [&](const char* key) {
       return line.find(std::string(" ") + key + "=") != std::string::npos;
     };
-    if (!has("dtype")) line += " dtype=fp32";
+    const bool named_dtype = has("dtype");
     std::string first;
     std::istringstream(line) >> first;
     for (char& c : first) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -59,18 +117,34 @@ StatusOr<std::vector<Context>> ReadShapesFile(const std::string& path, Op op) {
       if (!has("stride")) line += " stride=1";
       if (!has("dilation")) line += " dilation=1";
     }
-    auto ctx = ContextFromString(line);
-    if (!ctx.ok()) {
-      return InvalidArgument(path + ":" + std::to_string(number) + ": " +
-                             ctx.status().message());
+    for (DType d : named_dtype ? std::vector<DType>{DType::kFp32} : each) {
+      auto ctx = ContextFromString(
+          named_dtype ? line : line + " dtype=" + std::string(ToString(d)));
+      if (!ctx.ok()) {
+        return InvalidArgument(path + ":" + std::to_string(number) + ": " +
+                               ctx.status().message());
+      }
+      if (OpOf(*ctx) != op) {
+        return InvalidArgument(path + ":" + std::to_string(number) + ": a " +
+                               std::string(ToString(OpOf(*ctx))) +
+                               " shape in a --op " + std::string(ToString(op)) +
+                               " export");
+      }
+      if (named_dtype && !precisions.empty() &&
+          std::find(precisions.begin(), precisions.end(), DTypeOf(*ctx)) ==
+              precisions.end()) {
+        return InvalidArgument(path + ":" + std::to_string(number) + ": dtype " +
+                               std::string(ToString(DTypeOf(*ctx))) +
+                               " is not among --dtype " + [&] {
+                                 std::string names;
+                                 for (DType p : precisions)
+                                   names += (names.empty() ? "" : ",") +
+                                            std::string(ToString(p));
+                                 return names;
+                               }());
+      }
+      out.push_back(*ctx);
     }
-    if (OpOf(*ctx) != op) {
-      return InvalidArgument(path + ":" + std::to_string(number) + ": a " +
-                             std::string(ToString(OpOf(*ctx))) +
-                             " shape in a --op " + std::string(ToString(op)) +
-                             " export");
-    }
-    out.push_back(*ctx);
   }
   if (out.empty()) return InvalidArgument("--shapes: '" + path + "' names no shape");
   if (out.size() > 100000) {
@@ -83,6 +157,8 @@ StatusOr<std::vector<Context>> ReadShapesFile(const std::string& path, Op op) {
 int RunHeaderExport(Connection& conn, const HeaderExportFlags& f) {
   auto op = OpFromString(f.op, "--op");
   if (!op.ok()) return UsageError(op.status().message());
+  auto asked = ParseDTypeList(f.dtype);
+  if (!asked.ok()) return UsageError(asked.status().message());
   if (f.shapes.empty() == !f.all_tuned) {
     return UsageError("header export needs exactly one of --shapes FILE and --all-tuned");
   }
@@ -90,14 +166,16 @@ int RunHeaderExport(Connection& conn, const HeaderExportFlags& f) {
   spec.op = *op;
   spec.command = f.command;
   spec.generated_utc = NowUtc();
-  std::set<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>> seen;
-  auto add_candidate = [&](const BlockShape& b) {
-    if (seen.insert(b.Tie()).second) spec.candidates.push_back(b);
+  std::set<std::tuple<DType, std::string, Params>> seen;
+  auto add_candidate = [&](DType precision, const HeaderConfig& c) {
+    if (seen.insert({precision, c.family, c.params}).second)
+      spec.candidates.push_back({precision, c});
   };
   std::set<std::string> devices;
+  std::set<DType> precisions(asked->begin(), asked->end());
 
   if (!f.shapes.empty()) {
-    auto shapes = ReadShapesFile(f.shapes, *op);
+    auto shapes = ReadShapesFile(f.shapes, *op, *asked);
     if (!shapes.ok()) return UsageError(shapes.status().message());
     for (size_t start = 0; start < shapes->size(); start += kBatch) {
       v1::BatchQueryRequest req;
@@ -123,17 +201,18 @@ int RunHeaderExport(Connection& conn, const HeaderExportFlags& f) {
         }
         const v1::QueryResponse& q = r.response();
         const v1::TunedAnswer& best = q.answers(0);
+        auto config = ConfigOf(best, *op);
+        if (!config.ok()) return StatusFailed(config.status());
         HeaderEntry e;
         e.context = context;
-        auto xb = FromProto(best.block_shape(), "answer");
-        if (!xb.ok()) return StatusFailed(xb.status());
-        e.block_shape = *xb;
+        e.config = *config;
         e.seconds = AnswerSeconds(best);
         e.source = q.source() == v1::QUERY_SOURCE_FALLBACK ? QuerySourceName(q)
                                                             : SourceName(best.source());
         spec.entries.push_back(e);
+        precisions.insert(DTypeOf(context));
         for (const v1::TunedAnswer& a : q.answers()) {
-          if (auto b = FromProto(a.block_shape(), "answer"); b.ok()) add_candidate(*b);
+          if (auto c = ConfigOf(a, *op); c.ok()) add_candidate(DTypeOf(context), *c);
           if (!a.device().name().empty()) {
             devices.insert(a.device().name());
             if (spec.device.name().empty()) spec.device = a.device();
@@ -153,12 +232,17 @@ int RunHeaderExport(Connection& conn, const HeaderExportFlags& f) {
     std::map<std::string, size_t> by_context;
     for (const v1::TunedAnswer& a : exported.tuned()) {
       auto context = FromProto(a.context(), "tuned.context");
-      auto xb = FromProto(a.block_shape(), "tuned.block_shape");
-      if (!context.ok() || !xb.ok()) continue;
+      if (!context.ok()) continue;
+      const DType precision = DTypeOf(*context);
+      if (!asked->empty() && std::count(asked->begin(), asked->end(), precision) == 0)
+        continue;
+      auto config = ConfigOf(a, *op);
+      if (!config.ok()) continue;
       devices.insert(a.device().name());
       if (spec.device.name().empty()) spec.device = a.device();
-      add_candidate(*xb);
-      HeaderEntry e{*context, *xb, AnswerSeconds(a), SourceName(a.source())};
+      precisions.insert(precision);
+      add_candidate(precision, *config);
+      HeaderEntry e{*context, *config, AnswerSeconds(a), SourceName(a.source())};
       auto [it, fresh] = by_context.emplace(ToString(*context), spec.entries.size());
       if (fresh) {
         spec.entries.push_back(e);
@@ -168,7 +252,8 @@ int RunHeaderExport(Connection& conn, const HeaderExportFlags& f) {
       }
     }
     if (spec.entries.empty()) {
-      std::cerr << "blocktune: no stored " << ToString(*op) << " answers"
+      std::cerr << "blocktune: no stored " << ToString(*op)
+                << (f.dtype.empty() ? "" : " " + f.dtype) << " answers"
                 << (f.device.empty() ? "" : " for device '" + f.device + "'")
                 << "; query some shapes first, or use --shapes FILE\n";
       return kExitServerError;
@@ -190,17 +275,36 @@ int RunHeaderExport(Connection& conn, const HeaderExportFlags& f) {
     grpc::Status s = ExportDataset(
         conn.stub(), conn.NewContext(/*stream=*/true).get(), req, &exported);
     if (!s.ok()) return CallFailed(s);
+    // The newest model of each (precision, family) of the header.
+    std::map<std::pair<DType, std::string>, const v1::Model*> newest;
     for (const v1::Model& m : exported.models()) {
-      if (!spec.model || m.id() > spec.model->id()) spec.model = m;
+      auto precision = ContextDTypeFromProto(m.dtype(), "model.dtype");
+      if (!precision.ok() || precisions.count(*precision) == 0) continue;
+      const std::string family =
+          m.family().empty() ? std::string(BlockShapeFamily(*op).name()) : m.family();
+      const v1::Model*& slot = newest[{*precision, family}];
+      if (slot == nullptr || m.id() > slot->id()) slot = &m;
     }
-    if (!spec.model) {
-      std::cerr << "blocktune: --with-model: no trained " << ToString(*op)
+    for (const auto& [key, m] : newest) spec.models.push_back(*m);
+    if (spec.models.empty()) {
+      std::string names;
+      for (DType d : precisions) names += (names.empty() ? "" : ",") + std::string(ToString(d));
+      std::cerr << "blocktune: --with-model: no trained " << ToString(*op) << " " << names
                 << " model" << (req.device_name().empty() ? "" : " for " + req.device_name())
                 << "; train one (blocktune train --op " << ToString(*op)
                 << ") or import one\n";
       return kExitServerError;
     }
-    if (spec.device.name().empty()) spec.device = spec.model->device();
+    for (DType d : precisions) {
+      bool any = false;
+      for (const auto& [key, m] : newest) any = any || key.first == d;
+      if (!any) {
+        std::cerr << "blocktune: --with-model: no " << ToString(*op) << " "
+                  << ToString(d) << " model; its shapes not in the table get the "
+                  << "nearest answer\n";
+      }
+    }
+    if (spec.device.name().empty()) spec.device = spec.models.front().device();
   }
 
   auto text = WriteTunedHeader(spec);
@@ -211,10 +315,15 @@ int RunHeaderExport(Connection& conn, const HeaderExportFlags& f) {
     std::ofstream out(f.out, std::ios::binary | std::ios::trunc);
     out << *text;
     if (!out.flush()) return StatusFailed(InvalidArgument("cannot write '" + f.out + "'"));
+    std::string models;
+    for (const v1::Model& m : spec.models) {
+      models += ", model " + std::to_string(m.id()) + " (" +
+                (m.family().empty() ? std::string(BlockShapeFamily(*op).name()) : m.family()) +
+                ")";
+    }
     std::cerr << "wrote " << f.out << ": " << spec.entries.size() << " " << ToString(*op)
-              << " answers, " << spec.candidates.size() << " candidate block shapes"
-              << (spec.model ? ", model " + std::to_string(spec.model->id()) : "")
-              << ", " << text->size() << " bytes\n";
+              << " answers, " << spec.candidates.size() << " candidate configurations"
+              << models << ", " << text->size() << " bytes\n";
   }
   return kExitOk;
 }
