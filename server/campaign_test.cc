@@ -1,10 +1,10 @@
 // Campaigns on fake GPUs (tuner/worker.h NewFakeBackend) in a real
 // blocktuned with real worker processes: crashes, sticky errors, hangs
-// and the watchdog, kill -9 of the daemon and resume, cancellation.
-#include <signal.h>
-
+// and the watchdog, kill -9 of the daemon and resume, cancellation;
+// precisions and kernel families, and retune_stale (issue 19).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <set>
@@ -13,6 +13,7 @@
 #include "server/daemon_process.h"
 #include "server/store_test_util.h"
 #include "server/tuning_store.h"
+#include "tuner/worker.h"
 
 namespace blocktune {
 namespace {
@@ -48,16 +49,36 @@ class CampaignTest : public ::testing::Test {
   }
 
   static v1::Campaign StartCampaign(const DaemonProcess& d, int64_t samples,
-                                    uint64_t seed) {
+                                    uint64_t seed,
+                                    v1::DType dtype = v1::DTYPE_FP32) {
+    v1::CampaignSpec spec;
+    spec.set_op(v1::OP_GEMM);
+    spec.set_dtype(dtype);
+    spec.set_max_samples(samples);
+    spec.set_seed(seed);
+    return StartSpec(d, spec);
+  }
+  static v1::Campaign StartSpec(const DaemonProcess& d,
+                                const v1::CampaignSpec& spec) {
     v1::StartCampaignRequest req;
-    req.mutable_spec()->set_op(v1::OP_GEMM);
-    req.mutable_spec()->set_dtype(v1::DTYPE_FP32);
-    req.mutable_spec()->set_max_samples(samples);
-    req.mutable_spec()->set_seed(seed);
+    *req.mutable_spec() = spec;
     v1::StartCampaignResponse resp;
     grpc::Status s = d.NewStub()->StartCampaign(Ctx().get(), req, &resp);
     EXPECT_TRUE(s.ok()) << s.error_message();
     return resp.campaign();
+  }
+  // The last progress message of a watch to the campaign's end.
+  static v1::CampaignProgress WatchToTheEnd(const DaemonProcess& d,
+                                            int64_t id) {
+    v1::WatchCampaignRequest req;
+    req.set_id(id);
+    auto ctx = Ctx();
+    auto reader = d.NewStub()->WatchCampaign(ctx.get(), req);
+    v1::CampaignProgress p, last;
+    while (reader->Read(&p)) last = p;
+    grpc::Status s = reader->Finish();
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return last;
   }
 
   static v1::Campaign Get(const DaemonProcess& d, int64_t id) {
@@ -158,13 +179,17 @@ TEST_F(CampaignTest, WatchdogKillsAHungWorkerAndRecordsATimeout) {
 // kill -9 of the daemon mid-campaign, then a restart: the campaign resumes
 // and ends with exactly the samples an uninterrupted run of the same seed
 // gives, each once.
-TEST_F(CampaignTest, ResumesAfterKill9WithNeitherDuplicatesNorGaps) {
+class CampaignResumeTest : public CampaignTest,
+                           public ::testing::WithParamInterface<v1::DType> {};
+
+TEST_P(CampaignResumeTest, ResumesAfterKill9WithNeitherDuplicatesNorGaps) {
   constexpr int64_t kSamples = 1200;
+  const v1::DType dtype = GetParam();
   std::vector<SampleRecord> reference;
   {
     auto d = Start("measure_us=20", {}, "reference.db");
     const v1::Campaign c =
-        WaitFor(*d, StartCampaign(*d, kSamples, 11).id(), Ended);
+        WaitFor(*d, StartCampaign(*d, kSamples, 11, dtype).id(), Ended);
     ASSERT_EQ(c.state(), v1::CAMPAIGN_STATE_DONE);
     d->Stop(SIGTERM);
     reference = Samples("reference.db");
@@ -172,7 +197,7 @@ TEST_F(CampaignTest, ResumesAfterKill9WithNeitherDuplicatesNorGaps) {
   int64_t at_kill = 0;
   {
     auto d = Start("measure_us=1500");
-    const int64_t id = StartCampaign(*d, kSamples, 11).id();
+    const int64_t id = StartCampaign(*d, kSamples, 11, dtype).id();
     const v1::Campaign c = WaitFor(*d, id, [](const v1::Campaign& c) {
       return c.samples_ok() + c.samples_failed() >= 200;
     });
@@ -180,12 +205,32 @@ TEST_F(CampaignTest, ResumesAfterKill9WithNeitherDuplicatesNorGaps) {
     EXPECT_EQ(d->Stop(SIGKILL), 128 + SIGKILL);
   }
   EXPECT_LT(at_kill, kSamples);
+  if (dtype == v1::DTYPE_FP32) {
+    // A daemon from before families left this one: its cursor has the one
+    // sampler's Rng at the top and nothing per family.
+    auto store = OpenSqliteStore(dir_.path() + "/b.db");
+    ASSERT_TRUE(store.ok());
+    CampaignRecord record = *(*store)->GetCampaign(1);
+    tuner::CampaignCursor cursor;
+    ASSERT_TRUE(cursor.ParseFromString(record.rng_state));
+    ASSERT_EQ(cursor.families_size(), 1);
+    ASSERT_EQ(cursor.rng_size(), 4);
+    cursor.clear_families();
+    cursor.clear_samples_by_family();
+    record.rng_state = cursor.SerializeAsString();
+    WriteBatch batch;
+    batch.campaign_updates = {record};
+    ASSERT_TRUE((*store)->Commit(batch).ok());
+  }
   {
     auto d = Start("measure_us=20");
     EXPECT_THAT(d->Log(), HasSubstr("resuming it"));
-    const v1::Campaign c = WaitFor(*d, 1, Ended);
+    const v1::CampaignProgress last = WatchToTheEnd(*d, 1);
+    const v1::Campaign& c = last.campaign();
     EXPECT_EQ(c.state(), v1::CAMPAIGN_STATE_DONE) << c.message();
     EXPECT_EQ(c.samples_ok() + c.samples_failed(), kSamples);
+    ASSERT_EQ(last.samples_by_family_size(), 1);
+    EXPECT_EQ(last.samples_by_family().begin()->second, kSamples);
     d->Stop(SIGTERM);
   }
   const std::vector<SampleRecord> resumed = Samples();
@@ -200,7 +245,18 @@ TEST_F(CampaignTest, ResumesAfterKill9WithNeitherDuplicatesNorGaps) {
     EXPECT_EQ(ToString(it->second->context), ToString(r.context)) << r.seq;
     EXPECT_EQ(it->second->kernel, r.kernel) << r.seq;
   }
+  // Each precision its own family, and the same candidates as ever for
+  // fp32 (seed 11's first family keeps seed 11).
+  const std::string family = dtype == v1::DTYPE_FP32 ? "gemm.ffma" : "gemm.mma";
+  for (const SampleRecord& r : resumed) EXPECT_EQ(r.kernel.family, family);
 }
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CampaignResumeTest,
+                         ::testing::Values(v1::DTYPE_FP32, v1::DTYPE_BF16),
+                         [](const auto& info) {
+                           return info.param == v1::DTYPE_FP32 ? "Fp32"
+                                                               : "Bf16";
+                         });
 
 TEST_F(CampaignTest, CancelStopsRunningAndQueuedCampaigns) {
   auto d = Start("measure_us=3000");
@@ -257,6 +313,8 @@ TEST_F(CampaignTest, WatchStreamsProgressToTheEnd) {
   EXPECT_GT(last.acceptance(), 0.05);
   EXPECT_GT(last.best_tflops(), 0);
   EXPECT_EQ(last.verified(), 3000);
+  ASSERT_EQ(last.samples_by_family_size(), 1);
+  EXPECT_EQ(last.samples_by_family().at("gemm.ffma"), 3000);
 }
 
 TEST_F(CampaignTest, WithoutAGpuNothingIsStarted) {
@@ -279,6 +337,173 @@ TEST_F(CampaignTest, AGpuWhoseWorkerCannotStartFailsTheCampaign) {
   const v1::Campaign c = WaitFor(*d, StartCampaign(*d, 10, 1).id(), Ended);
   EXPECT_EQ(c.state(), v1::CAMPAIGN_STATE_FAILED);
   EXPECT_THAT(c.message(), HasSubstr("no GPU"));
+}
+
+// The old defect: "campaign start --dtype bf16" measured fp32 kernels under
+// a bf16 label. Every sample of a bf16 campaign is a gemm.mma kernel of
+// today's generator, in a bf16 context, with parameters gemm.mma accepts.
+TEST_F(CampaignTest, ABf16CampaignMeasuresGemmMmaInBf16) {
+  auto d = Start("measure_us=50,wrong_every=25");
+  const v1::Campaign started = StartCampaign(*d, 300, 9, v1::DTYPE_BF16);
+  EXPECT_EQ(started.spec().dtype(), v1::DTYPE_BF16);
+  const v1::CampaignProgress last = WatchToTheEnd(*d, started.id());
+  ASSERT_EQ(last.campaign().state(), v1::CAMPAIGN_STATE_DONE)
+      << last.campaign().message() << "\n"
+      << d->Log();
+  EXPECT_EQ(last.done(), 300);
+  ASSERT_EQ(last.samples_by_family_size(), 1);
+  EXPECT_EQ(last.samples_by_family().at("gemm.mma"), 300);
+  EXPECT_GT(last.best_tflops(), 20);  // past the fake's fp32 peak
+  const KernelFamily* mma = *FindFamily("gemm.mma");
+  const std::vector<SampleRecord> samples = Samples();
+  ASSERT_EQ(samples.size(), 300u);
+  int ok = 0;
+  for (const SampleRecord& s : samples) {
+    EXPECT_NE(s.kernel.family, "gemm.ffma") << s.seq;
+    EXPECT_EQ(s.kernel.family, "gemm.mma") << s.seq;
+    EXPECT_EQ(s.kernel.generator_version, mma->version()) << s.seq;
+    EXPECT_TRUE(s.kernel.IsCurrent());
+    EXPECT_EQ(DTypeOf(s.context), DType::kBf16) << s.seq;
+    EXPECT_TRUE(mma->ValidateParams(s.kernel.params).ok()) << s.seq;
+    ok += s.measurement.status == SampleStatus::kOk;
+  }
+  EXPECT_EQ(ok, 300 - 12);
+}
+
+TEST_F(CampaignTest, AnFp32CampaignStillMeasuresGemmFfma) {
+  auto d = Start("measure_us=20");
+  const v1::Campaign c = WaitFor(*d, StartCampaign(*d, 200, 3).id(), Ended);
+  ASSERT_EQ(c.state(), v1::CAMPAIGN_STATE_DONE) << c.message();
+  EXPECT_TRUE(c.message().empty()) << c.message();
+  for (const SampleRecord& s : Samples()) {
+    EXPECT_EQ(s.kernel.family, "gemm.ffma");
+    EXPECT_TRUE(s.kernel.block_shape().has_value());
+    EXPECT_EQ(DTypeOf(s.context), DType::kFp32);
+  }
+}
+
+TEST_F(CampaignTest, FamiliesThatDoNotImplementTheDtypeAreRefused) {
+  auto d = Start("measure_us=20");
+  v1::CampaignSpec spec;
+  spec.set_op(v1::OP_GEMM);
+  spec.set_dtype(v1::DTYPE_BF16);
+  spec.set_max_samples(10);
+  spec.add_families("gemm.ffma");
+  v1::StartCampaignRequest req;
+  *req.mutable_spec() = spec;
+  v1::StartCampaignResponse resp;
+  grpc::Status s = d->NewStub()->StartCampaign(Ctx().get(), req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("spec.families[0]"));
+  EXPECT_THAT(s.error_message(), HasSubstr("gemm.mma"));  // the allowed one
+  // conv has no bf16 family yet: named, not a failed campaign later.
+  spec.clear_families();
+  spec.set_op(v1::OP_CONV);
+  *req.mutable_spec() = spec;
+  s = d->NewStub()->StartCampaign(Ctx().get(), req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("spec.dtype"));
+  v1::ListCampaignsResponse list;
+  ASSERT_TRUE(d->NewStub()->ListCampaigns(Ctx().get(), {}, &list).ok());
+  EXPECT_EQ(list.campaigns_size(), 0);
+  // Named by any case, stored by its registered name.
+  spec.set_op(v1::OP_GEMM);
+  spec.add_families("GEMM.MMA");
+  const v1::Campaign c = WaitFor(*d, StartSpec(*d, spec).id(), Ended);
+  EXPECT_EQ(c.state(), v1::CAMPAIGN_STATE_DONE) << c.message();
+  ASSERT_EQ(c.spec().families_size(), 1);
+  EXPECT_EQ(c.spec().families(0), "gemm.mma");
+}
+
+// retune_stale re-measures the stale configurations of (op, dtype) on the
+// campaign's device once each, with today's generators, and nothing else.
+TEST_F(CampaignTest, RetuneStaleReMeasuresTheStaleConfigurationsOnce) {
+  const KernelFamily* mma = *FindFamily("gemm.mma");
+  const DeviceFingerprint fake = FakeFingerprint();
+  auto kernel = [&](const std::string& params, int version) {
+    return KernelConfig{"gemm.mma", version, *mma->Parse(params)};
+  };
+  auto gemm = [](int64_t m, DType dtype) {
+    GemmContext g = TestGemm(m, 1024, 512);
+    g.dtype = dtype;
+    return Context(g);
+  };
+  auto row = [&](const Context& ctx, const KernelConfig& k,
+                 const DeviceFingerprint& device) {
+    SampleRecord s = TestSample(1, 0, device);
+    s.context = ctx;
+    s.kernel = k;
+    return s;
+  };
+  const int old = mma->version() - 1;
+  {
+    auto store = OpenSqliteStore(dir_.path() + "/b.db");
+    ASSERT_TRUE(store.ok());
+    WriteBatch batch;
+    batch.samples = {
+        row(gemm(4096, DType::kBf16), kernel("bm=128 bn=128", old), fake),
+        row(gemm(2048, DType::kBf16), kernel("bm=64 bn=64", old), fake),
+        row(gemm(2048, DType::kBf16), kernel("bm=64 bn=64", old), fake),
+        // Skipped: 256 KiB of shared memory does not fit the H100.
+        row(gemm(2048, DType::kBf16), kernel("bm=256 bn=256 bk=64 st=4", old),
+            fake),
+        row(gemm(1024, DType::kBf16), kernel("bm=64 bn=64", mma->version()),
+            fake),  // current
+        row(gemm(1024, DType::kFp16), kernel("bm=64 bn=64", old), fake),
+        row(gemm(1024, DType::kBf16), kernel("bm=64 bn=64", old),
+            TestDevice("another GPU")),
+    };
+    ASSERT_TRUE((*store)->Commit(batch).ok());
+  }
+  auto d = Start("measure_us=20");
+  v1::CampaignSpec spec;
+  spec.set_op(v1::OP_GEMM);
+  spec.set_dtype(v1::DTYPE_BF16);
+  spec.set_retune_stale(true);  // no budget: all of them
+  const int64_t id = StartSpec(*d, spec).id();
+  const v1::CampaignProgress last = WatchToTheEnd(*d, id);
+  ASSERT_EQ(last.campaign().state(), v1::CAMPAIGN_STATE_DONE)
+      << last.campaign().message() << "\n"
+      << d->Log();
+  EXPECT_EQ(last.done(), 2);
+  EXPECT_EQ(last.target(), 2);
+  EXPECT_EQ(last.samples_by_family().at("gemm.mma"), 2);
+  EXPECT_THAT(
+      last.campaign().message(),
+      HasSubstr("retune of gemm bf16 on Fake GPU: 4 stale samples: 2 "
+                "configurations to re-measure, 1 duplicate, 1 skipped"));
+  EXPECT_THAT(last.campaign().message(), HasSubstr("shared_memory: 1"));
+  EXPECT_THAT(last.campaign().message(), HasSubstr("re-measured 2"));
+  d->Stop(SIGTERM);
+
+  StoreFilter mine;
+  mine.campaign_id = id;
+  auto store = OpenSqliteStore(dir_.path() + "/b.db");
+  ASSERT_TRUE(store.ok());
+  const std::vector<SampleRecord> measured = *(*store)->ListSamples(mine);
+  ASSERT_EQ(measured.size(), 2u);
+  EXPECT_EQ(ToString(measured[0].context), ToString(gemm(2048, DType::kBf16)));
+  EXPECT_EQ(measured[0].kernel, kernel("bm=64 bn=64", mma->version()));
+  EXPECT_EQ(ToString(measured[1].context), ToString(gemm(4096, DType::kBf16)));
+  EXPECT_EQ(measured[1].kernel, kernel("bm=128 bn=128", mma->version()));
+  for (const SampleRecord& s : measured) {
+    EXPECT_EQ(s.device.name, fake.name);
+    EXPECT_EQ(s.measurement.status, SampleStatus::kOk);
+  }
+
+  // Again: everything is re-measured, so nothing is left to do.
+  auto again = Start("measure_us=20");
+  const v1::Campaign c = WaitFor(*again, StartSpec(*again, spec).id(), Ended);
+  EXPECT_EQ(c.state(), v1::CAMPAIGN_STATE_DONE) << c.message();
+  EXPECT_EQ(c.samples_ok() + c.samples_failed(), 0);
+  EXPECT_THAT(c.message(), HasSubstr("0 configurations to re-measure"));
+  // And fp32 has no stale rows at all.
+  spec.set_dtype(v1::DTYPE_FP32);
+  const v1::Campaign none =
+      WaitFor(*again, StartSpec(*again, spec).id(), Ended);
+  EXPECT_EQ(none.state(), v1::CAMPAIGN_STATE_DONE) << none.message();
+  EXPECT_EQ(none.message(),
+            "no stale samples of gemm fp32 on Fake GPU: nothing to re-measure");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "server/campaign_plan.h"
 #include "server/log.h"
 #include "server/worker_process.h"
 #include "tuner/candidate_stream.h"
@@ -26,12 +27,24 @@ std::string Truncate(std::string s) {
 // The cursor of a stored campaign; an empty blob is a fresh campaign.
 StatusOr<tuner::CampaignCursor> ReadCursor(const CampaignRecord& c) {
   tuner::CampaignCursor cursor;
-  if (!c.rng_state.empty() && (!cursor.ParseFromString(c.rng_state) ||
-                               (cursor.rng_size() != 0 && cursor.rng_size() != 4))) {
+  bool ok = c.rng_state.empty() ||
+            (cursor.ParseFromString(c.rng_state) &&
+             (cursor.rng_size() == 0 || cursor.rng_size() == 4));
+  for (const tuner::FamilyCursor& f : cursor.families())
+    ok &= f.rng_size() == 0 || f.rng_size() == 4;
+  if (!ok) {
     return DataLoss("campaign " + std::to_string(c.id) +
                     ": its stored cursor is corrupt");
   }
   return cursor;
+}
+
+// The GPU profile a campaign samples for: its first GPU's.
+StatusOr<DeviceProfile> CampaignProfile(const CampaignOptions& options,
+                                        const CampaignSpec& spec) {
+  if (options.fake) return ProfileByName("h100");
+  const int gpu = spec.gpus.empty() ? options.gpus.front() : spec.gpus.front();
+  return ProfileFromDevice(gpu);
 }
 
 void FillFromCursor(const tuner::CampaignCursor& cursor,
@@ -44,7 +57,21 @@ void FillFromCursor(const tuner::CampaignCursor& cursor,
   p->verified = cursor.verified();
   p->worker_restarts = cursor.worker_restarts();
   p->done = p->record.samples_ok + p->record.samples_failed;
-  p->target = p->record.spec.max_samples;
+  const CampaignSpec& spec = p->record.spec;
+  p->target = spec.max_samples;
+  if (spec.retune_stale && cursor.retune_total() > 0) {
+    p->target = spec.max_samples > 0
+                    ? std::min(spec.max_samples, cursor.retune_total())
+                    : cursor.retune_total();
+  }
+  p->samples_by_family.clear();
+  for (const auto& [family, n] : cursor.samples_by_family())
+    p->samples_by_family[family] = n;
+  // A cursor from before families: one ffma family, fp32.
+  if (p->samples_by_family.empty() && p->done > 0 && !spec.retune_stale &&
+      cursor.families_size() == 0) {
+    p->samples_by_family[std::string(FfmaFamily(spec.op).name())] = p->done;
+  }
 }
 
 }  // namespace
@@ -107,8 +134,10 @@ class CampaignManager::Run {
   };
   struct Pending {
     Candidate candidate;
-    std::array<uint64_t, 4> rng_after{};
-    int64_t draws_after = 0, accepted_after = 0;
+    // Sampling: the family it came from (an index into the rotation and
+    // the cursor's families) and that family's sampler after it.
+    int family = -1;
+    FamilyRotation::State after;
   };
   struct Done {
     SampleRecord sample;
@@ -117,40 +146,13 @@ class CampaignManager::Run {
 
   Status Prepare() {
     BT_ASSIGN_OR_RETURN(cursor_, ReadCursor(record_));
-    DeviceProfile profile;
-    if (options_.fake) {
-      BT_ASSIGN_OR_RETURN(profile, ProfileByName("h100"));
-    } else {
-      const int gpu = record_.spec.gpus.empty() ? options_.gpus.front()
-                                                : record_.spec.gpus.front();
-      BT_ASSIGN_OR_RETURN(profile, ProfileFromDevice(gpu));
-    }
-    // The campaign's precision picks the family (DefaultFamily) and every
-    // context is drawn in it. The store keeps x_B as a block shape, so
-    // only the ffma families can run here until it keeps a family's
-    // parameters (issue 19).
-    BT_ASSIGN_OR_RETURN(Domain domain,
-                        DefaultDomain(record_.spec.op, record_.spec.dtype));
-    if (!HasBlockShape(*domain.family)) {
-      return FailedPrecondition(
-          "campaign: dtype " + std::string(ToString(record_.spec.dtype)) +
-          " is measured by family " + std::string(domain.family->name()) +
-          ", whose parameters the store cannot keep yet; only fp32 campaigns "
-          "run until then");
-    }
-    BT_ASSIGN_OR_RETURN(stream_,
-                        CandidateStream::Make(std::move(domain), profile,
-                                              record_.spec.sampler,
-                                              record_.spec.seed));
-    if (cursor_.rng_size() == 4) {
-      stream_->set_rng_state({cursor_.rng(0), cursor_.rng(1), cursor_.rng(2),
-                              cursor_.rng(3)});
-    }
+    BT_ASSIGN_OR_RETURN(profile_, CampaignProfile(options_, record_.spec));
+    if (!record_.spec.retune_stale) BT_RETURN_IF_ERROR(PrepareSampling());
     next_seq_ = committed_ = cursor_.next_seq();
-    base_draws_ = cursor_.draws();
-    base_accepted_ = cursor_.accepted();
     record_.state = CampaignState::kRunning;
     record_.message.clear();
+    // The families are fixed from here on, even before a sample is in.
+    record_.rng_state = cursor_.SerializeAsString();
     WriteBatch batch;
     batch.campaign_updates.push_back(record_);
     BT_RETURN_IF_ERROR(store_->Commit(batch).status());
@@ -166,6 +168,112 @@ class CampaignManager::Run {
     BT_LOG(kInfo) << "campaign " << record_.id << " running from sample "
                   << committed_ << " on " << slots_.size() << " GPU(s)";
     return OkStatus();
+  }
+
+  // The families and their streams: those of the cursor when the campaign
+  // ran before (so a resume draws from the same ones, whatever this build
+  // would pick today), else CampaignFamilies.
+  Status PrepareSampling() {
+    std::vector<const KernelFamily*> families;
+    if (cursor_.families_size() > 0) {
+      for (const tuner::FamilyCursor& f : cursor_.families()) {
+        auto family = FindFamily(f.family());
+        if (!family.ok()) {
+          return FailedPrecondition("campaign " + std::to_string(record_.id) +
+                                    " samples family " + f.family() +
+                                    ", which this blocktuned does not have: " +
+                                    family.status().message());
+        }
+        families.push_back(*family);
+      }
+    } else if (cursor_.rng_size() == 4) {
+      // A cursor from before families: the campaign sampled the ffma family
+      // of its op (only fp32 ran then), whose state is at the top.
+      families = {&FfmaFamily(record_.spec.op)};
+    } else {
+      BT_ASSIGN_OR_RETURN(families, CampaignFamilies(record_.spec, profile_));
+    }
+    if (cursor_.families_size() == 0) {
+      const bool legacy = cursor_.rng_size() == 4;
+      for (const KernelFamily* f : families) {
+        tuner::FamilyCursor* fc = cursor_.add_families();
+        fc->set_family(std::string(f->name()));
+        if (legacy) {
+          *fc->mutable_rng() = cursor_.rng();
+          fc->set_draws(cursor_.draws());
+          fc->set_accepted(cursor_.accepted());
+        }
+      }
+      if (legacy && cursor_.samples_by_family().empty() &&
+          cursor_.next_seq() > 0) {
+        auto& by_family = *cursor_.mutable_samples_by_family();
+        by_family[std::string(families[0]->name())] = cursor_.next_seq();
+      }
+    }
+    BT_ASSIGN_OR_RETURN(
+        rotation_,
+        FamilyRotation::Make(families, record_.spec.dtype, profile_,
+                             record_.spec.sampler, record_.spec.seed));
+    for (int i = 0; i < cursor_.families_size(); ++i) {
+      const tuner::FamilyCursor& fc = cursor_.families(i);
+      if (fc.rng_size() != 4) continue;  // no candidate of it committed yet
+      FamilyRotation::State state;
+      for (int w = 0; w < 4; ++w) state.rng[w] = fc.rng(w);
+      state.draws = fc.draws();
+      state.accepted = fc.accepted();
+      rotation_->Restore(i, state);
+    }
+    std::string names;
+    for (const KernelFamily* f : families)
+      names += (names.empty() ? "" : ", ") + std::string(f->name());
+    BT_LOG(kInfo) << "campaign " << record_.id << " samples "
+                  << ToString(record_.spec.op) << " "
+                  << ToString(record_.spec.dtype) << " from " << names;
+    return OkStatus();
+  }
+
+  // A retune's list, once the campaign's device is known (a worker said
+  // hello, or the campaign ran before).
+  Status PlanRetuneNow() {
+    const std::string device = record_.device ? record_.device->name : "";
+    BT_ASSIGN_OR_RETURN(RetunePlan plan,
+                        PlanRetune(*store_, record_.spec, device, profile_));
+    cursor_.set_retune_total(committed_ +
+                             static_cast<int64_t>(plan.candidates.size()));
+    cursor_.set_retune_summary(plan.Summary(record_.spec, device));
+    BT_LOG(kInfo) << "campaign " << record_.id << ": "
+                  << cursor_.retune_summary();
+    retune_ = std::move(plan.candidates);
+    retune_next_ = 0;
+    PublishProgress();
+    return OkStatus();
+  }
+
+  StatusOr<Pending> NextCandidate(int64_t seq) {
+    Pending p;
+    if (retune_) {
+      p.candidate = (*retune_)[retune_next_++];
+      return p;
+    }
+    BT_ASSIGN_OR_RETURN(p.candidate, rotation_->Next(seq));
+    p.family = static_cast<int>(rotation_->FamilyOf(seq));
+    p.after = rotation_->state(p.family);
+    return p;
+  }
+
+  // How a campaign that ran to its end says what it did.
+  std::string DoneMessage() const {
+    if (!record_.spec.retune_stale) return "";
+    std::string m = cursor_.retune_summary();
+    if (cursor_.retune_total() == 0) return m;
+    m += "; re-measured " + std::to_string(committed_);
+    const int64_t left = cursor_.retune_total() - committed_;
+    if (left > 0) {
+      m += ", " + std::to_string(left) +
+           " left when its budget ran out (a new --retune-stale campaign "
+           "carries on with them)";
+    }
+    return m;
   }
 
   void Spawn(int i) {
@@ -199,6 +307,7 @@ class CampaignManager::Run {
 
   bool BudgetLeft() const {
     const CampaignSpec& spec = record_.spec;
+    if (retune_ && retune_next_ >= retune_->size()) return false;
     if (spec.max_samples > 0 && next_seq_ >= spec.max_samples) return false;
     if (spec.minutes > 0 && Elapsed() >= 60.0 * spec.minutes) return false;
     return true;
@@ -254,13 +363,19 @@ class CampaignManager::Run {
           return Internal("samples " + std::to_string(committed_) + ".." +
                           std::to_string(next_seq_ - 1) + " never came back");
         }
-        Finish(CampaignState::kDone, "");
+        Finish(CampaignState::kDone, DoneMessage());
         return OkStatus();
       }
     }
   }
 
   Status Feed() {
+    if (record_.spec.retune_stale && !retune_) {
+      bool ready = false;
+      for (const auto& slot : slots_) ready |= slot->ready && !slot->given_up;
+      if (!ready) return OkStatus();  // the device is not known yet
+      BT_RETURN_IF_ERROR(PlanRetuneNow());
+    }
     for (size_t i = 0; i < slots_.size(); ++i) {
       Slot& slot = *slots_[i];
       if (!slot.ready || slot.given_up || !slot.process) continue;
@@ -270,13 +385,9 @@ class CampaignManager::Run {
           seq = requeue_.front();
           requeue_.pop_front();
         } else if (BudgetLeft()) {
-          BT_ASSIGN_OR_RETURN(Candidate c, stream_->Next());
-          seq = next_seq_++;
-          Pending& p = pending_[seq];
-          p.candidate = std::move(c);
-          p.rng_after = stream_->rng_state();
-          p.draws_after = base_draws_ + stream_->draws();
-          p.accepted_after = base_accepted_ + stream_->accepted();
+          seq = next_seq_;
+          BT_ASSIGN_OR_RETURN(pending_[seq], NextCandidate(seq));
+          ++next_seq_;
         } else {
           break;
         }
@@ -437,15 +548,31 @@ class CampaignManager::Run {
         (*cursor.mutable_failures())[std::string(ToString(s.measurement.status))]++;
       }
       cursor.set_verified(cursor.verified() + it->second.verified);
+      (*cursor.mutable_samples_by_family())[s.kernel.family]++;
+      // The family's sampler after this candidate.
+      const Pending& p = pending_.at(n);
+      if (p.family >= 0) {
+        tuner::FamilyCursor* fc = cursor.mutable_families(p.family);
+        fc->clear_rng();
+        for (uint64_t v : p.after.rng) fc->add_rng(v);
+        fc->set_draws(p.after.draws);
+        fc->set_accepted(p.after.accepted);
+      }
       batch.samples.push_back(s);
       ++n;
     }
-    if (n > committed_) {
-      const Pending& last = pending_.at(n - 1);
+    if (n > committed_ && cursor.families_size() > 0) {
+      int64_t draws = 0, accepted = 0;
+      for (const tuner::FamilyCursor& fc : cursor.families()) {
+        draws += fc.draws();
+        accepted += fc.accepted();
+      }
+      cursor.set_draws(draws);
+      cursor.set_accepted(accepted);
+      // What a daemon from before families reads: right for one family.
       cursor.clear_rng();
-      for (uint64_t v : last.rng_after) cursor.add_rng(v);
-      cursor.set_draws(last.draws_after);
-      cursor.set_accepted(last.accepted_after);
+      if (cursor.families_size() == 1)
+        *cursor.mutable_rng() = cursor.families(0).rng();
     }
     cursor.set_next_seq(n);
     cursor.set_elapsed_s(Elapsed());
@@ -485,8 +612,8 @@ class CampaignManager::Run {
     }
     const CampaignSpec& spec = record_.spec;
     double eta = -1;
-    if (spec.max_samples > 0 && p.samples_per_second > 0)
-      eta = (spec.max_samples - p.done) / p.samples_per_second;
+    if (p.target > 0 && p.samples_per_second > 0)
+      eta = std::max<int64_t>(0, p.target - p.done) / p.samples_per_second;
     if (spec.minutes > 0) {
       const double left = std::max(0.0, 60.0 * spec.minutes - p.elapsed_s);
       eta = eta < 0 ? left : std::min(eta, left);
@@ -521,9 +648,12 @@ class CampaignManager::Run {
   const CampaignOptions& options_;
   CampaignRecord record_;
   tuner::CampaignCursor cursor_;
-  std::unique_ptr<CandidateStream> stream_;
+  DeviceProfile profile_;
+  std::unique_ptr<FamilyRotation> rotation_;  // sampling campaigns
+  // retune_stale campaigns, once planned: what is left to measure.
+  std::optional<std::vector<Candidate>> retune_;
+  size_t retune_next_ = 0;
   int64_t next_seq_ = 0, committed_ = 0;
-  int64_t base_draws_ = 0, base_accepted_ = 0;
   Clock::time_point started_ = Clock::now();
   std::map<int64_t, Pending> pending_;
   std::map<int64_t, Done> done_;
@@ -577,8 +707,9 @@ Status CampaignManager::ResumeStored() {
   return OkStatus();
 }
 
-StatusOr<CampaignRecord> CampaignManager::Start(const CampaignSpec& spec) {
-  BT_RETURN_IF_ERROR(Validate(spec));
+StatusOr<CampaignRecord> CampaignManager::Start(const CampaignSpec& given) {
+  BT_RETURN_IF_ERROR(Validate(given));
+  CampaignSpec spec = given;
   if (options_.gpus.empty()) {
     return FailedPrecondition(
         "no GPU: blocktuned owns no GPU, so it cannot run a campaign (see "
@@ -595,6 +726,14 @@ StatusOr<CampaignRecord> CampaignManager::Start(const CampaignSpec& spec) {
                                 ", which this daemon does not own; it owns " +
                                 owned);
     }
+  }
+  // The families the GPU must run. Prepare checks again when the campaign
+  // runs; here the user hears at once.
+  BT_ASSIGN_OR_RETURN(DeviceProfile profile, CampaignProfile(options_, spec));
+  BT_ASSIGN_OR_RETURN(auto families, CampaignFamilies(spec, profile));
+  if (!spec.families.empty()) {
+    for (size_t i = 0; i < families.size(); ++i)
+      spec.families[i] = std::string(families[i]->name());
   }
   BT_ASSIGN_OR_RETURN(CampaignRecord record, store_->CreateCampaign(spec));
   std::lock_guard lock(mu_);

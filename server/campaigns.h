@@ -11,6 +11,15 @@
 // sampler state: nothing committed is measured twice (the store's unique
 // (campaign, seq) index makes sure) and nothing is skipped.
 //
+// Families. A campaign samples every kernel family that implements its
+// (op, dtype) and runs on its GPU, or the families its spec names, each
+// from a candidate stream of its own: candidate seq comes from family
+// seq % F (server/campaign_plan.h). The cursor keeps every family's Rng,
+// so the guarantee above holds family by family. A retune_stale campaign
+// instead re-measures its planned list of stale configurations (PlanRetune)
+// in order; a resume plans again, and what the campaign already stored is
+// current by then, so it carries on with the next one.
+//
 // Failures. A worker that crashes, exits after a sticky CUDA error, or is
 // killed by the watchdog (a sample running past kernel_timeout_s) costs
 // only the sample it said it was running: that one is recorded as
@@ -60,6 +69,8 @@ struct CampaignProgressInfo {
   int64_t verified = 0;
   int workers = 0;
   int64_t worker_restarts = 0;
+  // Committed samples, ok or failed, by kernel family ("gemm.mma").
+  std::map<std::string, int64_t> samples_by_family;
 };
 
 class CampaignManager {
@@ -69,8 +80,11 @@ class CampaignManager {
 
   // Queues the campaigns a previous daemon left queued or running.
   Status ResumeStored();
-  // FAILED_PRECONDITION when the daemon has no GPU or the spec names one it
-  // does not own; nothing is stored then.
+  // FAILED_PRECONDITION when the daemon has no GPU, the spec names one it
+  // does not own, or a family (spec.families[i], or every family of the op
+  // in the dtype) needs a newer GPU than the campaign's first; INVALID_ARGUMENT
+  // when no family implements the op in the dtype. Nothing is stored then.
+  // spec.families are stored by their registered names.
   StatusOr<CampaignRecord> Start(const CampaignSpec& spec);
   // Stops a queued or running campaign; returns its final record.
   StatusOr<CampaignRecord> Cancel(int64_t id);

@@ -228,6 +228,13 @@ ALTER TABLE tuned_v4 RENAME TO tuned;
 CREATE INDEX tuned_by_context ON tuned (context);
 CREATE INDEX tuned_by_device_op ON tuned (device_id, op);
 )sql"},
+      {5, "campaigns name the families they sample and may retune stale rows",
+       R"sql(
+-- families: comma-separated registered names, '' = every family that
+-- implements (op, dtype) on the campaign's GPU. retune_stale: 0 or 1.
+ALTER TABLE campaigns ADD COLUMN families TEXT NOT NULL DEFAULT '';
+ALTER TABLE campaigns ADD COLUMN retune_stale INTEGER NOT NULL DEFAULT 0;
+)sql"},
   };
   return kMigrations;
 }

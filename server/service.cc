@@ -279,6 +279,8 @@ grpc::Status BlocktuneService::WatchCampaign(
         out.set_verified(p.verified);
         out.set_workers(p.workers);
         out.set_worker_restarts(p.worker_restarts);
+        for (const auto& [family, n] : p.samples_by_family)
+          (*out.mutable_samples_by_family())[family] = n;
         if (!writer->Write(out)) return Cancelled("client went away");
         last_sent = now;
         sent_done = p.done;

@@ -324,19 +324,20 @@ class SqliteStore final : public TuningStore {
       for (const CampaignRecord& c : batch.campaign_updates) {
         SQLite::Statement q(*writer_,
             "UPDATE campaigns SET op = ?, dtype = ?, gpus = ?, sampler = ?, "
-            "minutes = ?, max_samples = ?, seed = ?, label = ?, state = ?, "
-            "device_id = ?, samples_ok = ?, samples_failed = ?, "
-            "rng_state = ?, message = ?, updated_unix = ? WHERE id = ?");
-        BindSpec(q, 1, c.spec);
-        q.bind(9, std::string(ToString(c.state)));
-        if (c.device) q.bind(10, device_id(*c.device));
-        else q.bind(10);
-        q.bind(11, static_cast<int64_t>(c.samples_ok));
-        q.bind(12, static_cast<int64_t>(c.samples_failed));
-        q.bind(13, c.rng_state.data(), static_cast<int>(c.rng_state.size()));
-        q.bind(14, c.message);
-        q.bind(15, static_cast<int64_t>(now));
-        q.bind(16, static_cast<int64_t>(c.id));
+            "minutes = ?, max_samples = ?, seed = ?, label = ?, families = ?, "
+            "retune_stale = ?, state = ?, device_id = ?, samples_ok = ?, "
+            "samples_failed = ?, rng_state = ?, message = ?, "
+            "updated_unix = ? WHERE id = ?");
+        const int k = BindSpec(q, 1, c.spec);
+        q.bind(k, std::string(ToString(c.state)));
+        if (c.device) q.bind(k + 1, device_id(*c.device));
+        else q.bind(k + 1);
+        q.bind(k + 2, static_cast<int64_t>(c.samples_ok));
+        q.bind(k + 3, static_cast<int64_t>(c.samples_failed));
+        q.bind(k + 4, c.rng_state.data(), static_cast<int>(c.rng_state.size()));
+        q.bind(k + 5, c.message);
+        q.bind(k + 6, static_cast<int64_t>(now));
+        q.bind(k + 7, static_cast<int64_t>(c.id));
         if (q.exec() != 1) {
           return NotFound("campaign " + std::to_string(c.id) +
                           " does not exist");  // txn rolls back
@@ -517,13 +518,14 @@ class SqliteStore final : public TuningStore {
     BT_RETURN_IF_ERROR(Guard([&]() {
       SQLite::Statement q(*writer_,
           "INSERT INTO campaigns (op, dtype, gpus, sampler, minutes, "
-          "max_samples, seed, label, state, created_unix, updated_unix) "
-          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-      BindSpec(q, 1, spec);
-      q.bind(9, std::string(ToString(CampaignState::kQueued)));
+          "max_samples, seed, label, families, retune_stale, state, "
+          "created_unix, updated_unix) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      const int k = BindSpec(q, 1, spec);
+      q.bind(k, std::string(ToString(CampaignState::kQueued)));
       const int64_t now = NowUnix();
-      q.bind(10, static_cast<int64_t>(now));
-      q.bind(11, static_cast<int64_t>(now));
+      q.bind(k + 1, static_cast<int64_t>(now));
+      q.bind(k + 2, static_cast<int64_t>(now));
       q.exec();
       id = writer_->getLastInsertRowid();
       return OkStatus();
@@ -568,7 +570,10 @@ class SqliteStore final : public TuningStore {
     q.bind(5, f.family);
   }
 
-  static void BindSpec(SQLite::Statement& q, int first, const CampaignSpec& s) {
+  // Binds the spec's columns from `first` on (op, dtype, gpus, sampler,
+  // minutes, max_samples, seed, label, families, retune_stale); returns the
+  // next position.
+  static int BindSpec(SQLite::Statement& q, int first, const CampaignSpec& s) {
     q.bind(first + 0, std::string(ToString(s.op)));
     q.bind(first + 1, std::string(ToString(s.dtype)));
     std::string gpus;
@@ -579,6 +584,12 @@ class SqliteStore final : public TuningStore {
     q.bind(first + 5, static_cast<int64_t>(s.max_samples));
     q.bind(first + 6, static_cast<int64_t>(s.seed));  // stored bit for bit
     q.bind(first + 7, s.label);
+    std::string families;
+    for (const std::string& f : s.families)
+      families += (families.empty() ? "" : ",") + f;
+    q.bind(first + 8, families);
+    q.bind(first + 9, s.retune_stale ? 1 : 0);
+    return first + 10;
   }
 
   static std::string TunedSelect() {
@@ -663,7 +674,7 @@ class SqliteStore final : public TuningStore {
           ", c.id, c.op, c.dtype, c.gpus, c.minutes, c.max_samples, c.seed, "
           "c.label, c.state, c.samples_ok, c.samples_failed, c.rng_state, "
           "c.message, c.created_unix, c.updated_unix, c.device_id, "
-          "c.sampler "
+          "c.sampler, c.families, c.retune_stale "
           "FROM campaigns c LEFT JOIN devices d ON d.id = c.device_id "
           "WHERE (?1 = 0 OR c.id = ?1) ORDER BY c.id");
       q.bind(1, static_cast<int64_t>(id));
@@ -684,6 +695,12 @@ class SqliteStore final : public TuningStore {
           while (std::getline(gpus, g, ',')) c.spec.gpus.push_back(std::stoi(g));
         }
         c.spec.sampler = q.getColumn(k + 16).getString();
+        {
+          std::stringstream families(q.getColumn(k + 17).getString());
+          std::string f;
+          while (std::getline(families, f, ',')) c.spec.families.push_back(f);
+        }
+        c.spec.retune_stale = q.getColumn(k + 18).getInt() != 0;
         c.spec.minutes = q.getColumn(k + 4).getInt64();
         c.spec.max_samples = q.getColumn(k + 5).getInt64();
         c.spec.seed = static_cast<uint64_t>(q.getColumn(k + 6).getInt64());

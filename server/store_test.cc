@@ -263,6 +263,46 @@ TYPED_TEST(StoreTest, CampaignsMoveWithTheirSamples) {
             StatusCode::kInvalidArgument);
 }
 
+// Schema v5: the families a campaign samples and retune_stale survive
+// creation and every update, in order.
+TYPED_TEST(StoreTest, CampaignsKeepTheirFamiliesAndRetune) {
+  CampaignSpec spec;
+  spec.dtype = DType::kBf16;
+  spec.max_samples = 100;
+  spec.families = {"gemm.mma"};
+  auto created = this->store_->CreateCampaign(spec);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_EQ(created->spec, spec);
+
+  CampaignSpec retune;
+  retune.dtype = DType::kTf32;
+  retune.retune_stale = true;  // no budget: every stale sample
+  auto second = this->store_->CreateCampaign(retune);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(second->spec, retune);
+  EXPECT_TRUE(second->spec.retune_stale);
+  EXPECT_TRUE(second->spec.families.empty());
+
+  CampaignRecord update = *second;
+  update.state = CampaignState::kDone;
+  update.spec.families = {"gemm.mma"};
+  WriteBatch batch;
+  batch.campaign_updates = {update};
+  ASSERT_TRUE(this->store_->Commit(batch).ok());
+  auto list = this->store_->ListCampaigns();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].spec, spec);
+  EXPECT_EQ((*list)[1].spec, update.spec);
+  EXPECT_EQ((*list)[1].state, CampaignState::kDone);
+
+  // A family of the op that does not implement the dtype is never stored.
+  spec.families = {"gemm.ffma"};
+  auto refused = this->store_->CreateCampaign(spec);
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("spec.families[0]"));
+}
+
 // Readers keep working, and only ever see whole batches, while a writer
 // commits batches as fast as it can.
 TYPED_TEST(StoreTest, ReadersSeeWholeBatchesWhileAWriterCommits) {

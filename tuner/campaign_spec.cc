@@ -1,5 +1,6 @@
 #include "tuner/campaign_spec.h"
 
+#include "kernels/family.h"
 #include "kernels/validate.h"
 
 namespace blocktune {
@@ -11,6 +12,45 @@ constexpr EnumNames<CampaignState, 5> kCampaignStateNames{
      {CampaignState::kDone, "done"},
      {CampaignState::kCancelled, "cancelled"},
      {CampaignState::kFailed, "failed"}}};
+
+// spec.families: registered families of the op that implement the dtype,
+// each once. Which of them the campaign's GPU can run is the scheduler's
+// check (it knows the GPU).
+Status ValidateFamilies(const CampaignSpec& spec, std::string_view field) {
+  std::string allowed;
+  for (const KernelFamily* f : FamiliesFor(spec.op, spec.dtype))
+    allowed += (allowed.empty() ? "" : ", ") + std::string(f->name());
+  if (allowed.empty()) allowed = "none in this build";
+  const std::string what = "the " + std::string(ToString(spec.op)) +
+                           " families that implement " +
+                           std::string(ToString(spec.dtype)) + ": " + allowed;
+  for (size_t i = 0; i < spec.families.size(); ++i) {
+    const std::string name =
+        JoinField(field, "families[" + std::to_string(i) + "]");
+    auto family = FindFamily(spec.families[i]);
+    if (!family.ok()) {
+      return InvalidArgument(name + " must be one of " + what + "; got " +
+                             Quoted(spec.families[i]) +
+                             ", which is no registered family");
+    }
+    const KernelFamily& f = **family;
+    if (f.op() != spec.op || !f.Implements(spec.dtype)) {
+      return InvalidArgument(
+          name + " must be one of " + what + "; got " + Quoted(f.name()) +
+          (f.op() != spec.op
+               ? ", a " + std::string(ToString(f.op())) + " family"
+               : ", which does not implement " +
+                     std::string(ToString(spec.dtype))));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (EqualsIgnoreCase(spec.families[j], spec.families[i])) {
+        return InvalidArgument(name + " repeats family " +
+                               Quoted(spec.families[i]));
+      }
+    }
+  }
+  return OkStatus();
+}
 
 }  // namespace
 
@@ -38,14 +78,18 @@ Status Validate(const CampaignSpec& spec, std::string_view field) {
                                 kMaxCampaignMinutes));
   BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "max_samples"),
                                 spec.max_samples, 0, kMaxCampaignSamples));
-  if (spec.minutes == 0 && spec.max_samples == 0) {
+  // A retune re-measures a finite list, so it may run to its end.
+  if (spec.minutes == 0 && spec.max_samples == 0 && !spec.retune_stale) {
     return InvalidArgument(
         std::string(field) + ": a campaign needs a budget: " +
         JoinField(field, "minutes") + " in [1, " +
         std::to_string(kMaxCampaignMinutes) + "] or " +
         JoinField(field, "max_samples") + " in [1, " +
-        std::to_string(kMaxCampaignSamples) + "]");
+        std::to_string(kMaxCampaignSamples) +
+        "] (only a retune_stale campaign may have neither: it re-measures "
+        "every stale sample)");
   }
+  BT_RETURN_IF_ERROR(ValidateFamilies(spec, field));
   return CheckText(JoinField(field, "label"), spec.label, 0, 128);
 }
 

@@ -29,10 +29,12 @@ struct CampaignSpec {
   uint64_t seed = 0;        // sampler seed, so a campaign can be replayed
   std::string label;        // free text for people, may be empty
   // Families to sample; empty: every family that implements (op, dtype)
-  // and runs on the campaign's GPU.
+  // and runs on the campaign's GPU. Candidates alternate between them
+  // (candidate seq goes to family seq % size). With retune_stale: only the
+  // stale samples of these families.
   std::vector<std::string> families;
   // Re-measure the stale samples' contexts and parameters with the current
-  // generators instead of sampling.
+  // generators instead of sampling (server/campaign_plan.h PlanRetune).
   bool retune_stale = false;
 
   auto Tie() const {
@@ -44,7 +46,12 @@ struct CampaignSpec {
   }
 };
 
-// At least one budget must be set, so no campaign runs forever by accident.
+// At least one budget must be set, so no campaign runs forever by accident;
+// a retune_stale campaign may have none (it ends when every stale sample is
+// re-measured). Each of `families` must be a registered family of the op
+// that implements the dtype, named once; the error names
+// "spec.families[i]" and lists the allowed ones. Whether the campaign's GPU
+// runs them is checked where the GPU is known (CampaignManager::Start).
 Status Validate(const CampaignSpec& spec, std::string_view field = "spec");
 
 enum class CampaignState { kQueued, kRunning, kDone, kCancelled, kFailed };

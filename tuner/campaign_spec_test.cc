@@ -31,6 +31,46 @@ TEST(CampaignSpecTest, NeedsABudgetAndBoundedFields) {
   EXPECT_THAT(Validate(spec).message(), HasSubstr("spec.minutes must be in"));
 }
 
+TEST(CampaignSpecTest, FamiliesMustImplementTheOpAndDtype) {
+  CampaignSpec spec;
+  spec.max_samples = 10;
+  spec.dtype = DType::kBf16;
+  spec.families = {"gemm.mma"};
+  EXPECT_TRUE(Validate(spec).ok());
+  spec.families = {"GEMM.MMA"};  // names are case-insensitive
+  EXPECT_TRUE(Validate(spec).ok());
+  // An fp32 family for a bf16 campaign: the old "bf16 label on an fp32
+  // measurement" defect, refused naming the field and the allowed ones.
+  spec.families = {"gemm.mma", "gemm.ffma"};
+  EXPECT_EQ(Validate(spec).message(),
+            "spec.families[1] must be one of the gemm families that implement "
+            "bf16: gemm.mma; got 'gemm.ffma', which does not implement bf16");
+  spec.families = {"conv.ffma"};
+  spec.dtype = DType::kFp32;
+  EXPECT_EQ(Validate(spec).message(),
+            "spec.families[0] must be one of the gemm families that implement "
+            "fp32: gemm.ffma; got 'conv.ffma', a conv family");
+  spec.families = {"gemm.nope"};
+  EXPECT_THAT(Validate(spec).message(),
+              HasSubstr("spec.families[0] must be one of the gemm families "
+                        "that implement fp32: gemm.ffma; got 'gemm.nope', "
+                        "which is no registered family"));
+  spec.families = {"gemm.ffma", "Gemm.Ffma"};
+  EXPECT_EQ(Validate(spec).message(),
+            "spec.families[1] repeats family 'Gemm.Ffma'");
+  spec.families = {"gemm.ffma"};
+  EXPECT_TRUE(Validate(spec).ok());
+}
+
+TEST(CampaignSpecTest, ARetuneMayRunWithoutABudget) {
+  CampaignSpec spec;
+  EXPECT_THAT(Validate(spec).message(), HasSubstr("a campaign needs a budget"));
+  spec.retune_stale = true;
+  EXPECT_TRUE(Validate(spec).ok());
+  spec.max_samples = -1;
+  EXPECT_THAT(Validate(spec).message(), HasSubstr("spec.max_samples"));
+}
+
 TEST(CampaignSpecTest, StatesRoundTrip) {
   for (auto s : {CampaignState::kQueued, CampaignState::kRunning,
                  CampaignState::kDone, CampaignState::kCancelled,

@@ -1,0 +1,271 @@
+#include "server/campaign_plan.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include "kernels/validate.h"
+
+namespace blocktune {
+namespace {
+
+std::string CcText(int cc) {
+  return std::to_string(cc / 10) + "." + std::to_string(cc % 10);
+}
+
+int ProfileCc(const DeviceProfile& p) { return p.cc_major * 10 + p.cc_minor; }
+
+std::string WhatRuns(const DeviceProfile& p) {
+  return p.name + " (compute capability " + std::to_string(p.cc_major) + "." +
+         std::to_string(p.cc_minor) + ")";
+}
+
+bool ContextLess(const Context& a, const Context& b) {
+  if (a.index() != b.index()) return a.index() < b.index();
+  if (const auto* ga = std::get_if<GemmContext>(&a))
+    return ga->Tie() < std::get<GemmContext>(b).Tie();
+  return std::get<ConvContext>(a).Tie() < std::get<ConvContext>(b).Tie();
+}
+
+// A configuration: what a retune measures once.
+struct Key {
+  std::string family;
+  Context context;
+  Params params;
+
+  friend bool operator<(const Key& a, const Key& b) {
+    if (a.family != b.family) return a.family < b.family;
+    if (ContextLess(a.context, b.context)) return true;
+    if (ContextLess(b.context, a.context)) return false;
+    return a.params < b.params;
+  }
+};
+
+std::string Plural(int64_t n, const std::string& one, const std::string& many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+}  // namespace
+
+StatusOr<std::vector<const KernelFamily*>> CampaignFamilies(
+    const CampaignSpec& spec, const DeviceProfile& profile) {
+  const int cc = ProfileCc(profile);
+  const std::vector<const KernelFamily*> implementing =
+      FamiliesFor(spec.op, spec.dtype);
+  if (implementing.empty()) {
+    // DefaultFamily's error lists the precisions the op has.
+    Status why = DefaultFamily(spec.op, spec.dtype).status();
+    return InvalidArgument("spec.dtype: " + why.message());
+  }
+  std::vector<const KernelFamily*> out;
+  if (!spec.families.empty()) {
+    // Each names a family of the op that implements the dtype.
+    BT_RETURN_IF_ERROR(Validate(spec));
+    for (size_t i = 0; i < spec.families.size(); ++i) {
+      const std::string field = "spec.families[" + std::to_string(i) + "]";
+      BT_ASSIGN_OR_RETURN(const KernelFamily* f, FindFamily(spec.families[i]));
+      if (cc < f->min_compute_capability()) {
+        return FailedPrecondition(field + " is " + std::string(f->name()) +
+                                  ", which needs compute capability " +
+                                  CcText(f->min_compute_capability()) +
+                                  " or later; the campaign's GPU is " +
+                                  WhatRuns(profile));
+      }
+      if (!spec.retune_stale) {
+        if (Status s = DefaultDomain(*f).status(); !s.ok()) {
+          return FailedPrecondition(field + ": " + s.message());
+        }
+      }
+      out.push_back(f);
+    }
+    return out;
+  }
+  std::string refused;
+  for (const KernelFamily* f : implementing) {
+    std::string why;
+    if (cc < f->min_compute_capability()) {
+      why = "needs compute capability " + CcText(f->min_compute_capability());
+    } else if (!spec.retune_stale && !DefaultDomain(*f).ok()) {
+      why = "has no built-in sampling domain";
+    } else {
+      out.push_back(f);
+      continue;
+    }
+    refused +=
+        (refused.empty() ? "" : "; ") + std::string(f->name()) + " " + why;
+  }
+  if (out.empty()) {
+    return FailedPrecondition(
+        "no " + std::string(ToString(spec.op)) + " kernel family in " +
+        std::string(ToString(spec.dtype)) + " runs on the campaign's GPU " +
+        WhatRuns(profile) + ": " + refused);
+  }
+  return out;
+}
+
+uint64_t FamilySeed(uint64_t seed, size_t index) {
+  if (index == 0) return seed;
+  // splitmix64 of (seed + index * golden ratio): unrelated streams.
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(index);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+StatusOr<std::unique_ptr<FamilyRotation>> FamilyRotation::Make(
+    const std::vector<const KernelFamily*>& families, DType dtype,
+    const DeviceProfile& profile, const std::string& sampler, uint64_t seed) {
+  if (families.empty()) return InvalidArgument("a campaign needs a family");
+  std::unique_ptr<FamilyRotation> r(new FamilyRotation());
+  for (size_t i = 0; i < families.size(); ++i) {
+    BT_ASSIGN_OR_RETURN(Domain domain, DefaultDomain(*families[i]));
+    BT_RETURN_IF_ERROR(SetPrecision(&domain, dtype));
+    BT_ASSIGN_OR_RETURN(
+        auto stream, CandidateStream::Make(std::move(domain), profile, sampler,
+                                           FamilySeed(seed, i)));
+    r->families_.push_back(families[i]);
+    r->base_.emplace_back();
+    r->base_.back().rng = stream->rng_state();
+    r->streams_.push_back(std::move(stream));
+  }
+  return r;
+}
+
+void FamilyRotation::Restore(size_t i, const State& state) {
+  // The stream's own counters start at 0 in this process.
+  base_[i] = state;
+  base_[i].draws -= streams_[i]->draws();
+  base_[i].accepted -= streams_[i]->accepted();
+  streams_[i]->set_rng_state(state.rng);
+}
+
+FamilyRotation::State FamilyRotation::state(size_t i) const {
+  State s;
+  s.rng = streams_[i]->rng_state();
+  s.draws = base_[i].draws + streams_[i]->draws();
+  s.accepted = base_[i].accepted + streams_[i]->accepted();
+  return s;
+}
+
+StatusOr<Candidate> FamilyRotation::Next(int64_t seq) {
+  return streams_[FamilyOf(seq)]->Next();
+}
+
+std::string RetunePlan::Summary(const CampaignSpec& spec,
+                                std::string_view device_name) const {
+  std::string what =
+      std::string(ToString(spec.op)) + " " + std::string(ToString(spec.dtype));
+  if (!spec.families.empty()) {
+    std::string names;
+    for (const std::string& f : spec.families)
+      names += (names.empty() ? "" : ", ") + f;
+    what += " (" + names + ")";
+  }
+  const std::string where =
+      device_name.empty() ? "" : " on " + std::string(device_name);
+  if (stale_samples == 0) {
+    return "no stale samples of " + what + where + ": nothing to re-measure";
+  }
+  std::string out = "retune of " + what + where + ": " +
+                    Plural(stale_samples, "stale sample", "stale samples") +
+                    ": " +
+                    Plural(static_cast<int64_t>(candidates.size()),
+                           "configuration", "configurations") +
+                    " to re-measure";
+  if (duplicates > 0)
+    out += ", " + Plural(duplicates, "duplicate", "duplicates");
+  if (already_current > 0)
+    out += ", " + std::to_string(already_current) + " already re-measured";
+  if (skipped > 0) {
+    std::string reasons;
+    for (const auto& [reason, n] : skipped_by_reason)
+      reasons +=
+          (reasons.empty() ? "" : ", ") + reason + ": " + std::to_string(n);
+    out += ", " + std::to_string(skipped) +
+           " skipped: today's generators refuse them on this device (" +
+           reasons + ")";
+  }
+  return out;
+}
+
+StatusOr<RetunePlan> PlanRetune(TuningStore& store, const CampaignSpec& spec,
+                                std::string_view device_name,
+                                const DeviceProfile& profile) {
+  auto wanted = [&](const SampleRecord& s) {
+    if (DTypeOf(s.context) != spec.dtype) return false;
+    if (spec.families.empty()) return true;
+    for (const std::string& f : spec.families)
+      if (EqualsIgnoreCase(f, s.kernel.family)) return true;
+    return false;
+  };
+  StoreFilter filter;
+  filter.device_name = std::string(device_name);
+  filter.op = spec.op;
+  filter.versions = VersionFilter::kCurrent;
+  BT_ASSIGN_OR_RETURN(std::vector<SampleRecord> current,
+                      store.ListSamples(filter));
+  std::set<Key> measured;
+  for (const SampleRecord& s : current) {
+    if (wanted(s))
+      measured.insert({s.kernel.family, s.context, s.kernel.params});
+  }
+  current.clear();
+  filter.versions = VersionFilter::kStale;
+  BT_ASSIGN_OR_RETURN(std::vector<SampleRecord> stale,
+                      store.ListSamples(filter));
+
+  RetunePlan plan;
+  std::set<Key> seen;
+  const KernelLimits limits = profile.Limits();
+  for (const SampleRecord& s : stale) {
+    if (!wanted(s)) continue;
+    ++plan.stale_samples;
+    Key key{s.kernel.family, s.context, s.kernel.params};
+    if (!seen.insert(key).second) {
+      ++plan.duplicates;
+      continue;
+    }
+    if (measured.count(key)) {
+      ++plan.already_current;
+      continue;
+    }
+    const KernelFamily* family = s.kernel.Family();
+    if (family == nullptr) {
+      ++plan.skipped;
+      ++plan.skipped_by_reason[s.kernel.family + " unknown family"];
+      continue;
+    }
+    Status ok = family->ValidateParams(s.kernel.params);
+    std::string reason = "params";
+    if (ok.ok()) {
+      const Problem problem(s.context);
+      ok = family->CanImplement(problem, s.kernel.params, limits);
+      if (!ok.ok()) {
+        const int rule =
+            family->CheckProblem(problem).ok()
+                ? family->FirstFailingRule(problem, s.kernel.params, limits)
+                : -1;
+        reason = rule >= 0 ? family->rules()[rule] : "context";
+      }
+    }
+    if (!ok.ok()) {
+      ++plan.skipped;
+      ++plan.skipped_by_reason[std::string(family->name()) + " " + reason];
+      continue;
+    }
+    Candidate c;
+    c.family = family;
+    c.ctx = s.context;
+    c.params = s.kernel.params;
+    plan.candidates.push_back(std::move(c));
+  }
+  std::sort(plan.candidates.begin(), plan.candidates.end(),
+            [](const Candidate& a, const Candidate& b) {
+              return Key{std::string(a.family->name()), a.ctx, a.params} <
+                     Key{std::string(b.family->name()), b.ctx, b.params};
+            });
+  return plan;
+}
+
+}  // namespace blocktune

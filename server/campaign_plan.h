@@ -1,0 +1,133 @@
+// What a campaign measures, and in which order (DESIGN.md, "Kernel families
+// and precision"; issue 19):
+//
+//   - a sampling campaign draws from every kernel family that implements its
+//     (op, dtype) and runs on its GPU, or from the families it names. Each
+//     family has a candidate stream of its own (tuner/candidate_stream.h:
+//     its Rng, its Naive Bayes tables); candidate seq comes from family
+//     seq % F, so the n-th candidate is fixed by the spec alone and a
+//     campaign resumes exactly when it restores each family's Rng;
+//   - a retune_stale campaign re-measures, with today's generators, the
+//     (context, family, parameters) of the stale samples (VersionFilter
+//     kStale) of its (op, dtype) on its device, once each, in a fixed order.
+//
+// The scheduler (server/campaigns.h) runs what these produce; nothing here
+// talks to a GPU.
+#ifndef BLOCKTUNE_SERVER_CAMPAIGN_PLAN_H_
+#define BLOCKTUNE_SERVER_CAMPAIGN_PLAN_H_
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/family.h"
+#include "server/tuning_store.h"
+#include "tuner/campaign_spec.h"
+#include "tuner/candidate_stream.h"
+#include "tuner/device_profile.h"
+
+namespace blocktune {
+
+// The families a campaign of `spec` measures on a GPU of `profile`, in
+// rotation order: spec.families (by their registered names) when given,
+// else every registered family of the op that implements the dtype, runs on
+// the GPU (KernelFamily::min_compute_capability) and, for a sampling
+// campaign, has a built-in sampling domain, in registry order.
+// INVALID_ARGUMENT naming spec.dtype when no family of the op implements
+// it; FAILED_PRECONDITION naming spec.families[i] for a named family the
+// GPU cannot run (or that has no sampling domain), and saying why when none
+// of the op's families for the dtype runs on it.
+StatusOr<std::vector<const KernelFamily*>> CampaignFamilies(
+    const CampaignSpec& spec, const DeviceProfile& profile);
+
+// The sampler seed of a campaign's index-th family: `seed` itself for the
+// first, so a one-family campaign draws exactly what it drew before
+// campaigns had several families; a splitmix64 step of (seed, index) for
+// the others.
+uint64_t FamilySeed(uint64_t seed, size_t index);
+
+// A sampling campaign's candidates: one CandidateStream per family, in
+// rotation. Not thread-safe; the campaign's thread owns it.
+class FamilyRotation {
+ public:
+  // One family's sampler after its last candidate: what a campaign's
+  // cursor keeps per family.
+  struct State {
+    std::array<uint64_t, 4> rng{};
+    int64_t draws = 0;  // since the campaign began, over every resume
+    int64_t accepted = 0;
+  };
+
+  // A stream per family (its built-in domain in `dtype`, seeded
+  // FamilySeed(seed, i)); the Naive Bayes warm-ups run here. Errors as
+  // CandidateStream::Make, and INVALID_ARGUMENT for no family or a family
+  // without `dtype`.
+  static StatusOr<std::unique_ptr<FamilyRotation>> Make(
+      const std::vector<const KernelFamily*>& families, DType dtype,
+      const DeviceProfile& profile, const std::string& sampler, uint64_t seed);
+
+  size_t size() const { return streams_.size(); }
+  const KernelFamily& family(size_t i) const { return *families_[i]; }
+  // Which family candidate `seq` comes from.
+  size_t FamilyOf(int64_t seq) const { return seq % streams_.size(); }
+
+  // Carries family i on after a stop (a state from state(i)).
+  void Restore(size_t i, const State& state);
+  State state(size_t i) const;
+
+  // Candidate `seq`, drawn from family FamilyOf(seq). A campaign asks for
+  // seq = n, n+1, n+2 ... after restoring every family to where candidate
+  // n-1 left it.
+  StatusOr<Candidate> Next(int64_t seq);
+
+ private:
+  FamilyRotation() = default;
+  std::vector<const KernelFamily*> families_;
+  std::vector<std::unique_ptr<CandidateStream>> streams_;
+  std::vector<State> base_;  // restored counters; the stream adds its own
+};
+
+// What a retune_stale campaign re-measures, and what it leaves out.
+struct RetunePlan {
+  // Distinct (context, family, parameters), ordered by family name, then
+  // context (op, then its fields in ToString order), then parameters.
+  std::vector<Candidate> candidates;
+  // Stale samples of the spec's op and dtype (and families, when named)
+  // on the device.
+  int64_t stale_samples = 0;
+  // Stale samples whose (context, family, parameters) an earlier one has.
+  int64_t duplicates = 0;
+  // Configurations that already have a current sample on the device:
+  // re-measured by this campaign before a stop, or measured since by
+  // another. Leaving them out is what makes a resumed retune continue
+  // exactly where it stopped.
+  int64_t already_current = 0;
+  // Configurations today's family refuses on this device (ValidateParams
+  // or CanImplement), by "<family> <rule>", and those whose family this
+  // build no longer has, by "<family> unknown family".
+  int64_t skipped = 0;
+  std::map<std::string, int64_t> skipped_by_reason;
+
+  // One line for the campaign's message, e.g. "retune of gemm bf16 on
+  // NVIDIA H100: 7 stale samples: 5 configurations to re-measure, 1
+  // duplicate, 1 skipped (gemm.mma params: 1)"; "no stale samples of ...:
+  // nothing to re-measure" when there are none.
+  std::string Summary(const CampaignSpec& spec,
+                      std::string_view device_name) const;
+};
+
+// Reads `store` for the stale samples of spec.op in spec.dtype on devices
+// named `device_name` ('' = every device), of spec.families when given, and
+// plans their re-measurement with the current generators on `profile`.
+// Failed samples are re-measured too: a newer generator may have fixed them.
+StatusOr<RetunePlan> PlanRetune(TuningStore& store, const CampaignSpec& spec,
+                                std::string_view device_name,
+                                const DeviceProfile& profile);
+
+}  // namespace blocktune
+
+#endif  // BLOCKTUNE_SERVER_CAMPAIGN_PLAN_H_

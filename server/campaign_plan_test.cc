@@ -1,0 +1,273 @@
+// What campaigns measure (server/campaign_plan.h): the families a spec
+// samples on a GPU, their rotation and its resume, and the list a
+// retune_stale campaign re-measures, against both stores.
+#include "server/campaign_plan.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "server/store_test_util.h"
+
+namespace blocktune {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace ::blocktune::testing;  // NOLINT
+
+DeviceProfile Profile(const std::string& name) {
+  auto p = ProfileByName(name);
+  EXPECT_TRUE(p.ok()) << p.status().ToString();
+  return *p;
+}
+
+std::vector<std::string> Names(const std::vector<const KernelFamily*>& fs) {
+  std::vector<std::string> out;
+  for (const KernelFamily* f : fs) out.emplace_back(f->name());
+  return out;
+}
+
+TEST(CampaignFamiliesTest, EveryFamilyOfTheDtypeThatRunsOnTheGpu) {
+  CampaignSpec spec;
+  spec.max_samples = 10;
+  auto fp32 = CampaignFamilies(spec, Profile("h100"));
+  ASSERT_TRUE(fp32.ok()) << fp32.status().ToString();
+  EXPECT_EQ(Names(*fp32), std::vector<std::string>{"gemm.ffma"});
+  spec.op = Op::kConv;
+  EXPECT_EQ(Names(*CampaignFamilies(spec, Profile("v100"))),
+            std::vector<std::string>{"conv.ffma"});
+  spec.op = Op::kGemm;
+  for (DType d : {DType::kBf16, DType::kFp16, DType::kTf32}) {
+    spec.dtype = d;
+    auto got = CampaignFamilies(spec, Profile("a100"));
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(Names(*got), std::vector<std::string>{"gemm.mma"});
+  }
+}
+
+TEST(CampaignFamiliesTest, RefusesWhatTheGpuCannotRun) {
+  CampaignSpec spec;
+  spec.max_samples = 10;
+  spec.dtype = DType::kBf16;
+  auto none = CampaignFamilies(spec, Profile("v100"));
+  EXPECT_EQ(none.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(none.status().message(),
+              HasSubstr("no gemm kernel family in bf16 runs on the campaign's "
+                        "GPU v100 (compute capability 7.0): gemm.mma "
+                        "needs compute capability 8.0"));
+  spec.families = {"Gemm.MMA"};
+  auto named = CampaignFamilies(spec, Profile("v100"));
+  EXPECT_EQ(named.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(named.status().message(),
+              HasSubstr("spec.families[0] is gemm.mma, which needs compute "
+                        "capability 8.0 or later; the campaign's GPU is "
+                        "v100 (compute capability 7.0)"));
+  auto h100 = CampaignFamilies(spec, Profile("h100"));
+  ASSERT_TRUE(h100.ok());
+  EXPECT_EQ(Names(*h100), std::vector<std::string>{"gemm.mma"});  // its name
+  spec.families = {"gemm.ffma"};
+  auto wrong = CampaignFamilies(spec, Profile("h100"));
+  EXPECT_EQ(wrong.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(wrong.status().message(), HasSubstr("spec.families[0]"));
+  spec.families.clear();
+  spec.op = Op::kConv;  // no conv family in bf16 yet
+  auto conv = CampaignFamilies(spec, Profile("h100"));
+  EXPECT_EQ(conv.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(conv.status().message(), HasSubstr("spec.dtype"));
+}
+
+// Two streams of the same family stand in for two families (only one
+// family implements each (op, dtype) in this build): seq alternates, each
+// stream is the one CandidateStream of its seed would be, and restoring
+// each family's state carries the rotation on exactly.
+TEST(FamilyRotationTest, AlternatesAndResumesFamilyByFamily) {
+  const KernelFamily& ffma = FfmaFamily(Op::kGemm);
+  const DeviceProfile h100 = Profile("h100");
+  const uint64_t seed = 42;
+  auto rotation =
+      FamilyRotation::Make({&ffma, &ffma}, DType::kFp32, h100, "uniform", seed);
+  ASSERT_TRUE(rotation.ok()) << rotation.status().ToString();
+  std::vector<std::unique_ptr<CandidateStream>> alone;
+  for (size_t i = 0; i < 2; ++i) {
+    auto stream = CandidateStream::Make(*DefaultDomain(Op::kGemm), h100,
+                                        "uniform", FamilySeed(seed, i));
+    ASSERT_TRUE(stream.ok());
+    alone.push_back(std::move(*stream));
+  }
+  EXPECT_EQ(FamilySeed(seed, 0), seed);  // one family draws as it always did
+  EXPECT_NE(FamilySeed(seed, 1), seed);
+  std::vector<Candidate> uninterrupted;
+  std::vector<FamilyRotation::State> at_6(2);
+  for (int64_t seq = 0; seq < 12; ++seq) {
+    auto c = (*rotation)->Next(seq);
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(*c, *alone[seq % 2]->Next()) << seq;
+    uninterrupted.push_back(*c);
+    if (seq == 5) at_6 = {(*rotation)->state(0), (*rotation)->state(1)};
+  }
+  EXPECT_EQ(at_6[0].accepted, 3);
+  EXPECT_EQ(at_6[1].accepted, 3);
+
+  auto resumed =
+      FamilyRotation::Make({&ffma, &ffma}, DType::kFp32, h100, "uniform", seed);
+  ASSERT_TRUE(resumed.ok());
+  for (size_t i = 0; i < 2; ++i) (*resumed)->Restore(i, at_6[i]);
+  for (int64_t seq = 6; seq < 12; ++seq) {
+    EXPECT_EQ(*(*resumed)->Next(seq), uninterrupted[seq]) << seq;
+  }
+  EXPECT_EQ((*resumed)->state(0).accepted, 6);
+  EXPECT_EQ((*resumed)->state(1).accepted, 6);
+  EXPECT_EQ((*resumed)->state(1).rng, (*rotation)->state(1).rng);
+}
+
+TEST(FamilyRotationTest, DrawsBf16ContextsForGemmMma) {
+  auto mma = FindFamily("gemm.mma");
+  ASSERT_TRUE(mma.ok());
+  auto rotation =
+      FamilyRotation::Make({*mma}, DType::kBf16, Profile("h100"), "bayes", 7);
+  ASSERT_TRUE(rotation.ok()) << rotation.status().ToString();
+  for (int64_t seq = 0; seq < 50; ++seq) {
+    auto c = (*rotation)->Next(seq);
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(c->family, *mma);
+    EXPECT_EQ(DTypeOf(c->ctx), DType::kBf16);
+    EXPECT_TRUE((*mma)->ValidateParams(c->params).ok());
+  }
+}
+
+// ------------------------------------------------------------- retune --
+
+GemmContext Gemm(int64_t m, DType dtype) {
+  GemmContext g = TestGemm(m, 1024, 512);
+  g.dtype = dtype;
+  return g;
+}
+
+KernelConfig Mma(const std::string& params, int version) {
+  const KernelFamily* mma = *FindFamily("gemm.mma");
+  auto p = mma->Parse(params);
+  EXPECT_TRUE(p.ok()) << p.status().ToString();
+  return KernelConfig{"gemm.mma", version, *p};
+}
+
+SampleRecord Row(const Context& ctx, const KernelConfig& kernel,
+                 const DeviceFingerprint& device = TestDevice()) {
+  SampleRecord s = TestSample(1, 0, device);
+  s.context = ctx;
+  s.kernel = kernel;
+  return s;
+}
+
+class PlanRetuneTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    if (GetParam()) {
+      auto s = OpenSqliteStore(dir_.path() + "/retune.db");
+      ASSERT_TRUE(s.ok()) << s.status().ToString();
+      store_ = std::move(*s);
+    } else {
+      store_ = NewMemoryStore();
+    }
+  }
+  TempDir dir_;
+  std::unique_ptr<TuningStore> store_;
+};
+
+TEST_P(PlanRetuneTest, PlansExactlyTheStaleRowsOnceInOrder) {
+  const int current = (*FindFamily("gemm.mma"))->version();
+  ASSERT_GE(current, 1);
+  const int old = current - 1;
+  const KernelConfig small = Mma("bm=64 bn=64", old);
+  const KernelConfig big = Mma("bm=128 bn=128", old);
+  // Valid parameters that no longer fit the H100's shared memory
+  // (4 stages * (256 + 256) * 64 * 2 B = 256 KiB).
+  const KernelConfig too_big = Mma("bm=256 bn=256 bk=64 st=4", old);
+  ASSERT_TRUE((*FindFamily("gemm.mma"))->ValidateParams(too_big.params).ok());
+  KernelConfig big_now = big;
+  big_now.generator_version = current;
+  KernelConfig ffma_old =
+      KernelConfig::OfBlockShape(Op::kGemm, TestShape(64, 64));
+  ffma_old.generator_version = 0;
+
+  WriteBatch batch;
+  batch.samples = {
+      Row(Gemm(4096, DType::kBf16), big),      // planned, third
+      Row(Gemm(2048, DType::kBf16), small),    // planned, first
+      Row(Gemm(4096, DType::kBf16), small),    // planned, second
+      Row(Gemm(2048, DType::kBf16), small),    // a duplicate: once
+      Row(Gemm(8192, DType::kBf16), big_now),  // current: not planned
+      Row(Gemm(1024, DType::kBf16), big),      // stale, and a current twin
+      Row(Gemm(1024, DType::kBf16), big_now),
+      Row(Gemm(2048, DType::kBf16), too_big),   // skipped: shared_memory
+      Row(Gemm(2048, DType::kFp16), small),     // another precision
+      Row(Gemm(2048, DType::kFp32), ffma_old),  // another family, fp32
+      Row(Gemm(2048, DType::kBf16), big, TestDevice("NVIDIA A100")),
+  };
+  batch.samples[1].measurement.status = SampleStatus::kCompileError;  // too
+  batch.samples[1].measurement.median_s = 0;
+  ASSERT_TRUE(store_->Commit(batch).ok());
+
+  CampaignSpec spec;
+  spec.dtype = DType::kBf16;
+  spec.retune_stale = true;
+  const std::string device = TestDevice().name;
+  auto plan = PlanRetune(*store_, spec, device, Profile("h100"));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->candidates.size(), 3u);
+  const std::vector<std::pair<int64_t, KernelConfig>> expected = {
+      {2048, small}, {4096, small}, {4096, big}};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const Candidate& c = plan->candidates[i];
+    EXPECT_EQ(c.family->name(), "gemm.mma") << i;
+    EXPECT_EQ(ToString(c.ctx),
+              ToString(Context(Gemm(expected[i].first, DType::kBf16))))
+        << i;
+    EXPECT_EQ(c.params, expected[i].second.params) << i;
+  }
+  EXPECT_EQ(plan->stale_samples, 6);  // the bf16 gemm.mma ones on the H100
+  EXPECT_EQ(plan->duplicates, 1);
+  EXPECT_EQ(plan->already_current, 1);
+  EXPECT_EQ(plan->skipped, 1);
+  EXPECT_EQ(plan->skipped_by_reason.at("gemm.mma shared_memory"), 1);
+  EXPECT_EQ(plan->Summary(spec, device),
+            "retune of gemm bf16 on " + device +
+                ": 6 stale samples: 3 configurations to re-measure, 1 "
+                "duplicate, 1 already re-measured, 1 skipped: today's "
+                "generators refuse them on this device (gemm.mma "
+                "shared_memory: 1)");
+
+  // Once re-measured (current rows of the same configurations), nothing is
+  // left: a resumed or repeated retune measures nothing twice.
+  WriteBatch remeasured;
+  for (const Candidate& c : plan->candidates) {
+    remeasured.samples.push_back(
+        Row(c.ctx, KernelConfig::Current(*c.family, c.params)));
+  }
+  ASSERT_TRUE(store_->Commit(remeasured).ok());
+  auto again = PlanRetune(*store_, spec, device, Profile("h100"));
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->candidates.empty());
+  EXPECT_EQ(again->already_current, 4);
+
+  // fp32: the stale gemm.ffma row only; '' matches every device.
+  spec.dtype = DType::kFp32;
+  auto fp32 = PlanRetune(*store_, spec, "", Profile("h100"));
+  ASSERT_TRUE(fp32.ok());
+  ASSERT_EQ(fp32->candidates.size(), 1u);
+  EXPECT_EQ(fp32->candidates[0].family->name(), "gemm.ffma");
+  // Another op has no stale rows at all.
+  spec.op = Op::kConv;
+  auto conv = PlanRetune(*store_, spec, device, Profile("h100"));
+  ASSERT_TRUE(conv.ok());
+  EXPECT_EQ(conv->stale_samples, 0);
+  EXPECT_EQ(
+      conv->Summary(spec, device),
+      "no stale samples of conv fp32 on " + device + ": nothing to re-measure");
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, PlanRetuneTest, ::testing::Bool(),
+                         [](const auto& info) {
+                           return info.param ? "Sqlite" : "Memory";
+                         });
+
+}  // namespace
+}  // namespace blocktune
