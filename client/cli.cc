@@ -60,10 +60,11 @@ struct KernelFlags {
   std::string device;
   std::string arch;
   std::string out;  // the PTX goes here; "" or "-": stdout
-  // --family: generate here, no daemon (family_cmd.h); with --server, the
+  // --family: generate here, no daemon (family_cmd.h); with --daemon, the
   // daemon's best answer of that family, or with --params that
   // configuration.
   std::string family;
+  bool daemon = false;
   std::string params;
   int64_t lda = 0, ldb = 0, ldc = 0;
 };
@@ -567,12 +568,15 @@ int RunCli(int argc, char** argv) {
     k->add_option("-o,--out", kernel_flags.out, "write the PTX to this file");
     k->add_option("--family", kernel_flags.family,
                   "generate here, without a daemon, from this kernel family "
-                  "(see blocktune families); with --server given: the "
-                  "daemon's best answer of this family");
+                  "(see blocktune families); with --daemon: the daemon's "
+                  "best answer of this family");
     k->add_option("--params", kernel_flags.params,
                   "with --family: its parameters, \"bm=128 bn=128 ...\" "
                   "(default: here, the family's default for the context; "
-                  "from the daemon, its best answer)");
+                  "with --daemon, its best answer)");
+    k->add_flag("--daemon", kernel_flags.daemon,
+                "with --family: ask blocktuned (its answer of that family, or "
+                "with --params that configuration) instead of generating here");
   }
   k_gemm->add_option("--lda", kernel_flags.lda,
                      "with --family: leading dimension of A (0: tight)");
@@ -665,14 +669,10 @@ int RunCli(int argc, char** argv) {
   }
 
   // Everything that can be checked here is, before any connection.
-  // `kernel --family` generates here unless a daemon is named on the
-  // command line (BLOCKTUNE_SERVER alone does not switch it: the local
-  // form is what scripts without a daemon rely on).
-  bool server_given = false;
-  for (CLI::App* cmd : {&app, kernel, k_gemm, k_conv})
-    server_given |= cmd->get_option("--server")->count() > 0;
-  const bool local_kernel =
-      (*k_gemm || *k_conv) && !kernel_flags.family.empty() && !server_given;
+  // `kernel --family` generates here unless --daemon asks blocktuned (the
+  // local form is what scripts without a daemon rely on, --server or not).
+  const bool local_kernel = (*k_gemm || *k_conv) &&
+                            !kernel_flags.family.empty() && !kernel_flags.daemon;
   if (local_kernel) {
     if (Status d = CheckLocalDType(
             "--dtype", *k_gemm ? gemm_flags.dtype : conv_flags.dtype);
@@ -684,10 +684,11 @@ int RunCli(int argc, char** argv) {
   } else if (*k_gemm || *k_conv) {
     if (kernel_flags.lda || kernel_flags.ldb || kernel_flags.ldc)
       return UsageError("--lda, --ldb and --ldc are for a kernel generated "
-                        "here (--family without --server)");
+                        "here (--family without --daemon)");
     if (!kernel_flags.params.empty() && kernel_flags.family.empty())
-      return UsageError("--params needs --family (or give an ffma block "
-                        "shape with --block-shape)");
+      return UsageError("--params need --family (a kernel from the daemon "
+                        "takes --block-shape, or --family NAME --daemon "
+                        "--params ...)");
     if (!kernel_flags.params.empty() && !kernel_flags.block_shape.empty())
       return UsageError("give --block-shape or --family with --params, not "
                         "both");

@@ -228,8 +228,8 @@ TEST_F(CliTest, RemoteKernelsOfAnyFamily) {
   EXPECT_THAT(r.out, HasSubstr("\"dtype\": \"DTYPE_BF16\""));
   EXPECT_THAT(r.out, HasSubstr("\"dynamic_shared_bytes\""));
 
-  // --family with --server: the daemon's best of that family; with
-  // --params, that configuration (here the local default's parameters).
+  // --family --daemon: the daemon's best of that family; with --params,
+  // that configuration (here the local default's parameters).
   CliRun local = Cli("kernel gemm --m 512 --n 256 --k 1024 --dtype tf32 "
                      "--family gemm.mma --json -o " + ptx);
   ASSERT_EQ(local.code, 0) << local.out;
@@ -240,21 +240,21 @@ TEST_F(CliTest, RemoteKernelsOfAnyFamily) {
       local.out.substr(at + key.size(),
                        local.out.find('"', at + key.size()) - at - key.size());
   r = Cli("kernel gemm --m 512 --n 256 --k 1024 --dtype tf32 --family gemm.mma "
-          "--params \"" + params + "\" -o " + ptx + " " + server_);
+          "--params \"" + params + "\" --daemon -o " + ptx + " " + server_);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("kernel: gemm.mma v"));
   EXPECT_THAT(r.out, HasSubstr("tf32\n"));  // named, so no "(default)"
   r = Cli("kernel gemm --m 512 --n 256 --k 1024 --dtype tf32 --family gemm.mma "
-          "-o " + ptx + " " + server_);
+          "--daemon -o " + ptx + " " + server_);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("kernel: gemm.mma v"));
   r = Cli("kernel gemm --m 512 --n 256 --k 1024 --dtype bf16 --family gemm.mma "
-          "--params \"zz=1\" " + server_);
+          "--params \"zz=1\" --daemon " + server_);
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_THAT(r.out, HasSubstr("--params"));
   r = Cli("kernel gemm --m 512 --n 256 --k 1024 --params \"bm=64\" " + server_);
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_THAT(r.out, HasSubstr("--params needs --family"));
+  EXPECT_THAT(r.out, HasSubstr("--params need --family"));
 
   // fp32 keeps its block shape and gains the family line.
   r = Cli("kernel gemm --m 64 --n 64 --k 64 -o " + ptx + " " + server_);
