@@ -16,6 +16,7 @@
 #include "client/family_cmd.h"
 #include "client/header_export_cmd.h"
 #include "client/print.h"
+#include "kernels/family.h"
 #include "proto/convert.h"
 #include "proto/dataset_file.h"
 #include "proto/dataset_stream.h"
@@ -51,6 +52,7 @@ struct QueryFlags {
   int top = 1;
   bool verify = false;
   bool fallback = false;
+  std::string family;
 };
 
 struct KernelFlags {
@@ -58,8 +60,11 @@ struct KernelFlags {
   std::string device;
   std::string arch;
   std::string out;  // the PTX goes here; "" or "-": stdout
-  // --family: generate here, no daemon (family_cmd.h).
+  // --family: generate here, no daemon (family_cmd.h); with --daemon, the
+  // daemon's best answer of that family, or with --params that
+  // configuration.
   std::string family;
+  bool daemon = false;
   std::string params;
   int64_t lda = 0, ldb = 0, ldc = 0;
 };
@@ -149,6 +154,25 @@ int RunSample(const SampleFlags& f, bool json) {
   return kExitOk;
 }
 
+// The precisions a family implements, and so the only ones a query,
+// kernel, training, campaign or export can name. fp64 parses as a DType
+// (stored data may name it) but nothing tunes it: refused here, with why.
+constexpr const char* kDTypes = "fp32, tf32, bf16, fp16";
+
+StatusOr<DType> DTypeFlag(const std::string& text) {
+  auto d = DTypeFromString(text, "--dtype");
+  if (d.ok() && *d == DType::kFp64) {
+    return InvalidArgument(std::string("--dtype must be one of ") + kDTypes +
+                           "; got '" + text +
+                           "' (no kernel family implements fp64)");
+  }
+  if (!d.ok()) {
+    return InvalidArgument(std::string("--dtype must be one of ") + kDTypes +
+                           "; got '" + text + "'");
+  }
+  return *d;
+}
+
 void AddGemmFlags(CLI::App* cmd, GemmFlags* f) {
   cmd->add_option("--m", f->m, "rows of A and C")->required();
   cmd->add_option("--n", f->n, "columns of B and C")->required();
@@ -156,7 +180,7 @@ void AddGemmFlags(CLI::App* cmd, GemmFlags* f) {
   cmd->add_option("--layout", f->layout,
                   "layouts of A and B, N or T each: NN, NT, TN, TT")
       ->capture_default_str();
-  cmd->add_option("--dtype", f->dtype, "fp32, tf32, bf16, fp16 or fp64")
+  cmd->add_option("--dtype", f->dtype, "precision: fp32, tf32, bf16 or fp16")
       ->capture_default_str();
 }
 
@@ -173,7 +197,7 @@ void AddConvFlags(CLI::App* cmd, ConvFlags* f) {
       ->capture_default_str();
   cmd->add_option("--dilation", f->dilation, "dilation: D, or DH,DW")
       ->capture_default_str();
-  cmd->add_option("--dtype", f->dtype, "fp32, fp16, bf16 or fp64")
+  cmd->add_option("--dtype", f->dtype, "precision: fp32, tf32, bf16 or fp16")
       ->capture_default_str();
 }
 
@@ -184,7 +208,10 @@ void AddQueryFlags(CLI::App* cmd, QueryFlags* f) {
   cmd->add_flag("--verify", f->verify, "re-benchmark the answers on the GPU");
   cmd->add_flag("--fallback", f->fallback,
                 "with no stored answer and no model, answer the nearest "
-                "stored context's block shape, or a default one");
+                "stored context's configuration, or a default one");
+  cmd->add_option("--family", f->family,
+                  "only this kernel family, e.g. gemm.mma (default: every "
+                  "family of the precision; see blocktune families)");
 }
 
 StatusOr<Context> GemmFromFlags(const GemmFlags& f) {
@@ -200,7 +227,7 @@ StatusOr<Context> GemmFromFlags(const GemmFlags& f) {
                                                    "--layout (A)"));
   BT_ASSIGN_OR_RETURN(g.layout_b, LayoutFromString(f.layout.substr(1, 1),
                                                    "--layout (B)"));
-  BT_ASSIGN_OR_RETURN(g.dtype, DTypeFromString(f.dtype, "--dtype"));
+  BT_ASSIGN_OR_RETURN(g.dtype, DTypeFlag(f.dtype));
   BT_RETURN_IF_ERROR(Validate(g, "gemm"));
   return Context(g);
 }
@@ -219,7 +246,7 @@ StatusOr<Context> ConvFromFlags(const ConvFlags& f) {
       ParseWindowPair("--stride", f.stride, &c.stride_h, &c.stride_w));
   BT_RETURN_IF_ERROR(
       ParseWindowPair("--dilation", f.dilation, &c.dilation_h, &c.dilation_w));
-  BT_ASSIGN_OR_RETURN(c.dtype, DTypeFromString(f.dtype, "--dtype"));
+  BT_ASSIGN_OR_RETURN(c.dtype, DTypeFlag(f.dtype));
   BT_RETURN_IF_ERROR(Validate(c, "conv"));
   return Context(c);
 }
@@ -303,6 +330,7 @@ int RunQuery(Connection& conn, const Globals& g, const Context& ctx,
   req.set_top(f.top);
   req.set_verify(f.verify);
   req.set_fallback(f.fallback);
+  req.set_family(f.family);
   v1::QueryResponse resp;
   grpc::Status status = conn.stub().Query(conn.NewContext().get(), req, &resp);
   return status.ok() ? Emit(g, resp) : CallFailed(status);
@@ -318,6 +346,23 @@ int RunKernel(Connection& conn, const Globals& g, const Context& ctx,
     auto xb = BlockShapeFromString(f.block_shape);
     if (!xb.ok()) return UsageError("--block-shape: " + xb.status().message());
     ToProto(*xb, req.mutable_block_shape());
+  }
+  if (!f.params.empty()) {
+    // Parsed by this binary's copy of the family, so a typo is a usage
+    // error here; the daemon checks again against its own.
+    auto family = FindFamily(f.family);
+    if (!family.ok()) return UsageError("--family: " + family.status().message());
+    auto params = (*family)->Parse(f.params);
+    if (!params.ok()) return UsageError("--params: " + params.status().message());
+    v1::KernelConfig* k = req.mutable_kernel();
+    k->set_family(f.family);
+    for (int i = 0; i < params->size; ++i) {
+      v1::ConfigParam* p = k->add_params();
+      p->set_name((*family)->params()[i].name);
+      p->set_value((*params)[i]);
+    }
+  } else {
+    req.set_family(f.family);
   }
   if (!f.arch.empty()) {
     if (Status a = CheckArch("--arch", f.arch); !a.ok()) return UsageError(a.message());
@@ -417,7 +462,7 @@ int RunCli(int argc, char** argv) {
   if (const char* token = std::getenv("BLOCKTUNE_TOKEN_FILE"))
     g.connection.token_file = token;
 
-  CLI::App app{"blocktune: ask blocktuned for the best block shape of a GEMM "
+  CLI::App app{"blocktune: ask blocktuned for the best kernel of a GEMM "
                "or convolution, run tuning campaigns, move tuned data."};
   app.require_subcommand(1);
   auto* health = app.add_subcommand("health", "is the daemon up, and what it holds");
@@ -435,7 +480,20 @@ int RunCli(int argc, char** argv) {
   std::string label;
   auto* c_start = campaign->add_subcommand("start", "start a campaign");
   c_start->add_option("--op", campaign_op, "gemm or conv")->capture_default_str();
-  c_start->add_option("--dtype", campaign_dtype, "fp32")->capture_default_str();
+  c_start->add_option("--dtype", campaign_dtype,
+                      "precision: fp32, tf32, bf16 or fp16")
+      ->capture_default_str();
+  std::vector<std::string> campaign_families;
+  c_start->add_option("--family", campaign_families,
+                      "kernel families to sample, repeated or comma-separated "
+                      "(default: every family of the op and precision)")
+      ->delimiter(',');
+  bool retune_stale = false;
+  c_start->add_flag("--retune-stale", retune_stale,
+                    "re-measure the stored contexts and parameters of stale "
+                    "samples (older generator versions) with the current "
+                    "generators, instead of sampling (within --minutes or "
+                    "--max-samples)");
   c_start->add_option("--gpus", gpus, "GPU ordinals, e.g. 0,1 (default: all)")
       ->delimiter(',');
   c_start->add_option("--sampler", sampler, "bayes or uniform")
@@ -467,12 +525,19 @@ int RunCli(int argc, char** argv) {
                     "sooner)");
   uint64_t train_seed = 0;
   train->add_option("--seed", train_seed, "split, weights and batches (0: 1)");
+  std::string train_dtype = "fp32", train_family;
+  train->add_option("--dtype", train_dtype,
+                    "precision: fp32, tf32, bf16 or fp16")
+      ->capture_default_str();
+  train->add_option("--family", train_family,
+                    "train only this family's model (default: one model per "
+                    "family with samples of the op and precision)");
   int members = 0;
   train->add_option("--members", members,
                     "an ensemble of this many networks, member i trained with "
                     "seed + i (0 or 1: one network; at most 16)");
 
-  auto* query = app.add_subcommand("query", "best block shapes for a context");
+  auto* query = app.add_subcommand("query", "best kernel configurations for a context");
   query->require_subcommand(1);
   GemmFlags gemm_flags;
   ConvFlags conv_flags;
@@ -503,10 +568,15 @@ int RunCli(int argc, char** argv) {
     k->add_option("-o,--out", kernel_flags.out, "write the PTX to this file");
     k->add_option("--family", kernel_flags.family,
                   "generate here, without a daemon, from this kernel family "
-                  "(see blocktune families)");
+                  "(see blocktune families); with --daemon: the daemon's "
+                  "best answer of this family");
     k->add_option("--params", kernel_flags.params,
                   "with --family: its parameters, \"bm=128 bn=128 ...\" "
-                  "(default: the family's default for the context)");
+                  "(default: here, the family's default for the context; "
+                  "with --daemon, its best answer)");
+    k->add_flag("--daemon", kernel_flags.daemon,
+                "with --family: ask blocktuned (its answer of that family, or "
+                "with --params that configuration) instead of generating here");
   }
   k_gemm->add_option("--lda", kernel_flags.lda,
                      "with --family: leading dimension of A (0: tight)");
@@ -532,6 +602,14 @@ int RunCli(int argc, char** argv) {
   export_cmd->add_option("--device", export_device, "device name");
   export_cmd->add_flag("--samples", with_samples, "include every measurement");
   export_cmd->add_flag("--models", with_models, "include trained models");
+  std::string export_dtype;
+  bool include_stale = false;
+  export_cmd->add_option("--dtype", export_dtype,
+                         "only this precision: fp32, tf32, bf16 or fp16 "
+                         "(default: every precision)");
+  export_cmd->add_flag("--include-stale", include_stale,
+                       "also rows of older generator versions (they keep "
+                       "their version; an importer keeps them stale)");
   export_cmd->add_option("--format", format,
                          "dataset or header (default: header with --shapes or "
                          "--all-tuned or an -o ending in .h/.hpp)");
@@ -591,8 +669,10 @@ int RunCli(int argc, char** argv) {
   }
 
   // Everything that can be checked here is, before any connection.
-  const bool local_kernel =
-      (*k_gemm || *k_conv) && !kernel_flags.family.empty();
+  // `kernel --family` generates here unless --daemon asks blocktuned (the
+  // local form is what scripts without a daemon rely on, --server or not).
+  const bool local_kernel = (*k_gemm || *k_conv) &&
+                            !kernel_flags.family.empty() && !kernel_flags.daemon;
   if (local_kernel) {
     if (Status d = CheckLocalDType(
             "--dtype", *k_gemm ? gemm_flags.dtype : conv_flags.dtype);
@@ -602,10 +682,16 @@ int RunCli(int argc, char** argv) {
       return UsageError("--block-shape is for a kernel from the daemon; with "
                         "--family give --params");
   } else if (*k_gemm || *k_conv) {
-    if (!kernel_flags.params.empty() || kernel_flags.lda || kernel_flags.ldb ||
-        kernel_flags.ldc)
-      return UsageError("--params, --lda, --ldb and --ldc need --family (a "
-                        "kernel from the daemon takes --block-shape)");
+    if (kernel_flags.lda || kernel_flags.ldb || kernel_flags.ldc)
+      return UsageError("--lda, --ldb and --ldc are for a kernel generated "
+                        "here (--family without --daemon)");
+    if (!kernel_flags.params.empty() && kernel_flags.family.empty())
+      return UsageError("--params need --family (a kernel from the daemon "
+                        "takes --block-shape, or --family NAME --daemon "
+                        "--params ...)");
+    if (!kernel_flags.params.empty() && !kernel_flags.block_shape.empty())
+      return UsageError("give --block-shape or --family with --params, not "
+                        "both");
   }
   std::optional<Context> ctx;
   if (*q_gemm || *k_gemm || *q_conv || *k_conv) {
@@ -616,11 +702,13 @@ int RunCli(int argc, char** argv) {
   }
   if (*c_start) {
     auto op = OpFlag(campaign_op, true);
-    auto dtype = DTypeFromString(campaign_dtype, "--dtype");
+    auto dtype = DTypeFlag(campaign_dtype);
     if (!op.ok()) return UsageError(op.status().message());
     if (!dtype.ok()) return UsageError(dtype.status().message());
     spec.set_op(*op);
     spec.set_dtype(ToProto(*dtype));
+    for (const std::string& f : campaign_families) spec.add_families(f);
+    spec.set_retune_stale(retune_stale);
     for (int gpu : gpus) spec.add_gpus(gpu);
     spec.set_sampler(sampler);
     spec.set_minutes(minutes);
@@ -666,6 +754,11 @@ int RunCli(int argc, char** argv) {
         return UsageError("--samples and --models are for dataset export; a "
                           "header takes --with-model");
       }
+      if (!export_dtype.empty() || include_stale) {
+        return UsageError("--dtype and --include-stale are for dataset "
+                          "export; a header holds what its --shapes lines "
+                          "name");
+      }
       header_flags.op = export_op;
       header_flags.device = export_device;
       header_flags.out = out_path;
@@ -685,6 +778,12 @@ int RunCli(int argc, char** argv) {
       export_req.set_device_name(export_device);
       export_req.set_include_samples(with_samples);
       export_req.set_include_models(with_models);
+      if (!export_dtype.empty()) {
+        auto dtype = DTypeFlag(export_dtype);
+        if (!dtype.ok()) return UsageError(dtype.status().message());
+        export_req.set_dtype(ToProto(*dtype));
+      }
+      export_req.set_include_stale(include_stale);
       export_req.set_format(v1::EXPORT_FORMAT_DATASET);
     }
   }
@@ -692,7 +791,11 @@ int RunCli(int argc, char** argv) {
   if (*train) {
     auto op = OpFlag(train_op, true);
     if (!op.ok()) return UsageError(op.status().message());
+    auto dtype = DTypeFlag(train_dtype);
+    if (!dtype.ok()) return UsageError(dtype.status().message());
     train_req.set_op(*op);
+    train_req.set_dtype(ToProto(*dtype));
+    train_req.set_family(train_family);
     train_req.set_device_name(train_device);
     for (int l : layers) train_req.add_hidden_layers(l);
     train_req.set_epochs(epochs);

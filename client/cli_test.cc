@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "client/test_dataset.h"
@@ -109,7 +110,7 @@ TEST_F(CliTest, ImportThenQueryThenExport) {
   EXPECT_THAT(r.out, HasSubstr("imported 1 tuned answers"));
   r = Cli("query gemm --m 4096 --n 16 --k 4096 --layout NT " + server_);
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_THAT(r.out, HasSubstr("1. ML=64 NL=16 MS=4 NS=2 U=8 KG=4"));
+  EXPECT_THAT(r.out, HasSubstr("1. ML=64 NL=16 MS=4 NS=2 U=8 KG=4  gemm.ffma v"));
   EXPECT_THAT(r.out, HasSubstr("measured 85.0 us"));
   r = Cli("query gemm --m 4096 --n 16 --k 4096 --layout NT --json " + server_);
   EXPECT_EQ(r.code, 0);
@@ -151,6 +152,168 @@ TEST_F(CliTest, CampaignWithoutGpuSaysWhyAndKernelFallsBack) {
   r = Cli("kernel gemm --m 64 --n 64 --k 64 --arch sm_1 " + server_);
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.out, HasSubstr("--arch must be sm_XY"));
+}
+
+// Issue 19's acceptance on a host without a GPU: a tensor-core precision
+// on an empty store answers a gemm.mma configuration and says how.
+TEST_F(CliTest, TensorCorePrecisionsAnswerAGemmMmaConfiguration) {
+  for (const char* dtype : {"bf16", "tf32", "fp16"}) {
+    SCOPED_TRACE(dtype);
+    CliRun r = Cli("query gemm --m 4096 --n 16 --k 4096 --dtype " +
+                   std::string(dtype) + " --fallback " + server_);
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_THAT(r.out, ::testing::ContainsRegex(
+                           "source: (default|nearest|predicted)"));
+    EXPECT_THAT(r.out, HasSubstr("gemm m=4096 n=16 k=4096 layout=NN dtype=" +
+                                 std::string(dtype)));
+    // Family, generator version and the parameters by name.
+    EXPECT_THAT(r.out, ::testing::ContainsRegex("1\\. gemm\\.mma v[0-9]+ [a-zA-Z_]+=[0-9]+"));
+    r = Cli("query gemm --m 4096 --n 16 --k 4096 --dtype " +
+            std::string(dtype) + " --fallback --json " + server_);
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_THAT(r.out, HasSubstr("\"family\": \"gemm.mma\""));
+    EXPECT_THAT(r.out, HasSubstr("\"match\": \"MATCH_DEFAULT\""));
+  }
+  // Without --fallback an empty store has nothing to say for bf16 either.
+  CliRun r = Cli("query gemm --m 4096 --n 16 --k 4096 --dtype bf16 " + server_);
+  EXPECT_EQ(r.code, 4) << r.out;
+  // fp32 stays the block-shape family, block shape first.
+  r = Cli("query gemm --m 4096 --n 16 --k 4096 --fallback " + server_);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("1\\. ML=[0-9]+ NL=[0-9]+ MS=[0-9]+ "
+                                              "NS=[0-9]+ U=[0-9]+ KG=[0-9]+  "
+                                              "gemm\\.ffma v[0-9]+"));
+  // A family that does not implement the precision is the daemon's refusal.
+  r = Cli("query gemm --m 4096 --n 16 --k 4096 --dtype bf16 --family gemm.ffma "
+          "--fallback " + server_);
+  EXPECT_EQ(r.code, 4) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("gemm.ffma"));
+}
+
+TEST_F(CliTest, BadPrecisionsAreUsageErrorsNamingTheAllowedValues) {
+  for (const std::string cmd :
+       {"query gemm --m 4096 --n 16 --k 4096 --dtype fp8 --fallback",
+        "query conv --n 1 --h 56 --w 56 --c 64 --k 64 --r 3 --s 3 --dtype fp8",
+        "kernel gemm --m 64 --n 64 --k 64 --dtype fp8",
+        "train --op gemm --dtype fp8", "campaign start --max-samples 10 --dtype fp8",
+        "export --dtype fp8"}) {
+    CliRun r = Cli(cmd + " " + server_);
+    EXPECT_EQ(r.code, 2) << cmd << ": " << r.out;
+    EXPECT_THAT(r.out, HasSubstr("--dtype must be one of fp32, tf32, bf16, "
+                                 "fp16; got 'fp8'"))
+        << cmd;
+  }
+  // fp64 parses, but nothing tunes it: refused here, saying why.
+  CliRun r = Cli("query gemm --m 64 --n 64 --k 64 --dtype fp64 " + server_);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("no kernel family implements fp64"));
+  r = Cli("export --op gemm --shapes /dev/null --dtype bf16 " + server_);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("for dataset export"));
+}
+
+TEST_F(CliTest, RemoteKernelsOfAnyFamily) {
+  // The daemon's answer for bf16: a gemm.mma kernel with its launch needs.
+  const std::string ptx = dir_.path() + "/k.ptx";
+  CliRun r = Cli("kernel gemm --m 512 --n 256 --k 1024 --dtype bf16 -o " + ptx +
+                 " " + server_);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("kernel: gemm\\.mma v[0-9]+ .* bf16  \\(default\\)"));
+  EXPECT_THAT(r.out, HasSubstr("B dynamic"));
+  EXPECT_THAT(r.out, HasSubstr("alignment: lda a multiple of"));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("block shape:")));
+  r = Cli("kernel gemm --m 512 --n 256 --k 1024 --dtype bf16 --json -o " + ptx +
+          " " + server_);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("\"dtype\": \"DTYPE_BF16\""));
+  EXPECT_THAT(r.out, HasSubstr("\"dynamic_shared_bytes\""));
+
+  // --family --daemon: the daemon's best of that family; with --params,
+  // that configuration (here the local default's parameters).
+  CliRun local = Cli("kernel gemm --m 512 --n 256 --k 1024 --dtype tf32 "
+                     "--family gemm.mma --json -o " + ptx);
+  ASSERT_EQ(local.code, 0) << local.out;
+  const std::string key = "\"params\": \"";
+  const size_t at = local.out.find(key);
+  ASSERT_NE(at, std::string::npos) << local.out;
+  const std::string params =
+      local.out.substr(at + key.size(),
+                       local.out.find('"', at + key.size()) - at - key.size());
+  r = Cli("kernel gemm --m 512 --n 256 --k 1024 --dtype tf32 --family gemm.mma "
+          "--params \"" + params + "\" --daemon -o " + ptx + " " + server_);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("kernel: gemm.mma v"));
+  EXPECT_THAT(r.out, HasSubstr("tf32\n"));  // named, so no "(default)"
+  r = Cli("kernel gemm --m 512 --n 256 --k 1024 --dtype tf32 --family gemm.mma "
+          "--daemon -o " + ptx + " " + server_);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("kernel: gemm.mma v"));
+  r = Cli("kernel gemm --m 512 --n 256 --k 1024 --dtype bf16 --family gemm.mma "
+          "--params \"zz=1\" --daemon " + server_);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--params"));
+  r = Cli("kernel gemm --m 512 --n 256 --k 1024 --params \"bm=64\" " + server_);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--params need --family"));
+
+  // fp32 keeps its block shape and gains the family line.
+  r = Cli("kernel gemm --m 64 --n 64 --k 64 -o " + ptx + " " + server_);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("kernel: gemm.ffma v"));
+  EXPECT_THAT(r.out, HasSubstr("block shape: ML="));
+}
+
+TEST_F(CliTest, HealthCampaignTrainAndExportTakePrecisionAndFamily) {
+  CliRun r = Cli("health " + server_);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("stale      0 samples, 0 tuned answers, 0 models"));
+  r = Cli("health --json " + server_);
+  EXPECT_THAT(r.out, HasSubstr("\"stale_samples\""));
+  // The spec passes the CLI's checks and reaches the daemon, which has no
+  // GPU here.
+  r = Cli("campaign start --op gemm --dtype bf16 --family gemm.mma,gemm.wgmma "
+          "--max-samples 100 " + server_);
+  EXPECT_EQ(r.code, 4) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("GPU"));
+  // A budget is required even here: tuner/campaign_spec.cc's Validate asks
+  // for one although the proto says 0 and 0 mean every stale row.
+  r = Cli("campaign start --op gemm --dtype bf16 --retune-stale --max-samples 10 " +
+          server_);
+  EXPECT_EQ(r.code, 4) << r.out;
+  // No samples of bf16 to train on: the daemon says so (exit 4), not a
+  // usage error.
+  r = Cli("train --op gemm --dtype bf16 --family gemm.mma --epochs 1 " + server_);
+  EXPECT_EQ(r.code, 4) << r.out;
+  r = Cli("export --dtype bf16 --include-stale " + server_);
+  EXPECT_EQ(r.code, 0) << r.out;
+}
+
+// A store migrated from schema v3 (server/testdata): its answers and
+// models are of gemm.ffma generator version 0, stale. The CLI counts them
+// and says when a query could only have been answered from them.
+TEST_F(CliTest, StaleRowsAreCountedAndNamed) {
+  TempDir old;
+  std::filesystem::copy_file(
+      std::string(BLOCKTUNE_SOURCE_DIR) + "/server/testdata/store_v3.db",
+      old.path() + "/b.db");
+  auto daemon = StartDaemonIn<DaemonProcess>(BLOCKTUNED, old.path());
+  ASSERT_TRUE(daemon->ok()) << daemon->Log();
+  const std::string server = "--server unix:" + old.path() + "/s.sock ";
+  CliRun r = Cli("health " + server);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("stale      [1-9][0-9]* samples, "
+                                              "[1-9][0-9]* tuned answers, 2 models"));
+  r = Cli("devices " + server);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("samples \\([1-9][0-9]* stale\\)"));
+  r = Cli("query gemm --m 4096 --n 16 --k 4096 --layout NT --fallback " + server);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("source: stale"));
+  EXPECT_THAT(r.out, HasSubstr("gemm.ffma generator version 0"));
+  EXPECT_THAT(r.out, HasSubstr("--retune-stale"));
+  r = Cli("query gemm --m 4096 --n 16 --k 4096 --layout NT --fallback --json " +
+          server);
+  EXPECT_THAT(r.out, HasSubstr("\"match\": \"MATCH_STALE\""));
 }
 
 // `sample` runs locally: no daemon, no --server.
@@ -201,6 +364,7 @@ TEST_F(CliTest, ShippedH100DatasetsImportWithTheirCounts) {
   CliRun devices = Cli("devices --json " + server_);
   EXPECT_THAT(devices.out, HasSubstr("NVIDIA H100 80GB HBM3"));
   EXPECT_THAT(devices.out, HasSubstr("\"samples\": \"80000\""));
+  EXPECT_THAT(devices.out, HasSubstr("\"stale_samples\""));
   // A file that is not gzip or JSON is a usage error naming the file.
   std::ofstream(dir_.path() + "/junk.json.gz") << "not a dataset";
   CliRun junk = Cli("import " + dir_.path() + "/junk.json.gz " + server_);

@@ -2,6 +2,7 @@
 // stays in this file (pimpl).
 #include "blocktune/client.h"
 
+#include <cctype>
 #include <mutex>
 
 #include "blocktune/v1/blocktune.grpc.pb.h"
@@ -12,6 +13,45 @@ namespace {
 
 constexpr int kMaxBatch = 10000;
 
+v1::DType ToProto(DType d) {
+  switch (d) {
+    case DType::kFp32: return v1::DTYPE_FP32;
+    case DType::kTf32: return v1::DTYPE_TF32;
+    case DType::kBf16: return v1::DTYPE_BF16;
+    case DType::kFp16: return v1::DTYPE_FP16;
+  }
+  return v1::DTYPE_FP32;
+}
+
+// The daemon answers only the four precisions a family implements;
+// unspecified (an older daemon) means fp32.
+DType FromProto(v1::DType d) {
+  switch (d) {
+    case v1::DTYPE_TF32: return DType::kTf32;
+    case v1::DTYPE_BF16: return DType::kBf16;
+    case v1::DTYPE_FP16: return DType::kFp16;
+    default: return DType::kFp32;
+  }
+}
+
+void ToProto(const KernelConfig& k, v1::KernelConfig* out) {
+  out->set_family(k.family);
+  out->set_generator_version(k.generator_version);
+  for (const ConfigParam& p : k.params) {
+    v1::ConfigParam* o = out->add_params();
+    o->set_name(p.name);
+    o->set_value(p.value);
+  }
+}
+
+KernelConfig FromProto(const v1::KernelConfig& k) {
+  KernelConfig out;
+  out.family = k.family();
+  out.generator_version = k.generator_version();
+  for (const v1::ConfigParam& p : k.params()) out.params.push_back({p.name(), p.value()});
+  return out;
+}
+
 void ToProto(const GemmProblem& p, v1::Context* out) {
   v1::GemmContext* g = out->mutable_gemm();
   g->set_m(p.m);
@@ -19,7 +59,7 @@ void ToProto(const GemmProblem& p, v1::Context* out) {
   g->set_k(p.k);
   g->set_layout_a(p.a_transposed ? v1::LAYOUT_T : v1::LAYOUT_N);
   g->set_layout_b(p.b_transposed ? v1::LAYOUT_T : v1::LAYOUT_N);
-  g->set_dtype(v1::DTYPE_FP32);
+  g->set_dtype(ToProto(p.dtype));
 }
 
 void ToProto(const ConvProblem& p, v1::Context* out) {
@@ -37,7 +77,7 @@ void ToProto(const ConvProblem& p, v1::Context* out) {
   c->set_stride_w(p.stride_w);
   c->set_dilation_h(p.dilation_h);
   c->set_dilation_w(p.dilation_w);
-  c->set_dtype(v1::DTYPE_FP32);
+  c->set_dtype(ToProto(p.dtype));
 }
 
 void ToProto(const BlockConfig& b, v1::BlockShape* out) {
@@ -96,6 +136,7 @@ MatchQuality MatchOf(const v1::QueryResponse& r) {
     case v1::QUERY_SOURCE_PREDICTED: return MatchQuality::kPredicted;
     default:
       return r.match() == v1::MATCH_NEAREST ? MatchQuality::kNearest
+             : r.match() == v1::MATCH_STALE ? MatchQuality::kStale
                                             : MatchQuality::kDefault;
   }
 }
@@ -107,6 +148,7 @@ Result<Answer> ToAnswer(const v1::QueryResponse& r) {
   }
   const v1::TunedAnswer& a = r.answers(0);
   Answer out;
+  out.kernel_config = FromProto(a.kernel());
   out.block = FromProto(a.block_shape());
   out.match = MatchOf(r);
   out.predicted_seconds = a.predicted_seconds();
@@ -141,6 +183,49 @@ std::array<unsigned, 3> Dims(const Repeated& d) {
 
 }  // namespace
 
+const char* ToString(DType dtype) {
+  switch (dtype) {
+    case DType::kFp32: return "fp32";
+    case DType::kTf32: return "tf32";
+    case DType::kBf16: return "bf16";
+    case DType::kFp16: return "fp16";
+  }
+  return "?";
+}
+
+namespace {
+
+bool EqualsIgnoreCase(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<DType> DTypeFromString(const std::string& text) {
+  for (DType d : {DType::kFp32, DType::kTf32, DType::kBf16, DType::kFp16})
+    if (EqualsIgnoreCase(text, ToString(d))) return d;
+  return std::nullopt;
+}
+
+std::optional<int64_t> KernelConfig::Get(const std::string& name) const {
+  for (const ConfigParam& p : params)
+    if (EqualsIgnoreCase(p.name, name)) return p.value;
+  return std::nullopt;
+}
+
+std::string KernelConfig::ToString() const {
+  std::string out = family + " v" + std::to_string(generator_version);
+  for (const ConfigParam& p : params)
+    out += " " + p.name + "=" + std::to_string(p.value);
+  return out;
+}
+
 std::string BlockConfig::ToString() const {
   return "ML=" + std::to_string(ml) + " NL=" + std::to_string(nl) +
          " MS=" + std::to_string(ms) + " NS=" + std::to_string(ns) +
@@ -154,6 +239,7 @@ const char* ToString(MatchQuality match) {
     case MatchQuality::kPredicted: return "predicted";
     case MatchQuality::kNearest: return "nearest";
     case MatchQuality::kDefault: return "default";
+    case MatchQuality::kStale: return "stale";
   }
   return "?";
 }
@@ -248,13 +334,27 @@ struct Client::Impl {
   Result<Kernel> GetKernel(const Problem& problem,
                            const std::optional<BlockConfig>& config,
                            const std::string& arch) const {
-    auto stub = Stub();
-    if (!stub.ok()) return stub.error();
     v1::GetKernelRequest req;
     ToProto(problem, req.mutable_context());
     if (config) ToProto(*config, req.mutable_block_shape());
-    req.set_device_name(options.device);
     req.set_arch(arch);
+    return GetKernel(std::move(req));
+  }
+
+  template <typename Problem>
+  Result<Kernel> GetKernel(const Problem& problem, const KernelOptions& o) const {
+    v1::GetKernelRequest req;
+    ToProto(problem, req.mutable_context());
+    if (o.config) ToProto(*o.config, req.mutable_kernel());
+    req.set_family(o.family);
+    req.set_arch(o.arch);
+    return GetKernel(std::move(req));
+  }
+
+  Result<Kernel> GetKernel(v1::GetKernelRequest req) const {
+    auto stub = Stub();
+    if (!stub.ok()) return stub.error();
+    req.set_device_name(options.device);
     v1::GetKernelResponse resp;
     grpc::Status s = (*stub)->GetKernel(NewContext().get(), req, &resp);
     if (!s.ok()) return ToError(s);
@@ -273,8 +373,15 @@ struct Client::Impl {
       k.reduce_params = ToParams(resp.reduce_params());
     }
     k.workspace_bytes = resp.workspace_bytes();
-    k.vector_a = resp.vector_a();
-    k.vector_b = resp.vector_b();
+    k.dynamic_shared_bytes = resp.dynamic_shared_bytes();
+    k.counter_offset = resp.counter_offset();
+    k.align_a = std::max<int64_t>(1, resp.align_a());
+    k.align_b = std::max<int64_t>(1, resp.align_b());
+    k.align_bytes = std::max<int64_t>(1, resp.align_bytes());
+    k.dtype = FromProto(resp.dtype());
+    k.vector_a = std::max(1, resp.vector_a());
+    k.vector_b = std::max(1, resp.vector_b());
+    k.kernel_config = FromProto(resp.kernel());
     k.config = FromProto(resp.block_shape());
     if (resp.has_query()) {
       auto answer = ToAnswer(resp.query());
@@ -290,6 +397,7 @@ struct Client::Impl {
     req->set_top(1);
     req->set_verify(q.verify);
     req->set_fallback(true);
+    req->set_family(q.family);
   }
 
   const ClientOptions options;
@@ -327,6 +435,14 @@ Result<Kernel> Client::GetKernel(const ConvProblem& p,
                                  const std::optional<BlockConfig>& config,
                                  const std::string& arch) const {
   return impl_->GetKernel(p, config, arch);
+}
+Result<Kernel> Client::GetKernel(const GemmProblem& p,
+                                 const KernelOptions& options) const {
+  return impl_->GetKernel(p, options);
+}
+Result<Kernel> Client::GetKernel(const ConvProblem& p,
+                                 const KernelOptions& options) const {
+  return impl_->GetKernel(p, options);
 }
 
 }  // namespace blocktune

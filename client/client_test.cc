@@ -58,11 +58,110 @@ TEST_F(ClientTest, EmptyStoreAnswersADefaultThatRuns) {
   ASSERT_TRUE(a.ok()) << a.error().message;
   EXPECT_EQ(a->match, MatchQuality::kDefault);
   EXPECT_GT(a->block.ml, 0);
+  EXPECT_EQ(a->kernel_config.family, "gemm.ffma");
+  EXPECT_EQ(a->kernel_config.Get("ML"), a->block.ml);
   EXPECT_EQ(a->predicted_seconds, 0);
   EXPECT_THAT(a->provenance.note, HasSubstr("no trained gemm fp32 model"));
   auto conv = client.Query(ConvProblem{1, 56, 56, 64, 64, 3, 3, 1, 1});
   ASSERT_TRUE(conv.ok()) << conv.error().message;
   EXPECT_EQ(conv->match, MatchQuality::kDefault);
+}
+
+// Precisions (issue 19): a tensor-core precision on an empty store is a
+// gemm.mma default whose kernel the daemon generates; a caller that names
+// no precision (source written before precisions) still gets fp32.
+TEST_F(ClientTest, Bf16OnAnEmptyStoreIsAGemmMmaDefaultThatGenerates) {
+  Client client(address_);
+  GemmProblem bf16{4096, 16, 4096};
+  bf16.dtype = DType::kBf16;
+  auto a = client.Query(bf16);
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_EQ(a->match, MatchQuality::kDefault);
+  EXPECT_EQ(a->kernel_config.family, "gemm.mma");
+  EXPECT_GT(a->kernel_config.generator_version, 0);
+  EXPECT_FALSE(a->kernel_config.params.empty());
+  EXPECT_EQ(a->block.ml, 0);  // not a block-shape family
+  EXPECT_THAT(a->kernel_config.ToString(), HasSubstr("gemm.mma v"));
+  EXPECT_THAT(a->provenance.note, HasSubstr("gemm.mma"));
+
+  auto k = client.GetKernel(bf16);
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  EXPECT_EQ(k->dtype, DType::kBf16);
+  EXPECT_EQ(k->kernel_config.family, "gemm.mma");
+  EXPECT_EQ(k->kernel_config.ToString(), a->kernel_config.ToString());
+  ASSERT_TRUE(k->answer.has_value());
+  EXPECT_EQ(k->answer->match, MatchQuality::kDefault);
+  EXPECT_THAT(k->ptx, HasSubstr(".visible .entry " + k->entry));
+  EXPECT_GT(k->dynamic_shared_bytes, 0);
+  EXPECT_GE(k->align_bytes, 4);
+  EXPECT_GE(k->align_a, 1);
+  EXPECT_EQ(k->config.ml, 0);
+  bool has_a = false;
+  for (const KernelParam& p : k->params) has_a |= p.name == "A";
+  EXPECT_TRUE(has_a);
+  if (k->counter_offset >= 0) {
+    EXPECT_GT(k->workspace_bytes, k->counter_offset);
+  }
+
+  // That configuration named back, and one family only.
+  KernelOptions named;
+  named.config = k->kernel_config;
+  named.config->generator_version = 0;  // the current one
+  auto again = client.GetKernel(bf16, named);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(again->entry, k->entry);
+  EXPECT_FALSE(again->answer.has_value());
+  KernelOptions ffma;
+  ffma.family = "gemm.ffma";
+  auto wrong = client.GetKernel(bf16, ffma);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error().code, ErrorCode::kInvalidArgument);
+  QueryOptions mma;
+  mma.family = "gemm.mma";
+  auto only = client.Query(bf16, mma);
+  ASSERT_TRUE(only.ok()) << only.error().message;
+  EXPECT_EQ(only->kernel_config.family, "gemm.mma");
+
+  GemmProblem tf32{1024, 1024, 1024};
+  tf32.dtype = DType::kTf32;
+  auto t = client.Query(tf32);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ(t->kernel_config.family, "gemm.mma");
+
+  // An old caller's problem: fp32, the block-shape family.
+  auto old = client.GetKernel(GemmProblem{64, 64, 64});
+  ASSERT_TRUE(old.ok()) << old.error().message;
+  EXPECT_EQ(old->dtype, DType::kFp32);
+  EXPECT_EQ(old->kernel_config.family, "gemm.ffma");
+  EXPECT_GT(old->config.ml, 0);
+  EXPECT_EQ(old->kernel_config.Get("ml"), old->config.ml);
+  EXPECT_EQ(old->kernel_config.Get("KG"), old->config.kg);
+  EXPECT_FALSE(old->kernel_config.Get("stages").has_value());
+
+  EXPECT_STREQ(ToString(DType::kBf16), "bf16");
+  EXPECT_EQ(DTypeFromString("TF32"), DType::kTf32);
+  EXPECT_FALSE(DTypeFromString("fp64").has_value());
+  EXPECT_STREQ(ToString(MatchQuality::kStale), "stale");
+}
+
+// Only stale answers (a store migrated from schema v3, gemm.ffma generator
+// version 0) for a problem: a default of the current generator, kStale,
+// and the note names the version.
+TEST_F(ClientTest, OnlyStaleDataIsAStaleMatch) {
+  const std::string old = dir_ + "/v3";
+  std::filesystem::create_directory(old);
+  std::filesystem::copy_file(
+      std::string(BLOCKTUNE_SOURCE_DIR) + "/server/testdata/store_v3.db",
+      old + "/b.db");
+  auto daemon = testing::StartDaemonIn(BLOCKTUNED, old);
+  ASSERT_TRUE(daemon->ok()) << daemon->Log();
+  Client client("unix:" + old + "/s.sock");
+  auto a = client.Query(GemmProblem{4096, 16, 4096, false, true});
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_EQ(a->match, MatchQuality::kStale);
+  EXPECT_EQ(a->kernel_config.family, "gemm.ffma");
+  EXPECT_GT(a->kernel_config.generator_version, 0);
+  EXPECT_THAT(a->provenance.note, HasSubstr("generator version 0"));
 }
 
 TEST_F(ClientTest, BadProblemsNameTheField) {

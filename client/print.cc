@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <map>
 
 #include "proto/convert.h"
 
@@ -24,7 +25,32 @@ std::string DeviceLine(const v1::DeviceFingerprint& p) {
   return device.ok() ? ToString(*device) : p.name();
 }
 
+// " (N stale)" where N > 0.
+std::string StaleSuffix(int64_t n) {
+  return n > 0 ? " (" + std::to_string(n) + " stale)" : std::string();
+}
+
 }  // namespace
+
+std::string KernelConfigText(const v1::KernelConfig& k) {
+  if (k.family().empty()) return "?";
+  std::string out = k.family() + " v" + std::to_string(k.generator_version());
+  for (const v1::ConfigParam& p : k.params())
+    out += " " + p.name() + "=" + std::to_string(p.value());
+  return out;
+}
+
+std::string ConfigText(const v1::KernelConfig& kernel,
+                       const v1::BlockShape* block_shape) {
+  if (block_shape != nullptr) {
+    auto xb = FromProto(*block_shape, "block_shape");
+    if (xb.ok()) {
+      return ToString(*xb) + "  " + kernel.family() + " v" +
+             std::to_string(kernel.generator_version());
+    }
+  }
+  return KernelConfigText(kernel);
+}
 
 const char* SourceName(v1::Source source) {
   switch (source) {
@@ -43,7 +69,9 @@ const char* QuerySourceName(const v1::QueryResponse& r) {
     case v1::QUERY_SOURCE_PREDICTED: return "predicted";
     case v1::QUERY_SOURCE_VERIFIED: return "verified";
     case v1::QUERY_SOURCE_FALLBACK:
-      return r.match() == v1::MATCH_NEAREST ? "nearest" : "default";
+      return r.match() == v1::MATCH_NEAREST ? "nearest"
+             : r.match() == v1::MATCH_STALE ? "stale"
+                                            : "default";
     default: return "unknown";
   }
 }
@@ -74,7 +102,11 @@ void Print(const v1::HealthResponse& h, std::ostream& out) {
       << " s\n"
       << "store      " << h.database() << " (schema v" << h.schema_version()
       << "): " << h.samples() << " samples, " << h.tuned_answers()
-      << " tuned answers\n"
+      << " tuned answers, " << h.models() << " models\n"
+      << "stale      " << h.stale_samples() << " samples, "
+      << h.stale_tuned_answers() << " tuned answers, " << h.stale_models()
+      << " models of older generator versions (kept, never trained on or "
+         "answered with)\n"
       << "gpus       " << h.gpus_visible() << " visible";
   if (!h.gpu_status().empty()) out << ": " << h.gpu_status();
   out << "\n";
@@ -89,13 +121,22 @@ void Print(const v1::ListDevicesResponse& r, std::ostream& out) {
   for (const v1::Device& d : r.devices()) {
     out << DeviceLine(d.fingerprint()) << "\n    "
         << (d.attached() ? "attached" : "not attached") << ", " << d.samples()
-        << " samples, " << d.tuned_answers() << " tuned answers\n";
+        << " samples" << StaleSuffix(d.stale_samples()) << ", "
+        << d.tuned_answers() << " tuned answers"
+        << StaleSuffix(d.stale_tuned_answers()) << "\n";
   }
 }
 
 void Print(const v1::Campaign& c, std::ostream& out) {
-  out << "campaign " << c.id() << " " << StateName(c.state()) << ": "
-      << c.samples_ok() << " ok, " << c.samples_failed() << " failed";
+  auto op = FromProto(c.spec().op(), "op");
+  auto dtype = ContextDTypeFromProto(c.spec().dtype(), "dtype");
+  out << "campaign " << c.id() << " " << StateName(c.state()) << " ("
+      << (op.ok() ? ToString(*op) : std::string_view("?")) << " "
+      << (dtype.ok() ? ToString(*dtype) : std::string_view("?"));
+  for (int i = 0; i < c.spec().families_size(); ++i)
+    out << (i ? "," : " ") << c.spec().families(i);
+  if (c.spec().retune_stale()) out << ", retune stale";
+  out << "): " << c.samples_ok() << " ok, " << c.samples_failed() << " failed";
   if (!c.spec().label().empty()) out << " [" << c.spec().label() << "]";
   if (!c.message().empty()) out << " (" << c.message() << ")";
   out << "\n";
@@ -138,6 +179,15 @@ std::string ProgressLine(const v1::CampaignProgress& p, int bar_width) {
   std::snprintf(buf, sizeof(buf), "  verified %lld  best %.1f TFLOP/s",
                 static_cast<long long>(p.verified()), p.best_tflops());
   line += buf;
+  if (!p.samples_by_family().empty()) {
+    // The family mix, in name order (a proto map has none).
+    std::map<std::string, int64_t> mix(p.samples_by_family().begin(),
+                                       p.samples_by_family().end());
+    std::string families;
+    for (const auto& [family, n] : mix)
+      families += (families.empty() ? "" : ", ") + family + " " + std::to_string(n);
+    line += "  families " + families;
+  }
   if (p.eta_seconds() >= 0 && c.state() == v1::CAMPAIGN_STATE_RUNNING) {
     std::snprintf(buf, sizeof(buf), "  ETA %.0fs", p.eta_seconds());
     line += buf;
@@ -159,11 +209,12 @@ void Print(const v1::QueryResponse& r, std::ostream& out) {
   for (int i = 0; i < r.answers_size(); ++i) {
     const v1::TunedAnswer& a = r.answers(i);
     auto ctx = FromProto(a.context(), "context");
-    auto xb = FromProto(a.block_shape(), "block_shape");
     if (i == 0 && ctx.ok()) out << ToString(*ctx) << "\n";
     char tflops[32];
     std::snprintf(tflops, sizeof(tflops), "%.2f", a.tflops());
-    out << "  " << (i + 1) << ". " << (xb.ok() ? ToString(*xb) : "?") << "  ";
+    out << "  " << (i + 1) << ". "
+        << ConfigText(a.kernel(), a.has_block_shape() ? &a.block_shape() : nullptr)
+        << "  ";
     if (a.measured_seconds() > 0)
       out << "measured " << Seconds(a.measured_seconds()) << "  ";
     if (a.predicted_seconds() > 0)
@@ -181,14 +232,22 @@ void PrintKernelSummary(const v1::GetKernelResponse& k, std::ostream& out) {
     for (int64_t v : d) s += (s.empty() ? "" : " x ") + std::to_string(v);
     return s;
   };
-  auto xb = FromProto(k.block_shape(), "block_shape");
-  out << "block shape: " << (xb.ok() ? ToString(*xb) : "?");
-  if (k.has_query()) {
-    out << "  (" << QuerySourceName(k.query()) << ")";
+  auto dtype = FromProto(k.dtype(), "dtype");
+  out << "kernel: " << KernelConfigText(k.kernel()) << "  "
+      << (dtype.ok() ? ToString(*dtype) : std::string_view("?"));
+  if (k.has_query()) out << "  (" << QuerySourceName(k.query()) << ")";
+  out << "\n";
+  if (k.has_block_shape()) {
+    auto xb = FromProto(k.block_shape(), "block_shape");
+    out << "block shape: " << (xb.ok() ? ToString(*xb) : "?") << "\n";
   }
-  out << "\nentry: " << k.entry() << "  grid " << dims(k.grid()) << "  block "
-      << dims(k.block()) << "  shared " << k.shared_bytes() << " B  "
-      << k.arch() << "\n";
+  out << "entry: " << k.entry() << "  grid " << dims(k.grid()) << "  block "
+      << dims(k.block()) << "  shared " << k.shared_bytes() << " B";
+  if (k.dynamic_shared_bytes() > 0) {
+    out << " + " << k.dynamic_shared_bytes() << " B dynamic"
+        << (k.dynamic_shared_bytes() > 48 * 1024 ? " (needs the opt-in)" : "");
+  }
+  out << "  " << k.arch() << "\n";
   out << "params:";
   for (const v1::KernelParam& p : k.params()) out << " " << p.type() << " " << p.name();
   out << "\n";
@@ -197,14 +256,27 @@ void PrintKernelSummary(const v1::GetKernelResponse& k, std::ostream& out) {
         << "  block " << dims(k.reduce_block()) << "  workspace "
         << k.workspace_bytes() << " B\n";
   }
+  if (k.counter_offset() >= 0 && k.workspace_bytes() > 0) {
+    out << "counters: at workspace + " << k.counter_offset()
+        << " B, zero before the first launch\n";
+  }
   if (k.vector_a() > 1 || k.vector_b() > 1) {
     out << "alignment: 16-byte vectors for" << (k.vector_a() > 1 ? " A" : "")
         << (k.vector_b() > 1 ? " B" : "")
         << " (base 16-byte aligned, leading dimension a multiple of 4)\n";
+  } else if (k.align_a() > 1 || k.align_b() > 1 || k.align_bytes() > 4) {
+    out << "alignment: lda a multiple of " << k.align_a() << ", ldb of "
+        << k.align_b() << " elements; operands " << k.align_bytes()
+        << "-byte aligned\n";
   }
 }
 
 void Print(const v1::TrainProgress& p, std::ostream& out) {
+  if (!p.family().empty()) {
+    auto dtype = FromProto(p.dtype(), "dtype");
+    out << p.family() << " "
+        << (dtype.ok() ? ToString(*dtype) : std::string_view("fp32")) << "  ";
+  }
   if (p.members() > 1 && p.model_id() == 0)
     out << "member " << p.member() + 1 << "/" << p.members() << "  ";
   out << "epoch " << p.epoch() << "/" << p.epochs() << "  train mse "

@@ -2,7 +2,9 @@
 # The example end to end on a GPU host: install blocktune from BUILD into a
 # scratch prefix, build gemm_app against it, start blocktuned with the
 # shipped H100 models, and run gemm_app on a few shapes, with the block
-# shape from the daemon and from an exported header.
+# shape from the daemon and from an exported header, then in bf16, fp16
+# and tf32 (gemm.mma kernels; the shipped models are fp32 only, so these
+# are the daemon's defaults unless a bf16 campaign and training ran).
 #   examples/gemm_app/demo.sh BUILD_DIR [EXTRA_PREFIX_PATH]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -41,4 +43,8 @@ app --m 2000 --n 100 --k 3000 || status=1
 app --m 1 --n 1 --k 1 --reps 5 || status=1
 app --config header --m 7168 --n 16 --k 7168 --layout NT || status=1
 app --config header --m 5000 --n 24 --k 6000 --layout NT || status=1
+app --dtype bf16 --m 4096 --n 4096 --k 4096 || status=1
+app --dtype bf16 --m 4096 --n 16 --k 4096 --layout NT || status=1
+app --dtype fp16 --m 2048 --n 2048 --k 2048 --layout TN || status=1
+app --dtype tf32 --m 2048 --n 2048 --k 2048 || status=1
 exit $status

@@ -1,5 +1,8 @@
-// blocktune client library: ask a blocktuned daemon for the best block shape
-// x_B of a GEMM or convolution, and for the PTX kernel k(x_B) that runs it.
+// blocktune client library: ask a blocktuned daemon for the best kernel
+// configuration of a GEMM or convolution in a precision (fp32, tf32, bf16,
+// fp16) -- a kernel family, its generator version and its parameters by
+// name; for the fp32 block-shape families also the block shape x_B -- and
+// for the PTX kernel that runs it.
 //
 //   #include <blocktune/client.h>
 //
@@ -8,6 +11,11 @@
 //       client.Query(blocktune::GemmProblem{4096, 16, 4096});
 //   if (a.ok()) use(a->block, a->match);    // never fails for lack of data
 //   else report(a.error().message);          // unreachable, bad input, ...
+//
+//   blocktune::GemmProblem bf16{4096, 16, 4096};
+//   bf16.dtype = blocktune::DType::kBf16;
+//   auto k = client.GetKernel(bf16);          // e.g. a gemm.mma kernel
+//   k->kernel_config.ToString();              // "gemm.mma v3 bm=128 ..."
 //
 // Lookups never fail for lack of tuning data: with nothing stored or
 // trained, the answer is the nearest stored context's block shape or a safe
@@ -40,20 +48,32 @@
 
 namespace blocktune {
 
-// C = op(A) * op(B), A M x K, B K x N, row-major fp32. A transposed operand
-// is stored as its transpose (A as K x M, B as N x K).
+// The precision of a problem. kFp32: fp32 in and out, FFMA math. kTf32:
+// fp32 in and out, tensor-core math on inputs rounded to tf32 (cuBLAS's
+// TF32 mode). kBf16, kFp16: that type in and out, fp32 accumulation, alpha
+// and beta in fp32. A problem that names none is fp32.
+enum class DType { kFp32, kTf32, kBf16, kFp16 };
+// "fp32", "tf32", "bf16", "fp16".
+BLOCKTUNE_CLIENT_API const char* ToString(DType dtype);
+// Case-insensitive; nullopt for anything else.
+BLOCKTUNE_CLIENT_API std::optional<DType> DTypeFromString(const std::string& text);
+
+// C = op(A) * op(B), A M x K, B K x N, row-major, in `dtype`. A transposed
+// operand is stored as its transpose (A as K x M, B as N x K).
 struct GemmProblem {
   int64_t m = 0, n = 0, k = 0;
   bool a_transposed = false;
   bool b_transposed = false;
+  DType dtype = DType::kFp32;
 };
 
-// An fp32 2-D convolution, NHWC activations, KRSC filters, NPQK output.
+// A 2-D convolution in `dtype`, NHWC activations, KRSC filters, NPQK output.
 struct ConvProblem {
   int64_t n = 1, h = 0, w = 0, c = 0, k = 0, r = 3, s = 3;
   int64_t pad_h = 0, pad_w = 0;
   int64_t stride_h = 1, stride_w = 1;
   int64_t dilation_h = 1, dilation_w = 1;
+  DType dtype = DType::kFp32;
 };
 
 // x_B of thesis §4.1: an M_L x N_L block of C per program, M_S x N_S per
@@ -69,6 +89,27 @@ struct BlockConfig {
   }
 };
 
+// One parameter of a kernel configuration, by its family's name for it
+// (`blocktune families` lists them).
+struct ConfigParam {
+  std::string name;  // "ML", "bm", "stages", ...
+  int64_t value = 0;
+};
+
+// Which kernel: a family ("gemm.ffma", "conv.ffma", "gemm.mma"), the
+// version of its generator, and its parameters in the family's order.
+// Families differ in their parameters: read them by name.
+struct KernelConfig {
+  std::string family;
+  int generator_version = 0;  // 0 in a request: the family's current one
+  std::vector<ConfigParam> params;
+  // The value of parameter `name` (case-insensitive); nullopt if the
+  // family has none of that name.
+  BLOCKTUNE_CLIENT_API std::optional<int64_t> Get(const std::string& name) const;
+  // "gemm.mma v3 bm=128 bn=128 ..."
+  BLOCKTUNE_CLIENT_API std::string ToString() const;
+};
+
 // How well an answer matches the problem asked, best first.
 enum class MatchQuality {
   kCached,     // stored for exactly this problem (measured, or predicted earlier)
@@ -76,6 +117,9 @@ enum class MatchQuality {
   kPredicted,  // the model's argmax for this problem, just now
   kNearest,    // stored for the nearest problem blocktune has an answer for
   kDefault,    // nothing stored or trained: a safe, untuned default
+  kStale,      // only data of an older generator version exists for this
+               // problem (never used): an untuned default of the current
+               // generator; Provenance::note names the stale version
 };
 BLOCKTUNE_CLIENT_API const char* ToString(MatchQuality match);
 
@@ -91,6 +135,10 @@ struct Provenance {
 };
 
 struct Answer {
+  // The kernel: family, generator version, parameters. Always set.
+  KernelConfig kernel_config;
+  // The same configuration as a block shape, for the block-shape families
+  // (gemm.ffma, conv.ffma); all zero for other families.
   BlockConfig block;
   MatchQuality match = MatchQuality::kDefault;
   double predicted_seconds = 0;  // 0: not predicted
@@ -107,11 +155,18 @@ struct KernelParam {
   int size = 0;
 };
 
-// k(x_B) for one problem, ready to launch: cuModuleLoadData(ptx), then
-// `entry` with `grid`, `block`, no dynamic shared memory and `params`;
-// when K_G > 1, then `reduce_entry` on the same stream, with a workspace of
-// `workspace_bytes`. Where vector_a or vector_b is 4, that operand's address
-// must be 16-byte aligned and its leading dimension a multiple of 4.
+// The kernel for one problem, ready to launch: cuModuleLoadData(ptx), then
+// `entry` with `grid`, `block`, `dynamic_shared_bytes` of dynamic shared
+// memory (above 48 KiB only after cuFuncSetAttribute(...,
+// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, ...)) and `params`; when
+// `reduce_entry` is set, then it on the same stream. A workspace of
+// `workspace_bytes` goes in the "W" parameter; where counter_offset >= 0,
+// the workspace bytes from that offset on must be zero before the first
+// launch (every launch leaves them zero). Operands are in `dtype` (tf32:
+// fp32 storage); the leading dimensions of A and B must be multiples of
+// align_a and align_b elements and every operand's address a multiple of
+// align_bytes. Which parameters `params` holds depends on the family: fill
+// them by name.
 struct Kernel {
   std::string ptx;
   std::string arch;  // "sm_90"
@@ -125,9 +180,17 @@ struct Kernel {
   std::array<unsigned, 3> reduce_block{};
   std::vector<KernelParam> reduce_params;
   int64_t workspace_bytes = 0;
+  int64_t dynamic_shared_bytes = 0;
+  int64_t counter_offset = -1;  // -1: no counters in the workspace
+  int64_t align_a = 1, align_b = 1, align_bytes = 4;
+  DType dtype = DType::kFp32;
+  // Block-shape families only (the ffma kernels' 16-byte vector loads; 1
+  // otherwise): 4 means align_bytes 16 and a leading dimension that is a
+  // multiple of 4 for that operand.
   int vector_a = 1, vector_b = 1;
-  BlockConfig config;
-  // How `config` was chosen; absent when the caller named it.
+  KernelConfig kernel_config;  // always set
+  BlockConfig config;          // block-shape families only; else all zero
+  // How the configuration was chosen; absent when the caller named it.
   std::optional<Answer> answer;
 };
 
@@ -178,6 +241,20 @@ struct ClientOptions {
 
 struct QueryOptions {
   bool verify = false;  // re-benchmark the model's top k on the daemon's GPU
+  // Only this family ("gemm.mma"); empty: every family that implements the
+  // problem's precision, the fastest prediction winning.
+  std::string family;
+};
+
+// Which kernel GetKernel returns.
+struct KernelOptions {
+  // A configuration of any family (checked against the device's limits);
+  // unset: the answer Query would give.
+  std::optional<KernelConfig> config;
+  // Without `config`: the best answer of this family only; with it, empty
+  // or config->family.
+  std::string family;
+  std::string arch;  // PTX target ("sm_90"); empty: the device's own
 };
 
 class BLOCKTUNE_CLIENT_API Client {
@@ -190,7 +267,7 @@ class BLOCKTUNE_CLIENT_API Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  // The best block shape for one problem.
+  // The best kernel configuration for one problem, in its precision.
   Result<Answer> Query(const GemmProblem& problem,
                        const QueryOptions& options = {}) const;
   Result<Answer> Query(const ConvProblem& problem,
@@ -202,8 +279,9 @@ class BLOCKTUNE_CLIENT_API Client {
   Result<std::vector<Answer>> BatchQuery(const std::vector<ConvProblem>& problems,
                                          const QueryOptions& options = {}) const;
 
-  // The kernel for `problem`: with `config`, that block shape (checked
-  // against the device's limits); without, the answer Query would give.
+  // The kernel for `problem`: with `config`, that block shape of the op's
+  // fp32 block-shape family (checked against the device's limits; fp32
+  // problems only); without, the answer Query would give, of any family.
   // `arch` ("sm_90"): the PTX target; empty: the device's own.
   Result<Kernel> GetKernel(const GemmProblem& problem,
                            const std::optional<BlockConfig>& config = {},
@@ -211,6 +289,12 @@ class BLOCKTUNE_CLIENT_API Client {
   Result<Kernel> GetKernel(const ConvProblem& problem,
                            const std::optional<BlockConfig>& config = {},
                            const std::string& arch = "") const;
+  // The same for any family: a configuration of it, or the best answer of
+  // one family, or of all.
+  Result<Kernel> GetKernel(const GemmProblem& problem,
+                           const KernelOptions& options) const;
+  Result<Kernel> GetKernel(const ConvProblem& problem,
+                           const KernelOptions& options) const;
 
  private:
   struct Impl;
