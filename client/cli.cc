@@ -606,7 +606,8 @@ int RunCli(int argc, char** argv) {
   bool include_stale = false;
   export_cmd->add_option("--dtype", export_dtype,
                          "only this precision: fp32, tf32, bf16 or fp16 "
-                         "(default: every precision)");
+                         "(default: every precision); a header takes a "
+                         "comma list");
   export_cmd->add_flag("--include-stale", include_stale,
                        "also rows of older generator versions (they keep "
                        "their version; an importer keeps them stale)");
@@ -754,11 +755,13 @@ int RunCli(int argc, char** argv) {
         return UsageError("--samples and --models are for dataset export; a "
                           "header takes --with-model");
       }
-      if (!export_dtype.empty() || include_stale) {
-        return UsageError("--dtype and --include-stale are for dataset "
-                          "export; a header holds what its --shapes lines "
-                          "name");
+      if (include_stale) {
+        return UsageError("--include-stale is for dataset export; a header "
+                          "holds current answers only");
       }
+      // A comma list of precisions for a header ("fp32,bf16"); its own
+      // parser names --dtype and the allowed values.
+      header_flags.dtype = export_dtype;
       header_flags.op = export_op;
       header_flags.device = export_device;
       header_flags.out = out_path;
