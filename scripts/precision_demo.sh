@@ -20,7 +20,7 @@ samples=${4:-2000}
 mkdir -p "$out"
 work=$(mktemp -d "${TMPDIR:-/tmp}/precision-demo-XXXXXX")
 daemon_pid=
-trap '[[ -n $daemon_pid ]] && kill $daemon_pid 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
+trap '[[ -n $daemon_pid ]] && { kill $daemon_pid; wait $daemon_pid; } 2>/dev/null; rm -rf "$work"' EXIT
 exec > >(tee "$out/demo.txt") 2>&1
 
 "$build/server/blocktuned" --db "$work/store.db" --listen "unix:$work/s.sock" \
