@@ -41,7 +41,7 @@ TEST_F(CliTest, HealthIsExitZero) {
   EXPECT_THAT(r.out, HasSubstr("blocktuned 0.1.0"));
   r = Cli("health --json " + server_);
   EXPECT_EQ(r.code, 0);
-  EXPECT_THAT(r.out, HasSubstr("\"schema_version\": 4"));
+  EXPECT_THAT(r.out, HasSubstr("\"schema_version\": 5"));
 }
 
 TEST_F(CliTest, QueryOnAnEmptyStoreIsAClearNotFound) {
@@ -207,9 +207,13 @@ TEST_F(CliTest, BadPrecisionsAreUsageErrorsNamingTheAllowedValues) {
   CliRun r = Cli("query gemm --m 64 --n 64 --k 64 --dtype fp64 " + server_);
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_THAT(r.out, HasSubstr("no kernel family implements fp64"));
-  r = Cli("export --op gemm --shapes /dev/null --dtype bf16 " + server_);
+  // A header takes a list of precisions, and never stale rows.
+  r = Cli("export --op gemm --shapes /dev/null --include-stale " + server_);
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_THAT(r.out, HasSubstr("for dataset export"));
+  EXPECT_THAT(r.out, HasSubstr("--include-stale is for dataset export"));
+  r = Cli("export --op gemm --shapes /dev/null --dtype bf16,fp8 " + server_);
+  EXPECT_NE(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--dtype"));
 }
 
 TEST_F(CliTest, RemoteKernelsOfAnyFamily) {
@@ -271,15 +275,20 @@ TEST_F(CliTest, HealthCampaignTrainAndExportTakePrecisionAndFamily) {
   EXPECT_THAT(r.out, HasSubstr("\"stale_samples\""));
   // The spec passes the CLI's checks and reaches the daemon, which has no
   // GPU here.
-  r = Cli("campaign start --op gemm --dtype bf16 --family gemm.mma,gemm.wgmma "
+  r = Cli("campaign start --op gemm --dtype bf16 --family gemm.mma "
           "--max-samples 100 " + server_);
   EXPECT_EQ(r.code, 4) << r.out;
   EXPECT_THAT(r.out, HasSubstr("GPU"));
-  // A budget is required even here: tuner/campaign_spec.cc's Validate asks
-  // for one although the proto says 0 and 0 mean every stale row.
-  r = Cli("campaign start --op gemm --dtype bf16 --retune-stale --max-samples 10 " +
-          server_);
+  // A family that does not implement the precision: the daemon names the
+  // field and the allowed families.
+  r = Cli("campaign start --op gemm --dtype bf16 --family gemm.mma,gemm.ffma "
+          "--max-samples 100 " + server_);
+  EXPECT_NE(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("families[1]"));
+  // A retune needs no budget (0 and 0: every stale row).
+  r = Cli("campaign start --op gemm --dtype bf16 --retune-stale " + server_);
   EXPECT_EQ(r.code, 4) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("GPU"));
   // No samples of bf16 to train on: the daemon says so (exit 4), not a
   // usage error.
   r = Cli("train --op gemm --dtype bf16 --family gemm.mma --epochs 1 " + server_);
