@@ -199,7 +199,7 @@ void Print(const v1::QueryResponse& r, std::ostream& out) {
   out << "source: " << QuerySourceName(r);
   if (r.candidates() > 0) {
     char took[64];
-    std::snprintf(took, sizeof(took), " (%lld block shapes scored in %.1f ms)",
+    std::snprintf(took, sizeof(took), " (%lld configurations scored in %.1f ms)",
                   static_cast<long long>(r.candidates()),
                   1e3 * r.search_seconds());
     out << took;
