@@ -7,6 +7,7 @@
 
 #include "blocktune/v1/blocktune.grpc.pb.h"
 #include "client/connection.h"
+#include "kernels/validate.h"
 
 namespace blocktune {
 namespace {
@@ -192,20 +193,6 @@ const char* ToString(DType dtype) {
   }
   return "?";
 }
-
-namespace {
-
-bool EqualsIgnoreCase(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 std::optional<DType> DTypeFromString(const std::string& text) {
   for (DType d : {DType::kFp32, DType::kTf32, DType::kBf16, DType::kFp16})

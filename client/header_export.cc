@@ -536,14 +536,7 @@ inline double gemm_predict_seconds(std::int64_t m, std::int64_t n, std::int64_t 
 // The same for a block shape of gemm.ffma in fp32.
 inline double gemm_predict_seconds(std::int64_t m, std::int64_t n, std::int64_t k,
                                    Layout layout, const BlockShape& block) {
-  Config c{};
-  c.family = "gemm.ffma";
-  c.params[0] = block.ml;
-  c.params[1] = block.nl;
-  c.params[2] = block.ms;
-  c.params[3] = block.ns;
-  c.params[4] = block.u;
-  c.params[5] = block.kg;
+  const Config c = detail::BlockConfig("gemm.ffma", block);
   return gemm_predict_seconds(m, n, k, layout, DType::kFp32, c);
 }
 )";
@@ -647,14 +640,7 @@ inline double conv_predict_seconds(const ConvShape& shape, DType dtype,
 
 // The same for a block shape of conv.ffma in fp32.
 inline double conv_predict_seconds(const ConvShape& shape, const BlockShape& block) {
-  Config c{};
-  c.family = "conv.ffma";
-  c.params[0] = block.ml;
-  c.params[1] = block.nl;
-  c.params[2] = block.ms;
-  c.params[3] = block.ns;
-  c.params[4] = block.u;
-  c.params[5] = block.kg;
+  const Config c = detail::BlockConfig("conv.ffma", block);
   return conv_predict_seconds(shape, DType::kFp32, c);
 }
 )";

@@ -76,6 +76,19 @@ struct ConvShape {
 
 namespace detail {
 
+// A Config of an ffma family (`family`) whose parameters are `block`.
+inline Config BlockConfig(const char* family, const BlockShape& block) {
+  Config c{};
+  c.family = family;
+  c.params[0] = block.ml;
+  c.params[1] = block.nl;
+  c.params[2] = block.ms;
+  c.params[3] = block.ns;
+  c.params[4] = block.u;
+  c.params[5] = block.kg;
+  return c;
+}
+
 // How the header checks a family's rules (Fits below).
 enum class Kind { kFfma, kMma };
 

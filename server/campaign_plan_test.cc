@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "server/both_stores_test.h"
 #include "server/store_test_util.h"
 
 namespace blocktune {
@@ -157,20 +158,7 @@ SampleRecord Row(const Context& ctx, const KernelConfig& kernel,
   return s;
 }
 
-class PlanRetuneTest : public ::testing::TestWithParam<bool> {
- protected:
-  void SetUp() override {
-    if (GetParam()) {
-      auto s = OpenSqliteStore(dir_.path() + "/retune.db");
-      ASSERT_TRUE(s.ok()) << s.status().ToString();
-      store_ = std::move(*s);
-    } else {
-      store_ = NewMemoryStore();
-    }
-  }
-  TempDir dir_;
-  std::unique_ptr<TuningStore> store_;
-};
+using PlanRetuneTest = BothStoresTest;
 
 TEST_P(PlanRetuneTest, PlansExactlyTheStaleRowsOnceInOrder) {
   const int current = (*FindFamily("gemm.mma"))->version();

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "server/schema.h"
+#include "server/both_stores_test.h"
 #include "server/store_test_util.h"
 #include "server/tuning_store.h"
 
@@ -196,20 +197,7 @@ GemmContext Bf16Gemm(int64_t m) {
   return g;
 }
 
-class StoreV4BothTest : public ::testing::TestWithParam<bool> {
- protected:
-  void SetUp() override {
-    if (GetParam()) {
-      auto s = OpenSqliteStore(dir_.path() + "/v4.db");
-      ASSERT_TRUE(s.ok()) << s.status().ToString();
-      store_ = std::move(*s);
-    } else {
-      store_ = NewMemoryStore();
-    }
-  }
-  TempDir dir_;
-  std::unique_ptr<TuningStore> store_;
-};
+using StoreV4BothTest = BothStoresTest;
 
 TEST_P(StoreV4BothTest, RoundTripsGemmMmaRecordsByName) {
   const KernelConfig mma = MmaKernel();
@@ -267,7 +255,7 @@ TEST_P(StoreV4BothTest, RoundTripsGemmMmaRecordsByName) {
 
   if (GetParam()) {  // by name in the file
     store_.reset();
-    SQLite::Database raw(dir_.path() + "/v4.db", SQLite::OPEN_READONLY);
+    SQLite::Database raw(dir_.path() + "/store.db", SQLite::OPEN_READONLY);
     SQLite::Statement q(raw,
         "SELECT family, generator_version, dtype, params FROM samples "
         "ORDER BY id LIMIT 1");
