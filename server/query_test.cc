@@ -477,7 +477,7 @@ TEST_F(QueryTest, VerifyRebenchmarksTopKOnTheWorker) {
   ASSERT_TRUE(s.ok()) << s.error_message() << d->Log();
   EXPECT_EQ(r.source(), v1::QUERY_SOURCE_VERIFIED) << r.note();
   ASSERT_EQ(r.answers_size(), 2);
-  EXPECT_EQ(r.answers(0).measured_seconds(), 35e-6);
+  EXPECT_EQ(r.answers(0).source(), v1::SOURCE_VERIFIED);
   EXPECT_GT(r.answers(0).measured_seconds(), 0);
   EXPECT_LE(r.answers(0).measured_seconds(), r.answers(1).measured_seconds());
   EXPECT_GT(r.answers(0).predicted_seconds(), 0);
