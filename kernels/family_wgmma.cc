@@ -134,9 +134,10 @@ class WgmmaFamily : public KernelFamily {
     out.align_a = k.align_elements;
     out.align_b = k.align_elements;
     out.align_bytes = 16;
-    // The tensor maps are 128-byte parameters no KernelParam type names;
-    // a generic launcher needs GeneratedKernel to carry them (see the
-    // proposal in gemm_wgmma_launch.h). Until then LoadedWgmma launches.
+    out.target = target;
+    // The tensor maps are 128-byte parameters (CUtensorMap by value); the
+    // launcher encodes tensor_maps[i].map for the operand's address into
+    // entry parameter tensor_maps[i].param_index.
     out.entry_params = {
         {"tmap_a", "b8[128]", 0, 128, "CUtensorMap of A (by value)"},
         {"tmap_b", "b8[128]", 128, 128, "CUtensorMap of B (by value)"},
@@ -147,6 +148,7 @@ class WgmmaFamily : public KernelFamily {
         {"ldc", "u32", 276, 4, "leading dimension of C"},
         {"alpha", "f32", 280, 4, "scale of A*B"},
         {"beta", "f32", 284, 4, "scale of C"}};
+    out.tensor_maps = {{0, 'A', k.map_a}, {1, 'B', k.map_b}};
     return out;
   }
 
