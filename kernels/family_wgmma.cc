@@ -1,6 +1,6 @@
 // The family `gemm.wgmma` (gemm_wgmma.h): Hopper GEMM with TMA and
-// wgmma for bf16, fp16 and tf32, behind the family interface. Not yet in
-// family.cc's registry: GemmWgmmaFamily() is its entry.
+// wgmma for bf16, fp16 and tf32, behind the family interface, registered
+// in family.cc after gemm.mma.
 #include <iterator>
 
 #include "kernels/family.h"
@@ -70,7 +70,13 @@ class WgmmaFamily : public KernelFamily {
                              std::to_string(kFieldCount) + " values, got " +
                              std::to_string(params.size));
     }
-    return ValidateWgmmaParams(ToWgmma(params));
+    Status s = ValidateWgmmaParams(ToWgmma(params));
+    // ValidateWgmmaParams names the field "params"; name the caller's.
+    const std::string_view message = s.message();
+    if (s.ok() || field == "params" || message.substr(0, 6) != "params")
+      return s;
+    return InvalidArgument(std::string(field) +
+                           std::string(message.substr(6)));
   }
 
   bool Passes(int rule, const Problem& problem, const Params& params,
