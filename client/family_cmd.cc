@@ -240,7 +240,7 @@ int RunLocalKernel(const Context& ctx, const LocalKernelFlags& flags,
       << ", \"params\": " << JsonString(family.Format(params))
       << ", \"context\": " << JsonString(ToString(ctx))
       << ", \"device_profile\": " << JsonString(profile->name)
-      << ", \"arch\": " << JsonString(arch)
+      << ", \"arch\": " << JsonString(TargetOf(k, arch))
       << ", \"entry\": " << JsonString(k.entry)
       << ", \"grid\": " << Dim3Json(k.grid)
       << ", \"block\": " << Dim3Json(k.block)
@@ -250,6 +250,17 @@ int RunLocalKernel(const Context& ctx, const LocalKernelFlags& flags,
       o << ", \"reduce_entry\": " << JsonString(k.reduce_entry)
         << ", \"reduce_grid\": " << Dim3Json(k.reduce_grid)
         << ", \"reduce_block\": " << Dim3Json(k.reduce_block);
+    }
+    if (!k.tensor_maps.empty()) {
+      o << ", \"tensor_maps\": [";
+      for (size_t i = 0; i < k.tensor_maps.size(); ++i) {
+        const TensorMapParam& t = k.tensor_maps[i];
+        o << (i ? ", " : "") << "{\"param\": "
+          << JsonString(k.entry_params[t.param_index].name)
+          << ", \"operand\": " << JsonString(std::string(1, t.operand))
+          << ", \"map\": " << JsonString(ToString(t.map)) << "}";
+      }
+      o << "]";
     }
     o << ", \"counter_offset\": " << k.counter_offset
       << ", \"align_a\": " << k.align_a << ", \"align_b\": " << k.align_b
@@ -269,7 +280,8 @@ int RunLocalKernel(const Context& ctx, const LocalKernelFlags& flags,
       << "params: " << family.Format(params)
       << (flags.params.empty() ? "  (the family's default)" : "") << "\n"
       << "context: " << ToString(ctx) << "\n"
-      << "device profile: " << profile->name << ", " << arch << "\n"
+      << "device profile: " << profile->name << ", " << TargetOf(k, arch)
+      << "\n"
       << "entry: " << k.entry << "\n"
       << "grid: " << Dim3(k.grid) << "\n"
       << "block: " << Dim3(k.block) << "\n"
@@ -281,6 +293,11 @@ int RunLocalKernel(const Context& ctx, const LocalKernelFlags& flags,
     out << "reduce entry: " << k.reduce_entry << ", grid "
         << Dim3(k.reduce_grid) << ", block " << Dim3(k.reduce_block)
         << " (launch after entry, same stream)\n";
+  }
+  for (const TensorMapParam& t : k.tensor_maps) {
+    out << "tensor map: " << k.entry_params[t.param_index].name << " = "
+        << t.operand << ", " << ToString(t.map)
+        << " (encode for the operand's address, pass by value)\n";
   }
   if (k.counter_offset >= 0) {
     out << "counters: at workspace + " << k.counter_offset

@@ -85,13 +85,46 @@ TEST_F(FamilyCmdTest, FamiliesJsonListsGemmMmaWithBf16) {
     EXPECT_THAT(rules, ::testing::Contains("compute_capability"));
   }
   EXPECT_TRUE(found) << r.out;
+  bool wgmma = false;
+  for (const auto& v : families) {
+    const auto& f = v.struct_value().fields();
+    if (f.at("name").string_value() != "gemm.wgmma") continue;
+    wgmma = true;
+    std::vector<std::string> precisions;
+    for (const auto& p : f.at("precisions").list_value().values())
+      precisions.push_back(p.string_value());
+    EXPECT_THAT(precisions, ::testing::ElementsAre("bf16", "fp16", "tf32"));
+    EXPECT_EQ(f.at("min_compute_capability").number_value(), 90);
+  }
+  EXPECT_TRUE(wgmma) << r.out;
 
   r = Cli("families");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("gemm.ffma (gemm; fp32; version 1"));
   EXPECT_THAT(r.out, HasSubstr("conv.ffma (conv; fp32"));
   EXPECT_THAT(r.out, HasSubstr("gemm.mma (gemm; bf16, fp16, tf32"));
+  EXPECT_THAT(r.out, HasSubstr("gemm.wgmma (gemm; bf16, fp16, tf32"));
   EXPECT_THAT(r.out, HasSubstr("rules:"));
+}
+
+TEST_F(FamilyCmdTest, KernelWithGemmWgmmaWritesHopperPtx) {
+  const std::string ptx = dir_ + "/w.ptx";
+  CommandResult r = Cli("kernel gemm --m 1000 --n 512 --k 4096 --layout NT "
+                        "--dtype bf16 --family gemm.wgmma -o " + ptx);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string text = ReadFile(ptx);
+  EXPECT_THAT(text, HasSubstr("wgmma.mma_async"));
+  EXPECT_THAT(text, HasSubstr("cp.async.bulk.tensor"));
+  EXPECT_THAT(text, HasSubstr(".target sm_90a"));
+  EXPECT_THAT(r.out, HasSubstr("family: gemm.wgmma (version "));
+  EXPECT_THAT(r.out, HasSubstr("device profile: h100-sxm, sm_90a"));
+  EXPECT_THAT(r.out, HasSubstr("tensor map: tmap_a = A, bf16 dims 4096x1000"));
+  EXPECT_THAT(r.out, HasSubstr("tensor map: tmap_b = B, bf16 dims 4096x512"));
+  // Only compute capability 9.0 runs it.
+  r = Cli("kernel gemm --m 1000 --n 512 --k 4096 --layout NT --dtype bf16 "
+          "--family gemm.wgmma --device a100 -o " + ptx);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("needs 9.0 or later"));
 }
 
 TEST_F(FamilyCmdTest, KernelWithGemmMmaWritesTheTensorCorePtx) {
@@ -181,10 +214,11 @@ TEST_F(FamilyCmdTest, BadFlagsAreUsageErrorsThatNameTheFlag) {
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_THAT(r.out, HasSubstr("use --family gemm.mma"));
 
-  r = Cli(gemm + "--dtype bf16 --family gemm.wgmma");
+  r = Cli(gemm + "--dtype bf16 --family gemm.nope");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_THAT(r.out, HasSubstr("--family: family must be one of gemm.ffma, "
-                               "conv.ffma, gemm.mma; got 'gemm.wgmma'"));
+                               "conv.ffma, gemm.mma, gemm.wgmma; got "
+                               "'gemm.nope'"));
   r = Cli(gemm + "--family conv.ffma");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_THAT(r.out, HasSubstr("--family conv.ffma computes conv, not gemm"));

@@ -1,6 +1,7 @@
 #include "client/header_export.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdio>
 #include <map>
@@ -261,9 +262,51 @@ const char* LayoutName(const GemmContext& g) {
   return kNames[g.layout_a == Layout::kT][g.layout_b == Layout::kT];
 }
 
+// Keeps of `given` what the header can express: answers, candidates and
+// models of families whose rules LayoutOf writes. The rest (gemm.wgmma,
+// whose TMA launch and sm_90a rules the header does not know) is left out
+// and described in *note, one "// ..." line per family.
+HeaderSpec LeaveOutInexpressible(const HeaderSpec& given, std::string* note) {
+  HeaderSpec spec = given;
+  std::map<std::string, std::array<int, 3>> left;  // answers, candidates, models
+  auto expressible = [](const std::string& name) {
+    auto f = FindFamily(name);
+    // An unknown family stays, so the checks below name it.
+    return !f.ok() || LayoutOf(**f).ok();
+  };
+  spec.entries.clear();
+  for (const HeaderEntry& e : given.entries) {
+    if (expressible(e.config.family)) spec.entries.push_back(e);
+    else ++left[e.config.family][0];
+  }
+  spec.candidates.clear();
+  for (const HeaderCandidate& c : given.candidates) {
+    if (expressible(c.config.family)) spec.candidates.push_back(c);
+    else ++left[c.config.family][1];
+  }
+  spec.models.clear();
+  for (const v1::Model& m : given.models) {
+    auto key = HeaderModelKey(m, given.op);
+    if (!key.ok() || expressible(std::string(key->family->name()))) {
+      spec.models.push_back(m);
+    } else {
+      ++left[std::string(key->family->name())][2];
+    }
+  }
+  for (const auto& [family, n] : left) {
+    *note += "// left out: " + family + " (" + std::to_string(n[0]) +
+             " answers, " + std::to_string(n[1]) + " candidates, " +
+             std::to_string(n[2]) +
+             " models): the header cannot check its rules or launch it;\n"
+             "//           its contexts are answered from the other families\n";
+  }
+  return spec;
+}
+
 void WriteProvenance(std::ostream& out, const HeaderSpec& spec,
                      const std::vector<const v1::Model*>& models,
-                     const std::string& file_op, const std::string& precisions) {
+                     const std::string& file_op, const std::string& precisions,
+                     const std::string& left_out) {
   const v1::DeviceFingerprint& d = spec.device;
   std::map<std::string, int> sources;
   for (const HeaderEntry& e : spec.entries) ++sources[e.source];
@@ -297,6 +340,7 @@ void WriteProvenance(std::ostream& out, const HeaderSpec& spec,
     first = false;
   }
   out << "), " << spec.candidates.size() << " candidate configurations\n"
+      << left_out
       << "//\n"
       << "// Self-contained C++17; needs only the standard library.\n"
       << "//\n";
@@ -304,7 +348,9 @@ void WriteProvenance(std::ostream& out, const HeaderSpec& spec,
 
 }  // namespace
 
-StatusOr<std::string> WriteTunedHeader(const HeaderSpec& spec) {
+StatusOr<std::string> WriteTunedHeader(const HeaderSpec& given) {
+  std::string left_out;
+  const HeaderSpec spec = LeaveOutInexpressible(given, &left_out);
   const bool gemm = spec.op == Op::kGemm;
   const std::string op = gemm ? "Gemm" : "Conv";
   const std::string guard = gemm ? "BLOCKTUNE_TUNED_GEMM_H_" : "BLOCKTUNE_TUNED_CONV_H_";
@@ -355,7 +401,12 @@ StatusOr<std::string> WriteTunedHeader(const HeaderSpec& spec) {
   }
   for (const HeaderModel& k : model_keys) precisions.insert(k.precision);
   if (precisions.empty()) {
-    return InvalidArgument("entries: a header needs at least one answer or model");
+    return InvalidArgument(
+        "entries: a header needs at least one answer or model" +
+        std::string(left_out.empty()
+                        ? ""
+                        : " of a family it can express; " +
+                              left_out.substr(3, left_out.find(';') - 3)));
   }
   std::string precision_names;
   for (DType d : kHeaderPrecisions) {
@@ -676,7 +727,8 @@ inline Config conv_config(const ConvShape& shape) {
        << "\n";
 
   std::ostringstream out;
-  WriteProvenance(out, spec, models, gemm ? "GEMM" : "convolution", precision_names);
+  WriteProvenance(out, spec, models, gemm ? "GEMM" : "convolution", precision_names,
+                  left_out);
   const std::string call = gemm ? "gemm_config(m, n, k, layout, dtype)" : "conv_config(shape, dtype)";
   out << "// blocktune::tuned::" << call << " returns, in order:\n"
       << "//   kExact     the answer exported for exactly this shape and precision;\n";

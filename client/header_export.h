@@ -69,10 +69,14 @@ struct HeaderSpec {
 // The header's text. INVALID_ARGUMENT if the spec has neither an entry nor
 // a model, names an unregistered family or one of another op, if a model's
 // stored weights or normalization do not parse or do not fit its family's
-// features, or if a family's rules cannot be written into a header (only
-// gemm.ffma, conv.ffma and gemm.mma can); FAILED_PRECONDITION when a
+// features; FAILED_PRECONDITION when a
 // gemm.mma configuration needs the device's limits and no built-in profile
 // has its compute capability.
+// Answers, candidates and models of a family whose rules cannot be written
+// into a header (only gemm.ffma, conv.ffma and gemm.mma can; gemm.wgmma
+// cannot) are left out, and the header's leading comment says how many
+// ("// left out: gemm.wgmma (...)"); INVALID_ARGUMENT when nothing else
+// remains.
 StatusOr<std::string> WriteTunedHeader(const HeaderSpec& spec);
 
 }  // namespace blocktune

@@ -19,6 +19,7 @@
 #include <set>
 #include <sstream>
 
+#include "client/header_export.h"
 #include "client/header_export_cmd.h"
 #include "models/train.h"
 #include "models/search.h"
@@ -754,6 +755,56 @@ TEST(HeaderExportShapesTest, PrecisionsOfTheShapesFile) {
   ASSERT_FALSE(other.ok());
   EXPECT_THAT(std::string(other.status().message()),
               HasSubstr("shapes.txt:3: dtype bf16 is not among --dtype fp16"));
+}
+
+// A bf16 store on an H100 holds gemm.wgmma answers too; the header cannot
+// check that family's rules or launch it (tensor maps, sm_90a), so its
+// answers, candidates and models are left out with a note, and the rest
+// is exported as before.
+TEST(HeaderExportFamiliesTest, WgmmaAnswersAreLeftOutWithANote) {
+  auto mma = FindFamily("gemm.mma");
+  auto wgmma = FindFamily("gemm.wgmma");
+  ASSERT_TRUE(mma.ok() && wgmma.ok());
+  auto gemm = [](int64_t m) {
+    GemmContext g;
+    g.m = m;
+    g.n = g.k = 1024;
+    g.layout_b = Layout::kT;
+    g.dtype = DType::kBf16;
+    return Context(g);
+  };
+  HeaderSpec spec;
+  spec.device.set_name("NVIDIA H100 80GB HBM3");
+  spec.device.set_cc_major(9);
+  spec.device.set_cc_minor(0);
+  spec.device.set_sm_count(132);
+  spec.generated_utc = "2026-11-23T00:00:00Z";
+  HeaderEntry a;
+  a.context = gemm(2048);
+  a.config = {"gemm.mma", (*mma)->version(), (*mma)->DefaultCandidates()[0]};
+  a.seconds = 1e-4;
+  a.source = "measured";
+  HeaderEntry b;
+  b.context = gemm(4096);
+  b.config = {"gemm.wgmma", (*wgmma)->version(),
+              (*wgmma)->DefaultCandidates()[0]};
+  b.seconds = 1e-4;
+  b.source = "measured";
+  spec.entries = {a, b};
+  spec.candidates = {{DType::kBf16, b.config}};
+  auto header = WriteTunedHeader(spec);
+  ASSERT_TRUE(header.ok()) << header.status().ToString();
+  EXPECT_THAT(*header, HasSubstr("// left out: gemm.wgmma (1 answers, 1 "
+                                 "candidates, 0 models)"));
+  EXPECT_THAT(*header, HasSubstr("{2048, 1024, 1024, Layout::NT"));
+  EXPECT_THAT(*header, ::testing::Not(HasSubstr("{4096, 1024, 1024")));
+  // Nothing left to export: refused, saying why.
+  spec.entries = {b};
+  header = WriteTunedHeader(spec);
+  ASSERT_FALSE(header.ok());
+  EXPECT_EQ(header.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(header.status().message()),
+              HasSubstr("of a family it can express; left out: gemm.wgmma"));
 }
 
 }  // namespace

@@ -13,12 +13,17 @@ namespace blocktune {
 const KernelFamily& GemmFfmaFamily();  // kernels/family_ffma.cc
 const KernelFamily& ConvFfmaFamily();  // kernels/family_ffma.cc
 const KernelFamily& GemmMmaFamily();   // kernels/family_mma.cc
+// After gemm.mma, so that DefaultFamily(gemm, bf16/fp16/tf32) stays the
+// family that runs on every tensor-core GPU; its rules keep it off every
+// device but compute capability 9.0.
+const KernelFamily& GemmWgmmaFamily(); // kernels/family_wgmma.cc
 
 const std::vector<const KernelFamily*>& Families() {
   static const std::vector<const KernelFamily*> families = {
       &GemmFfmaFamily(),
       &ConvFfmaFamily(),
       &GemmMmaFamily(),
+      &GemmWgmmaFamily(),
   };
   return families;
 }

@@ -28,6 +28,7 @@
 #include "kernels/context.h"
 #include "kernels/limits.h"
 #include "kernels/status.h"
+#include "kernels/tensor_map.h"
 
 namespace blocktune {
 
@@ -105,6 +106,18 @@ struct KernelParam {
   const char* meaning;
 };
 
+// An entry parameter that is a TMA tensor map (a CUtensorMap of 128 bytes
+// passed by value, a __grid_constant__ parameter): the launcher encodes
+// `map` for the operand's device address at each launch
+// (kernels/tensor_map.h EncodeTensorMap) and passes the encoded bytes.
+// The map's layout is tensor_map.h's one shape: 2-D, 128-byte swizzle,
+// out-of-bounds elements read as zero.
+struct TensorMapParam {
+  int param_index = -1;  // into GeneratedKernel::entry_params (type "b8[128]")
+  char operand = 'A';    // 'A' or 'B': whose device address the map covers
+  TensorMap2d map;       // element type, extents, row stride, box
+};
+
 // A generated kernel: PTX, entries and launch geometry.
 struct GeneratedKernel {
   std::string family;
@@ -128,7 +141,21 @@ struct GeneratedKernel {
   int64_t align_a = 1, align_b = 1, align_bytes = 4;
   std::vector<KernelParam> entry_params;
   std::vector<KernelParam> reduce_params;
+  // The main entry's tensor-map parameters; empty for families that read
+  // their operands through plain addresses.
+  std::vector<TensorMapParam> tensor_maps;
+  // The ptxas / JIT target the PTX needs when it is not the architecture
+  // Generate was given ("sm_90a": wgmma and setmaxnreg exist only on the
+  // arch-specific target, which runs on compute capability 9.0 alone);
+  // empty: that architecture.
+  std::string target;
 };
+
+// The target to assemble `kernel` for when it was generated for `arch`.
+inline const std::string& TargetOf(const GeneratedKernel& kernel,
+                                   const std::string& arch) {
+  return kernel.target.empty() ? arch : kernel.target;
+}
 
 class KernelFamily {
  public:

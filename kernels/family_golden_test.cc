@@ -19,6 +19,7 @@
 #include "kernels/family.h"
 #include "kernels/gemm_mma.h"
 #include "kernels/gemm_ptx.h"
+#include "kernels/gemm_wgmma.h"
 
 namespace blocktune {
 namespace {
@@ -39,6 +40,8 @@ constexpr Golden kGolden[] = {
      "kConvFfmaGeneratorVersion (kernels/gemm_ptx.h)"},
     {"gemm.mma", 3, 0x1952e81621ed6825ull,
      "kGemmMmaGeneratorVersion (kernels/gemm_mma.h)"},
+    {"gemm.wgmma", 1, 0xf8c7eb3480144f3full,
+     "kGemmWgmmaGeneratorVersion (kernels/gemm_wgmma.h)"},
 };
 
 struct Case {
@@ -126,10 +129,38 @@ std::vector<Case> GemmMmaCases() {
   return out;
 }
 
+// Every layout of bf16 and fp16, tf32 in its one layout (A N, B T); one and
+// two consumer warpgroups, shallow and deep rings, N-major and K-major B.
+// K_G is 1 in v1 (the only value of kg). "sm_90" and "sm_90a" both give
+// sm_90a code.
+std::vector<Case> GemmWgmmaCases() {
+  std::vector<Case> out;
+  for (const char* dtype : {"bf16", "fp16"}) {
+    for (const char* l : kLayouts) {
+      const std::string tail =
+          std::string(" layout=") + l + " dtype=" + dtype;
+      const Problem p = ParseProblem("gemm m=100 n=72 k=300" + tail, 8);
+      out.push_back({p, "bm=128 bn=128 bk=64 st=4 wg=1 gm=8 kg=1", "sm_90"});
+      out.push_back({p, "bm=128 bn=256 bk=64 st=4 wg=2 gm=8 kg=1", "sm_90a"});
+      out.push_back({ParseProblem("gemm m=1000 n=1023 k=515" + tail, 8),
+                     "bm=64 bn=64 bk=128 st=3 wg=1 gm=1 kg=1", "sm_90"});
+    }
+  }
+  const std::string tf32 = " layout=NT dtype=tf32";
+  out.push_back({ParseProblem("gemm m=100 n=72 k=300" + tf32, 4),
+                 "bm=128 bn=128 bk=32 st=4 wg=1 gm=8 kg=1", "sm_90"});
+  out.push_back({ParseProblem("gemm m=1000 n=1023 k=515" + tf32, 4),
+                 "bm=256 bn=96 bk=32 st=3 wg=2 gm=4 kg=1", "sm_90a"});
+  out.push_back({ParseProblem("gemm m=4096 n=16 k=4096" + tf32, 4),
+                 "bm=64 bn=16 bk=128 st=4 wg=1 gm=16 kg=1", "sm_90"});
+  return out;
+}
+
 std::vector<Case> CasesOf(std::string_view family) {
   if (family == "gemm.ffma") return GemmFfmaCases();
   if (family == "conv.ffma") return ConvFfmaCases();
   if (family == "gemm.mma") return GemmMmaCases();
+  if (family == "gemm.wgmma") return GemmWgmmaCases();
   return {};
 }
 
@@ -220,7 +251,7 @@ TEST(FamilyGoldenTest, EmittedPtxMatchesTheGoldenHashOfItsVersion) {
 // The seam adds nothing to the PTX: the families' Generate returns what
 // the generators return when called directly.
 TEST(FamilyGoldenTest, FamiliesEmitWhatTheGeneratorsEmit) {
-  for (const char* name : {"gemm.ffma", "conv.ffma", "gemm.mma"}) {
+  for (const char* name : {"gemm.ffma", "conv.ffma", "gemm.mma", "gemm.wgmma"}) {
     const KernelFamily& f = **FindFamily(name);
     for (const Case& c : CasesOf(name)) {
       SCOPED_TRACE(std::string(name) + " " + c.params + " " +
@@ -229,6 +260,32 @@ TEST(FamilyGoldenTest, FamiliesEmitWhatTheGeneratorsEmit) {
       ASSERT_TRUE(params.ok());
       auto k = f.Generate(c.problem, *params, c.arch);
       ASSERT_TRUE(k.ok()) << k.status().ToString();
+      if (f.name() == "gemm.wgmma") {
+        WgmmaParams w;
+        for (int i = 0; i < params->size; ++i) {
+          const std::string& key = f.params()[i].name;
+          int64_t* field = key == "bm"   ? &w.bm
+                           : key == "bn" ? &w.bn
+                           : key == "bk" ? &w.bk
+                           : key == "st" ? &w.stages
+                           : key == "wg" ? &w.consumers
+                           : key == "gm" ? &w.group_m
+                                         : &w.kg;
+          *field = (*params)[i];
+        }
+        EXPECT_EQ(ToString(w), f.Format(*params));
+        auto direct = GenerateGemmWgmma(c.problem, w, "sm_90a");
+        ASSERT_TRUE(direct.ok()) << direct.status().ToString();
+        EXPECT_TRUE(k->ptx == direct->ptx) << "PTX differs through the seam";
+        EXPECT_EQ(k->entry, direct->entry);
+        EXPECT_EQ(k->grid, direct->grid);
+        EXPECT_EQ(k->block, direct->block);
+        EXPECT_EQ(k->dynamic_shared_bytes, direct->shared_bytes);
+        ASSERT_EQ(k->tensor_maps.size(), 2u);
+        EXPECT_EQ(ToString(k->tensor_maps[0].map), ToString(direct->map_a));
+        EXPECT_EQ(ToString(k->tensor_maps[1].map), ToString(direct->map_b));
+        continue;
+      }
       if (f.name() == "gemm.mma") {
         auto m = MmaParamsFromString(c.params);
         ASSERT_TRUE(m.ok());

@@ -4,7 +4,10 @@
 // on that arch's device (sm_90: the H100's limits; sm_80: 163 KiB opt-in
 // shared memory, compute capability 8.0) are assembled with ptxas -v, and
 // every function of every kernel must use at most 255 registers and spill
-// nothing. Rejections are counted by the rule that refused them.
+// nothing. Rejections are counted by the rule that refused them. An arch
+// below a family's min_compute_capability is skipped (gemm.wgmma: sm_90
+// only), and a kernel whose PTX needs an arch-specific target
+// (GeneratedKernel::target: gemm.wgmma's sm_90a) is assembled for it.
 //
 // Samples: BLOCKTUNE_PTXAS_SAMPLES accepted kernels per (family, precision,
 // arch), default 300; ptxas runs on 2 threads. Skips with a message where
@@ -48,7 +51,7 @@ std::string Name(const Target& t) {
 void PrintTo(const Target& t, std::ostream* os) { *os << Name(t); }
 
 KernelLimits LimitsOf(const std::string& arch) {
-  KernelLimits l;  // the H100's
+  KernelLimits l;  // the H100's (sm_90, sm_90a)
   if (arch == "sm_80") {
     l.max_dynamic_shared_bytes = 163 * 1024;
     l.compute_capability = 80;
@@ -180,7 +183,7 @@ TEST_P(FamilyPtxasTest, SampledKernelsAssembleWithoutSpills) {
     std::vector<std::string> entries = {kernel->entry};
     if (!kernel->reduce_entry.empty()) entries.push_back(kernel->reduce_entry);
     const PtxasReport r =
-        RunPtxas(ptxas, kernel->ptx, target.arch,
+        RunPtxas(ptxas, kernel->ptx, TargetOf(*kernel, target.arch),
                  (dir / ("w" + std::to_string(worker))).string());
     std::lock_guard lock(mu);
     if (!r.ok(entries)) {
@@ -216,13 +219,40 @@ TEST_P(FamilyPtxasTest, SampledKernelsAssembleWithoutSpills) {
       failures.size(), drawn, why.c_str(), max_registers);
 }
 
-// Every registered family, every precision it implements, both archs.
+// Every registered family, every precision it implements, both archs where
+// the family runs on them. A family whose kernels need an arch-specific
+// target is named by it (gemm_wgmma_bf16_sm_90a): the arch the test gives
+// Generate, and the one ptxas assembles for.
 std::vector<Target> Targets() {
   std::vector<Target> out;
   for (const KernelFamily* f : Families())
     for (DType d : f->precisions())
-      for (const char* arch : {"sm_90", "sm_80"})
-        out.push_back({std::string(f->name()), d, arch});
+      for (const char* arch : {"sm_90", "sm_80"}) {
+        if (std::atoi(arch + 3) < f->min_compute_capability()) continue;
+        std::string name = arch;
+        // The target of the family's default kernel for a small GEMM or
+        // convolution of this precision.
+        Problem probe;
+        if (f->op() == Op::kGemm) {
+          GemmContext g;
+          g.m = g.n = g.k = 64;
+          g.layout_a = Layout::kN;
+          g.layout_b = Layout::kT;
+          g.dtype = d;
+          probe = Problem(g);
+        } else {
+          ConvContext c;
+          c.n = 1;
+          c.h = c.w = 8;
+          c.c = c.k = 16;
+          c.r = c.s = 1;
+          c.dtype = d;
+          probe = Problem(Context(c));
+        }
+        auto k = f->Generate(probe, f->DefaultCandidates().front(), arch);
+        if (k.ok()) name = TargetOf(*k, arch);
+        out.push_back({std::string(f->name()), d, name});
+      }
   return out;
 }
 

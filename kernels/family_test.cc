@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <random>
 #include <set>
 #include <string>
@@ -130,14 +131,15 @@ TEST(FamilyRegistryTest, NamesAreUniqueAndFound) {
   EXPECT_TRUE(names.count("gemm.ffma"));
   EXPECT_TRUE(names.count("conv.ffma"));
   EXPECT_TRUE(names.count("gemm.mma"));
+  EXPECT_TRUE(names.count("gemm.wgmma"));
 }
 
 TEST(FamilyRegistryTest, UnknownFamilyNamesTheFieldAndListsWhatExists) {
-  auto f = FindFamily("gemm.wgmma");
+  auto f = FindFamily("gemm.nope");
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().code(), StatusCode::kNotFound);
   EXPECT_THAT(f.status().message(), HasSubstr("family"));
-  EXPECT_THAT(f.status().message(), HasSubstr("'gemm.wgmma'"));
+  EXPECT_THAT(f.status().message(), HasSubstr("'gemm.nope'"));
   for (const KernelFamily* x : Families())
     EXPECT_THAT(f.status().message(), HasSubstr(std::string(x->name())));
 }
@@ -161,8 +163,14 @@ TEST(FamilyRegistryTest, FamiliesForMatchesOpAndPrecision) {
   }
   EXPECT_EQ(FamiliesFor(Op::kGemm, DType::kFp32).front()->name(), "gemm.ffma");
   EXPECT_EQ(FamiliesFor(Op::kConv, DType::kFp32).front()->name(), "conv.ffma");
-  for (DType d : {DType::kBf16, DType::kFp16, DType::kTf32})
+  // gemm.wgmma is registered after gemm.mma: the default for a context
+  // that names no family stays the one that runs on every tensor-core GPU.
+  for (DType d : {DType::kBf16, DType::kFp16, DType::kTf32}) {
     EXPECT_EQ(DefaultFamily(Op::kGemm, d).value()->name(), "gemm.mma");
+    const auto all = FamiliesFor(Op::kGemm, d);
+    ASSERT_EQ(all.size(), 2u) << ToString(d);
+    EXPECT_EQ(all[1]->name(), "gemm.wgmma");
+  }
 }
 
 TEST(FamilyRegistryTest, DefaultFamilyErrorNamesTheDtypeAndListsWhatExists) {
@@ -244,11 +252,16 @@ void ExpectDefaultFits(const KernelFamily& f, const Problem& problem,
   ++*checked;
 }
 
+// The fallback of a context that names no family (DefaultFamily) must fit
+// everything; a family registered after it may refuse what its rules send
+// to the default (gemm.wgmma: devices other than 9.0, tf32 layouts other
+// than NT, rows that are no multiple of 16 bytes).
 TEST(FamilyTest, DefaultFitsGemmsOfEverySizeAndLayout) {
   const int64_t sizes[] = {1, 2, 3, 8, 17, 64, 127, 1000, 4097, 8191, 8192};
   for (const KernelFamily* f : Families()) {
     if (f->op() != Op::kGemm) continue;
     for (DType d : f->precisions()) {
+      if (DefaultFamily(f->op(), d).value() != f) continue;
       int checked = 0;
       for (const KernelLimits& limits : {H100(), Sm80()}) {
         for (int l = 0; l < 4; ++l) {
@@ -267,6 +280,101 @@ TEST(FamilyTest, DefaultFitsGemmsOfEverySizeAndLayout) {
       }
       EXPECT_EQ(checked, 2 * 4 * 11 * 11 * 11);
     }
+  }
+}
+
+// gemm.wgmma's default fits every size on the H100 where its rules let it
+// run at all: 16-byte rows, and for tf32 A N and B T.
+TEST(WgmmaFamilyTest, DefaultFitsAlignedGemmsOfEverySizeOnTheH100) {
+  const KernelFamily& f = Family("gemm.wgmma");
+  const int64_t sizes[] = {1, 2, 3, 8, 17, 64, 127, 1000, 4097, 8191, 8192};
+  for (DType d : f.precisions()) {
+    int checked = 0;
+    for (int l = 0; l < 4; ++l) {
+      const Layout la = l / 2 ? Layout::kT : Layout::kN;
+      const Layout lb = l % 2 ? Layout::kT : Layout::kN;
+      if (d == DType::kTf32 && (la != Layout::kN || lb != Layout::kT)) {
+        const Problem p(Gemm(64, 64, 64, la, lb, d));
+        EXPECT_FALSE(f.Default(p, H100()).ok()) << ToString(p.ctx);
+        continue;
+      }
+      for (int64_t m : sizes)
+        for (int64_t n : sizes)
+          for (int64_t k : sizes) {
+            ExpectDefaultFits(f, Padded(Gemm(m, n, k, la, lb, d), 8), H100(),
+                              &checked);
+            if (HasFailure()) return;
+          }
+    }
+    EXPECT_EQ(checked, (d == DType::kTf32 ? 1 : 4) * 11 * 11 * 11);
+  }
+}
+
+TEST(WgmmaFamilyTest, RefusedOnEveryDeviceButComputeCapability90) {
+  const KernelFamily& f = Family("gemm.wgmma");
+  EXPECT_EQ(f.min_compute_capability(), 90);
+  const Problem p(Gemm(256, 256, 256, Layout::kN, Layout::kT, DType::kBf16));
+  const Params params = f.DefaultCandidates().front();
+  EXPECT_TRUE(f.CanImplement(p, params, H100()).ok());
+  for (int cc : {70, 80, 86, 89, 100}) {
+    KernelLimits other = H100();
+    other.compute_capability = cc;
+    const Status s = f.CanImplement(p, params, other);
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << cc;
+    const int rule = f.FirstFailingRule(p, params, other);
+    ASSERT_GE(rule, 0) << cc;
+    EXPECT_EQ(f.rules()[rule], "compute_capability");
+    EXPECT_FALSE(f.Default(p, other).ok()) << cc;
+  }
+}
+
+// What a launcher needs of a wgmma kernel: the sm_90a target, and one
+// tensor map per operand filling a 128-byte entry parameter.
+TEST(WgmmaFamilyTest, GenerateDescribesItsTensorMapsAndTarget) {
+  const KernelFamily& f = Family("gemm.wgmma");
+  const Problem p =
+      Padded(Gemm(1000, 1023, 515, Layout::kT, Layout::kN, DType::kBf16), 8);
+  const Params params = f.Default(p, H100()).value();
+  for (const char* arch : {"sm_90", "sm_90a"}) {
+    auto k = f.Generate(p, params, arch);
+    ASSERT_TRUE(k.ok()) << k.status().ToString();
+    EXPECT_EQ(k->target, "sm_90a");
+    EXPECT_EQ(TargetOf(*k, arch), "sm_90a");
+    EXPECT_THAT(k->ptx, HasSubstr(".target sm_90a"));
+    ASSERT_EQ(k->tensor_maps.size(), 2u);
+    EXPECT_EQ(k->tensor_maps[0].operand, 'A');
+    EXPECT_EQ(k->tensor_maps[1].operand, 'B');
+    for (const TensorMapParam& t : k->tensor_maps) {
+      ASSERT_GE(t.param_index, 0);
+      ASSERT_LT(t.param_index, static_cast<int>(k->entry_params.size()));
+      const KernelParam& param = k->entry_params[t.param_index];
+      EXPECT_EQ(param.size, 128);
+      EXPECT_EQ(param.offset % 64, 0);
+      // The maps cover the stored operands: A T is K x M (rows of lda).
+      EXPECT_TRUE(CheckTensorMap(t.map, 0).ok())
+          << ToString(t.map) << ": " << CheckTensorMap(t.map, 0).ToString();
+    }
+    const TensorMap2d& a = k->tensor_maps[0].map;
+    EXPECT_EQ(a.type, TensorMapType::kBf16);
+    EXPECT_EQ(a.dims[0], 1000u);
+    EXPECT_EQ(a.dims[1], 515u);
+    EXPECT_EQ(a.row_stride_bytes, 2u * 1000);
+    const TensorMap2d& b = k->tensor_maps[1].map;
+    EXPECT_EQ(b.dims[0], 1023u);
+    EXPECT_EQ(b.dims[1], 515u);
+    EXPECT_EQ(b.row_stride_bytes, 2u * 1024);
+  }
+  EXPECT_FALSE(f.Generate(p, params, "sm_80").ok());
+  // The other families leave both empty: their PTX is for the arch asked.
+  for (const char* name : {"gemm.ffma", "gemm.mma"}) {
+    const KernelFamily& g = Family(name);
+    const Problem q(Gemm(64, 64, 64, Layout::kN, Layout::kN,
+                         g.precisions().front()));
+    auto k = g.Generate(q, g.DefaultCandidates().front(), "sm_90");
+    ASSERT_TRUE(k.ok()) << k.status().ToString();
+    EXPECT_TRUE(k->tensor_maps.empty());
+    EXPECT_TRUE(k->target.empty());
+    EXPECT_EQ(TargetOf(*k, "sm_90"), "sm_90");
   }
 }
 
@@ -592,7 +700,14 @@ void ExpectConsistent(const KernelFamily& f, const Problem& problem,
   }
   EXPECT_GE(k->align_a, 1);
   EXPECT_GE(k->align_b, 1);
-  if (f.name() == "gemm.mma") {
+  if (f.name() == "gemm.wgmma") {
+    EXPECT_THAT(k->ptx, HasSubstr("wgmma.mma_async")) << what;
+    EXPECT_THAT(k->ptx, HasSubstr("cp.async.bulk.tensor")) << what;
+    EXPECT_EQ(k->target, "sm_90a") << what;
+    EXPECT_EQ(k->tensor_maps.size(), 2u) << what;
+    EXPECT_GT(k->dynamic_shared_bytes, 0u);
+    EXPECT_EQ(k->align_bytes, 16);
+  } else if (f.name() == "gemm.mma") {
     const GemmContext& g = std::get<GemmContext>(problem.ctx);
     EXPECT_THAT(k->ptx, HasSubstr("mma.sync.aligned")) << what;
     EXPECT_THAT(k->ptx, HasSubstr("cp.async")) << what;
@@ -627,20 +742,28 @@ TEST(FamilyTest, GenerateIsConsistentWithShapeAndThePtx) {
       } else {
         for (const ConvContext& c : ConvContexts()) problems.push_back(Problem(Context(c)));
       }
+      // Configurations the family runs on an sm_80 (an H100 for those
+      // that need more), generated for every arch it runs on.
+      const KernelLimits sampled =
+          f->min_compute_capability() > 80 ? H100() : Sm80();
+      std::vector<const char*> archs;
+      for (const char* arch : {"sm_90", "sm_80"})
+        if (std::atoi(arch + 3) >= f->min_compute_capability())
+          archs.push_back(arch);
       for (const Problem& problem : problems) {
         std::vector<Params> configs = f->DefaultCandidates();
         // Random accepted configurations, split K among them.
         for (int i = 0; configs.size() < 12 && i < 20000; ++i) {
           Params p = SampleParams(*f, rng);
           if (f->ValidateParams(p).ok() &&
-              f->CanImplement(problem, p, Sm80()).ok() &&
+              f->CanImplement(problem, p, sampled).ok() &&
               SplitHasWork(problem, f->Shape(problem, p)) &&
               (configs.size() % 2 == 1 || f->Shape(problem, p).split_k > 1))
             configs.push_back(p);
         }
         for (const Params& p : configs) {
           if (!f->CanImplement(problem, p, H100()).ok()) continue;
-          for (const char* arch : {"sm_90", "sm_80"}) {
+          for (const char* arch : archs) {
             ExpectConsistent(*f, problem, p, arch);
             if (HasFailure()) return;
           }

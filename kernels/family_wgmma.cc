@@ -1,6 +1,6 @@
 // The family `gemm.wgmma` (gemm_wgmma.h): Hopper GEMM with TMA and
-// wgmma for bf16, fp16 and tf32, behind the family interface. Not yet in
-// family.cc's registry: GemmWgmmaFamily() is its entry.
+// wgmma for bf16, fp16 and tf32, behind the family interface, registered
+// in family.cc after gemm.mma.
 #include <iterator>
 
 #include "kernels/family.h"
@@ -70,7 +70,13 @@ class WgmmaFamily : public KernelFamily {
                              std::to_string(kFieldCount) + " values, got " +
                              std::to_string(params.size));
     }
-    return ValidateWgmmaParams(ToWgmma(params));
+    Status s = ValidateWgmmaParams(ToWgmma(params));
+    // ValidateWgmmaParams names the field "params"; name the caller's.
+    const std::string_view message = s.message();
+    if (s.ok() || field == "params" || message.substr(0, 6) != "params")
+      return s;
+    return InvalidArgument(std::string(field) +
+                           std::string(message.substr(6)));
   }
 
   bool Passes(int rule, const Problem& problem, const Params& params,
@@ -134,9 +140,10 @@ class WgmmaFamily : public KernelFamily {
     out.align_a = k.align_elements;
     out.align_b = k.align_elements;
     out.align_bytes = 16;
-    // The tensor maps are 128-byte parameters no KernelParam type names;
-    // a generic launcher needs GeneratedKernel to carry them (see the
-    // proposal in gemm_wgmma_launch.h). Until then LoadedWgmma launches.
+    out.target = target;
+    // The tensor maps are 128-byte parameters (CUtensorMap by value); the
+    // launcher encodes tensor_maps[i].map for the operand's address into
+    // entry parameter tensor_maps[i].param_index.
     out.entry_params = {
         {"tmap_a", "b8[128]", 0, 128, "CUtensorMap of A (by value)"},
         {"tmap_b", "b8[128]", 128, 128, "CUtensorMap of B (by value)"},
@@ -147,6 +154,7 @@ class WgmmaFamily : public KernelFamily {
         {"ldc", "u32", 276, 4, "leading dimension of C"},
         {"alpha", "f32", 280, 4, "scale of A*B"},
         {"beta", "f32", 284, 4, "scale of C"}};
+    out.tensor_maps = {{0, 'A', k.map_a}, {1, 'B', k.map_b}};
     return out;
   }
 

@@ -2,28 +2,10 @@
 // launched: the tensor maps of A and B are encoded for the operands'
 // device addresses at each launch (cheap host work) and passed by value.
 //
-// Why a launcher of its own: GeneratedKernel (family.h) describes entry
-// parameters as scalars and device addresses; it has no way to say "this
-// parameter is a CUtensorMap of operand A with this box". The addition
-// that would let a generic launcher do this job (proposed, not made):
-//
-//   struct TensorMapParam {
-//     int param_index;      // which entry parameter (a 128-byte b8 array)
-//     char operand;         // 'A', 'B' or 'C': whose device address
-//     TensorMap2d map;      // extents, row stride, box, element type
-//   };
-//   std::vector<TensorMapParam> GeneratedKernel::tensor_maps;
-//
-// with KernelParam::type "tmap" for those parameters; the launcher encodes
-// each map for the operand's address (EncodeTensorMap) and points the
-// argument array at it. A second field,
-//
-//   std::string GeneratedKernel::target;  // "sm_90a": the ptxas -arch /
-//                                         // JIT target the PTX needs
-//
-// would let generic ptxas checks assemble arch-specific PTX (gemm.wgmma's
-// Generate("sm_90") returns `.target sm_90a` text, which ptxas
-// -arch=sm_90 refuses).
+// The tuner's generic launcher (tuner/kernel_launch.h LoadedKernel) runs
+// gemm.wgmma from GeneratedKernel::tensor_maps and ::target with the same
+// EncodeTensorMap; this one stays for the kernel tests, which need no
+// tuner and add the persistent-grid launch (`programs`).
 #ifndef BLOCKTUNE_KERNELS_GEMM_WGMMA_LAUNCH_H_
 #define BLOCKTUNE_KERNELS_GEMM_WGMMA_LAUNCH_H_
 

@@ -42,6 +42,14 @@ TEST(CampaignFamiliesTest, EveryFamilyOfTheDtypeThatRunsOnTheGpu) {
     auto got = CampaignFamilies(spec, Profile("a100"));
     ASSERT_TRUE(got.ok()) << got.status().ToString();
     EXPECT_EQ(Names(*got), std::vector<std::string>{"gemm.mma"});
+    // Compute capability 9.0 runs gemm.wgmma too (sm_90a).
+    for (const char* hopper : {"h100", "h200"}) {
+      got = CampaignFamilies(spec, Profile(hopper));
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      EXPECT_EQ(Names(*got),
+                (std::vector<std::string>{"gemm.mma", "gemm.wgmma"}))
+          << hopper;
+    }
   }
 }
 
@@ -54,7 +62,15 @@ TEST(CampaignFamiliesTest, RefusesWhatTheGpuCannotRun) {
   EXPECT_THAT(none.status().message(),
               HasSubstr("no gemm kernel family in bf16 runs on the campaign's "
                         "GPU v100 (compute capability 7.0): gemm.mma "
-                        "needs compute capability 8.0"));
+                        "needs compute capability 8.0; gemm.wgmma needs "
+                        "compute capability 9.0"));
+  spec.families = {"gemm.wgmma"};
+  auto a100 = CampaignFamilies(spec, Profile("a100"));
+  EXPECT_EQ(a100.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(a100.status().message(),
+              HasSubstr("spec.families[0] is gemm.wgmma, which needs compute "
+                        "capability 9.0 or later"));
+  spec.families.clear();
   spec.families = {"Gemm.MMA"};
   auto named = CampaignFamilies(spec, Profile("v100"));
   EXPECT_EQ(named.status().code(), StatusCode::kFailedPrecondition);

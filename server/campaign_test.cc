@@ -13,6 +13,7 @@
 #include "server/daemon_process.h"
 #include "server/store_test_util.h"
 #include "server/tuning_store.h"
+#include "tuner/device_profile.h"
 #include "tuner/worker.h"
 
 namespace blocktune {
@@ -229,8 +230,16 @@ TEST_P(CampaignResumeTest, ResumesAfterKill9WithNeitherDuplicatesNorGaps) {
     const v1::Campaign& c = last.campaign();
     EXPECT_EQ(c.state(), v1::CAMPAIGN_STATE_DONE) << c.message();
     EXPECT_EQ(c.samples_ok() + c.samples_failed(), kSamples);
-    ASSERT_EQ(last.samples_by_family_size(), 1);
-    EXPECT_EQ(last.samples_by_family().begin()->second, kSamples);
+    // fp32: gemm.ffma alone; bf16 on the fake (compute capability 9.0):
+    // gemm.mma and gemm.wgmma, each its own stream in the cursor.
+    const int families = dtype == v1::DTYPE_FP32 ? 1 : 2;
+    ASSERT_EQ(last.samples_by_family_size(), families);
+    int64_t total = 0;
+    for (const auto& [name, n] : last.samples_by_family()) {
+      EXPECT_GT(n, 0) << name;
+      total += n;
+    }
+    EXPECT_EQ(total, kSamples);
     d->Stop(SIGTERM);
   }
   const std::vector<SampleRecord> resumed = Samples();
@@ -245,10 +254,13 @@ TEST_P(CampaignResumeTest, ResumesAfterKill9WithNeitherDuplicatesNorGaps) {
     EXPECT_EQ(ToString(it->second->context), ToString(r.context)) << r.seq;
     EXPECT_EQ(it->second->kernel, r.kernel) << r.seq;
   }
-  // Each precision its own family, and the same candidates as ever for
+  // Each precision its own families, and the same candidates as ever for
   // fp32 (seed 11's first family keeps seed 11).
-  const std::string family = dtype == v1::DTYPE_FP32 ? "gemm.ffma" : "gemm.mma";
-  for (const SampleRecord& r : resumed) EXPECT_EQ(r.kernel.family, family);
+  const std::set<std::string> families =
+      dtype == v1::DTYPE_FP32 ? std::set<std::string>{"gemm.ffma"}
+                              : std::set<std::string>{"gemm.mma", "gemm.wgmma"};
+  for (const SampleRecord& r : resumed)
+    EXPECT_TRUE(families.count(r.kernel.family)) << r.kernel.family;
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, CampaignResumeTest,
@@ -340,8 +352,10 @@ TEST_F(CampaignTest, AGpuWhoseWorkerCannotStartFailsTheCampaign) {
 }
 
 // The old defect: "campaign start --dtype bf16" measured fp32 kernels under
-// a bf16 label. Every sample of a bf16 campaign is a gemm.mma kernel of
-// today's generator, in a bf16 context, with parameters gemm.mma accepts.
+// a bf16 label. Every sample of a bf16 campaign is a kernel of a bf16
+// family (on the fake's compute capability 9.0: gemm.mma and gemm.wgmma)
+// of today's generator, in a bf16 context, with parameters its family
+// accepts on that device.
 TEST_F(CampaignTest, ABf16CampaignMeasuresGemmMmaInBf16) {
   auto d = Start("measure_us=50,wrong_every=25");
   const v1::Campaign started = StartCampaign(*d, 300, 9, v1::DTYPE_BF16);
@@ -351,20 +365,31 @@ TEST_F(CampaignTest, ABf16CampaignMeasuresGemmMmaInBf16) {
       << last.campaign().message() << "\n"
       << d->Log();
   EXPECT_EQ(last.done(), 300);
-  ASSERT_EQ(last.samples_by_family_size(), 1);
-  EXPECT_EQ(last.samples_by_family().at("gemm.mma"), 300);
+  ASSERT_EQ(last.samples_by_family_size(), 2);
+  EXPECT_EQ(last.samples_by_family().at("gemm.mma") +
+                last.samples_by_family().at("gemm.wgmma"),
+            300);
+  EXPECT_GT(last.samples_by_family().at("gemm.mma"), 0);
+  EXPECT_GT(last.samples_by_family().at("gemm.wgmma"), 0);
   EXPECT_GT(last.best_tflops(), 20);  // past the fake's fp32 peak
-  const KernelFamily* mma = *FindFamily("gemm.mma");
   const std::vector<SampleRecord> samples = Samples();
   ASSERT_EQ(samples.size(), 300u);
+  const KernelLimits h100 = ProfileByName("h100")->Limits();
   int ok = 0;
   for (const SampleRecord& s : samples) {
     EXPECT_NE(s.kernel.family, "gemm.ffma") << s.seq;
-    EXPECT_EQ(s.kernel.family, "gemm.mma") << s.seq;
-    EXPECT_EQ(s.kernel.generator_version, mma->version()) << s.seq;
+    EXPECT_TRUE(s.kernel.family == "gemm.mma" ||
+                s.kernel.family == "gemm.wgmma")
+        << s.seq << " " << s.kernel.family;
+    auto family = FindFamily(s.kernel.family);
+    ASSERT_TRUE(family.ok()) << s.seq;
+    EXPECT_EQ(s.kernel.generator_version, (*family)->version()) << s.seq;
     EXPECT_TRUE(s.kernel.IsCurrent());
     EXPECT_EQ(DTypeOf(s.context), DType::kBf16) << s.seq;
-    EXPECT_TRUE(mma->ValidateParams(s.kernel.params).ok()) << s.seq;
+    EXPECT_TRUE((*family)->CanImplement(Problem(s.context), s.kernel.params,
+                                        h100)
+                    .ok())
+        << s.seq;
     ok += s.measurement.status == SampleStatus::kOk;
   }
   EXPECT_EQ(ok, 300 - 12);

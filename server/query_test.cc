@@ -327,7 +327,8 @@ TEST_F(QueryTest, PrecisionsNeverShareModelsAnswersOrFallbacks) {
   EXPECT_THAT(s.error_message(),
               HasSubstr("context.gemm.dtype: no kernel family implements gemm "
                         "in fp64; the gemm families are gemm.ffma (fp32); "
-                        "gemm.mma (bf16, fp16, tf32)"));
+                        "gemm.mma (bf16, fp16, tf32); gemm.wgmma (bf16, "
+                        "fp16, tf32)"));
   // A family that does not implement the precision, likewise.
   bf16.set_family("gemm.ffma");
   s = d->NewStub()->Query(Ctx().get(), bf16, &none);

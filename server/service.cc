@@ -1077,7 +1077,7 @@ grpc::Status BlocktuneService::GetKernel(grpc::ServerContext* ctx,
       resp->set_vector_b(static_cast<int32_t>(k.align_b));
     }
     resp->set_dynamic_shared_bytes(k.dynamic_shared_bytes);
-    resp->set_arch(arch);
+    resp->set_arch(TargetOf(k, arch));  // sm_90a for gemm.wgmma
     ToProto(k.entry_params, resp->mutable_params());
     if (!k.reduce_entry.empty()) {
       resp->set_reduce_entry(k.reduce_entry);

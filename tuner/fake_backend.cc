@@ -69,19 +69,24 @@ class FakeBackend : public WorkerBackend {
       return r;
     }
     // A made-up roofline: 20 TFLOP/s in fp32 (FFMA), 150 in tf32 and 300
-    // in bf16 and fp16 (tensor cores) for the best output tiles (128 x 128),
-    // less for others.
+    // in bf16 and fp16 (tensor cores, mma.sync) for the best output tiles
+    // (128 x 128), less for others. A Hopper-only family (wgmma, compute
+    // capability 9.0 and up) peaks at twice that, on 128 x 256 tiles, as
+    // warpgroup MMAs do on an H100.
     const ConfigShape shape = s.family->Shape(s.problem, s.params);
     const GemmShape g = ImplicitGemm(s.problem.ctx);
     const double flops = 2.0 * g.m * g.n * g.k;
+    const bool hopper = s.family->min_compute_capability() >= 90;
+    const double best_tile_log2 = hopper ? 15 : 14;
     const double quality =
-        1.0 /
-        (1.0 + std::abs(std::log2(double(shape.tile_m * shape.tile_n)) - 14) / 4);
+        1.0 / (1.0 + std::abs(std::log2(double(shape.tile_m * shape.tile_n)) -
+                              best_tile_log2) /
+                         4);
     double peak = 20e12;
     switch (DTypeOf(s.problem.ctx)) {
-      case DType::kTf32: peak = 150e12; break;
+      case DType::kTf32: peak = hopper ? 300e12 : 150e12; break;
       case DType::kBf16:
-      case DType::kFp16: peak = 300e12; break;
+      case DType::kFp16: peak = hopper ? 600e12 : 300e12; break;
       default: break;
     }
     r.set_status("ok");

@@ -110,7 +110,8 @@ class GpuBackend : public WorkerBackend {
     }
     s->kernel = std::move(*kernel);
     if (compiler_ != nullptr) {
-      auto cubin = compiler_->Compile(s->kernel.ptx, arch_);
+      // gemm.wgmma's PTX is for sm_90a, not the device's generic arch.
+      auto cubin = compiler_->Compile(s->kernel.ptx, TargetOf(s->kernel, arch_));
       if (!cubin.ok()) {
         s->status = cubin.status();
         s->failure = "compile_error";

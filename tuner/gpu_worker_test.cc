@@ -20,6 +20,7 @@ namespace {
 using ::testing::HasSubstr;
 
 const KernelFamily& Mma() { return **FindFamily("gemm.mma"); }
+const KernelFamily& Wgmma() { return **FindFamily("gemm.wgmma"); }
 
 class GpuWorkerTest : public ::testing::Test {
  protected:
@@ -59,11 +60,12 @@ class GpuWorkerTest : public ::testing::Test {
     return Run(item, prepared);
   }
   tuner::WorkResult RunMma(const std::string& ctx, const std::string& params,
-                           PreparedSample* prepared = nullptr) {
+                           PreparedSample* prepared = nullptr,
+                           const KernelFamily& family = Mma()) {
     Candidate c;
-    c.family = &Mma();
+    c.family = &family;
     c.ctx = *ContextFromString(ctx);
-    c.params = *Mma().Parse(params);
+    c.params = *family.Parse(params);
     return Run(WorkMessage(1, c).work(), prepared);
   }
   // Measures `wrong` (its item parsed) with another sample's kernel.
@@ -156,6 +158,62 @@ TEST_F(GpuWorkerTest, MmaInEveryPrecisionMeasuresAndPassesTheCheck) {
       Print(context + " | " + params, r);
     }
     Domain domain = *DefaultDomain(Mma());
+    ASSERT_TRUE(SetPrecision(&domain, dtype).ok());
+    SamplingOptions options;
+    options.count = 10;
+    options.seed = 17;
+    std::vector<Candidate> sampled;
+    ASSERT_TRUE(RunSampling(domain, *profile, *rules, options, &sampled).ok());
+    for (const Candidate& c : sampled) {
+      SCOPED_TRACE(c.ToString());
+      tuner::WorkResult r = Run(WorkMessage(2, c).work());
+      ExpectOk(r);
+      Print(c.ToString().substr(5), r);
+    }
+  }
+}
+
+// gemm.wgmma through the generic launcher (tuner/kernel_launch.cc: tensor
+// maps encoded at launch, cubin for sm_90a): hand-picked corners in every
+// layout it takes, then candidates the sampler draws for this GPU. Compute
+// capability 9.0 only.
+TEST_F(GpuWorkerTest, WgmmaInEveryPrecisionMeasuresAndPassesTheCheck) {
+  auto profile = ProfileFromDevice(0);
+  ASSERT_TRUE(profile.ok()) << profile.status().message();
+  if (profile->cc_major != 9 || profile->cc_minor != 0)
+    GTEST_SKIP() << "gemm.wgmma runs on compute capability 9.0 only";
+  const std::pair<std::string, std::string> corners[] = {
+      {"gemm m=1024 n=1024 k=1024 layout=NT", "bm=128 bn=256 bk=64 st=4 wg=2"},
+      {"gemm m=1000 n=776 k=3000 layout=NT", "bm=128 bn=128 bk=64 st=4 wg=1"},
+      {"gemm m=1024 n=1024 k=1024 layout=NN", "bm=128 bn=128 bk=64 st=4 wg=1"},
+      {"gemm m=1000 n=768 k=520 layout=TN", "bm=64 bn=64 bk=64 st=3 wg=1"},
+      {"gemm m=1000 n=1024 k=1000 layout=TT", "bm=128 bn=128 bk=64 st=5 wg=2"},
+      {"gemm m=17 n=24 k=40 layout=NT", "bm=64 bn=32 bk=64 st=2 wg=1"},
+  };
+  auto rules = RuleSet::ForSampling(Wgmma(), *profile);
+  ASSERT_TRUE(rules.ok()) << rules.status().message();
+  for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
+    const std::string precision(ToString(dtype));
+    for (const auto& [ctx, params] : corners) {
+      // tf32: A N and B T only; bk 64 is 256 bytes, 32 the 128-byte row.
+      if (dtype == DType::kTf32 && ctx.find("layout=NT") == std::string::npos)
+        continue;
+      const std::string context = ctx + " dtype=" + precision;
+      const std::string p =
+          dtype == DType::kTf32 ? params.substr(0, params.find(" bk=")) +
+                                      " bk=32" +
+                                      params.substr(params.find(" st="))
+                                : params;
+      SCOPED_TRACE(context + " | " + p);
+      PreparedSample prepared;
+      tuner::WorkResult r = RunMma(context, p, &prepared, Wgmma());
+      ExpectOk(r);
+      EXPECT_EQ(r.family(), "gemm.wgmma");
+      EXPECT_EQ(prepared.kernel.target, "sm_90a");
+      EXPECT_EQ(prepared.kernel.tensor_maps.size(), 2u);
+      Print(context + " | " + p, r);
+    }
+    Domain domain = *DefaultDomain(Wgmma());
     ASSERT_TRUE(SetPrecision(&domain, dtype).ok());
     SamplingOptions options;
     options.count = 10;

@@ -3,18 +3,22 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/tensor_map.h"
+
 namespace blocktune {
 
 // What each named entry parameter (kernels/gemm_ptx.h EntryParams and
-// ReduceParams: gemm.ffma, conv.ffma and gemm.mma share them) takes.
+// ReduceParams: gemm.ffma, conv.ffma and gemm.mma share them; gemm.wgmma
+// takes a subset and two tensor maps) takes.
 enum class LoadedKernel::Slot {
   kA, kB, kC, kW, kM, kN, kK, kLda, kLdb, kLdc, kAlpha, kBeta, kSplitK,
   kH, kWIn, kCIn, kP, kQ, kS, kPadH, kPadW, kStrideH, kStrideW,
-  kDilationH, kDilationW,
+  kDilationH, kDilationW, kTensorMap,
 };
 
 StatusOr<std::vector<LoadedKernel::Arg>> LoadedKernel::Resolve(
-    const std::vector<KernelParam>& params, const std::string& entry) {
+    const std::vector<KernelParam>& params,
+    const std::vector<TensorMapParam>& tensor_maps, const std::string& entry) {
   using S = Slot;
   struct Named {
     const char* name;
@@ -37,7 +41,23 @@ StatusOr<std::vector<LoadedKernel::Arg>> LoadedKernel::Resolve(
       {"dilation_w", S::kDilationW, 4},
   };
   std::vector<Arg> args;
-  for (const KernelParam& p : params) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    const KernelParam& p = params[i];
+    int map = -1;
+    for (size_t j = 0; j < tensor_maps.size(); ++j)
+      if (tensor_maps[j].param_index == static_cast<int>(i)) map = static_cast<int>(j);
+    if (map >= 0) {
+      const char operand = tensor_maps[map].operand;
+      if (p.size != static_cast<int>(sizeof(EncodedTensorMap)) ||
+          p.offset < 0 || p.offset % 64 != 0 ||
+          (operand != 'A' && operand != 'B')) {
+        return Internal("entry " + entry + ": tensor map parameter " +
+                        std::string(p.name) + " must be 128 bytes at a " +
+                        "64-byte aligned offset of operand A or B");
+      }
+      args.push_back({S::kTensorMap, p.offset, p.size, map});
+      continue;
+    }
     const Named* found = nullptr;
     for (const Named& n : kNames)
       if (std::strcmp(n.name, p.name) == 0) found = &n;
@@ -46,7 +66,7 @@ StatusOr<std::vector<LoadedKernel::Arg>> LoadedKernel::Resolve(
                       std::string(p.name) + " (" + p.type + ", " +
                       std::to_string(p.size) + " bytes)");
     }
-    args.push_back({found->slot, p.offset, p.size});
+    args.push_back({found->slot, p.offset, p.size, -1});
   }
   return args;
 }
@@ -59,7 +79,8 @@ StatusOr<std::unique_ptr<LoadedKernel>> LoadedKernel::Load(
   k->kernel_ = std::move(kernel);
   k->split_k_ = split_k;
   const GeneratedKernel& g = k->kernel_;
-  BT_ASSIGN_OR_RETURN(k->main_args_, Resolve(g.entry_params, g.entry));
+  BT_ASSIGN_OR_RETURN(k->main_args_,
+                      Resolve(g.entry_params, g.tensor_maps, g.entry));
   BT_ASSIGN_OR_RETURN(k->module_, cuda::Module::Load(image));
   BT_ASSIGN_OR_RETURN(k->main_, k->module_->GetFunction(g.entry));
   if (g.dynamic_shared_bytes > 48 * 1024) {
@@ -69,7 +90,7 @@ StatusOr<std::unique_ptr<LoadedKernel>> LoadedKernel::Load(
   BT_RETURN_IF_ERROR(cuda::PreferSharedCarveout(k->main_, 100));
   if (!g.reduce_entry.empty()) {
     BT_ASSIGN_OR_RETURN(k->reduce_args_,
-                        Resolve(g.reduce_params, g.reduce_entry));
+                        Resolve(g.reduce_params, {}, g.reduce_entry));
     BT_ASSIGN_OR_RETURN(k->reduce_, k->module_->GetFunction(g.reduce_entry));
   }
   return k;
@@ -93,8 +114,21 @@ Status LoadedKernel::Enqueue(const cuda::Function& fn,
   int size = 0;
   for (const Arg& a : args) size = std::max(size, a.offset + a.size);
   std::vector<unsigned char> block_bytes(static_cast<size_t>(size));
+  // Encoded maps live apart, 128-byte aligned as cuda.h declares
+  // CUtensorMap; the argument pointers point at them.
+  std::vector<EncodedTensorMap> maps;
+  maps.reserve(kernel_.tensor_maps.size());
   std::vector<void*> pointers;
   for (const Arg& a : args) {
+    if (a.slot == Slot::kTensorMap) {
+      const TensorMapParam& t = kernel_.tensor_maps[a.tensor_map];
+      BT_ASSIGN_OR_RETURN(
+          EncodedTensorMap m,
+          EncodeTensorMap(t.map, t.operand == 'A' ? ops.a : ops.b));
+      maps.push_back(m);
+      pointers.push_back(maps.back().bytes);
+      continue;
+    }
     unsigned char* at = block_bytes.data() + a.offset;
     uint64_t u = 0;
     bool is_float = false;
@@ -126,6 +160,7 @@ Status LoadedKernel::Enqueue(const cuda::Function& fn,
       case S::kStrideW: u = cv ? cv->stride_w : 0; break;
       case S::kDilationH: u = cv ? cv->dilation_h : 0; break;
       case S::kDilationW: u = cv ? cv->dilation_w : 0; break;
+      case S::kTensorMap: break;  // handled above
     }
     if (is_float) {
       std::memcpy(at, &f, 4);

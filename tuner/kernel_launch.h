@@ -3,7 +3,10 @@
 // main entry and, where it has one, the entry that adds the K_G partial
 // sums after it on the same stream. The argument blocks are built from the
 // entries' named parameters (GeneratedKernel::entry_params), so the worker
-// launches every family the same way.
+// launches every family the same way. A tensor-map parameter
+// (GeneratedKernel::tensor_maps, gemm.wgmma's TMA operands) is encoded for
+// the operand's device address at each launch (kernels/tensor_map.h) and
+// passed by value.
 #ifndef BLOCKTUNE_TUNER_KERNEL_LAUNCH_H_
 #define BLOCKTUNE_TUNER_KERNEL_LAUNCH_H_
 
@@ -32,7 +35,9 @@ class LoadedKernel {
   // cubin compiled from it); raises the dynamic shared-memory limit where
   // the kernel needs more than 48 KiB. `split_k` is K_G (the reduce
   // entry's argument). INTERNAL where an entry has a parameter this
-  // launcher does not know. Needs a current context.
+  // launcher does not know. Needs a current context. An image of PTX is
+  // JIT-compiled by the driver for the PTX's own `.target` (sm_90a for
+  // gemm.wgmma); a cubin must have been compiled for TargetOf(kernel).
   static StatusOr<std::unique_ptr<LoadedKernel>> Load(const Problem& problem,
                                                       GeneratedKernel kernel,
                                                       const std::string& image,
@@ -44,7 +49,9 @@ class LoadedKernel {
   // as the kernel reads it (GeneratedKernel::align_*), or a workspace is
   // needed and missing. A kernel with counters in its workspace
   // (counter_offset >= 0) needs them zero before its first launch; every
-  // launch leaves them zero.
+  // launch leaves them zero. A kernel with tensor maps: UNAVAILABLE
+  // without a driver that encodes them (12.0 or later), INTERNAL where the
+  // driver refuses one.
   Status Launch(const KernelOperands& ops) const;
 
  private:
@@ -53,9 +60,12 @@ class LoadedKernel {
   struct Arg {
     Slot slot;
     int offset, size;
+    int tensor_map = -1;  // kTensorMap: the index into kernel_.tensor_maps
   };
   static StatusOr<std::vector<Arg>> Resolve(
-      const std::vector<KernelParam>& params, const std::string& entry);
+      const std::vector<KernelParam>& params,
+      const std::vector<TensorMapParam>& tensor_maps,
+      const std::string& entry);
   Status Enqueue(const cuda::Function& fn, const std::vector<Arg>& args,
                  const std::array<unsigned, 3>& grid,
                  const std::array<unsigned, 3>& block, unsigned shared_bytes,

@@ -25,6 +25,7 @@ GemmContext Gemm(int64_t m, int64_t n, int64_t k) {
 DeviceProfile H100() { return *ProfileByName("h100"); }
 
 const KernelFamily& Mma() { return **FindFamily("gemm.mma"); }
+const KernelFamily& Wgmma() { return **FindFamily("gemm.wgmma"); }
 
 // All the sampling rules, or the hardware rules only, of op's ffma family.
 RuleSet ForSampling(Op op = Op::kGemm) {
@@ -666,6 +667,57 @@ TEST(FamilySamplerTest, MmaSamplesInEveryPrecision) {
     EXPECT_GT(named, 300);
     EXPECT_GT(skinny, 300);
     EXPECT_GT(split, 300);
+  }
+}
+
+// gemm.wgmma's built-in domain: sm_90a code, so the device profiles of
+// compute capability other than 9.0 refuse it; on the H100 and H200 every
+// accepted candidate is one CanImplement takes, in each precision (tf32
+// only in its one layout, A N and B T).
+TEST(FamilySamplerTest, WgmmaSamplesOnHopperOnly) {
+  auto d = DefaultDomain(Wgmma());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->family, &Wgmma());
+  EXPECT_EQ(d->family_params, 7);
+  EXPECT_EQ(d->dtype, DType::kBf16);
+  // The default domain of (gemm, bf16) stays gemm.mma's.
+  EXPECT_EQ(DefaultDomain(Op::kGemm, DType::kBf16)->family, &Mma());
+  for (const char* name : {"v100", "a100"}) {
+    auto refused = RuleSet::ForSampling(Wgmma(), *ProfileByName(name));
+    EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition) << name;
+    EXPECT_THAT(refused.status().message(),
+                HasSubstr("gemm.wgmma needs compute capability 9.0"));
+  }
+  for (const char* name : {"h100", "h200"}) {
+    const DeviceProfile profile = *ProfileByName(name);
+    const RuleSet rules = *RuleSet::ForSampling(Wgmma(), profile);
+    const KernelLimits limits = profile.Limits();
+    for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
+      SCOPED_TRACE(std::string(name) + " " + std::string(ToString(dtype)));
+      Domain domain = *d;
+      ASSERT_TRUE(SetPrecision(&domain, dtype).ok());
+      SamplingOptions options;
+      options.count = 1000;
+      options.seed = 23;
+      std::vector<Candidate> out;
+      auto report = RunSampling(domain, profile, rules, options, &out);
+      ASSERT_TRUE(report.ok()) << report.status().ToString();
+      std::cout << name << " " << ToString(dtype) << ": acceptance "
+                << report->acceptance() << "; rejected by";
+      for (const auto& [rule, count] : report->rejected_by_rule)
+        if (count > 0) std::cout << " " << rule << " " << count;
+      std::cout << "\n";
+      EXPECT_EQ(report->family, "gemm.wgmma");
+      EXPECT_GE(report->acceptance(), dtype == DType::kTf32 ? 0.05 : 0.20);
+      ASSERT_EQ(out.size(), 1000u);
+      for (const Candidate& c : out) {
+        ASSERT_EQ(c.family, &Wgmma());
+        ASSERT_EQ(DTypeOf(c.ctx), dtype);
+        ASSERT_TRUE(Wgmma().CanImplement(c.problem(), c.params, limits).ok())
+            << c.ToString() << ": "
+            << Wgmma().CanImplement(c.problem(), c.params, limits).message();
+      }
+    }
   }
 }
 
