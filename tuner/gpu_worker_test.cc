@@ -102,6 +102,25 @@ class GpuWorkerTest : public ::testing::Test {
 
   std::unique_ptr<WorkerBackend> backend_;
   tuner::WorkerHello hello_;
+
+  // Ten candidates the sampler draws for this GPU from `family`'s domain in
+  // `dtype`, each measured and checked through the worker.
+  void RunSampled(const KernelFamily& family, DType dtype,
+                  const DeviceProfile& profile, const RuleSet& rules) {
+    Domain domain = *DefaultDomain(family);
+    ASSERT_TRUE(SetPrecision(&domain, dtype).ok());
+    SamplingOptions options;
+    options.count = 10;
+    options.seed = 17;
+    std::vector<Candidate> sampled;
+    ASSERT_TRUE(RunSampling(domain, profile, rules, options, &sampled).ok());
+    for (const Candidate& c : sampled) {
+      SCOPED_TRACE(c.ToString());
+      tuner::WorkResult r = Run(WorkMessage(2, c).work());
+      ExpectOk(r);
+      Print(c.ToString().substr(5), r);
+    }
+  }
 };
 
 TEST_F(GpuWorkerTest, GeneratedKernelsMeasureAndPassTheCheck) {
@@ -157,19 +176,7 @@ TEST_F(GpuWorkerTest, MmaInEveryPrecisionMeasuresAndPassesTheCheck) {
       EXPECT_EQ(r.family(), "gemm.mma");
       Print(context + " | " + params, r);
     }
-    Domain domain = *DefaultDomain(Mma());
-    ASSERT_TRUE(SetPrecision(&domain, dtype).ok());
-    SamplingOptions options;
-    options.count = 10;
-    options.seed = 17;
-    std::vector<Candidate> sampled;
-    ASSERT_TRUE(RunSampling(domain, *profile, *rules, options, &sampled).ok());
-    for (const Candidate& c : sampled) {
-      SCOPED_TRACE(c.ToString());
-      tuner::WorkResult r = Run(WorkMessage(2, c).work());
-      ExpectOk(r);
-      Print(c.ToString().substr(5), r);
-    }
+    RunSampled(Mma(), dtype, *profile, *rules);
   }
 }
 
@@ -213,19 +220,7 @@ TEST_F(GpuWorkerTest, WgmmaInEveryPrecisionMeasuresAndPassesTheCheck) {
       EXPECT_EQ(prepared.kernel.tensor_maps.size(), 2u);
       Print(context + " | " + p, r);
     }
-    Domain domain = *DefaultDomain(Wgmma());
-    ASSERT_TRUE(SetPrecision(&domain, dtype).ok());
-    SamplingOptions options;
-    options.count = 10;
-    options.seed = 17;
-    std::vector<Candidate> sampled;
-    ASSERT_TRUE(RunSampling(domain, *profile, *rules, options, &sampled).ok());
-    for (const Candidate& c : sampled) {
-      SCOPED_TRACE(c.ToString());
-      tuner::WorkResult r = Run(WorkMessage(2, c).work());
-      ExpectOk(r);
-      Print(c.ToString().substr(5), r);
-    }
+    RunSampled(Wgmma(), dtype, *profile, *rules);
   }
 }
 
