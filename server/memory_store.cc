@@ -112,12 +112,15 @@ class MemoryStore final : public TuningStore {
           t.record.kernel.IsCurrent())
         hits.push_back(&t);
     }
-    // The SQLite store's order: family, then the parameters' text.
+    // The SQLite store's order: measured first, then time, device,
+    // family, then the parameters' text.
     std::sort(hits.begin(), hits.end(), [](const Tuned* a, const Tuned* b) {
-      return std::make_tuple(a->record.RankSeconds(), a->device_id,
+      return std::make_tuple(!(a->record.measured_s > 0),
+                             a->record.RankSeconds(), a->device_id,
                              a->record.kernel.family,
                              a->record.kernel.ParamsText()) <
-             std::make_tuple(b->record.RankSeconds(), b->device_id,
+             std::make_tuple(!(b->record.measured_s > 0),
+                             b->record.RankSeconds(), b->device_id,
                              b->record.kernel.family,
                              b->record.kernel.ParamsText());
     });

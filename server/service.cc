@@ -465,21 +465,21 @@ Status BlocktuneService::AnswerQuery(
   if (surrogates_) {
     models = surrogates_->Find(op, precision, q.device_name, q.family);
   }
-  // Every stored answer of the context (at most kMaxTop), measured ones
-  // first, fastest first: a prediction, however fast, never outranks a
-  // configuration measured on the GPU (a model is often optimistic, and a
-  // --verify stores its measured top k beside the earlier predictions).
+  // The stored answers, measured ones first (FindTuned's order: a model is
+  // often optimistic, and a --verify stores its measured top k beside the
+  // earlier predictions); every one when a family is asked for, to keep
+  // that family's.
   BT_ASSIGN_OR_RETURN(auto found,
-                      store_->FindTuned(q.context, q.device_name, kMaxTop));
-  found.erase(std::remove_if(found.begin(), found.end(),
-                             [&](const TunedRecord& t) {
-                               return !q.family.empty() &&
-                                      t.kernel.family != q.family;
-                             }),
-              found.end());
-  std::stable_partition(found.begin(), found.end(),
-                        [](const TunedRecord& t) { return t.measured_s > 0; });
-  if (static_cast<int>(found.size()) > q.top) found.resize(q.top);
+                      store_->FindTuned(q.context, q.device_name,
+                                        q.family.empty() ? q.top : kMaxTop));
+  if (!q.family.empty()) {
+    found.erase(std::remove_if(found.begin(), found.end(),
+                               [&](const TunedRecord& t) {
+                                 return t.kernel.family != q.family;
+                               }),
+                found.end());
+    if (static_cast<int>(found.size()) > q.top) found.resize(q.top);
+  }
   // Without a GPU to verify on, stored predictions serve a verify query.
   const bool can_verify = campaigns_ && campaigns_->has_gpu();
   auto answer_stored = [&] {

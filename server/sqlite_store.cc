@@ -448,7 +448,8 @@ class SqliteStore final : public TuningStore {
       SQLite::Statement q(db, TunedSelect() +
           " WHERE t.context = ?1 AND (?2 = '' OR d.name = ?2) AND " +
           VersionCondition(VersionFilter::kCurrent, "t") +
-          " ORDER BY CASE WHEN t.measured_s > 0 THEN t.measured_s "
+          " ORDER BY t.measured_s <= 0, "
+          "CASE WHEN t.measured_s > 0 THEN t.measured_s "
           "ELSE t.predicted_s END, t.device_id, t.family, t.params LIMIT ?3");
       q.bind(1, ToString(ctx));
       q.bind(2, std::string(device_name));

@@ -228,9 +228,11 @@ class TuningStore {
       const StoreFilter& filter) = 0;
   virtual StatusOr<int64_t> CountSamples(const StoreFilter& filter) = 0;
 
-  // The current stored answers for exactly `ctx`, fastest first
-  // (RankSeconds, then family and parameters), at most `top`; stale answers
-  // are never returned. An empty device name matches every device.
+  // The current stored answers for exactly `ctx`, at most `top`: those
+  // measured on a GPU first, then predictions, each fastest first
+  // (RankSeconds, then family and parameters) -- a prediction, however
+  // fast, never outranks a measurement. Stale answers are never returned.
+  // An empty device name matches every device.
   virtual StatusOr<std::vector<TunedRecord>> FindTuned(
       const Context& ctx, std::string_view device_name, int top) = 0;
   // Oldest first; filter.campaign_id does not apply.
