@@ -1,27 +1,44 @@
-// gemm.mma against cuBLASLt in the same precision (issue 17's shape
-// families), in one run, on one GPU.
+// The tensor-core GEMM families (gemm.mma: mma.sync, issue 17; gemm.wgmma:
+// Hopper's wgmma.mma_async with TMA, issue 23) against cuBLASLt in the same
+// precision, in one run, on one GPU. Every family is driven through the
+// family seam (kernels/family.h: Parse, CanImplement, Generate) and the
+// tuner's generic launcher (tuner/kernel_launch.h), as the daemon runs them,
+// so a new generator version or parameter needs no change here.
 //
-// Per shape: the family's parameter space is enumerated, CanImplementMma
-// filters it, a few sanity cuts keep tiles near the problem's size, and up
-// to --configs of the rest (a deterministic random sample) are generated,
-// JIT-loaded in parallel and timed quickly; the best 4 are re-timed with
-// more repetitions. cuBLASLt: the heuristic is asked for 16 algorithms
-// (bf16/fp16: CUBLAS_COMPUTE_32F with A, B, C in that type; tf32:
+// Per shape and family: the family's parameter space (gemm.mma: the grid
+// of its issue-17 benchmark; others: their whole domain) is enumerated,
+// the family's rules filter it for this device, a few sanity cuts keep
+// tiles near the problem's size, and up to --configs of the rest (a prior
+// list first, then a deterministic random sample) are generated,
+// JIT-loaded in parallel and timed quickly; the best 4 of each family are
+// checked against cuBLASLt's output and re-timed with more repetitions.
+// cuBLASLt: the heuristic is asked for 16 algorithms (bf16/fp16:
+// CUBLAS_COMPUTE_32F with A, B, C in that type; tf32:
 // CUBLAS_COMPUTE_32F_FAST_TF32, fp32 storage), 64 MiB workspace, and every
 // one returned is timed; the best counts. Timing: each launch is preceded by
-// a 256 MiB memset (outside the events) that flushes the 50 MB L2, CUDA
-// events around the launch alone, 3 warm-ups, the median of the
-// repetitions. Inputs are random in [-1, 1]. Our best kernel's output is
-// compared with cuBLASLt's best (relative Frobenius error).
+// an L2 flush (outside the events), CUDA events around the launch alone
+// (both kernels where K_G > 1; a gemm.wgmma launch encodes its two tensor
+// maps on the host after the start event, as every launch through the
+// daemon's launcher does), 3 warm-ups, the median of the repetitions.
+// Inputs are random in [-1, 1]. Our kernels' outputs are compared with
+// cuBLASLt's best (relative Frobenius error).
 //
 //   mma_bench [--quick] [--configs N] [--only S1,S2,..] [--flush write|read]
-// --flush write (default): a 256 MiB memset before each timed launch; it
-// leaves L2 full of dirty lines, which the timed kernel writes back to DRAM
-// as its reads evict them (on the H100 about as many bytes as a 32 MB
-// operand). --flush read: a kernel reads the 256 MiB instead, so L2 holds
-// clean lines, as after a layer that only read its weights.
+//             [--families gemm.mma,gemm.wgmma] [--triton TSV]
+//             [--ptx-dir DIR] [--list-shapes] [--plan]
+// --flush read (default): a kernel reads 256 MiB before each timed launch,
+// so L2 holds clean lines, as after a layer that only read its weights.
+// --flush write: a 256 MiB memset instead; it leaves L2 full of dirty
+// lines, which the timed kernel writes back to DRAM as its reads evict
+// them (mma_split.txt).
+// --families: the families to run, in that order (default: every
+// registered tensor-core GEMM family the device runs).
+// --plan: lists each shape's candidates per family for an H100 (no GPU).
+// --ptx-dir: writes the PTX of each shape's best kernel per family there
+// (for ptxas + cuobjdump -sass: HGMMA in gemm.wgmma's SASS).
 //   mma_bench --profile "bf16 NT 4096 16 4096" "bm=.. bn=.." [reps]
-// ratio = cuBLASLt time / ours; > 1 means gemm.mma is faster.
+// times one configuration of the first of --families (for ncu).
+// ratio = cuBLASLt time / ours; > 1 means ours is faster.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -32,6 +49,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -40,7 +58,8 @@
 
 #include "bench/timing.h"
 #include "kernels/cuda_driver.h"
-#include "kernels/gemm_mma_launch.h"
+#include "kernels/family.h"
+#include "tuner/kernel_launch.h"
 
 namespace blocktune::bench {
 namespace {
@@ -55,58 +74,70 @@ namespace {
     }                                                                \
   } while (0)
 
-struct Shape {
-  std::string family;
-  MmaProblem problem;
+// One benchmarked GEMM: a shape group ("square", "prefill", ...) and the
+// problem (the context's dtype is the precision: bf16, fp16 or tf32, tf32
+// with fp32 storage).
+struct Case {
+  std::string group;
+  Problem problem;
+  const GemmContext& g() const { return std::get<GemmContext>(problem.ctx); }
+  DType prec() const { return g().dtype; }
+  int64_t Lda() const { return LeadingDims(problem)[0]; }
+  int64_t Ldb() const { return LeadingDims(problem)[1]; }
+  int64_t Ldc() const { return LeadingDims(problem)[2]; }
+  int ElementBytes() const { return prec() == DType::kTf32 ? 4 : 2; }
 };
 
-MmaProblem Make(MmaPrecision prec, int64_t m, int64_t n, int64_t k, Layout la,
-                Layout lb, int64_t lda = 0, int64_t ldb = 0) {
-  MmaProblem p;
-  p.precision = prec;
-  p.ctx.m = m;
-  p.ctx.n = n;
-  p.ctx.k = k;
-  p.ctx.layout_a = la;
-  p.ctx.layout_b = lb;
-  p.ctx.dtype = StorageType(prec);
-  p.lda = lda;
-  p.ldb = ldb;
-  return p;
+Case Make(const char* group, DType prec, int64_t m, int64_t n, int64_t k,
+          Layout la, Layout lb, int64_t lda = 0, int64_t ldb = 0) {
+  GemmContext g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.layout_a = la;
+  g.layout_b = lb;
+  g.dtype = prec;
+  Case c;
+  c.group = group;
+  c.problem = Problem(g);
+  c.problem.lda = lda;
+  c.problem.ldb = ldb;
+  return c;
 }
 
-std::vector<Shape> Shapes(bool quick) {
+std::vector<Case> Shapes(bool quick) {
   using L = Layout;
-  const auto bf = MmaPrecision::kBf16, fp = MmaPrecision::kFp16,
-             tf = MmaPrecision::kTf32;
-  std::vector<Shape> s;
+  const auto bf = DType::kBf16, fp = DType::kFp16, tf = DType::kTf32;
+  std::vector<Case> s;
   // decode: weights A (M x K row-major), activations B stored N x K (NT).
   for (int64_t n : {1, 2, 4, 8, 16}) {
-    s.push_back({"decode", Make(bf, 4096, n, 4096, L::kN, L::kT)});
+    s.push_back(Make("decode", bf, 4096, n, 4096, L::kN, L::kT));
     if (!quick || n == 1)
-      s.push_back({"decode", Make(bf, 16384, n, 8192, L::kN, L::kT)});
+      s.push_back(Make("decode", bf, 16384, n, 8192, L::kN, L::kT));
   }
-  if (!quick) s.push_back({"decode", Make(bf, 8192, 4, 8192, L::kN, L::kT)});
+  if (!quick) s.push_back(Make("decode", bf, 8192, 4, 8192, L::kN, L::kT));
   // MLP N = 16: C = A * B^T.
   for (int64_t n : {1024, 4096, 7168})
     if (!quick || n == 7168)
-      s.push_back({"mlp", Make(bf, n, 16, n, L::kN, L::kT)});
+      s.push_back(Make("mlp", bf, n, 16, n, L::kN, L::kT));
   // covariance 64 x 64 x K.
   for (int64_t k : {16384, 65536, 131072}) {
     if (quick && k != 131072) continue;
-    s.push_back({"cov", Make(bf, 64, 64, k, L::kN, L::kT)});
-    s.push_back({"cov", Make(tf, 64, 64, k, L::kN, L::kT)});
+    s.push_back(Make("cov", bf, 64, 64, k, L::kN, L::kT));
+    s.push_back(Make("cov", tf, 64, 64, k, L::kN, L::kT));
   }
-  // square.
+  // square (issue 23's targets: 2048 - 8192). tf32 is NT: wgmma has no
+  // transpose for 32-bit operands, so gemm.wgmma takes tf32 only with
+  // K-contiguous A and B; NN would leave it to gemm.mma.
+  for (int64_t n : {1024, 2048, 4096, 6144, 8192})
+    if (!quick || n == 4096)
+      s.push_back(Make("square", bf, n, n, n, L::kN, L::kN));
   for (int64_t n : {1024, 2048, 4096, 8192})
     if (!quick || n == 4096)
-      s.push_back({"square", Make(bf, n, n, n, L::kN, L::kN)});
-  for (int64_t n : {1024, 4096, 8192})
+      s.push_back(Make("square", fp, n, n, n, L::kN, L::kN));
+  for (int64_t n : {1024, 2048, 4096, 8192})
     if (!quick || n == 4096)
-      s.push_back({"square", Make(fp, n, n, n, L::kN, L::kN)});
-  for (int64_t n : {1024, 2048, 4096})
-    if (!quick || n == 4096)
-      s.push_back({"square", Make(tf, n, n, n, L::kN, L::kN)});
+      s.push_back(Make("square", tf, n, n, n, L::kN, L::kT));
   // transformer projections, bf16: Y (tokens x out) = X (tokens x in) *
   // W^T with W stored out x in as a linear layer keeps it (NT); BERT-base
   // (768, FFN 3072), 7B-class attention (4096) and MLP (11008), 70B-class
@@ -119,33 +150,42 @@ std::vector<Shape> Shapes(bool quick) {
                   Proj{4096, 11008, 4096}, Proj{4096, 4096, 11008},
                   Proj{2048, 8192, 8192}})
     if (!quick || pr.in == 4096)
+      s.push_back(Make("proj", bf, pr.tokens, pr.out, pr.in, L::kN, L::kT));
+  // prefill (issue 23's target: tokens 2048 - 16384, hidden 4096 - 8192),
+  // bf16 NT: a 7B-class layer (hidden 4096: fused QKV 12288, MLP 11008)
+  // and a 70B-class one (hidden 8192: MLP 28672).
+  for (Proj pr : {Proj{4096, 12288, 4096}, Proj{8192, 4096, 4096},
+                  Proj{8192, 11008, 4096}, Proj{8192, 4096, 11008},
+                  Proj{16384, 4096, 4096}, Proj{4096, 28672, 8192},
+                  Proj{8192, 8192, 8192}, Proj{16384, 8192, 8192}})
+    if (!quick || pr.tokens == 8192)
       s.push_back(
-          {"proj", Make(bf, pr.tokens, pr.out, pr.in, L::kN, L::kT)});
+          Make("prefill", bf, pr.tokens, pr.out, pr.in, L::kN, L::kT));
   // odd sizes. 1023 x 4097 x 515 NN has lda = 515, ldb = 4097 tight: 2-byte
-  // copies since v2; the padded row is the 16-byte-copy kernel beside it.
-  s.push_back({"odd", Make(bf, 1000, 1000, 1000, L::kN, L::kN)});
-  s.push_back({"odd", Make(bf, 1023, 4097, 515, L::kN, L::kN, 520, 4104)});
-  s.push_back({"odd", Make(bf, 1023, 4097, 515, L::kN, L::kN)});
+  // copies for gemm.mma, nothing for gemm.wgmma (TMA strides are multiples
+  // of 16 bytes); the padded row is the 16-byte kernel beside it.
+  s.push_back(Make("odd", bf, 1000, 1000, 1000, L::kN, L::kN));
+  s.push_back(Make("odd", bf, 1023, 4097, 515, L::kN, L::kN, 520, 4104));
+  s.push_back(Make("odd", bf, 1023, 4097, 515, L::kN, L::kN));
   return s;
 }
 
-cudaDataType_t CudaType(MmaPrecision p) {
+cudaDataType_t CudaType(DType p) {
   switch (p) {
-    case MmaPrecision::kBf16:
+    case DType::kBf16:
       return CUDA_R_16BF;
-    case MmaPrecision::kFp16:
+    case DType::kFp16:
       return CUDA_R_16F;
-    case MmaPrecision::kTf32:
+    default:
       return CUDA_R_32F;
   }
-  return CUDA_R_32F;
 }
 
-// Device buffers of one shape: A, B, C (ours), C (cuBLASLt), workspace,
-// and the L2 flush buffer.
+// Device buffers of one shape: A, B, C (ours), C (cuBLASLt) and cuBLASLt's
+// workspace.
 struct Buffers {
   void *a = nullptr, *b = nullptr, *c = nullptr, *c_ref = nullptr,
-       *ws = nullptr, *ws_ours = nullptr;
+       *ws = nullptr;
   size_t a_bytes = 0, b_bytes = 0, c_bytes = 0, ws_bytes = 0;
   ~Buffers() {
     cudaFree(a);
@@ -153,7 +193,6 @@ struct Buffers {
     cudaFree(c);
     cudaFree(c_ref);
     cudaFree(ws);
-    cudaFree(ws_ours);
   }
 };
 
@@ -164,7 +203,7 @@ uint16_t ToBf16(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 
-void FillRandom(void* dev, size_t elems, MmaPrecision prec, uint64_t seed) {
+void FillRandom(void* dev, size_t elems, DType prec, uint64_t seed) {
   uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
   auto next = [&] {
     s ^= s << 13;
@@ -172,7 +211,7 @@ void FillRandom(void* dev, size_t elems, MmaPrecision prec, uint64_t seed) {
     s ^= s << 17;
     return static_cast<float>((s >> 40) * (1.0 / (1ull << 24)) * 2.0 - 1.0);
   };
-  if (prec == MmaPrecision::kTf32) {
+  if (prec == DType::kTf32) {
     std::vector<float> h(elems);
     for (auto& v : h) v = next();
     CHECK_CUDA(cudaMemcpy(dev, h.data(), elems * 4, cudaMemcpyHostToDevice));
@@ -180,7 +219,7 @@ void FillRandom(void* dev, size_t elems, MmaPrecision prec, uint64_t seed) {
     std::vector<uint16_t> h(elems);
     for (auto& v : h) {
       const float f = next();
-      if (prec == MmaPrecision::kBf16) {
+      if (prec == DType::kBf16) {
         v = ToBf16(f);
       } else {
         const _Float16 x = static_cast<_Float16>(f);
@@ -192,9 +231,9 @@ void FillRandom(void* dev, size_t elems, MmaPrecision prec, uint64_t seed) {
 }
 
 std::vector<double> ToDoubles(const void* dev, size_t elems,
-                              MmaPrecision prec) {
+                              DType prec) {
   std::vector<double> out(elems);
-  if (prec == MmaPrecision::kTf32) {
+  if (prec == DType::kTf32) {
     std::vector<float> h(elems);
     CHECK_CUDA(cudaMemcpy(h.data(), dev, elems * 4, cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < elems; ++i) out[i] = h[i];
@@ -202,7 +241,7 @@ std::vector<double> ToDoubles(const void* dev, size_t elems,
     std::vector<uint16_t> h(elems);
     CHECK_CUDA(cudaMemcpy(h.data(), dev, elems * 2, cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < elems; ++i) {
-      if (prec == MmaPrecision::kBf16) {
+      if (prec == DType::kBf16) {
         uint32_t u = uint32_t{h[i]} << 16;
         float f;
         std::memcpy(&f, &u, 4);
@@ -330,16 +369,16 @@ struct LtResult {
 // The best cuBLASLt heuristic algorithm, timed one by one; its output is
 // left in buf.c_ref. Row-major C = op(A) op(B) is column-major C^T =
 // op(B)^T op(A)^T: cuBLASLt's "A" is our B.
-LtResult TimeLt(cublasLtHandle_t lt, const MmaProblem& pr, Buffers& buf,
+LtResult TimeLt(cublasLtHandle_t lt, const Case& pr, Buffers& buf,
                 Timer& timer, int reps) {
-  const GemmContext& g = pr.ctx;
+  const GemmContext& g = pr.g();
   const bool at = g.layout_a == Layout::kT, bt = g.layout_b == Layout::kT;
   cublasOperation_t ta = bt ? CUBLAS_OP_T : CUBLAS_OP_N,
                     tb = at ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasComputeType_t compute = pr.precision == MmaPrecision::kTf32
+  const cublasComputeType_t compute = pr.prec() == DType::kTf32
                                           ? CUBLAS_COMPUTE_32F_FAST_TF32
                                           : CUBLAS_COMPUTE_32F;
-  const cudaDataType_t type = CudaType(pr.precision);
+  const cudaDataType_t type = CudaType(pr.prec());
   cublasLtMatmulDesc_t desc;
   cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F);
   cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
@@ -397,108 +436,153 @@ LtResult TimeLt(cublasLtHandle_t lt, const MmaProblem& pr, Buffers& buf,
   return r;
 }
 
-// Candidates: the grid of the family's space, filtered by CanImplementMma
-// and by cuts a tuner's prior would make (tiles at most ~2x the problem,
-// at least a quarter wave of programs, K_G * BK * 2 <= K), sampled.
-std::vector<MmaParams> Candidates(const MmaProblem& pr, int sm_count,
-                                  size_t limit, uint64_t seed) {
-  const GemmContext& g = pr.ctx;
-  std::vector<MmaParams> out;
-  for (int64_t bm : {16, 32, 64, 128, 256})
-    for (int64_t bn : {8, 16, 32, 64, 128, 256})
-      for (int64_t bk : {16, 32, 64, 128, 256})
-        for (int64_t wm : {1, 2, 4})
-          for (int64_t wn : {1, 2, 4})
-            for (int64_t st : {3, 4, 5})
-              for (int64_t kg : {1, 2, 4, 8, 16, 32, 64, 128, 256})
-                for (int64_t gm : {1, 8})
-                  for (int64_t sk : {0, 1}) {
-                    if (sk == 1 && kg == 1) continue;
-                    MmaParams p{bm, bn, bk, wm, wn, st, kg, gm, sk};
-                    if (!ValidateMmaParams(p).ok() ||
-                        !CanImplementMma(pr, p).ok())
-                      continue;
-                    if (bm > 2 * g.m + 16 || bn > 2 * g.n + 8) continue;
-                    if (bn > 8 && bn > 2 * g.n) continue;
-                    const int64_t tiles =
-                        ((g.m + bm - 1) / bm) * ((g.n + bn - 1) / bn);
-                    if (gm > 1 && tiles < 4 * sm_count) continue;
-                    if (tiles * kg * 4 < sm_count) continue;
-                    if (kg > 1 && kg * bk * 2 > g.k) continue;
-                    if (kg > 1 && tiles >= 2 * sm_count) continue;
-                    const int64_t warps = wm * wn;
-                    if (warps < 2 && bm * bn >= 64 * 64) continue;
-                    out.push_back(p);
-                  }
+// The values each parameter takes here: the family's domain, narrowed for
+// gemm.mma to the grid of its issue-17 benchmark (its whole domain has
+// millions of points).
+std::vector<std::vector<int64_t>> BenchDomain(const KernelFamily& f) {
+  static const std::map<std::string, std::vector<int64_t>> kMma = {
+      {"bm", {16, 32, 64, 128, 256}},
+      {"bn", {8, 16, 32, 64, 128, 256}},
+      {"bk", {16, 32, 64, 128, 256}},
+      {"wm", {1, 2, 4}},
+      {"wn", {1, 2, 4}},
+      {"st", {3, 4, 5}},
+      {"kg", {1, 2, 4, 8, 16, 32, 64, 128, 256}},
+      {"gm", {1, 8}},
+      {"sk", {0, 1}}};
+  std::vector<std::vector<int64_t>> out;
+  for (const ParamSpec& s : f.params()) {
+    auto it = kMma.find(s.LowerName());
+    out.push_back(f.name() == "gemm.mma" && it != kMma.end() ? it->second
+                                                             : s.values);
+  }
+  return out;
+}
+
+// A prior, as a tuner's would be, tried first where the rules and cuts
+// keep it. gemm.mma: the usual mma.sync shapes for large products (64x64 or
+// 64x32 warp tiles) and streaming shapes for skinny ones (one warp per 16
+// rows, deep K stages, split-K). gemm.wgmma: 128 x 256 tiles with two
+// consumer warpgroups for large products (the best of its first H100 run),
+// narrower ones for skinny products. Keys a family does not have make the
+// line unparsable: it is skipped.
+const std::vector<std::string>& Prior(std::string_view family) {
+  static const std::map<std::string, std::vector<std::string>, std::less<>>
+      kPrior = {
+          {"gemm.mma",
+           {"bm=128 bn=128 bk=64 wm=2 wn=2 st=3 kg=1 gm=8",
+            "bm=128 bn=256 bk=64 wm=2 wn=4 st=3 kg=1 gm=8",
+            "bm=256 bn=128 bk=64 wm=4 wn=2 st=3 kg=1 gm=8",
+            "bm=128 bn=256 bk=32 wm=2 wn=4 st=4 kg=1 gm=8",
+            "bm=128 bn=128 bk=64 wm=2 wn=2 st=3 kg=1 gm=1",
+            "bm=128 bn=128 bk=32 wm=2 wn=2 st=4 kg=1 gm=8",
+            "bm=128 bn=64 bk=64 wm=2 wn=2 st=4 kg=1 gm=8",
+            "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=1 gm=1",
+            "bm=16 bn=8 bk=128 wm=1 wn=1 st=5 kg=1 gm=1",
+            "bm=32 bn=8 bk=128 wm=2 wn=1 st=5 kg=1 gm=1",
+            "bm=32 bn=16 bk=128 wm=2 wn=1 st=4 kg=1 gm=1",
+            "bm=32 bn=8 bk=256 wm=2 wn=1 st=4 kg=1 gm=1 sk=0",
+            "bm=64 bn=8 bk=128 wm=4 wn=1 st=4 kg=2 gm=1 sk=1",
+            "bm=32 bn=8 bk=128 wm=2 wn=1 st=5 kg=4 gm=1 sk=1",
+            "bm=32 bn=8 bk=128 wm=2 wn=1 st=5 kg=2 gm=1 sk=1",
+            "bm=16 bn=64 bk=64 wm=1 wn=4 st=4 kg=128 gm=1",
+            "bm=16 bn=64 bk=64 wm=1 wn=4 st=4 kg=128 gm=1 sk=1",
+            "bm=32 bn=32 bk=32 wm=1 wn=4 st=5 kg=32 gm=1",
+            "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=128 gm=1 sk=1",
+            "bm=64 bn=64 bk=128 wm=2 wn=2 st=3 kg=32 gm=1 sk=1"}},
+          {"gemm.wgmma",
+           {"bm=128 bn=256 bk=64 st=4 wg=2 gm=8",
+            "bm=128 bn=256 bk=64 st=3 wg=2 gm=8",
+            "bm=128 bn=256 bk=64 st=4 wg=2 gm=16",
+            "bm=256 bn=128 bk=64 st=4 wg=2 gm=8",
+            "bm=128 bn=192 bk=64 st=4 wg=2 gm=8",
+            "bm=128 bn=128 bk=64 st=5 wg=2 gm=8",
+            "bm=128 bn=128 bk=64 st=4 wg=1 gm=8",
+            "bm=128 bn=256 bk=32 st=4 wg=2 gm=8",
+            "bm=128 bn=256 bk=32 st=6 wg=2 gm=8",
+            "bm=128 bn=128 bk=32 st=6 wg=2 gm=8",
+            "bm=256 bn=128 bk=32 st=4 wg=2 gm=8",
+            "bm=128 bn=16 bk=64 st=8 wg=1 gm=1",
+            "bm=64 bn=16 bk=128 st=6 wg=1 gm=1",
+            "bm=128 bn=16 bk=128 st=4 wg=2 gm=1",
+            "bm=128 bn=32 bk=128 st=4 wg=2 gm=1",
+            "bm=64 bn=64 bk=64 st=6 wg=1 gm=1"}}};
+  static const std::vector<std::string> kNone;
+  auto it = kPrior.find(family);
+  return it == kPrior.end() ? kNone : it->second;
+}
+
+int64_t Value(const KernelFamily& f, const Params& p, const char* name,
+              int64_t missing) {
+  const int i = f.ParamIndex(name);
+  return i < 0 ? missing : p[i];
+}
+
+// Candidates of family `f` for `c`: its bench domain, filtered by
+// ValidateParams, the rules for this device, SplitHasWork and the cuts a
+// tuner's prior would make (tiles at most ~2x the problem unless the
+// family has none smaller, a grouped raster only with two waves of tiles
+// or more, at least a quarter wave of programs where K can be split,
+// K_G * BK * 2 <= K, no split with two waves of tiles already); the prior
+// first, then a deterministic random sample, at most `limit`.
+std::vector<Params> Candidates(const KernelFamily& f, const Case& c,
+                               const KernelLimits& limits, int sm_count,
+                               size_t limit, uint64_t seed) {
+  const GemmContext& g = c.g();
+  const auto dom = BenchDomain(f);
+  const int ibm = f.ParamIndex("bm"), ibn = f.ParamIndex("bn"),
+            ikg = f.ParamIndex("kg");
+  const int64_t min_m = ibm >= 0 ? dom[ibm].front() : 1;
+  const int64_t min_n = ibn >= 0 ? dom[ibn].front() : 1;
+  const bool can_split = ikg >= 0 && dom[ikg].back() > 1;
+  std::vector<Params> out;
+  Params p;
+  p.size = static_cast<int>(dom.size());
+  std::vector<size_t> at(dom.size(), 0);
+  for (bool more = !dom.empty(); more;) {
+    for (size_t i = 0; i < dom.size(); ++i) p[i] = dom[i][at[i]];
+    // The odometer's next position.
+    more = false;
+    for (size_t i = 0; i < dom.size(); ++i) {
+      if (++at[i] < dom[i].size()) {
+        more = true;
+        break;
+      }
+      at[i] = 0;
+    }
+    if (!f.ValidateParams(p).ok() ||
+        f.FirstFailingRule(c.problem, p, limits) >= 0)
+      continue;
+    const ConfigShape sh = f.Shape(c.problem, p);
+    if (!SplitHasWork(c.problem, sh)) continue;
+    if (sh.tile_m > 2 * g.m + 16 && sh.tile_m > min_m) continue;
+    if (sh.tile_n > 8 && sh.tile_n > 2 * g.n && sh.tile_n > min_n) continue;
+    const int64_t tiles = ((g.m + sh.tile_m - 1) / sh.tile_m) *
+                          ((g.n + sh.tile_n - 1) / sh.tile_n);
+    const int64_t kg = sh.split_k;
+    if (Value(f, p, "gm", 1) > 1 && tiles < 2 * sm_count) continue;
+    if (can_split && tiles * kg * 4 < sm_count) continue;
+    if (kg > 1 && kg * sh.step_k * 2 > g.k) continue;
+    if (kg > 1 && tiles >= 2 * sm_count) continue;
+    const int64_t warps = Value(f, p, "wm", 2) * Value(f, p, "wn", 2);
+    if (warps < 2 && sh.tile_m * sh.tile_n >= 64 * 64) continue;
+    out.push_back(p);
+  }
   std::mt19937_64 rng(seed);
   std::shuffle(out.begin(), out.end(), rng);
-  // A prior, as a tuner's would be: the usual mma.sync shapes for large
-  // products (64x64 or 64x32 warp tiles; BK 64 with 3 stages did best on
-  // square 4096 bf16 with the pipelined loop, v2) and streaming shapes for
-  // skinny ones (one warp per 16 rows, deep K stages, no split), first.
-  const char* const kPrior[] = {
-      "bm=128 bn=128 bk=64 wm=2 wn=2 st=3 kg=1 gm=8",
-      "bm=128 bn=256 bk=64 wm=2 wn=4 st=3 kg=1 gm=8",
-      "bm=256 bn=128 bk=64 wm=4 wn=2 st=3 kg=1 gm=8",
-      "bm=128 bn=256 bk=32 wm=2 wn=4 st=4 kg=1 gm=8",
-      "bm=128 bn=128 bk=64 wm=2 wn=2 st=3 kg=1 gm=1",
-      "bm=128 bn=128 bk=32 wm=2 wn=2 st=4 kg=1 gm=8",
-      "bm=128 bn=256 bk=32 wm=2 wn=4 st=3 kg=1 gm=8",
-      "bm=256 bn=128 bk=32 wm=4 wn=2 st=3 kg=1 gm=8",
-      "bm=128 bn=128 bk=32 wm=2 wn=4 st=4 kg=1 gm=8",
-      "bm=128 bn=128 bk=64 wm=2 wn=4 st=3 kg=1 gm=8",
-      "bm=128 bn=64 bk=64 wm=2 wn=2 st=4 kg=1 gm=8",
-      "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=1 gm=1",
-      "bm=16 bn=8 bk=128 wm=1 wn=1 st=5 kg=1 gm=1",
-      "bm=32 bn=8 bk=128 wm=2 wn=1 st=5 kg=1 gm=1",
-      "bm=16 bn=16 bk=128 wm=1 wn=1 st=5 kg=1 gm=1",
-      "bm=32 bn=16 bk=128 wm=2 wn=1 st=4 kg=1 gm=1",
-      "bm=64 bn=8 bk=128 wm=4 wn=1 st=4 kg=2 gm=1 sk=1",
-      "bm=64 bn=16 bk=128 wm=4 wn=1 st=4 kg=2 gm=1 sk=1",
-      "bm=64 bn=8 bk=64 wm=4 wn=1 st=5 kg=4 gm=1 sk=1",
-      "bm=16 bn=64 bk=128 wm=1 wn=4 st=4 kg=64 gm=1 sk=1",
-      "bm=16 bn=64 bk=64 wm=1 wn=4 st=4 kg=128 gm=1",
-      "bm=16 bn=64 bk=64 wm=1 wn=4 st=4 kg=128 gm=1 sk=1",
-      "bm=32 bn=64 bk=128 wm=2 wn=2 st=4 kg=64 gm=1 sk=1",
-      "bm=64 bn=64 bk=128 wm=2 wn=2 st=3 kg=32 gm=1 sk=1",
-      // split-K (v2): the tree (sk=1) and the reduce entry behind a
-      // programmatic dependent launch (sk=0), for skinny and covariance
-      // shapes.
-      "bm=32 bn=8 bk=128 wm=2 wn=1 st=5 kg=4 gm=1 sk=1",
-      "bm=32 bn=8 bk=128 wm=2 wn=1 st=5 kg=2 gm=1 sk=1",
-      "bm=16 bn=8 bk=128 wm=1 wn=1 st=5 kg=4 gm=1 sk=1",
-      "bm=64 bn=8 bk=128 wm=4 wn=1 st=5 kg=4 gm=1 sk=1",
-      "bm=32 bn=8 bk=128 wm=2 wn=1 st=5 kg=4 gm=1 sk=0",
-      "bm=32 bn=16 bk=128 wm=2 wn=1 st=4 kg=4 gm=1 sk=1",
-      "bm=16 bn=16 bk=128 wm=1 wn=1 st=5 kg=4 gm=1 sk=1",
-      "bm=64 bn=16 bk=128 wm=4 wn=1 st=4 kg=4 gm=1 sk=1",
-      "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=128 gm=1 sk=1",
-      "bm=64 bn=64 bk=128 wm=2 wn=2 st=3 kg=64 gm=1 sk=1",
-      "bm=32 bn=64 bk=64 wm=2 wn=2 st=4 kg=128 gm=1 sk=1",
-      "bm=16 bn=64 bk=128 wm=1 wn=4 st=4 kg=128 gm=1 sk=1",
-      "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=256 gm=1 sk=1",
-      "bm=64 bn=64 bk=32 wm=2 wn=2 st=5 kg=128 gm=1 sk=1",
-      "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=128 gm=1 sk=0",
-      "bm=16 bn=8 bk=128 wm=1 wn=1 st=5 kg=2 gm=1 sk=1",
-      "bm=32 bn=8 bk=128 wm=2 wn=1 st=5 kg=2 gm=1 sk=0",
-      "bm=32 bn=8 bk=128 wm=2 wn=1 st=4 kg=8 gm=1 sk=1",
-      // bk = 256 (v2): 512 contiguous bytes per row and stage.
-      "bm=32 bn=8 bk=256 wm=2 wn=1 st=4 kg=1 gm=1 sk=0",
-      "bm=16 bn=8 bk=256 wm=1 wn=1 st=5 kg=1 gm=1 sk=0",
-      "bm=16 bn=8 bk=256 wm=1 wn=1 st=4 kg=2 gm=1 sk=1",
-      "bm=32 bn=8 bk=256 wm=2 wn=1 st=3 kg=2 gm=1 sk=1",
-      "bm=32 bn=16 bk=256 wm=2 wn=1 st=3 kg=2 gm=1 sk=1",
-      "bm=16 bn=16 bk=256 wm=1 wn=1 st=4 kg=2 gm=1 sk=1",
-      "bm=16 bn=64 bk=256 wm=1 wn=4 st=3 kg=64 gm=1 sk=0",
-      "bm=16 bn=64 bk=256 wm=1 wn=4 st=3 kg=64 gm=1 sk=1",
-      "bm=32 bn=64 bk=256 wm=2 wn=2 st=3 kg=64 gm=1 sk=0"};
-  std::vector<MmaParams> prior;
-  for (const char* text : kPrior) {
-    MmaParams p = *MmaParamsFromString(text);
-    auto it = std::find(out.begin(), out.end(), p);
+  std::vector<Params> prior;
+  const int igm = f.ParamIndex("gm");
+  for (const std::string& text : Prior(f.name())) {
+    auto parsed = f.Parse(text);
+    if (!parsed.ok()) continue;
+    auto it = std::find(out.begin(), out.end(), *parsed);
+    if (it == out.end() && igm >= 0) {  // too few tiles to group: gm = 1
+      (*parsed)[igm] = 1;
+      it = std::find(out.begin(), out.end(), *parsed);
+    }
     if (it != out.end()) {
       out.erase(it);
-      prior.push_back(p);
+      prior.push_back(*parsed);
     }
   }
   out.insert(out.begin(), prior.begin(), prior.end());
@@ -506,22 +590,22 @@ std::vector<MmaParams> Candidates(const MmaProblem& pr, int sm_count,
   return out;
 }
 
-std::string ShapeText(const MmaProblem& pr) {
-  const GemmContext& g = pr.ctx;
+std::string ShapeText(const Case& c) {
+  const GemmContext& g = c.g();
   char s[128];
   std::snprintf(s, sizeof(s), "%lldx%lldx%lld %s%s%s", (long long)g.m,
                 (long long)g.n, (long long)g.k, ToString(g.layout_a).data(),
                 ToString(g.layout_b).data(),
-                (pr.lda || pr.ldb) ? " ld-padded" : "");
+                (c.problem.lda || c.problem.ldb) ? " ld-padded" : "");
   return s;
 }
 
 double RelErr(const std::vector<double>& x, const std::vector<double>& y,
-              const MmaProblem& pr) {
+              const Case& c) {
   double e = 0, n = 0;
-  for (int64_t i = 0; i < pr.ctx.m; ++i)
-    for (int64_t j = 0; j < pr.ctx.n; ++j) {
-      const size_t k = i * pr.Ldc() + j;
+  for (int64_t i = 0; i < c.g().m; ++i)
+    for (int64_t j = 0; j < c.g().n; ++j) {
+      const size_t k = i * c.Ldc() + j;
       if (!std::isfinite(x[k]) || !std::isfinite(y[k])) return NAN;
       e += (x[k] - y[k]) * (x[k] - y[k]);
       n += y[k] * y[k];
@@ -529,22 +613,48 @@ double RelErr(const std::vector<double>& x, const std::vector<double>& y,
   return std::sqrt(e / std::max(n, 1e-300));
 }
 
-struct Row {
-  std::string family, shape, prec, params, note;
-  double ours_us = NAN, lt_us = NAN, rel_err = NAN, triton_us = NAN;
-  int tried = 0, lt_algos = 0;
-  double bytes = 0, flops = 0;
+// One family's best on one shape.
+struct FamilyResult {
+  double us = NAN, rel_err = NAN;
+  std::string params, note;
+  int tried = 0;
 };
+
+struct Row {
+  std::string group, shape, prec;
+  double lt_us = NAN, triton_us = NAN;
+  int lt_algos = 0;
+  std::vector<FamilyResult> fam;  // in the order of --families
+  int best = -1;                  // index into fam
+  double bytes = 0, flops = 0;
+  double BestUs() const { return best >= 0 ? fam[best].us : NAN; }
+};
+
+// A configuration generated and loaded.
+struct Loaded {
+  Params params;
+  std::unique_ptr<LoadedKernel> kernel;
+};
+
+std::string FileSafe(std::string s) {
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.') ch = '_';
+  return s;
+}
+
+double Geomean(const std::pair<double, int>& v) {
+  return v.second > 0 ? std::exp(v.first / v.second) : NAN;
+}
 
 int Main(int argc, char** argv) {
   bool quick = false;
   size_t configs = 60;
-  std::string only;
-  bool read_flush = false;
+  std::string only, families_arg, ptx_dir;
+  bool read_flush = true;
   std::string profile_shape, profile_params;
   int profile_reps = 5;
   std::string triton_path;
-  bool list_shapes = false;
+  bool list_shapes = false, plan = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick"))
       quick = true;
@@ -554,10 +664,16 @@ int Main(int argc, char** argv) {
       only = argv[++i];
     else if (!std::strcmp(argv[i], "--flush") && i + 1 < argc)
       read_flush = !std::strcmp(argv[++i], "read");
+    else if (!std::strcmp(argv[i], "--families") && i + 1 < argc)
+      families_arg = argv[++i];
+    else if (!std::strcmp(argv[i], "--ptx-dir") && i + 1 < argc)
+      ptx_dir = argv[++i];
     else if (!std::strcmp(argv[i], "--triton") && i + 1 < argc)
       triton_path = argv[++i];
     else if (!std::strcmp(argv[i], "--list-shapes"))
       list_shapes = true;
+    else if (!std::strcmp(argv[i], "--plan"))
+      plan = true;
     else if (!std::strcmp(argv[i], "--profile") && i + 2 < argc) {
       profile_shape = argv[++i];
       profile_params = argv[++i];
@@ -565,32 +681,50 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: mma_bench [--quick] [--configs N] [--only S,..] "
-                   "[--flush write|read] [--triton TSV] [--list-shapes] | "
+                   "[--flush write|read] [--families F,..] [--ptx-dir DIR] "
+                   "[--triton TSV] [--list-shapes] [--plan] | "
                    "--profile \"bf16 NT m n k\" \"params\" [reps]\n");
       return 2;
     }
   }
-  // --only: comma-separated substrings of "family shape prec", any may match.
-  auto selected = [&](const std::string& family, const MmaProblem& pr) {
+  // --only: comma-separated substrings of "group shape prec", any may match.
+  auto selected = [&](const Case& c) {
     if (only.empty()) return true;
-    const std::string text = family + " " + ShapeText(pr) + " " +
-                             std::string(ToString(pr.precision));
+    const std::string text = c.group + " " + ShapeText(c) + " " +
+                             std::string(ToString(c.prec()));
     std::istringstream parts(only);
     for (std::string part; std::getline(parts, part, ',');)
       if (!part.empty() && text.find(part) != std::string::npos) return true;
     return false;
   };
   if (list_shapes) {  // triton_bench.py --shapes format; needs no GPU
-    for (const Shape& shape : Shapes(quick)) {
-      const MmaProblem& pr = shape.problem;
-      if (!selected(shape.family, pr)) continue;
-      const GemmContext& g = pr.ctx;
-      std::printf("%s %s %c%c %lld %lld %lld %lld %lld\n", shape.family.c_str(),
-                  std::string(ToString(pr.precision)).c_str(),
+    for (const Case& c : Shapes(quick)) {
+      if (!selected(c)) continue;
+      const GemmContext& g = c.g();
+      std::printf("%s %s %c%c %lld %lld %lld %lld %lld\n", c.group.c_str(),
+                  std::string(ToString(c.prec())).c_str(),
                   g.layout_a == Layout::kT ? 'T' : 'N',
                   g.layout_b == Layout::kT ? 'T' : 'N', (long long)g.m,
-                  (long long)g.n, (long long)g.k, (long long)pr.Lda(),
-                  (long long)pr.Ldb());
+                  (long long)g.n, (long long)g.k, (long long)c.Lda(),
+                  (long long)c.Ldb());
+    }
+    return 0;
+  }
+  if (plan) {  // the candidates per shape and family on an H100; no GPU
+    const KernelLimits h100;
+    for (const Case& c : Shapes(quick)) {
+      if (!selected(c)) continue;
+      for (const KernelFamily* f : FamiliesFor(Op::kGemm, c.prec())) {
+        if (!families_arg.empty() &&
+            families_arg.find(f->name()) == std::string::npos)
+          continue;
+        const auto cands = Candidates(*f, c, h100, 132, configs, 17);
+        std::printf("%s %s %s %s: %zu candidates%s%s\n", c.group.c_str(),
+                    ShapeText(c).c_str(), std::string(ToString(c.prec())).c_str(),
+                    std::string(f->name()).c_str(), cands.size(),
+                    cands.empty() ? "" : ", first ",
+                    cands.empty() ? "" : f->Format(cands[0]).c_str());
+      }
     }
     return 0;
   }
@@ -604,6 +738,39 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", ctx.status().ToString().c_str());
     return 1;
   }
+  auto dev = (*driver)->Limits(0);
+  if (!dev.ok()) {
+    std::fprintf(stderr, "%s\n", dev.status().ToString().c_str());
+    return 1;
+  }
+  KernelLimits limits;
+  limits.max_threads_per_block = dev->max_threads_per_block;
+  limits.max_dynamic_shared_bytes = dev->max_shared_per_block_optin;
+  limits.registers_per_sm = dev->max_registers_per_sm;
+  limits.compute_capability = dev->cc_major * 10 + dev->cc_minor;
+  const std::string arch = "sm_" + std::to_string(limits.compute_capability);
+  const int sm_count = dev->sm_count;
+
+  // The families: --families, or every tensor-core GEMM family (bf16) this
+  // device runs.
+  std::vector<const KernelFamily*> families;
+  if (!families_arg.empty()) {
+    std::istringstream parts(families_arg);
+    for (std::string name; std::getline(parts, name, ',');) {
+      auto f = FindFamily(name);
+      if (!f.ok()) {
+        std::fprintf(stderr, "mma_bench: --families: %s\n",
+                     f.status().ToString().c_str());
+        return 2;
+      }
+      families.push_back(*f);
+    }
+  } else {
+    for (const KernelFamily* f : FamiliesFor(Op::kGemm, DType::kBf16))
+      if (f->min_compute_capability() <= limits.compute_capability)
+        families.push_back(f);
+  }
+
   CHECK_CUDA(cudaSetDevice(0));
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
@@ -616,10 +783,14 @@ int Main(int argc, char** argv) {
   cublasLtCreate(&lt);
   std::printf(
       "# device %s, %d SMs, max SM clock %d MHz, memory clock %d MHz, "
-      "L2 %d MB; driver %d, runtime %d, cuBLASLt %zu; gemm.mma v%d\n",
+      "L2 %d MB; driver %d, runtime %d, cuBLASLt %zu\n",
       prop.name, prop.multiProcessorCount, clock_khz / 1000, mem_khz / 1000,
-      prop.l2CacheSize >> 20, drv, runtime, cublasLtGetVersion(),
-      kGemmMmaGeneratorVersion);
+      prop.l2CacheSize >> 20, drv, runtime, cublasLtGetVersion());
+  std::printf("# families:");
+  for (const KernelFamily* f : families)
+    std::printf(" %s v%d", std::string(f->name()).c_str(), f->version());
+  std::printf(" (PTX generated for %s, JIT-compiled by the driver)\n",
+              arch.c_str());
   Timer timer(read_flush);
   std::printf("# L2 flush before each timed launch: %s\n",
               read_flush ? "read 256 MiB (L2 left clean)"
@@ -627,7 +798,7 @@ int Main(int argc, char** argv) {
 
   // Triton's times for the same shapes, measured in the same device call
   // by triton_bench.py --tsv: "prec layout m n k lda ldb us config".
-  std::map<std::string, std::pair<double, std::string>> triton;
+  std::map<std::string, double> triton;
   if (!triton_path.empty()) {
     std::ifstream in(triton_path);
     if (!in) {
@@ -638,212 +809,288 @@ int Main(int argc, char** argv) {
     std::string prec, lay, config;
     int64_t m, n, k, lda, ldb;
     double us;
-    while (in >> prec >> lay >> m >> n >> k >> lda >> ldb >> us >> config) {
+    while (in >> prec >> lay >> m >> n >> k >> lda >> ldb >> us >> config)
       triton[prec + " " + lay + " " + std::to_string(m) + " " +
              std::to_string(n) + " " + std::to_string(k) + " " +
-             std::to_string(lda) + " " + std::to_string(ldb)] = {us, config};
-    }
+             std::to_string(lda) + " " + std::to_string(ldb)] = us;
     std::printf("# Triton: %zu shapes from %s (triton_bench.py, same call)\n",
                 triton.size(), triton_path.c_str());
   }
 
-  std::vector<Shape> shapes;
+  std::vector<Case> shapes;
   if (!profile_shape.empty()) {
     std::istringstream in(profile_shape);
     std::string prec, lay;
     int64_t m, n, k;
     in >> prec >> lay >> m >> n >> k;
-    shapes.push_back(
-        {"profile", Make(*MmaPrecisionFromString(prec), m, n, k,
-                         lay[0] == 'T' ? Layout::kT : Layout::kN,
-                         lay[1] == 'T' ? Layout::kT : Layout::kN)});
+    auto dt = DTypeFromString(prec);
+    if (!dt.ok() || lay.size() != 2) {
+      std::fprintf(stderr, "mma_bench: --profile \"bf16 NT m n k\"\n");
+      return 2;
+    }
+    shapes.push_back(Make("profile", *dt, m, n, k,
+                          lay[0] == 'T' ? Layout::kT : Layout::kN,
+                          lay[1] == 'T' ? Layout::kT : Layout::kN));
+    families.resize(std::min<size_t>(families.size(), 1));
   } else {
     shapes = Shapes(quick);
   }
   std::vector<Row> rows;
-  for (const Shape& shape : shapes) {
-    const MmaProblem& pr = shape.problem;
-    const GemmContext& g = pr.ctx;
+  for (const Case& c : shapes) {
+    if (!selected(c)) continue;
+    const GemmContext& g = c.g();
     Row row;
-    row.family = shape.family;
-    row.shape = ShapeText(pr);
-    row.prec = std::string(ToString(pr.precision));
-    if (!selected(row.family, pr)) continue;
+    row.group = c.group;
+    row.shape = ShapeText(c);
+    row.prec = std::string(ToString(c.prec()));
     {
       const std::string key =
           row.prec + " " + (g.layout_a == Layout::kT ? "T" : "N") +
           (g.layout_b == Layout::kT ? "T" : "N") + " " + std::to_string(g.m) +
           " " + std::to_string(g.n) + " " + std::to_string(g.k) + " " +
-          std::to_string(pr.Lda()) + " " + std::to_string(pr.Ldb());
+          std::to_string(c.Lda()) + " " + std::to_string(c.Ldb());
       auto it = triton.find(key);
-      if (it != triton.end()) row.triton_us = it->second.first;
+      if (it != triton.end()) row.triton_us = it->second;
     }
-    const int es = ElementBytes(pr.precision);
+    const int es = c.ElementBytes();
     row.bytes = double(es) * (g.m * g.k + g.k * g.n + g.m * g.n);
     row.flops = 2.0 * g.m * g.n * g.k;
-    std::vector<MmaParams> cands;
-    if (!profile_params.empty()) {
-      cands.push_back(*MmaParamsFromString(profile_params));
-    } else {
-      cands = Candidates(pr, prop.multiProcessorCount, configs, 17);
-    }
-    if (cands.empty()) {
-      MmaParams any;
-      Status why = CanImplementMma(pr, any);
-      row.note = "no config: " + why.ToString();
-    }
     Buffers buf;
-    int64_t ours_ws = 4;
     const bool at = g.layout_a == Layout::kT, bt = g.layout_b == Layout::kT;
-    const size_t a_elems = (at ? g.k : g.m) * pr.Lda(),
-                 b_elems = (bt ? g.n : g.k) * pr.Ldb(),
-                 c_elems = g.m * pr.Ldc();
+    const size_t a_elems = (at ? g.k : g.m) * c.Lda(),
+                 b_elems = (bt ? g.n : g.k) * c.Ldb(),
+                 c_elems = g.m * c.Ldc();
     buf.a_bytes = a_elems * es;
     buf.b_bytes = b_elems * es;
     buf.c_bytes = c_elems * es;
-    int64_t max_ws = 64 << 20;
+    buf.ws_bytes = 64 << 20;
     CHECK_CUDA(cudaMalloc(&buf.a, buf.a_bytes));
     CHECK_CUDA(cudaMalloc(&buf.b, buf.b_bytes));
     CHECK_CUDA(cudaMalloc(&buf.c, buf.c_bytes));
     CHECK_CUDA(cudaMalloc(&buf.c_ref, buf.c_bytes));
-    FillRandom(buf.a, a_elems, pr.precision, 1);
-    FillRandom(buf.b, b_elems, pr.precision, 2);
-
-    // Generate and load every candidate, in parallel (driver JIT).
-    std::vector<std::unique_ptr<LoadedMma>> loaded(cands.size());
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      (void)(*ctx)->MakeCurrent();
-      for (size_t i = next++; i < cands.size(); i = next++) {
-        auto l = LoadedMma::Create(pr, cands[i]);
-        if (l.ok())
-          loaded[i] = std::move(*l);
-        else
-          std::fprintf(stderr, "# %s %s: %s\n", row.shape.c_str(),
-                       ToString(cands[i]).c_str(),
-                       l.status().ToString().c_str());
-      }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 0; t < 12; ++t) pool.emplace_back(work);
-    for (auto& t : pool) t.join();
-    // Workspace for cuBLASLt (64 MiB) and, apart, for our K_G partial sums
-    // and the split-K tree's counters (zeroed once; every launch leaves
-    // them zero).
-    ours_ws = 4;
-    for (const auto& l : loaded)
-      if (l) ours_ws = std::max<int64_t>(ours_ws, l->kernel().workspace_bytes);
-    buf.ws_bytes = max_ws;
     CHECK_CUDA(cudaMalloc(&buf.ws, buf.ws_bytes));
-    CHECK_CUDA(cudaMalloc(&buf.ws_ours, ours_ws));
-    CHECK_CUDA(cudaMemset(buf.ws_ours, 0, ours_ws));
+    FillRandom(buf.a, a_elems, c.prec(), 1);
+    FillRandom(buf.b, b_elems, c.prec(), 2);
 
-    auto launch_of = [&](const LoadedMma& k) {
-      return [&] {
-        MmaOperands ops;
-        ops.a = reinterpret_cast<uint64_t>(buf.a);
-        ops.b = reinterpret_cast<uint64_t>(buf.b);
-        ops.c = reinterpret_cast<uint64_t>(buf.c);
-        ops.workspace = reinterpret_cast<uint64_t>(buf.ws_ours);
-        return k.Launch(ops).ok();
-      };
-    };
     // cuBLASLt first: its best algorithm's output is the reference.
-    const int lt_reps = 21;
-    LtResult ltr = TimeLt(lt, pr, buf, timer, lt_reps);
+    LtResult ltr = TimeLt(lt, c, buf, timer, 21);
     row.lt_us = ltr.us;
     row.lt_algos = ltr.algos_timed;
     const std::vector<double> ref =
-        std::isfinite(row.lt_us) ? ToDoubles(buf.c_ref, c_elems, pr.precision)
+        std::isfinite(row.lt_us) ? ToDoubles(buf.c_ref, c_elems, c.prec())
                                  : std::vector<double>();
-    const double tol = pr.precision == MmaPrecision::kTf32 ? 1e-3 : 2e-2;
-    // Quick pass (the workspace's split-K counters zeroed before each
-    // kernel: another kernel's partial sums may lie where its counters
-    // are), then the fastest again, each checked against the reference
-    // first: a wrong kernel is counted and never timed as a result.
-    std::vector<std::pair<double, size_t>> quick_times;
-    for (size_t i = 0; i < loaded.size(); ++i) {
-      if (!loaded[i]) continue;
-      CHECK_CUDA(cudaMemset(buf.ws_ours, 0, ours_ws));
-      const double us = timer.Time(
-          launch_of(*loaded[i]), profile_params.empty() ? 5 : profile_reps, 1);
-      if (std::isfinite(us)) quick_times.push_back({us, i});
-      std::fprintf(stderr, "# quick %s %s [%s] %.1f us\n", row.shape.c_str(),
-                   row.prec.c_str(), ToString(cands[i]).c_str(), us);
-    }
-    row.tried = static_cast<int>(quick_times.size());
-    std::sort(quick_times.begin(), quick_times.end());
-    size_t best = SIZE_MAX;
-    int retimed = 0, wrong = 0;
-    for (size_t r = 0; r < quick_times.size() && retimed < 4; ++r) {
-      const size_t i = quick_times[r].second;
-      CHECK_CUDA(cudaMemset(buf.ws_ours, 0, ours_ws));
-      CHECK_CUDA(cudaMemset(buf.c, 0xff, buf.c_bytes));  // NaN
-      launch_of (*loaded[i])();
-      CHECK_CUDA(cudaDeviceSynchronize());
-      double err = NAN;
-      if (!ref.empty())
-        err = RelErr(ToDoubles(buf.c, c_elems, pr.precision), ref, pr);
-      if (!ref.empty() && !(err <= tol)) {
-        ++wrong;
-        std::fprintf(stderr, "# WRONG %s %s %s: rel err %g\n",
+    const double tol = c.prec() == DType::kTf32 ? 1e-3 : 2e-2;
+
+    for (const KernelFamily* f : families) {
+      FamilyResult fr;
+      std::vector<Params> cands;
+      if (!profile_params.empty()) {
+        auto p = f->Parse(profile_params);
+        if (!p.ok()) {
+          std::fprintf(stderr, "mma_bench: %s\n", p.status().ToString().c_str());
+          return 2;
+        }
+        cands.push_back(*p);
+      } else if (f->Implements(c.prec())) {
+        cands = Candidates(*f, c, limits, sm_count, configs, 17);
+      }
+      if (cands.empty()) {
+        auto any = f->Default(c.problem, limits);
+        fr.note = !f->Implements(c.prec())
+                      ? "precision not implemented"
+                      : (any.ok() ? "no candidate passed the cuts"
+                                  : "no config: " + any.status().message());
+      }
+      // Generate and load every candidate, in parallel (driver JIT).
+      std::vector<Loaded> loaded(cands.size());
+      std::atomic<size_t> next{0};
+      auto work = [&] {
+        (void)(*ctx)->MakeCurrent();
+        for (size_t i = next++; i < cands.size(); i = next++) {
+          loaded[i].params = cands[i];
+          auto gk = f->Generate(c.problem, cands[i], arch);
+          if (!gk.ok()) {
+            std::fprintf(stderr, "# %s %s: %s\n", row.shape.c_str(),
+                         f->Format(cands[i]).c_str(),
+                         gk.status().ToString().c_str());
+            continue;
+          }
+          const std::string image = gk->ptx;
+          auto l = LoadedKernel::Load(c.problem, std::move(*gk), image,
+                                      f->Shape(c.problem, cands[i]).split_k);
+          if (l.ok())
+            loaded[i].kernel = std::move(*l);
+          else
+            std::fprintf(stderr, "# %s %s: %s\n", row.shape.c_str(),
+                         f->Format(cands[i]).c_str(),
+                         l.status().ToString().c_str());
+        }
+      };
+      std::vector<std::thread> pool;
+      for (int t = 0; t < 12; ++t) pool.emplace_back(work);
+      for (auto& t : pool) t.join();
+      // Our workspace: the K_G partial sums and counters (zeroed before
+      // each kernel: another kernel's partial sums may lie where its
+      // counters are; every launch leaves its counters zero).
+      int64_t ws_bytes = 16;
+      for (const Loaded& l : loaded)
+        if (l.kernel)
+          ws_bytes = std::max(ws_bytes, l.kernel->kernel().workspace_bytes);
+      void* ws = nullptr;
+      CHECK_CUDA(cudaMalloc(&ws, ws_bytes));
+      auto launch_of = [&](const LoadedKernel& k) {
+        return [&] {
+          KernelOperands ops;
+          ops.a = reinterpret_cast<uint64_t>(buf.a);
+          ops.b = reinterpret_cast<uint64_t>(buf.b);
+          ops.c = reinterpret_cast<uint64_t>(buf.c);
+          ops.workspace = reinterpret_cast<uint64_t>(ws);
+          return k.Launch(ops).ok();
+        };
+      };
+      // Quick pass, then the fastest 4 again, each checked against the
+      // reference first: a wrong kernel is counted and never timed as a
+      // result.
+      std::vector<std::pair<double, size_t>> quick_times;
+      for (size_t i = 0; i < loaded.size(); ++i) {
+        if (!loaded[i].kernel) continue;
+        CHECK_CUDA(cudaMemset(ws, 0, ws_bytes));
+        const double us =
+            timer.Time(launch_of(*loaded[i].kernel),
+                       profile_params.empty() ? 5 : profile_reps, 1);
+        if (std::isfinite(us)) quick_times.push_back({us, i});
+        std::fprintf(stderr, "# quick %s %s %s [%s] %.1f us\n",
                      row.shape.c_str(), row.prec.c_str(),
-                     ToString(cands[i]).c_str(), err);
-        continue;
+                     std::string(f->name()).c_str(),
+                     f->Format(cands[i]).c_str(), us);
       }
-      ++retimed;
-      const double us = timer.Time(launch_of(*loaded[i]), 21);
-      if (!(us >= row.ours_us)) {
-        row.ours_us = us;
-        row.rel_err = err;
-        best = i;
+      fr.tried = static_cast<int>(quick_times.size());
+      std::sort(quick_times.begin(), quick_times.end());
+      size_t best = SIZE_MAX;
+      int retimed = 0, wrong = 0;
+      for (size_t r = 0; r < quick_times.size() && retimed < 4; ++r) {
+        const size_t i = quick_times[r].second;
+        CHECK_CUDA(cudaMemset(ws, 0, ws_bytes));
+        CHECK_CUDA(cudaMemset(buf.c, 0xff, buf.c_bytes));  // NaN
+        launch_of(*loaded[i].kernel)();
+        CHECK_CUDA(cudaDeviceSynchronize());
+        double err = NAN;
+        if (!ref.empty())
+          err = RelErr(ToDoubles(buf.c, c_elems, c.prec()), ref, c);
+        if (!ref.empty() && !(err <= tol)) {
+          ++wrong;
+          std::fprintf(stderr, "# WRONG %s %s %s %s: rel err %g\n",
+                       row.shape.c_str(), row.prec.c_str(),
+                       std::string(f->name()).c_str(),
+                       f->Format(cands[i]).c_str(), err);
+          continue;
+        }
+        ++retimed;
+        const double us = timer.Time(launch_of(*loaded[i].kernel), 21);
+        if (!(us >= fr.us)) {
+          fr.us = us;
+          fr.rel_err = err;
+          best = i;
+        }
       }
+      if (best != SIZE_MAX) {
+        fr.params = f->Format(cands[best]);
+        if (!ptx_dir.empty()) {
+          const std::string path =
+              ptx_dir + "/" +
+              FileSafe(row.group + "_" + row.shape + "_" + row.prec + "_" +
+                       std::string(f->name())) +
+              ".ptx";
+          std::ofstream(path) << loaded[best].kernel->kernel().ptx;
+        }
+      }
+      if (wrong > 0)
+        fr.note += std::to_string(wrong) + " wrong kernels rejected";
+      cudaFree(ws);
+      row.fam.push_back(fr);
+      if (std::isfinite(fr.us) && !(fr.us >= row.BestUs()))
+        row.best = static_cast<int>(row.fam.size()) - 1;
     }
-    if (best != SIZE_MAX) row.params = ToString(cands[best]);
-    if (wrong > 0)
-      row.note += std::to_string(wrong) + " wrong kernels rejected";
-    std::printf(
-        "%-7s %-26s %-5s ours %9.1f us  cuBLASLt %9.1f us (%2d algos)  "
-        "ratio %5.2f  %6.0f GB/s  %6.1f TFLOP/s  err %.1e  [%s] %d tried %s\n",
-        row.family.c_str(), row.shape.c_str(), row.prec.c_str(), row.ours_us,
-        row.lt_us, row.lt_algos, row.lt_us / row.ours_us,
-        row.bytes / row.ours_us * 1e-3, row.flops / row.ours_us * 1e-6,
-        row.rel_err, row.params.c_str(), row.tried, row.note.c_str());
+    std::printf("%-7s %-26s %-5s cuBLASLt %9.1f us (%2d algos)", row.group.c_str(),
+                row.shape.c_str(), row.prec.c_str(), row.lt_us, row.lt_algos);
+    for (size_t i = 0; i < families.size(); ++i) {
+      const FamilyResult& fr = row.fam[i];
+      std::printf("  %s %9.1f us ratio %5.2f [%s] %d tried%s%s",
+                  std::string(families[i]->name()).c_str(), fr.us,
+                  row.lt_us / fr.us, fr.params.c_str(), fr.tried,
+                  fr.note.empty() ? "" : " ", fr.note.c_str());
+    }
+    std::printf("  best %s %.1f TFLOP/s\n",
+                row.best >= 0
+                    ? std::string(families[row.best]->name()).c_str()
+                    : "none",
+                row.flops / row.BestUs() * 1e-6);
     std::fflush(stdout);
     rows.push_back(row);
   }
   // Summary table (markdown).
+  std::printf("\n| group | M x N x K layout | prec | cuBLASLt us (algos) |");
+  for (const KernelFamily* f : families)
+    std::printf(" %s us | ratio |", std::string(f->name()).c_str());
   std::printf(
-      "\n| family | M x N x K layout | prec | gemm.mma us | cuBLASLt us "
-      "(algos) | ratio | Triton us | ratio Triton | ours GB/s | ours TFLOP/s "
-      "| rel err vs cuBLASLt | best params |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      " best | best ratio | Triton us | ratio Triton | best TFLOP/s | best "
+      "GB/s | rel err vs cuBLASLt | best params |\n|---|---|---|---|");
+  for (size_t i = 0; i < families.size(); ++i) std::printf("---|---|");
+  std::printf("---|---|---|---|---|---|---|---|\n");
+  // Per group: log-sums of the best ratio, of each family's, and of the
+  // ratio to Triton; wins per family.
   std::map<std::string, std::pair<double, int>> geo, geo_triton;
+  std::map<std::string, std::vector<std::pair<double, int>>> geo_fam;
+  std::map<std::string, std::vector<int>> wins;
   for (const Row& r : rows) {
-    std::printf(
-        "| %s | %s | %s | %.1f | %.1f (%d) | %.2f | %.1f | %.2f | %.0f | %.1f "
-        "| %.1e | %s%s |\n",
-        r.family.c_str(), r.shape.c_str(), r.prec.c_str(), r.ours_us, r.lt_us,
-        r.lt_algos, r.lt_us / r.ours_us, r.triton_us, r.triton_us / r.ours_us,
-        r.bytes / r.ours_us * 1e-3, r.flops / r.ours_us * 1e-6, r.rel_err,
-        r.params.c_str(), r.note.empty() ? "" : (" " + r.note).c_str());
-    const double ratio = r.lt_us / r.ours_us;
-    if (std::isfinite(ratio)) {
-      geo[r.family].first += std::log(ratio);
-      geo[r.family].second += 1;
+    std::printf("| %s | %s | %s | %.1f (%d) |", r.group.c_str(),
+                r.shape.c_str(), r.prec.c_str(), r.lt_us, r.lt_algos);
+    auto& gf = geo_fam[r.group];
+    auto& w = wins[r.group];
+    gf.resize(families.size());
+    w.resize(families.size());
+    for (size_t i = 0; i < families.size(); ++i) {
+      const double ratio = r.lt_us / r.fam[i].us;
+      std::printf(" %.1f | %.2f |", r.fam[i].us, ratio);
+      if (std::isfinite(ratio)) {
+        gf[i].first += std::log(ratio);
+        gf[i].second += 1;
+      }
     }
-    const double tr = r.triton_us / r.ours_us;
+    const FamilyResult* b = r.best >= 0 ? &r.fam[r.best] : nullptr;
+    const double ratio = r.lt_us / r.BestUs();
+    std::printf(
+        " %s | %.2f | %.1f | %.2f | %.1f | %.0f | %.1e | %s%s |\n",
+        b ? std::string(families[r.best]->name()).c_str() : "none", ratio,
+        r.triton_us, r.triton_us / r.BestUs(), r.flops / r.BestUs() * 1e-6,
+        r.bytes / r.BestUs() * 1e-3, b ? b->rel_err : NAN,
+        b ? b->params.c_str() : "", b && !b->note.empty()
+                                        ? (" " + b->note).c_str()
+                                        : "");
+    if (std::isfinite(ratio)) {
+      geo[r.group].first += std::log(ratio);
+      geo[r.group].second += 1;
+      ++w[r.best];
+    }
+    const double tr = r.triton_us / r.BestUs();
     if (std::isfinite(tr)) {
-      geo_triton[r.family].first += std::log(tr);
-      geo_triton[r.family].second += 1;
+      geo_triton[r.group].first += std::log(tr);
+      geo_triton[r.group].second += 1;
     }
   }
-  for (const auto& [fam, v] : geo)
-    std::printf("# geomean ratio %s: %.2f over %d shapes\n", fam.c_str(),
-                std::exp(v.first / v.second), v.second);
-  for (const auto& [fam, v] : geo_triton)
+  for (const auto& [group, v] : geo) {
+    std::printf("# geomean ratio %s: best %.2f over %d shapes", group.c_str(),
+                Geomean(v), v.second);
+    for (size_t i = 0; i < families.size(); ++i)
+      std::printf("; %s %.2f over %d (best on %d)",
+                  std::string(families[i]->name()).c_str(),
+                  Geomean(geo_fam[group][i]), geo_fam[group][i].second,
+                  wins[group][i]);
+    std::printf("\n");
+  }
+  for (const auto& [group, v] : geo_triton)
     std::printf("# geomean ratio to Triton %s: %.2f over %d shapes\n",
-                fam.c_str(), std::exp(v.first / v.second), v.second);
+                group.c_str(), Geomean(v), v.second);
   cublasLtDestroy(lt);
   return 0;
 }
