@@ -260,6 +260,17 @@ TEST_F(CliTest, RemoteKernelsOfAnyFamily) {
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_THAT(r.out, HasSubstr("--params need --family"));
 
+  // gemm.wgmma from the daemon: the summary says how to encode its two
+  // tensor maps (issue 23).
+  r = Cli("kernel gemm --m 512 --n 256 --k 1024 --layout NT --dtype bf16 "
+          "--family gemm.wgmma --arch sm_90 --daemon -o " + ptx + " " + server_);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("kernel: gemm.wgmma v"));
+  EXPECT_THAT(r.out, HasSubstr("sm_90a"));
+  EXPECT_THAT(r.out, HasSubstr("tensor map: param 0 = A (bf16, dims 1024 512, "
+                               "row stride 2048 B, box 64 "));
+  EXPECT_THAT(r.out, HasSubstr("tensor map: param 1 = B (bf16, dims 1024 256, "));
+
   // fp32 keeps its block shape and gains the family line.
   r = Cli("kernel gemm --m 64 --n 64 --k 64 -o " + ptx + " " + server_);
   ASSERT_EQ(r.code, 0) << r.out;

@@ -370,6 +370,16 @@ struct Client::Impl {
     k.vector_b = std::max(1, resp.vector_b());
     k.kernel_config = FromProto(resp.kernel());
     k.config = FromProto(resp.block_shape());
+    for (const v1::TensorMapDesc& t : resp.tensor_maps()) {
+      TensorMap m;
+      m.param_index = t.param_index();
+      m.operand = t.operand().empty() ? '?' : t.operand()[0];
+      m.data_type = t.data_type();
+      for (int i = 0; i < 2 && i < t.dims_size(); ++i) m.dims[i] = t.dims(i);
+      m.row_stride_bytes = t.row_stride_bytes();
+      for (int i = 0; i < 2 && i < t.box_size(); ++i) m.box[i] = t.box(i);
+      k.tensor_maps.push_back(m);
+    }
     if (resp.has_query()) {
       auto answer = ToAnswer(resp.query());
       if (answer.ok()) k.answer = std::move(*answer);

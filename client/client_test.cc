@@ -128,6 +128,38 @@ TEST_F(ClientTest, Bf16OnAnEmptyStoreIsAGemmMmaDefaultThatGenerates) {
   ASSERT_TRUE(t.ok()) << t.error().message;
   EXPECT_EQ(t->kernel_config.family, "gemm.mma");
 
+  // gemm.wgmma named: its A and B are TMA tensor maps the application
+  // encodes (issue 23).
+  KernelOptions wgmma;
+  wgmma.family = "gemm.wgmma";  // its default configuration here
+  wgmma.arch = "sm_90";         // no GPU here: the arch says Hopper
+  GemmProblem square{256, 256, 256};
+  square.dtype = DType::kBf16;
+  square.b_transposed = true;  // NT: both operands K-contiguous
+  auto w = client.GetKernel(square, wgmma);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  EXPECT_EQ(w->kernel_config.family, "gemm.wgmma");
+  EXPECT_EQ(w->arch, "sm_90a");
+  EXPECT_THAT(w->ptx, HasSubstr("wgmma.mma_async"));
+  ASSERT_EQ(w->tensor_maps.size(), 2u);
+  for (const TensorMap& t : w->tensor_maps) {
+    ASSERT_GE(t.param_index, 0);
+    ASSERT_LT(t.param_index, static_cast<int>(w->params.size()));
+    EXPECT_EQ(w->params[t.param_index].type, "b8[128]");
+    EXPECT_EQ(w->params[t.param_index].size, 128);
+    EXPECT_EQ(w->params[t.param_index].offset % 64, 0);
+    EXPECT_EQ(t.data_type, 9);  // CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+    // A N and B T are both stored 256 rows of K = 256 contiguous elements.
+    EXPECT_EQ(t.dims[0], 256u);
+    EXPECT_EQ(t.dims[1], 256u);
+    EXPECT_EQ(t.row_stride_bytes, 512u);
+    EXPECT_EQ(t.box[0] * 2, 128u);  // the 128-byte swizzle's row
+    EXPECT_GT(t.box[1], 0u);
+  }
+  EXPECT_EQ(w->tensor_maps[0].operand, 'A');
+  EXPECT_EQ(w->tensor_maps[1].operand, 'B');
+  EXPECT_TRUE(k->tensor_maps.empty());  // gemm.mma takes plain addresses
+
   // An old caller's problem: fp32, the block-shape family.
   auto old = client.GetKernel(GemmProblem{64, 64, 64});
   ASSERT_TRUE(old.ok()) << old.error().message;

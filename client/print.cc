@@ -251,6 +251,15 @@ void PrintKernelSummary(const v1::GetKernelResponse& k, std::ostream& out) {
   out << "params:";
   for (const v1::KernelParam& p : k.params()) out << " " << p.type() << " " << p.name();
   out << "\n";
+  for (const v1::TensorMapDesc& t : k.tensor_maps()) {
+    out << "tensor map: param " << t.param_index() << " = " << t.operand()
+        << " (" << t.element_type() << ", dims";
+    for (uint64_t d : t.dims()) out << " " << d;
+    out << ", row stride " << t.row_stride_bytes() << " B, box";
+    for (uint32_t b : t.box()) out << " " << b;
+    out << ", 128B swizzle): cuTensorMapEncodeTiled for " << t.operand()
+        << "'s address at launch\n";
+  }
   if (!k.reduce_entry().empty()) {
     out << "then: " << k.reduce_entry() << "  grid " << dims(k.reduce_grid())
         << "  block " << dims(k.reduce_block()) << "  workspace "

@@ -975,6 +975,20 @@ void ToProto(const std::vector<KernelParam>& params,
   }
 }
 
+void ToProto(const std::vector<TensorMapParam>& maps,
+             google::protobuf::RepeatedPtrField<v1::TensorMapDesc>* out) {
+  for (const TensorMapParam& t : maps) {
+    v1::TensorMapDesc* o = out->Add();
+    o->set_param_index(t.param_index);
+    o->set_operand(std::string(1, t.operand));
+    o->set_data_type(static_cast<int32_t>(t.map.type));
+    o->set_element_type(ToString(t.map.type));
+    for (uint64_t d : t.map.dims) o->add_dims(d);
+    o->set_row_stride_bytes(t.map.row_stride_bytes);
+    for (uint32_t b : t.map.box) o->add_box(b);
+  }
+}
+
 }  // namespace
 
 grpc::Status BlocktuneService::GetKernel(grpc::ServerContext* ctx,
@@ -1079,6 +1093,7 @@ grpc::Status BlocktuneService::GetKernel(grpc::ServerContext* ctx,
     resp->set_dynamic_shared_bytes(k.dynamic_shared_bytes);
     resp->set_arch(TargetOf(k, arch));  // sm_90a for gemm.wgmma
     ToProto(k.entry_params, resp->mutable_params());
+    ToProto(k.tensor_maps, resp->mutable_tensor_maps());
     if (!k.reduce_entry.empty()) {
       resp->set_reduce_entry(k.reduce_entry);
       for (unsigned d : k.reduce_grid) resp->add_reduce_grid(d);

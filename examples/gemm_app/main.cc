@@ -37,10 +37,12 @@
 //            [--layout NN|NT|TN|TT] [--dtype fp32|tf32|bf16|fp16]
 //            [--family NAME] [--reps R]
 //
-// gemm_app fills the parameters of the gemm.ffma and gemm.mma entries
-// (A, B, C, W, M, N, K, lda, ldb, ldc, alpha, beta, K_G); a family with
-// others (gemm.wgmma's tensor maps) is refused with a hint to pass
-// --family gemm.mma. Exit 0 when the result is within the bound.
+// gemm_app fills the parameters of the GEMM entries by name (A, B, C, W,
+// M, N, K, lda, ldb, ldc, alpha, beta, K_G) and encodes the TMA tensor maps
+// a gemm.wgmma entry takes instead of A and B (Kernel::tensor_maps, with
+// cuTensorMapEncodeTiled, once: the operands do not move); a parameter it
+// does not know is refused with its name. Exit 0 when the result is within
+// the bound.
 #include <blocktune/client.h>
 #include <cublas_v2.h>
 #include <cuda.h>
@@ -432,10 +434,35 @@ int main(int argc, char** argv) {
   uint32_t um = m, un = n, uk = k, ulda = lda, uldb = ldb, uldc = ldc,
            ukg = static_cast<uint32_t>(kg);
   float alpha = 1.f, beta = 0.f;
+  // TMA tensor maps (gemm.wgmma): encoded for A's and B's addresses as
+  // GetKernel describes them, passed by value.
+  std::vector<CUtensorMap> maps(kernel->tensor_maps.size());
+  for (size_t i = 0; i < maps.size(); ++i) {
+    const blocktune::TensorMap& t = kernel->tensor_maps[i];
+    const cuuint64_t dims[2] = {t.dims[0], t.dims[1]};
+    const cuuint64_t strides[1] = {t.row_stride_bytes};
+    const cuuint32_t box[2] = {t.box[0], t.box[1]};
+    const cuuint32_t element_strides[2] = {1, 1};
+    CHECK_CU(cuTensorMapEncodeTiled(
+        &maps[i], static_cast<CUtensorMapDataType>(t.data_type), 2,
+        t.operand == 'A' ? a : b, dims, strides, box, element_strides,
+        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+  }
   auto args_for = [&](const std::vector<blocktune::KernelParam>& params) {
     std::vector<void*> args;
-    for (const blocktune::KernelParam& q : params) {
+    for (size_t i = 0; i < params.size(); ++i) {
+      const blocktune::KernelParam& q = params[i];
       const std::string& x = q.name;
+      void* map = nullptr;
+      if (&params == &kernel->params) {
+        for (size_t j = 0; j < maps.size(); ++j)
+          if (kernel->tensor_maps[j].param_index == static_cast<int>(i)) map = &maps[j];
+      }
+      if (map != nullptr) {
+        args.push_back(map);
+        continue;
+      }
       void* v = x == "A" ? static_cast<void*>(&pa) : x == "B" ? static_cast<void*>(&pb)
               : x == "C" ? static_cast<void*>(&pc) : x == "W" ? static_cast<void*>(&pw)
               : x == "M" ? static_cast<void*>(&um) : x == "N" ? static_cast<void*>(&un)
@@ -445,8 +472,8 @@ int main(int argc, char** argv) {
               : x == "beta" ? static_cast<void*>(&beta) : nullptr;
       if (v == nullptr) {
         std::fprintf(stderr,
-                     "gemm_app does not know kernel parameter '%s' (%s) of %s; it "
-                     "launches gemm.ffma and gemm.mma kernels: pass --family gemm.mma\n",
+                     "gemm_app does not know kernel parameter '%s' (%s) of %s; "
+                     "pass --family gemm.mma or gemm.wgmma\n",
                      x.c_str(), q.type.c_str(), kernel->kernel_config.family.c_str());
         std::exit(2);
       }

@@ -155,6 +155,21 @@ struct KernelParam {
   int size = 0;
 };
 
+// A TMA tensor map parameter (gemm.wgmma's A and B): the application
+// encodes it for the operand's device address with cuTensorMapEncodeTiled
+// (rank 2, these dims, strides {row_stride_bytes}, box, element strides
+// {1, 1}, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+// CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+// and passes the 128-byte CUtensorMap by value as params[param_index].
+struct TensorMap {
+  int param_index = -1;  // into Kernel::params (type "b8[128]")
+  char operand = 'A';    // 'A' or 'B'
+  int data_type = 0;     // CUtensorMapDataType: 6 fp16, 7 fp32, 9 bf16
+  std::array<uint64_t, 2> dims{};  // elements: contiguous extent, rows
+  uint64_t row_stride_bytes = 0;
+  std::array<uint32_t, 2> box{};
+};
+
 // The kernel for one problem, ready to launch: cuModuleLoadData(ptx), then
 // `entry` with `grid`, `block`, `dynamic_shared_bytes` of dynamic shared
 // memory (above 48 KiB only after cuFuncSetAttribute(...,
@@ -166,7 +181,7 @@ struct KernelParam {
 // fp32 storage); the leading dimensions of A and B must be multiples of
 // align_a and align_b elements and every operand's address a multiple of
 // align_bytes. Which parameters `params` holds depends on the family: fill
-// them by name.
+// them by name; a "b8[128]" parameter is one of `tensor_maps`.
 struct Kernel {
   std::string ptx;
   std::string arch;  // "sm_90"
@@ -184,6 +199,7 @@ struct Kernel {
   int64_t counter_offset = -1;  // -1: no counters in the workspace
   int64_t align_a = 1, align_b = 1, align_bytes = 4;
   DType dtype = DType::kFp32;
+  std::vector<TensorMap> tensor_maps;  // empty: plain operand addresses
   // Block-shape families only (the ffma kernels' 16-byte vector loads; 1
   // otherwise): 4 means align_bytes 16 and a leading dimension that is a
   // multiple of 4 for that operand.
