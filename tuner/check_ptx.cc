@@ -508,6 +508,43 @@ CLOCK_SPIN:
   st.global.u64 [%rd0+8], %rd7;
   ret;
 }
+
+// ---- blocktune_flush_read: a grid-stride read of every 16-byte word; the
+// store is predicated on an xor of the data that no input in use makes
+.visible .entry blocktune_flush_read(.param .u64 p_ptr, .param .u64 p_words)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd0, [p_ptr];
+  cvta.to.global.u64 %rd0, %rd0;
+  ld.param.u64 %rd1, [p_words];
+  mov.u32 %r0, %ctaid.x;
+  mov.u32 %r1, %ntid.x;
+  mul.wide.u32 %rd2, %r0, %r1;
+  mov.u32 %r0, %tid.x;
+  cvt.u64.u32 %rd3, %r0;
+  add.u64 %rd2, %rd2, %rd3;
+  mov.u32 %r0, %nctaid.x;
+  mul.wide.u32 %rd4, %r0, %r1;
+  mov.u32 %r6, 0;
+FLUSH_LOOP:
+  setp.ge.u64 %p0, %rd2, %rd1;
+  @%p0 bra FLUSH_DONE;
+  shl.b64 %rd5, %rd2, 4;
+  add.u64 %rd5, %rd5, %rd0;
+  ld.global.cg.v4.u32 {%r2, %r3, %r4, %r5}, [%rd5];
+  xor.b32 %r6, %r6, %r2;
+  xor.b32 %r6, %r6, %r3;
+  xor.b32 %r6, %r6, %r4;
+  xor.b32 %r6, %r6, %r5;
+  add.u64 %rd2, %rd2, %rd4;
+  bra FLUSH_LOOP;
+FLUSH_DONE:
+  setp.eq.u32 %p1, %r6, 0x12345679;
+  @%p1 st.global.u32 [%rd0], %r6;
+  ret;
+}
 )ptx";
 }
 

@@ -93,6 +93,14 @@ uint32_t CheckType(DType precision);
 //   One thread spins for spin_ns of %globaltimer and writes the elapsed
 //   nanoseconds and %clock64 cycles to out[0], out[1] (u64): their ratio
 //   is the SM clock while it ran.
+//
+// blocktune_flush_read(.u64 ptr, .u64 words)
+//   Reads `words` 16-byte words from ptr (ld.global.cg, grid-stride) and
+//   stores nothing: the L2 flush before a timed launch. A read leaves L2
+//   full of clean lines; a memset would leave dirty ones, whose write-back
+//   lands inside the next timed kernel as its reads evict them (on an
+//   H100, ~4 us added to a 17 us decode GEMM: bench/results/h100/
+//   mma_split.txt).
 const char* CheckPtx();
 
 }  // namespace blocktune

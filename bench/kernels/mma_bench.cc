@@ -59,6 +59,7 @@
 #include "bench/timing.h"
 #include "kernels/cuda_driver.h"
 #include "kernels/family.h"
+#include "tuner/check_ptx.h"
 #include "tuner/kernel_launch.h"
 
 namespace blocktune::bench {
@@ -256,47 +257,6 @@ std::vector<double> ToDoubles(const void* dev, size_t elems,
   return out;
 }
 
-// A kernel that reads n 16-byte words (grid-stride) and stores nothing
-// (the store is predicated on a sum no input makes): the read flush.
-constexpr char kFlushReadPtx[] = R"(
-.version 8.0
-.target sm_80
-.address_size 64
-.visible .entry flush_read(.param .u64 pp, .param .u64 pn)
-{
-  .reg .pred %p;
-  .reg .b32 %a, %b, %c, %d, %s, %t;
-  .reg .b64 %ptr, %n, %i, %stride, %addr;
-  ld.param.u64 %ptr, [pp];
-  cvta.to.global.u64 %ptr, %ptr;
-  ld.param.u64 %n, [pn];
-  mov.u32 %t, %ctaid.x;
-  mov.u32 %s, %ntid.x;
-  mul.wide.u32 %i, %t, %s;
-  mov.u32 %t, %tid.x;
-  cvt.u64.u32 %addr, %t;
-  add.u64 %i, %i, %addr;
-  mov.u32 %t, %nctaid.x;
-  mul.wide.u32 %stride, %t, %s;
-  mov.u32 %s, 0;
-LOOP:
-  setp.ge.u64 %p, %i, %n;
-  @%p bra DONE;
-  shl.b64 %addr, %i, 4;
-  add.u64 %addr, %addr, %ptr;
-  ld.global.cg.v4.u32 {%a, %b, %c, %d}, [%addr];
-  xor.b32 %s, %s, %a;
-  xor.b32 %s, %s, %b;
-  xor.b32 %s, %s, %c;
-  xor.b32 %s, %s, %d;
-  add.u64 %i, %i, %stride;
-  bra LOOP;
-DONE:
-  setp.eq.u32 %p, %s, 0x12345679;
-  @%p st.global.u32 [%ptr], %s;
-  ret;
-}
-)";
 
 class Timer {
  public:
@@ -308,13 +268,13 @@ class Timer {
     CHECK_CUDA(cudaEventCreate(&start_));
     CHECK_CUDA(cudaEventCreate(&stop_));
     if (read_flush_) {
-      auto m = cuda::Module::Load(kFlushReadPtx);
+      auto m = cuda::Module::Load(CheckPtx());  // the tuner's helpers
       if (!m.ok()) {
         std::fprintf(stderr, "flush kernel: %s\n", m.status().ToString().c_str());
         std::exit(1);
       }
       module_ = std::move(*m);
-      read_ = *module_->GetFunction("flush_read");
+      read_ = *module_->GetFunction("blocktune_flush_read");
     }
   }
   void Flush(int r) {
