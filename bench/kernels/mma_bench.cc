@@ -91,16 +91,9 @@ struct Case {
 
 Case Make(const char* group, DType prec, int64_t m, int64_t n, int64_t k,
           Layout la, Layout lb, int64_t lda = 0, int64_t ldb = 0) {
-  GemmContext g;
-  g.m = m;
-  g.n = n;
-  g.k = k;
-  g.layout_a = la;
-  g.layout_b = lb;
-  g.dtype = prec;
   Case c;
   c.group = group;
-  c.problem = Problem(g);
+  c.problem = Problem(GemmContext{m, n, k, la, lb, prec});
   c.problem.lda = lda;
   c.problem.ldb = ldb;
   return c;
