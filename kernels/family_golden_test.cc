@@ -40,7 +40,7 @@ constexpr Golden kGolden[] = {
      "kConvFfmaGeneratorVersion (kernels/gemm_ptx.h)"},
     {"gemm.mma", 3, 0x1952e81621ed6825ull,
      "kGemmMmaGeneratorVersion (kernels/gemm_mma.h)"},
-    {"gemm.wgmma", 1, 0xf8c7eb3480144f3full,
+    {"gemm.wgmma", 2, 0x6b6cf014c038bf4dull,
      "kGemmWgmmaGeneratorVersion (kernels/gemm_wgmma.h)"},
 };
 
@@ -131,8 +131,8 @@ std::vector<Case> GemmMmaCases() {
 
 // Every layout of bf16 and fp16, tf32 in its one layout (A N, B T); one and
 // two consumer warpgroups, shallow and deep rings, N-major and K-major B.
-// K_G is 1 in v1 (the only value of kg). "sm_90" and "sm_90a" both give
-// sm_90a code.
+// K_G is 1 (the only value of kg); cluster pairs (cm=2, v2) with K-major
+// and N-major B. "sm_90" and "sm_90a" both give sm_90a code.
 std::vector<Case> GemmWgmmaCases() {
   std::vector<Case> out;
   for (const char* dtype : {"bf16", "fp16"}) {
@@ -144,6 +144,8 @@ std::vector<Case> GemmWgmmaCases() {
       out.push_back({p, "bm=128 bn=256 bk=64 st=4 wg=2 gm=8 kg=1", "sm_90a"});
       out.push_back({ParseProblem("gemm m=1000 n=1023 k=515" + tail, 8),
                      "bm=64 bn=64 bk=128 st=3 wg=1 gm=1 kg=1", "sm_90"});
+      out.push_back({p, "bm=128 bn=256 bk=64 st=4 wg=2 gm=8 kg=1 cm=2",
+                     "sm_90a"});
     }
   }
   const std::string tf32 = " layout=NT dtype=tf32";
@@ -153,6 +155,8 @@ std::vector<Case> GemmWgmmaCases() {
                  "bm=256 bn=96 bk=32 st=3 wg=2 gm=4 kg=1", "sm_90a"});
   out.push_back({ParseProblem("gemm m=4096 n=16 k=4096" + tf32, 4),
                  "bm=64 bn=16 bk=128 st=4 wg=1 gm=16 kg=1", "sm_90"});
+  out.push_back({ParseProblem("gemm m=4096 n=4096 k=4096" + tf32, 4),
+                 "bm=128 bn=256 bk=32 st=4 wg=2 gm=8 kg=1 cm=2", "sm_90"});
   return out;
 }
 
@@ -270,6 +274,7 @@ TEST(FamilyGoldenTest, FamiliesEmitWhatTheGeneratorsEmit) {
                            : key == "st" ? &w.stages
                            : key == "wg" ? &w.consumers
                            : key == "gm" ? &w.group_m
+                           : key == "cm" ? &w.cluster_m
                                          : &w.kg;
           *field = (*params)[i];
         }

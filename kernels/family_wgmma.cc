@@ -16,7 +16,7 @@ namespace {
 constexpr int64_t WgmmaParams::*kMembers[] = {
     &WgmmaParams::bm,        &WgmmaParams::bn,      &WgmmaParams::bk,
     &WgmmaParams::stages,    &WgmmaParams::consumers,
-    &WgmmaParams::group_m,   &WgmmaParams::kg};
+    &WgmmaParams::group_m,   &WgmmaParams::kg,      &WgmmaParams::cluster_m};
 constexpr int kFieldCount = static_cast<int>(std::size(kMembers));
 
 WgmmaParams ToWgmma(const Params& p) {
@@ -102,7 +102,9 @@ class WgmmaFamily : public KernelFamily {
     s.step_k = w.bk;
     s.split_k = w.kg;
     s.threads = w.Threads();
-    s.programs = ((g.m + w.bm - 1) / w.bm) * ((g.n + w.bn - 1) / w.bn);
+    s.programs = w.cluster_m *
+                 ((g.m + w.bm * w.cluster_m - 1) / (w.bm * w.cluster_m)) *
+                 ((g.n + w.bn - 1) / w.bn);
     s.workspace_bytes = 0;
     return s;
   }

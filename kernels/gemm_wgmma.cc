@@ -27,7 +27,7 @@ Tiling TilingOf(const Problem& problem, const WgmmaParams& p) {
 std::string ToString(const WgmmaParams& p) {
   return "bm=" + N(p.bm) + " bn=" + N(p.bn) + " bk=" + N(p.bk) +
          " st=" + N(p.stages) + " wg=" + N(p.consumers) + " gm=" +
-         N(p.group_m) + " kg=" + N(p.kg);
+         N(p.group_m) + " kg=" + N(p.kg) + " cm=" + N(p.cluster_m);
 }
 
 const std::vector<WgmmaParamDomain>& WgmmaParamDomains() {
@@ -40,13 +40,17 @@ const std::vector<WgmmaParamDomain>& WgmmaParamDomains() {
       {"wg", {1, 2}, "consumer warpgroups", true},
       {"gm", {1, 2, 4, 8, 16}, "rows of tiles per raster group (L2 reuse)",
        false},
-      {"kg", {1}, "programs splitting K (K_G; 1 in v1)", true}};
+      {"kg", {1}, "programs splitting K (K_G; 1 so far)", true},
+      {"cm", {1, 2},
+       "programs per thread-block cluster along M (2: the pair shares B "
+       "by TMA multicast)",
+       true}};
   return d;
 }
 
 Status ValidateWgmmaParams(const WgmmaParams& p) {
-  const int64_t values[] = {p.bm, p.bn,        p.bk,      p.stages,
-                            p.consumers, p.group_m, p.kg};
+  const int64_t values[] = {p.bm,        p.bn,      p.bk, p.stages,
+                            p.consumers, p.group_m, p.kg, p.cluster_m};
   const auto& domains = WgmmaParamDomains();
   for (size_t i = 0; i < domains.size(); ++i) {
     bool found = false;
@@ -138,7 +142,9 @@ bool PassesWgmmaRule(WgmmaRule rule, const Problem& problem,
       return Lda(problem) % align == 0 && Ldb(problem) % align == 0;
     }
     case WgmmaRule::kGrid:
-      return CeilDiv(g.m, p.bm) * CeilDiv(g.n, p.bn) <= 2147483647;
+      return p.cluster_m * CeilDiv(g.m, p.bm * p.cluster_m) *
+                 CeilDiv(g.n, p.bn) <=
+             2147483647;
   }
   return false;
 }
@@ -198,8 +204,8 @@ Status CanImplementWgmma(const Problem& problem, const WgmmaParams& p,
           "multiples of " + N(16 / esize) + " elements; got lda " +
           N(Lda(problem)) + ", ldb " + N(Ldb(problem)));
     case WgmmaRule::kGrid:
-      return FailedPrecondition(name +
-                                ": ceil(M/bm)*ceil(N/bn) exceeds 2^31-1");
+      return FailedPrecondition(
+          name + ": cm*ceil(M/(bm*cm))*ceil(N/bn) exceeds 2^31-1");
   }
   return Internal("unknown rule");
 }
@@ -222,7 +228,8 @@ TensorMap2d WgmmaTensorMap(const Problem& problem, const WgmmaParams& p,
   m.dims[1] = static_cast<uint64_t>(kmajor ? mn : g.k);
   m.row_stride_bytes = static_cast<uint64_t>(ld * t.esize);
   m.box[0] = static_cast<uint32_t>(t.atom);
-  m.box[1] = static_cast<uint32_t>(kmajor ? (a ? t.bm : t.bn) : t.bk);
+  // A cluster pair loads half of every B box each (Tiling::b_box_rows).
+  m.box[1] = static_cast<uint32_t>(a ? (kmajor ? t.bm : t.bk) : t.b_box_rows);
   return m;
 }
 
@@ -254,8 +261,13 @@ StatusOr<WgmmaKernel> GenerateGemmWgmma(const Problem& problem,
   const Tiling t = TilingOf(problem, p);
   WgmmaKernel k;
   k.ptx = wgmma_internal::MainEntry(t, arch);
-  k.grid = {static_cast<unsigned>(CeilDiv(g.m, p.bm) * CeilDiv(g.n, p.bn)), 1,
-            1};
+  // One program per tile; with clusters, whole pairs (a pair past M
+  // computes nothing but still loads its half of B for its partner).
+  k.grid = {static_cast<unsigned>(p.cluster_m *
+                                  CeilDiv(g.m, p.bm * p.cluster_m) *
+                                  CeilDiv(g.n, p.bn)),
+            1, 1};
+  k.cluster = {static_cast<unsigned>(p.cluster_m), 1, 1};
   k.block = {static_cast<unsigned>(p.Threads()), 1, 1};
   k.shared_bytes = static_cast<unsigned>(WgmmaSharedBytes(g.dtype, p));
   k.map_a = WgmmaTensorMap(problem, p, 'a');

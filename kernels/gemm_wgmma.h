@@ -49,14 +49,32 @@
 // gemm_wgmma_gpu_test.cc). Rounding would need a pass over shared memory
 // or a register-A variant.
 //
-// Status (v1): assembled by ptxas for sm_90a (300 sampled kernels per
-// precision, no spills); not yet run on a GPU. scripts/wgmma_device_check.sh
-// is the first run.
+// Thread-block cluster pairs (v2, cm = 2): the programs of two vertically
+// adjacent tiles of C form a cluster (.reqnctapercluster 2, so a plain
+// launch forms it; the grid holds whole pairs) and share the B tile: each
+// producer loads half of every B box (rows %cluster_ctarank * box/2 on)
+// and multicasts it to both programs (cp.async.bulk.tensor ...
+// .multicast::cluster, ctaMask 0b11), so each program reads A + B/2 from
+// L2 per stage instead of A + B. Each full mbarrier still expects the
+// whole stage's bytes (its own A, both halves of B); each empty mbarrier
+// counts the consumer warps of both programs (a consumer warp arrives on
+// its own and, through mapa, on the partner's), because either producer's
+// multicast overwrites that buffer in both. Both programs walk the same
+// sequence of pairs; a program whose tile lies past M computes zeros
+// (TMA's out-of-bounds fill) and stores nothing, but still loads its half
+// of B. A cluster barrier after the mbarrier init and before exit keeps
+// either program from touching the other's shared memory before it is
+// initialized or after it has exited.
 //
-// v1 leaves out: split-K (kg is fixed at 1), thread-block clusters with
-// TMA multicast, a persistent-grid parameter (the program count needs the
-// SM count, which Generate does not see), a TMA-store epilogue. Each is a later
-// parameter; adding one bumps kGemmWgmmaGeneratorVersion.
+// Status: v1 passed its GPU tests on an H100 (bench/results/h100/
+// gemm_wgmma_first_run.txt) and was benchmarked against cuBLASLt
+// (tc_bench_wgmma_v1.txt: 0.87x at 4096^3 bf16). v2 adds cm.
+//
+// Not yet: split-K (kg is fixed at 1), a persistent-grid parameter (the
+// program count needs the SM count, which Generate does not see; the
+// kernel tests launch persistent grids through LoadedWgmma::Launch), a
+// TMA-store epilogue. Each is a later parameter; adding one bumps
+// kGemmWgmmaGeneratorVersion.
 //
 // Alignment: TMA needs the global row strides of A and B to be multiples of
 // 16 bytes (lda, ldb multiples of 8 bf16/fp16 or 4 tf32 elements; rule
@@ -80,7 +98,7 @@
 namespace blocktune {
 
 // Bumped whenever the emitted PTX can change.
-inline constexpr int kGemmWgmmaGeneratorVersion = 1;
+inline constexpr int kGemmWgmmaGeneratorVersion = 2;
 inline constexpr char kGemmWgmmaFamily[] = "gemm.wgmma";
 
 // The family's parameters. Thesis names: bm = M_L, bn = N_L, bk = U,
@@ -93,19 +111,23 @@ struct WgmmaParams {
   int64_t consumers = 1;   // consumer warpgroups (1 or 2)
   int64_t group_m = 8;     // rows of tiles per raster group
   int64_t kg = 1;          // programs splitting K (v1: 1)
+  // Programs per thread-block cluster along M (v2): 2 pairs the programs
+  // of two vertically adjacent tiles of C, which share the B tile: each
+  // loads half of every B box and multicasts it to both.
+  int64_t cluster_m = 1;
 
   int64_t Threads() const { return 128 * (1 + consumers); }
   int64_t RowsPerConsumer() const { return bm / consumers; }
   int64_t MTiles() const { return bm / consumers / 64; }  // per consumer
   auto Tie() const {
-    return std::tie(bm, bn, bk, stages, consumers, group_m, kg);
+    return std::tie(bm, bn, bk, stages, consumers, group_m, kg, cluster_m);
   }
   friend bool operator==(const WgmmaParams& a, const WgmmaParams& b) {
     return a.Tie() == b.Tie();
   }
 };
 
-// "bm=128 bn=128 bk=64 st=4 wg=1 gm=8 kg=1"
+// "bm=128 bn=128 bk=64 st=4 wg=1 gm=8 kg=1 cm=1"
 std::string ToString(const WgmmaParams& p);
 
 struct WgmmaParamDomain {
@@ -114,7 +136,7 @@ struct WgmmaParamDomain {
   const char* meaning;
   bool power_of_two;
 };
-// In WgmmaParams field order: bm, bn, bk, st, wg, gm, kg.
+// In WgmmaParams field order: bm, bn, bk, st, wg, gm, kg, cm.
 const std::vector<WgmmaParamDomain>& WgmmaParamDomains();
 
 // INVALID_ARGUMENT naming the parameter and its range; checks that bm
@@ -165,6 +187,9 @@ struct WgmmaKernel {
   std::string entry = "blocktune_gemm_wgmma";
   std::array<unsigned, 3> grid{};  // one program per tile
   std::array<unsigned, 3> block{};
+  // The thread-block cluster, fixed in the PTX (.reqnctapercluster): a
+  // plain launch forms it; grid[0] is a multiple of cluster[0].
+  std::array<unsigned, 3> cluster{1, 1, 1};
   unsigned shared_bytes = 0;  // dynamic; always past 48 KiB: needs opt-in
   // The tensor maps of A and B (kernel parameters 0 and 1), to be encoded
   // for the operands' device addresses at launch.

@@ -218,9 +218,9 @@ Case Make(DType dtype, int64_t m, int64_t n, int64_t k, Layout la, Layout lb,
   g.dtype = dtype;
   c.problem = Problem(g);
   WgmmaParams p;
-  // "bm bn bk st wg"
-  std::sscanf(params, "%ld %ld %ld %ld %ld", &p.bm, &p.bn, &p.bk, &p.stages,
-              &p.consumers);
+  // "bm bn bk st wg [cm]"
+  std::sscanf(params, "%ld %ld %ld %ld %ld %ld", &p.bm, &p.bn, &p.bk,
+              &p.stages, &p.consumers, &p.cluster_m);
   c.params = p;
   return c;
 }
@@ -238,6 +238,22 @@ TEST_F(GemmWgmmaGpuTest, SmokeOneTilePerLayout) {
   }
 }
 
+// A cluster pair (v2): two tiles along M sharing B by multicast, one of
+// them past M in the second case (it computes nothing and still loads its
+// half of B for its partner).
+TEST_F(GemmWgmmaGpuTest, SmokeClusterPairPerLayout) {
+  std::mt19937 rng(2);
+  for (int l = 0; l < 4; ++l) {
+    const Layout la = l / 2 ? Layout::kT : Layout::kN;
+    const Layout lb = l % 2 ? Layout::kT : Layout::kN;
+    for (int64_t m : {128, 64}) {
+      Case c = Make(DType::kBf16, m, 64, 192, la, lb, "64 64 64 2 1 2");
+      auto o = RunCase(c, rng);
+      ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
+    }
+  }
+}
+
 WgmmaParams RandomParams(std::mt19937& rng) {
   auto pick = [&](std::initializer_list<int64_t> v) {
     return *(v.begin() + rng() % v.size());
@@ -249,6 +265,7 @@ WgmmaParams RandomParams(std::mt19937& rng) {
   p.stages = pick({2, 3, 4, 5});
   p.consumers = pick({1, 2});
   p.group_m = pick({1, 2, 8});
+  p.cluster_m = pick({1, 2});
   return p;
 }
 
@@ -327,7 +344,8 @@ TEST_F(GemmWgmmaGpuTest, LargerShapesEveryLayout) {
     const Layout la = l / 2 ? Layout::kT : Layout::kN;
     const Layout lb = l % 2 ? Layout::kT : Layout::kN;
     for (const char* params : {"128 256 64 4 2", "128 128 64 4 1",
-                               "256 128 64 3 2"}) {
+                               "256 128 64 3 2", "128 256 64 4 2 2",
+                               "128 128 64 5 1 2"}) {
       for (unsigned programs : {0u, 5u}) {
         Case c = Make(DType::kBf16, 520, 392, 1032, la, lb, params);
         c.beta = 0.25f;
@@ -359,7 +377,8 @@ TEST_F(GemmWgmmaGpuTest, TimeSquareShapes) {
     for (const char* layouts : {"NT", "NN", "TN"}) {
       for (const char* params :
            {"128 256 64 4 2", "128 128 64 4 1", "256 128 64 4 2",
-            "128 256 64 3 2", "128 192 64 4 2"}) {
+            "128 256 64 3 2", "128 192 64 4 2", "128 256 64 4 2 2",
+            "256 128 64 4 2 2"}) {
         Case c = Make(DType::kBf16, size, size, size,
                       layouts[0] == 'T' ? Layout::kT : Layout::kN,
                       layouts[1] == 'T' ? Layout::kT : Layout::kN, params);

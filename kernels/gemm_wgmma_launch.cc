@@ -1,5 +1,7 @@
 #include "kernels/gemm_wgmma_launch.h"
 
+#include <algorithm>
+
 namespace blocktune {
 
 StatusOr<std::unique_ptr<LoadedWgmma>> LoadedWgmma::Create(
@@ -34,8 +36,10 @@ Status LoadedWgmma::Launch(const WgmmaOperands& ops,
            kk = static_cast<uint32_t>(g.k);
   uint32_t ldc = static_cast<uint32_t>(LeadingDims(problem_)[2]);
   float alpha = ops.alpha, beta = ops.beta;
-  const unsigned grid =
-      programs > 0 && programs < k.grid[0] ? programs : k.grid[0];
+  // Fewer programs than tiles walk them grid-stride; cluster pairs launch
+  // whole.
+  unsigned grid = programs > 0 && programs < k.grid[0] ? programs : k.grid[0];
+  grid = std::max(k.cluster[0], grid / k.cluster[0] * k.cluster[0]);
   return cuda::Launch(function_, {grid, k.grid[1], k.grid[2]},
                       {k.block[0], k.block[1], k.block[2]}, k.shared_bytes,
                       {map_a.bytes, map_b.bytes, &c, &m, &n, &kk, &ldc, &alpha,

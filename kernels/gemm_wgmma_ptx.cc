@@ -71,20 +71,71 @@ void EmitCopies(Ptx& p, const Tiling& t, char x) {
   const int64_t panel_bytes = a ? t.a_panel_bytes : t.b_panel_bytes;
   const int64_t base = a ? 0 : t.a_stage;
   const std::string origin = a ? "%m0" : "%n0", map = a ? "%tma" : "%tmb";
+  // A cluster pair's B: this program's half of each panel (rows %rrow on,
+  // bytes %rofs on), multicast to both programs of the pair.
+  const bool half = !a && t.cm == 2;
   for (int64_t i = 0; i < panels; ++i) {
     // Coordinates: {contiguous, row} of the stored matrix.
     if (kmajor) {
-      p << "\tadd.u32 %cx, %k0, " << N(i * t.atom) << ";\n"
-        << "\tmov.u32 %cy, " << origin << ";\n";
+      p << "\tadd.u32 %cx, %k0, " << N(i * t.atom) << ";\n";
+      if (half)
+        p << "\tadd.u32 %cy, " << origin << ", %rrow;\n";
+      else
+        p << "\tmov.u32 %cy, " << origin << ";\n";
     } else {
-      p << "\tadd.u32 %cx, " << origin << ", " << N(i * t.atom) << ";\n"
-        << "\tmov.u32 %cy, %k0;\n";
+      p << "\tadd.u32 %cx, " << origin << ", " << N(i * t.atom) << ";\n";
+      if (half)
+        p << "\tadd.u32 %cy, %k0, %rrow;\n";
+      else
+        p << "\tmov.u32 %cy, %k0;\n";
     }
-    p << "\tadd.u32 %dst, %sbuf, " << N(base + i * panel_bytes) << ";\n"
-      << "\tcp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::"
-         "complete_tx::bytes [%dst], ["
-      << map << ", {%cx, %cy}], [%fb];\n";
+    p << "\tadd.u32 %dst, %sbuf, " << N(base + i * panel_bytes) << ";\n";
+    if (half) {
+      p << "\tadd.u32 %dst, %dst, %rofs;\n"
+        << "\tcp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::"
+           "complete_tx::bytes.multicast::cluster [%dst], ["
+        << map << ", {%cx, %cy}], [%fb], %mask;\n";
+    } else {
+      p << "\tcp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::"
+           "complete_tx::bytes [%dst], ["
+        << map << ", {%cx, %cy}], [%fb];\n";
+    }
   }
+}
+
+// The first tile of this program (its cluster's, with pairs) and the
+// stride to the next.
+void EmitFirstTile(Ptx& p, const Tiling& t) {
+  if (t.cm == 2) {
+    p << "\tmov.u32 %tile, %clusterid.x;\n";
+  } else {
+    p << "\tmov.u32 %tile, %ctaid.x;\n";
+  }
+}
+void EmitNextTile(Ptx& p, const Tiling& t) {
+  p << "\tmov.u32 %tmp, %nctaid.x;\n";
+  if (t.cm == 2) p << "\tshr.u32 %tmp, %tmp, 1;\n";
+  p << "\tadd.u32 %tile, %tile, %tmp;\n";
+}
+
+// Releases the buffer whose empty mbarrier is at %prev (one arrival per
+// warp, where `pred` holds): to this program's producer and, with a
+// cluster pair, to the partner's, whose multicast also fills it.
+void EmitRelease(Ptx& p, const Tiling& t, const std::string& pred) {
+  p << "\t@" << pred << " mbarrier.arrive.shared::cta.b64 _, [%prev];\n";
+  if (t.cm == 2) {
+    p << "\t@" << pred << " mapa.shared::cluster.u32 %rprev, %prev, %peer;\n"
+      << "\t@" << pred
+      << " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%rprev];\n";
+  }
+}
+
+// Every thread of the cluster: the partner's mbarriers are initialized
+// before use, and neither program exits while the other may still write
+// its shared memory or arrive on its mbarriers.
+void EmitClusterSync(Ptx& p) {
+  p << "\tbarrier.cluster.arrive.release;\n"
+    << "\tbarrier.cluster.wait.acquire;\n";
 }
 
 void EmitEpilogueSetup(Ptx& p, const Tiling& t);
@@ -100,8 +151,11 @@ void EmitRaster(Ptx& p, const Tiling& t) {
     << "\tsub.u32 %r, %tile, %tmp;\n"
     << "\trem.u32 %tile_m, %r, %gsize;\n"
     << "\tadd.u32 %tile_m, %tile_m, %first_m;\n"
-    << "\tdiv.u32 %tile_n, %r, %gsize;\n"
-    << "\tmul.lo.u32 %m0, %tile_m, " << N(t.bm) << ";\n"
+    << "\tdiv.u32 %tile_n, %r, %gsize;\n";
+  // With pairs, rows of tiles are rows of pairs: this program's is the
+  // pair's first or second.
+  if (t.cm == 2) p << "\tmad.lo.u32 %tile_m, %tile_m, 2, %rank;\n";
+  p << "\tmul.lo.u32 %m0, %tile_m, " << N(t.bm) << ";\n"
     << "\tmul.lo.u32 %n0, %tile_n, " << N(t.bn) << ";\n";
 }
 
@@ -114,9 +168,17 @@ void EmitProducer(Ptx& p, const Tiling& t) {
     << "\tmov.b64 %tma, tmap_a;\n\tcvta.param.u64 %tma, %tma;\n"
     << "\tmov.b64 %tmb, tmap_b;\n\tcvta.param.u64 %tmb, %tmb;\n"
     << "\tprefetch.tensormap [%tma];\n\tprefetch.tensormap [%tmb];\n"
-    << "\tmov.u32 %st, 0;\n\tmov.u32 %ph, 0;\n"
-    << "\tmov.u32 %tile, %ctaid.x;\n"
-    << "PTILE:\n"
+    << "\tmov.u32 %st, 0;\n\tmov.u32 %ph, 0;\n";
+  if (t.cm == 2) {
+    p << "\t// this program's half of every B box: rows and bytes from the "
+         "panel's start\n"
+      << "\tmul.lo.u32 %rrow, %rank, " << N(t.b_box_rows) << ";\n"
+      << "\tmul.lo.u32 %rofs, %rank, " << N(t.b_box_rows * kSwizzleBytes)
+      << ";\n"
+      << "\tmov.b16 %mask, 3;\n";
+  }
+  EmitFirstTile(p, t);
+  p << "PTILE:\n"
     << "\tsetp.ge.u32 %pp, %tile, %tiles;\n\t@%pp bra DONE;\n";
   EmitRaster(p, t);
   p << "\tmov.u32 %kt, 0;\n\tmov.u32 %k0, 0;\n"
@@ -139,7 +201,9 @@ void EmitProducer(Ptx& p, const Tiling& t) {
     << "\tselp.u32 %st, 0, %st, %pp;\n"
     << "\txor.b32 %tmp, %ph, 1;\n\tselp.u32 %ph, %tmp, %ph, %pp;\n"
     << "\tbra PLOOP;\n"
-    << "PNEXT:\n\tmov.u32 %tmp, %nctaid.x;\n\tadd.u32 %tile, %tile, %tmp;\n\tbra PTILE;\n";
+    << "PNEXT:\n";
+  EmitNextTile(p, t);
+  p << "\tbra PTILE;\n";
 }
 
 std::string AccList(const Tiling& t, int64_t tile) {
@@ -168,9 +232,9 @@ void EmitMainLoop(Ptx& p, const Tiling& t) {
   p << "\tmul.lo.u32 %aoff, %cw, " << N(t.AOffset(t.mt, 0) - t.AOffset(0, 0))
     << ";\n";
   EmitEpilogueSetup(p, t);
-  p << "\tmov.u32 %st, 0;\n\tmov.u32 %ph, 0;\n\tmov.u32 %prev, 0;\n"
-    << "\tmov.u32 %tile, %ctaid.x;\n"
-    << "CTILE:\n"
+  p << "\tmov.u32 %st, 0;\n\tmov.u32 %ph, 0;\n\tmov.u32 %prev, 0;\n";
+  EmitFirstTile(p, t);
+  p << "CTILE:\n"
     << "\tsetp.ge.u32 %pp, %tile, %tiles;\n\t@%pp bra DONE;\n";
   EmitRaster(p, t);
   for (int64_t i = 0; i < t.mt * per_row; ++i)
@@ -208,9 +272,9 @@ void EmitMainLoop(Ptx& p, const Tiling& t) {
     << "\t// the group of the previous k tile has completed: release its "
        "buffer (one arrival per warp)\n"
     << "\twgmma.wait_group.sync.aligned 1;\n"
-    << "\tsetp.ne.u32 %pp, %kt, 0;\n\tand.pred %pp, %pp, %plane;\n"
-    << "\t@%pp mbarrier.arrive.shared::cta.b64 _, [%prev];\n"
-    << "\tadd.u32 %prev, %empty, %boff;\n"
+    << "\tsetp.ne.u32 %pp, %kt, 0;\n\tand.pred %pp, %pp, %plane;\n";
+  EmitRelease(p, t, "%pp");
+  p << "\tadd.u32 %prev, %empty, %boff;\n"
     << "\tadd.u32 %kt, %kt, 1;\n\tadd.u32 %st, %st, 1;\n"
     << "\tsetp.eq.u32 %pp, %st, " << N(t.stages) << ";\n"
     << "\tselp.u32 %st, 0, %st, %pp;\n"
@@ -218,8 +282,8 @@ void EmitMainLoop(Ptx& p, const Tiling& t) {
     << "\tbra CLOOP;\n"
     << "CDONE:\n\twgmma.wait_group.sync.aligned 0;\n"
     << "\t// release the tile's last buffer: the producer fills it for the "
-       "next tile\n"
-    << "\t@%plane mbarrier.arrive.shared::cta.b64 _, [%prev];\n";
+       "next tile\n";
+  EmitRelease(p, t, "%plane");
 }
 
 // Accumulator register r of m tile i holds row 16*warp + lane/4 + 8*h and
@@ -309,7 +373,8 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << ", B " << (t.b_kmajor ? "K-major (T)" : "N-major (N)") << "\n"
     << "// bm=" << N(t.bm) << " bn=" << N(t.bn) << " bk=" << N(t.bk)
     << " stages=" << N(t.stages) << " consumers=" << N(t.consumers)
-    << " group_m=" << N(t.group_m) << "; " << N(threads) << " threads, "
+    << " group_m=" << N(t.group_m) << " cluster_m=" << N(t.cm) << "; "
+    << N(threads) << " threads, "
     << N(t.mt) << " m64n" << N(t.bn) << " tile(s) per consumer warpgroup\n"
     << "// shared: stage " << N(t.stage) << " B (A " << N(t.a_panels)
     << " panel(s) of " << N(t.a_panel_bytes) << " B, B " << N(t.b_panels)
@@ -324,7 +389,8 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << "\t.param .u64 param_C,\n\t.param .u32 param_M,\n\t.param .u32 param_N,\n"
     << "\t.param .u32 param_K,\n\t.param .u32 param_ldc,\n"
     << "\t.param .f32 param_alpha,\n\t.param .f32 param_beta)\n"
-    << ".maxntid " << N(threads) << ", 1, 1\n.minnctapersm 1\n{\n"
+    << ".maxntid " << N(threads) << ", 1, 1\n.minnctapersm 1\n"
+    << (t.cm == 2 ? ".reqnctapercluster 2, 1, 1\n" : "") << "{\n"
     << "\t.reg .pred %pp, %pw, %plane, %pone, %prow, %pe, %pe1, %pv, %pnv, "
        "%ps0, %ps1, %pvec, %pbeta;\n"
     << "\t.reg .b32 %thr, %wg, %cw, %ctid, %warp, %lane, %M, %N, %K, %ldc;\n"
@@ -333,6 +399,9 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << "\t.reg .b32 %sm, %full, %empty, %sbuf, %boff, %fb, %eb, %prev, %dst, "
        "%cx, %cy, %kt, %k0, %st, %ph, %par, %tmp, %aoff;\n"
     << "\t.reg .b32 %rbase, %cbase, %nrem, %row, %w;\n"
+    << (t.cm == 2 ? "\t.reg .b32 %rank, %peer, %rrow, %rofs, %rprev;\n"
+                    "\t.reg .b16 %mask;\n"
+                  : "")
     << "\t.reg .b64 %tma, %tmb, %da, %db, %dak, %dbk, %C, %ptr, %d0, %cb64;\n"
     << "\t.reg .f32 %alpha, %beta, %v, %v1, %cf, %cf1;\n"
     << "\t.reg .b16 %hs, %hs1;\n"
@@ -344,7 +413,13 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
        "(one each when the grid has one program per tile), in a grouped "
        "raster of "
     << N(t.group_m) << " rows of tiles\n";
-  EmitCeilDiv(p, "%tiles_m", "%M", t.bm);
+  if (t.cm == 2) {
+    p << "\t// cluster pairs: %tiles_m counts rows of pairs of tiles, %tile "
+         "pairs\n"
+      << "\tmov.u32 %rank, %cluster_ctarank;\n"
+      << "\txor.b32 %peer, %rank, 1;\n";
+  }
+  EmitCeilDiv(p, "%tiles_m", "%M", t.bm * t.cm);
   EmitCeilDiv(p, "%tiles_n", "%N", t.bn);
   EmitCeilDiv(p, "%ktiles", "%K", t.bk);
   p << "\tmul.lo.u32 %tiles, %tiles_m, %tiles_n;\n"
@@ -359,11 +434,15 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
   for (int64_t s = 0; s < t.stages; ++s) {
     p << "\tmbarrier.init.shared::cta.b64 [%full+" << N(8 * s) << "], 1;\n"
       << "\tmbarrier.init.shared::cta.b64 [%empty+" << N(8 * s) << "], "
-      << N(4 * t.consumers) << ";\n";
+      << N(4 * t.consumers * t.cm) << ";\n";
   }
   p << "\tfence.mbarrier_init.release.cluster;\n"
-    << "INIT_DONE:\n\tbar.sync 0;\n"
-    << "\tshr.u32 %wg, %thr, 7;\n"
+    << "INIT_DONE:\n";
+  if (t.cm == 2)
+    EmitClusterSync(p);
+  else
+    p << "\tbar.sync 0;\n";
+  p << "\tshr.u32 %wg, %thr, 7;\n"
     << "\tsetp.ne.u32 %pp, %wg, 0;\n\t@%pp bra CONSUMER;\n";
   EmitProducer(p, t);
   EmitMainLoop(p, t);
@@ -381,8 +460,12 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
   EmitEpilogue(p, t, false);
   p << "\tbra CNEXT;\nEPI_BETA:\n";
   EmitEpilogue(p, t, true);
-  p << "CNEXT:\n\tmov.u32 %tmp, %nctaid.x;\n\tadd.u32 %tile, %tile, %tmp;\n\tbra CTILE;\n";
-  p << "DONE:\n\tret;\n}\n";
+  p << "CNEXT:\n";
+  EmitNextTile(p, t);
+  p << "\tbra CTILE;\n";
+  p << "DONE:\n";
+  if (t.cm == 2) EmitClusterSync(p);
+  p << "\tret;\n}\n";
   return p.str();
 }
 

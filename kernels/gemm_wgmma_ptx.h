@@ -31,14 +31,16 @@ inline constexpr int64_t kAtomBytes = 1024;
 //   M/N-major operand (A T, B N): panels of rows = K indices, one panel per
 //     64 (bf16/fp16) columns of M (N): bm / 64 (bn / 64) panels of bk rows.
 // A stage is the A panels, then the B panels; the ring is `stages` stages,
-// then the full and the empty mbarriers (8 bytes each).
+// then the full and the empty mbarriers (8 bytes each). With a cluster pair
+// (cm = 2) the layout is the same; the B panels are filled half by each
+// program of the pair.
 struct Tiling {
   DType prec;
   int64_t esize;  // bytes per element of A, B, C
   int64_t wk;     // K per wgmma: 16 (bf16, fp16) or 8 (tf32)
   int64_t atom;   // elements per 128-byte row
   bool a_kmajor, b_kmajor;
-  int64_t bm, bn, bk, stages, consumers, group_m, mt, rows_per_consumer;
+  int64_t bm, bn, bk, stages, consumers, group_m, cm, mt, rows_per_consumer;
   int64_t a_panels, b_panels, a_panel_bytes, b_panel_bytes;
   int64_t a_stage, b_stage, stage, ring;
 
@@ -55,6 +57,7 @@ struct Tiling {
         stages(p.stages),
         consumers(p.consumers),
         group_m(p.group_m),
+        cm(p.cluster_m),
         mt(p.MTiles()),
         rows_per_consumer(p.RowsPerConsumer()) {
     const int64_t k_panels = CeilDiv(bk * esize, kSwizzleBytes);
@@ -66,7 +69,13 @@ struct Tiling {
     b_stage = b_panels * b_panel_bytes;
     stage = a_stage + b_stage;
     ring = stages * stage;
+    b_box_rows = (b_kmajor ? bn : bk) / cm;
   }
+  // Rows of one B TMA box: a whole panel, or with a cluster pair (cm = 2)
+  // half of one, each program of the pair loading one half of every panel
+  // and multicasting it to both (bn and bk are multiples of 16, so a half
+  // panel is whole 8-row swizzle atoms).
+  int64_t b_box_rows = 0;
   // Byte offset, inside a stage's A tile, of the m64 x wk slice that
   // wgmma `kk` (K step inside the stage) of m tile `tile` (counted over the
   // whole block) reads.

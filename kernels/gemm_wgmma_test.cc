@@ -90,6 +90,37 @@ TEST(GemmWgmmaTest, ParamsValidate) {
   EXPECT_FALSE(ValidateWgmmaParams(kg2).ok());  // split-K is not in v1
 }
 
+// v2's cluster pairs: whole pairs in the grid, half of every B box per
+// program, multicast to both, empty mbarriers counting both programs'
+// consumer warps, and a cluster barrier at start and exit.
+TEST(GemmWgmmaTest, ClusterPairsShareBByMulticast) {
+  for (Layout lb : {Layout::kT, Layout::kN}) {
+    const Problem prob = Gemm(DType::kBf16, 1000, 1000, 512, Layout::kN, lb);
+    WgmmaParams p;
+    p.bm = 128;
+    p.bn = 256;
+    p.bk = 64;
+    p.consumers = 2;
+    WgmmaParams pair = p;
+    pair.cluster_m = 2;
+    auto one = GenerateGemmWgmma(prob, p);
+    auto two = GenerateGemmWgmma(prob, pair);
+    ASSERT_TRUE(one.ok() && two.ok());
+    EXPECT_EQ(one->grid[0], 8u * 4u);       // ceil(1000/128) x ceil(1000/256)
+    EXPECT_EQ(two->grid[0], 2u * 4u * 4u);  // 4 pairs of rows x 4 columns
+    EXPECT_EQ(two->cluster[0], 2u);
+    EXPECT_EQ(two->map_a.box[1], one->map_a.box[1]);
+    EXPECT_EQ(two->map_b.box[1] * 2, one->map_b.box[1]);
+    EXPECT_EQ(one->ptx.find("multicast"), std::string::npos);
+    EXPECT_NE(two->ptx.find(".reqnctapercluster 2, 1, 1"), std::string::npos);
+    EXPECT_NE(two->ptx.find("bytes.multicast::cluster"), std::string::npos);
+    EXPECT_NE(two->ptx.find("mbarrier.arrive.release.cluster.shared::cluster"),
+              std::string::npos);
+    EXPECT_NE(two->ptx.find("], 16;"), std::string::npos);  // 2 x 8 warps
+    EXPECT_NE(two->ptx.find("barrier.cluster.wait"), std::string::npos);
+  }
+}
+
 TEST(GemmWgmmaTest, FamilySeam) {
   const KernelFamily& f = GemmWgmmaFamily();
   EXPECT_EQ(f.name(), "gemm.wgmma");
@@ -100,7 +131,7 @@ TEST(GemmWgmmaTest, FamilySeam) {
   ASSERT_EQ(f.params().size(), WgmmaParamDomains().size());
   auto p = f.Parse("bm=256 bn=128 wg=2 st=3");
   ASSERT_TRUE(p.ok()) << p.status().ToString();
-  EXPECT_EQ(f.Format(*p), "bm=256 bn=128 bk=64 st=3 wg=2 gm=8 kg=1");
+  EXPECT_EQ(f.Format(*p), "bm=256 bn=128 bk=64 st=3 wg=2 gm=8 kg=1 cm=1");
   const Problem prob =
       Gemm(DType::kBf16, 4096, 4096, 4096, Layout::kN, Layout::kT);
   EXPECT_TRUE(f.CanImplement(prob, *p, KernelLimits{}).ok());

@@ -678,7 +678,7 @@ TEST(FamilySamplerTest, WgmmaSamplesOnHopperOnly) {
   auto d = DefaultDomain(Wgmma());
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->family, &Wgmma());
-  EXPECT_EQ(d->family_params, 7);
+  EXPECT_EQ(d->family_params, 8);  // v2 added cm
   EXPECT_EQ(d->dtype, DType::kBf16);
   // The default domain of (gemm, bf16) stays gemm.mma's.
   EXPECT_EQ(DefaultDomain(Op::kGemm, DType::kBf16)->family, &Mma());

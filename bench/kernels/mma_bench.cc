@@ -417,7 +417,8 @@ std::vector<std::vector<int64_t>> BenchDomain(const KernelFamily& f) {
 // 64x32 warp tiles) and streaming shapes for skinny ones (one warp per 16
 // rows, deep K stages, split-K). gemm.wgmma: 128 x 256 tiles with two
 // consumer warpgroups for large products (the best of its first H100 run),
-// narrower ones for skinny products. Keys a family does not have make the
+// in cluster pairs sharing B (v2) and alone, narrower ones for skinny
+// products. Keys a family does not have make the
 // line unparsable: it is skipped.
 const std::vector<std::string>& Prior(std::string_view family) {
   static const std::map<std::string, std::vector<std::string>, std::less<>>
@@ -444,7 +445,12 @@ const std::vector<std::string>& Prior(std::string_view family) {
             "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=128 gm=1 sk=1",
             "bm=64 bn=64 bk=128 wm=2 wn=2 st=3 kg=32 gm=1 sk=1"}},
           {"gemm.wgmma",
-           {"bm=128 bn=256 bk=64 st=4 wg=2 gm=8",
+           {"bm=128 bn=256 bk=64 st=4 wg=2 gm=8 cm=2",
+            "bm=128 bn=256 bk=64 st=3 wg=2 gm=8 cm=2",
+            "bm=128 bn=256 bk=64 st=4 wg=2 gm=16 cm=2",
+            "bm=256 bn=128 bk=64 st=4 wg=2 gm=8 cm=2",
+            "bm=128 bn=256 bk=32 st=6 wg=2 gm=8 cm=2",
+            "bm=128 bn=256 bk=64 st=4 wg=2 gm=8",
             "bm=128 bn=256 bk=64 st=3 wg=2 gm=8",
             "bm=128 bn=256 bk=64 st=4 wg=2 gm=16",
             "bm=256 bn=128 bk=64 st=4 wg=2 gm=8",

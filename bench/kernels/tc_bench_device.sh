@@ -15,7 +15,7 @@ configs=${1:-24}
 only=${2:-}
 mkdir -p "$out/ptx"
 export PATH="$PATH:/usr/local/cuda/bin"
-bin=build/bench/kernels/mma_bench
+bin=${MMA_BENCH:-build/bench/kernels/mma_bench}
 t0=$(date +%s)
 el() { echo "$1 at $(( $(date +%s) - t0 ))s"; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,driver_version,temperature.gpu,power.draw \
