@@ -40,7 +40,7 @@ constexpr Golden kGolden[] = {
      "kConvFfmaGeneratorVersion (kernels/gemm_ptx.h)"},
     {"gemm.mma", 3, 0x1952e81621ed6825ull,
      "kGemmMmaGeneratorVersion (kernels/gemm_mma.h)"},
-    {"gemm.wgmma", 2, 0x6b6cf014c038bf4dull,
+    {"gemm.wgmma", 2, 0x40591d96dde8f0e5ull,
      "kGemmWgmmaGeneratorVersion (kernels/gemm_wgmma.h)"},
 };
 
@@ -144,7 +144,7 @@ std::vector<Case> GemmWgmmaCases() {
       out.push_back({p, "bm=128 bn=256 bk=64 st=4 wg=2 gm=8 kg=1", "sm_90a"});
       out.push_back({ParseProblem("gemm m=1000 n=1023 k=515" + tail, 8),
                      "bm=64 bn=64 bk=128 st=3 wg=1 gm=1 kg=1", "sm_90"});
-      out.push_back({p, "bm=128 bn=256 bk=64 st=4 wg=2 gm=8 kg=1 cm=2",
+      out.push_back({p, "bm=128 bn=64 bk=64 st=4 wg=1 gm=8 kg=1 cm=2",
                      "sm_90a"});
     }
   }

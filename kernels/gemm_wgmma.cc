@@ -93,6 +93,8 @@ const char* ToString(WgmmaRule rule) {
       return "alignment";
     case WgmmaRule::kGrid:
       return "grid";
+    case WgmmaRule::kClusterBox:
+      return "cluster_box";
   }
   return "?";
 }
@@ -145,6 +147,11 @@ bool PassesWgmmaRule(WgmmaRule rule, const Problem& problem,
       return p.cluster_m * CeilDiv(g.m, p.bm * p.cluster_m) *
                  CeilDiv(g.n, p.bn) <=
              2147483647;
+    case WgmmaRule::kClusterBox:
+      return p.cluster_m == 1 ||
+             (g.layout_b == Layout::kT ? p.bk : p.bn) *
+                     WgmmaElementBytes(g.dtype) ==
+                 128;
   }
   return false;
 }
@@ -206,6 +213,13 @@ Status CanImplementWgmma(const Problem& problem, const WgmmaParams& p,
     case WgmmaRule::kGrid:
       return FailedPrecondition(
           name + ": cm*ceil(M/(bm*cm))*ceil(N/bn) exceeds 2^31-1");
+    case WgmmaRule::kClusterBox:
+      return FailedPrecondition(
+          name + ": a cluster pair (cm = 2) multicasts B only as one TMA box "
+          "per stage: " +
+          std::string(g.layout_b == Layout::kT ? "bk" : "bn") +
+          " * element bytes must be 128; got " +
+          N((g.layout_b == Layout::kT ? p.bk : p.bn) * esize));
   }
   return Internal("unknown rule");
 }
@@ -253,7 +267,7 @@ StatusOr<WgmmaKernel> GenerateGemmWgmma(const Problem& problem,
   }
   // Rules that make the generated text itself wrong, whatever the device.
   for (WgmmaRule rule : {WgmmaRule::kPrecisionLayout, WgmmaRule::kTileLayout,
-                         WgmmaRule::kSwizzleRow}) {
+                         WgmmaRule::kSwizzleRow, WgmmaRule::kClusterBox}) {
     if (!PassesWgmmaRule(rule, problem, p, KernelLimits{})) {
       return CanImplementWgmma(problem, p, KernelLimits{});
     }

@@ -66,6 +66,13 @@
 // either program from touching the other's shared memory before it is
 // initialized or after it has exited.
 //
+// Rule cluster_box: a pair multicasts B only where B is a single TMA box per
+// stage (K-major B with bk * element bytes = 128, N-major B with bn *
+// element bytes = 128). On the H100 the first v2 kernels with two or more
+// B boxes per stage computed the second box's columns wrong in the
+// pair's second program (N-major B, bn 128 and 256: gemm_wgmma_gpu_test,
+// 2026-11-23), a cause not found yet; one box per stage passed.
+//
 // Status: v1 passed its GPU tests on an H100 (bench/results/h100/
 // gemm_wgmma_first_run.txt) and was benchmarked against cuBLASLt
 // (tc_bench_wgmma_v1.txt: 0.87x at 4096^3 bf16). v2 adds cm.
@@ -153,12 +160,14 @@ enum class WgmmaRule {
   kRegisters,          // accumulators + addressing <= the consumer's budget
   kAlignment,          // lda, ldb multiples of 16 bytes (TMA strides)
   kGrid,               // tiles <= 2^31 - 1
+  kClusterBox,         // cm = 2: B is one TMA box per stage (see below)
 };
 inline constexpr WgmmaRule kWgmmaRules[] = {
     WgmmaRule::kComputeCapability, WgmmaRule::kPrecisionLayout,
     WgmmaRule::kTileLayout,        WgmmaRule::kSwizzleRow,
     WgmmaRule::kSharedMemory,      WgmmaRule::kRegisters,
-    WgmmaRule::kAlignment,         WgmmaRule::kGrid};
+    WgmmaRule::kAlignment,         WgmmaRule::kGrid,
+    WgmmaRule::kClusterBox};
 const char* ToString(WgmmaRule rule);
 
 // Bytes per element of A, B and C: 2 for bf16/fp16, 4 for tf32.

@@ -345,9 +345,10 @@ TEST_F(GemmWgmmaGpuTest, LargerShapesEveryLayout) {
     const Layout lb = l % 2 ? Layout::kT : Layout::kN;
     for (const char* params : {"128 256 64 4 2", "128 128 64 4 1",
                                "256 128 64 3 2", "128 256 64 4 2 2",
-                               "128 128 64 5 1 2"}) {
+                               "128 64 64 5 1 2"}) {
       for (unsigned programs : {0u, 5u}) {
         Case c = Make(DType::kBf16, 520, 392, 1032, la, lb, params);
+        if (!CanImplementWgmma(c.problem, c.params).ok()) continue;
         c.beta = 0.25f;
         c.programs = programs;
         auto o = RunCase(c, rng);

@@ -98,7 +98,7 @@ TEST(GemmWgmmaTest, ClusterPairsShareBByMulticast) {
     const Problem prob = Gemm(DType::kBf16, 1000, 1000, 512, Layout::kN, lb);
     WgmmaParams p;
     p.bm = 128;
-    p.bn = 256;
+    p.bn = lb == Layout::kT ? 256 : 64;  // one B box per stage
     p.bk = 64;
     p.consumers = 2;
     WgmmaParams pair = p;
@@ -106,8 +106,9 @@ TEST(GemmWgmmaTest, ClusterPairsShareBByMulticast) {
     auto one = GenerateGemmWgmma(prob, p);
     auto two = GenerateGemmWgmma(prob, pair);
     ASSERT_TRUE(one.ok() && two.ok());
-    EXPECT_EQ(one->grid[0], 8u * 4u);       // ceil(1000/128) x ceil(1000/256)
-    EXPECT_EQ(two->grid[0], 2u * 4u * 4u);  // 4 pairs of rows x 4 columns
+    const unsigned cols = lb == Layout::kT ? 4 : 16;  // ceil(1000 / bn)
+    EXPECT_EQ(one->grid[0], 8u * cols);       // ceil(1000/128) rows
+    EXPECT_EQ(two->grid[0], 2u * 4u * cols);  // 4 pairs of rows
     EXPECT_EQ(two->cluster[0], 2u);
     EXPECT_EQ(two->map_a.box[1], one->map_a.box[1]);
     EXPECT_EQ(two->map_b.box[1] * 2, one->map_b.box[1]);
@@ -118,6 +119,14 @@ TEST(GemmWgmmaTest, ClusterPairsShareBByMulticast) {
               std::string::npos);
     EXPECT_NE(two->ptx.find("], 16;"), std::string::npos);  // 2 x 8 warps
     EXPECT_NE(two->ptx.find("barrier.cluster.wait"), std::string::npos);
+    // Two B boxes per stage: refused (rule cluster_box).
+    WgmmaParams wide = pair;
+    wide.bk = lb == Layout::kT ? 128 : 64;
+    wide.bn = lb == Layout::kT ? 256 : 128;
+    wide.stages = 2;
+    const Status s = CanImplementWgmma(prob, wide);
+    EXPECT_NE(s.message().find("cluster_box"), std::string::npos) << s.ToString();
+    EXPECT_FALSE(GenerateGemmWgmma(prob, wide).ok());
   }
 }
 

@@ -126,6 +126,11 @@ std::vector<Case> Shapes(bool quick) {
   for (int64_t n : {1024, 2048, 4096, 6144, 8192})
     if (!quick || n == 4096)
       s.push_back(Make("square", bf, n, n, n, L::kN, L::kN));
+  // NT as well: K-major B, which gemm.wgmma's cluster pairs take with
+  // 128 x 256 tiles (rule cluster_box).
+  for (int64_t n : {2048, 4096, 8192})
+    if (!quick || n == 4096)
+      s.push_back(Make("square", bf, n, n, n, L::kN, L::kT));
   for (int64_t n : {1024, 2048, 4096, 8192})
     if (!quick || n == 4096)
       s.push_back(Make("square", fp, n, n, n, L::kN, L::kN));
