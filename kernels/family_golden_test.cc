@@ -40,7 +40,7 @@ constexpr Golden kGolden[] = {
      "kConvFfmaGeneratorVersion (kernels/gemm_ptx.h)"},
     {"gemm.mma", 3, 0x1952e81621ed6825ull,
      "kGemmMmaGeneratorVersion (kernels/gemm_mma.h)"},
-    {"gemm.wgmma", 2, 0x40591d96dde8f0e5ull,
+    {"gemm.wgmma", 2, 0x7df3d5c442a2871full,
      "kGemmWgmmaGeneratorVersion (kernels/gemm_wgmma.h)"},
 };
 

@@ -126,7 +126,7 @@ void EmitRelease(Ptx& p, const Tiling& t, const std::string& pred) {
   if (t.cm == 2) {
     p << "\t@" << pred << " mapa.shared::cluster.u32 %rprev, %prev, %peer;\n"
       << "\t@" << pred
-      << " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%rprev];\n";
+      << " mbarrier.arrive.shared::cluster.b64 _, [%rprev];\n";
   }
 }
 

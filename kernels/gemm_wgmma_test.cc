@@ -115,7 +115,8 @@ TEST(GemmWgmmaTest, ClusterPairsShareBByMulticast) {
     EXPECT_EQ(one->ptx.find("multicast"), std::string::npos);
     EXPECT_NE(two->ptx.find(".reqnctapercluster 2, 1, 1"), std::string::npos);
     EXPECT_NE(two->ptx.find("bytes.multicast::cluster"), std::string::npos);
-    EXPECT_NE(two->ptx.find("mbarrier.arrive.release.cluster.shared::cluster"),
+    EXPECT_NE(two->ptx.find("mapa.shared::cluster"), std::string::npos);
+    EXPECT_NE(two->ptx.find("mbarrier.arrive.shared::cluster.b64"),
               std::string::npos);
     EXPECT_NE(two->ptx.find("], 16;"), std::string::npos);  // 2 x 8 warps
     EXPECT_NE(two->ptx.find("barrier.cluster.wait"), std::string::npos);
