@@ -60,5 +60,11 @@ status=0
 app --dtype "$dtype" --m 4096 --n 16 --k 4096 --layout NT || status=1
 app --dtype "$dtype" --m 4096 --n 4096 --k 4096 || status=1
 app --dtype "$dtype" --m 1000 --n 1000 --k 1000 || status=1
+# The Hopper family by name (its TMA tensor maps encoded by gemm_app):
+# only on compute capability 9.0.
+if [[ $dtype != fp32 ]] && nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | grep -q '^9\.0'; then
+  app --dtype "$dtype" --family gemm.wgmma --m 4096 --n 4096 --k 4096 --layout NT || status=1
+  app --dtype "$dtype" --family gemm.wgmma --m 8192 --n 4096 --k 4096 --layout NT || status=1
+fi
 app --dtype fp32 --m 2048 --n 2048 --k 2048 || status=1
 exit $status
