@@ -40,7 +40,7 @@ constexpr Golden kGolden[] = {
      "kConvFfmaGeneratorVersion (kernels/gemm_ptx.h)"},
     {"gemm.mma", 3, 0x1952e81621ed6825ull,
      "kGemmMmaGeneratorVersion (kernels/gemm_mma.h)"},
-    {"gemm.wgmma", 1, 0xf8c7eb3480144f3full,
+    {"gemm.wgmma", 2, 0x230e47e9a6ab479dull,
      "kGemmWgmmaGeneratorVersion (kernels/gemm_wgmma.h)"},
 };
 
@@ -131,7 +131,8 @@ std::vector<Case> GemmMmaCases() {
 
 // Every layout of bf16 and fp16, tf32 in its one layout (A N, B T); one and
 // two consumer warpgroups, shallow and deep rings, N-major and K-major B.
-// K_G is 1 in v1 (the only value of kg). "sm_90" and "sm_90a" both give
+// K_G > 1 (v2: the covariance shape 64 x 64 x 4096, an odd tf32 shape) adds
+// the reduce entry. "sm_90" and "sm_90a" both give
 // sm_90a code.
 std::vector<Case> GemmWgmmaCases() {
   std::vector<Case> out;
@@ -144,6 +145,8 @@ std::vector<Case> GemmWgmmaCases() {
       out.push_back({p, "bm=128 bn=256 bk=64 st=4 wg=2 gm=8 kg=1", "sm_90a"});
       out.push_back({ParseProblem("gemm m=1000 n=1023 k=515" + tail, 8),
                      "bm=64 bn=64 bk=128 st=3 wg=1 gm=1 kg=1", "sm_90"});
+      out.push_back({ParseProblem("gemm m=64 n=64 k=4096" + tail, 8),
+                     "bm=64 bn=64 bk=64 st=4 wg=1 gm=8 kg=6", "sm_90"});
     }
   }
   const std::string tf32 = " layout=NT dtype=tf32";
@@ -153,6 +156,8 @@ std::vector<Case> GemmWgmmaCases() {
                  "bm=256 bn=96 bk=32 st=3 wg=2 gm=4 kg=1", "sm_90a"});
   out.push_back({ParseProblem("gemm m=4096 n=16 k=4096" + tf32, 4),
                  "bm=64 bn=16 bk=128 st=4 wg=1 gm=16 kg=1", "sm_90"});
+  out.push_back({ParseProblem("gemm m=1000 n=1023 k=515" + tf32, 4),
+                 "bm=128 bn=128 bk=32 st=4 wg=1 gm=8 kg=3", "sm_90"});
   return out;
 }
 

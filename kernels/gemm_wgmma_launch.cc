@@ -16,6 +16,10 @@ StatusOr<std::unique_ptr<LoadedWgmma>> LoadedWgmma::Create(
   BT_RETURN_IF_ERROR(cuda::SetMaxDynamicShared(
       w->function_, static_cast<int>(w->kernel_.shared_bytes)));
   BT_RETURN_IF_ERROR(cuda::PreferSharedCarveout(w->function_, 100));
+  if (!w->kernel_.reduce_entry.empty()) {
+    BT_ASSIGN_OR_RETURN(w->reduce_,
+                        w->module_->GetFunction(w->kernel_.reduce_entry));
+  }
   return w;
 }
 
@@ -36,10 +40,21 @@ Status LoadedWgmma::Launch(const WgmmaOperands& ops,
   float alpha = ops.alpha, beta = ops.beta;
   const unsigned grid =
       programs > 0 && programs < k.grid[0] ? programs : k.grid[0];
-  return cuda::Launch(function_, {grid, k.grid[1], k.grid[2]},
-                      {k.block[0], k.block[1], k.block[2]}, k.shared_bytes,
-                      {map_a.bytes, map_b.bytes, &c, &m, &n, &kk, &ldc, &alpha,
-                       &beta});
+  uint64_t w = ops.workspace;
+  if (k.workspace_bytes > 0 && w == 0) {
+    return InvalidArgument("gemm.wgmma with kg > 1 needs a workspace of " +
+                           std::to_string(k.workspace_bytes) + " bytes");
+  }
+  BT_RETURN_IF_ERROR(cuda::Launch(
+      function_, {grid, k.grid[1], k.grid[2]},
+      {k.block[0], k.block[1], k.block[2]}, k.shared_bytes,
+      {map_a.bytes, map_b.bytes, &c, &m, &n, &kk, &ldc, &alpha, &beta, &w}));
+  if (k.reduce_entry.empty()) return OkStatus();
+  // workspace_bytes = kg * M * N * 4.
+  uint32_t kg = static_cast<uint32_t>(k.workspace_bytes / (4 * int64_t{m} * n));
+  return cuda::Launch(reduce_, {k.reduce_grid[0], 1, 1},
+                      {k.reduce_block[0], 1, 1}, 0,
+                      {&w, &c, &m, &n, &ldc, &kg, &alpha, &beta});
 }
 
 }  // namespace blocktune
