@@ -40,7 +40,7 @@ constexpr Golden kGolden[] = {
      "kConvFfmaGeneratorVersion (kernels/gemm_ptx.h)"},
     {"gemm.mma", 3, 0x1952e81621ed6825ull,
      "kGemmMmaGeneratorVersion (kernels/gemm_mma.h)"},
-    {"gemm.wgmma", 2, 0x7df3d5c442a2871full,
+    {"gemm.wgmma", 3, 0x76bdf12ac62c27eeull,
      "kGemmWgmmaGeneratorVersion (kernels/gemm_wgmma.h)"},
 };
 
@@ -131,8 +131,9 @@ std::vector<Case> GemmMmaCases() {
 
 // Every layout of bf16 and fp16, tf32 in its one layout (A N, B T); one and
 // two consumer warpgroups, shallow and deep rings, N-major and K-major B.
-// K_G is 1 (the only value of kg); cluster pairs (cm=2, v2) with K-major
-// and N-major B. "sm_90" and "sm_90a" both give sm_90a code.
+// K_G > 1 (the covariance shape 64 x 64 x 4096, an odd tf32 shape) adds the
+// reduce entry; cluster pairs (cm=2) with K-major and N-major B, alone and
+// with a split. "sm_90" and "sm_90a" both give sm_90a code.
 std::vector<Case> GemmWgmmaCases() {
   std::vector<Case> out;
   for (const char* dtype : {"bf16", "fp16"}) {
@@ -146,6 +147,8 @@ std::vector<Case> GemmWgmmaCases() {
                      "bm=64 bn=64 bk=128 st=3 wg=1 gm=1 kg=1", "sm_90"});
       out.push_back({p, "bm=128 bn=64 bk=64 st=4 wg=1 gm=8 kg=1 cm=2",
                      "sm_90a"});
+      out.push_back({ParseProblem("gemm m=64 n=64 k=4096" + tail, 8),
+                     "bm=64 bn=64 bk=64 st=4 wg=1 gm=8 kg=6", "sm_90"});
     }
   }
   const std::string tf32 = " layout=NT dtype=tf32";
@@ -157,6 +160,10 @@ std::vector<Case> GemmWgmmaCases() {
                  "bm=64 bn=16 bk=128 st=4 wg=1 gm=16 kg=1", "sm_90"});
   out.push_back({ParseProblem("gemm m=4096 n=4096 k=4096" + tf32, 4),
                  "bm=128 bn=256 bk=32 st=4 wg=2 gm=8 kg=1 cm=2", "sm_90"});
+  out.push_back({ParseProblem("gemm m=1000 n=1023 k=515" + tf32, 4),
+                 "bm=128 bn=128 bk=32 st=4 wg=1 gm=8 kg=3", "sm_90"});
+  out.push_back({ParseProblem("gemm m=300 n=200 k=2048" + tf32, 4),
+                 "bm=64 bn=128 bk=32 st=4 wg=1 gm=1 kg=4 cm=2", "sm_90"});
   return out;
 }
 

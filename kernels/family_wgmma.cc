@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "kernels/family.h"
+#include "kernels/gemm_ptx.h"
 #include "kernels/gemm_wgmma.h"
 
 namespace blocktune {
@@ -104,8 +105,8 @@ class WgmmaFamily : public KernelFamily {
     s.threads = w.Threads();
     s.programs = w.cluster_m *
                  ((g.m + w.bm * w.cluster_m - 1) / (w.bm * w.cluster_m)) *
-                 ((g.n + w.bn - 1) / w.bn);
-    s.workspace_bytes = 0;
+                 ((g.n + w.bn - 1) / w.bn) * w.kg;
+    s.workspace_bytes = WgmmaWorkspaceBytes(problem, w);
     return s;
   }
 
@@ -155,7 +156,12 @@ class WgmmaFamily : public KernelFamily {
         {"K", "u32", 272, 4, "reduction length"},
         {"ldc", "u32", 276, 4, "leading dimension of C"},
         {"alpha", "f32", 280, 4, "scale of A*B"},
-        {"beta", "f32", 284, 4, "scale of C"}};
+        {"beta", "f32", 284, 4, "scale of C"},
+        {"W", "u64", 288, 8, "workspace (K_G partial sums; kg > 1)"}};
+    out.reduce_entry = k.reduce_entry;
+    out.reduce_grid = k.reduce_grid;
+    out.reduce_block = k.reduce_block;
+    if (!out.reduce_entry.empty()) out.reduce_params = ReduceParams();
     out.tensor_maps = {{0, 'A', k.map_a}, {1, 'B', k.map_b}};
     return out;
   }

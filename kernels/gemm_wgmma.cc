@@ -1,5 +1,6 @@
 #include "kernels/gemm_wgmma.h"
 
+#include "kernels/gemm_mma_ptx.h"
 #include "kernels/gemm_wgmma_ptx.h"
 
 namespace blocktune {
@@ -40,7 +41,9 @@ const std::vector<WgmmaParamDomain>& WgmmaParamDomains() {
       {"wg", {1, 2}, "consumer warpgroups", true},
       {"gm", {1, 2, 4, 8, 16}, "rows of tiles per raster group (L2 reuse)",
        false},
-      {"kg", {1}, "programs splitting K (K_G; 1 so far)", true},
+      {"kg", {1, 2, 3, 4, 6, 8},
+       "programs splitting K (K_G): fp32 partial sums plus a reduce entry",
+       false},
       {"cm", {1, 2},
        "programs per thread-block cluster along M (2: the pair shares B "
        "by TMA multicast)",
@@ -95,6 +98,8 @@ const char* ToString(WgmmaRule rule) {
       return "grid";
     case WgmmaRule::kClusterBox:
       return "cluster_box";
+    case WgmmaRule::kSplitHasWork:
+      return "split_has_work";
   }
   return "?";
 }
@@ -145,8 +150,10 @@ bool PassesWgmmaRule(WgmmaRule rule, const Problem& problem,
     }
     case WgmmaRule::kGrid:
       return p.cluster_m * CeilDiv(g.m, p.bm * p.cluster_m) *
-                 CeilDiv(g.n, p.bn) <=
+                 CeilDiv(g.n, p.bn) * p.kg <=
              2147483647;
+    case WgmmaRule::kSplitHasWork:
+      return p.kg == 1 || p.kg * p.bk <= g.k;
     case WgmmaRule::kClusterBox:
       return p.cluster_m == 1 ||
              (g.layout_b == Layout::kT ? p.bk : p.bn) *
@@ -212,7 +219,11 @@ Status CanImplementWgmma(const Problem& problem, const WgmmaParams& p,
           N(Lda(problem)) + ", ldb " + N(Ldb(problem)));
     case WgmmaRule::kGrid:
       return FailedPrecondition(
-          name + ": cm*ceil(M/(bm*cm))*ceil(N/bn) exceeds 2^31-1");
+          name + ": cm*ceil(M/(bm*cm))*ceil(N/bn)*kg exceeds 2^31-1");
+    case WgmmaRule::kSplitHasWork:
+      return FailedPrecondition(
+          name + ": kg * bk = " + N(p.kg * p.bk) + " exceeds K = " + N(g.k) +
+          ", so a split would have no k tile");
     case WgmmaRule::kClusterBox:
       return FailedPrecondition(
           name + ": a cluster pair (cm = 2) multicasts B only as one TMA box "
@@ -222,6 +233,11 @@ Status CanImplementWgmma(const Problem& problem, const WgmmaParams& p,
           N((g.layout_b == Layout::kT ? p.bk : p.bn) * esize));
   }
   return Internal("unknown rule");
+}
+
+int64_t WgmmaWorkspaceBytes(const Problem& problem, const WgmmaParams& p) {
+  const GemmContext& g = std::get<GemmContext>(problem.ctx);
+  return p.kg > 1 ? p.kg * g.m * g.n * 4 : 0;
 }
 
 TensorMap2d WgmmaTensorMap(const Problem& problem, const WgmmaParams& p,
@@ -275,13 +291,30 @@ StatusOr<WgmmaKernel> GenerateGemmWgmma(const Problem& problem,
   const Tiling t = TilingOf(problem, p);
   WgmmaKernel k;
   k.ptx = wgmma_internal::MainEntry(t, arch);
-  // One program per tile; with clusters, whole pairs (a pair past M
-  // computes nothing but still loads its half of B for its partner).
+  if (!PassesWgmmaRule(WgmmaRule::kSplitHasWork, problem, p, KernelLimits{}))
+    return CanImplementWgmma(problem, p, KernelLimits{});
+  // One program per (tile, split); with clusters, whole pairs (a pair past
+  // M computes nothing but still loads its half of B for its partner).
   k.grid = {static_cast<unsigned>(p.cluster_m *
                                   CeilDiv(g.m, p.bm * p.cluster_m) *
-                                  CeilDiv(g.n, p.bn)),
+                                  CeilDiv(g.n, p.bn) * p.kg),
             1, 1};
   k.cluster = {static_cast<unsigned>(p.cluster_m), 1, 1};
+  k.workspace_bytes = WgmmaWorkspaceBytes(problem, p);
+  if (p.kg > 1) {
+    const MmaPrecision prec =
+        g.dtype == DType::kFp16   ? MmaPrecision::kFp16
+        : g.dtype == DType::kTf32 ? MmaPrecision::kTf32
+                                  : MmaPrecision::kBf16;
+    const int64_t lanes = mma_internal::ReduceLanes(p.kg);
+    k.ptx += mma_internal::ReduceEntry(prec, lanes, arch);
+    k.reduce_entry = "blocktune_gemm_mma_reduce";
+    k.reduce_grid = {static_cast<unsigned>(CeilDiv(
+                         g.m * g.n, mma_internal::kReduceThreads / lanes)),
+                     1, 1};
+    k.reduce_block = {static_cast<unsigned>(mma_internal::kReduceThreads), 1,
+                      1};
+  }
   k.block = {static_cast<unsigned>(p.Threads()), 1, 1};
   k.shared_bytes = static_cast<unsigned>(WgmmaSharedBytes(g.dtype, p));
   k.map_a = WgmmaTensorMap(problem, p, 'a');

@@ -36,7 +36,15 @@
 // With two consumer warpgroups the producer gives registers away
 // (setmaxnreg.dec to 40) and the consumers take them (setmaxnreg.inc to
 // 232), under a 168-register cap at entry (.maxntid 384, .minnctapersm 1).
-// Programs walk the tiles of C grid-stride (tile = program, + programs, ...)
+// Split-K (kg = K_G > 1): the work units are tiles * kg, unit u being
+// tile u % tiles and split z = u / tiles; split z runs k tiles
+// [z * ktiles / kg, (z + 1) * ktiles / kg) (non-empty by rule
+// split_has_work: kg * bk <= K), and its epilogue stores the fp32
+// accumulators unscaled to W[z][row][col] (row-major M x N). The reduce
+// entry (gemm.mma's blocktune_gemm_mma_reduce, launched after the main one
+// on the same stream) adds the kg partial sums of each output in a fixed
+// order, so every run gives the same bits, then applies alpha and beta.
+// Programs walk the work units grid-stride (tile = program, + programs, ...)
 // in a grouped raster (group_m rows of tiles at a time, as gemm.mma): with
 // one program per tile (WgmmaKernel::grid) each takes one; with fewer (a
 // persistent grid, LoadedWgmma::Launch's `programs`) the ring runs on
@@ -73,15 +81,21 @@
 // pair's second program (N-major B, bn 128 and 256: gemm_wgmma_gpu_test,
 // 2026-11-23), a cause not found yet; one box per stage passed.
 //
+// Split-K (kg > 1, v3): the grid walks tiles x kg work units; split z of a
+// tile runs k tiles [z*ktiles/kg, (z+1)*ktiles/kg) and stores its raw fp32
+// sums to W[z] (M x N, row-major); gemm.mma's reduce entry then adds the kg
+// partial sums in a fixed order (deterministic) and applies alpha and beta.
+// With cluster pairs both programs take the same units.
+//
 // Status: v1 passed its GPU tests on an H100 (bench/results/h100/
 // gemm_wgmma_first_run.txt) and was benchmarked against cuBLASLt
-// (tc_bench_wgmma_v1.txt: 0.87x at 4096^3 bf16). v2 adds cm.
+// (tc_bench_wgmma_v1.txt: 0.87x at 4096^3 bf16); v2 (cluster pairs)
+// passed them too (tc_bench_wgmma_v2_release_fix.txt). v3 merges split-K.
 //
-// Not yet: split-K (kg is fixed at 1), a persistent-grid parameter (the
-// program count needs the SM count, which Generate does not see; the
-// kernel tests launch persistent grids through LoadedWgmma::Launch), a
-// TMA-store epilogue. Each is a later parameter; adding one bumps
-// kGemmWgmmaGeneratorVersion.
+// Not yet: a persistent-grid parameter (the program count needs the SM
+// count, which Generate does not see; the kernel tests launch persistent
+// grids through LoadedWgmma::Launch), a TMA-store epilogue. Each is a later
+// parameter; adding one bumps kGemmWgmmaGeneratorVersion.
 //
 // Alignment: TMA needs the global row strides of A and B to be multiples of
 // 16 bytes (lda, ldb multiples of 8 bf16/fp16 or 4 tf32 elements; rule
@@ -105,11 +119,11 @@
 namespace blocktune {
 
 // Bumped whenever the emitted PTX can change.
-inline constexpr int kGemmWgmmaGeneratorVersion = 2;
+inline constexpr int kGemmWgmmaGeneratorVersion = 3;
 inline constexpr char kGemmWgmmaFamily[] = "gemm.wgmma";
 
 // The family's parameters. Thesis names: bm = M_L, bn = N_L, bk = U,
-// kg = K_G (fixed at 1 in v1).
+// kg = K_G (v2: split-K into a workspace plus a reduce entry).
 struct WgmmaParams {
   int64_t bm = 128;        // rows of C per program: 64 * consumers * m tiles
   int64_t bn = 128;        // columns of C per program: the wgmma N
@@ -117,7 +131,7 @@ struct WgmmaParams {
   int64_t stages = 4;      // shared-memory ring buffers
   int64_t consumers = 1;   // consumer warpgroups (1 or 2)
   int64_t group_m = 8;     // rows of tiles per raster group
-  int64_t kg = 1;          // programs splitting K (v1: 1)
+  int64_t kg = 1;          // programs splitting K (K_G)
   // Programs per thread-block cluster along M (v2): 2 pairs the programs
   // of two vertically adjacent tiles of C, which share the B tile: each
   // loads half of every B box and multicasts it to both.
@@ -159,7 +173,8 @@ enum class WgmmaRule {
   kSharedMemory,       // ring + barriers + alignment slack <= opt-in limit
   kRegisters,          // accumulators + addressing <= the consumer's budget
   kAlignment,          // lda, ldb multiples of 16 bytes (TMA strides)
-  kGrid,               // tiles <= 2^31 - 1
+  kGrid,               // units <= 2^31 - 1
+  kSplitHasWork,       // kg == 1 or kg * bk <= K: every split has a k tile
   kClusterBox,         // cm = 2: B is one TMA box per stage (see below)
 };
 inline constexpr WgmmaRule kWgmmaRules[] = {
@@ -167,7 +182,7 @@ inline constexpr WgmmaRule kWgmmaRules[] = {
     WgmmaRule::kTileLayout,        WgmmaRule::kSwizzleRow,
     WgmmaRule::kSharedMemory,      WgmmaRule::kRegisters,
     WgmmaRule::kAlignment,         WgmmaRule::kGrid,
-    WgmmaRule::kClusterBox};
+    WgmmaRule::kSplitHasWork, WgmmaRule::kClusterBox};
 const char* ToString(WgmmaRule rule);
 
 // Bytes per element of A, B and C: 2 for bf16/fp16, 4 for tf32.
@@ -205,8 +220,17 @@ struct WgmmaKernel {
   TensorMap2d map_a, map_b;
   int64_t align_elements = 8;  // lda, ldb must be multiples of this
   int element_bytes = 2;
-  int64_t workspace_bytes = 0;  // none: v1 does not split K
+  // K_G > 1: the fp32 partial sums W[z][M][N] (kg * M * N * 4 bytes) and
+  // the reduce entry (gemm.mma's, blocktune_gemm_mma_reduce, in the same
+  // module) that adds them in a fixed order and applies alpha and beta.
+  int64_t workspace_bytes = 0;
+  std::string reduce_entry;  // empty when kg == 1
+  std::array<unsigned, 3> reduce_grid{};
+  std::array<unsigned, 3> reduce_block{};
 };
+
+// kg * M * N * 4 where kg > 1, else 0.
+int64_t WgmmaWorkspaceBytes(const Problem& problem, const WgmmaParams& p);
 
 // The tensor map the kernel of (problem, p) expects for A ('a') or B
 // ('b'): the stored matrix's extents and row stride, and the TMA box.
@@ -215,7 +239,8 @@ TensorMap2d WgmmaTensorMap(const Problem& problem, const WgmmaParams& p,
 
 // Parameters of `entry`:
 //   .param .align 64 .b8 tmap_a[128], tmap_b[128] (CUtensorMap, by value),
-//   .u64 C, .u32 M, N, K, ldc, .f32 alpha, beta.
+//   .u64 C, .u32 M, N, K, ldc, .f32 alpha, beta, .u64 W (the workspace;
+//   read only where kg > 1).
 // The PTX is correct for any M, N, K; the tensor maps carry lda, ldb and
 // the operands' addresses. `arch` must be "sm_90a".
 StatusOr<WgmmaKernel> GenerateGemmWgmma(const Problem& problem,

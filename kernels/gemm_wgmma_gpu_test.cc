@@ -131,9 +131,25 @@ StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
   ops.c = dc.address();
   ops.alpha = c.alpha;
   ops.beta = c.beta;
+  // kg > 1: the partial sums' workspace, filled with NaN so that an
+  // unwritten partial shows.
+  DeviceBuffer dw;
+  if (wg->kernel().workspace_bytes > 0) {
+    BT_ASSIGN_OR_RETURN(dw, DeviceBuffer::Allocate(static_cast<size_t>(
+                                wg->kernel().workspace_bytes)));
+    BT_RETURN_IF_ERROR(dw.Fill32(0x7fc00000));
+    ops.workspace = dw.address();
+  }
   BT_RETURN_IF_ERROR(wg->Launch(ops, c.programs));
   std::vector<uint8_t> out(cm.value.size() * es);
   BT_RETURN_IF_ERROR(dc.CopyToHost(out.data(), out.size()));
+  if (c.params.kg > 1 && c.beta == 0) {
+    // The reduction's order is fixed: a second run gives the same bits.
+    BT_RETURN_IF_ERROR(wg->Launch(ops, c.programs));
+    std::vector<uint8_t> again(out.size());
+    BT_RETURN_IF_ERROR(dc.CopyToHost(again.data(), again.size()));
+    if (again != out) return Internal("split-K: a second run differs");
+  }
 
   const double cu = dtype == DType::kBf16   ? std::ldexp(1.0, -8)
                     : dtype == DType::kFp16 ? std::ldexp(1.0, -11)
@@ -236,6 +252,12 @@ TEST_F(GemmWgmmaGpuTest, SmokeOneTilePerLayout) {
     auto o = RunCase(c, rng);
     ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
   }
+  // Split-K: two partial sums and the reduce entry.
+  Case c = Make(DType::kBf16, 64, 64, 128, Layout::kN, Layout::kT,
+                "64 64 64 2 1");
+  c.params.kg = 2;
+  auto o = RunCase(c, rng);
+  ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
 }
 
 // A cluster pair (v2): two tiles along M sharing B by multicast, one of
@@ -266,6 +288,7 @@ WgmmaParams RandomParams(std::mt19937& rng) {
   p.consumers = pick({1, 2});
   p.group_m = pick({1, 2, 8});
   p.cluster_m = pick({1, 2});
+  p.kg = pick({1, 1, 2, 4});
   return p;
 }
 
@@ -334,6 +357,64 @@ TEST_F(GemmWgmmaGpuTest, Fp16RandomShapesMatchFloat64) {
 }
 TEST_F(GemmWgmmaGpuTest, Tf32RandomShapesMatchFloat64) {
   RunPrecision(DType::kTf32, 25, Cases());
+}
+
+// Split-K (kg 2..8) in every precision and layout, odd shapes, alpha and
+// beta, one program per work unit and persistent grids walking several
+// (tile, split) units; the covariance shape 64 x 64 x K it is for.
+TEST_F(GemmWgmmaGpuTest, SplitKEveryPrecision) {
+  std::mt19937 rng(11);
+  const int64_t kgs[] = {2, 3, 4, 6, 8};
+  int ran = 0;
+  for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
+    const int64_t bk = dtype == DType::kTf32 ? 32 : 64;
+    for (int l = 0; l < 4; ++l) {
+      const Layout la = l / 2 ? Layout::kT : Layout::kN;
+      const Layout lb = l % 2 ? Layout::kT : Layout::kN;
+      if (dtype == DType::kTf32 && (la != Layout::kN || lb != Layout::kT))
+        continue;
+      for (int i = 0; i < 4; ++i) {
+        const int64_t shapes[][3] = {
+            {100, 72, 1000}, {129, 257, 515}, {7, 33, 2050}, {300, 200, 640}};
+        Case c = Make(dtype, shapes[i][0], shapes[i][1], shapes[i][2], la, lb,
+                      i % 2 ? "128 128 64 4 1" : "128 256 64 4 2");
+        // TMA strides are multiples of 16 bytes: pad odd leading dimensions.
+        const int64_t align = 16 / WgmmaElementBytes(dtype);
+        const auto ld = LeadingDims(c.problem);
+        c.problem.lda = (ld[0] + align - 1) / align * align;
+        c.problem.ldb = (ld[1] + align - 1) / align * align;
+        c.params.bk = bk;
+        if (dtype == DType::kTf32) c.params.bn = 128;
+        c.params.kg = kgs[(i + l) % std::size(kgs)];
+        c.params.group_m = i % 2 ? 8 : 1;
+        c.alpha = i % 2 ? 1.0f : -0.75f;
+        c.beta = (i + l) % 2 ? 0.5f : 0.0f;
+        const unsigned programs[] = {0, 1, 3, 5};
+        c.programs = programs[(i + 2 * l) % std::size(programs)];
+        // Cluster pairs with a split (v3), where the rules allow them.
+        if (i >= 2) {
+          c.params.cluster_m = 2;
+          if (!CanImplementWgmma(c.problem, c.params).ok())
+            c.params.cluster_m = 1;
+        }
+        const Status can = CanImplementWgmma(c.problem, c.params);
+        ASSERT_TRUE(can.ok()) << Describe(c) << ": " << can.ToString();
+        auto o = RunCase(c, rng);
+        ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
+        ++ran;
+      }
+    }
+  }
+  for (int64_t kg : kgs) {
+    Case c = Make(DType::kBf16, 64, 64, 16384, Layout::kN, Layout::kT,
+                  "64 64 64 4 1");
+    c.params.kg = kg;
+    c.programs = kg == 8 ? 3 : 0;
+    auto o = RunCase(c, rng);
+    ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
+    ++ran;
+  }
+  std::printf("split-K: %d cases pass\n", ran);
 }
 
 // The shapes the family is for: several tiles each way, the ring wrapping

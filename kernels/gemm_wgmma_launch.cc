@@ -18,6 +18,10 @@ StatusOr<std::unique_ptr<LoadedWgmma>> LoadedWgmma::Create(
   BT_RETURN_IF_ERROR(cuda::SetMaxDynamicShared(
       w->function_, static_cast<int>(w->kernel_.shared_bytes)));
   BT_RETURN_IF_ERROR(cuda::PreferSharedCarveout(w->function_, 100));
+  if (!w->kernel_.reduce_entry.empty()) {
+    BT_ASSIGN_OR_RETURN(w->reduce_,
+                        w->module_->GetFunction(w->kernel_.reduce_entry));
+  }
   return w;
 }
 
@@ -36,14 +40,25 @@ Status LoadedWgmma::Launch(const WgmmaOperands& ops,
            kk = static_cast<uint32_t>(g.k);
   uint32_t ldc = static_cast<uint32_t>(LeadingDims(problem_)[2]);
   float alpha = ops.alpha, beta = ops.beta;
-  // Fewer programs than tiles walk them grid-stride; cluster pairs launch
+  // Fewer programs than units walk them grid-stride; cluster pairs launch
   // whole.
   unsigned grid = programs > 0 && programs < k.grid[0] ? programs : k.grid[0];
   grid = std::max(k.cluster[0], grid / k.cluster[0] * k.cluster[0]);
-  return cuda::Launch(function_, {grid, k.grid[1], k.grid[2]},
-                      {k.block[0], k.block[1], k.block[2]}, k.shared_bytes,
-                      {map_a.bytes, map_b.bytes, &c, &m, &n, &kk, &ldc, &alpha,
-                       &beta});
+  uint64_t w = ops.workspace;
+  if (k.workspace_bytes > 0 && w == 0) {
+    return InvalidArgument("gemm.wgmma with kg > 1 needs a workspace of " +
+                           std::to_string(k.workspace_bytes) + " bytes");
+  }
+  BT_RETURN_IF_ERROR(cuda::Launch(
+      function_, {grid, k.grid[1], k.grid[2]},
+      {k.block[0], k.block[1], k.block[2]}, k.shared_bytes,
+      {map_a.bytes, map_b.bytes, &c, &m, &n, &kk, &ldc, &alpha, &beta, &w}));
+  if (k.reduce_entry.empty()) return OkStatus();
+  // workspace_bytes = kg * M * N * 4.
+  uint32_t kg = static_cast<uint32_t>(k.workspace_bytes / (4 * int64_t{m} * n));
+  return cuda::Launch(reduce_, {k.reduce_grid[0], 1, 1},
+                      {k.reduce_block[0], 1, 1}, 0,
+                      {&w, &c, &m, &n, &ldc, &kg, &alpha, &beta});
 }
 
 }  // namespace blocktune

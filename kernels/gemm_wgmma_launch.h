@@ -23,6 +23,8 @@ namespace blocktune {
 struct WgmmaOperands {
   uint64_t a = 0, b = 0, c = 0;
   float alpha = 1, beta = 0;
+  // kg > 1: WgmmaKernel::workspace_bytes of device memory.
+  uint64_t workspace = 0;
 };
 
 class LoadedWgmma {
@@ -50,6 +52,7 @@ class LoadedWgmma {
   WgmmaKernel kernel_;
   std::unique_ptr<cuda::Module> module_;
   cuda::Function function_;
+  cuda::Function reduce_;  // kg > 1
 };
 
 }  // namespace blocktune

@@ -103,19 +103,15 @@ void EmitCopies(Ptx& p, const Tiling& t, char x) {
   }
 }
 
-// The first tile of this program (its cluster's, with pairs) and the
-// stride to the next.
-void EmitFirstTile(Ptx& p, const Tiling& t) {
-  if (t.cm == 2) {
-    p << "\tmov.u32 %tile, %clusterid.x;\n";
-  } else {
-    p << "\tmov.u32 %tile, %ctaid.x;\n";
-  }
+// The first work unit of this program (its cluster's, with pairs: both
+// programs of a pair take the same units) and the stride to the next.
+void EmitFirstUnit(Ptx& p, const Tiling& t) {
+  p << "\tmov.u32 %unit, " << (t.cm == 2 ? "%clusterid.x" : "%ctaid.x")
+    << ";\n";
 }
-void EmitNextTile(Ptx& p, const Tiling& t) {
-  p << "\tmov.u32 %tmp, %nctaid.x;\n";
-  if (t.cm == 2) p << "\tshr.u32 %tmp, %tmp, 1;\n";
-  p << "\tadd.u32 %tile, %tile, %tmp;\n";
+void EmitNextUnit(Ptx& p, const Tiling& t) {
+  p << "\tmov.u32 %tmp, " << (t.cm == 2 ? "%nclusterid.x" : "%nctaid.x")
+    << ";\n\tadd.u32 %unit, %unit, %tmp;\n";
 }
 
 // Releases the buffer whose empty mbarrier is at %prev (one arrival per
@@ -159,6 +155,25 @@ void EmitRaster(Ptx& p, const Tiling& t) {
     << "\tmul.lo.u32 %n0, %tile_n, " << N(t.bn) << ";\n";
 }
 
+// Work unit %unit: tile %unit % tiles, split %z = %unit / tiles (kg > 1),
+// %m0 and %n0 by EmitRaster, and the split's k tiles [%kb, %kend): split z
+// runs [z * ktiles / kg, (z + 1) * ktiles / kg), non-empty where
+// kg <= ktiles (rule split_has_work).
+void EmitUnit(Ptx& p, const Tiling& t) {
+  if (t.kg == 1) {
+    p << "\tmov.u32 %tile, %unit;\n";
+    EmitRaster(p, t);
+    p << "\tmov.u32 %kb, 0;\n\tmov.u32 %kend, %ktiles;\n";
+    return;
+  }
+  p << "\trem.u32 %tile, %unit, %tiles;\n\tdiv.u32 %z, %unit, %tiles;\n";
+  EmitRaster(p, t);
+  p << "\tmul.lo.u32 %kb, %z, %ktiles;\n\tdiv.u32 %kb, %kb, " << N(t.kg)
+    << ";\n"
+    << "\tmad.lo.u32 %kend, %z, %ktiles, %ktiles;\n\tdiv.u32 %kend, %kend, "
+    << N(t.kg) << ";\n";
+}
+
 void EmitProducer(Ptx& p, const Tiling& t) {
   p << "\t// ==== producer warpgroup: one thread streams A and B tiles into "
        "the ring with TMA\n";
@@ -177,13 +192,13 @@ void EmitProducer(Ptx& p, const Tiling& t) {
       << ";\n"
       << "\tmov.b16 %mask, 3;\n";
   }
-  EmitFirstTile(p, t);
+  EmitFirstUnit(p, t);
   p << "PTILE:\n"
-    << "\tsetp.ge.u32 %pp, %tile, %tiles;\n\t@%pp bra DONE;\n";
-  EmitRaster(p, t);
-  p << "\tmov.u32 %kt, 0;\n\tmov.u32 %k0, 0;\n"
+    << "\tsetp.ge.u32 %pp, %unit, %units;\n\t@%pp bra DONE;\n";
+  EmitUnit(p, t);
+  p << "\tmov.u32 %kt, %kb;\n\tmul.lo.u32 %k0, %kb, " << N(t.bk) << ";\n"
     << "PLOOP:\n"
-    << "\tsetp.ge.u32 %pp, %kt, %ktiles;\n\t@%pp bra PNEXT;\n"
+    << "\tsetp.ge.u32 %pp, %kt, %kend;\n\t@%pp bra PNEXT;\n"
     << "\tmad.lo.u32 %sbuf, %st, " << N(t.stage) << ", %sm;\n"
     << "\tshl.b32 %boff, %st, 3;\n"
     << "\tadd.u32 %fb, %full, %boff;\n\tadd.u32 %eb, %empty, %boff;\n"
@@ -202,7 +217,7 @@ void EmitProducer(Ptx& p, const Tiling& t) {
     << "\txor.b32 %tmp, %ph, 1;\n\tselp.u32 %ph, %tmp, %ph, %pp;\n"
     << "\tbra PLOOP;\n"
     << "PNEXT:\n";
-  EmitNextTile(p, t);
+  EmitNextUnit(p, t);
   p << "\tbra PTILE;\n";
 }
 
@@ -233,15 +248,15 @@ void EmitMainLoop(Ptx& p, const Tiling& t) {
     << ";\n";
   EmitEpilogueSetup(p, t);
   p << "\tmov.u32 %st, 0;\n\tmov.u32 %ph, 0;\n\tmov.u32 %prev, 0;\n";
-  EmitFirstTile(p, t);
+  EmitFirstUnit(p, t);
   p << "CTILE:\n"
-    << "\tsetp.ge.u32 %pp, %tile, %tiles;\n\t@%pp bra DONE;\n";
-  EmitRaster(p, t);
+    << "\tsetp.ge.u32 %pp, %unit, %units;\n\t@%pp bra DONE;\n";
+  EmitUnit(p, t);
   for (int64_t i = 0; i < t.mt * per_row; ++i)
     p << "\tmov.f32 %acc" << N(i) << ", 0f00000000;\n";
-  p << "\tmov.u32 %kt, 0;\n"
+  p << "\tmov.u32 %kt, %kb;\n"
     << "CLOOP:\n"
-    << "\tsetp.ge.u32 %pp, %kt, %ktiles;\n\t@%pp bra CDONE;\n"
+    << "\tsetp.ge.u32 %pp, %kt, %kend;\n\t@%pp bra CDONE;\n"
     << "\tmad.lo.u32 %sbuf, %st, " << N(t.stage) << ", %sm;\n"
     << "\tshl.b32 %boff, %st, 3;\n\tadd.u32 %fb, %full, %boff;\n";
   EmitWait(p, "CWAIT", "%fb", "%ph");
@@ -272,7 +287,7 @@ void EmitMainLoop(Ptx& p, const Tiling& t) {
     << "\t// the group of the previous k tile has completed: release its "
        "buffer (one arrival per warp)\n"
     << "\twgmma.wait_group.sync.aligned 1;\n"
-    << "\tsetp.ne.u32 %pp, %kt, 0;\n\tand.pred %pp, %pp, %plane;\n";
+    << "\tsetp.ne.u32 %pp, %kt, %kb;\n\tand.pred %pp, %pp, %plane;\n";
   EmitRelease(p, t, "%pp");
   p << "\tadd.u32 %prev, %empty, %boff;\n"
     << "\tadd.u32 %kt, %kt, 1;\n\tadd.u32 %st, %st, 1;\n"
@@ -348,6 +363,41 @@ void EmitEpilogue(Ptx& p, const Tiling& t, bool with_beta) {
   }
 }
 
+// K_G > 1: the unscaled fp32 accumulators to W[z][row][col] (M x N,
+// row-major), pairs of columns in one v2.f32 store where N is even.
+void EmitPartialEpilogue(Ptx& p, const Tiling& t) {
+  const int64_t per_row = t.bn / 2;
+  p << "\t// ---- split-K: fp32 partial sums to W[z][row][col] for the reduce "
+       "entry\n"
+    << "\tmul.lo.u32 %tmp, %z, %M;\n";
+  for (int64_t i = 0; i < t.mt; ++i) {
+    for (int64_t h = 0; h < 2; ++h) {
+      p << "\tadd.u32 %row, %rbase, " << N(i * 64 + 8 * h) << ";\n"
+        << "\tsetp.lt.u32 %prow, %row, %M;\n"
+        << "\tadd.u32 %r, %row, %tmp;\n"
+        << "\tmul.wide.u32 %d0, %r, %N;\n"
+        << "\tadd.u64 %d0, %d0, %cb64;\n"
+        << "\tshl.b64 %d0, %d0, 2;\n"
+        << "\tadd.u64 %ptr, %W, %d0;\n";
+      for (int64_t j = 0; j < t.bn / 8; ++j) {
+        const int64_t col = 8 * j;
+        const std::string acc0 = "%acc" + N(i * per_row + 4 * j + 2 * h);
+        const std::string acc1 = "%acc" + N(i * per_row + 4 * j + 2 * h + 1);
+        const std::string a0 = "[%ptr+" + N(col * 4) + "]";
+        const std::string a1 = "[%ptr+" + N((col + 1) * 4) + "]";
+        p << "\tsetp.gt.and.s32 %pe, %nrem, " << N(col) << ", %prow;\n"
+          << "\tsetp.gt.and.s32 %pe1, %nrem, " << N(col + 1) << ", %prow;\n"
+          << "\tand.pred %pv, %pe1, %pwvec;\n\tnot.pred %pnv, %pv;\n"
+          << "\tand.pred %ps0, %pe, %pnv;\n\tand.pred %ps1, %pe1, %pnv;\n"
+          << "\t@%pv st.global.v2.f32 " << a0 << ", {" << acc0 << ", " << acc1
+          << "};\n"
+          << "\t@%ps0 st.global.f32 " << a0 << ", " << acc0 << ";\n"
+          << "\t@%ps1 st.global.f32 " << a1 << ", " << acc1 << ";\n";
+      }
+    }
+  }
+}
+
 // The launch-wide part of the epilogue, before the tile loop.
 void EmitEpilogueSetup(Ptx& p, const Tiling& t) {
   p << "\tld.param.u64 %C, [param_C];\n\tld.param.u32 %ldc, [param_ldc];\n"
@@ -360,6 +410,11 @@ void EmitEpilogueSetup(Ptx& p, const Tiling& t) {
     << "\tand.b32 %tmp, %tmp, " << N(2 * t.esize - 1) << ";\n"
     << "\tsetp.eq.and.u32 %pvec, %tmp, 0, %pvec;\n"
     << "\tsetp.neu.f32 %pbeta, %beta, 0f00000000;\n";
+  if (t.kg > 1) {
+    p << "\tld.param.u64 %W, [param_W];\n"
+      << "\t// W rows are N floats: pairs are 8-byte aligned where N is even\n"
+      << "\tand.b32 %tmp, %N, 1;\n\tsetp.eq.u32 %pwvec, %tmp, 0;\n";
+  }
 }
 
 }  // namespace
@@ -373,8 +428,8 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << ", B " << (t.b_kmajor ? "K-major (T)" : "N-major (N)") << "\n"
     << "// bm=" << N(t.bm) << " bn=" << N(t.bn) << " bk=" << N(t.bk)
     << " stages=" << N(t.stages) << " consumers=" << N(t.consumers)
-    << " group_m=" << N(t.group_m) << " cluster_m=" << N(t.cm) << "; "
-    << N(threads) << " threads, "
+    << " group_m=" << N(t.group_m) << " K_G=" << N(t.kg)
+    << " cluster_m=" << N(t.cm) << "; " << N(threads) << " threads, "
     << N(t.mt) << " m64n" << N(t.bn) << " tile(s) per consumer warpgroup\n"
     << "// shared: stage " << N(t.stage) << " B (A " << N(t.a_panels)
     << " panel(s) of " << N(t.a_panel_bytes) << " B, B " << N(t.b_panels)
@@ -388,21 +443,24 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << "\t.param .align 64 .b8 tmap_b[128],\n"
     << "\t.param .u64 param_C,\n\t.param .u32 param_M,\n\t.param .u32 param_N,\n"
     << "\t.param .u32 param_K,\n\t.param .u32 param_ldc,\n"
-    << "\t.param .f32 param_alpha,\n\t.param .f32 param_beta)\n"
+    << "\t.param .f32 param_alpha,\n\t.param .f32 param_beta,\n"
+    << "\t.param .u64 param_W)\n"
     << ".maxntid " << N(threads) << ", 1, 1\n.minnctapersm 1\n"
     << (t.cm == 2 ? ".reqnctapercluster 2, 1, 1\n" : "") << "{\n"
     << "\t.reg .pred %pp, %pw, %plane, %pone, %prow, %pe, %pe1, %pv, %pnv, "
-       "%ps0, %ps1, %pvec, %pbeta;\n"
+       "%ps0, %ps1, %pvec, %pbeta, %pwvec;\n"
     << "\t.reg .b32 %thr, %wg, %cw, %ctid, %warp, %lane, %M, %N, %K, %ldc;\n"
     << "\t.reg .b32 %tile, %tiles, %tiles_m, %tiles_n, %in_group, %group, "
        "%first_m, %gsize, %r, %tile_m, %tile_n, %m0, %n0, %ktiles;\n"
     << "\t.reg .b32 %sm, %full, %empty, %sbuf, %boff, %fb, %eb, %prev, %dst, "
        "%cx, %cy, %kt, %k0, %st, %ph, %par, %tmp, %aoff;\n"
-    << "\t.reg .b32 %rbase, %cbase, %nrem, %row, %w;\n"
+    << "\t.reg .b32 %rbase, %cbase, %nrem, %row, %w, %unit, %units, %z, %kb, "
+       "%kend;\n"
     << (t.cm == 2 ? "\t.reg .b32 %rank, %peer, %rrow, %rofs, %rprev;\n"
                     "\t.reg .b16 %mask;\n"
                   : "")
-    << "\t.reg .b64 %tma, %tmb, %da, %db, %dak, %dbk, %C, %ptr, %d0, %cb64;\n"
+    << "\t.reg .b64 %tma, %tmb, %da, %db, %dak, %dbk, %C, %ptr, %d0, %cb64, "
+       "%W;\n"
     << "\t.reg .f32 %alpha, %beta, %v, %v1, %cf, %cf1;\n"
     << "\t.reg .b16 %hs, %hs1;\n"
     << "\t.reg .f32 %acc<" << N(acc) << ">;\n\n"
@@ -423,6 +481,7 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
   EmitCeilDiv(p, "%tiles_n", "%N", t.bn);
   EmitCeilDiv(p, "%ktiles", "%K", t.bk);
   p << "\tmul.lo.u32 %tiles, %tiles_m, %tiles_n;\n"
+    << "\tmul.lo.u32 %units, %tiles, " << N(t.kg) << ";\n"
     << "\tmul.lo.u32 %in_group, %tiles_n, " << N(t.group_m) << ";\n"
     << "\t// ---- shared memory: the ring from a 1024-byte boundary (the "
        "128-byte swizzle's atom), then the mbarriers\n"
@@ -455,13 +514,17 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << "\tand.b32 %tmp, %lane, 3;\n\tshl.b32 %tmp, %tmp, 1;\n"
     << "\tadd.u32 %cbase, %n0, %tmp;\n"
     << "\tcvt.u64.u32 %cb64, %cbase;\n"
-    << "\tsub.s32 %nrem, %N, %cbase;\n"
-    << "\t@%pbeta bra EPI_BETA;\n";
+    << "\tsub.s32 %nrem, %N, %cbase;\n";
+  if (t.kg > 1) {
+    EmitPartialEpilogue(p, t);
+    p << "\tbra CNEXT;\n";
+  }
+  p << "\t@%pbeta bra EPI_BETA;\n";
   EmitEpilogue(p, t, false);
   p << "\tbra CNEXT;\nEPI_BETA:\n";
   EmitEpilogue(p, t, true);
   p << "CNEXT:\n";
-  EmitNextTile(p, t);
+  EmitNextUnit(p, t);
   p << "\tbra CTILE;\n";
   p << "DONE:\n";
   if (t.cm == 2) EmitClusterSync(p);

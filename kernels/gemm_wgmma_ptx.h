@@ -40,7 +40,7 @@ struct Tiling {
   int64_t wk;     // K per wgmma: 16 (bf16, fp16) or 8 (tf32)
   int64_t atom;   // elements per 128-byte row
   bool a_kmajor, b_kmajor;
-  int64_t bm, bn, bk, stages, consumers, group_m, cm, mt, rows_per_consumer;
+  int64_t bm, bn, bk, stages, consumers, group_m, kg, cm, mt, rows_per_consumer;
   int64_t a_panels, b_panels, a_panel_bytes, b_panel_bytes;
   int64_t a_stage, b_stage, stage, ring;
 
@@ -57,6 +57,7 @@ struct Tiling {
         stages(p.stages),
         consumers(p.consumers),
         group_m(p.group_m),
+        kg(p.kg),
         cm(p.cluster_m),
         mt(p.MTiles()),
         rows_per_consumer(p.RowsPerConsumer()) {

@@ -85,9 +85,12 @@ TEST(GemmWgmmaTest, ParamsValidate) {
   EXPECT_TRUE(Contains(s.message(), "bm = 192")) << s.ToString();
   s = ValidateWgmmaParams(Make(128, 120, 64, 3, 1));
   EXPECT_TRUE(Contains(s.message(), "params.bn")) << s.ToString();
-  WgmmaParams kg2;
-  kg2.kg = 2;
-  EXPECT_FALSE(ValidateWgmmaParams(kg2).ok());  // split-K is not in v1
+  WgmmaParams kg;
+  kg.kg = 2;
+  EXPECT_TRUE(ValidateWgmmaParams(kg).ok());  // split-K since v2
+  kg.kg = 5;
+  s = ValidateWgmmaParams(kg);
+  EXPECT_TRUE(Contains(s.message(), "params.kg")) << s.ToString();
 }
 
 // v2's cluster pairs: whole pairs in the grid, half of every B box per
@@ -203,6 +206,13 @@ TEST(GemmWgmmaTest, RulesRefuseWithTheirNumbers) {
       {nt, Make(256, 256, 128, 4, 2), limits, "shared_memory", "B exceeds"},
       {nt, Make(256, 256, 64, 2, 1), limits, "registers", "552"},
       {unaligned, WgmmaParams{}, limits, "alignment", "lda 515, ldb 4097"},
+      {Gemm(DType::kBf16, 64, 64, 200, Layout::kN, Layout::kT),
+       [] {
+         WgmmaParams p;
+         p.kg = 4;
+         return p;
+       }(),
+       limits, "split_has_work", "kg * bk = 256 exceeds K = 200"},
   };
   for (const Case& c : cases) {
     const Status s = CanImplementWgmma(c.problem, c.params, c.limits);
@@ -291,6 +301,49 @@ TEST(GemmWgmmaTest, PtxNamesTheAlgorithmsInstructions) {
             StatusCode::kInvalidArgument);
 }
 
+TEST(GemmWgmmaTest, SplitKHasWorkspaceAndReduceEntry) {
+  const Problem p = Gemm(DType::kBf16, 100, 70, 1000, Layout::kN, Layout::kT);
+  WgmmaParams params = Make(128, 128, 64, 4, 1);
+  auto one = GenerateGemmWgmma(p, params);
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ(one->workspace_bytes, 0);
+  EXPECT_TRUE(one->reduce_entry.empty());
+  EXPECT_FALSE(Contains(one->ptx, "ld.param.u64 %W"));
+  params.kg = 3;
+  auto k = GenerateGemmWgmma(p, params);
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(k->workspace_bytes, 3 * 100 * 70 * 4);
+  EXPECT_EQ(k->grid[0], 1u * 1u * 3u);
+  EXPECT_EQ(k->reduce_entry, "blocktune_gemm_mma_reduce");
+  EXPECT_TRUE(Contains(k->ptx, ".visible .entry blocktune_gemm_mma_reduce("));
+  EXPECT_TRUE(Contains(k->ptx, "ld.param.u64 %W, [param_W]"));
+  EXPECT_TRUE(Contains(k->ptx, "st.global.v2.f32"));
+  EXPECT_EQ(k->reduce_block[0], 256u);
+  EXPECT_GE(int64_t{k->reduce_grid[0]} * 256, 100 * 70);
+  // The family seam: programs, workspace and the reduce launch.
+  const KernelFamily& f = GemmWgmmaFamily();
+  Params fp;
+  fp.size = 8;
+  const int64_t v[8] = {128, 128, 64, 4, 1, 8, 3, 1};
+  for (int i = 0; i < 8; ++i) fp[i] = v[i];
+  const ConfigShape shape = f.Shape(p, fp);
+  EXPECT_EQ(shape.split_k, 3);
+  EXPECT_EQ(shape.programs, 3);
+  EXPECT_EQ(shape.workspace_bytes, 3 * 100 * 70 * 4);
+  auto g = f.Generate(p, fp, "sm_90");
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(g->reduce_entry, "blocktune_gemm_mma_reduce");
+  EXPECT_EQ(g->reduce_params.size(), 8u);
+  EXPECT_EQ(g->entry_params.back().name, std::string("W"));
+  EXPECT_EQ(g->workspace_bytes, 3 * 100 * 70 * 4);
+  // kg * bk > K: a split would be empty.
+  params.kg = 8;
+  const Problem short_k =
+      Gemm(DType::kBf16, 100, 70, 500, Layout::kN, Layout::kT);
+  EXPECT_EQ(GenerateGemmWgmma(short_k, params).status().code(),
+            StatusCode::kFailedPrecondition);
+}
+
 // ---- ptxas ----------------------------------------------------------------
 
 std::string FindTool(const char* env_name, const char* name) {
@@ -368,6 +421,7 @@ void AssembleSampled(DType dtype, uint32_t seed) {
   std::set<std::string> seen;  // distinct kernels: the PTX depends on the
                                // layouts and parameters, not M, N, K
   std::map<std::string, int> rejected, per_layout;
+  int split = 0;  // kernels with kg > 1
   for (int tries = 0; static_cast<int>(jobs.size()) < samples && tries < 100000;
        ++tries) {
     Job job;
@@ -395,10 +449,12 @@ void AssembleSampled(DType dtype, uint32_t seed) {
                                 std::string(ToString(lb));
     if (!seen.insert(layouts + ToString(job.params)).second) continue;
     ++per_layout[layouts];
+    split += job.params.kg > 1;
     job.path = (dir / ("k" + std::to_string(jobs.size()) + ".ptx")).string();
     jobs.push_back(job);
   }
   EXPECT_EQ(static_cast<int>(jobs.size()), samples);
+  if (samples >= 20) EXPECT_GT(split, 0);
   if (dtype == DType::kTf32) {
     EXPECT_EQ(per_layout.size(), 1u);  // NT only (rule precision_layout)
   } else {
@@ -454,9 +510,9 @@ void AssembleSampled(DType dtype, uint32_t seed) {
   for (const auto& [l, count] : per_layout)
     layouts += " " + l + "=" + std::to_string(count);
   std::printf(
-      "%s: %zu distinct kernels assembled for sm_90a with %s (layouts:%s); "
-      "rejected draws:%s; max registers at entry %d\n",
-      std::string(ToString(dtype)).c_str(), jobs.size(), ptxas.c_str(),
+      "%s: %zu distinct kernels (%d with kg > 1) assembled for sm_90a with "
+      "%s (layouts:%s); rejected draws:%s; max registers at entry %d\n",
+      std::string(ToString(dtype)).c_str(), jobs.size(), split, ptxas.c_str(),
       layouts.c_str(), why.c_str(), max_registers);
 }
 

@@ -499,6 +499,7 @@ std::vector<Params> Candidates(const KernelFamily& f, const Case& c,
   const int64_t min_m = ibm >= 0 ? dom[ibm].front() : 1;
   const int64_t min_n = ibn >= 0 ? dom[ibn].front() : 1;
   const bool can_split = ikg >= 0 && dom[ikg].back() > 1;
+  const int64_t max_kg = ikg >= 0 ? dom[ikg].back() : 1;
   std::vector<Params> out;
   Params p;
   p.size = static_cast<int>(dom.size());
@@ -525,7 +526,7 @@ std::vector<Params> Candidates(const KernelFamily& f, const Case& c,
                           ((g.n + sh.tile_n - 1) / sh.tile_n);
     const int64_t kg = sh.split_k;
     if (Value(f, p, "gm", 1) > 1 && tiles < 2 * sm_count) continue;
-    if (can_split && tiles * kg * 4 < sm_count) continue;
+    if (can_split && tiles * kg * 4 < sm_count && kg < max_kg) continue;
     if (kg > 1 && kg * sh.step_k * 2 > g.k) continue;
     if (kg > 1 && tiles >= 2 * sm_count) continue;
     const int64_t warps = Value(f, p, "wm", 2) * Value(f, p, "wn", 2);
