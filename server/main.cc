@@ -14,8 +14,12 @@ int main(int argc, char** argv) {
                  "--token-file (TLS or not)")
       ->capture_default_str();
   app.add_option("--db", options.db,
-                 "SQLite store (default: " + blocktune::DefaultDatabasePath() +
-                     ")");
+                 "the store: a SQLite file (default: " +
+                     blocktune::DefaultDatabasePath() +
+                     "), or a PostgreSQL database shared by several daemons: "
+                     "postgresql://user@host/dbname or a libpq keyword "
+                     "string; the password from ~/.pgpass, PGPASSWORD or a "
+                     "service file, never here");
   app.add_option("--gpus", options.gpus, "'all', 'none' or indices like 0,1")
       ->capture_default_str();
   app.add_option("--token-file", options.token_file,
