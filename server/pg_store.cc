@@ -673,7 +673,27 @@ StatusOr<std::string> DescribePostgres(const std::string& conninfo) {
     std::string message = error ? error : "out of memory";
     if (error) PQfreemem(error);
     while (!message.empty() && message.back() == '\n') message.pop_back();
-    // libpq's message names the bad part; it never echoes a password.
+    // libpq's message names the bad part in quotes, and for a URI that
+    // part can be the whole URI, password included: such quotes are
+    // dropped, a quoted keyword ("dbname") is kept.
+    std::string safe;
+    for (size_t at = 0; at < message.size();) {
+      const size_t open = message.find('"', at);
+      const size_t close =
+          open == std::string::npos ? open : message.find('"', open + 1);
+      if (close == std::string::npos) {
+        safe += message.substr(at);
+        break;
+      }
+      const std::string quoted = message.substr(open, close + 1 - open);
+      safe += message.substr(at, open - at);
+      const bool secret = quoted.find('@') != std::string::npos ||
+                          quoted.find(':') != std::string::npos ||
+                          quoted.find("password") != std::string::npos;
+      safe += secret ? "(the connection string, not shown)" : quoted;
+      at = close + 1;
+    }
+    message = safe;
     return InvalidArgument("--db: not a PostgreSQL connection string: " +
                            message);
   }
