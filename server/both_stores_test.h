@@ -22,9 +22,12 @@ enum class StoreKind { kSqlite, kMemory, kPostgres };
 inline std::string StoreKindName(
     const ::testing::TestParamInfo<StoreKind>& info) {
   switch (info.param) {
-    case StoreKind::kSqlite: return "Sqlite";
-    case StoreKind::kMemory: return "Memory";
-    case StoreKind::kPostgres: return "Postgres";
+    case StoreKind::kSqlite:
+      return "Sqlite";
+    case StoreKind::kMemory:
+      return "Memory";
+    case StoreKind::kPostgres:
+      return "Postgres";
   }
   return "Unknown";
 }

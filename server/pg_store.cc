@@ -11,6 +11,8 @@
 // a writer's batch (PostgreSQL's MVCC gives them the last committed state).
 // Credentials come from libpq alone (the connection string, PGPASSWORD,
 // ~/.pgpass, pg_service.conf); Describe() never shows a password.
+#include "server/pg_store.h"
+
 #include <libpq-fe.h>
 #include <unistd.h>
 
@@ -20,7 +22,6 @@
 #include <regex>
 #include <sstream>
 
-#include "server/pg_store.h"
 #include "server/schema.h"
 #include "server/store_sql.h"
 #include "server/tuning_store.h"
@@ -151,7 +152,8 @@ class PgStore final : public TuningStore {
             "SET generator_version = excluded.generator_version, "
             "predicted_s = excluded.predicted_s, "
             "measured_s = excluded.measured_s, source = excluded.source, "
-            "model_id = excluded.model_id, updated_unix = excluded.updated_unix",
+            "model_id = excluded.model_id, updated_unix = "
+            "excluded.updated_unix",
             device_id(t.device), std::string(ToString(OpOf(t.context))),
             ToString(t.context), std::string(ToString(DTypeOf(t.context))),
             t.kernel.family, t.kernel.generator_version, t.kernel.ParamsText(),
@@ -182,9 +184,11 @@ class PgStore final : public TuningStore {
             "UPDATE campaigns SET op = $1, dtype = $2, gpus = $3, "
             "sampler = $4, minutes = $5, max_samples = $6, seed = $7, "
             "label = $8, families = $9, retune_stale = $10, state = $11, "
-            "device_id = " + device + ", samples_ok = $12, "
-            "samples_failed = $13, rng_state = $14::bytea, message = $15, "
-            "updated_unix = $16 WHERE id = $17",
+            "device_id = " +
+                device +
+                ", samples_ok = $12, "
+                "samples_failed = $13, rng_state = $14::bytea, message = $15, "
+                "updated_unix = $16 WHERE id = $17",
             std::string(ToString(s.op)), std::string(ToString(s.dtype)),
             GpusText(s.gpus), s.sampler, static_cast<int64_t>(s.minutes),
             static_cast<int64_t>(s.max_samples),
@@ -207,13 +211,16 @@ class PgStore final : public TuningStore {
     std::vector<DeviceRecord> out;
     BT_RETURN_IF_ERROR(WithConnection([&](pqxx::connection& c) {
       pqxx::read_transaction w(c);
-      pqxx::result r = w.exec(std::string("SELECT ") + kDeviceColumns +
+      pqxx::result r = w.exec(
+          std::string("SELECT ") + kDeviceColumns +
           ", (SELECT COUNT(*) FROM samples s WHERE s.device_id = d.id), "
           "(SELECT COUNT(*) FROM tuned t WHERE t.device_id = d.id), "
           "(SELECT COUNT(*) FROM samples s WHERE s.device_id = d.id AND " +
-          VersionCondition(VersionFilter::kStale, "s") + "), "
+          VersionCondition(VersionFilter::kStale, "s") +
+          "), "
           "(SELECT COUNT(*) FROM tuned t WHERE t.device_id = d.id AND " +
-          VersionCondition(VersionFilter::kStale, "t") + ") "
+          VersionCondition(VersionFilter::kStale, "t") +
+          ") "
           "FROM devices d ORDER BY d.id");
       for (const pqxx::row& row : r) {
         out.push_back({ReadDevice(row, 0), row[10].as<int64_t>(),
@@ -230,12 +237,16 @@ class PgStore final : public TuningStore {
     std::vector<SampleRecord> out;
     BT_RETURN_IF_ERROR(WithConnection([&](pqxx::connection& c) -> Status {
       pqxx::read_transaction w(c);
-      pqxx::result r = ExecFilter(w, std::string("SELECT ") + kDeviceColumns +
-          ", s.id, s.campaign_id, s.context, s.family, s.generator_version, "
-          "s.params, s.status, s.median_s, s.spread, s.repetitions, "
-          "s.sm_clock_mhz, s.measured_unix, s.error, s.seq "
-          "FROM samples s JOIN devices d ON d.id = s.device_id " +
-          SampleWhere(filter) + " ORDER BY s.id" + LimitClause(filter.limit),
+      pqxx::result r = ExecFilter(
+          w,
+          std::string("SELECT ") + kDeviceColumns +
+              ", s.id, s.campaign_id, s.context, s.family, "
+              "s.generator_version, "
+              "s.params, s.status, s.median_s, s.spread, s.repetitions, "
+              "s.sm_clock_mhz, s.measured_unix, s.error, s.seq "
+              "FROM samples s JOIN devices d ON d.id = s.device_id " +
+              SampleWhere(filter) + " ORDER BY s.id" +
+              LimitClause(filter.limit),
           filter);
       const int k = kDeviceColumnCount;
       for (const pqxx::row& row : r) {
@@ -244,9 +255,10 @@ class PgStore final : public TuningStore {
         s.device = ReadDevice(row, 0);
         s.campaign_id = row[k + 1].as<int64_t>();
         BT_ASSIGN_OR_RETURN(
-            s.context,
-            Stored(ContextFromString(row[k + 2].as<std::string>()), "samples", id));
-        BT_ASSIGN_OR_RETURN(s.kernel, Stored(ReadKernel(row, k + 3), "samples", id));
+            s.context, Stored(ContextFromString(row[k + 2].as<std::string>()),
+                              "samples", id));
+        BT_ASSIGN_OR_RETURN(s.kernel,
+                            Stored(ReadKernel(row, k + 3), "samples", id));
         BT_ASSIGN_OR_RETURN(
             s.measurement.status,
             Stored(SampleStatusFromString(row[k + 6].as<std::string>()),
@@ -266,10 +278,11 @@ class PgStore final : public TuningStore {
   }
 
   StatusOr<int64_t> CountSamples(const StoreFilter& filter) override {
-    return Count("SELECT COUNT(*) FROM (SELECT 1 FROM samples s "
-                 "JOIN devices d ON d.id = s.device_id " +
-                     SampleWhere(filter) + LimitClause(filter.limit) + ") n",
-                 filter);
+    return Count(
+        "SELECT COUNT(*) FROM (SELECT 1 FROM samples s "
+        "JOIN devices d ON d.id = s.device_id " +
+            SampleWhere(filter) + LimitClause(filter.limit) + ") n",
+        filter);
   }
 
   StatusOr<std::vector<TunedRecord>> FindTuned(const Context& ctx,
@@ -281,12 +294,14 @@ class PgStore final : public TuningStore {
     BT_RETURN_IF_ERROR(WithConnection([&](pqxx::connection& c) {
       pqxx::read_transaction w(c);
       pqxx::result r = w.exec_params(
-          TunedSelect() + " WHERE t.context = $1 AND ($2 = '' OR d.name = $2) "
-          "AND " + VersionCondition(VersionFilter::kCurrent, "t") +
-          " ORDER BY t.measured_s <= 0, "
-          "CASE WHEN t.measured_s > 0 THEN t.measured_s "
-          "ELSE t.predicted_s END, t.device_id, t.family, t.params "
-          "LIMIT GREATEST($3::bigint, 0)",
+          TunedSelect() +
+              " WHERE t.context = $1 AND ($2 = '' OR d.name = $2) "
+              "AND " +
+              VersionCondition(VersionFilter::kCurrent, "t") +
+              " ORDER BY t.measured_s <= 0, "
+              "CASE WHEN t.measured_s > 0 THEN t.measured_s "
+              "ELSE t.predicted_s END, t.device_id, t.family, t.params "
+              "LIMIT GREATEST($3::bigint, 0)",
           ToString(ctx), std::string(device_name), static_cast<int64_t>(top));
       return ReadTuned(r, &out);
     }));
@@ -298,11 +313,12 @@ class PgStore final : public TuningStore {
     std::vector<TunedRecord> out;
     BT_RETURN_IF_ERROR(WithConnection([&](pqxx::connection& c) {
       pqxx::read_transaction w(c);
-      return ReadTuned(ExecFilter(w, TunedSelect() + " " + TunedWhere(filter) +
-                                         " ORDER BY t.id" +
-                                         LimitClause(filter.limit),
-                                  filter),
-                       &out);
+      return ReadTuned(
+          ExecFilter(w,
+                     TunedSelect() + " " + TunedWhere(filter) +
+                         " ORDER BY t.id" + LimitClause(filter.limit),
+                     filter),
+          &out);
     }));
     return out;
   }
@@ -312,10 +328,11 @@ class PgStore final : public TuningStore {
   }
 
   StatusOr<int64_t> CountTuned(const StoreFilter& filter) override {
-    return Count("SELECT COUNT(*) FROM (SELECT 1 FROM tuned t "
-                 "JOIN devices d ON d.id = t.device_id " +
-                     TunedWhere(filter) + LimitClause(filter.limit) + ") n",
-                 filter);
+    return Count(
+        "SELECT COUNT(*) FROM (SELECT 1 FROM tuned t "
+        "JOIN devices d ON d.id = t.device_id " +
+            TunedWhere(filter) + LimitClause(filter.limit) + ") n",
+        filter);
   }
 
   StatusOr<ModelRecord> GetModel(int64_t id) override {
@@ -387,12 +404,10 @@ class PgStore final : public TuningStore {
            VersionCondition(f.versions, "t");
   }
   static pqxx::result ExecFilter(pqxx::transaction_base& w,
-                                 const std::string& sql,
-                                 const StoreFilter& f) {
-    return w.exec_params(sql, f.device_name,
-                         f.op ? std::string(ToString(*f.op)) : std::string(),
-                         static_cast<int64_t>(f.campaign_id ? *f.campaign_id : -1),
-                         f.family);
+                                 const std::string& sql, const StoreFilter& f) {
+    return w.exec_params(
+        sql, f.device_name, f.op ? std::string(ToString(*f.op)) : std::string(),
+        static_cast<int64_t>(f.campaign_id ? *f.campaign_id : -1), f.family);
   }
 
   StatusOr<int64_t> Count(const std::string& sql,
@@ -414,7 +429,8 @@ class PgStore final : public TuningStore {
            "FROM tuned t JOIN devices d ON d.id = t.device_id";
   }
 
-  static Status ReadTuned(const pqxx::result& r, std::vector<TunedRecord>* out) {
+  static Status ReadTuned(const pqxx::result& r,
+                          std::vector<TunedRecord>* out) {
     const int k = kDeviceColumnCount;
     for (const pqxx::row& row : r) {
       TunedRecord t;
@@ -423,12 +439,13 @@ class PgStore final : public TuningStore {
       BT_ASSIGN_OR_RETURN(
           t.context,
           Stored(ContextFromString(row[k + 1].as<std::string>()), "tuned", id));
-      BT_ASSIGN_OR_RETURN(t.kernel, Stored(ReadKernel(row, k + 2), "tuned", id));
+      BT_ASSIGN_OR_RETURN(t.kernel,
+                          Stored(ReadKernel(row, k + 2), "tuned", id));
       t.predicted_s = row[k + 5].as<double>();
       t.measured_s = row[k + 6].as<double>();
       BT_ASSIGN_OR_RETURN(
-          t.source,
-          Stored(TunedSourceFromString(row[k + 7].as<std::string>()), "tuned", id));
+          t.source, Stored(TunedSourceFromString(row[k + 7].as<std::string>()),
+                           "tuned", id));
       t.model_id = row[k + 8].as<int64_t>();
       t.updated_unix = row[k + 9].as<int64_t>();
       out->push_back(std::move(t));
@@ -440,17 +457,21 @@ class PgStore final : public TuningStore {
                     std::vector<ModelRecord>* out) {
     return WithConnection([&](pqxx::connection& c) -> Status {
       pqxx::read_transaction w(c);
-      pqxx::result r = w.exec_params(std::string("SELECT ") + kDeviceColumns +
-          ", m.id, m.op, m.architecture, m.weights, m.normalization, "
-          "m.training_samples, m.metrics_json, m.created_unix, m.training_set, "
-          "m.libtorch_version, m.dtype, m.family, m.generator_version, "
-          "m.data_version FROM models m JOIN devices d ON d.id = m.device_id "
-          "WHERE ($1 = '' OR d.name = $1) AND ($2 = '' OR m.op = $2) "
-          "AND ($3::bigint = 0 OR m.id = $3::bigint) "
-          "AND ($4 = '' OR m.family = $4) AND " +
-          VersionCondition(id > 0 ? VersionFilter::kAll : filter.versions, "m",
-                           /*model=*/true) +
-          " ORDER BY m.id" + LimitClause(filter.limit),
+      pqxx::result r = w.exec_params(
+          std::string("SELECT ") + kDeviceColumns +
+              ", m.id, m.op, m.architecture, m.weights, m.normalization, "
+              "m.training_samples, m.metrics_json, m.created_unix, "
+              "m.training_set, "
+              "m.libtorch_version, m.dtype, m.family, m.generator_version, "
+              "m.data_version FROM models m JOIN devices d ON d.id = "
+              "m.device_id "
+              "WHERE ($1 = '' OR d.name = $1) AND ($2 = '' OR m.op = $2) "
+              "AND ($3::bigint = 0 OR m.id = $3::bigint) "
+              "AND ($4 = '' OR m.family = $4) AND " +
+              VersionCondition(id > 0 ? VersionFilter::kAll : filter.versions,
+                               "m",
+                               /*model=*/true) +
+              " ORDER BY m.id" + LimitClause(filter.limit),
           filter.device_name,
           filter.op ? std::string(ToString(*filter.op)) : std::string(), id,
           filter.family);
@@ -460,7 +481,8 @@ class PgStore final : public TuningStore {
         m.device = ReadDevice(row, 0);
         m.id = row[k].as<int64_t>();
         BT_ASSIGN_OR_RETURN(
-            m.op, Stored(OpFromString(row[k + 1].as<std::string>()), "models", m.id));
+            m.op,
+            Stored(OpFromString(row[k + 1].as<std::string>()), "models", m.id));
         m.architecture = row[k + 2].as<std::string>();
         m.weights = ReadBytea(row[k + 3]);
         m.normalization = ReadBytea(row[k + 4]);
@@ -470,8 +492,8 @@ class PgStore final : public TuningStore {
         m.training_set = row[k + 8].as<std::string>();
         m.libtorch_version = row[k + 9].as<std::string>();
         BT_ASSIGN_OR_RETURN(
-            m.precision,
-            Stored(DTypeFromString(row[k + 10].as<std::string>()), "models", m.id));
+            m.precision, Stored(DTypeFromString(row[k + 10].as<std::string>()),
+                                "models", m.id));
         m.family = row[k + 11].as<std::string>();
         m.generator_version = row[k + 12].as<int>();
         m.data_version = row[k + 13].as<int>();
@@ -484,25 +506,26 @@ class PgStore final : public TuningStore {
   Status ReadCampaigns(int64_t id, std::vector<CampaignRecord>* out) {
     return WithConnection([&](pqxx::connection& c) -> Status {
       pqxx::read_transaction w(c);
-      pqxx::result r = w.exec_params(std::string("SELECT ") + kDeviceColumns +
-          ", c.id, c.op, c.dtype, c.gpus, c.minutes, c.max_samples, c.seed, "
-          "c.label, c.state, c.samples_ok, c.samples_failed, c.rng_state, "
-          "c.message, c.created_unix, c.updated_unix, c.device_id, "
-          "c.sampler, c.families, c.retune_stale "
-          "FROM campaigns c LEFT JOIN devices d ON d.id = c.device_id "
-          "WHERE ($1::bigint = 0 OR c.id = $1::bigint) ORDER BY c.id",
+      pqxx::result r = w.exec_params(
+          std::string("SELECT ") + kDeviceColumns +
+              ", c.id, c.op, c.dtype, c.gpus, c.minutes, c.max_samples, "
+              "c.seed, "
+              "c.label, c.state, c.samples_ok, c.samples_failed, c.rng_state, "
+              "c.message, c.created_unix, c.updated_unix, c.device_id, "
+              "c.sampler, c.families, c.retune_stale "
+              "FROM campaigns c LEFT JOIN devices d ON d.id = c.device_id "
+              "WHERE ($1::bigint = 0 OR c.id = $1::bigint) ORDER BY c.id",
           id);
       const int k = kDeviceColumnCount;
       for (const pqxx::row& row : r) {
         CampaignRecord cr;
         cr.id = row[k].as<int64_t>();
+        BT_ASSIGN_OR_RETURN(cr.spec.op,
+                            Stored(OpFromString(row[k + 1].as<std::string>()),
+                                   "campaigns", cr.id));
         BT_ASSIGN_OR_RETURN(
-            cr.spec.op,
-            Stored(OpFromString(row[k + 1].as<std::string>()), "campaigns", cr.id));
-        BT_ASSIGN_OR_RETURN(
-            cr.spec.dtype,
-            Stored(DTypeFromString(row[k + 2].as<std::string>()), "campaigns",
-                   cr.id));
+            cr.spec.dtype, Stored(DTypeFromString(row[k + 2].as<std::string>()),
+                                  "campaigns", cr.id));
         {
           std::stringstream gpus(row[k + 3].as<std::string>());
           std::string g;
@@ -560,10 +583,12 @@ class PgStore final : public TuningStore {
     {
       pqxx::work w(*conn);
       w.exec_params("SELECT pg_advisory_xact_lock($1)", kMigrationLockKey);
-      w.exec("CREATE TABLE IF NOT EXISTS blocktune_schema ("
-             "version INTEGER NOT NULL)");
-      w.exec("INSERT INTO blocktune_schema (version) SELECT 0 "
-             "WHERE NOT EXISTS (SELECT 1 FROM blocktune_schema)");
+      w.exec(
+          "CREATE TABLE IF NOT EXISTS blocktune_schema ("
+          "version INTEGER NOT NULL)");
+      w.exec(
+          "INSERT INTO blocktune_schema (version) SELECT 0 "
+          "WHERE NOT EXISTS (SELECT 1 FROM blocktune_schema)");
       w.commit();
     }
     for (;;) {
@@ -625,8 +650,8 @@ class PgStore final : public TuningStore {
     try {
       return fn();
     } catch (const pqxx::broken_connection& e) {
-      return Unavailable(where + "cannot connect or lost the connection: " +
-                         e.what());
+      return Unavailable(where +
+                         "cannot connect or lost the connection: " + e.what());
     } catch (const pqxx::sql_error& e) {
       const std::string state = e.sqlstate();
       // serialization failure, deadlock, lock timeout, too many connections,

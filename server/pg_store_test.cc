@@ -1,9 +1,10 @@
 // What only the PostgreSQL store has: connection strings, their errors,
 // Describe() without passwords, the dialect, reopening a shared database.
+#include "server/pg_store.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "server/pg_store.h"
 #include "server/pg_test_server.h"
 #include "server/schema.h"
 #include "server/store_sql.h"
@@ -27,7 +28,8 @@ TEST(PgStoreTest, DescribeNeverShowsThePassword) {
   auto uri = DescribePostgres(
       "postgresql://bt:s3cret@db.example:5433/blocktune?sslmode=verify-full");
   ASSERT_TRUE(uri.ok()) << uri.status().ToString();
-  EXPECT_EQ(*uri, "postgresql://bt@db.example:5433/blocktune?sslmode=verify-full");
+  EXPECT_EQ(*uri,
+            "postgresql://bt@db.example:5433/blocktune?sslmode=verify-full");
   auto keywords =
       DescribePostgres("host=db.example user=bt password=s3cret dbname=tune");
   ASSERT_TRUE(keywords.ok());

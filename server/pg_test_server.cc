@@ -89,7 +89,8 @@ bool PgTestServer::Start(std::string* why) {
                "/data/server.log -w -t 60 -o \"-k " + dir_ +
                " -c listen_addresses='' -F\" start",
            log)) {
-    *why = "pg_ctl start failed: " + Tail(log) + Tail(dir_ + "/data/server.log");
+    *why =
+        "pg_ctl start failed: " + Tail(log) + Tail(dir_ + "/data/server.log");
     Run(runas_ + bin_ + "/pg_ctl -D " + dir_ + "/data -m immediate stop", log);
     return false;
   }

@@ -31,8 +31,8 @@ class PgTestServer {
   bool Start(std::string* why);
 
   std::string bin_;
-  std::string dir_;     // socket folder; data in dir_/data
-  std::string runas_;   // "" or the setpriv prefix
+  std::string dir_;    // socket folder; data in dir_/data
+  std::string runas_;  // "" or the setpriv prefix
   int databases_ = 0;
   bool running_ = false;
 };

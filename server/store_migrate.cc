@@ -87,8 +87,8 @@ StatusOr<std::string> MigrateDatabases(const std::string& from,
   return "copied " + std::to_string(counts.samples) + " samples, " +
          std::to_string(counts.tuned) + " tuned answers, " +
          std::to_string(counts.models) + " models and " +
-         std::to_string(counts.campaigns) + " campaigns from " + from +
-         " to " + (*target)->Describe();
+         std::to_string(counts.campaigns) + " campaigns from " + from + " to " +
+         (*target)->Describe();
 }
 
 }  // namespace blocktune

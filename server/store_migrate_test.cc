@@ -1,12 +1,13 @@
 // blocktuned migrate: a SQLite store copied into PostgreSQL (and, where the
 // PostgreSQL binaries are absent, into another SQLite file) with provenance.
+#include "server/store_migrate.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "kernels/family.h"
 #include "server/pg_store.h"
 #include "server/pg_test_server.h"
-#include "server/store_migrate.h"
 #include "server/store_test_util.h"
 
 namespace blocktune {
@@ -33,7 +34,8 @@ class StoreMigrateTest : public ::testing::Test {
     m.device = TestDevice();
     m.op = Op::kGemm;
     m.family = "gemm.ffma";
-    m.generator_version = m.data_version = BlockShapeFamily(Op::kGemm).version();
+    m.generator_version = m.data_version =
+        BlockShapeFamily(Op::kGemm).version();
     m.architecture = "64,128,64";
     m.weights = std::string("\0\x01\xff weights", 10);
     m.normalization = "norm";
@@ -52,7 +54,8 @@ class StoreMigrateTest : public ::testing::Test {
     }
     batch.samples.push_back(TestSample(1600000000, 9));
     batch.samples.back().kernel.generator_version = 0;  // stale
-    batch.tuned.push_back(TestTuned(TestGemm(64, 64, 64), TestShape(64, 64), 0));
+    batch.tuned.push_back(
+        TestTuned(TestGemm(64, 64, 64), TestShape(64, 64), 0));
     batch.tuned.back().predicted_s = 2e-5;
     batch.tuned.back().source = TunedSource::kPredicted;
     batch.tuned.back().model_id = model_ids->model_ids[0];
