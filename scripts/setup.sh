@@ -7,6 +7,9 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsqlite3-dev libsqlitecpp-dev sqlite3
+  # The PostgreSQL store (issue 22): libpqxx for the daemon, and the server
+  # the store tests start on a unix socket (initdb, pg_ctl).
+  libpqxx-dev libpq-dev postgresql-15
   libgtest-dev libgmock-dev
   libcli11-dev zlib1g-dev
   # libtorch 1.13 (CPU) for the surrogate. Debian's libtorch links

@@ -268,10 +268,7 @@ TEST_P(PlanRetuneTest, PlansExactlyTheStaleRowsOnceInOrder) {
       "no stale samples of conv fp32 on " + device + ": nothing to re-measure");
 }
 
-INSTANTIATE_TEST_SUITE_P(Stores, PlanRetuneTest, ::testing::Bool(),
-                         [](const auto& info) {
-                           return info.param ? "Sqlite" : "Memory";
-                         });
+INSTANTIATE_TEST_SUITE_P(Stores, PlanRetuneTest, AllStoreKinds(), StoreKindName);
 
 }  // namespace
 }  // namespace blocktune

@@ -28,6 +28,7 @@
 #include "server/campaigns.h"
 #include "server/log.h"
 #include "server/parse_errors.h"
+#include "server/pg_store.h"
 #include "server/service.h"
 #include "server/tuning_store.h"
 #include "tuner/worker.h"
@@ -292,25 +293,37 @@ int RunDaemon(const DaemonOptions& options) {
   }
 
   const std::string db = options.db.empty() ? DefaultDatabasePath() : options.db;
-  // The folders and the file exist (0700, 0600) before anything opens them.
-  auto prepared = PrepareDatabaseFile(db);
-  if (!prepared.ok()) {
-    BT_LOG(kError) << prepared.status().message();
-    return 1;
+  StatusOr<std::unique_ptr<TuningStore>> store =
+      Internal("no store");  // replaced below
+  std::optional<int> lock_fd;
+  if (IsPostgresUri(db)) {
+    // A shared database server: other daemons may use it too (issue 22),
+    // so there is no file to prepare or lock. Never log `db` itself: it may
+    // hold a password; Describe() does not.
+    store = OpenPostgresStore(db);
+  } else {
+    // The folders and the file exist (0700, 0600) before anything opens
+    // them.
+    auto prepared = PrepareDatabaseFile(db);
+    if (!prepared.ok()) {
+      BT_LOG(kError) << prepared.status().message();
+      return 1;
+    }
+    for (const std::string& warning : *prepared) BT_LOG(kWarning) << warning;
+    auto lock = LockDatabase(db);
+    if (!lock.ok()) {
+      BT_LOG(kError) << lock.status().message();
+      return 1;
+    }
+    lock_fd = *lock;
+    store = OpenSqliteStore(db);
   }
-  for (const std::string& warning : *prepared) BT_LOG(kWarning) << warning;
-  auto lock = LockDatabase(db);
-  if (!lock.ok()) {
-    BT_LOG(kError) << lock.status().message();
-    return 1;
-  }
-  auto store = OpenSqliteStore(db);
   if (!store.ok()) {
     BT_LOG(kError) << "cannot open the store: " << store.status().ToString();
     return 1;
   }
-  BT_LOG(kInfo) << "store " << db << " (schema v" << (*store)->SchemaVersion()
-                << ")";
+  BT_LOG(kInfo) << "store " << (*store)->Describe() << " (schema v"
+                << (*store)->SchemaVersion() << ")";
 
   BlocktuneService service(store->get(), &auth);
   service.SetMaxImportBytes(int64_t{options.max_import_mib} << 20);

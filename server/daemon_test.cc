@@ -20,6 +20,7 @@
 #include "proto/convert.h"
 #include "proto/dataset_stream.h"
 #include "server/daemon_process.h"
+#include "server/pg_test_server.h"
 #include "server/record_convert.h"
 #include "server/store_test_util.h"
 
@@ -634,6 +635,62 @@ TEST_F(DaemonTest, OneDaemonPerDatabaseWhateverLinkNamesIt) {
     EXPECT_THAT(second.Log(), HasSubstr("is in use by another blocktuned (pid "))
         << path;
   }
+}
+
+// Issue 22: daemons on one PostgreSQL database share it (no file lock),
+// log where it is without a password, and one answers from what another
+// imported, even a question it had already answered NOT_FOUND.
+TEST_F(DaemonTest, DaemonsShareOnePostgresDatabase) {
+  std::string why;
+  PgTestServer* server = PgTestServer::Shared(&why);
+  if (!server) GTEST_SKIP() << "no PostgreSQL server: " << why;
+  const std::string conninfo = server->NewDatabase() + " password=s3cret";
+  DaemonProcess first(BLOCKTUNED,
+                      {"--listen", "unix:" + dir_.path() + "/a.sock", "--db",
+                       conninfo, "--log-level", "debug"},
+                      dir_.path() + "/a.log");
+  ASSERT_TRUE(first.ok()) << first.Log();
+  DaemonProcess second(BLOCKTUNED,
+                       {"--listen", "unix:" + dir_.path() + "/b.sock", "--db",
+                        conninfo, "--log-level", "debug"},
+                       dir_.path() + "/b.log");
+  ASSERT_TRUE(second.ok()) << second.Log();
+  EXPECT_THAT(first.Log(), HasSubstr("store postgresql://blocktune@"));
+  EXPECT_THAT(first.Log(), ::testing::Not(HasSubstr("s3cret")));
+
+  auto a = first.NewStub();
+  auto b = second.NewStub();
+  v1::QueryResponse resp;
+  EXPECT_EQ(b->Query(Ctx().get(), TestQuery(), &resp).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  v1::ImportResponse imported;
+  ASSERT_TRUE(
+      ImportDataset(*a, Ctx().get(), TestDataset().dataset(), &imported).ok());
+  ASSERT_TRUE(b->Query(Ctx().get(), TestQuery(), &resp).ok());
+  EXPECT_EQ(resp.match(), v1::MATCH_EXACT);
+  EXPECT_EQ(resp.answers(0).block_shape().ml(), 128);
+  EXPECT_EQ(first.Stop(SIGTERM), 0);
+  EXPECT_EQ(second.Stop(SIGTERM), 0);
+}
+
+// A --db that is a bad connection string, or a server that is down, is a
+// clear error at start, not a crash.
+TEST_F(DaemonTest, ABadPostgresDatabaseIsAClearStartError) {
+  DaemonProcess bad(BLOCKTUNED,
+                    {"--listen", "unix:" + dir_.path() + "/a.sock", "--db",
+                     "postgresql://bt:s3cret@[::1/x"},
+                    dir_.path() + "/bad.log");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(bad.Wait(), 1);
+  EXPECT_THAT(bad.Log(), HasSubstr("--db"));
+  EXPECT_THAT(bad.Log(), ::testing::Not(HasSubstr("s3cret")));
+  DaemonProcess down(BLOCKTUNED,
+                     {"--listen", "unix:" + dir_.path() + "/b.sock", "--db",
+                      "host=" + dir_.path() + " dbname=x"},
+                     dir_.path() + "/down.log");
+  EXPECT_FALSE(down.ok());
+  EXPECT_EQ(down.Wait(), 1);
+  EXPECT_THAT(down.Log(), HasSubstr("UNAVAILABLE"));
 }
 
 // A new user's first start: HOME is empty, nothing under it exists yet. The

@@ -1,7 +1,10 @@
 // blocktuned: the blocktune daemon. See `blocktuned --help`.
 #include <CLI/CLI.hpp>
 
+#include <iostream>
+
 #include "server/daemon.h"
+#include "server/store_migrate.h"
 
 int main(int argc, char** argv) {
   blocktune::DaemonOptions options;
@@ -14,8 +17,12 @@ int main(int argc, char** argv) {
                  "--token-file (TLS or not)")
       ->capture_default_str();
   app.add_option("--db", options.db,
-                 "SQLite store (default: " + blocktune::DefaultDatabasePath() +
-                     ")");
+                 "the store: a SQLite file (default: " +
+                     blocktune::DefaultDatabasePath() +
+                     "), or a PostgreSQL database shared by several daemons: "
+                     "postgresql://user@host/dbname or a libpq keyword "
+                     "string; the password from ~/.pgpass, PGPASSWORD or a "
+                     "service file, never here");
   app.add_option("--gpus", options.gpus, "'all', 'none' or indices like 0,1")
       ->capture_default_str();
   app.add_option("--token-file", options.token_file,
@@ -67,11 +74,33 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", options.log_level,
                  "debug, info, warning or error")
       ->capture_default_str();
+  // blocktuned migrate: copy a store, then exit (it serves nothing).
+  std::string migrate_from, migrate_to;
+  auto* migrate = app.add_subcommand(
+      "migrate",
+      "copy a SQLite store, with its provenance, into a new, empty store "
+      "(a PostgreSQL database shared by a fleet, issue 22) and exit");
+  migrate->add_option("--from", migrate_from, "the SQLite store file")
+      ->required();
+  migrate->add_option("--to", migrate_to,
+                      "postgresql://user@host/dbname, a libpq keyword "
+                      "string, or a SQLite path; the password from "
+                      "~/.pgpass, PGPASSWORD or a service file")
+      ->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : 2;
+  }
+  if (*migrate) {
+    auto done = blocktune::MigrateDatabases(migrate_from, migrate_to);
+    if (!done.ok()) {
+      std::cerr << "blocktuned migrate: " << done.status().ToString() << "\n";
+      return 1;
+    }
+    std::cout << *done << "\n";
+    return 0;
   }
   return blocktune::RunDaemon(options);
 }

@@ -20,6 +20,7 @@
 #include <unordered_map>
 
 #include "server/schema.h"
+#include "server/store_sql.h"
 #include "server/tuning_store.h"
 
 namespace blocktune {
@@ -166,32 +167,6 @@ StatusOr<KernelConfig> ReadKernel(SQLite::Statement& q, int col) {
   BT_ASSIGN_OR_RETURN(k.params,
                       ParamsFromText(k.family, q.getColumn(col + 2).getString()));
   return k;
-}
-
-std::string SqlQuoted(std::string_view text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
-}
-
-// A condition on the rows of table alias `t` for `versions`: the current
-// versions are this build's registry's (Families()), written into the SQL.
-// A model is current when its data is too (ModelRecord::IsCurrent).
-std::string VersionCondition(VersionFilter versions, std::string_view t,
-                             bool model = false) {
-  if (versions == VersionFilter::kAll) return "1 = 1";
-  const std::string p = std::string(t) + ".";
-  std::string current;
-  for (const KernelFamily* f : Families()) {
-    const std::string v = std::to_string(f->version());
-    current += std::string(current.empty() ? "" : " OR ") + "(" + p +
-               "family = " + SqlQuoted(f->name()) + " AND " + p +
-               "generator_version = " + v +
-               (model ? " AND " + p + "data_version = " + v : "") + ")";
-  }
-  if (current.empty()) current = "1 = 0";
-  return versions == VersionFilter::kCurrent ? "(" + current + ")"
-                                             : "NOT (" + current + ")";
 }
 
 std::string ReadBlob(SQLite::Statement& q, int col) {

@@ -5,7 +5,10 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <type_traits>
 
+#include "server/pg_store.h"
+#include "server/pg_test_server.h"
 #include "server/store_test_util.h"
 #include "server/tuning_store.h"
 
@@ -28,15 +31,36 @@ struct SqliteFactory {
   }
 };
 
+// A fresh database on the test binary's PostgreSQL server; null (and the
+// test skipped) where the PostgreSQL binaries are absent.
+struct PostgresFactory {
+  std::string skip;
+  std::unique_ptr<TuningStore> Make() {
+    PgTestServer* server = PgTestServer::Shared(&skip);
+    if (!server) return nullptr;
+    auto store = OpenPostgresStore(server->NewDatabase());
+    if (!store.ok()) ADD_FAILURE() << store.status().ToString();
+    return store.ok() ? std::move(store).value() : nullptr;
+  }
+};
+
 template <typename Factory>
 class StoreTest : public ::testing::Test {
  protected:
-  void SetUp() override { store_ = factory_.Make(); }
+  void SetUp() override {
+    store_ = factory_.Make();
+    if constexpr (std::is_same_v<Factory, PostgresFactory>) {
+      if (!factory_.skip.empty())
+        GTEST_SKIP() << "no PostgreSQL server: " << factory_.skip;
+    }
+    ASSERT_NE(store_, nullptr);
+  }
   Factory factory_;
   std::unique_ptr<TuningStore> store_;
 };
 
-using Factories = ::testing::Types<MemoryFactory, SqliteFactory>;
+using Factories =
+    ::testing::Types<MemoryFactory, SqliteFactory, PostgresFactory>;
 TYPED_TEST_SUITE(StoreTest, Factories);
 
 TYPED_TEST(StoreTest, SamplesRoundTripWithEveryField) {

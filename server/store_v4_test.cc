@@ -253,7 +253,7 @@ TEST_P(StoreV4BothTest, RoundTripsGemmMmaRecordsByName) {
   ASSERT_EQ(found->size(), 2u);
   EXPECT_DOUBLE_EQ((*found)[0].measured_s, 1e-5);
 
-  if (GetParam()) {  // by name in the file
+  if (IsSqlite()) {  // by name in the file
     store_.reset();
     SQLite::Database raw(dir_.path() + "/store.db", SQLite::OPEN_READONLY);
     SQLite::Statement q(raw,
@@ -361,10 +361,7 @@ TEST_P(StoreV4BothTest, StaleRowsNeverReachTrainingOrAnswers) {
   EXPECT_EQ(*store_->CountTuned(stale), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Stores, StoreV4BothTest, ::testing::Bool(),
-                         [](const auto& info) {
-                           return info.param ? "Sqlite" : "Memory";
-                         });
+INSTANTIATE_TEST_SUITE_P(Stores, StoreV4BothTest, AllStoreKinds(), StoreKindName);
 
 }  // namespace
 }  // namespace blocktune
