@@ -4,7 +4,7 @@
 #
 #   On a connected Debian 12 machine:   scripts/offline-deps.sh download
 #     fetches the Debian packages of gRPC, protobuf's compiler plugin,
-#     abseil, re2, c-ares, SQLite, SQLiteCpp, GoogleTest and CLI11 into
+#     abseil, re2, c-ares, SQLite, SQLiteCpp, GoogleTest, CLI11 and libpqxx into
 #     .deps/debs (git-ignored); copy the checkout, .deps included.
 #   On the GPU host:                    scripts/offline-deps.sh build
 #     unpacks them into .deps/prefix with dpkg -x and configures and builds
@@ -16,7 +16,7 @@ packages=(libgrpc++-dev libgrpc++1.51 libgrpc29 libgrpc-dev
           protobuf-compiler-grpc libprotoc32 libabsl-dev libabsl20220623
           libre2-dev libre2-9 libc-ares-dev libc-ares2 libsqlite3-dev
           libsqlite3-0 libsqlitecpp-dev libgtest-dev
-          libgmock-dev libcli11-dev)
+          libgmock-dev libcli11-dev libpqxx-dev libpqxx-6.4 libpq-dev libpq5)
 
 case "${1:-}" in
   download)
@@ -32,6 +32,10 @@ case "${1:-}" in
     export LIBRARY_PATH="$lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
     export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     export PATH="$prefix/usr/bin:$PATH"
+    # libpqxx and libpq are found through pkg-config: their .pc files say
+    # /usr, which the sysroot maps into the prefix.
+    export PKG_CONFIG_PATH="$lib/pkgconfig"
+    export PKG_CONFIG_SYSROOT_DIR="$prefix"
     torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)
     cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_PREFIX_PATH="$prefix/usr;$lib/cmake;$torch_prefix"
