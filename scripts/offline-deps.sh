@@ -16,7 +16,8 @@ packages=(libgrpc++-dev libgrpc++1.51 libgrpc29 libgrpc-dev
           protobuf-compiler-grpc libprotoc32 libabsl-dev libabsl20220623
           libre2-dev libre2-9 libc-ares-dev libc-ares2 libsqlite3-dev
           libsqlite3-0 libsqlitecpp-dev libgtest-dev
-          libgmock-dev libcli11-dev libpqxx-dev libpqxx-6.4 libpq-dev libpq5)
+          libgmock-dev libcli11-dev libpqxx-dev libpqxx-6.4 libpq-dev libpq5
+          libldap-2.5-0 libsasl2-2)
 
 case "${1:-}" in
   download)
