@@ -335,14 +335,12 @@ StatusOr<MmaKernel> GenerateGemmMma(const MmaProblem& problem,
   if (p.kg > 1 && t.sk == 1) {
     k.counter_offset = MmaPartialBytes(problem, p);
   } else if (p.kg > 1) {
-    const int64_t lanes = mma_internal::ReduceLanes(p.kg);
-    k.ptx += mma_internal::ReduceEntry(problem.precision, lanes, arch);
-    k.reduce_entry = "blocktune_gemm_mma_reduce";
-    k.reduce_grid = {static_cast<unsigned>(CeilDiv(
-                         g.m * g.n, mma_internal::kReduceThreads / lanes)),
-                     1, 1};
-    k.reduce_block = {static_cast<unsigned>(mma_internal::kReduceThreads), 1,
-                      1};
+    const mma_internal::ReduceLaunch r = mma_internal::MakeReduceLaunch(
+        problem.precision, p.kg, g.m, g.n, arch);
+    k.ptx += r.ptx;
+    k.reduce_entry = r.entry;
+    k.reduce_grid = r.grid;
+    k.reduce_block = r.block;
   }
   return k;
 }

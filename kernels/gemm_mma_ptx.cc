@@ -1047,6 +1047,17 @@ int64_t ReduceLanes(int64_t kg) {
   return lanes;
 }
 
+ReduceLaunch MakeReduceLaunch(MmaPrecision prec, int64_t kg, int64_t m,
+                              int64_t n, const std::string& arch) {
+  const int64_t lanes = ReduceLanes(kg);
+  ReduceLaunch r;
+  r.ptx = ReduceEntry(prec, lanes, arch);
+  r.grid = {static_cast<unsigned>(CeilDiv(m * n, kReduceThreads / lanes)), 1,
+            1};
+  r.block = {static_cast<unsigned>(kReduceThreads), 1, 1};
+  return r;
+}
+
 // W holds K_G fp32 partial results of M x N; C = alpha * sum_z W[z] +
 // beta * C in the output type. Lane l of an output adds z = l, l+L, ... in
 // order, then lane 0 adds the lane sums in lane order: every run gives the

@@ -5,6 +5,7 @@
 #define BLOCKTUNE_KERNELS_GEMM_MMA_PTX_H_
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -159,6 +160,18 @@ std::string ReduceEntry(MmaPrecision prec, int64_t lanes,
                         const std::string& arch);
 // 90 for "sm_90".
 int ArchNumber(const std::string& arch);
+
+// The launch that adds K_G > 1 partial sums of an M x N output (gemm.mma's
+// reduce-entry split, and gemm.wgmma's split-K): the reduce entry's PTX, to
+// append to the main entry's module, its name and its geometry.
+struct ReduceLaunch {
+  std::string ptx;
+  std::string entry = "blocktune_gemm_mma_reduce";
+  std::array<unsigned, 3> grid{};
+  std::array<unsigned, 3> block{};
+};
+ReduceLaunch MakeReduceLaunch(MmaPrecision prec, int64_t kg, int64_t m,
+                              int64_t n, const std::string& arch);
 
 }  // namespace blocktune::mma_internal
 

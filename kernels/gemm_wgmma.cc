@@ -306,14 +306,12 @@ StatusOr<WgmmaKernel> GenerateGemmWgmma(const Problem& problem,
         g.dtype == DType::kFp16   ? MmaPrecision::kFp16
         : g.dtype == DType::kTf32 ? MmaPrecision::kTf32
                                   : MmaPrecision::kBf16;
-    const int64_t lanes = mma_internal::ReduceLanes(p.kg);
-    k.ptx += mma_internal::ReduceEntry(prec, lanes, arch);
-    k.reduce_entry = "blocktune_gemm_mma_reduce";
-    k.reduce_grid = {static_cast<unsigned>(CeilDiv(
-                         g.m * g.n, mma_internal::kReduceThreads / lanes)),
-                     1, 1};
-    k.reduce_block = {static_cast<unsigned>(mma_internal::kReduceThreads), 1,
-                      1};
+    const mma_internal::ReduceLaunch r =
+        mma_internal::MakeReduceLaunch(prec, p.kg, g.m, g.n, arch);
+    k.ptx += r.ptx;
+    k.reduce_entry = r.entry;
+    k.reduce_grid = r.grid;
+    k.reduce_block = r.block;
   }
   k.block = {static_cast<unsigned>(p.Threads()), 1, 1};
   k.shared_bytes = static_cast<unsigned>(WgmmaSharedBytes(g.dtype, p));
