@@ -13,6 +13,7 @@ namespace blocktune {
 const KernelFamily& GemmFfmaFamily();  // kernels/family_ffma.cc
 const KernelFamily& ConvFfmaFamily();  // kernels/family_ffma.cc
 const KernelFamily& GemmMmaFamily();   // kernels/family_mma.cc
+const KernelFamily& ConvMmaFamily();   // kernels/family_mma.cc
 // After gemm.mma, so that DefaultFamily(gemm, bf16/fp16/tf32) stays the
 // family that runs on every tensor-core GPU; its rules keep it off every
 // device but compute capability 9.0.
@@ -23,6 +24,7 @@ const std::vector<const KernelFamily*>& Families() {
       &GemmFfmaFamily(),
       &ConvFfmaFamily(),
       &GemmMmaFamily(),
+      &ConvMmaFamily(),
       &GemmWgmmaFamily(),
   };
   return families;

@@ -42,6 +42,8 @@ constexpr Golden kGolden[] = {
      "kGemmMmaGeneratorVersion (kernels/gemm_mma.h)"},
     {"gemm.wgmma", 3, 0x76bdf12ac62c27eeull,
      "kGemmWgmmaGeneratorVersion (kernels/gemm_wgmma.h)"},
+    {"conv.mma", 1, 0x2e97834786f4ae0full,
+     "kConvMmaGeneratorVersion (kernels/conv_mma.h)"},
 };
 
 struct Case {
@@ -167,11 +169,42 @@ std::vector<Case> GemmWgmmaCases() {
   return out;
 }
 
+// Every precision; 16-byte copies (C a multiple of 8), and the narrow
+// pieces of C = 3 (the stem: 2-byte bf16/fp16, 4-byte tf32), C = 12 (8-byte
+// bf16) and C = 6 (4-byte bf16); pad, stride, dilation per axis; 1x1 and
+// 7x7; K_G > 1 (the reduce entry); sm_80.
+std::vector<Case> ConvMmaCases() {
+  std::vector<Case> out;
+  for (const char* dtype : {"bf16", "fp16", "tf32"}) {
+    const std::string tail = std::string(" dtype=") + dtype;
+    for (const char* shape : {
+             "conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1",
+             "conv n=8 h=224 w=224 c=3 k=64 r=7 s=7 pad=3 stride=2 "
+             "dilation=1",
+             "conv n=2 h=17 w=19 c=12 k=7 r=3 s=1 pad=0x1 stride=2x1 "
+             "dilation=1x3",
+             "conv n=32 h=7 w=7 c=512 k=2048 r=1 s=1 pad=0 stride=1 "
+             "dilation=1",
+         }) {
+      const Problem p = ParseProblem(std::string(shape) + tail);
+      out.push_back({p, "bm=128 bn=128 bk=32 wm=2 wn=4 st=4 kg=1 gm=8",
+                     "sm_90"});
+      out.push_back({p, "bm=64 bn=64 bk=32 wm=2 wn=2 st=3 kg=4 gm=4",
+                     "sm_90"});
+    }
+    out.push_back({ParseProblem("conv n=1 h=9 w=9 c=6 k=24 r=5 s=5 pad=2 "
+                                "stride=1 dilation=2" + tail),
+                   "bm=32 bn=8 bk=64 wm=2 wn=1 st=5 kg=2 gm=1", "sm_80"});
+  }
+  return out;
+}
+
 std::vector<Case> CasesOf(std::string_view family) {
   if (family == "gemm.ffma") return GemmFfmaCases();
   if (family == "conv.ffma") return ConvFfmaCases();
   if (family == "gemm.mma") return GemmMmaCases();
   if (family == "gemm.wgmma") return GemmWgmmaCases();
+  if (family == "conv.mma") return ConvMmaCases();
   return {};
 }
 

@@ -1,8 +1,11 @@
-// The family `gemm.mma` (gemm_mma.h): tensor-core GEMM with mma.sync for
-// bf16, fp16 and tf32, behind the family interface.
+// The families `gemm.mma` (gemm_mma.h): tensor-core GEMM with mma.sync for
+// bf16, fp16 and tf32, and `conv.mma` (conv_mma.h): the implicit-GEMM
+// convolution on the same pipeline, behind the family interface. They
+// share their parameters (conv.mma without sk) and precisions.
 #include <algorithm>
 #include <iterator>
 
+#include "kernels/conv_mma.h"
 #include "kernels/family.h"
 #include "kernels/gemm_mma.h"
 #include "kernels/gemm_ptx.h"
@@ -35,18 +38,64 @@ constexpr Field kFields[] = {
      false},
 };
 constexpr int kFieldCount = static_cast<int>(std::size(kFields));
+// conv.mma's: all but sk (the last), which it does not have.
+constexpr int kConvFieldCount = kFieldCount - 1;
 
-MmaParams ToMma(const Params& p) {
+// The first `count` fields; the others keep MmaParams' defaults.
+MmaParams ToMma(const Params& p, int count = kFieldCount) {
   MmaParams m;
-  for (int i = 0; i < kFieldCount; ++i) m.*(kFields[i].member) = p[i];
+  for (int i = 0; i < count; ++i) m.*(kFields[i].member) = p[i];
   return m;
 }
 
-Params FromMma(const MmaParams& m) {
+Params FromMma(const MmaParams& m, int count = kFieldCount) {
   Params p;
-  p.size = kFieldCount;
-  for (int i = 0; i < kFieldCount; ++i) p[i] = m.*(kFields[i].member);
+  p.size = count;
+  for (int i = 0; i < count; ++i) p[i] = m.*(kFields[i].member);
   return p;
+}
+
+// The fields' specs with MmaParamDomains' values.
+std::vector<ParamSpec> MmaSpecs(int count) {
+  const std::vector<MmaParamDomain> domains = MmaParamDomains();
+  std::vector<ParamSpec> specs;
+  for (int i = 0; i < count; ++i) {
+    ParamSpec s;
+    s.name = kFields[i].name;
+    s.meaning = kFields[i].meaning;
+    s.power_of_two = kFields[i].power_of_two;
+    s.log_feature = s.name != "sk";
+    if (i < static_cast<int>(domains.size())) s.values = domains[i].values;
+    specs.push_back(std::move(s));
+  }
+  return specs;
+}
+
+// The precisions both families implement.
+const std::vector<DType>& MmaPrecisions() {
+  static const std::vector<DType> p = {DType::kBf16, DType::kFp16,
+                                       DType::kTf32};
+  return p;
+}
+
+// FAILED_PRECONDITION below compute capability 8.0.
+Status CheckComputeCapability(std::string_view family, int min,
+                              const KernelLimits& limits) {
+  if (limits.compute_capability >= min) return OkStatus();
+  return FailedPrecondition(
+      std::string(family) +
+      " needs compute capability 8.0 or later (mma.sync bf16, cp.async), "
+      "the device has " +
+      std::to_string(limits.compute_capability / 10) + "." +
+      std::to_string(limits.compute_capability % 10));
+}
+
+// `field` in place of the "params" that ValidateMmaParams' messages start
+// with.
+Status Renamed(Status s, std::string_view field) {
+  if (!s.ok() && field != "params" && s.message().rfind("params", 0) == 0)
+    return InvalidArgument(std::string(field) + s.message().substr(6));
+  return s;
 }
 
 MmaPrecision PrecisionOf(DType d) {
@@ -84,17 +133,7 @@ MmaProblem ToMmaProblem(const Problem& problem) {
 
 class MmaFamily : public KernelFamily {
  public:
-  MmaFamily() {
-    const std::vector<MmaParamDomain> domains = MmaParamDomains();
-    for (int i = 0; i < kFieldCount; ++i) {
-      ParamSpec s;
-      s.name = kFields[i].name;
-      s.meaning = kFields[i].meaning;
-      s.power_of_two = kFields[i].power_of_two;
-      s.log_feature = s.name != "sk";
-      if (i < static_cast<int>(domains.size())) s.values = domains[i].values;
-      specs_.push_back(std::move(s));
-    }
+  MmaFamily() : specs_(MmaSpecs(kFieldCount)) {
     // The device's compute capability comes first: CanImplement refuses
     // below 8.0, and the rules must say so too (samplers count by rule).
     rules_.push_back("compute_capability");
@@ -105,9 +144,7 @@ class MmaFamily : public KernelFamily {
   int version() const override { return kGemmMmaGeneratorVersion; }
   Op op() const override { return Op::kGemm; }
   const std::vector<DType>& precisions() const override {
-    static const std::vector<DType> p = {DType::kBf16, DType::kFp16,
-                                         DType::kTf32};
-    return p;
+    return MmaPrecisions();
   }
   const std::vector<ParamSpec>& params() const override { return specs_; }
   const std::vector<std::string>& rules() const override { return rules_; }
@@ -124,12 +161,7 @@ class MmaFamily : public KernelFamily {
                              std::to_string(kFieldCount) + " values, got " +
                              std::to_string(params.size));
     }
-    Status s = ValidateMmaParams(ToMma(params));
-    // ValidateMmaParams names its fields "params.bm" or "params: ...";
-    // the caller's field replaces that prefix.
-    if (!s.ok() && field != "params" && s.message().rfind("params", 0) == 0)
-      return InvalidArgument(std::string(field) + s.message().substr(6));
-    return s;
+    return Renamed(ValidateMmaParams(ToMma(params)), field);
   }
 
   bool Passes(int rule, const Problem& problem, const Params& params,
@@ -144,13 +176,8 @@ class MmaFamily : public KernelFamily {
                       const KernelLimits& limits) const override {
     BT_RETURN_IF_ERROR(CheckProblem(problem));
     BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
-    if (limits.compute_capability < min_compute_capability()) {
-      return FailedPrecondition(
-          "gemm.mma needs compute capability 8.0 or later (mma.sync bf16, "
-          "cp.async), the device has " +
-          std::to_string(limits.compute_capability / 10) + "." +
-          std::to_string(limits.compute_capability % 10));
-    }
+    BT_RETURN_IF_ERROR(
+        CheckComputeCapability(name(), min_compute_capability(), limits));
     return CanImplementMma(ToMmaProblem(problem), ToMma(params),
                            ToMmaLimits(limits));
   }
@@ -219,10 +246,139 @@ class MmaFamily : public KernelFamily {
   std::vector<std::string> rules_;
 };
 
+// Valid only for a convolution context; callers check the op first.
+ConvMmaProblem ToConvMmaProblem(const Problem& problem) {
+  ConvMmaProblem m;
+  m.ctx = std::get<ConvContext>(problem.ctx);
+  m.precision = PrecisionOf(m.ctx.dtype);
+  m.ctx.dtype = StorageType(m.precision);
+  return m;
+}
+
+class ConvMmaKernelFamily : public KernelFamily {
+ public:
+  ConvMmaKernelFamily() : specs_(MmaSpecs(kConvFieldCount)) {
+    rules_.push_back("compute_capability");
+    for (ConvMmaRule r : kConvMmaRules) rules_.push_back(ToString(r));
+  }
+
+  std::string_view name() const override { return kConvMmaFamily; }
+  int version() const override { return kConvMmaGeneratorVersion; }
+  Op op() const override { return Op::kConv; }
+  const std::vector<DType>& precisions() const override {
+    return MmaPrecisions();
+  }
+  const std::vector<ParamSpec>& params() const override { return specs_; }
+  const std::vector<std::string>& rules() const override { return rules_; }
+  std::string_view summary() const override {
+    return "tensor-core implicit-GEMM convolution (NHWC, KRSC): gemm.mma's "
+           "pipeline, an im2col gather by cp.async with zero-fill, filter "
+           "tap outer, channels inner";
+  }
+  int min_compute_capability() const override { return 80; }
+
+  Status ValidateParams(const Params& params,
+                        std::string_view field) const override {
+    if (params.size != kConvFieldCount) {
+      return InvalidArgument(std::string(field) + " must have " +
+                             std::to_string(kConvFieldCount) +
+                             " values, got " + std::to_string(params.size));
+    }
+    return Renamed(ValidateMmaParams(ToMma(params, kConvFieldCount)), field);
+  }
+
+  bool Passes(int rule, const Problem& problem, const Params& params,
+              const KernelLimits& limits) const override {
+    if (rule == 0)
+      return limits.compute_capability >= min_compute_capability();
+    return PassesConvMmaRule(kConvMmaRules[rule - 1],
+                             ToConvMmaProblem(problem),
+                             ToMma(params, kConvFieldCount),
+                             ToMmaLimits(limits));
+  }
+
+  Status CanImplement(const Problem& problem, const Params& params,
+                      const KernelLimits& limits) const override {
+    BT_RETURN_IF_ERROR(CheckProblem(problem));
+    BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
+    BT_RETURN_IF_ERROR(
+        CheckComputeCapability(name(), min_compute_capability(), limits));
+    return CanImplementConvMma(ToConvMmaProblem(problem),
+                               ToMma(params, kConvFieldCount),
+                               ToMmaLimits(limits));
+  }
+
+  ConfigShape Shape(const Problem& problem,
+                    const Params& params) const override {
+    const MmaParams m = ToMma(params, kConvFieldCount);
+    const GemmShape g = ImplicitGemm(problem.ctx);
+    ConfigShape s;
+    s.tile_m = m.bm;
+    s.tile_n = m.bn;
+    s.step_k = m.bk;
+    s.split_k = m.kg;
+    s.threads = m.Threads();
+    s.programs = ((g.m + m.bm - 1) / m.bm) * ((g.n + m.bn - 1) / m.bn) * m.kg;
+    s.workspace_bytes =
+        OpOf(problem.ctx) == Op::kConv
+            ? ConvMmaWorkspaceBytes(ToConvMmaProblem(problem), m)
+            : 0;
+    return s;
+  }
+
+  std::vector<Params> DefaultCandidates() const override {
+    auto make = [](int64_t bm, int64_t bn, int64_t bk, int64_t wm, int64_t wn,
+                   int64_t st) {
+      MmaParams m;
+      m.bm = bm;
+      m.bn = bn;
+      m.bk = bk;
+      m.warps_m = wm;
+      m.warps_n = wn;
+      m.stages = st;
+      return FromMma(m, kConvFieldCount);
+    };
+    return {make(128, 128, 32, 2, 2, 4), make(128, 64, 32, 2, 2, 4),
+            make(64, 64, 32, 2, 2, 4), make(64, 32, 16, 2, 1, 3)};
+  }
+
+  StatusOr<GeneratedKernel> Generate(const Problem& problem,
+                                     const Params& params,
+                                     const std::string& arch) const override {
+    BT_RETURN_IF_ERROR(CheckProblem(problem));
+    BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
+    BT_ASSIGN_OR_RETURN(
+        ConvMmaKernel k,
+        GenerateConvMma(ToConvMmaProblem(problem),
+                        ToMma(params, kConvFieldCount), arch));
+    GeneratedKernel out = ToGenerated(*this, k);
+    out.reduce_entry = std::move(k.reduce_entry);
+    out.dynamic_shared_bytes = k.shared_bytes;
+    out.reduce_grid = k.reduce_grid;
+    out.reduce_block = k.reduce_block;
+    // The input's rows (C channels) and the filter's (C*R*S) keep the copy
+    // width's alignment when C does; their base addresses must too.
+    out.align_a = out.align_b = k.copy_bytes / k.element_bytes;
+    out.align_bytes = k.copy_bytes;
+    out.entry_params = EntryParams(Op::kConv);
+    if (!out.reduce_entry.empty()) out.reduce_params = ReduceParams();
+    return out;
+  }
+
+ private:
+  std::vector<ParamSpec> specs_;
+  std::vector<std::string> rules_;
+};
+
 }  // namespace
 
 const KernelFamily& GemmMmaFamily() {
   static const MmaFamily family;
+  return family;
+}
+
+const KernelFamily& ConvMmaFamily() {
+  static const ConvMmaKernelFamily family;
   return family;
 }
 

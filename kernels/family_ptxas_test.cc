@@ -100,7 +100,9 @@ Problem SampleConv(std::mt19937& rng, DType dtype) {
   ConvContext c;
   c.n = 1 + rng() % 32;
   c.h = c.w = 7 << (rng() % 5);
-  c.c = int64_t{1} << (rng() % 11);
+  // Channels: a power of two, or (one in four) any count up to 48, so
+  // that narrow copies (C = 3, 5, 6, 12, ...) are drawn too.
+  c.c = rng() % 4 == 0 ? 1 + rng() % 48 : int64_t{1} << (rng() % 11);
   c.k = int64_t{1} << (rng() % 11);
   c.r = c.s = 1 + 2 * (rng() % 4);
   c.pad_h = c.pad_w = rng() % (c.r / 2 + 1);

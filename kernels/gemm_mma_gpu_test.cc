@@ -32,64 +32,10 @@ namespace {
 
 using cuda::DeviceBuffer;
 
-using test_numerics::Bits;
-using test_numerics::FromBits;
-using test_numerics::ToBf16;
-using test_numerics::Bf16ToFloat;
-using test_numerics::ToFp16;
-using test_numerics::Fp16ToFloat;
-float RoundTf32(float f) {  // sm_90's cvt.rn.tf32.f32: nearest, ties even
-  uint32_t u = Bits(f);
-  u = (u + 0xfff + ((u >> 13) & 1)) & 0xffffe000u;
-  return FromBits(u);
-}
-
-// Host storage of one matrix in the precision's type, and its values as
-// floats (already rounded).
-struct HostMatrix {
-  std::vector<uint16_t> h;    // bf16 / fp16 bits
-  std::vector<float> f;       // tf32 storage (fp32), unrounded
-  std::vector<double> value;  // what the kernel multiplies
-};
-
-HostMatrix Random(MmaPrecision prec, size_t n, std::mt19937& rng) {
-  std::uniform_real_distribution<float> uni(-1.f, 1.f);
-  HostMatrix m;
-  m.value.resize(n);
-  if (prec == MmaPrecision::kTf32) {
-    m.f.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      m.f[i] = uni(rng);
-      m.value[i] = RoundTf32(m.f[i]);
-    }
-  } else {
-    m.h.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      const float x = uni(rng);
-      m.h[i] = prec == MmaPrecision::kBf16 ? ToBf16(x) : ToFp16(x);
-      m.value[i] = prec == MmaPrecision::kBf16 ? Bf16ToFloat(m.h[i])
-                                               : Fp16ToFloat(m.h[i]);
-    }
-  }
-  return m;
-}
-
-const void* Data(const HostMatrix& m) {
-  return m.h.empty() ? static_cast<const void*>(m.f.data())
-                     : static_cast<const void*>(m.h.data());
-}
-
-double OutputValue(MmaPrecision prec, const std::vector<uint8_t>& bytes,
-                   size_t i) {
-  if (prec == MmaPrecision::kTf32) {
-    float f;
-    std::memcpy(&f, bytes.data() + 4 * i, 4);
-    return f;
-  }
-  uint16_t u;
-  std::memcpy(&u, bytes.data() + 2 * i, 2);
-  return prec == MmaPrecision::kBf16 ? Bf16ToFloat(u) : Fp16ToFloat(u);
-}
+using test_numerics::Data;
+using test_numerics::HostMatrix;
+using test_numerics::OutputValue;
+using test_numerics::Random;
 
 struct Outcome {
   double worst_bound_ratio = 0;  // max err / bound
@@ -167,17 +113,7 @@ StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
       return Internal("K_G > 1: a second launch gave different bits");
   }
 
-  const double u =
-      prec == MmaPrecision::kBf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
-  const double u_out = prec == MmaPrecision::kBf16   ? std::ldexp(1.0, -8)
-                       : prec == MmaPrecision::kFp16 ? std::ldexp(1.0, -11)
-                                                     : std::ldexp(1.0, -24);
-  // Below the smallest normal number the output's rounding error is
-  // absolute: half the subnormal spacing (fp16 2^-25).
-  const double abs_out = prec == MmaPrecision::kFp16   ? std::ldexp(1.0, -25)
-                         : prec == MmaPrecision::kBf16 ? std::ldexp(1.0, -134)
-                                                       : std::ldexp(1.0, -149);
-  const double c_const = 1.0;
+  const test_numerics::MmaBound bound_of(prec);
   Outcome o;
   for (int64_t i = 0; i < g.m; ++i) {
     for (int64_t j = 0; j < g.n; ++j) {
@@ -197,16 +133,14 @@ StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
       if (!std::isfinite(got)) return Internal(where + " (not written?)");
       const double err = std::fabs(got - ref);
       const double bound =
-          c_const * u * std::fabs(c.alpha) * abs_sum + u_out * std::fabs(ref) +
-          std::ldexp(1.0, -22) * std::fabs(c.beta * old) + abs_out;
+          bound_of.Bound(c.alpha, abs_sum, ref, c.beta * old);
       if (err > bound) {
         return Internal(where + ": error " + std::to_string(err) +
                         " exceeds the bound " + std::to_string(bound));
       }
       o.worst_bound_ratio = std::max(o.worst_bound_ratio, err / bound);
       const double acc_scale =
-          g.k * std::ldexp(1.0, -24) * std::fabs(c.alpha) * abs_sum +
-          u_out * std::fabs(ref) + abs_out;
+          bound_of.AccumulationScale(g.k, c.alpha, abs_sum, ref);
       o.worst_acc_ratio = std::max(o.worst_acc_ratio, err / acc_scale);
     }
   }

@@ -13,8 +13,6 @@ int ArchNumber(const std::string& arch) {
   return arch.size() > 3 ? std::atoi(arch.c_str() + 3) : 0;
 }
 
-namespace {
-
 using Ptx = PtxText;
 
 // %dst = f(%row) for rows of `chunks` chunks.
@@ -73,7 +71,7 @@ void EmitChunk(Ptx& p, const Tiling& t, char x, int64_t i,
 // the swizzle differs), %r0, and %kk (K offset, contiguous-K) or %cb (bytes
 // in bounds of the chunk, M/N-contiguous) and %rl (rows left to the M/N
 // bound, contiguous-K).
-void EmitRegularCopySetup(Ptx& p, const Tiling& t, char x) {
+void EmitRegularSharedOffsets(Ptx& p, const Tiling& t, char x) {
   const bool a = x == 'a';
   const std::string s(1, x);
   const bool kc = a ? t.a_kc : t.b_kc;
@@ -82,9 +80,6 @@ void EmitRegularCopySetup(Ptx& p, const Tiling& t, char x) {
   const int64_t rb = a ? t.a_rb : t.b_rb;
   const int64_t copies = a ? t.a_copies : t.b_copies;
   const int64_t rstep = t.threads / chunks;
-  const std::string origin = a ? "%m0" : "%n0", bound = a ? "%M" : "%N",
-                    ld = a ? "%lda" : "%ldb", base = a ? "%A" : "%B";
-  const int lg = Log2(t.esize);
   p << "\t// ---- " << (a ? "A" : "B") << " copies: " << N(copies)
     << " per thread of the " << N(rows) << " x " << N(chunks)
     << " chunk tile (rows along " << (kc ? (a ? "M" : "N") : "K")
@@ -99,6 +94,20 @@ void EmitRegularCopySetup(Ptx& p, const Tiling& t, char x) {
     p << "\txor.b32 %x, %x, %ch;\n\tshl.b32 %x, %x, 4;\n"
       << "\tmad.lo.u32 %s" << s << N(i) << ", %row, " << N(rb) << ", %x;\n";
   }
+}
+
+namespace {
+
+void EmitRegularCopySetup(Ptx& p, const Tiling& t, char x) {
+  const bool a = x == 'a';
+  const std::string s(1, x);
+  const bool kc = a ? t.a_kc : t.b_kc;
+  const int64_t chunks = a ? t.a_chunks : t.b_chunks;
+  const int64_t rstep = t.threads / chunks;
+  const std::string origin = a ? "%m0" : "%n0", bound = a ? "%M" : "%N",
+                    ld = a ? "%lda" : "%ldb", base = a ? "%A" : "%B";
+  const int lg = Log2(t.esize);
+  EmitRegularSharedOffsets(p, t, x);
   if (kc) {
     p << "\tadd.u32 %g, %r0" << s << ", " << origin << ";\n"
       << "\tsub.s32 %rl" << s << ", " << bound << ", %g;\n"
@@ -264,6 +273,8 @@ void EmitCopies(Ptx& p, const Tiling& t, char x) {
   }
 }
 
+}  // namespace
+
 // The shared-memory stores of a 2-byte-copy operand (EmitChunk): the
 // eight halves of copy i packed into one st.shared.v4 at the slot in
 // %slot_st, where EmitCopies would have put the chunk. Nothing for wider
@@ -307,6 +318,8 @@ void EmitDeferredStores(Ptx& p, const Tiling& t, char x) {
       << "], {%hw0, %hw1, %hw2, %hw3};\n";
   }
 }
+
+namespace {
 
 // Lane offsets (from a stage's A or B base) of the fragment loads, so that
 // every load in the loop is [register + immediate]. See Tiling for the
@@ -791,35 +804,7 @@ constexpr int kReduceUnroll = 8;
 
 }  // namespace
 
-std::string MainEntry(const MmaProblem& prob, const Tiling& t,
-                      const std::string& arch) {
-  const GemmContext& g = prob.ctx;
-  const bool a_t = g.layout_a == Layout::kT, b_t = g.layout_b == Layout::kT;
-  Ptx p;
-  p << "//\n// blocktune gemm.mma v" << N(kGemmMmaGeneratorVersion) << ", "
-    << ToString(t.prec)
-    << ": C = alpha * op(A) * op(B) + beta * C with mma.sync\n"
-    << "// BM=" << N(t.bm) << " BN=" << N(t.bn) << " BK=" << N(t.bk)
-    << " warps " << N(t.warps_m) << "x" << N(t.warps_n) << " (warp tile "
-    << N(t.wm) << "x" << N(t.wn) << " = " << N(t.mt) << "x" << N(t.nt)
-    << " m16n8 tiles) stages=" << N(t.stages) << " K_G=" << N(t.kg)
-    << " group_m=" << N(t.group_m) << "; A " << (a_t ? "T" : "N") << ", B "
-    << (b_t ? "T" : "N") << "\n"
-    << "// shared ring: " << N(t.stages) << " x (A " << N(t.a_rows)
-    << " rows x " << N(t.a_rb) << " B + B " << N(t.b_rows) << " rows x "
-    << N(t.b_rb) << " B), 16-byte chunks XOR-swizzled per row\n//\n"
-    << ".version 8.0\n.target " << arch << "\n.address_size 64\n\n"
-    << ".extern .shared .align 128 .b8 smem[];\n\n"
-    << ".visible .entry blocktune_gemm_mma(\n"
-    << "\t.param .u64 pA, .param .u64 pB, .param .u64 pC, .param .u64 pW,\n"
-    << "\t.param .u32 pM, .param .u32 pN, .param .u32 pK,\n"
-    << "\t.param .u32 plda, .param .u32 pldb, .param .u32 pldc,\n"
-    << "\t.param .f32 palpha, .param .f32 pbeta)\n"
-    // No .maxntid: with it ptxas capped registers at 64 and spilled for 256
-    // threads (as gemm_ptx.cc saw). Past 256 threads .maxnreg keeps a
-    // program within the SM's 64K registers.
-    << (t.threads > 256 ? ".maxnreg " + N(65536 / t.threads) + "\n" : "")
-    << "{\n";
+void EmitDeclarations(Ptx& p, const Tiling& t) {
   const std::string ac = N(t.a_copies), bc = N(t.b_copies);
   p << "\t.reg .pred %pl, %pk, %pc, %pld, %pbeta, %prow, %qa<" << ac
     << ">, %qb<" << bc << ">, %va<" << ac << ">, %vb<" << bc << ">;\n"
@@ -846,16 +831,10 @@ std::string MainEntry(const MmaProblem& prob, const Tiling& t,
     << "\t.reg .b16 %h;\n"
     << "\t.reg .f32 %alpha, %beta, %val, %old, %acc<" << N(4 * t.mt * t.nt)
     << ">;\n\n";
+}
 
-  p << "\t// ---- parameters\n"
-    << "\tld.param.u64 %A, [pA];\n\tcvta.to.global.u64 %A, %A;\n"
-    << "\tld.param.u64 %B, [pB];\n\tcvta.to.global.u64 %B, %B;\n"
-    << "\tld.param.u64 %C, [pC];\n\tcvta.to.global.u64 %C, %C;\n"
-    << "\tld.param.u64 %W, [pW];\n\tcvta.to.global.u64 %W, %W;\n"
-    << "\tld.param.u32 %M, [pM];\n\tld.param.u32 %N, [pN];\n"
-    << "\tld.param.u32 %K, [pK];\n\tld.param.u32 %lda, [plda];\n"
-    << "\tld.param.u32 %ldb, [pldb];\n\tld.param.u32 %ldc, [pldc];\n"
-    << "\tld.param.f32 %alpha, [palpha];\n\tld.param.f32 %beta, [pbeta];\n";
+void EmitMainBody(Ptx& p, const Tiling& t, const std::string& arch,
+                  const StageHooks& h) {
   if (t.kg > 1 && t.sk == 0 && ArchNumber(arch) >= 90) {
     p << "\t// ---- the reduce entry may launch now (programmatic dependent "
          "launch); it waits for this grid with griddepcontrol.wait\n"
@@ -886,20 +865,10 @@ std::string MainEntry(const MmaProblem& prob, const Tiling& t,
     << "\tdiv.u32 %tn, %g, %x;\n"
     << "\tmul.lo.u32 %m0, %tm, " << N(t.bm) << ";\n"
     << "\tmul.lo.u32 %n0, %tn, " << N(t.bn) << ";\n";
-  p << "\t// ---- this program's share of K (K_G = " << N(t.kg)
-    << "): chunks of ceil(K / (K_G*BK)) * BK\n"
-    << "\tadd.u32 %kc, %K, " << N(t.kg * t.bk - 1) << ";\n"
-    << "\tdiv.u32 %kc, %kc, " << N(t.kg * t.bk) << ";\n"
-    << "\tmul.lo.u32 %kc, %kc, " << N(t.bk) << ";\n"
-    << "\tmul.lo.u32 %kbeg, %z, %kc;\n\tmin.u32 %kbeg, %kbeg, %K;\n"
-    << "\tadd.u32 %kend, %kbeg, %kc;\n\tmin.u32 %kend, %kend, %K;\n"
-    << "\tsub.u32 %ntiles, %kend, %kbeg;\n"
-    << "\tadd.u32 %ntiles, %ntiles, " << N(t.bk - 1) << ";\n"
-    << "\tdiv.u32 %ntiles, %ntiles, " << N(t.bk) << ";\n"
-    << "\tmov.u32 %smem, smem;\n"
+  h.k_range(p);
+  p << "\tmov.u32 %smem, smem;\n"
     << "\tadd.u32 %smem_end, %smem, " << N(t.stages * t.stage) << ";\n";
-  EmitCopySetup(p, t, 'a');
-  EmitCopySetup(p, t, 'b');
+  h.copy_setup(p);
   EmitFragmentSetup(p, t);
   p << "\t// ---- accumulators\n";
   for (int64_t i = 0; i < 4 * t.mt * t.nt; ++i)
@@ -907,19 +876,18 @@ std::string MainEntry(const MmaProblem& prob, const Tiling& t,
   p << "\tsetp.eq.u32 %pl, %ntiles, 0;\n\t@%pl bra $EPILOGUE;\n";
 
   p << "\t// ---- prologue: steps 0 .. stages-2 into slots 0 .. stages-2, one "
-       "commit group each (empty past the last step)\n"
-    << "\tmov.u32 %k0, %kbeg;\n\tmov.u32 %slot_w, %smem;\n";
+       "commit group each (empty past the last step)\n";
+  h.start(p);
+  p << "\tmov.u32 %slot_w, %smem;\n";
   for (int64_t s = 0; s + 1 < t.stages; ++s) {
     p << "\tsetp.ge.u32 %pl, " << N(s) << ", %ntiles;\n"
-      << "\t@%pl bra $PRO" << N(s) << ";\n"
-      << "\tsub.s32 %krem, %kend, %k0;\n";
-    EmitCopies(p, t, 'a');
-    EmitCopies(p, t, 'b');
+      << "\t@%pl bra $PRO" << N(s) << ";\n";
+    h.copies(p);
     p << "\tmov.u32 %slot_st, %slot_w;\n";
     EmitDeferredStores(p, t, 'a');
     EmitDeferredStores(p, t, 'b');
-    p << "\tadd.u32 %k0, %k0, " << N(t.bk) << ";\n"
-      << "$PRO" << N(s) << ":\n\tcp.async.commit_group;\n"
+    h.advance(p);
+    p << "$PRO" << N(s) << ":\n\tcp.async.commit_group;\n"
       << "\tadd.u32 %slot_w, %slot_w, " << N(t.stage) << ";\n";
   }
   // The main loop, software-pipelined as CUTLASS's multistage loop: the
@@ -927,16 +895,15 @@ std::string MainEntry(const MmaProblem& prob, const Tiling& t,
   // the stage boundary too. The wait and barrier for stage t+1 sit before
   // the last k step's mma's of stage t, whose fragments are already in
   // registers. No branch inside a body: the copies past the last stage
-  // are issued anyway and zero-fill (krem <= 0 gives src-size 0), so ptxas
-  // schedules a body as one block. Two loops: first the stages whose
-  // copies need no bounds (interior program, full BK: the cheap copies),
-  // then the general one for the rest. Only operands copied in 16-byte
-  // chunks take the interior loop; 2-byte copies (registers, stored to
-  // shared memory later) store in the last k step, before the barrier
-  // that publishes stage t+1, so that their loads have the step's math to
+  // are issued anyway and zero-fill, so ptxas schedules a body as one
+  // block. Two loops where the hooks have interior copies: first the
+  // stages whose copies need no bounds (the cheap copies), then the
+  // general one for the rest. 2-byte copies (registers, stored to shared
+  // memory later) store in the last k step, before the barrier that
+  // publishes stage t+1, so that their loads have the step's math to
   // arrive.
   const bool narrow = t.cw_a == 2 || t.cw_b == 2;
-  const bool fast = t.cw_a == 16 && t.cw_b == 16;
+  const bool fast = static_cast<bool>(h.interior_copies);
   p << "\tmov.u32 %slot_r, %smem;\n\tmov.u32 %t, 0;\n"
     << "\t// ---- stage 0 is in slot_r once at most stages-2 groups are "
        "pending\n"
@@ -963,16 +930,13 @@ std::string MainEntry(const MmaProblem& prob, const Tiling& t,
                          : "; past the end they zero-fill")
             << "\n";
           if (interior) {
-            EmitInteriorCopies(p, t, 'a');
-            EmitInteriorCopies(p, t, 'b');
+            h.interior_copies(p);
           } else {
-            p << "\tsub.s32 %krem, %kend, %k0;\n";
-            EmitCopies(p, t, 'a');
-            EmitCopies(p, t, 'b');
+            h.copies(p);
             if (narrow) p << "\tmov.u32 %slot_st, %slot_w;\n";
           }
-          p << "\tadd.u32 %k0, %k0, " << N(t.bk) << ";\n"
-            << "\tcp.async.commit_group;\n"
+          h.advance(p);
+          p << "\tcp.async.commit_group;\n"
             << "\tadd.u32 %slot_w, %slot_w, " << N(t.stage) << ";\n"
             << "\tsetp.eq.u32 %pl, %slot_w, %smem_end;\n"
             << "\t@%pl mov.u32 %slot_w, %smem;\n";
@@ -1014,18 +978,10 @@ std::string MainEntry(const MmaProblem& prob, const Tiling& t,
        "mma's run, across stages too\n";
   if (fast) {
     p << "\t// ---- first the stages whose copies are all in bounds (interior "
-         "program, full BK), then the rest\n"
-      << "\tadd.u32 %x, %m0, " << N(t.bm) << ";\n"
-      << "\tsetp.le.u32 %pl, %x, %M;\n"
-      << "\tadd.u32 %x, %n0, " << N(t.bn) << ";\n"
-      << "\tsetp.le.and.u32 %pl, %x, %N, %pl;\n"
-      << "\tsub.u32 %nfast, %kend, %kbeg;\n"
-      << "\tdiv.u32 %nfast, %nfast, " << N(t.bk) << ";\n"
-      << "\tsub.s32 %nfast, %nfast, " << N(t.stages - 1) << ";\n"
-      << "\tmax.s32 %nfast, %nfast, 0;\n"
-      << "\tmin.u32 %nfast, %nfast, %ntiles;\n"
-      << (bodies == 2 ? "\tand.b32 %nfast, %nfast, -2;\n" : "")
-      << "\tselp.b32 %nfast, %nfast, 0, %pl;\n"
+         "program, full BK), then the rest\n";
+    h.interior_count(p);
+    if (bodies == 2) p << "\tand.b32 %nfast, %nfast, -2;\n";
+    p << "\tselp.b32 %nfast, %nfast, 0, %pl;\n"
       << "\tsetp.eq.u32 %pl, %nfast, 0;\n"
       << "\t@%pl bra $GENERAL;\n";
     emit_body(true, "$FAST", "%nfast", "");
@@ -1036,7 +992,101 @@ std::string MainEntry(const MmaProblem& prob, const Tiling& t,
   emit_body(false, "$LOOP", "%ntiles", "$DRAIN");
   p << "$DRAIN:\n\tcp.async.wait_all;\n";
   EmitEpilogue(p, t);
+}
+
+std::string MainEntry(const MmaProblem& prob, const Tiling& t,
+                      const std::string& arch) {
+  const GemmContext& g = prob.ctx;
+  const bool a_t = g.layout_a == Layout::kT, b_t = g.layout_b == Layout::kT;
+  Ptx p;
+  p << "//\n// blocktune gemm.mma v" << N(kGemmMmaGeneratorVersion) << ", "
+    << ToString(t.prec)
+    << ": C = alpha * op(A) * op(B) + beta * C with mma.sync\n"
+    << "// BM=" << N(t.bm) << " BN=" << N(t.bn) << " BK=" << N(t.bk)
+    << " warps " << N(t.warps_m) << "x" << N(t.warps_n) << " (warp tile "
+    << N(t.wm) << "x" << N(t.wn) << " = " << N(t.mt) << "x" << N(t.nt)
+    << " m16n8 tiles) stages=" << N(t.stages) << " K_G=" << N(t.kg)
+    << " group_m=" << N(t.group_m) << "; A " << (a_t ? "T" : "N") << ", B "
+    << (b_t ? "T" : "N") << "\n"
+    << "// shared ring: " << N(t.stages) << " x (A " << N(t.a_rows)
+    << " rows x " << N(t.a_rb) << " B + B " << N(t.b_rows) << " rows x "
+    << N(t.b_rb) << " B), 16-byte chunks XOR-swizzled per row\n//\n"
+    << ".version 8.0\n.target " << arch << "\n.address_size 64\n\n"
+    << ".extern .shared .align 128 .b8 smem[];\n\n"
+    << ".visible .entry blocktune_gemm_mma(\n"
+    << "\t.param .u64 pA, .param .u64 pB, .param .u64 pC, .param .u64 pW,\n"
+    << "\t.param .u32 pM, .param .u32 pN, .param .u32 pK,\n"
+    << "\t.param .u32 plda, .param .u32 pldb, .param .u32 pldc,\n"
+    << "\t.param .f32 palpha, .param .f32 pbeta)\n"
+    << MaxRegisterDirective(t) << "{\n";
+  EmitDeclarations(p, t);
+  EmitCommonParams(p);
+  StageHooks h;
+  h.k_range = [&](Ptx& q) {
+    q << "\t// ---- this program's share of K (K_G = " << N(t.kg)
+      << "): chunks of ceil(K / (K_G*BK)) * BK\n"
+      << "\tadd.u32 %kc, %K, " << N(t.kg * t.bk - 1) << ";\n"
+      << "\tdiv.u32 %kc, %kc, " << N(t.kg * t.bk) << ";\n"
+      << "\tmul.lo.u32 %kc, %kc, " << N(t.bk) << ";\n"
+      << "\tmul.lo.u32 %kbeg, %z, %kc;\n\tmin.u32 %kbeg, %kbeg, %K;\n"
+      << "\tadd.u32 %kend, %kbeg, %kc;\n\tmin.u32 %kend, %kend, %K;\n"
+      << "\tsub.u32 %ntiles, %kend, %kbeg;\n"
+      << "\tadd.u32 %ntiles, %ntiles, " << N(t.bk - 1) << ";\n"
+      << "\tdiv.u32 %ntiles, %ntiles, " << N(t.bk) << ";\n";
+  };
+  h.copy_setup = [&](Ptx& q) {
+    EmitCopySetup(q, t, 'a');
+    EmitCopySetup(q, t, 'b');
+  };
+  h.start = [](Ptx& q) { q << "\tmov.u32 %k0, %kbeg;\n"; };
+  // %krem = K left from this step's start to the end of the program's K
+  // range: copies past it zero-fill (krem <= 0 gives src-size 0).
+  h.copies = [&](Ptx& q) {
+    q << "\tsub.s32 %krem, %kend, %k0;\n";
+    EmitCopies(q, t, 'a');
+    EmitCopies(q, t, 'b');
+  };
+  h.advance = [&](Ptx& q) { q << "\tadd.u32 %k0, %k0, " << N(t.bk) << ";\n"; };
+  // Only operands copied in 16-byte chunks take the interior loop: an
+  // interior program (its tile inside M x N), full BK stages.
+  if (t.cw_a == 16 && t.cw_b == 16) {
+    h.interior_copies = [&](Ptx& q) {
+      EmitInteriorCopies(q, t, 'a');
+      EmitInteriorCopies(q, t, 'b');
+    };
+    h.interior_count = [&](Ptx& q) {
+      q << "\tadd.u32 %x, %m0, " << N(t.bm) << ";\n"
+        << "\tsetp.le.u32 %pl, %x, %M;\n"
+        << "\tadd.u32 %x, %n0, " << N(t.bn) << ";\n"
+        << "\tsetp.le.and.u32 %pl, %x, %N, %pl;\n"
+        << "\tsub.u32 %nfast, %kend, %kbeg;\n"
+        << "\tdiv.u32 %nfast, %nfast, " << N(t.bk) << ";\n"
+        << "\tsub.s32 %nfast, %nfast, " << N(t.stages - 1) << ";\n"
+        << "\tmax.s32 %nfast, %nfast, 0;\n"
+        << "\tmin.u32 %nfast, %nfast, %ntiles;\n";
+    };
+  }
+  EmitMainBody(p, t, arch, h);
   return p.str();
+}
+
+std::string MaxRegisterDirective(const Tiling& t) {
+  // No .maxntid: with it ptxas capped registers at 64 and spilled for 256
+  // threads (as gemm_ptx.cc saw). Past 256 threads .maxnreg keeps a
+  // program within the SM's 64K registers.
+  return t.threads > 256 ? ".maxnreg " + N(65536 / t.threads) + "\n" : "";
+}
+
+void EmitCommonParams(Ptx& p) {
+  p << "\t// ---- parameters\n"
+    << "\tld.param.u64 %A, [pA];\n\tcvta.to.global.u64 %A, %A;\n"
+    << "\tld.param.u64 %B, [pB];\n\tcvta.to.global.u64 %B, %B;\n"
+    << "\tld.param.u64 %C, [pC];\n\tcvta.to.global.u64 %C, %C;\n"
+    << "\tld.param.u64 %W, [pW];\n\tcvta.to.global.u64 %W, %W;\n"
+    << "\tld.param.u32 %M, [pM];\n\tld.param.u32 %N, [pN];\n"
+    << "\tld.param.u32 %K, [pK];\n\tld.param.u32 %lda, [plda];\n"
+    << "\tld.param.u32 %ldb, [pldb];\n\tld.param.u32 %ldc, [pldc];\n"
+    << "\tld.param.f32 %alpha, [palpha];\n\tld.param.f32 %beta, [pbeta];\n";
 }
 
 // Lanes per output: about eight partial sums per lane, 1..32 lanes (as the

@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "kernels/gemm_mma.h"
+#include "kernels/ptx_text.h"
 
 namespace blocktune::mma_internal {
 
@@ -150,6 +152,54 @@ inline int64_t SplitLevels(int64_t kg) {
 inline constexpr int64_t kReduceThreads = 256;
 // Lanes per output of the K_G reduction entry.
 int64_t ReduceLanes(int64_t kg);
+// ---- The pipeline conv.mma shares (kernels/conv_mma_ptx.cc): everything
+// of an entry but where its operands come from.
+//
+// How one stage of A and B reaches shared memory, and where a program's
+// reduction starts and ends. EmitMainBody calls them in this order.
+struct StageHooks {
+  // Sets %ntiles, the stages of this program (split-K's share: grid y).
+  std::function<void(PtxText&)> k_range;
+  // The copy bookkeeping of A and B (after the tile origin %m0, %n0).
+  std::function<void(PtxText&)> copy_setup;
+  // The position of the program's first stage.
+  std::function<void(PtxText&)> start;
+  // The copies of the current stage into the ring slot at %slot_w, one
+  // cp.async commit group's worth; past the program's last stage they
+  // zero-fill (a program issues stages-1 such copies at its end).
+  std::function<void(PtxText&)> copies;
+  // To the next stage.
+  std::function<void(PtxText&)> advance;
+  // Optional, both or neither: the copies of a stage known to be in bounds
+  // (no src-size, no predicates), and %nfast, how many of the first stages
+  // are (with %pl: whether the program may take them at all).
+  std::function<void(PtxText&)> interior_copies;
+  std::function<void(PtxText&)> interior_count;
+};
+// %dst = f(%row), the swizzle of rows of `chunks` chunks.
+void EmitSwizzle(PtxText& p, const std::string& dst, const std::string& row,
+                 int64_t chunks);
+// One 16-byte chunk of operand x ('a' or 'b'), copy i: global [src] ->
+// shared [%dst+imm] with %sz bytes in bounds (the rest zero-filled), in
+// pieces of the operand's copy width (Tiling::cw_a, cw_b); `guard` a
+// predicate register or empty.
+void EmitChunk(PtxText& p, const Tiling& t, char x, int64_t i,
+               const std::string& guard, int64_t imm, const std::string& src);
+// Regular copies (Tiling::RegularA): %r0<x> (the thread's first row),
+// %ch (its chunk column) and the shared offsets %s<x><i>.
+void EmitRegularSharedOffsets(PtxText& p, const Tiling& t, char x);
+// The stores of 2-byte copies (registers) to the slot at %slot_st.
+void EmitDeferredStores(PtxText& p, const Tiling& t, char x);
+// The register declarations, the parameter loads (after the entry's
+// .param list, which names them pA ... pbeta) and the .maxnreg line.
+void EmitDeclarations(PtxText& p, const Tiling& t);
+void EmitCommonParams(PtxText& p);
+std::string MaxRegisterDirective(const Tiling& t);
+// Thread roles, the grouped raster, the cp.async ring's prologue, the
+// pipelined main loop, and the epilogue (C, or K_G partials to W).
+void EmitMainBody(PtxText& p, const Tiling& t, const std::string& arch,
+                  const StageHooks& h);
+
 // The main entry "blocktune_gemm_mma" for `prob` with tiling `t`.
 std::string MainEntry(const MmaProblem& prob, const Tiling& t,
                       const std::string& arch);

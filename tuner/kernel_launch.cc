@@ -183,8 +183,7 @@ Status LoadedKernel::Launch(const KernelOperands& ops) const {
   const GeneratedKernel& k = kernel_;
   const auto ld = LeadingDims(problem_);
   const bool gemm = std::holds_alternative<GemmContext>(problem_.ctx);
-  // A convolution's A is gathered (the kernel reads it by element), its B
-  // rows are C*R*S long.
+  // A convolution's B rows are C*R*S long.
   const int64_t lda = gemm ? ld[0] : 1;
   const int64_t ldb = gemm ? ld[1] : ImplicitGemm(problem_.ctx).k;
   auto aligned = [&](const char* name, uint64_t address, int64_t ld,
@@ -199,7 +198,9 @@ Status LoadedKernel::Launch(const KernelOperands& ops) const {
     }
     return OkStatus();
   };
-  if (gemm) BT_RETURN_IF_ERROR(aligned("a", ops.a, lda, k.align_a));
+  // A convolution's input rows are C channels long.
+  const int64_t row_a = gemm ? lda : std::get<ConvContext>(problem_.ctx).c;
+  BT_RETURN_IF_ERROR(aligned(gemm ? "a" : "input", ops.a, row_a, k.align_a));
   BT_RETURN_IF_ERROR(aligned(gemm ? "b" : "filter", ops.b, ldb, k.align_b));
   if (k.workspace_bytes > 0 && ops.workspace == 0) {
     return InvalidArgument("this kernel needs a workspace of " +
