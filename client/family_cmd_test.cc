@@ -217,7 +217,7 @@ TEST_F(FamilyCmdTest, BadFlagsAreUsageErrorsThatNameTheFlag) {
   r = Cli(gemm + "--dtype bf16 --family gemm.nope");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_THAT(r.out, HasSubstr("--family: family must be one of gemm.ffma, "
-                               "conv.ffma, gemm.mma, gemm.wgmma; got "
+                               "conv.ffma, gemm.mma, conv.mma, gemm.wgmma; got "
                                "'gemm.nope'"));
   r = Cli(gemm + "--family conv.ffma");
   EXPECT_EQ(r.code, 2) << r.out;

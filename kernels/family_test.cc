@@ -174,12 +174,16 @@ TEST(FamilyRegistryTest, FamiliesForMatchesOpAndPrecision) {
 }
 
 TEST(FamilyRegistryTest, DefaultFamilyErrorNamesTheDtypeAndListsWhatExists) {
-  auto f = DefaultFamily(Op::kConv, DType::kBf16);
+  auto f = DefaultFamily(Op::kConv, DType::kFp64);
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(f.status().message(), HasSubstr("dtype bf16"));
+  EXPECT_THAT(f.status().message(), HasSubstr("dtype fp64"));
   EXPECT_THAT(f.status().message(), HasSubstr("conv"));
-  EXPECT_THAT(f.status().message(), HasSubstr("fp32"));
+  for (const char* d : {"fp32", "bf16", "fp16", "tf32"})
+    EXPECT_THAT(f.status().message(), HasSubstr(d));
+  // conv.mma: the convolution in bf16.
+  ASSERT_TRUE(DefaultFamily(Op::kConv, DType::kBf16).ok());
+  EXPECT_EQ((*DefaultFamily(Op::kConv, DType::kBf16))->name(), "conv.mma");
   f = DefaultFamily(Op::kGemm, DType::kFp64);
   ASSERT_FALSE(f.ok());
   for (const char* d : {"fp32", "bf16", "fp16", "tf32"})
@@ -572,6 +576,8 @@ TEST(FamilyTest, CanImplementRefusesTheWrongOpOrPrecisionNamingTheField) {
     Problem right = f->op() == Op::kGemm ? Problem(gemm) : Problem(conv);
     if (f->op() == Op::kGemm)
       std::get<GemmContext>(right.ctx).dtype = f->precisions().front();
+    else
+      std::get<ConvContext>(right.ctx).dtype = f->precisions().front();
     Params bad = p;
     bad[0] = 0;
     s = f->CanImplement(right, bad, H100());
@@ -623,8 +629,9 @@ TEST(FamilyTest, RulesAgreeWithCanImplement) {
                    rng() % 2 ? Layout::kT : Layout::kN, d);
           problem = rng() % 4 ? Padded(g, 8) : Problem(g);
         } else {
-          const auto convs = ConvContexts();
-          problem = Problem(convs[rng() % convs.size()]);
+          ConvContext cv = ConvContexts()[rng() % ConvContexts().size()];
+          cv.dtype = d;
+          problem = Problem(cv);
         }
         const KernelLimits limits = rng() % 2 ? H100() : Sm80();
         const int rule = f->FirstFailingRule(problem, p, limits);

@@ -86,10 +86,14 @@ TEST(CampaignFamiliesTest, RefusesWhatTheGpuCannotRun) {
   EXPECT_EQ(wrong.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(wrong.status().message(), HasSubstr("spec.families[0]"));
   spec.families.clear();
-  spec.op = Op::kConv;  // no conv family in bf16 yet
+  spec.op = Op::kConv;  // conv.mma: bf16 convolutions
   auto conv = CampaignFamilies(spec, Profile("h100"));
-  EXPECT_EQ(conv.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(conv.status().message(), HasSubstr("spec.dtype"));
+  ASSERT_TRUE(conv.ok()) << conv.status().ToString();
+  EXPECT_EQ(Names(*conv), std::vector<std::string>{"conv.mma"});
+  spec.families = {"gemm.mma"};  // a family of another op
+  auto other_op = CampaignFamilies(spec, Profile("h100"));
+  EXPECT_EQ(other_op.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(other_op.status().message(), HasSubstr("spec.families[0]"));
 }
 
 // Two streams of the same family stand in for two families (only one

@@ -395,6 +395,39 @@ TEST_F(CampaignTest, ABf16CampaignMeasuresGemmMmaInBf16) {
   EXPECT_EQ(ok, 300 - 12);
 }
 
+// A bf16 convolution campaign measures conv.mma (issue 18): every sample
+// a conv.mma kernel of today's generator, in a bf16 convolution context,
+// with parameters the family accepts on the H100.
+TEST_F(CampaignTest, ABf16ConvCampaignMeasuresConvMma) {
+  auto d = Start("measure_us=50");
+  v1::CampaignSpec spec;
+  spec.set_op(v1::OP_CONV);
+  spec.set_dtype(v1::DTYPE_BF16);
+  spec.set_max_samples(120);
+  spec.set_seed(5);
+  const v1::Campaign started = StartSpec(*d, spec);
+  const v1::CampaignProgress last = WatchToTheEnd(*d, started.id());
+  ASSERT_EQ(last.campaign().state(), v1::CAMPAIGN_STATE_DONE)
+      << last.campaign().message() << "\n"
+      << d->Log();
+  EXPECT_EQ(last.done(), 120);
+  ASSERT_EQ(last.samples_by_family_size(), 1);
+  EXPECT_EQ(last.samples_by_family().at("conv.mma"), 120);
+  const KernelFamily& conv_mma = **FindFamily("conv.mma");
+  const KernelLimits h100 = ProfileByName("h100")->Limits();
+  const std::vector<SampleRecord> samples = Samples();
+  ASSERT_EQ(samples.size(), 120u);
+  for (const SampleRecord& s : samples) {
+    EXPECT_EQ(s.kernel.family, "conv.mma") << s.seq;
+    EXPECT_EQ(s.kernel.generator_version, conv_mma.version()) << s.seq;
+    ASSERT_EQ(OpOf(s.context), Op::kConv) << s.seq;
+    EXPECT_EQ(DTypeOf(s.context), DType::kBf16) << s.seq;
+    EXPECT_TRUE(
+        conv_mma.CanImplement(Problem(s.context), s.kernel.params, h100).ok())
+        << s.seq;
+  }
+}
+
 TEST_F(CampaignTest, AnFp32CampaignStillMeasuresGemmFfma) {
   auto d = Start("measure_us=20");
   const v1::Campaign c = WaitFor(*d, StartCampaign(*d, 200, 3).id(), Ended);
@@ -421,18 +454,20 @@ TEST_F(CampaignTest, FamiliesThatDoNotImplementTheDtypeAreRefused) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(s.error_message(), HasSubstr("spec.families[0]"));
   EXPECT_THAT(s.error_message(), HasSubstr("gemm.mma"));  // the allowed one
-  // conv has no bf16 family yet: named, not a failed campaign later.
+  // A family of the other op: named, not a failed campaign later.
   spec.clear_families();
   spec.set_op(v1::OP_CONV);
+  spec.add_families("gemm.mma");
   *req.mutable_spec() = spec;
   s = d->NewStub()->StartCampaign(Ctx().get(), req, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_THAT(s.error_message(), HasSubstr("spec.dtype"));
+  EXPECT_THAT(s.error_message(), HasSubstr("spec.families[0]"));
   v1::ListCampaignsResponse list;
   ASSERT_TRUE(d->NewStub()->ListCampaigns(Ctx().get(), {}, &list).ok());
   EXPECT_EQ(list.campaigns_size(), 0);
   // Named by any case, stored by its registered name.
   spec.set_op(v1::OP_GEMM);
+  spec.clear_families();
   spec.add_families("GEMM.MMA");
   const v1::Campaign c = WaitFor(*d, StartSpec(*d, spec).id(), Ended);
   EXPECT_EQ(c.state(), v1::CAMPAIGN_STATE_DONE) << c.message();

@@ -322,6 +322,7 @@ GEMM_DONE:
   .param .u32 p_stride_h, .param .u32 p_stride_w,
   .param .u32 p_dil_h, .param .u32 p_dil_w,
   .param .u32 p_points, .param .u32 p_seed,
+  .param .u32 p_type_in, .param .u32 p_type_out,
   .param .f64 p_c_u, .param .f64 p_u_out)
 {
   .reg .pred %p<10>;
@@ -380,6 +381,12 @@ GEMM_DONE:
   sub.s32 %r33, %r33, %r27;               // w0 = q*stride - pad
   ld.param.u64 %rd0, [p_x];
   ld.param.u64 %rd1, [p_f];
+  ld.param.u32 %r41, [p_type_in];
+  ld.param.u32 %r42, [p_type_out];
+  setp.eq.u32 %p8, %r41, 0;
+  selp.b64 %rd8, 4, 2, %p8;               // bytes of an input
+  setp.eq.u32 %p9, %r42, 0;
+  selp.b64 %rd9, 4, 2, %p9;               // bytes of an output
   mov.f64 %fd0, 0d0000000000000000;
   mov.f64 %fd1, 0d0000000000000000;
   mov.u32 %r34, 0;                        // r
@@ -401,31 +408,32 @@ CONV_S:
   setp.ge.s32 %p6, %r37, %r7;
   or.pred %p5, %p5, %p6;
   @%p5 bra CONV_S_NEXT;
-  // x: ((n*H + h)*W + w)*C;  f: ((k*R + r)*S + s)*C
+  // x: ((n*H + h)*W + w)*C;  f: ((k*R + r)*S + s)*C; elements of
+  // %rd8 bytes (4 for f32, 2 for f16 and bf16)
   mad.lo.u32 %r38, %r25, %r6, %r35;
   mad.lo.u32 %r38, %r38, %r7, %r37;
   mul.wide.u32 %rd2, %r38, %r8;
-  shl.b64 %rd2, %rd2, 2;
+  mul.lo.u64 %rd2, %rd2, %rd8;
   add.u64 %rd2, %rd0, %rd2;
   mad.lo.u32 %r39, %r19, %r10, %r34;
   mad.lo.u32 %r39, %r39, %r11, %r36;
   mul.wide.u32 %rd3, %r39, %r8;
-  shl.b64 %rd3, %rd3, 2;
+  mul.lo.u64 %rd3, %rd3, %rd8;
   add.u64 %rd3, %rd1, %rd3;
   mov.u32 %r40, 0;                        // c
 CONV_C:
   setp.ge.u32 %p7, %r40, %r8;
   @%p7 bra CONV_S_NEXT;
-  ld.global.f32 %f0, [%rd2];
-  ld.global.f32 %f1, [%rd3];
+  call (%f0), blocktune_load, (%rd2, %r41);
+  call (%f1), blocktune_load, (%rd3, %r41);
   cvt.f64.f32 %fd2, %f0;
   cvt.f64.f32 %fd3, %f1;
   mul.f64 %fd4, %fd2, %fd3;
   add.f64 %fd0, %fd0, %fd4;
   abs.f64 %fd4, %fd4;
   add.f64 %fd1, %fd1, %fd4;
-  add.u64 %rd2, %rd2, 4;
-  add.u64 %rd3, %rd3, 4;
+  add.u64 %rd2, %rd2, %rd8;
+  add.u64 %rd3, %rd3, %rd8;
   add.u32 %r40, %r40, 1;
   bra CONV_C;
 CONV_S_NEXT:
@@ -439,11 +447,11 @@ CONV_COMPARE:
   mul.wide.u32 %rd4, %r18, %r9;
   cvt.u64.u32 %rd5, %r19;
   add.u64 %rd4, %rd4, %rd5;
-  shl.b64 %rd4, %rd4, 2;
+  mul.lo.u64 %rd4, %rd4, %rd9;
   ld.param.u64 %rd6, [p_y];
   add.u64 %rd6, %rd6, %rd4;
   ld.param.u64 %rd7, [p_err];
-  ld.global.f32 %f2, [%rd6];
+  call (%f2), blocktune_load, (%rd6, %r42);
   ld.param.f64 %fd5, [p_c_u];
   ld.param.f64 %fd6, [p_u_out];
   call blocktune_compare, (%f2, %fd0, %fd1, %fd5, %fd6, %rd7);

@@ -328,6 +328,8 @@ class GpuBackend : public WorkerBackend {
       for (uint32_t& x : v) args.push_back(&x);
       args.push_back(&points);
       args.push_back(&seed);
+      args.push_back(&type);
+      args.push_back(&type);
       args.push_back(&c_u);
       args.push_back(&u_out);
       BT_RETURN_IF_ERROR(cuda::Launch(check_conv_, {blocks}, {128}, 0, args));

@@ -547,7 +547,15 @@ TEST(FamilyDomainTest, MmaDomainAndPrecision) {
   EXPECT_EQ(DTypeOf(fp16.named.front()), DType::kFp16);
   Status fp32 = SetPrecision(&fp16, DType::kFp32);
   EXPECT_THAT(fp32.message(), HasSubstr("implements bf16, fp16, tf32"));
-  EXPECT_EQ(DefaultDomain(Op::kConv, DType::kBf16).status().code(),
+  // conv.mma's embedded domain: bf16 contexts, tf32 on request.
+  auto conv = DefaultDomain(Op::kConv, DType::kTf32);
+  ASSERT_TRUE(conv.ok()) << conv.status().ToString();
+  EXPECT_EQ(conv->family->name(), "conv.mma");
+  for (const Context& ctx : conv->named) {
+    EXPECT_EQ(OpOf(ctx), Op::kConv);
+    EXPECT_EQ(DTypeOf(ctx), DType::kTf32);
+  }
+  EXPECT_EQ(DefaultDomain(Op::kConv, DType::kFp64).status().code(),
             StatusCode::kInvalidArgument);
 }
 

@@ -39,8 +39,23 @@
 //   mma_bench --profile "bf16 NT 4096 16 4096" "bm=.. bn=.." [reps]
 // times one configuration of the first of --families (for ncu).
 // ratio = cuBLASLt time / ours; > 1 means ours is faster.
+//
+//   mma_bench --op conv [flags as above]
+// The tensor-core convolution families (conv.mma, issue 18) against cuDNN
+// in the same precision instead: NHWC input, KRSC filter (cuDNN's NHWC
+// filter), NHWC output; bf16/fp16 with fp32 accumulation, tf32 on fp32
+// data; math type CUDNN_TENSOR_OP_MATH. cudnnFindConvolutionForwardAlgorithmEx
+// (256 MiB workspace) lists the algorithms that run; each is timed here
+// with the same flush, events and median as ours, and the best counts (its
+// output is the reference). Groups: c56 (3x3, batch 1, 56x56, C = K
+// 64-1024), hw (3x3, C = K = 256, H = W 8-256), r50 (ResNet-50's 3x3
+// layers, batch 1 and 32, bf16 and tf32), r50_1x1 (its 1x1 and strided
+// layers and the stem, batch 32), odd (C = 3, 5, 12, dilation, 5x5, 1x7).
 #include <cublasLt.h>
 #include <cuda_runtime.h>
+#ifdef BLOCKTUNE_HAVE_CUDNN
+#include <cudnn.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -82,10 +97,14 @@ struct Case {
   std::string group;
   Problem problem;
   const GemmContext& g() const { return std::get<GemmContext>(problem.ctx); }
-  DType prec() const { return g().dtype; }
+  bool conv() const { return std::holds_alternative<ConvContext>(problem.ctx); }
+  const ConvContext& cv() const { return std::get<ConvContext>(problem.ctx); }
+  // The GEMM's, or the convolution's implicit GEMM's, M, N and K.
+  GemmShape dims() const { return ImplicitGemm(problem.ctx); }
+  DType prec() const { return DTypeOf(problem.ctx); }
   int64_t Lda() const { return LeadingDims(problem)[0]; }
   int64_t Ldb() const { return LeadingDims(problem)[1]; }
-  int64_t Ldc() const { return LeadingDims(problem)[2]; }
+  int64_t Ldc() const { return conv() ? cv().k : LeadingDims(problem)[2]; }
   int ElementBytes() const { return prec() == DType::kTf32 ? 4 : 2; }
 };
 
@@ -166,6 +185,68 @@ std::vector<Case> Shapes(bool quick) {
   s.push_back(Make("odd", bf, 1000, 1000, 1000, L::kN, L::kN));
   s.push_back(Make("odd", bf, 1023, 4097, 515, L::kN, L::kN, 520, 4104));
   s.push_back(Make("odd", bf, 1023, 4097, 515, L::kN, L::kN));
+  return s;
+}
+
+Case MakeConv(const char* group, DType prec, int64_t n, int64_t hw, int64_t c,
+              int64_t k, int64_t rs, int64_t stride, int64_t pad = -1,
+              int64_t dilation = 1, int64_t s = 0, int64_t w = 0) {
+  ConvContext cv;
+  cv.n = n;
+  cv.h = hw;
+  cv.w = w > 0 ? w : hw;
+  cv.c = c;
+  cv.k = k;
+  cv.r = rs;
+  cv.s = s > 0 ? s : rs;
+  cv.pad_h = pad >= 0 ? pad : dilation * (rs / 2);
+  cv.pad_w = pad >= 0 ? pad : dilation * (cv.s / 2);
+  cv.stride_h = cv.stride_w = stride;
+  cv.dilation_h = cv.dilation_w = dilation;
+  cv.dtype = prec;
+  Case out;
+  out.group = group;
+  out.problem = Problem(Context(cv));
+  return out;
+}
+
+// Issue 18's convolution groups (see the file comment).
+std::vector<Case> ConvShapes(bool quick) {
+  const auto bf = DType::kBf16, fp = DType::kFp16, tf = DType::kTf32;
+  std::vector<Case> s;
+  for (int64_t c : {64, 128, 256, 512, 1024})
+    if (!quick || c == 64 || c == 512)
+      s.push_back(MakeConv("c56", bf, 1, 56, c, c, 3, 1));
+  for (int64_t hw : {8, 16, 32, 64, 128, 256})
+    if (!quick || hw == 16)
+      s.push_back(MakeConv("hw", bf, 1, hw, 256, 256, 3, 1));
+  struct L {
+    int64_t hw, c;
+  };
+  for (DType prec : {bf, tf})
+    for (int64_t n : {1, 32})
+      for (L l : {L{56, 64}, L{28, 128}, L{14, 256}, L{7, 512}})
+        if (!quick || l.c == 128)
+          s.push_back(MakeConv("r50", prec, n, l.hw, l.c, l.c, 3, 1));
+  struct L1 {
+    int64_t hw, c, k, rs, stride;
+  };
+  for (L1 l : {L1{56, 64, 256, 1, 1}, L1{56, 256, 64, 1, 1},
+               L1{28, 512, 128, 1, 1}, L1{14, 1024, 256, 1, 1},
+               L1{7, 2048, 512, 1, 1}, L1{56, 256, 512, 1, 2},
+               L1{56, 128, 128, 3, 2}, L1{28, 256, 256, 3, 2},
+               L1{14, 512, 512, 3, 2}, L1{224, 3, 64, 7, 2}})
+    if (!quick || l.rs == 1)
+      s.push_back(MakeConv("r50_1x1", bf, 32, l.hw, l.c, l.k, l.rs, l.stride));
+  if (!quick) {
+    for (DType prec : {bf, fp}) {
+      s.push_back(MakeConv("odd", prec, 1, 56, 3, 32, 3, 1));
+      s.push_back(MakeConv("odd", prec, 2, 31, 5, 48, 3, 1));
+      s.push_back(MakeConv("odd", prec, 2, 28, 12, 64, 5, 1));
+      s.push_back(MakeConv("odd", prec, 1, 28, 64, 64, 3, 1, -1, 2));
+      s.push_back(MakeConv("odd", prec, 2, 17, 128, 128, 1, 1, -1, 1, 7));
+    }
+  }
   return s;
 }
 
@@ -394,6 +475,82 @@ LtResult TimeLt(cublasLtHandle_t lt, const Case& pr, Buffers& buf,
   return r;
 }
 
+#ifdef BLOCKTUNE_HAVE_CUDNN
+// cuDNN's best algorithm for a convolution in the case's precision (see the
+// file comment), timed one by one; its output is left in buf.c_ref.
+// algos_offered: how many cudnnFind returned; algos_timed: those that ran.
+LtResult TimeCudnn(cudnnHandle_t h, const Case& pr, Buffers& buf, Timer& timer,
+                   int reps, std::string* best_name) {
+  const ConvContext& v = pr.cv();
+  const cudnnDataType_t type = pr.prec() == DType::kBf16   ? CUDNN_DATA_BFLOAT16
+                               : pr.prec() == DType::kFp16 ? CUDNN_DATA_HALF
+                                                           : CUDNN_DATA_FLOAT;
+  cudnnTensorDescriptor_t xd, yd;
+  cudnnFilterDescriptor_t fd;
+  cudnnConvolutionDescriptor_t cd;
+  cudnnCreateTensorDescriptor(&xd);
+  cudnnCreateTensorDescriptor(&yd);
+  cudnnCreateFilterDescriptor(&fd);
+  cudnnCreateConvolutionDescriptor(&cd);
+  cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NHWC, type, v.n, v.c, v.h, v.w);
+  cudnnSetFilter4dDescriptor(fd, type, CUDNN_TENSOR_NHWC, v.k, v.c, v.r, v.s);
+  cudnnSetConvolution2dDescriptor(cd, v.pad_h, v.pad_w, v.stride_h,
+                                  v.stride_w, v.dilation_h, v.dilation_w,
+                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
+  cudnnSetConvolutionMathType(cd, CUDNN_TENSOR_OP_MATH);
+  cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NHWC, type, v.n, v.k, v.P(),
+                             v.Q());
+  cudnnConvolutionFwdAlgoPerf_t perf[16];
+  int found = 0;
+  LtResult r;
+  const cudnnStatus_t st = cudnnFindConvolutionForwardAlgorithmEx(
+      h, xd, buf.a, fd, buf.b, cd, yd, buf.c_ref, 16, &found, perf, buf.ws,
+      buf.ws_bytes);
+  if (st != CUDNN_STATUS_SUCCESS) {
+    std::fprintf(stderr, "# cudnnFind: %s\n", cudnnGetErrorString(st));
+    found = 0;
+  }
+  const float alpha = 1, beta = 0;
+  int best = -1;
+  for (int i = 0; i < found; ++i) {
+    std::fprintf(stderr, "# cudnnFind algo%d status %d math %d %.1f us ws %zu\n",
+                 int(perf[i].algo), int(perf[i].status), int(perf[i].mathType),
+                 perf[i].time * 1e3, perf[i].memory);
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > buf.ws_bytes)
+      continue;
+    ++r.algos_offered;
+    const double us = timer.Time(
+        [&] {
+          return cudnnConvolutionForward(h, &alpha, xd, buf.a, fd, buf.b, cd,
+                                         perf[i].algo, buf.ws, buf.ws_bytes,
+                                         &beta, yd, buf.c_ref) ==
+                 CUDNN_STATUS_SUCCESS;
+        },
+        reps);
+    if (!std::isfinite(us)) continue;
+    ++r.algos_timed;
+    if (!(us >= r.us)) {
+      r.us = us;
+      best = i;
+    }
+  }
+  if (best >= 0) {
+    *best_name = "algo" + std::to_string(int(perf[best].algo)) + " math" +
+                 std::to_string(int(perf[best].mathType));
+    cudaMemset(buf.c_ref, 0xff, buf.c_bytes);
+    cudnnConvolutionForward(h, &alpha, xd, buf.a, fd, buf.b, cd,
+                            perf[best].algo, buf.ws, buf.ws_bytes, &beta, yd,
+                            buf.c_ref);
+    cudaDeviceSynchronize();
+  }
+  cudnnDestroyTensorDescriptor(xd);
+  cudnnDestroyTensorDescriptor(yd);
+  cudnnDestroyFilterDescriptor(fd);
+  cudnnDestroyConvolutionDescriptor(cd);
+  return r;
+}
+#endif
+
 // The values each parameter takes here: the family's domain, narrowed for
 // gemm.mma to the grid of its issue-17 benchmark (its whole domain has
 // millions of points).
@@ -449,6 +606,27 @@ const std::vector<std::string>& Prior(std::string_view family) {
             "bm=32 bn=32 bk=32 wm=1 wn=4 st=5 kg=32 gm=1",
             "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=128 gm=1 sk=1",
             "bm=64 bn=64 bk=128 wm=2 wn=2 st=3 kg=32 gm=1 sk=1"}},
+          // conv.mma: gemm.mma's large tiles (4 or 8 warps of 64x64 or
+          // 64x32), and narrow tiles with a split over the reduction for
+          // small images (7x7 and 14x14 at batch 1: few output pixels,
+          // a long C*R*S).
+          {"conv.mma",
+           {"bm=128 bn=128 bk=32 wm=2 wn=2 st=4 kg=1 gm=8",
+            "bm=128 bn=128 bk=32 wm=2 wn=4 st=4 kg=1 gm=8",
+            "bm=128 bn=128 bk=64 wm=2 wn=4 st=3 kg=1 gm=8",
+            "bm=128 bn=256 bk=32 wm=2 wn=4 st=3 kg=1 gm=8",
+            "bm=256 bn=128 bk=32 wm=4 wn=2 st=3 kg=1 gm=8",
+            "bm=128 bn=64 bk=32 wm=2 wn=2 st=4 kg=1 gm=8",
+            "bm=128 bn=64 bk=64 wm=4 wn=2 st=3 kg=1 gm=8",
+            "bm=64 bn=128 bk=64 wm=2 wn=4 st=3 kg=1 gm=8",
+            "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=1 gm=8",
+            "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=2 gm=8",
+            "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=4 gm=8",
+            "bm=64 bn=128 bk=64 wm=2 wn=4 st=3 kg=4 gm=8",
+            "bm=32 bn=64 bk=64 wm=1 wn=4 st=4 kg=8 gm=8",
+            "bm=64 bn=64 bk=32 wm=2 wn=2 st=5 kg=8 gm=8",
+            "bm=128 bn=64 bk=16 wm=4 wn=2 st=4 kg=1 gm=8",
+            "bm=128 bn=32 bk=16 wm=4 wn=1 st=4 kg=1 gm=8"}},
           {"gemm.wgmma",
            {"bm=128 bn=256 bk=64 st=4 wg=2 gm=8 cm=2",
             "bm=128 bn=256 bk=64 st=3 wg=2 gm=8 cm=2",
@@ -492,7 +670,7 @@ int64_t Value(const KernelFamily& f, const Params& p, const char* name,
 std::vector<Params> Candidates(const KernelFamily& f, const Case& c,
                                const KernelLimits& limits, int sm_count,
                                size_t limit, uint64_t seed) {
-  const GemmContext& g = c.g();
+  const GemmShape g = c.dims();
   const auto dom = BenchDomain(f);
   const int ibm = f.ParamIndex("bm"), ibn = f.ParamIndex("bn"),
             ikg = f.ParamIndex("kg");
@@ -556,8 +734,17 @@ std::vector<Params> Candidates(const KernelFamily& f, const Case& c,
 }
 
 std::string ShapeText(const Case& c) {
-  const GemmContext& g = c.g();
   char s[128];
+  if (c.conv()) {
+    const ConvContext& v = c.cv();
+    std::snprintf(s, sizeof(s), "n%lld %lldx%lld c%lld k%lld %lldx%lld s%lld%s",
+                  (long long)v.n, (long long)v.h, (long long)v.w,
+                  (long long)v.c, (long long)v.k, (long long)v.r,
+                  (long long)v.s, (long long)v.stride_h,
+                  v.dilation_h > 1 ? " d2" : "");
+    return s;
+  }
+  const GemmContext& g = c.g();
   std::snprintf(s, sizeof(s), "%lldx%lldx%lld %s%s%s", (long long)g.m,
                 (long long)g.n, (long long)g.k, ToString(g.layout_a).data(),
                 ToString(g.layout_b).data(),
@@ -568,8 +755,8 @@ std::string ShapeText(const Case& c) {
 double RelErr(const std::vector<double>& x, const std::vector<double>& y,
               const Case& c) {
   double e = 0, n = 0;
-  for (int64_t i = 0; i < c.g().m; ++i)
-    for (int64_t j = 0; j < c.g().n; ++j) {
+  for (int64_t i = 0; i < c.dims().m; ++i)
+    for (int64_t j = 0; j < c.dims().n; ++j) {
       const size_t k = i * c.Ldc() + j;
       if (!std::isfinite(x[k]) || !std::isfinite(y[k])) return NAN;
       e += (x[k] - y[k]) * (x[k] - y[k]);
@@ -587,8 +774,9 @@ struct FamilyResult {
 
 struct Row {
   std::string group, shape, prec;
-  double lt_us = NAN, triton_us = NAN;
+  double lt_us = NAN, triton_us = NAN;  // lt: the vendor's (cuDNN for conv)
   int lt_algos = 0;
+  std::string vendor_algo;
   std::vector<FamilyResult> fam;  // in the order of --families
   int best = -1;                  // index into fam
   double bytes = 0, flops = 0;
@@ -620,9 +808,12 @@ int Main(int argc, char** argv) {
   int profile_reps = 5;
   std::string triton_path;
   bool list_shapes = false, plan = false;
+  Op op = Op::kGemm;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick"))
       quick = true;
+    else if (!std::strcmp(argv[i], "--op") && i + 1 < argc)
+      op = !std::strcmp(argv[++i], "conv") ? Op::kConv : Op::kGemm;
     else if (!std::strcmp(argv[i], "--configs") && i + 1 < argc)
       configs = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
@@ -645,7 +836,8 @@ int Main(int argc, char** argv) {
       if (i + 1 < argc) profile_reps = std::atoi(argv[++i]);
     } else {
       std::fprintf(stderr,
-                   "usage: mma_bench [--quick] [--configs N] [--only S,..] "
+                   "usage: mma_bench [--op gemm|conv] [--quick] [--configs N] "
+                   "[--only S,..] "
                    "[--flush write|read] [--families F,..] [--ptx-dir DIR] "
                    "[--triton TSV] [--list-shapes] [--plan] | "
                    "--profile \"bf16 NT m n k\" \"params\" [reps]\n");
@@ -662,8 +854,17 @@ int Main(int argc, char** argv) {
       if (!part.empty() && text.find(part) != std::string::npos) return true;
     return false;
   };
+  auto all_shapes = [&] {
+    return op == Op::kConv ? ConvShapes(quick) : Shapes(quick);
+  };
   if (list_shapes) {  // triton_bench.py --shapes format; needs no GPU
-    for (const Case& c : Shapes(quick)) {
+    for (const Case& c : all_shapes()) {
+      if (c.conv()) {
+        std::printf("%s %s %s\n", c.group.c_str(),
+                    std::string(ToString(c.prec())).c_str(),
+                    ToString(c.problem.ctx).c_str());
+        continue;
+      }
       if (!selected(c)) continue;
       const GemmContext& g = c.g();
       std::printf("%s %s %c%c %lld %lld %lld %lld %lld\n", c.group.c_str(),
@@ -677,9 +878,9 @@ int Main(int argc, char** argv) {
   }
   if (plan) {  // the candidates per shape and family on an H100; no GPU
     const KernelLimits h100;
-    for (const Case& c : Shapes(quick)) {
+    for (const Case& c : all_shapes()) {
       if (!selected(c)) continue;
-      for (const KernelFamily* f : FamiliesFor(Op::kGemm, c.prec())) {
+      for (const KernelFamily* f : FamiliesFor(op, c.prec())) {
         if (!families_arg.empty() &&
             families_arg.find(f->name()) == std::string::npos)
           continue;
@@ -731,7 +932,7 @@ int Main(int argc, char** argv) {
       families.push_back(*f);
     }
   } else {
-    for (const KernelFamily* f : FamiliesFor(Op::kGemm, DType::kBf16))
+    for (const KernelFamily* f : FamiliesFor(op, DType::kBf16))
       if (f->min_compute_capability() <= limits.compute_capability)
         families.push_back(f);
   }
@@ -746,6 +947,21 @@ int Main(int argc, char** argv) {
   cudaDriverGetVersion(&drv);
   cublasLtHandle_t lt;
   cublasLtCreate(&lt);
+  const char* const vendor = op == Op::kConv ? "cuDNN" : "cuBLASLt";
+#ifdef BLOCKTUNE_HAVE_CUDNN
+  cudnnHandle_t dnn = nullptr;
+  if (op == Op::kConv) {
+    cudnnCreate(&dnn);
+    std::printf("# cuDNN %zu (NHWC, CUDNN_TENSOR_OP_MATH, cudnnFind Ex + "
+                "our timing of each algorithm)\n",
+                cudnnGetVersion());
+  }
+#else
+  if (op == Op::kConv) {
+    std::fprintf(stderr, "mma_bench: built without cuDNN: no --op conv\n");
+    return 2;
+  }
+#endif
   std::printf(
       "# device %s, %d SMs, max SM clock %d MHz, memory clock %d MHz, "
       "L2 %d MB; driver %d, runtime %d, cuBLASLt %zu\n",
@@ -798,17 +1014,18 @@ int Main(int argc, char** argv) {
                           lay[1] == 'T' ? Layout::kT : Layout::kN));
     families.resize(std::min<size_t>(families.size(), 1));
   } else {
-    shapes = Shapes(quick);
+    shapes = all_shapes();
   }
   std::vector<Row> rows;
   for (const Case& c : shapes) {
     if (!selected(c)) continue;
-    const GemmContext& g = c.g();
+    const GemmShape g = c.dims();
     Row row;
     row.group = c.group;
     row.shape = ShapeText(c);
     row.prec = std::string(ToString(c.prec()));
-    {
+    if (!c.conv()) {
+      const GemmContext& g = c.g();
       const std::string key =
           row.prec + " " + (g.layout_a == Layout::kT ? "T" : "N") +
           (g.layout_b == Layout::kT ? "T" : "N") + " " + std::to_string(g.m) +
@@ -818,17 +1035,25 @@ int Main(int argc, char** argv) {
       if (it != triton.end()) row.triton_us = it->second;
     }
     const int es = c.ElementBytes();
-    row.bytes = double(es) * (g.m * g.k + g.k * g.n + g.m * g.n);
+    row.bytes = es * MinBytes(c.problem.ctx) / SizeOf(c.prec());
     row.flops = 2.0 * g.m * g.n * g.k;
     Buffers buf;
-    const bool at = g.layout_a == Layout::kT, bt = g.layout_b == Layout::kT;
-    const size_t a_elems = (at ? g.k : g.m) * c.Lda(),
-                 b_elems = (bt ? g.n : g.k) * c.Ldb(),
-                 c_elems = g.m * c.Ldc();
+    size_t a_elems = 0, b_elems = 0;
+    if (c.conv()) {
+      const ConvContext& v = c.cv();
+      a_elems = v.n * v.h * v.w * v.c;
+      b_elems = v.k * v.r * v.s * v.c;
+    } else {
+      const bool at = c.g().layout_a == Layout::kT,
+                 bt = c.g().layout_b == Layout::kT;
+      a_elems = (at ? g.k : g.m) * c.Lda();
+      b_elems = (bt ? g.n : g.k) * c.Ldb();
+    }
+    const size_t c_elems = g.m * c.Ldc();
     buf.a_bytes = a_elems * es;
     buf.b_bytes = b_elems * es;
     buf.c_bytes = c_elems * es;
-    buf.ws_bytes = 64 << 20;
+    buf.ws_bytes = (c.conv() ? size_t{256} : size_t{64}) << 20;
     CHECK_CUDA(cudaMalloc(&buf.a, buf.a_bytes));
     CHECK_CUDA(cudaMalloc(&buf.b, buf.b_bytes));
     CHECK_CUDA(cudaMalloc(&buf.c, buf.c_bytes));
@@ -837,8 +1062,16 @@ int Main(int argc, char** argv) {
     FillRandom(buf.a, a_elems, c.prec(), 1);
     FillRandom(buf.b, b_elems, c.prec(), 2);
 
-    // cuBLASLt first: its best algorithm's output is the reference.
-    LtResult ltr = TimeLt(lt, c, buf, timer, 21);
+    // The vendor first: its best algorithm's output is the reference.
+    std::string vendor_algo;
+    LtResult ltr;
+#ifdef BLOCKTUNE_HAVE_CUDNN
+    if (c.conv())
+      ltr = TimeCudnn(dnn, c, buf, timer, 21, &vendor_algo);
+    else
+#endif
+      ltr = TimeLt(lt, c, buf, timer, 21);
+    row.vendor_algo = vendor_algo;
     row.lt_us = ltr.us;
     row.lt_algos = ltr.algos_timed;
     const std::vector<double> ref =
@@ -976,8 +1209,10 @@ int Main(int argc, char** argv) {
       if (std::isfinite(fr.us) && !(fr.us >= row.BestUs()))
         row.best = static_cast<int>(row.fam.size()) - 1;
     }
-    std::printf("%-7s %-26s %-5s cuBLASLt %9.1f us (%2d algos)", row.group.c_str(),
-                row.shape.c_str(), row.prec.c_str(), row.lt_us, row.lt_algos);
+    std::printf("%-7s %-26s %-5s %s %9.1f us (%2d algos%s%s)", row.group.c_str(),
+                row.shape.c_str(), row.prec.c_str(), vendor, row.lt_us,
+                row.lt_algos, row.vendor_algo.empty() ? "" : ", best ",
+                row.vendor_algo.c_str());
     for (size_t i = 0; i < families.size(); ++i) {
       const FamilyResult& fr = row.fam[i];
       std::printf("  %s %9.1f us ratio %5.2f [%s] %d tried%s%s",
@@ -994,12 +1229,14 @@ int Main(int argc, char** argv) {
     rows.push_back(row);
   }
   // Summary table (markdown).
-  std::printf("\n| group | M x N x K layout | prec | cuBLASLt us (algos) |");
+  std::printf("\n| group | %s | prec | %s us (algos) |",
+              op == Op::kConv ? "N HxW C K RxS stride" : "M x N x K layout",
+              vendor);
   for (const KernelFamily* f : families)
     std::printf(" %s us | ratio |", std::string(f->name()).c_str());
   std::printf(
       " best | best ratio | Triton us | ratio Triton | best TFLOP/s | best "
-      "GB/s | rel err vs cuBLASLt | best params |\n|---|---|---|---|");
+      "GB/s | rel err vs vendor | best params |\n|---|---|---|---|");
   for (size_t i = 0; i < families.size(); ++i) std::printf("---|---|");
   std::printf("---|---|---|---|---|---|---|---|\n");
   // Per group: log-sums of the best ratio, of each family's, and of the
@@ -1057,6 +1294,9 @@ int Main(int argc, char** argv) {
     std::printf("# geomean ratio to Triton %s: %.2f over %d shapes\n",
                 group.c_str(), Geomean(v), v.second);
   cublasLtDestroy(lt);
+#ifdef BLOCKTUNE_HAVE_CUDNN
+  if (dnn) cudnnDestroy(dnn);
+#endif
   return 0;
 }
 
