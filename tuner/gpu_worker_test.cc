@@ -180,6 +180,55 @@ TEST_F(GpuWorkerTest, MmaInEveryPrecisionMeasuresAndPassesTheCheck) {
   }
 }
 
+// conv.mma through the worker (issue 18): the daemon's launcher and its
+// float64 check at sampled points, in bf16, fp16 and tf32; corners (the
+// stem with C = 3, odd C, dilation, a split, 1x1 at batch 32) and
+// candidates the sampler draws from conv.mma's domain. And a kernel made
+// for another precision's inputs fails the check.
+TEST_F(GpuWorkerTest, ConvMmaInEveryPrecisionMeasuresAndPassesTheCheck) {
+  const KernelFamily& conv = **FindFamily("conv.mma");
+  const std::pair<std::string, std::string> corners[] = {
+      {"conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1",
+       "bm=64 bn=64 bk=64 wm=2 wn=2 st=4"},
+      {"conv n=2 h=64 w=64 c=3 k=64 r=7 s=7 pad=3 stride=2 dilation=1",
+       "bm=128 bn=64 bk=16 wm=4 wn=2 st=4"},
+      {"conv n=3 h=19 w=23 c=5 k=17 r=3 s=5 pad=2x1 stride=1x2 dilation=2x1",
+       "bm=32 bn=16 bk=16 wm=1 wn=2 st=3"},
+      {"conv n=1 h=7 w=7 c=512 k=512 r=3 s=3 pad=1 stride=1 dilation=1",
+       "bm=64 bn=64 bk=32 wm=2 wn=2 st=3 kg=16"},
+      {"conv n=32 h=14 w=14 c=256 k=64 r=1 s=1 pad=0 stride=1 dilation=1",
+       "bm=128 bn=64 bk=32 wm=2 wn=2 st=4"},
+  };
+  auto profile = ProfileFromDevice(0);
+  ASSERT_TRUE(profile.ok()) << profile.status().message();
+  auto rules = RuleSet::ForSampling(conv, *profile);
+  ASSERT_TRUE(rules.ok()) << rules.status().message();
+  for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
+    const std::string precision(ToString(dtype));
+    for (const auto& [ctx, params] : corners) {
+      const std::string context = ctx + " dtype=" + precision;
+      SCOPED_TRACE(context + " | " + params);
+      tuner::WorkResult r = RunMma(context, params, nullptr, conv);
+      ExpectOk(r);
+      EXPECT_EQ(r.family(), "conv.mma");
+      Print(context + " | " + params, r);
+    }
+    RunSampled(conv, dtype, *profile, *rules);
+  }
+  // A bf16 kernel on fp16 inputs of the same layer: the check must fail it.
+  const std::string layer =
+      "conv n=1 h=28 w=28 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1";
+  PreparedSample bf16;
+  ExpectOk(RunMma(layer + " dtype=bf16", "bm=64 bn=64 bk=64 wm=2 wn=2 st=4",
+                  &bf16, conv));
+  Candidate c;
+  c.family = &conv;
+  c.ctx = *ContextFromString(layer + " dtype=fp16");
+  c.params = *conv.Parse("bm=64 bn=64 bk=64 wm=2 wn=2 st=4 gm=2");
+  const tuner::WorkResult wrong = RunWith(WorkMessage(3, c).work(), bf16);
+  EXPECT_EQ(wrong.status(), "wrong_result") << wrong.error();
+}
+
 // gemm.wgmma through the generic launcher (tuner/kernel_launch.cc: tensor
 // maps encoded at launch, cubin for sm_90a): hand-picked corners in every
 // layout it takes, then candidates the sampler draws for this GPU. Compute

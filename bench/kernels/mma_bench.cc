@@ -999,7 +999,20 @@ int Main(int argc, char** argv) {
   }
 
   std::vector<Case> shapes;
-  if (!profile_shape.empty()) {
+  if (!profile_shape.empty() && profile_shape.rfind("conv", 0) == 0) {
+    // --op conv --profile "conv n=.. h=.. ... dtype=bf16" "params"
+    auto ctx = ContextFromString(profile_shape);
+    if (!ctx.ok()) {
+      std::fprintf(stderr, "mma_bench: --profile: %s\n",
+                   ctx.status().ToString().c_str());
+      return 2;
+    }
+    Case c;
+    c.group = "profile";
+    c.problem = Problem(*ctx);
+    shapes.push_back(c);
+    families.resize(std::min<size_t>(families.size(), 1));
+  } else if (!profile_shape.empty()) {
     std::istringstream in(profile_shape);
     std::string prec, lay;
     int64_t m, n, k;
