@@ -6,8 +6,10 @@ w=.. c=.. k=.. r=.. s=.. pad=HxW stride=HxW dilation=HxW dtype=..") from
 --shapes FILE and times torch.nn.functional.conv2d on the same layer:
 channels_last input and weight, cudnn.benchmark on (PyTorch picks cuDNN's
 fastest), bf16/fp16, or fp32 with TF32 allowed for tf32. CUDA events, 10
-warm-ups, median of 50, no L2 flush (PyTorch's own steady state). Prints
-"group prec shape us" per layer.
+warm-ups, then the median over 10 batches of 20 back-to-back calls per
+pair of events (one call per pair measures the host's dispatch, ~40 us, not
+the kernel), no L2 flush (PyTorch's own steady state). Prints "group prec
+shape us" per layer.
 """
 import argparse
 import re
@@ -49,14 +51,15 @@ def main():
             f()
         torch.cuda.synchronize()
         times = []
-        for _ in range(50):
+        for _ in range(10):
             a = torch.cuda.Event(enable_timing=True)
             b = torch.cuda.Event(enable_timing=True)
             a.record()
-            f()
+            for _ in range(20):
+                f()
             b.record()
             b.synchronize()
-            times.append(a.elapsed_time(b) * 1e3)
+            times.append(a.elapsed_time(b) * 1e3 / 20)
         print(f"{group} {prec} {ctx} {statistics.median(times):.1f}", flush=True)
 
 
