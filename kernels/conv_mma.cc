@@ -311,16 +311,13 @@ bool PassesConvMmaRule(ConvMmaRule rule, const ConvMmaProblem& problem,
     case ConvMmaRule::kNone:
       return true;
     case ConvMmaRule::kThreads:
-      return p.Threads() <= limits.max_threads_per_block;
+      return FitsThreads(p, limits);
     case ConvMmaRule::kSharedMemory:
-      return MmaSharedBytes(problem.precision, p) <=
-             limits.max_dynamic_shared_bytes;
-    case ConvMmaRule::kRegisters: {
-      const int64_t regs =
-          ConvMmaRegisterEstimate(problem, p, limits.compute_capability);
-      return regs <= limits.max_registers_per_thread &&
-             regs * p.Threads() <= limits.registers_per_sm;
-    }
+      return FitsSharedMemory(problem.precision, p, limits);
+    case ConvMmaRule::kRegisters:
+      return FitsRegisters(
+          ConvMmaRegisterEstimate(problem, p, limits.compute_capability), p,
+          limits);
     case ConvMmaRule::kGather:
       return p.Threads() % (p.bk * ElementBytes(problem.precision) / 16) == 0;
     case ConvMmaRule::kGrid: {
@@ -343,21 +340,13 @@ Status RuleFailure(ConvMmaRule rule, const ConvMmaProblem& problem,
     case ConvMmaRule::kNone:
       return OkStatus();
     case ConvMmaRule::kThreads:
-      return FailedPrecondition("threads per program 32*wm*wn = " +
-                                N(p.Threads()) + " exceed " +
-                                N(limits.max_threads_per_block));
+      return ThreadsFailure(p, limits);
     case ConvMmaRule::kSharedMemory:
-      return FailedPrecondition("shared memory stages*(bm+bn)*bk*bytes = " +
-                                N(MmaSharedBytes(problem.precision, p)) +
-                                " B exceeds " +
-                                N(limits.max_dynamic_shared_bytes) + " B");
+      return SharedMemoryFailure(problem.precision, p, limits);
     case ConvMmaRule::kRegisters:
-      return FailedPrecondition(
-          "an estimated " +
-          N(ConvMmaRegisterEstimate(problem, p, limits.compute_capability)) +
-          " registers per thread do not fit (" +
-          N(limits.max_registers_per_thread) + " per thread, " +
-          N(limits.registers_per_sm) + " per SM)");
+      return RegistersFailure(
+          ConvMmaRegisterEstimate(problem, p, limits.compute_capability),
+          limits);
     case ConvMmaRule::kGather:
       return FailedPrecondition(
           "gather: threads 32*wm*wn = " + N(p.Threads()) +

@@ -71,6 +71,34 @@ std::vector<ParamSpec> MmaSpecs(int count) {
   return specs;
 }
 
+// What generic code needs of a configuration of either family: tiles of
+// the (implicit) GEMM g, K_G programs each, and its workspace.
+ConfigShape MmaShape(const MmaParams& m, const GemmShape& g,
+                     int64_t workspace_bytes) {
+  ConfigShape s;
+  s.tile_m = m.bm;
+  s.tile_n = m.bn;
+  s.step_k = m.bk;
+  s.split_k = m.kg;
+  s.threads = m.Threads();
+  s.programs = ((g.m + m.bm - 1) / m.bm) * ((g.n + m.bn - 1) / m.bn) * m.kg;
+  s.workspace_bytes = workspace_bytes;
+  return s;
+}
+
+// A default candidate: the tile, warps and stages; the rest MmaParams'.
+Params DefaultMma(int count, int64_t bm, int64_t bn, int64_t bk, int64_t wm,
+                  int64_t wn, int64_t st) {
+  MmaParams m;
+  m.bm = bm;
+  m.bn = bn;
+  m.bk = bk;
+  m.warps_m = wm;
+  m.warps_n = wn;
+  m.stages = st;
+  return FromMma(m, count);
+}
+
 // The precisions both families implement.
 const std::vector<DType>& MmaPrecisions() {
   static const std::vector<DType> p = {DType::kBf16, DType::kFp16,
@@ -185,32 +213,16 @@ class MmaFamily : public KernelFamily {
   ConfigShape Shape(const Problem& problem,
                     const Params& params) const override {
     const MmaParams m = ToMma(params);
-    const GemmShape g = ImplicitGemm(problem.ctx);
-    ConfigShape s;
-    s.tile_m = m.bm;
-    s.tile_n = m.bn;
-    s.step_k = m.bk;
-    s.split_k = m.kg;
-    s.threads = m.Threads();
-    s.programs = ((g.m + m.bm - 1) / m.bm) * ((g.n + m.bn - 1) / m.bn) * m.kg;
-    s.workspace_bytes =
-        OpOf(problem.ctx) == Op::kGemm
-            ? MmaWorkspaceBytes(ToMmaProblem(problem), m)
-            : 0;
-    return s;
+    return MmaShape(m, ImplicitGemm(problem.ctx),
+                    OpOf(problem.ctx) == Op::kGemm
+                        ? MmaWorkspaceBytes(ToMmaProblem(problem), m)
+                        : 0);
   }
 
   std::vector<Params> DefaultCandidates() const override {
     auto make = [](int64_t bm, int64_t bn, int64_t bk, int64_t wm, int64_t wn,
                    int64_t st) {
-      MmaParams m;
-      m.bm = bm;
-      m.bn = bn;
-      m.bk = bk;
-      m.warps_m = wm;
-      m.warps_n = wn;
-      m.stages = st;
-      return FromMma(m);
+      return DefaultMma(kFieldCount, bm, bn, bk, wm, wn, st);
     };
     return {make(128, 128, 32, 2, 2, 4), make(64, 64, 32, 2, 2, 4),
             make(32, 8, 128, 2, 1, 4), make(16, 8, 64, 1, 1, 3)};
@@ -311,32 +323,16 @@ class ConvMmaKernelFamily : public KernelFamily {
   ConfigShape Shape(const Problem& problem,
                     const Params& params) const override {
     const MmaParams m = ToMma(params, kConvFieldCount);
-    const GemmShape g = ImplicitGemm(problem.ctx);
-    ConfigShape s;
-    s.tile_m = m.bm;
-    s.tile_n = m.bn;
-    s.step_k = m.bk;
-    s.split_k = m.kg;
-    s.threads = m.Threads();
-    s.programs = ((g.m + m.bm - 1) / m.bm) * ((g.n + m.bn - 1) / m.bn) * m.kg;
-    s.workspace_bytes =
-        OpOf(problem.ctx) == Op::kConv
-            ? ConvMmaWorkspaceBytes(ToConvMmaProblem(problem), m)
-            : 0;
-    return s;
+    return MmaShape(m, ImplicitGemm(problem.ctx),
+                    OpOf(problem.ctx) == Op::kConv
+                        ? ConvMmaWorkspaceBytes(ToConvMmaProblem(problem), m)
+                        : 0);
   }
 
   std::vector<Params> DefaultCandidates() const override {
     auto make = [](int64_t bm, int64_t bn, int64_t bk, int64_t wm, int64_t wn,
                    int64_t st) {
-      MmaParams m;
-      m.bm = bm;
-      m.bn = bn;
-      m.bk = bk;
-      m.warps_m = wm;
-      m.warps_n = wn;
-      m.stages = st;
-      return FromMma(m, kConvFieldCount);
+      return DefaultMma(kConvFieldCount, bm, bn, bk, wm, wn, st);
     };
     return {make(128, 128, 32, 2, 2, 4), make(128, 64, 32, 2, 2, 4),
             make(64, 64, 32, 2, 2, 4), make(64, 32, 16, 2, 1, 3)};

@@ -215,22 +215,55 @@ int64_t MmaRegisterEstimate(const MmaProblem& problem, const MmaParams& p,
          (t.sk == 1 ? 56 + acc / 4 : 0);
 }
 
+bool FitsThreads(const MmaParams& p, const MmaLimits& limits) {
+  return p.Threads() <= limits.max_threads_per_block;
+}
+
+bool FitsSharedMemory(MmaPrecision precision, const MmaParams& p,
+                      const MmaLimits& limits) {
+  return MmaSharedBytes(precision, p) <= limits.max_dynamic_shared_bytes;
+}
+
+bool FitsRegisters(int64_t registers, const MmaParams& p,
+                   const MmaLimits& limits) {
+  return registers <= limits.max_registers_per_thread &&
+         registers * p.Threads() <= limits.registers_per_sm;
+}
+
+Status ThreadsFailure(const MmaParams& p, const MmaLimits& limits) {
+  return FailedPrecondition("threads per program 32*wm*wn = " +
+                            N(p.Threads()) + " exceed " +
+                            N(limits.max_threads_per_block));
+}
+
+Status SharedMemoryFailure(MmaPrecision precision, const MmaParams& p,
+                           const MmaLimits& limits) {
+  return FailedPrecondition("shared memory stages*(bm+bn)*bk*bytes = " +
+                            N(MmaSharedBytes(precision, p)) + " B exceeds " +
+                            N(limits.max_dynamic_shared_bytes) + " B");
+}
+
+Status RegistersFailure(int64_t registers, const MmaLimits& limits) {
+  return FailedPrecondition("an estimated " + N(registers) +
+                            " registers per thread do not fit (" +
+                            N(limits.max_registers_per_thread) +
+                            " per thread, " + N(limits.registers_per_sm) +
+                            " per SM)");
+}
+
 bool PassesMmaRule(MmaRule rule, const MmaProblem& problem,
                    const MmaParams& p, const MmaLimits& limits) {
   switch (rule) {
     case MmaRule::kNone:
       return true;
     case MmaRule::kThreads:
-      return p.Threads() <= limits.max_threads_per_block;
+      return FitsThreads(p, limits);
     case MmaRule::kSharedMemory:
-      return MmaSharedBytes(problem.precision, p) <=
-             limits.max_dynamic_shared_bytes;
-    case MmaRule::kRegisters: {
-      const int64_t regs =
-          MmaRegisterEstimate(problem, p, limits.compute_capability);
-      return regs <= limits.max_registers_per_thread &&
-             regs * p.Threads() <= limits.registers_per_sm;
-    }
+      return FitsSharedMemory(problem.precision, p, limits);
+    case MmaRule::kRegisters:
+      return FitsRegisters(
+          MmaRegisterEstimate(problem, p, limits.compute_capability), p,
+          limits);
     case MmaRule::kAlignment:  // narrow copies since generator v2
       return true;
     case MmaRule::kGrid: {
@@ -274,21 +307,12 @@ Status CanImplementMma(const MmaProblem& problem, const MmaParams& p,
     case MmaRule::kNone:
       return OkStatus();
     case MmaRule::kThreads:
-      return FailedPrecondition(
-          "threads per program 32*wm*wn = " + N(p.Threads()) + " exceed " +
-          N(limits.max_threads_per_block));
+      return ThreadsFailure(p, limits);
     case MmaRule::kSharedMemory:
-      return FailedPrecondition("shared memory stages*(bm+bn)*bk*bytes = " +
-                                N(MmaSharedBytes(problem.precision, p)) +
-                                " B exceeds " +
-                                N(limits.max_dynamic_shared_bytes) + " B");
+      return SharedMemoryFailure(problem.precision, p, limits);
     case MmaRule::kRegisters:
-      return FailedPrecondition(
-          "an estimated " +
-          N(MmaRegisterEstimate(problem, p, limits.compute_capability)) +
-          " registers per thread do not fit (" +
-          N(limits.max_registers_per_thread) + " per thread, " +
-          N(limits.registers_per_sm) + " per SM)");
+      return RegistersFailure(
+          MmaRegisterEstimate(problem, p, limits.compute_capability), limits);
     case MmaRule::kAlignment:  // not produced since generator v2
       return FailedPrecondition("alignment");
     case MmaRule::kGrid:

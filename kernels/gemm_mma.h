@@ -183,6 +183,19 @@ int64_t MmaWorkspaceBytes(const MmaProblem& problem, const MmaParams& p);
 int64_t MmaRegisterEstimate(const MmaProblem& problem, const MmaParams& p,
                             int compute_capability = 90);
 
+// The threads, shared-memory and register rules gemm.mma and conv.mma
+// share: whether each holds, and the FAILED_PRECONDITION saying why not.
+// `registers`: the family's estimate per thread.
+bool FitsThreads(const MmaParams& p, const MmaLimits& limits);
+bool FitsSharedMemory(MmaPrecision precision, const MmaParams& p,
+                      const MmaLimits& limits);
+bool FitsRegisters(int64_t registers, const MmaParams& p,
+                   const MmaLimits& limits);
+Status ThreadsFailure(const MmaParams& p, const MmaLimits& limits);
+Status SharedMemoryFailure(MmaPrecision precision, const MmaParams& p,
+                           const MmaLimits& limits);
+Status RegistersFailure(int64_t registers, const MmaLimits& limits);
+
 // Whether one rule holds, with no allocation (samplers call it).
 bool PassesMmaRule(MmaRule rule, const MmaProblem& problem, const MmaParams& p,
                    const MmaLimits& limits);
