@@ -188,6 +188,21 @@ std::string ProgressLine(const v1::CampaignProgress& p, int bar_width) {
       families += (families.empty() ? "" : ", ") + family + " " + std::to_string(n);
     line += "  families " + families;
   }
+  if (!p.samples_by_daemon().empty()) {
+    // Each daemon's share, in name order.
+    std::map<std::string, int64_t> shares(p.samples_by_daemon().begin(),
+                                          p.samples_by_daemon().end());
+    int64_t total = 0;
+    for (const auto& [daemon, n] : shares) total += n;
+    std::string daemons;
+    for (const auto& [daemon, n] : shares) {
+      std::snprintf(buf, sizeof(buf), " %lld (%.0f%%)",
+                    static_cast<long long>(n),
+                    total > 0 ? 100.0 * n / total : 0.0);
+      daemons += (daemons.empty() ? "" : ", ") + daemon + buf;
+    }
+    line += "  daemons " + daemons;
+  }
   if (p.eta_seconds() >= 0 && c.state() == v1::CAMPAIGN_STATE_RUNNING) {
     std::snprintf(buf, sizeof(buf), "  ETA %.0fs", p.eta_seconds());
     line += buf;

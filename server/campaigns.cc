@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "server/campaign_plan.h"
 #include "server/log.h"
@@ -67,6 +68,9 @@ void FillFromCursor(const tuner::CampaignCursor& cursor,
   p->samples_by_family.clear();
   for (const auto& [family, n] : cursor.samples_by_family())
     p->samples_by_family[family] = n;
+  p->samples_by_daemon.clear();
+  for (const auto& [daemon, n] : cursor.samples_by_daemon())
+    p->samples_by_daemon[daemon] = n;
   // A cursor from before families: one ffma family, fp32.
   if (p->samples_by_family.empty() && p->done > 0 && !spec.retune_stale &&
       cursor.families_size() == 0) {
@@ -78,6 +82,12 @@ void FillFromCursor(const tuner::CampaignCursor& cursor,
 
 // ---------------------------------------------------------------- Run --
 
+// One campaign on this daemon's GPUs. The campaign's candidates are planned
+// in work items (TuningStore::PlanWork) that every daemon on the store
+// claims (ClaimWork); this daemon measures the items it holds and commits
+// their samples (CommitWork) with the campaign's counters, under the
+// campaign's lock, so daemons add to the counters and never overwrite
+// each other's.
 class CampaignManager::Run {
  public:
   Run(TuningStore* store, const CampaignOptions& options, CampaignRecord record)
@@ -100,16 +110,27 @@ class CampaignManager::Run {
     return progress_;
   }
 
+  // Whether Execute left the campaign to other daemons: it names GPUs
+  // (spec.gpus) this daemon does not own.
+  bool skipped() const { return skipped_; }
+
   void Execute() {
     Status s = Prepare();
+    if (skipped_) {
+      BT_LOG(kInfo) << "campaign " << record_.id
+                    << " runs on GPUs this daemon does not own; leaving it "
+                       "to the daemons that own them";
+      return;
+    }
     if (s.ok()) s = Loop();
     if (!s.ok()) {
       BT_LOG(kError) << "campaign " << record_.id << " failed: " << s.message();
       // Keep every sample that is complete, if the store still takes them.
-      if (Status kept = CommitPrefix(); !kept.ok()) {
+      if (Status kept = CommitDone(); !kept.ok()) {
         BT_LOG(kError) << "campaign " << record_.id
                        << ": cannot store its last samples: " << kept.message();
       }
+      ReleaseHeld();
       Finish(CampaignState::kFailed, s.message());
     }
     slots_.clear();  // kills the workers, joins their readers
@@ -132,12 +153,10 @@ class CampaignManager::Run {
     bool given_up = false;
     DeviceFingerprint fingerprint;
   };
-  struct Pending {
-    Candidate candidate;
-    // Sampling: the family it came from (an index into the rotation and
-    // the cursor's families) and that family's sampler after it.
-    int family = -1;
-    FamilyRotation::State after;
+  // A work item this daemon holds.
+  struct Held {
+    int64_t count = 0;
+    std::set<int64_t> open;  // seqs neither stored nor finished here yet
   };
   struct Done {
     SampleRecord sample;
@@ -145,38 +164,44 @@ class CampaignManager::Run {
   };
 
   Status Prepare() {
-    BT_ASSIGN_OR_RETURN(cursor_, ReadCursor(record_));
+    BT_ASSIGN_OR_RETURN(tuner::CampaignCursor cursor, ReadCursor(record_));
     BT_ASSIGN_OR_RETURN(profile_, CampaignProfile(options_, record_.spec));
-    if (!record_.spec.retune_stale) BT_RETURN_IF_ERROR(PrepareSampling());
-    next_seq_ = committed_ = cursor_.next_seq();
-    record_.state = CampaignState::kRunning;
-    record_.message.clear();
-    // The families are fixed from here on, even before a sample is in.
-    record_.rng_state = cursor_.SerializeAsString();
-    WriteBatch batch;
-    batch.campaign_updates.push_back(record_);
-    BT_RETURN_IF_ERROR(store_->Commit(batch).status());
+    if (!record_.spec.retune_stale) BT_RETURN_IF_ERROR(PrepareSampling(cursor));
     for (int gpu : record_.spec.gpus.empty() ? options_.gpus
                                              : record_.spec.gpus) {
+      if (std::find(options_.gpus.begin(), options_.gpus.end(), gpu) ==
+          options_.gpus.end())
+        continue;  // a GPU of the daemon that started it, not ours
       auto slot = std::make_unique<Slot>();
       slot->gpu = gpu;
       slots_.push_back(std::move(slot));
     }
+    if (slots_.empty()) {
+      skipped_ = true;  // the daemons that own them run it
+      return OkStatus();
+    }
+    // Queued -> running, and the sampled families fixed from here on, even
+    // before a sample is in.
+    BT_RETURN_IF_ERROR(Plan(/*add=*/false));
     for (size_t i = 0; i < slots_.size(); ++i) Spawn(static_cast<int>(i));
-    started_ = Clock::now();
+    last_tick_ = Clock::now();
     PublishProgress();
-    BT_LOG(kInfo) << "campaign " << record_.id << " running from sample "
-                  << committed_ << " on " << slots_.size() << " GPU(s)";
+    BT_LOG(kInfo) << "campaign " << record_.id << " running on "
+                  << slots_.size() << " GPU(s) of " << options_.daemon_name
+                  << ", " << (record_.samples_ok + record_.samples_failed)
+                  << " samples stored so far";
     return OkStatus();
   }
 
   // The families and their streams: those of the cursor when the campaign
   // ran before (so a resume draws from the same ones, whatever this build
-  // would pick today), else CampaignFamilies.
-  Status PrepareSampling() {
+  // would pick today), else CampaignFamilies. Planning restores their
+  // samplers from the stored cursor each time, since another daemon may
+  // have planned since.
+  Status PrepareSampling(const tuner::CampaignCursor& cursor) {
     std::vector<const KernelFamily*> families;
-    if (cursor_.families_size() > 0) {
-      for (const tuner::FamilyCursor& f : cursor_.families()) {
+    if (cursor.families_size() > 0) {
+      for (const tuner::FamilyCursor& f : cursor.families()) {
         auto family = FindFamily(f.family());
         if (!family.ok()) {
           return FailedPrecondition("campaign " + std::to_string(record_.id) +
@@ -186,94 +211,228 @@ class CampaignManager::Run {
         }
         families.push_back(*family);
       }
-    } else if (cursor_.rng_size() == 4) {
+    } else if (cursor.rng_size() == 4) {
       // A cursor from before families: the campaign sampled the ffma family
       // of its op (only fp32 ran then), whose state is at the top.
       families = {&FfmaFamily(record_.spec.op)};
     } else {
       BT_ASSIGN_OR_RETURN(families, CampaignFamilies(record_.spec, profile_));
     }
-    if (cursor_.families_size() == 0) {
-      const bool legacy = cursor_.rng_size() == 4;
-      for (const KernelFamily* f : families) {
-        tuner::FamilyCursor* fc = cursor_.add_families();
-        fc->set_family(std::string(f->name()));
-        if (legacy) {
-          *fc->mutable_rng() = cursor_.rng();
-          fc->set_draws(cursor_.draws());
-          fc->set_accepted(cursor_.accepted());
-        }
-      }
-      if (legacy && cursor_.samples_by_family().empty() &&
-          cursor_.next_seq() > 0) {
-        auto& by_family = *cursor_.mutable_samples_by_family();
-        by_family[std::string(families[0]->name())] = cursor_.next_seq();
-      }
-    }
     BT_ASSIGN_OR_RETURN(
         rotation_,
         FamilyRotation::Make(families, record_.spec.dtype, profile_,
                              record_.spec.sampler, record_.spec.seed));
-    for (int i = 0; i < cursor_.families_size(); ++i) {
-      const tuner::FamilyCursor& fc = cursor_.families(i);
-      if (fc.rng_size() != 4) continue;  // no candidate of it committed yet
+    for (size_t i = 0; i < rotation_->size(); ++i)
+      initial_.push_back(rotation_->state(i));
+    return OkStatus();
+  }
+
+  // Under the campaign's lock: the cursor's families (added on the first
+  // plan, the legacy single-family state carried over).
+  void EnsureFamilies(const CampaignRecord& record,
+                      tuner::CampaignCursor& cursor) const {
+    if (!rotation_ || cursor.families_size() > 0) return;
+    const bool legacy = cursor.rng_size() == 4;
+    for (size_t i = 0; i < rotation_->size(); ++i) {
+      tuner::FamilyCursor* fc = cursor.add_families();
+      fc->set_family(std::string(rotation_->family(i).name()));
+      if (legacy && i == 0) {
+        *fc->mutable_rng() = cursor.rng();
+        fc->set_draws(cursor.draws());
+        fc->set_accepted(cursor.accepted());
+      }
+    }
+    const int64_t stored = record.samples_ok + record.samples_failed;
+    if (legacy && cursor.samples_by_family().empty() && stored > 0) {
+      (*cursor.mutable_samples_by_family())[std::string(
+          rotation_->family(0).name())] = stored;
+    }
+  }
+
+  // Adds the time since this daemon last ticked to the campaign's elapsed
+  // time, unless another daemon ticked since (then from its tick), and not
+  // across a gap in which no daemon ran it.
+  void Tick(tuner::CampaignCursor& cursor) {
+    const double now = UnixSeconds();
+    double from = cursor.last_tick_unix();
+    if (from <= 0 || now - from > kTickGapS) from = now;
+    if (now > from) cursor.set_elapsed_s(cursor.elapsed_s() + (now - from));
+    cursor.set_last_tick_unix(std::max(now, cursor.last_tick_unix()));
+    last_tick_ = Clock::now();
+  }
+
+  bool BudgetSpent(const tuner::CampaignCursor& cursor,
+                   const WorkTotals& totals) const {
+    const CampaignSpec& spec = record_.spec;
+    if (spec.max_samples > 0 && totals.seqs >= spec.max_samples) return true;
+    if (spec.minutes > 0 && cursor.elapsed_s() >= 60.0 * spec.minutes)
+      return true;
+    return false;
+  }
+
+  // The candidates of one new item, drawn after restoring every family's
+  // sampler from `cursor`, which is left after them.
+  StatusOr<WorkItem> DrawItem(tuner::CampaignCursor& cursor, int64_t first,
+                              int64_t count) {
+    for (int i = 0; i < cursor.families_size(); ++i) {
+      const tuner::FamilyCursor& fc = cursor.families(i);
       FamilyRotation::State state;
-      for (int w = 0; w < 4; ++w) state.rng[w] = fc.rng(w);
-      state.draws = fc.draws();
-      state.accepted = fc.accepted();
-      rotation_->Restore(i, state);
+      if (fc.rng_size() == 4) {
+        for (int w = 0; w < 4; ++w) state.rng[w] = fc.rng(w);
+        state.draws = fc.draws();
+        state.accepted = fc.accepted();
+        rotation_->Restore(i, state);
+      } else {
+        rotation_->Restore(i, initial_[i]);  // none drawn from it yet
+      }
     }
-    std::string names;
-    for (const KernelFamily* f : families)
-      names += (names.empty() ? "" : ", ") + std::string(f->name());
-    BT_LOG(kInfo) << "campaign " << record_.id << " samples "
-                  << ToString(record_.spec.op) << " "
-                  << ToString(record_.spec.dtype) << " from " << names;
+    tuner::PlannedWork planned;
+    for (int64_t seq = first; seq < first + count; ++seq) {
+      BT_ASSIGN_OR_RETURN(Candidate c, rotation_->Next(seq));
+      *planned.add_candidates() = WorkMessage(seq, c).work();
+      const int f = static_cast<int>(rotation_->FamilyOf(seq));
+      const FamilyRotation::State after = rotation_->state(f);
+      tuner::FamilyCursor* fc = cursor.mutable_families(f);
+      fc->clear_rng();
+      for (uint64_t v : after.rng) fc->add_rng(v);
+      fc->set_draws(after.draws);
+      fc->set_accepted(after.accepted);
+    }
+    int64_t draws = 0, accepted = 0;
+    for (const tuner::FamilyCursor& fc : cursor.families()) {
+      draws += fc.draws();
+      accepted += fc.accepted();
+    }
+    cursor.set_draws(draws);
+    cursor.set_accepted(accepted);
+    // What a daemon from before families reads: right for one family.
+    cursor.clear_rng();
+    if (cursor.families_size() == 1)
+      *cursor.mutable_rng() = cursor.families(0).rng();
+    WorkItem item;
+    item.count = count;
+    item.candidates = planned.SerializeAsString();
+    return item;
+  }
+
+  static WorkItem ItemOf(int64_t first, const std::vector<Candidate>& list,
+                         size_t begin, size_t end) {
+    tuner::PlannedWork planned;
+    for (size_t i = begin; i < end; ++i)
+      *planned.add_candidates() =
+          WorkMessage(first + static_cast<int64_t>(i - begin), list[i]).work();
+    WorkItem item;
+    item.count = static_cast<int64_t>(end - begin);
+    item.candidates = planned.SerializeAsString();
+    return item;
+  }
+
+  // Under the campaign's lock: a queued campaign starts running; with
+  // `add`, one more item of candidates when the budget has room (a
+  // retune plans its whole list at once), else the plan is closed; a
+  // closed plan whose items are all done ends the campaign.
+  Status Plan(bool add) {
+    std::optional<RetunePlan> retune;
+    if (add && record_.spec.retune_stale) {
+      BT_ASSIGN_OR_RETURN(tuner::CampaignCursor c, ReadCursor(record_));
+      if (!c.plan_closed()) {
+        BT_ASSIGN_OR_RETURN(retune, PlanRetune(*store_, record_.spec,
+                                               device_name(), profile_));
+      }
+    }
+    auto plan = [&](CampaignRecord& record, const WorkTotals& totals)
+        -> StatusOr<std::vector<WorkItem>> {
+      std::vector<WorkItem> items;
+      if (IsTerminal(record.state)) return items;
+      BT_ASSIGN_OR_RETURN(tuner::CampaignCursor cursor, ReadCursor(record));
+      if (record.state == CampaignState::kQueued) {
+        record.state = CampaignState::kRunning;
+        record.message.clear();
+      }
+      EnsureFamilies(record, cursor);
+      int64_t planned = totals.seqs;
+      if (totals.items == 0 && cursor.next_seq() > 0) {
+        // A campaign from before work items committed candidates
+        // 0 .. next_seq-1 as a prefix: one item, done, stands for them.
+        WorkItem before;
+        before.count = cursor.next_seq();
+        before.state = WorkState::kDone;
+        items.push_back(std::move(before));
+        planned = cursor.next_seq();
+      }
+      if (add) Tick(cursor);
+      if (add && !cursor.plan_closed()) {
+        if (retune) {
+          cursor.set_retune_total(static_cast<int64_t>(retune->candidates.size()));
+          cursor.set_retune_summary(
+              retune->Summary(record.spec, device_name()));
+          size_t n = retune->candidates.size();
+          if (record.spec.max_samples > 0)
+            n = std::min<size_t>(n, record.spec.max_samples);
+          for (size_t b = 0; b < n; b += options_.item_size) {
+            const size_t e = std::min<size_t>(n, b + options_.item_size);
+            items.push_back(ItemOf(planned + static_cast<int64_t>(b),
+                                   retune->candidates, b, e));
+          }
+          cursor.set_next_seq(planned + static_cast<int64_t>(n));
+          cursor.set_plan_closed(true);
+        } else if (record.spec.retune_stale || BudgetSpent(cursor, totals)) {
+          cursor.set_plan_closed(true);
+        } else {
+          int64_t n = options_.item_size;
+          if (record.spec.max_samples > 0)
+            n = std::min(n, record.spec.max_samples - planned);
+          BT_ASSIGN_OR_RETURN(WorkItem item, DrawItem(cursor, planned, n));
+          items.push_back(std::move(item));
+          cursor.set_next_seq(planned + n);
+          if (record.spec.max_samples > 0 &&
+              planned + n >= record.spec.max_samples)
+            cursor.set_plan_closed(true);
+        }
+      }
+      int64_t open = totals.open;
+      for (const WorkItem& item : items) open += item.state != WorkState::kDone;
+      if (cursor.plan_closed() && open == 0) EndDone(record, cursor);
+      record.rng_state = cursor.SerializeAsString();
+      return items;
+    };
+    BT_ASSIGN_OR_RETURN(CampaignRecord record, store_->PlanWork(record_.id, plan));
+    Adopt(record);
     return OkStatus();
   }
 
-  // A retune's list, once the campaign's device is known (a worker said
-  // hello, or the campaign ran before).
-  Status PlanRetuneNow() {
-    const std::string device = record_.device ? record_.device->name : "";
-    BT_ASSIGN_OR_RETURN(RetunePlan plan,
-                        PlanRetune(*store_, record_.spec, device, profile_));
-    cursor_.set_retune_total(committed_ +
-                             static_cast<int64_t>(plan.candidates.size()));
-    cursor_.set_retune_summary(plan.Summary(record_.spec, device));
-    BT_LOG(kInfo) << "campaign " << record_.id << ": "
-                  << cursor_.retune_summary();
-    retune_ = std::move(plan.candidates);
-    retune_next_ = 0;
+  // The campaign ran to the end of its plan.
+  void EndDone(CampaignRecord& record, const tuner::CampaignCursor& cursor) {
+    record.state = CampaignState::kDone;
+    std::string m;
+    if (record.spec.retune_stale) {
+      m = cursor.retune_summary();
+      if (cursor.retune_total() > 0) {
+        const int64_t stored = record.samples_ok + record.samples_failed;
+        m += "; re-measured " + std::to_string(stored);
+        const int64_t left = cursor.retune_total() - stored;
+        if (left > 0) {
+          m += ", " + std::to_string(left) +
+               " left when its budget ran out (a new --retune-stale campaign "
+               "carries on with them)";
+        }
+      }
+    }
+    record.message = m;
+  }
+
+  // The record a store call returned: ours from now on.
+  void Adopt(const CampaignRecord& record) {
+    record_ = record;
+    if (auto c = ReadCursor(record_); c.ok()) cursor_ = *c;
     PublishProgress();
-    return OkStatus();
   }
 
-  StatusOr<Pending> NextCandidate(int64_t seq) {
-    Pending p;
-    if (retune_) {
-      p.candidate = (*retune_)[retune_next_++];
-      return p;
-    }
-    BT_ASSIGN_OR_RETURN(p.candidate, rotation_->Next(seq));
-    p.family = static_cast<int>(rotation_->FamilyOf(seq));
-    p.after = rotation_->state(p.family);
-    return p;
-  }
-
-  // How a campaign that ran to its end says what it did.
-  std::string DoneMessage() const {
-    if (!record_.spec.retune_stale) return "";
-    std::string m = cursor_.retune_summary();
-    if (cursor_.retune_total() == 0) return m;
-    m += "; re-measured " + std::to_string(committed_);
-    const int64_t left = cursor_.retune_total() - committed_;
-    if (left > 0) {
-      m += ", " + std::to_string(left) +
-           " left when its budget ran out (a new --retune-stale campaign "
-           "carries on with them)";
-    }
-    return m;
+  std::string device_name() const {
+    if (record_.device) return record_.device->name;
+    for (const auto& slot : slots_)
+      if (slot->ready) return slot->fingerprint.name;
+    return "";
   }
 
   void Spawn(int i) {
@@ -305,17 +464,9 @@ class CampaignManager::Run {
     events_cv_.notify_all();
   }
 
-  bool BudgetLeft() const {
-    const CampaignSpec& spec = record_.spec;
-    if (retune_ && retune_next_ >= retune_->size()) return false;
-    if (spec.max_samples > 0 && next_seq_ >= spec.max_samples) return false;
-    if (spec.minutes > 0 && Elapsed() >= 60.0 * spec.minutes) return false;
-    return true;
-  }
-  double Elapsed() const { return cursor_.elapsed_s() + Since(started_); }
-
   Status Loop() {
     auto last_commit = Clock::now();
+    auto last_renew = Clock::now();
     while (true) {
       std::deque<WorkerEvent> events;
       bool cancel, stop;
@@ -329,25 +480,22 @@ class CampaignManager::Run {
       }
       for (WorkerEvent& e : events) Handle(std::move(e));
       if (cancel || stop) {
-        BT_RETURN_IF_ERROR(CommitPrefix());
-        if (cancel) Finish(CampaignState::kCancelled, "cancelled on request");
-        else BT_LOG(kInfo) << "campaign " << record_.id
-                           << " paused for shutdown at sample " << committed_;
+        BT_RETURN_IF_ERROR(CommitDone());
+        ReleaseHeld();
+        if (cancel) {
+          Finish(CampaignState::kCancelled, "cancelled on request");
+        } else {
+          BT_LOG(kInfo) << "campaign " << record_.id
+                        << " paused for shutdown; its items go back to the "
+                           "store for any daemon";
+        }
         return OkStatus();
       }
       Watchdog();
-      const bool budget = BudgetLeft();
-      if (budget) BT_RETURN_IF_ERROR(Feed());
-      if (std::chrono::duration<double, std::milli>(Clock::now() - last_commit)
-              .count() >= options_.commit_every_ms) {
-        BT_RETURN_IF_ERROR(CommitPrefix());
-        last_commit = Clock::now();
-      }
-      bool outstanding = !requeue_.empty();
-      int alive = 0;
+      int alive = 0, ready = 0;
       for (const auto& slot : slots_) {
-        outstanding |= !slot->sent.empty();
         alive += !slot->given_up;
+        ready += slot->ready && !slot->given_up;
       }
       if (alive == 0) {
         std::string why;
@@ -357,49 +505,127 @@ class CampaignManager::Run {
         }
         return FailedPrecondition("no GPU worker could run: " + why);
       }
-      if (!budget && !outstanding) {
-        BT_RETURN_IF_ERROR(CommitPrefix());
-        if (committed_ < next_seq_) {
-          return Internal("samples " + std::to_string(committed_) + ".." +
-                          std::to_string(next_seq_ - 1) + " never came back");
-        }
-        Finish(CampaignState::kDone, DoneMessage());
+      if (ready > 0 && !IsTerminal(record_.state)) BT_RETURN_IF_ERROR(Claim());
+      Feed();
+      const double since_commit = Since(last_commit);
+      if ((!done_.empty() && since_commit * 1000 >= options_.commit_every_ms) ||
+          (!held_.empty() && since_commit >= kHeartbeatS)) {
+        BT_RETURN_IF_ERROR(CommitDone());
+        last_commit = Clock::now();
+      }
+      if (!held_.empty() && Since(last_renew) >= options_.lease_s / 3.0) {
+        BT_RETURN_IF_ERROR(Renew());
+        last_renew = Clock::now();
+      }
+      if (IsTerminal(record_.state)) {
+        // Ended elsewhere (done, or cancelled on another daemon), or here.
+        BT_RETURN_IF_ERROR(CommitDone());
+        ReleaseHeld();
+        BT_LOG(kInfo) << "campaign " << record_.id << " "
+                      << ToString(record_.state) << " after "
+                      << (record_.samples_ok + record_.samples_failed)
+                      << " samples, " << stored_here_ << " of them from "
+                      << options_.daemon_name
+                      << (record_.message.empty() ? "" : ": " + record_.message);
         return OkStatus();
       }
     }
   }
 
-  Status Feed() {
-    if (record_.spec.retune_stale && !retune_) {
-      bool ready = false;
-      for (const auto& slot : slots_) ready |= slot->ready && !slot->given_up;
-      if (!ready) return OkStatus();  // the device is not known yet
-      BT_RETURN_IF_ERROR(PlanRetuneNow());
+  // Claims items while the GPUs could use more work: first a free item,
+  // else a new one planned, else (every daemon's plan is out) nothing but
+  // a look again a second later, for an item whose lease runs out.
+  Status Claim() {
+    int capacity = 0;
+    for (const auto& slot : slots_)
+      if (slot->ready && !slot->given_up) capacity += slot->depth;
+    int in_flight = 0;
+    for (const auto& slot : slots_) in_flight += slot->sent.size();
+    while (static_cast<int>(todo_.size()) + in_flight < 2 * capacity) {
+      if (Clock::now() < next_claim_) return OkStatus();
+      BT_ASSIGN_OR_RETURN(std::optional<ClaimedWork> claimed,
+                          store_->ClaimWork(record_.id, options_.holder,
+                                            options_.lease_s));
+      if (!claimed) {
+        if (!cursor_.plan_closed()) {
+          BT_RETURN_IF_ERROR(Plan(/*add=*/true));
+          if (IsTerminal(record_.state)) return OkStatus();
+          continue;
+        }
+        // Every item is planned and held or done: look again later, for a
+        // lease that runs out, and (holding none) whether the campaign
+        // ended.
+        next_claim_ = Clock::now() + std::chrono::milliseconds(500);
+        if (held_.empty()) BT_RETURN_IF_ERROR(Plan(/*add=*/false));
+        return OkStatus();
+      }
+      BT_RETURN_IF_ERROR(Take(*claimed));
     }
+    return OkStatus();
+  }
+
+  Status Take(const ClaimedWork& claimed) {
+    const WorkItem& item = claimed.item;
+    tuner::PlannedWork planned;
+    if (!planned.ParseFromString(item.candidates) ||
+        planned.candidates_size() != item.count) {
+      return DataLoss("campaign " + std::to_string(record_.id) +
+                      ": the work item from seq " +
+                      std::to_string(item.first_seq) + " is corrupt");
+    }
+    Held& held = held_[item.first_seq];
+    held.count = item.count;
+    const std::set<int64_t> stored(claimed.stored_seqs.begin(),
+                                   claimed.stored_seqs.end());
+    for (const tuner::WorkItem& w : planned.candidates()) {
+      if (stored.count(w.seq())) continue;
+      BT_ASSIGN_OR_RETURN(Candidate c, CandidateOf(w));
+      held.open.insert(w.seq());
+      pending_[w.seq()] = std::move(c);
+      todo_.push_back(w.seq());
+    }
+    if (item.attempts > 1) {
+      BT_LOG(kInfo) << "campaign " << record_.id << ": took over the item from "
+                    << item.first_seq << " (" << held.open.size() << " of "
+                    << item.count << " samples left to measure)";
+    }
+    return OkStatus();
+  }
+
+  StatusOr<Candidate> CandidateOf(const tuner::WorkItem& w) const {
+    Candidate c;
+    auto fail = [&](const Status& s) {
+      return DataLoss("campaign " + std::to_string(record_.id) + ": sample " +
+                      std::to_string(w.seq()) + ": " + s.message());
+    };
+    auto family = FindFamily(w.family());
+    if (!family.ok()) return fail(family.status());
+    c.family = *family;
+    auto ctx = ContextFromString(w.context());
+    if (!ctx.ok()) return fail(ctx.status());
+    c.ctx = *ctx;
+    auto params = ParamsFromText(w.family(), w.params());
+    if (!params.ok()) return fail(params.status());
+    c.params = *params;
+    return c;
+  }
+
+  void Feed() {
     for (size_t i = 0; i < slots_.size(); ++i) {
       Slot& slot = *slots_[i];
       if (!slot.ready || slot.given_up || !slot.process) continue;
-      while (static_cast<int>(slot.sent.size()) < slot.depth) {
-        int64_t seq;
-        if (!requeue_.empty()) {
-          seq = requeue_.front();
-          requeue_.pop_front();
-        } else if (BudgetLeft()) {
-          seq = next_seq_;
-          BT_ASSIGN_OR_RETURN(pending_[seq], NextCandidate(seq));
-          ++next_seq_;
-        } else {
-          break;
-        }
-        const Pending& p = pending_[seq];
+      while (static_cast<int>(slot.sent.size()) < slot.depth && !todo_.empty()) {
+        const int64_t seq = todo_.front();
+        todo_.pop_front();
+        auto it = pending_.find(seq);
+        if (it == pending_.end()) continue;  // its item was lost
         slot.sent.push_back(seq);
-        if (!slot.process->Send(WorkMessage(seq, p.candidate)).ok()) {
+        if (!slot.process->Send(WorkMessage(seq, it->second)).ok()) {
           // The worker is going away; its exit event requeues what it had.
           break;
         }
       }
     }
-    return OkStatus();
   }
 
   // A failure the daemon saw itself (a dead or killed worker).
@@ -419,9 +645,8 @@ class CampaignManager::Run {
     s.device = slot.fingerprint;
     s.campaign_id = record_.id;
     s.seq = seq;
-    s.context = it->second.candidate.ctx;
-    s.kernel = KernelConfig::Current(*it->second.candidate.family,
-                                     it->second.candidate.params);
+    s.context = it->second.ctx;
+    s.kernel = KernelConfig::Current(*it->second.family, it->second.params);
     s.measurement = std::move(m);
     s.measurement.error = Truncate(s.measurement.error);
     s.measured_unix = NowUnix();
@@ -447,7 +672,6 @@ class CampaignManager::Run {
       slot.failed_starts = 0;
       slot.fingerprint = FromHello(m.hello());
       slot.depth = std::clamp(2 * m.hello().compile_threads() + 2, 4, 64);
-      if (!record_.device) record_.device = slot.fingerprint;
     } else if (m.has_started()) {
       slot.running = m.started().seq();
       slot.started_at = Clock::now();
@@ -475,9 +699,8 @@ class CampaignManager::Run {
       slot.sent.erase(std::remove(slot.sent.begin(), slot.sent.end(), seq),
                       slot.sent.end());
     }
-    // What it had not started goes to whichever worker asks next.
-    for (int64_t seq : slot.sent) requeue_.push_back(seq);
-    std::sort(requeue_.begin(), requeue_.end());
+    // What it had not started goes to whichever worker asks next, first.
+    todo_.insert(todo_.begin(), slot.sent.begin(), slot.sent.end());
     slot.sent.clear();
     const bool clean = e.exit_code == 0;
     if (!slot.ready) {
@@ -495,7 +718,7 @@ class CampaignManager::Run {
     if (!clean) {
       BT_LOG(kWarning) << "campaign " << record_.id << ": GPU " << slot.gpu
                        << " worker " << e.exit << "; restarting it";
-      cursor_.set_worker_restarts(cursor_.worker_restarts() + 1);
+      ++restarts_;
     }
     Spawn(i);
   }
@@ -526,75 +749,118 @@ class CampaignManager::Run {
     }
   }
 
-  // Commits the contiguous prefix of finished samples with the cursor.
-  Status CommitPrefix() {
-    WriteBatch batch;
-    int64_t n = committed_;
-    std::vector<int64_t> verified_seqs;
-    tuner::CampaignCursor cursor = cursor_;
-    CampaignRecord record = record_;
-    while (true) {
-      auto it = done_.find(n);
-      if (it == done_.end()) break;
-      const SampleRecord& s = it->second.sample;
-      if (s.measurement.status == SampleStatus::kOk) {
-        ++record.samples_ok;
-        const GemmShape g = ImplicitGemm(s.context);
-        const double tflops =
-            2.0 * g.m * g.n * g.k / s.measurement.median_s * 1e-12;
-        cursor.set_best_tflops(std::max(cursor.best_tflops(), tflops));
-      } else {
-        ++record.samples_failed;
-        (*cursor.mutable_failures())[std::string(ToString(s.measurement.status))]++;
+  // Commits the finished samples of the items this daemon holds, with the
+  // campaign's counters; an item whose samples are all stored is done.
+  // Items another daemon took over meanwhile are dropped, their samples
+  // with them (that daemon measures them).
+  Status CommitDone() {
+    for (int attempt = 0;; ++attempt) {
+      WorkCommit work;
+      for (const auto& [first, held] : held_) {
+        size_t left = held.open.size();
+        for (auto it = done_.lower_bound(first);
+             it != done_.end() && it->first < first + held.count; ++it) {
+          work.samples.push_back(it->second.sample);
+          --left;
+        }
+        work.items.push_back(first);
+        if (left == 0) work.finished.push_back(first);
       }
-      cursor.set_verified(cursor.verified() + it->second.verified);
-      (*cursor.mutable_samples_by_family())[s.kernel.family]++;
-      // The family's sampler after this candidate.
-      const Pending& p = pending_.at(n);
-      if (p.family >= 0) {
-        tuner::FamilyCursor* fc = cursor.mutable_families(p.family);
-        fc->clear_rng();
-        for (uint64_t v : p.after.rng) fc->add_rng(v);
-        fc->set_draws(p.after.draws);
-        fc->set_accepted(p.after.accepted);
+      if (work.items.empty()) return OkStatus();
+      std::map<int64_t, bool> verified;
+      for (const SampleRecord& s : work.samples)
+        verified[s.seq] = done_.at(s.seq).verified;
+      const int64_t restarts = restarts_;
+      auto update = [&](CampaignRecord& record,
+                        const WorkTotals& totals) -> Status {
+        BT_ASSIGN_OR_RETURN(tuner::CampaignCursor cursor, ReadCursor(record));
+        for (const SampleRecord& s : work.samples) {
+          if (s.measurement.status == SampleStatus::kOk) {
+            ++record.samples_ok;
+            const GemmShape g = ImplicitGemm(s.context);
+            const double tflops =
+                2.0 * g.m * g.n * g.k / s.measurement.median_s * 1e-12;
+            cursor.set_best_tflops(std::max(cursor.best_tflops(), tflops));
+          } else {
+            ++record.samples_failed;
+            (*cursor.mutable_failures())[std::string(
+                ToString(s.measurement.status))]++;
+          }
+          cursor.set_verified(cursor.verified() + verified[s.seq]);
+          (*cursor.mutable_samples_by_family())[s.kernel.family]++;
+          (*cursor.mutable_samples_by_daemon())[options_.daemon_name]++;
+          if (!record.device) record.device = s.device;
+        }
+        cursor.set_worker_restarts(cursor.worker_restarts() + restarts);
+        Tick(cursor);
+        if (!IsTerminal(record.state) && cursor.plan_closed() &&
+            totals.open == 0)
+          EndDone(record, cursor);
+        record.rng_state = cursor.SerializeAsString();
+        return OkStatus();
+      };
+      auto committed = store_->CommitWork(record_.id, options_.holder, work,
+                                          update);
+      if (committed.status().code() == StatusCode::kAborted && attempt < 2) {
+        BT_RETURN_IF_ERROR(Renew());  // drops what is no longer ours
+        continue;
       }
-      batch.samples.push_back(s);
-      ++n;
-    }
-    if (n > committed_ && cursor.families_size() > 0) {
-      int64_t draws = 0, accepted = 0;
-      for (const tuner::FamilyCursor& fc : cursor.families()) {
-        draws += fc.draws();
-        accepted += fc.accepted();
+      BT_RETURN_IF_ERROR(committed.status());
+      restarts_ -= restarts;
+      stored_here_ += static_cast<int64_t>(work.samples.size());
+      for (const SampleRecord& s : work.samples) {
+        done_.erase(s.seq);
+        pending_.erase(s.seq);
+        for (auto& [first, held] : held_) held.open.erase(s.seq);
       }
-      cursor.set_draws(draws);
-      cursor.set_accepted(accepted);
-      // What a daemon from before families reads: right for one family.
-      cursor.clear_rng();
-      if (cursor.families_size() == 1)
-        *cursor.mutable_rng() = cursor.families(0).rng();
+      for (int64_t first : work.finished) held_.erase(first);
+      rate_points_.emplace_back(
+          Clock::now(), committed->samples_ok + committed->samples_failed);
+      while (rate_points_.size() > 2 &&
+             Since(rate_points_.front().first) > 10.0) {
+        rate_points_.pop_front();
+      }
+      Adopt(*committed);
+      return OkStatus();
     }
-    cursor.set_next_seq(n);
-    cursor.set_elapsed_s(Elapsed());
-    record.rng_state = cursor.SerializeAsString();
-    batch.campaign_updates.push_back(record);
-    BT_RETURN_IF_ERROR(store_->Commit(batch).status());
-    for (int64_t s = committed_; s < n; ++s) {
-      done_.erase(s);
-      pending_.erase(s);
+  }
+
+  // Extends the leases of the items held; drops those lost.
+  Status Renew() {
+    std::vector<int64_t> items;
+    for (const auto& [first, held] : held_) items.push_back(first);
+    if (items.empty()) return OkStatus();
+    BT_ASSIGN_OR_RETURN(std::vector<int64_t> lost,
+                        store_->RenewWork(record_.id, options_.holder, items,
+                                          options_.lease_s));
+    for (int64_t first : lost) {
+      const int64_t count = held_[first].count;
+      BT_LOG(kWarning) << "campaign " << record_.id << ": lost the item from "
+                       << first << " (its lease ran out); dropping it";
+      for (int64_t seq = first; seq < first + count; ++seq) {
+        done_.erase(seq);
+        pending_.erase(seq);
+      }
+      held_.erase(first);
     }
-    committed_ = n;
-    record_ = record;
-    // The stored elapsed time is the base from here on.
-    cursor_ = cursor;
-    started_ = Clock::now();
-    rate_points_.emplace_back(Clock::now(), committed_);
-    while (rate_points_.size() > 2 &&
-           Since(rate_points_.front().first) > 10.0) {
-      rate_points_.pop_front();
-    }
-    PublishProgress();
     return OkStatus();
+  }
+
+  // Gives back the items held, so that other daemons need not wait for
+  // their leases to run out.
+  void ReleaseHeld() {
+    std::vector<int64_t> items;
+    for (const auto& [first, held] : held_) items.push_back(first);
+    if (items.empty()) return;
+    if (Status s = store_->ReleaseWork(record_.id, options_.holder, items);
+        !s.ok()) {
+      BT_LOG(kWarning) << "campaign " << record_.id
+                       << ": cannot give back its items (their leases run "
+                          "out instead): "
+                       << s.message();
+    }
+    held_.clear();
+    todo_.clear();
   }
 
   void PublishProgress() {
@@ -624,40 +890,61 @@ class CampaignManager::Run {
     progress_ = std::move(p);
   }
 
+  // Ends the campaign for every daemon (cancelled, or failed here).
   void Finish(CampaignState state, const std::string& message) {
-    record_.state = state;
-    record_.message = message;
-    tuner::CampaignCursor cursor = cursor_;
-    cursor.set_elapsed_s(Elapsed());
-    record_.rng_state = cursor.SerializeAsString();
-    WriteBatch batch;
-    batch.campaign_updates.push_back(record_);
-    if (Status s = store_->Commit(batch).status(); !s.ok()) {
+    auto plan = [&](CampaignRecord& record, const WorkTotals&)
+        -> StatusOr<std::vector<WorkItem>> {
+      if (IsTerminal(record.state)) return std::vector<WorkItem>();
+      BT_ASSIGN_OR_RETURN(tuner::CampaignCursor cursor, ReadCursor(record));
+      Tick(cursor);
+      record.state = state;
+      record.message = message;
+      record.rng_state = cursor.SerializeAsString();
+      return std::vector<WorkItem>();
+    };
+    auto record = store_->PlanWork(record_.id, plan);
+    if (!record.ok()) {
       BT_LOG(kError) << "campaign " << record_.id << ": cannot store its end: "
-                     << s.message();
+                     << record.status().message();
+      record_.state = state;
+      record_.message = message;
+      PublishProgress();
+      return;
     }
-    cursor_ = cursor;
-    started_ = Clock::now();
-    PublishProgress();
-    BT_LOG(kInfo) << "campaign " << record_.id << " " << ToString(state)
-                  << " after " << committed_ << " samples"
-                  << (message.empty() ? "" : ": " + message);
+    Adopt(*record);
+    BT_LOG(kInfo) << "campaign " << record_.id << " " << ToString(record_.state)
+                  << " after " << (record_.samples_ok + record_.samples_failed)
+                  << " samples"
+                  << (record_.message.empty() ? "" : ": " + record_.message);
   }
+
+  static double UnixSeconds() {
+    return std::chrono::duration<double>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+
+  // A daemon commits at least this often while it holds items, and a gap
+  // longer than kTickGapS between any daemon's ticks is not running time.
+  static constexpr double kHeartbeatS = 5;
+  static constexpr double kTickGapS = 30;
 
   TuningStore* const store_;
   const CampaignOptions& options_;
   CampaignRecord record_;
-  tuner::CampaignCursor cursor_;
+  tuner::CampaignCursor cursor_;  // record_'s, parsed
   DeviceProfile profile_;
   std::unique_ptr<FamilyRotation> rotation_;  // sampling campaigns
-  // retune_stale campaigns, once planned: what is left to measure.
-  std::optional<std::vector<Candidate>> retune_;
-  size_t retune_next_ = 0;
-  int64_t next_seq_ = 0, committed_ = 0;
-  Clock::time_point started_ = Clock::now();
-  std::map<int64_t, Pending> pending_;
-  std::map<int64_t, Done> done_;
-  std::deque<int64_t> requeue_;
+  std::vector<FamilyRotation::State> initial_;  // its samplers at the start
+  std::map<int64_t, Held> held_;              // by first_seq
+  std::deque<int64_t> todo_;                  // seqs to send to a worker
+  std::map<int64_t, Candidate> pending_;      // of the items held
+  std::map<int64_t, Done> done_;              // measured, not committed
+  int64_t restarts_ = 0;                      // not committed yet
+  bool skipped_ = false;
+  int64_t stored_here_ = 0;
+  Clock::time_point last_tick_ = Clock::now();
+  Clock::time_point next_claim_ = Clock::now();
   std::deque<std::pair<Clock::time_point, int64_t>> rate_points_;
   std::vector<std::unique_ptr<Slot>> slots_;
 
@@ -693,13 +980,17 @@ Status CampaignManager::ResumeStored() {
   BT_ASSIGN_OR_RETURN(auto campaigns, store_->ListCampaigns());
   std::lock_guard lock(mu_);
   for (const CampaignRecord& c : campaigns) {
-    if (IsTerminal(c.state)) continue;
+    if (IsTerminal(c.state) || skipped_.count(c.id)) continue;
+    if (std::find(queue_.begin(), queue_.end(), c.id) != queue_.end()) continue;
+    if (running_ && running_->id() == c.id) continue;
     if (options_.gpus.empty()) {
-      BT_LOG(kWarning) << "campaign " << c.id << " is " << ToString(c.state)
-                       << " but this daemon has no GPU; it waits for one";
+      if (warned_.insert(c.id).second) {
+        BT_LOG(kWarning) << "campaign " << c.id << " is " << ToString(c.state)
+                         << " but this daemon has no GPU; it waits for one";
+      }
       continue;
     }
-    BT_LOG(kInfo) << "campaign " << c.id << " was " << ToString(c.state)
+    BT_LOG(kInfo) << "campaign " << c.id << " is " << ToString(c.state)
                   << "; resuming it";
     queue_.push_back(c.id);
   }
@@ -760,12 +1051,17 @@ StatusOr<CampaignRecord> CampaignManager::Cancel(int64_t id) {
   }
   queue_.erase(std::remove(queue_.begin(), queue_.end(), id), queue_.end());
   lock.unlock();
-  record.state = CampaignState::kCancelled;
-  record.message = "cancelled on request";
-  WriteBatch batch;
-  batch.campaign_updates.push_back(record);
-  BT_RETURN_IF_ERROR(store_->Commit(batch).status());
-  return store_->GetCampaign(id);
+  // Under the campaign's lock: other daemons may be committing to it; they
+  // see the end at their next commit and stop.
+  return store_->PlanWork(
+      id, [](CampaignRecord& r,
+             const WorkTotals&) -> StatusOr<std::vector<WorkItem>> {
+        if (!IsTerminal(r.state)) {
+          r.state = CampaignState::kCancelled;
+          r.message = "cancelled on request";
+        }
+        return std::vector<WorkItem>();
+      });
 }
 
 StatusOr<CampaignProgressInfo> CampaignManager::Progress(int64_t id) {
@@ -821,9 +1117,22 @@ StatusOr<BenchListResult> CampaignManager::Measure(
 void CampaignManager::SchedulerLoop() {
   std::unique_lock lock(mu_);
   while (true) {
-    cv_.wait(lock,
-             [&] { return stopping_ || (!queue_.empty() && !measuring_); });
+    const bool woken = cv_.wait_for(
+        lock, std::chrono::milliseconds(options_.poll_ms),
+        [&] { return stopping_ || (!queue_.empty() && !measuring_); });
     if (stopping_) return;
+    if (!woken) {
+      // Idle: campaigns started on other daemons of the store.
+      if (measuring_ || options_.gpus.empty()) continue;
+      lock.unlock();
+      Status s = ResumeStored();
+      lock.lock();
+      if (!s.ok()) {
+        BT_LOG(kWarning) << "cannot list the store's campaigns: "
+                         << s.message();
+      }
+      continue;
+    }
     const int64_t id = queue_.front();
     queue_.pop_front();
     lock.unlock();
@@ -835,6 +1144,7 @@ void CampaignManager::SchedulerLoop() {
     lock.unlock();
     run->Execute();
     lock.lock();
+    if (run->skipped()) skipped_.insert(id);
     running_.reset();
     cv_.notify_all();
   }

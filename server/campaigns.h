@@ -2,14 +2,21 @@
 // on the daemon's GPUs, one campaign at a time in the order they were
 // started, each on one worker process per GPU.
 //
-// Exactly-once samples. Candidates are numbered (seq) as the stream of
-// tuner/candidate_stream.h produces them. Results come back in any order;
-// they are committed only as a contiguous prefix 0..n-1, in one
-// transaction with the campaign's cursor (the stream's Rng after
-// candidate n-1, counters, elapsed time). After any stop, kill -9 of the
-// daemon included, the campaign resumes at candidate n with the same
-// sampler state: nothing committed is measured twice (the store's unique
-// (campaign, seq) index makes sure) and nothing is skipped.
+// Several daemons, one campaign. Candidates are numbered (seq) as the
+// stream of tuner/candidate_stream.h produces them, and planned in work
+// items of item_size candidates (TuningStore::PlanWork): the planner draws
+// them under the campaign's lock and stores them with the samplers'
+// state after them (the cursor), so any daemon can plan the next item and
+// any daemon can measure an item. Every daemon on the store with an idle
+// GPU claims items (ClaimWork: a lease of lease_s seconds, renewed while
+// it measures) and commits their samples, the campaign's counters and
+// per-daemon shares in one transaction (CommitWork). After any stop, kill
+// -9 included, the dead daemon's leases run out and its items are claimed
+// again; what it committed of them is not measured again (the claim says
+// which seqs are stored; the store's unique (campaign, seq) index makes
+// sure) and nothing is skipped. The campaign is done when its budget is
+// planned and every item is done; the daemon that commits the last one
+// ends it. With one daemon (SQLite: always) it claims every item.
 //
 // Families. A campaign samples every kernel family that implements its
 // (op, dtype) and runs on its GPU, or the families its spec names, each
@@ -34,6 +41,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,6 +61,17 @@ struct CampaignOptions {
   int max_failed_starts = 3;     // a GPU whose worker fails this often in a
                                  // row is given up
   int commit_every_ms = 250;
+  // Several daemons on one store (issue 22). daemon_name: what `campaign
+  // watch` calls this daemon's share (--name, default the host name);
+  // holder: this process among all daemons (name/pid), which its leases
+  // name. A lease not renewed for lease_s seconds (the daemon died) frees
+  // its item for any daemon; items hold item_size candidates; a daemon
+  // with idle GPUs looks for campaigns started elsewhere every poll_ms.
+  std::string daemon_name = "blocktuned";
+  std::string holder = "blocktuned";
+  int lease_s = 60;
+  int item_size = 64;
+  int poll_ms = 2000;
 };
 
 // What WatchCampaign streams, besides the stored record.
@@ -71,6 +90,8 @@ struct CampaignProgressInfo {
   int64_t worker_restarts = 0;
   // Committed samples, ok or failed, by kernel family ("gemm.mma").
   std::map<std::string, int64_t> samples_by_family;
+  // Committed samples by daemon name (CampaignOptions::daemon_name).
+  std::map<std::string, int64_t> samples_by_daemon;
 };
 
 class CampaignManager {
@@ -78,7 +99,9 @@ class CampaignManager {
   CampaignManager(TuningStore* store, CampaignOptions options);
   ~CampaignManager();  // Shutdown()
 
-  // Queues the campaigns a previous daemon left queued or running.
+  // Queues the campaigns left queued or running in the store: by an earlier
+  // daemon, or started on another daemon of the store. The scheduler calls
+  // it again every poll_ms while the GPUs are idle.
   Status ResumeStored();
   // FAILED_PRECONDITION when the daemon has no GPU, the spec names one it
   // does not own, or a family (spec.families[i], or every family of the op
@@ -109,6 +132,8 @@ class CampaignManager {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<int64_t> queue_;
+  std::set<int64_t> skipped_;  // campaigns on GPUs of other daemons
+  std::set<int64_t> warned_;   // campaigns this GPU-less daemon logged
   std::shared_ptr<Run> running_;
   bool stopping_ = false;
   bool measuring_ = false;  // Measure() has the GPU; no campaign starts

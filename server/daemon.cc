@@ -15,8 +15,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <condition_variable>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -35,6 +37,14 @@
 
 namespace blocktune {
 namespace {
+
+// This machine's name, for a campaign's per-daemon shares.
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0')
+    return "blocktuned";
+  return name;
+}
 int g_signal_pipe[2] = {-1, -1};
 }  // namespace
 namespace {
@@ -324,6 +334,15 @@ int RunDaemon(const DaemonOptions& options) {
   }
   BT_LOG(kInfo) << "store " << (*store)->Describe() << " (schema v"
                 << (*store)->SchemaVersion() << ")";
+  if (lock_fd) {
+    // This daemon owns the file alone: campaign items still leased are an
+    // earlier daemon's that died, and are free now, not when their
+    // leases run out.
+    if (Status s = (*store)->ExpireLeases(); !s.ok()) {
+      BT_LOG(kWarning) << "cannot free the items of an earlier daemon: "
+                       << s.message();
+    }
+  }
 
   BlocktuneService service(store->get(), &auth);
   service.SetMaxImportBytes(int64_t{options.max_import_mib} << 20);
@@ -331,6 +350,10 @@ int RunDaemon(const DaemonOptions& options) {
   campaign_options.worker_path =
       options.worker.empty() ? DefaultWorkerPath() : options.worker;
   campaign_options.kernel_timeout_s = options.kernel_timeout_s;
+  campaign_options.daemon_name = options.name.empty() ? HostName() : options.name;
+  campaign_options.holder =
+      campaign_options.daemon_name + "/" + std::to_string(getpid());
+  campaign_options.lease_s = options.lease_s;
   std::vector<DeviceFingerprint> gpus;
   std::string gpu_status;
   if (options.fake_gpus > 0) {
@@ -414,6 +437,23 @@ int RunDaemon(const DaemonOptions& options) {
                 << (auth.enabled() ? " (token required)" : "")
                 << (options.tls_cert.empty() ? "" : " (TLS)");
 
+  // Models trained or imported through another daemon of the store load
+  // here within a second (the store's generation counter says when).
+  std::mutex refresh_mu;
+  std::condition_variable refresh_cv;
+  bool refresh_stop = false;
+  std::thread refresher([&] {
+    std::unique_lock lock(refresh_mu);
+    while (!refresh_cv.wait_for(lock, std::chrono::seconds(1),
+                                [&] { return refresh_stop; })) {
+      lock.unlock();
+      if (Status s = surrogates.Refresh(); !s.ok()) {
+        BT_LOG(kWarning) << "cannot look for new models: " << s.message();
+      }
+      lock.lock();
+    }
+  });
+
   std::thread stopper([&] {
     unsigned char byte = 0;
     while (read(g_signal_pipe[0], &byte, 1) < 0 && errno == EINTR) {
@@ -437,6 +477,12 @@ int RunDaemon(const DaemonOptions& options) {
   });
   server->Wait();
   stopper.join();
+  {
+    std::lock_guard lock(refresh_mu);
+    refresh_stop = true;
+  }
+  refresh_cv.notify_all();
+  refresher.join();
   server.reset();
   store->reset();  // closes the database after the last write
   BT_LOG(kInfo) << "stopped";

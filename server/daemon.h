@@ -34,6 +34,11 @@ struct DaemonOptions {
   // The most one Import may send, in MiB; its records are held in memory
   // until they are committed.
   int max_import_mib = 1024;
+  // Several daemons on one PostgreSQL store: this daemon's name in
+  // campaign shares (empty: the host name), and how long an item it holds
+  // stays its own without a renewal (a daemon that died loses it then).
+  std::string name;
+  int lease_s = 60;
 };
 
 inline constexpr int kMaxImportMib = 16384;

@@ -71,6 +71,15 @@ int main(int argc, char** argv) {
                  "until it is stored)")
       ->check(CLI::Range(1, blocktune::kMaxImportMib))
       ->capture_default_str();
+  app.add_option("--name", options.name,
+                 "this daemon's name in a campaign's per-daemon shares, when "
+                 "several daemons share one PostgreSQL store (default: the "
+                 "host name)");
+  app.add_option("--lease-s", options.lease_s,
+                 "seconds a campaign work item stays this daemon's without "
+                 "a renewal; a daemon that dies loses its items after this")
+      ->check(CLI::Range(2, 3600))
+      ->capture_default_str();
   app.add_option("--log-level", options.log_level,
                  "debug, info, warning or error")
       ->capture_default_str();

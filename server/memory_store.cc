@@ -2,7 +2,9 @@
 // vectors behind one reader/writer lock. Commit validates first and then
 // applies the batch under the write lock, so readers see whole batches.
 #include <algorithm>
+#include <chrono>
 #include <map>
+#include <set>
 #include <mutex>
 #include <shared_mutex>
 
@@ -50,14 +52,9 @@ class MemoryStore final : public TuningStore {
       if (models_.back().created_unix == 0) models_.back().created_unix = now;
       result.model_ids.push_back(models_.back().id);
     }
-    for (const CampaignRecord& c : batch.campaign_updates) {
-      if (c.device) DeviceId(*c.device);
-      CampaignRecord* stored = FindCampaign(c.id);
-      const int64_t created = stored->created_unix;
-      *stored = c;
-      stored->created_unix = created;
-      stored->updated_unix = now;
-    }
+    for (const CampaignRecord& c : batch.campaign_updates) WriteCampaign(c, now);
+    generation_.tuned += !batch.tuned.empty();
+    generation_.models += !batch.models.empty();
     return result;
   }
 
@@ -198,6 +195,147 @@ class MemoryStore final : public TuningStore {
     return campaigns_;
   }
 
+  StatusOr<CampaignRecord> PlanWork(int64_t id, const PlanFn& plan) override {
+    std::unique_lock lock(mu_);
+    CampaignRecord* stored = FindCampaign(id);
+    if (stored == nullptr) return NoCampaign(id);
+    CampaignRecord record = *stored;
+    WorkTotals totals = Totals(id);
+    BT_ASSIGN_OR_RETURN(std::vector<WorkItem> items, plan(record, totals));
+    BT_RETURN_IF_ERROR(Validate(record, "campaign"));
+    int64_t next = totals.seqs;
+    for (WorkItem& item : items) {
+      item.campaign_id = id;
+      item.first_seq = next;
+      if (item.state != WorkState::kDone) item.state = WorkState::kQueued;
+      item.holder.clear();
+      item.attempts = 0;
+      next += item.count;
+      work_[id].push_back({item, 0});
+    }
+    WriteCampaign(record, NowUnix());
+    return *FindCampaign(id);
+  }
+
+  StatusOr<std::optional<ClaimedWork>> ClaimWork(int64_t id,
+                                                 const std::string& holder,
+                                                 int lease_s) override {
+    std::unique_lock lock(mu_);
+    if (FindCampaign(id) == nullptr) return NoCampaign(id);
+    const int64_t now = NowMs();
+    for (Work& w : work_[id]) {
+      if (w.item.state == WorkState::kDone) continue;
+      if (w.item.state == WorkState::kLeased && w.lease_until_ms >= now)
+        continue;
+      w.item.state = WorkState::kLeased;
+      w.item.holder = holder;
+      ++w.item.attempts;
+      w.lease_until_ms = now + 1000LL * lease_s;
+      ClaimedWork claimed{w.item, {}};
+      for (const Sample& s : samples_) {
+        const int64_t seq = s.record.seq;
+        if (s.record.campaign_id == id && seq >= w.item.first_seq &&
+            seq < w.item.first_seq + w.item.count)
+          claimed.stored_seqs.push_back(seq);
+      }
+      std::sort(claimed.stored_seqs.begin(), claimed.stored_seqs.end());
+      return std::optional<ClaimedWork>(std::move(claimed));
+    }
+    return std::optional<ClaimedWork>();
+  }
+
+  StatusOr<std::vector<int64_t>> RenewWork(int64_t id,
+                                           const std::string& holder,
+                                           const std::vector<int64_t>& items,
+                                           int lease_s) override {
+    std::unique_lock lock(mu_);
+    std::vector<int64_t> lost;
+    for (int64_t first : items) {
+      Work* w = FindWork(id, first);
+      if (w == nullptr || !HeldBy(*w, holder)) {
+        lost.push_back(first);
+        continue;
+      }
+      w->lease_until_ms = NowMs() + 1000LL * lease_s;
+    }
+    return lost;
+  }
+
+  StatusOr<CampaignRecord> CommitWork(int64_t id, const std::string& holder,
+                                      const WorkCommit& work,
+                                      const UpdateFn& update) override {
+    for (size_t i = 0; i < work.samples.size(); ++i) {
+      BT_RETURN_IF_ERROR(
+          Validate(work.samples[i], "samples[" + std::to_string(i) + "]"));
+    }
+    std::unique_lock lock(mu_);
+    CampaignRecord* stored = FindCampaign(id);
+    if (stored == nullptr) return NoCampaign(id);
+    for (int64_t first : work.items) {
+      const Work* w = FindWork(id, first);
+      if (w == nullptr || !HeldBy(*w, holder)) return WorkLost(id, first);
+    }
+    std::set<int64_t> seqs;
+    for (const Sample& s : samples_)
+      if (s.record.campaign_id == id && s.record.seq >= 0)
+        seqs.insert(s.record.seq);
+    for (const SampleRecord& s : work.samples) {
+      if (s.seq >= 0 && !seqs.insert(s.seq).second) return SampleStored(id, s.seq);
+    }
+    CampaignRecord record = *stored;
+    WorkTotals totals = Totals(id);
+    for (int64_t first : work.finished)
+      totals.open -= FindWork(id, first)->item.state != WorkState::kDone;
+    BT_RETURN_IF_ERROR(update(record, totals));
+    BT_RETURN_IF_ERROR(Validate(record, "campaign"));
+    const int64_t now = NowUnix();
+    for (const SampleRecord& s : work.samples) {
+      samples_.push_back({DeviceId(s.device), s});
+      if (samples_.back().record.measured_unix == 0)
+        samples_.back().record.measured_unix = now;
+    }
+    for (int64_t first : work.finished)
+      FindWork(id, first)->item.state = WorkState::kDone;
+    WriteCampaign(record, now);
+    return *FindCampaign(id);
+  }
+
+  Status ReleaseWork(int64_t id, const std::string& holder,
+                     const std::vector<int64_t>& items) override {
+    std::unique_lock lock(mu_);
+    for (int64_t first : items) {
+      Work* w = FindWork(id, first);
+      if (w == nullptr || !HeldBy(*w, holder)) continue;
+      w->item.state = WorkState::kQueued;
+      w->item.holder.clear();
+    }
+    return OkStatus();
+  }
+
+  Status ExpireLeases() override {
+    std::unique_lock lock(mu_);
+    for (auto& [id, items] : work_)
+      for (Work& w : items) w.lease_until_ms = 0;
+    return OkStatus();
+  }
+
+  StatusOr<std::vector<WorkItem>> ListWork(int64_t id) override {
+    std::shared_lock lock(mu_);
+    std::vector<WorkItem> out;
+    auto it = work_.find(id);
+    if (it == work_.end()) return out;
+    for (const Work& w : it->second) {
+      out.push_back(w.item);
+      out.back().candidates.clear();
+    }
+    return out;
+  }
+
+  StatusOr<StoreGeneration> Generation() override {
+    std::shared_lock lock(mu_);
+    return generation_;
+  }
+
  private:
   struct Sample {
     size_t device_id;
@@ -213,6 +351,51 @@ class MemoryStore final : public TuningStore {
     auto [it, inserted] = device_ids_.emplace(d, devices_.size());
     if (inserted) devices_.push_back(d);
     return it->second;
+  }
+
+  struct Work {
+    WorkItem item;
+    int64_t lease_until_ms;
+  };
+
+  static int64_t NowMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+  static Status NoCampaign(int64_t id) {
+    return NotFound("campaign " + std::to_string(id) + " does not exist");
+  }
+  static bool HeldBy(const Work& w, const std::string& holder) {
+    return w.item.state == WorkState::kLeased && w.item.holder == holder;
+  }
+
+  // Caller holds the lock.
+  Work* FindWork(int64_t id, int64_t first) {
+    auto it = work_.find(id);
+    if (it == work_.end()) return nullptr;
+    for (Work& w : it->second)
+      if (w.item.first_seq == first) return &w;
+    return nullptr;
+  }
+  WorkTotals Totals(int64_t id) const {
+    WorkTotals t;
+    auto it = work_.find(id);
+    if (it == work_.end()) return t;
+    for (const Work& w : it->second) {
+      ++t.items;
+      t.open += w.item.state != WorkState::kDone;
+      t.seqs += w.item.count;
+    }
+    return t;
+  }
+  void WriteCampaign(const CampaignRecord& c, int64_t now) {
+    if (c.device) DeviceId(*c.device);
+    CampaignRecord* stored = FindCampaign(c.id);
+    const int64_t created = stored->created_unix;
+    *stored = c;
+    stored->created_unix = created;
+    stored->updated_unix = now;
   }
 
   CampaignRecord* FindCampaign(int64_t id) {
@@ -246,6 +429,8 @@ class MemoryStore final : public TuningStore {
   std::vector<Tuned> tuned_;
   std::vector<ModelRecord> models_;
   std::vector<CampaignRecord> campaigns_;
+  std::map<int64_t, std::vector<Work>> work_;  // by campaign, by first_seq
+  StoreGeneration generation_;
 };
 
 }  // namespace

@@ -16,7 +16,10 @@
 #include <libpq-fe.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <pqxx/pqxx>
 #include <regex>
@@ -24,6 +27,7 @@
 
 #include "server/schema.h"
 #include "server/store_sql.h"
+#include "server/tuned_cache.h"
 #include "server/tuning_store.h"
 
 namespace blocktune {
@@ -117,31 +121,19 @@ class PgStore final : public TuningStore {
   StatusOr<CommitResult> Commit(const WriteBatch& batch) override {
     BT_RETURN_IF_ERROR(Validate(batch));
     CommitResult result;
+    // After the write, even a failed one (as the SQLite store).
+    struct Invalidate {
+      TunedCache* cache;
+      bool needed;
+      ~Invalidate() {
+        if (needed) cache->Invalidate();
+      }
+    } invalidate{&tuned_cache_, !batch.tuned.empty() || !batch.models.empty()};
     BT_RETURN_IF_ERROR(WithConnection([&](pqxx::connection& c) -> Status {
       pqxx::work w(c);
-      std::map<DeviceFingerprint, int64_t> device_ids;
-      auto device_id = [&](const DeviceFingerprint& d) {
-        auto it = device_ids.find(d);
-        if (it != device_ids.end()) return it->second;
-        return device_ids[d] = UpsertDevice(w, d);
-      };
+      const DeviceIdFn device_id = DeviceIds(w);
       const int64_t now = NowUnix();
-      for (const SampleRecord& s : batch.samples) {
-        const Measurement& m = s.measurement;
-        w.exec_params(
-            "INSERT INTO samples (device_id, campaign_id, op, context, dtype, "
-            "family, generator_version, params, status, median_s, spread, "
-            "repetitions, sm_clock_mhz, measured_unix, error, seq) VALUES "
-            "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, "
-            "$15, $16)",
-            device_id(s.device), s.campaign_id,
-            std::string(ToString(OpOf(s.context))), ToString(s.context),
-            std::string(ToString(DTypeOf(s.context))), s.kernel.family,
-            s.kernel.generator_version, s.kernel.ParamsText(),
-            std::string(ToString(m.status)), m.median_s, m.spread,
-            static_cast<int64_t>(m.repetitions), m.sm_clock_mhz,
-            s.measured_unix ? s.measured_unix : now, m.error, s.seq);
-      }
+      InsertSamples(w, batch.samples, device_id, now);
       for (const TunedRecord& t : batch.tuned) {
         w.exec_params(
             "INSERT INTO tuned (device_id, op, context, dtype, family, "
@@ -176,30 +168,14 @@ class PgStore final : public TuningStore {
         result.model_ids.push_back(r[0][0].as<int64_t>());
       }
       for (const CampaignRecord& cr : batch.campaign_updates) {
-        const CampaignSpec& s = cr.spec;
-        // A campaign that has not run on a GPU keeps device_id NULL.
-        const std::string device =
-            cr.device ? std::to_string(device_id(*cr.device)) : "NULL";
-        pqxx::result r = w.exec_params(
-            "UPDATE campaigns SET op = $1, dtype = $2, gpus = $3, "
-            "sampler = $4, minutes = $5, max_samples = $6, seed = $7, "
-            "label = $8, families = $9, retune_stale = $10, state = $11, "
-            "device_id = " +
-                device +
-                ", samples_ok = $12, "
-                "samples_failed = $13, rng_state = $14::bytea, message = $15, "
-                "updated_unix = $16 WHERE id = $17",
-            std::string(ToString(s.op)), std::string(ToString(s.dtype)),
-            GpusText(s.gpus), s.sampler, static_cast<int64_t>(s.minutes),
-            static_cast<int64_t>(s.max_samples),
-            static_cast<int64_t>(s.seed),  // stored bit for bit
-            s.label, Joined(s.families), s.retune_stale ? 1 : 0,
-            std::string(ToString(cr.state)), cr.samples_ok, cr.samples_failed,
-            ByteaText(cr.rng_state), cr.message, now, cr.id);
-        if (r.affected_rows() != 1) {
-          return NotFound("campaign " + std::to_string(cr.id) +
-                          " does not exist");  // w is never committed
-        }
+        // w is never committed on an error
+        BT_RETURN_IF_ERROR(WriteCampaign(w, cr, device_id, now));
+      }
+      if (!batch.tuned.empty() || !batch.models.empty()) {
+        w.exec_params(
+            "UPDATE store_generation SET tuned = tuned + $1, "
+            "models = models + $2",
+            int64_t{!batch.tuned.empty()}, int64_t{!batch.models.empty()});
       }
       w.commit();
       return OkStatus();
@@ -288,8 +264,14 @@ class PgStore final : public TuningStore {
   StatusOr<std::vector<TunedRecord>> FindTuned(const Context& ctx,
                                                std::string_view device_name,
                                                int top) override {
-    // No answer cache: other daemons write the same database, so a cache
-    // needs cross-daemon invalidation (issue 22, part 3), not built yet.
+    // Cached queries are the hot path: answered from memory until this
+    // store commits tuned answers or models, or the store's generation
+    // counter (any daemon's such commits) moves; it is read at most every
+    // kGenerationCheckMs, so another daemon's write shows here within that.
+    CheckGeneration();
+    const std::string key = TunedCache::Key(ctx, device_name, top);
+    uint64_t generation = 0;
+    if (auto hit = tuned_cache_.Get(key, &generation)) return *std::move(hit);
     std::vector<TunedRecord> out;
     BT_RETURN_IF_ERROR(WithConnection([&](pqxx::connection& c) {
       pqxx::read_transaction w(c);
@@ -305,6 +287,7 @@ class PgStore final : public TuningStore {
           ToString(ctx), std::string(device_name), static_cast<int64_t>(top));
       return ReadTuned(r, &out);
     }));
+    tuned_cache_.Put(key, generation, out);
     return out;
   }
 
@@ -386,6 +369,198 @@ class PgStore final : public TuningStore {
     std::vector<CampaignRecord> out;
     BT_RETURN_IF_ERROR(ReadCampaigns(0, &out));
     return out;
+  }
+
+  // The campaign's row lock (FOR UPDATE) serializes PlanWork and CommitWork
+  // of one campaign across daemons; ClaimWork skips items others hold
+  // locked (SKIP LOCKED), so claimers never wait on each other.
+  StatusOr<CampaignRecord> PlanWork(int64_t id, const PlanFn& plan) override {
+    BT_RETURN_IF_ERROR(WithConnection([&](pqxx::connection& c) -> Status {
+      pqxx::work w(c);
+      BT_ASSIGN_OR_RETURN(CampaignRecord record, LockCampaign(w, id));
+      const WorkTotals totals = ReadTotals(w, id);
+      BT_ASSIGN_OR_RETURN(std::vector<WorkItem> items, plan(record, totals));
+      BT_RETURN_IF_ERROR(Validate(record, "campaign"));
+      int64_t next = totals.seqs;
+      for (const WorkItem& item : items) {
+        w.exec_params(
+            "INSERT INTO work_items (campaign_id, first_seq, count, "
+            "candidates, state) VALUES ($1, $2, $3, $4::bytea, $5)",
+            id, next, item.count, ByteaText(item.candidates),
+            std::string(ToString(item.state == WorkState::kDone
+                                     ? WorkState::kDone
+                                     : WorkState::kQueued)));
+        next += item.count;
+      }
+      BT_RETURN_IF_ERROR(WriteCampaign(w, record, DeviceIds(w), NowUnix()));
+      w.commit();
+      return OkStatus();
+    }));
+    return GetCampaign(id);
+  }
+
+  StatusOr<std::optional<ClaimedWork>> ClaimWork(int64_t id,
+                                                 const std::string& holder,
+                                                 int lease_s) override {
+    std::optional<ClaimedWork> claimed;
+    BT_RETURN_IF_ERROR(WithConnection([&](pqxx::connection& c) -> Status {
+      pqxx::work w(c);
+      pqxx::result r = w.exec_params(
+          std::string("UPDATE work_items SET state = 'leased', holder = $2, "
+                      "attempts = attempts + 1, lease_until_ms = ") +
+              kNowMs +
+              " + $3 WHERE campaign_id = $1 AND first_seq = ("
+              "SELECT first_seq FROM work_items WHERE campaign_id = $1 AND "
+              "(state = 'queued' OR (state = 'leased' AND lease_until_ms < " +
+              kNowMs +
+              ")) ORDER BY first_seq LIMIT 1 FOR UPDATE SKIP LOCKED) "
+              "RETURNING first_seq, count, candidates, attempts",
+          id, holder, int64_t{1000} * lease_s);
+      if (r.empty()) return OkStatus();
+      ClaimedWork work;
+      work.item.campaign_id = id;
+      work.item.first_seq = r[0][0].as<int64_t>();
+      work.item.count = r[0][1].as<int64_t>();
+      work.item.candidates = ReadBytea(r[0][2]);
+      work.item.attempts = r[0][3].as<int64_t>();
+      work.item.state = WorkState::kLeased;
+      work.item.holder = holder;
+      for (const pqxx::row& row : w.exec_params(
+               "SELECT seq FROM samples WHERE campaign_id = $1 AND seq >= $2 "
+               "AND seq < $3 ORDER BY seq",
+               id, work.item.first_seq, work.item.first_seq + work.item.count))
+        work.stored_seqs.push_back(row[0].as<int64_t>());
+      w.commit();
+      claimed = std::move(work);
+      return OkStatus();
+    }));
+    return claimed;
+  }
+
+  StatusOr<std::vector<int64_t>> RenewWork(int64_t id,
+                                           const std::string& holder,
+                                           const std::vector<int64_t>& items,
+                                           int lease_s) override {
+    std::vector<int64_t> lost;
+    BT_RETURN_IF_ERROR(WithConnection([&](pqxx::connection& c) -> Status {
+      pqxx::work w(c);
+      for (int64_t first : items) {
+        pqxx::result r = w.exec_params(
+            std::string("UPDATE work_items SET lease_until_ms = ") + kNowMs +
+                " + $4 WHERE campaign_id = $1 AND first_seq = $2 AND "
+                "state = 'leased' AND holder = $3",
+            id, first, holder, int64_t{1000} * lease_s);
+        if (r.affected_rows() != 1) lost.push_back(first);
+      }
+      w.commit();
+      return OkStatus();
+    }));
+    return lost;
+  }
+
+  StatusOr<CampaignRecord> CommitWork(int64_t id, const std::string& holder,
+                                      const WorkCommit& work,
+                                      const UpdateFn& update) override {
+    for (size_t i = 0; i < work.samples.size(); ++i) {
+      BT_RETURN_IF_ERROR(
+          Validate(work.samples[i], "samples[" + std::to_string(i) + "]"));
+    }
+    BT_RETURN_IF_ERROR(WithConnection([&](pqxx::connection& c) -> Status {
+      pqxx::work w(c);
+      BT_ASSIGN_OR_RETURN(CampaignRecord record, LockCampaign(w, id));
+      for (int64_t first : work.items) {
+        pqxx::result held = w.exec_params(
+            "SELECT 1 FROM work_items WHERE campaign_id = $1 AND "
+            "first_seq = $2 AND state = 'leased' AND holder = $3 FOR UPDATE",
+            id, first, holder);
+        if (held.empty()) return WorkLost(id, first);
+      }
+      for (const SampleRecord& s : work.samples) {
+        if (s.seq < 0) continue;
+        if (!w.exec_params("SELECT 1 FROM samples WHERE campaign_id = $1 "
+                           "AND seq = $2",
+                           id, s.seq)
+                 .empty())
+          return SampleStored(id, s.seq);
+      }
+      const int64_t now = NowUnix();
+      const DeviceIdFn device_id = DeviceIds(w);
+      InsertSamples(w, work.samples, device_id, now);
+      for (int64_t first : work.finished) {
+        w.exec_params(
+            "UPDATE work_items SET state = 'done' WHERE campaign_id = $1 AND "
+            "first_seq = $2",
+            id, first);
+      }
+      BT_RETURN_IF_ERROR(update(record, ReadTotals(w, id)));
+      BT_RETURN_IF_ERROR(Validate(record, "campaign"));
+      BT_RETURN_IF_ERROR(WriteCampaign(w, record, device_id, now));
+      w.commit();
+      return OkStatus();
+    }));
+    return GetCampaign(id);
+  }
+
+  Status ReleaseWork(int64_t id, const std::string& holder,
+                     const std::vector<int64_t>& items) override {
+    return WithConnection([&](pqxx::connection& c) -> Status {
+      pqxx::work w(c);
+      for (int64_t first : items) {
+        w.exec_params(
+            "UPDATE work_items SET state = 'queued', holder = '', "
+            "lease_until_ms = 0 WHERE campaign_id = $1 AND first_seq = $2 "
+            "AND state = 'leased' AND holder = $3",
+            id, first, holder);
+      }
+      w.commit();
+      return OkStatus();
+    });
+  }
+
+  Status ExpireLeases() override {
+    return WithConnection([&](pqxx::connection& c) -> Status {
+      pqxx::work w(c);
+      w.exec("UPDATE work_items SET lease_until_ms = 0 WHERE state = 'leased'");
+      w.commit();
+      return OkStatus();
+    });
+  }
+
+  StatusOr<std::vector<WorkItem>> ListWork(int64_t id) override {
+    std::vector<WorkItem> out;
+    BT_RETURN_IF_ERROR(WithConnection([&](pqxx::connection& c) -> Status {
+      pqxx::read_transaction w(c);
+      for (const pqxx::row& row : w.exec_params(
+               "SELECT first_seq, count, state, holder, attempts FROM "
+               "work_items WHERE campaign_id = $1 ORDER BY first_seq",
+               id)) {
+        WorkItem item;
+        item.campaign_id = id;
+        item.first_seq = row[0].as<int64_t>();
+        item.count = row[1].as<int64_t>();
+        BT_ASSIGN_OR_RETURN(item.state,
+                            WorkStateFromString(row[2].as<std::string>()));
+        item.holder = row[3].as<std::string>();
+        item.attempts = row[4].as<int64_t>();
+        out.push_back(std::move(item));
+      }
+      return OkStatus();
+    }));
+    return out;
+  }
+
+  StatusOr<StoreGeneration> Generation() override {
+    StoreGeneration g;
+    BT_RETURN_IF_ERROR(WithConnection([&](pqxx::connection& c) -> Status {
+      pqxx::read_transaction w(c);
+      pqxx::result r = w.exec("SELECT tuned, models FROM store_generation");
+      if (!r.empty()) {
+        g.tuned = r[0][0].as<int64_t>();
+        g.models = r[0][1].as<int64_t>();
+      }
+      return OkStatus();
+    }));
+    return g;
   }
 
  private:
@@ -506,6 +681,14 @@ class PgStore final : public TuningStore {
   Status ReadCampaigns(int64_t id, std::vector<CampaignRecord>* out) {
     return WithConnection([&](pqxx::connection& c) -> Status {
       pqxx::read_transaction w(c);
+      return ReadCampaignRows(w, id, /*lock=*/false, out);
+    });
+  }
+
+  // lock: FOR UPDATE of the campaign rows, inside a write transaction.
+  static Status ReadCampaignRows(pqxx::transaction_base& w, int64_t id,
+                                 bool lock, std::vector<CampaignRecord>* out) {
+    {
       pqxx::result r = w.exec_params(
           std::string("SELECT ") + kDeviceColumns +
               ", c.id, c.op, c.dtype, c.gpus, c.minutes, c.max_samples, "
@@ -514,7 +697,8 @@ class PgStore final : public TuningStore {
               "c.message, c.created_unix, c.updated_unix, c.device_id, "
               "c.sampler, c.families, c.retune_stale "
               "FROM campaigns c LEFT JOIN devices d ON d.id = c.device_id "
-              "WHERE ($1::bigint = 0 OR c.id = $1::bigint) ORDER BY c.id",
+              "WHERE ($1::bigint = 0 OR c.id = $1::bigint) ORDER BY c.id" +
+              std::string(lock ? " FOR UPDATE OF c" : ""),
           id);
       const int k = kDeviceColumnCount;
       for (const pqxx::row& row : r) {
@@ -557,7 +741,90 @@ class PgStore final : public TuningStore {
         out->push_back(std::move(cr));
       }
       return OkStatus();
-    });
+    }
+  }
+
+  // Milliseconds since the epoch on the database server's clock.
+  static constexpr const char* kNowMs =
+      "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+
+  static StatusOr<CampaignRecord> LockCampaign(pqxx::work& w, int64_t id) {
+    std::vector<CampaignRecord> found;
+    BT_RETURN_IF_ERROR(ReadCampaignRows(w, id, /*lock=*/true, &found));
+    if (found.empty())
+      return NotFound("campaign " + std::to_string(id) + " does not exist");
+    return found.front();
+  }
+
+  static WorkTotals ReadTotals(pqxx::work& w, int64_t id) {
+    pqxx::result r = w.exec_params(
+        "SELECT COUNT(*), COUNT(*) FILTER (WHERE state <> 'done'), "
+        "COALESCE(SUM(count), 0) FROM work_items WHERE campaign_id = $1",
+        id);
+    return {r[0][0].as<int64_t>(), r[0][1].as<int64_t>(),
+            r[0][2].as<int64_t>()};
+  }
+
+  using DeviceIdFn = std::function<int64_t(const DeviceFingerprint&)>;
+
+  // Device ids for one transaction, each looked up (or added) once.
+  static DeviceIdFn DeviceIds(pqxx::work& w) {
+    auto ids = std::make_shared<std::map<DeviceFingerprint, int64_t>>();
+    return [&w, ids](const DeviceFingerprint& d) {
+      auto it = ids->find(d);
+      if (it != ids->end()) return it->second;
+      return (*ids)[d] = UpsertDevice(w, d);
+    };
+  }
+
+  static void InsertSamples(pqxx::work& w,
+                            const std::vector<SampleRecord>& samples,
+                            const DeviceIdFn& device_id, int64_t now) {
+    for (const SampleRecord& s : samples) {
+      const Measurement& m = s.measurement;
+      w.exec_params(
+          "INSERT INTO samples (device_id, campaign_id, op, context, dtype, "
+          "family, generator_version, params, status, median_s, spread, "
+          "repetitions, sm_clock_mhz, measured_unix, error, seq) VALUES "
+          "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, "
+          "$15, $16)",
+          device_id(s.device), s.campaign_id,
+          std::string(ToString(OpOf(s.context))), ToString(s.context),
+          std::string(ToString(DTypeOf(s.context))), s.kernel.family,
+          s.kernel.generator_version, s.kernel.ParamsText(),
+          std::string(ToString(m.status)), m.median_s, m.spread,
+          static_cast<int64_t>(m.repetitions), m.sm_clock_mhz,
+          s.measured_unix ? s.measured_unix : now, m.error, s.seq);
+    }
+  }
+
+  static Status WriteCampaign(pqxx::work& w, const CampaignRecord& cr,
+                              const DeviceIdFn& device_id, int64_t now) {
+    const CampaignSpec& s = cr.spec;
+    // A campaign that has not run on a GPU keeps device_id NULL.
+    const std::string device =
+        cr.device ? std::to_string(device_id(*cr.device)) : "NULL";
+    pqxx::result r = w.exec_params(
+        "UPDATE campaigns SET op = $1, dtype = $2, gpus = $3, "
+        "sampler = $4, minutes = $5, max_samples = $6, seed = $7, "
+        "label = $8, families = $9, retune_stale = $10, state = $11, "
+        "device_id = " +
+            device +
+            ", samples_ok = $12, "
+            "samples_failed = $13, rng_state = $14::bytea, message = $15, "
+            "updated_unix = $16 WHERE id = $17",
+        std::string(ToString(s.op)), std::string(ToString(s.dtype)),
+        GpusText(s.gpus), s.sampler, static_cast<int64_t>(s.minutes),
+        static_cast<int64_t>(s.max_samples),
+        static_cast<int64_t>(s.seed),  // stored bit for bit
+        s.label, Joined(s.families), s.retune_stale ? 1 : 0,
+        std::string(ToString(cr.state)), cr.samples_ok, cr.samples_failed,
+        ByteaText(cr.rng_state), cr.message, now, cr.id);
+    if (r.affected_rows() != 1) {
+      return NotFound("campaign " + std::to_string(cr.id) +
+                      " does not exist");
+    }
+    return OkStatus();
   }
 
   // Inside the caller's transaction; ON CONFLICT, so two daemons that meet
@@ -673,8 +940,37 @@ class PgStore final : public TuningStore {
     }
   }
 
+  // Invalidates the answer cache when the store's generation moved since
+  // the last look, which is at most every kGenerationCheckMs.
+  void CheckGeneration() {
+    const auto now = std::chrono::steady_clock::now();
+    {
+      std::lock_guard lock(generation_mu_);
+      if (now - generation_checked_ <
+          std::chrono::milliseconds(kGenerationCheckMs))
+        return;
+      generation_checked_ = now;
+    }
+    auto g = Generation();
+    if (!g.ok()) {
+      tuned_cache_.Invalidate();  // cannot tell: read the database
+      return;
+    }
+    std::lock_guard lock(generation_mu_);
+    if (!seen_generation_ || *seen_generation_ != *g) {
+      seen_generation_ = *g;
+      tuned_cache_.Invalidate();
+    }
+  }
+
+  static constexpr int kGenerationCheckMs = 250;
+
   const std::string conninfo_;
   const std::string description_;
+  TunedCache tuned_cache_;
+  std::mutex generation_mu_;
+  std::chrono::steady_clock::time_point generation_checked_{};
+  std::optional<StoreGeneration> seen_generation_;
   int schema_version_ = 0;
   std::mutex pool_mu_;
   std::vector<std::unique_ptr<pqxx::connection>> pool_;

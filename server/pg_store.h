@@ -38,46 +38,23 @@ StatusOr<std::unique_ptr<TuningStore>> OpenPostgresStore(
 }  // namespace blocktune
 
 // ---------------------------------------------------------------------------
-// Design notes, not built yet (issue 22, parts 2 and 3): one campaign over
-// every daemon on the database.
+// Several daemons, one database (issue 22).
 //
-// Work items. Starting a campaign also writes its plan as rows of a new
-// table (a migration, on SQLite too, where one daemon claims everything):
-//   work_items (campaign_id, first_seq, last_seq, state queued|leased|done,
-//               daemon TEXT, gpu INTEGER, lease_until BIGINT,
-//               attempts INTEGER, PRIMARY KEY (campaign_id, first_seq))
-// A range of seq numbers, say 64 candidates (a few seconds of GPU time), is
-// small enough that a lost lease costs little and large enough that claims
-// stay rare next to sample commits. The Naive Bayes sampler's state is per
-// campaign: the candidates of a range are drawn from the rng_state stored
-// with the item when it was planned, so any daemon reproduces them.
+// Campaigns: work_items rows (schema v6), planned and committed under the
+// campaign row's lock (SELECT ... FOR UPDATE), claimed with
+//   UPDATE work_items SET state = 'leased', holder = $me, lease_until_ms =
+//     now + lease WHERE first_seq = (SELECT ... WHERE state = 'queued' OR
+//     (state = 'leased' AND lease_until_ms < now) ORDER BY first_seq
+//     LIMIT 1 FOR UPDATE SKIP LOCKED)
+// so claimers never wait on each other or get the same item. "now" is the
+// server's clock (clock_timestamp()), never a daemon's, so a skewed box
+// cannot steal or keep leases. A commit locks the items it names and checks
+// that they are still the holder's; the unique (campaign, seq) index is
+// the backstop. The protocol is server/campaigns.h's.
 //
-// Claiming. A daemon with an idle GPU runs, in one transaction:
-//   SELECT ... FROM work_items WHERE state = 'queued'
-//      OR (state = 'leased' AND lease_until < now)
-//   ORDER BY campaign_id, first_seq LIMIT 1 FOR UPDATE SKIP LOCKED;
-//   UPDATE work_items SET state = 'leased', daemon = $me, gpu = $g,
-//      lease_until = now + 60, attempts = attempts + 1 WHERE ...;
-// SKIP LOCKED makes concurrent claimers take different rows without
-// waiting. A daemon renews its leases every 20 s while it measures; each
-// sample batch commits with a check that the lease is still its own
-// (UPDATE ... WHERE daemon = $me AND lease_until >= now, 0 rows: abandon
-// the item, its samples roll back with the batch).
-//
-// Nothing lost, nothing twice. The existing unique index on samples
-// (campaign_id, seq) is the backstop: a daemon that was presumed dead and
-// comes back cannot store a seq another daemon stored after reclaiming
-// the item (its batch fails on the index and it drops the item). Campaign
-// counters become sums over samples (a view) rather than a field one
-// daemon overwrites; the campaign is done when every item is done.
-// `campaign watch` reads those sums grouped by work_items.daemon for each
-// box's share. Time is the database's (now() in SQL), never a daemon's
-// clock, so a skewed box cannot steal or keep leases.
-//
-// Caches across daemons. A generation counter row (store_generation,
-// bumped in the same transaction as any tuned or model write) is cheaper
-// and more robust than LISTEN/NOTIFY (which a dropped connection loses): a
-// daemon keeps its FindTuned cache and checks the counter at most every
-// 250 ms, with NOTIFY as an optional fast path to wake it sooner.
+// Caches: store_generation (one row) counts commits of tuned answers and of
+// models, bumped in their transaction. A counter survives what a dropped
+// LISTEN connection loses, and is one indexed read: FindTuned's cache
+// reads it at most every 250 ms, the daemon's model registry every second.
 
 #endif  // BLOCKTUNE_SERVER_PG_STORE_H_

@@ -235,6 +235,35 @@ CREATE INDEX tuned_by_device_op ON tuned (device_id, op);
 ALTER TABLE campaigns ADD COLUMN families TEXT NOT NULL DEFAULT '';
 ALTER TABLE campaigns ADD COLUMN retune_stale INTEGER NOT NULL DEFAULT 0;
 )sql"},
+      {6,
+       "campaigns are planned as work items that any daemon on the store "
+       "claims; generation counters for caches across daemons",
+       R"sql(
+-- A campaign's candidates first_seq .. first_seq + count - 1, as the
+-- planner drew them (candidates: serialized, opaque to SQL). state is
+-- queued, leased or done; a leased item is holder's until lease_until_ms
+-- (the store's clock, milliseconds since the epoch).
+CREATE TABLE work_items (
+  campaign_id    INTEGER NOT NULL REFERENCES campaigns (id),
+  first_seq      INTEGER NOT NULL,
+  count          INTEGER NOT NULL,
+  candidates     BLOB    NOT NULL,
+  state          TEXT    NOT NULL DEFAULT 'queued',
+  holder         TEXT    NOT NULL DEFAULT '',
+  lease_until_ms INTEGER NOT NULL DEFAULT 0,
+  attempts       INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (campaign_id, first_seq)
+);
+CREATE INDEX work_items_open ON work_items (campaign_id, state);
+
+-- One row; tuned and models grow with every commit that writes them.
+CREATE TABLE store_generation (
+  id     INTEGER PRIMARY KEY CHECK (id = 1),
+  tuned  INTEGER NOT NULL,
+  models INTEGER NOT NULL
+);
+INSERT INTO store_generation (id, tuned, models) VALUES (1, 0, 0);
+)sql"},
   };
   return kMigrations;
 }

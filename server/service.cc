@@ -281,6 +281,8 @@ grpc::Status BlocktuneService::WatchCampaign(
         out.set_worker_restarts(p.worker_restarts);
         for (const auto& [family, n] : p.samples_by_family)
           (*out.mutable_samples_by_family())[family] = n;
+        for (const auto& [daemon, n] : p.samples_by_daemon)
+          (*out.mutable_samples_by_daemon())[daemon] = n;
         if (!writer->Write(out)) return Cancelled("client went away");
         last_sent = now;
         sent_done = p.done;

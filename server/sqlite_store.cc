@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -21,6 +22,7 @@
 
 #include "server/schema.h"
 #include "server/store_sql.h"
+#include "server/tuned_cache.h"
 #include "server/tuning_store.h"
 
 namespace blocktune {
@@ -28,44 +30,6 @@ namespace {
 
 constexpr int kBusyTimeoutMs = 10000;
 constexpr size_t kMaxIdleReaders = 8;
-
-// FindTuned's answers by key, valid until the next commit. A reader takes
-// the generation before it reads the database and files its answer only if
-// no commit ended since, so a read that raced a commit is never kept.
-// Only commits through this store invalidate it: the daemon owns its
-// database file (DESIGN.md), no other process writes it while it runs.
-class TunedCache {
- public:
-  static constexpr size_t kMaxEntries = 65536;
-
-  // The answer for `key`, if kept; else nullopt and, in `generation`, the
-  // generation a read starting now must file its answer under.
-  std::optional<std::vector<TunedRecord>> Get(const std::string& key,
-                                              uint64_t* generation) const {
-    std::lock_guard lock(mu_);
-    *generation = generation_;
-    auto it = entries_.find(key);
-    if (it == entries_.end()) return std::nullopt;
-    return it->second;
-  }
-  void Put(const std::string& key, uint64_t generation,
-           const std::vector<TunedRecord>& answers) {
-    std::lock_guard lock(mu_);
-    if (generation != generation_) return;
-    if (entries_.size() >= kMaxEntries) entries_.clear();
-    entries_.emplace(key, answers);
-  }
-  void Invalidate() {
-    std::lock_guard lock(mu_);
-    ++generation_;
-    entries_.clear();
-  }
-
- private:
-  mutable std::mutex mu_;
-  uint64_t generation_ = 0;
-  std::unordered_map<std::string, std::vector<TunedRecord>> entries_;
-};
 
 Status FromSqlite(const SQLite::Exception& e, const std::string& path) {
   std::string message = "sqlite (" + path + "): " + e.what();
@@ -213,39 +177,9 @@ class SqliteStore final : public TuningStore {
     CommitResult result;
     Status status = Guard([&]() -> Status {
       SQLite::Transaction txn(*writer_, SQLite::TransactionBehavior::IMMEDIATE);
-      std::map<DeviceFingerprint, int64_t> device_ids;
-      auto device_id = [&](const DeviceFingerprint& d) {
-        auto it = device_ids.find(d);
-        if (it != device_ids.end()) return it->second;
-        return device_ids[d] = UpsertDevice(d);
-      };
+      const DeviceIdFn device_id = DeviceIds();
       const int64_t now = NowUnix();
-      if (!batch.samples.empty()) {
-        SQLite::Statement q(*writer_,
-            "INSERT INTO samples (device_id, campaign_id, op, context, "
-            "dtype, family, generator_version, params, status, median_s, "
-            "spread, repetitions, sm_clock_mhz, measured_unix, error, seq) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-        for (const SampleRecord& s : batch.samples) {
-          const Measurement& m = s.measurement;
-          q.bind(1, device_id(s.device));
-          q.bind(2, static_cast<int64_t>(s.campaign_id));
-          q.bind(3, std::string(ToString(OpOf(s.context))));
-          q.bind(4, ToString(s.context));
-          BindKernel(q, 5, s.context, s.kernel);
-          q.bind(9, std::string(ToString(m.status)));
-          q.bind(10, m.median_s);
-          q.bind(11, m.spread);
-          q.bind(12, static_cast<int64_t>(m.repetitions));
-          q.bind(13, m.sm_clock_mhz);
-          q.bind(14, static_cast<int64_t>(s.measured_unix ? s.measured_unix
-                                                          : now));
-          q.bind(15, m.error);
-          q.bind(16, static_cast<int64_t>(s.seq));
-          q.exec();
-          q.reset();
-        }
-      }
+      InsertSamples(batch.samples, device_id, now);
       if (!batch.tuned.empty()) {
         SQLite::Statement q(*writer_,
             "INSERT INTO tuned (device_id, op, context, dtype, family, "
@@ -297,27 +231,9 @@ class SqliteStore final : public TuningStore {
         result.model_ids.push_back(writer_->getLastInsertRowid());
       }
       for (const CampaignRecord& c : batch.campaign_updates) {
-        SQLite::Statement q(*writer_,
-            "UPDATE campaigns SET op = ?, dtype = ?, gpus = ?, sampler = ?, "
-            "minutes = ?, max_samples = ?, seed = ?, label = ?, families = ?, "
-            "retune_stale = ?, state = ?, device_id = ?, samples_ok = ?, "
-            "samples_failed = ?, rng_state = ?, message = ?, "
-            "updated_unix = ? WHERE id = ?");
-        const int k = BindSpec(q, 1, c.spec);
-        q.bind(k, std::string(ToString(c.state)));
-        if (c.device) q.bind(k + 1, device_id(*c.device));
-        else q.bind(k + 1);
-        q.bind(k + 2, static_cast<int64_t>(c.samples_ok));
-        q.bind(k + 3, static_cast<int64_t>(c.samples_failed));
-        q.bind(k + 4, c.rng_state.data(), static_cast<int>(c.rng_state.size()));
-        q.bind(k + 5, c.message);
-        q.bind(k + 6, static_cast<int64_t>(now));
-        q.bind(k + 7, static_cast<int64_t>(c.id));
-        if (q.exec() != 1) {
-          return NotFound("campaign " + std::to_string(c.id) +
-                          " does not exist");  // txn rolls back
-        }
+        BT_RETURN_IF_ERROR(WriteCampaign(c, device_id, now));  // rolls back
       }
+      BumpGeneration(batch);
       txn.commit();
       return OkStatus();
     });
@@ -413,9 +329,7 @@ class SqliteStore final : public TuningStore {
                                                int top) override {
     // Cached queries are the hot path (thousands a second): answered from
     // memory until the next commit.
-    std::string key = ToString(ctx);
-    key.append(1, '\0').append(device_name).append(1, '\0');
-    key += std::to_string(top);
+    const std::string key = TunedCache::Key(ctx, device_name, top);
     uint64_t generation = 0;
     if (auto hit = tuned_cache_.Get(key, &generation)) return *std::move(hit);
     std::vector<TunedRecord> out;
@@ -521,6 +435,230 @@ class SqliteStore final : public TuningStore {
     std::vector<CampaignRecord> out;
     BT_RETURN_IF_ERROR(ReadCampaigns(0, &out));
     return out;
+  }
+
+  // One daemon opens the file, so write_mu_ is the campaign lock.
+  StatusOr<CampaignRecord> PlanWork(int64_t id, const PlanFn& plan) override {
+    std::lock_guard lock(write_mu_);
+    BT_ASSIGN_OR_RETURN(CampaignRecord record, GetCampaign(id));
+    BT_RETURN_IF_ERROR(Guard([&]() -> Status {
+      SQLite::Transaction txn(*writer_, SQLite::TransactionBehavior::IMMEDIATE);
+      const WorkTotals totals = ReadTotals(id);
+      BT_ASSIGN_OR_RETURN(std::vector<WorkItem> items, plan(record, totals));
+      BT_RETURN_IF_ERROR(Validate(record, "campaign"));
+      SQLite::Statement q(*writer_,
+          "INSERT INTO work_items (campaign_id, first_seq, count, candidates, "
+          "state) VALUES (?, ?, ?, ?, ?)");
+      int64_t next = totals.seqs;
+      for (const WorkItem& item : items) {
+        q.bind(1, static_cast<int64_t>(id));
+        q.bind(2, static_cast<int64_t>(next));
+        q.bind(3, static_cast<int64_t>(item.count));
+        q.bind(4, item.candidates.data(),
+               static_cast<int>(item.candidates.size()));
+        q.bind(5, std::string(ToString(item.state == WorkState::kDone
+                                           ? WorkState::kDone
+                                           : WorkState::kQueued)));
+        q.exec();
+        q.reset();
+        next += item.count;
+      }
+      BT_RETURN_IF_ERROR(WriteCampaign(record, DeviceIds(), NowUnix()));
+      txn.commit();
+      return OkStatus();
+    }));
+    return GetCampaign(id);
+  }
+
+  StatusOr<std::optional<ClaimedWork>> ClaimWork(int64_t id,
+                                                 const std::string& holder,
+                                                 int lease_s) override {
+    std::lock_guard lock(write_mu_);
+    std::optional<ClaimedWork> claimed;
+    BT_RETURN_IF_ERROR(Guard([&]() -> Status {
+      SQLite::Transaction txn(*writer_, SQLite::TransactionBehavior::IMMEDIATE);
+      SQLite::Statement find(*writer_,
+          std::string("SELECT first_seq, count, candidates, attempts "
+                      "FROM work_items WHERE campaign_id = ? AND "
+                      "(state = 'queued' OR (state = 'leased' AND "
+                      "lease_until_ms < ") + kNowMs +
+              ")) ORDER BY first_seq LIMIT 1");
+      find.bind(1, static_cast<int64_t>(id));
+      if (!find.executeStep()) return OkStatus();
+      WorkItem item;
+      item.campaign_id = id;
+      item.first_seq = find.getColumn(0).getInt64();
+      item.count = find.getColumn(1).getInt64();
+      item.candidates = ReadBlob(find, 2);
+      item.attempts = find.getColumn(3).getInt64() + 1;
+      item.state = WorkState::kLeased;
+      item.holder = holder;
+      SQLite::Statement lease(*writer_,
+          std::string("UPDATE work_items SET state = 'leased', holder = ?, "
+                      "attempts = attempts + 1, lease_until_ms = ") +
+              kNowMs + " + ? WHERE campaign_id = ? AND first_seq = ?");
+      lease.bind(1, holder);
+      lease.bind(2, static_cast<int64_t>(1000LL * lease_s));
+      lease.bind(3, static_cast<int64_t>(id));
+      lease.bind(4, static_cast<int64_t>(item.first_seq));
+      lease.exec();
+      ClaimedWork work{std::move(item), {}};
+      SQLite::Statement seqs(*writer_,
+          "SELECT seq FROM samples WHERE campaign_id = ? AND seq >= ? AND "
+          "seq < ? ORDER BY seq");
+      seqs.bind(1, static_cast<int64_t>(id));
+      seqs.bind(2, static_cast<int64_t>(work.item.first_seq));
+      seqs.bind(3, static_cast<int64_t>(work.item.first_seq + work.item.count));
+      while (seqs.executeStep())
+        work.stored_seqs.push_back(seqs.getColumn(0).getInt64());
+      txn.commit();
+      claimed = std::move(work);
+      return OkStatus();
+    }));
+    return claimed;
+  }
+
+  StatusOr<std::vector<int64_t>> RenewWork(int64_t id,
+                                           const std::string& holder,
+                                           const std::vector<int64_t>& items,
+                                           int lease_s) override {
+    std::lock_guard lock(write_mu_);
+    std::vector<int64_t> lost;
+    BT_RETURN_IF_ERROR(Guard([&]() -> Status {
+      SQLite::Transaction txn(*writer_, SQLite::TransactionBehavior::IMMEDIATE);
+      SQLite::Statement q(*writer_,
+          std::string("UPDATE work_items SET lease_until_ms = ") + kNowMs +
+              " + ? WHERE campaign_id = ? AND first_seq = ? AND "
+              "state = 'leased' AND holder = ?");
+      for (int64_t first : items) {
+        q.bind(1, static_cast<int64_t>(1000LL * lease_s));
+        q.bind(2, static_cast<int64_t>(id));
+        q.bind(3, static_cast<int64_t>(first));
+        q.bind(4, holder);
+        if (q.exec() != 1) lost.push_back(first);
+        q.reset();
+      }
+      txn.commit();
+      return OkStatus();
+    }));
+    return lost;
+  }
+
+  StatusOr<CampaignRecord> CommitWork(int64_t id, const std::string& holder,
+                                      const WorkCommit& work,
+                                      const UpdateFn& update) override {
+    for (size_t i = 0; i < work.samples.size(); ++i) {
+      BT_RETURN_IF_ERROR(
+          Validate(work.samples[i], "samples[" + std::to_string(i) + "]"));
+    }
+    std::lock_guard lock(write_mu_);
+    BT_ASSIGN_OR_RETURN(CampaignRecord record, GetCampaign(id));
+    BT_RETURN_IF_ERROR(Guard([&]() -> Status {
+      SQLite::Transaction txn(*writer_, SQLite::TransactionBehavior::IMMEDIATE);
+      SQLite::Statement held(*writer_,
+          "SELECT 1 FROM work_items WHERE campaign_id = ? AND first_seq = ? "
+          "AND state = 'leased' AND holder = ?");
+      for (int64_t first : work.items) {
+        held.bind(1, static_cast<int64_t>(id));
+        held.bind(2, static_cast<int64_t>(first));
+        held.bind(3, holder);
+        if (!held.executeStep()) return WorkLost(id, first);
+        held.reset();
+      }
+      SQLite::Statement stored(*writer_,
+          "SELECT 1 FROM samples WHERE campaign_id = ? AND seq = ?");
+      for (const SampleRecord& s : work.samples) {
+        if (s.seq < 0) continue;
+        stored.bind(1, static_cast<int64_t>(id));
+        stored.bind(2, static_cast<int64_t>(s.seq));
+        if (stored.executeStep()) return SampleStored(id, s.seq);
+        stored.reset();
+      }
+      const int64_t now = NowUnix();
+      const DeviceIdFn device_id = DeviceIds();
+      InsertSamples(work.samples, device_id, now);
+      SQLite::Statement done(*writer_,
+          "UPDATE work_items SET state = 'done' WHERE campaign_id = ? AND "
+          "first_seq = ?");
+      for (int64_t first : work.finished) {
+        done.bind(1, static_cast<int64_t>(id));
+        done.bind(2, static_cast<int64_t>(first));
+        done.exec();
+        done.reset();
+      }
+      BT_RETURN_IF_ERROR(update(record, ReadTotals(id)));
+      BT_RETURN_IF_ERROR(Validate(record, "campaign"));
+      BT_RETURN_IF_ERROR(WriteCampaign(record, device_id, now));
+      txn.commit();
+      return OkStatus();
+    }));
+    return GetCampaign(id);
+  }
+
+  Status ReleaseWork(int64_t id, const std::string& holder,
+                     const std::vector<int64_t>& items) override {
+    std::lock_guard lock(write_mu_);
+    return Guard([&]() -> Status {
+      SQLite::Transaction txn(*writer_, SQLite::TransactionBehavior::IMMEDIATE);
+      SQLite::Statement q(*writer_,
+          "UPDATE work_items SET state = 'queued', holder = '', "
+          "lease_until_ms = 0 WHERE campaign_id = ? AND first_seq = ? AND "
+          "state = 'leased' AND holder = ?");
+      for (int64_t first : items) {
+        q.bind(1, static_cast<int64_t>(id));
+        q.bind(2, static_cast<int64_t>(first));
+        q.bind(3, holder);
+        q.exec();
+        q.reset();
+      }
+      txn.commit();
+      return OkStatus();
+    });
+  }
+
+  Status ExpireLeases() override {
+    std::lock_guard lock(write_mu_);
+    return Guard([&]() -> Status {
+      writer_->exec(
+          "UPDATE work_items SET lease_until_ms = 0 WHERE state = 'leased'");
+      return OkStatus();
+    });
+  }
+
+  StatusOr<std::vector<WorkItem>> ListWork(int64_t id) override {
+    std::vector<WorkItem> out;
+    BT_RETURN_IF_ERROR(Read([&](SQLite::Database& db) -> Status {
+      SQLite::Statement q(db,
+          "SELECT first_seq, count, state, holder, attempts FROM work_items "
+          "WHERE campaign_id = ? ORDER BY first_seq");
+      q.bind(1, static_cast<int64_t>(id));
+      while (q.executeStep()) {
+        WorkItem w;
+        w.campaign_id = id;
+        w.first_seq = q.getColumn(0).getInt64();
+        w.count = q.getColumn(1).getInt64();
+        BT_ASSIGN_OR_RETURN(w.state,
+                            WorkStateFromString(q.getColumn(2).getString()));
+        w.holder = q.getColumn(3).getString();
+        w.attempts = q.getColumn(4).getInt64();
+        out.push_back(std::move(w));
+      }
+      return OkStatus();
+    }));
+    return out;
+  }
+
+  StatusOr<StoreGeneration> Generation() override {
+    StoreGeneration g;
+    BT_RETURN_IF_ERROR(Read([&](SQLite::Database& db) -> Status {
+      SQLite::Statement q(db, "SELECT tuned, models FROM store_generation");
+      if (q.executeStep()) {
+        g.tuned = q.getColumn(0).getInt64();
+        g.models = q.getColumn(1).getInt64();
+      }
+      return OkStatus();
+    }));
+    return g;
   }
 
  private:
@@ -697,6 +835,101 @@ class SqliteStore final : public TuningStore {
       return OkStatus();
     });
   }
+
+  using DeviceIdFn = std::function<int64_t(const DeviceFingerprint&)>;
+
+  // Device ids for one transaction, each looked up (or added) once.
+  // Caller holds write_mu_ inside a transaction.
+  DeviceIdFn DeviceIds() {
+    auto ids = std::make_shared<std::map<DeviceFingerprint, int64_t>>();
+    return [this, ids](const DeviceFingerprint& d) {
+      auto it = ids->find(d);
+      if (it != ids->end()) return it->second;
+      return (*ids)[d] = UpsertDevice(d);
+    };
+  }
+
+  // Caller holds write_mu_ inside a transaction.
+  void InsertSamples(const std::vector<SampleRecord>& samples,
+                     const DeviceIdFn& device_id, int64_t now) {
+    if (samples.empty()) return;
+    SQLite::Statement q(*writer_,
+        "INSERT INTO samples (device_id, campaign_id, op, context, "
+        "dtype, family, generator_version, params, status, median_s, "
+        "spread, repetitions, sm_clock_mhz, measured_unix, error, seq) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    for (const SampleRecord& s : samples) {
+      const Measurement& m = s.measurement;
+      q.bind(1, device_id(s.device));
+      q.bind(2, static_cast<int64_t>(s.campaign_id));
+      q.bind(3, std::string(ToString(OpOf(s.context))));
+      q.bind(4, ToString(s.context));
+      BindKernel(q, 5, s.context, s.kernel);
+      q.bind(9, std::string(ToString(m.status)));
+      q.bind(10, m.median_s);
+      q.bind(11, m.spread);
+      q.bind(12, static_cast<int64_t>(m.repetitions));
+      q.bind(13, m.sm_clock_mhz);
+      q.bind(14, static_cast<int64_t>(s.measured_unix ? s.measured_unix
+                                                      : now));
+      q.bind(15, m.error);
+      q.bind(16, static_cast<int64_t>(s.seq));
+      q.exec();
+      q.reset();
+    }
+  }
+
+  // Caller holds write_mu_ inside a transaction.
+  Status WriteCampaign(const CampaignRecord& c, const DeviceIdFn& device_id,
+                       int64_t now) {
+    SQLite::Statement q(*writer_,
+        "UPDATE campaigns SET op = ?, dtype = ?, gpus = ?, sampler = ?, "
+        "minutes = ?, max_samples = ?, seed = ?, label = ?, families = ?, "
+        "retune_stale = ?, state = ?, device_id = ?, samples_ok = ?, "
+        "samples_failed = ?, rng_state = ?, message = ?, "
+        "updated_unix = ? WHERE id = ?");
+    const int k = BindSpec(q, 1, c.spec);
+    q.bind(k, std::string(ToString(c.state)));
+    if (c.device) q.bind(k + 1, device_id(*c.device));
+    else q.bind(k + 1);
+    q.bind(k + 2, static_cast<int64_t>(c.samples_ok));
+    q.bind(k + 3, static_cast<int64_t>(c.samples_failed));
+    q.bind(k + 4, c.rng_state.data(), static_cast<int>(c.rng_state.size()));
+    q.bind(k + 5, c.message);
+    q.bind(k + 6, static_cast<int64_t>(now));
+    q.bind(k + 7, static_cast<int64_t>(c.id));
+    if (q.exec() != 1) {
+      return NotFound("campaign " + std::to_string(c.id) +
+                      " does not exist");
+    }
+    return OkStatus();
+  }
+
+  // Caller holds write_mu_ inside a transaction.
+  void BumpGeneration(const WriteBatch& batch) {
+    if (batch.tuned.empty() && batch.models.empty()) return;
+    SQLite::Statement q(*writer_,
+        "UPDATE store_generation SET tuned = tuned + ?, models = models + ?");
+    q.bind(1, static_cast<int64_t>(!batch.tuned.empty()));
+    q.bind(2, static_cast<int64_t>(!batch.models.empty()));
+    q.exec();
+  }
+
+  // Caller holds write_mu_ inside a transaction.
+  WorkTotals ReadTotals(int64_t id) {
+    SQLite::Statement q(*writer_,
+        "SELECT COUNT(*), COALESCE(SUM(state <> 'done'), 0), "
+        "COALESCE(SUM(count), 0) FROM work_items WHERE campaign_id = ?");
+    q.bind(1, static_cast<int64_t>(id));
+    q.executeStep();
+    return {q.getColumn(0).getInt64(), q.getColumn(1).getInt64(),
+            q.getColumn(2).getInt64()};
+  }
+
+  // Milliseconds since the epoch on the database's clock (here: this
+  // machine's, the only one that opens the file).
+  static constexpr const char* kNowMs =
+      "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
 
   // Caller holds write_mu_ inside a transaction.
   int64_t UpsertDevice(const DeviceFingerprint& d) {

@@ -19,7 +19,37 @@ StatusOr<DeviceProfile> ProfileForFingerprint(const DeviceFingerprint& fp) {
                   std::to_string(fp.cc_minor) + " (" + fp.name + ")");
 }
 
+Status SurrogateRegistry::Refresh() {
+  std::lock_guard refresh(refresh_mu_);
+  BT_ASSIGN_OR_RETURN(StoreGeneration g, store_->Generation());
+  if (models_generation_ && *models_generation_ == g.models) return OkStatus();
+  StoreFilter current;
+  current.versions = VersionFilter::kCurrent;
+  BT_ASSIGN_OR_RETURN(auto records, store_->ListModels(current));
+  for (const ModelRecord& r : records) {
+    if (r.id <= newest_id_) continue;
+    newest_id_ = r.id;
+    {
+      std::lock_guard lock(mu_);  // added here already (trained here)?
+      auto it = models_.find({r.device.name, r.op, r.precision, r.family});
+      if (it != models_.end() && it->second.id >= r.id) continue;
+    }
+    if (Status s = Add(r); !s.ok()) {
+      BT_LOG(kWarning) << "model " << r.id << " (" << ToString(r.op) << " "
+                       << ToString(r.precision) << ", " << r.device.name
+                       << ", " << r.family << ") not loaded: " << s.ToString();
+    }
+  }
+  models_generation_ = g.models;
+  return OkStatus();
+}
+
 Status SurrogateRegistry::LoadAll() {
+  std::lock_guard refresh(refresh_mu_);
+  // The generation first: a model stored while this loads is loaded by the
+  // next Refresh.
+  BT_ASSIGN_OR_RETURN(StoreGeneration g, store_->Generation());
+  models_generation_ = g.models;
   // Models of stale data (an older generator's) never answer.
   StoreFilter current;
   current.versions = VersionFilter::kCurrent;
@@ -35,6 +65,7 @@ Status SurrogateRegistry::LoadAll() {
   }
   // Oldest first, so the newest of each kind stays.
   for (const ModelRecord& r : records) {
+    newest_id_ = std::max(newest_id_, r.id);
     Status s = Add(r);
     if (!s.ok()) {
       BT_LOG(kWarning) << "model " << r.id << " (" << ToString(r.op) << " "

@@ -53,6 +53,10 @@ class SurrogateRegistry {
   // its kind answers; the daemon still starts. Stale models (of an older
   // generator) are counted, never loaded.
   Status LoadAll();
+  // Loads the models added to the store since the last LoadAll or Refresh
+  // (by another daemon on the same store, or an import), when the store's
+  // model generation says there are any; cheap otherwise.
+  Status Refresh();
   // Loads one stored model, replacing an older one of its kind; Validate's
   // error if it is not valid, FAILED_PRECONDITION if it is stale, and
   // nothing is replaced.
@@ -71,6 +75,9 @@ class SurrogateRegistry {
 
   TuningStore* const store_;
   const bool use_cuda_;
+  std::mutex refresh_mu_;  // one LoadAll or Refresh at a time
+  std::optional<int64_t> models_generation_;  // when last loaded
+  int64_t newest_id_ = 0;                      // of the models seen
   mutable std::mutex mu_;
   // (device name, op, precision, family name)
   std::map<std::tuple<std::string, Op, DType, std::string>, LoadedModel>

@@ -12,6 +12,10 @@ constexpr EnumNames<TunedSource, 4> kTunedSourceNames{
      {TunedSource::kPredicted, "predicted"},
      {TunedSource::kImported, "imported"},
      {TunedSource::kVerified, "verified"}}};
+constexpr EnumNames<WorkState, 3> kWorkStateNames{
+    {{WorkState::kQueued, "queued"},
+     {WorkState::kLeased, "leased"},
+     {WorkState::kDone, "done"}}};
 
 std::string Indexed(std::string_view name, size_t i) {
   return std::string(name) + "[" + std::to_string(i) + "]";
@@ -149,6 +153,27 @@ std::string_view ToString(TunedSource source) {
 StatusOr<TunedSource> TunedSourceFromString(std::string_view text,
                                             std::string_view field) {
   return EnumFromString(kTunedSourceNames, text, field);
+}
+
+Status WorkLost(int64_t id, int64_t first_seq) {
+  return Status(StatusCode::kAborted,
+                "campaign " + std::to_string(id) + ": the work item from seq " +
+                    std::to_string(first_seq) +
+                    " is no longer this daemon's (its lease ran out and "
+                    "another daemon claimed it, or it is done)");
+}
+
+Status SampleStored(int64_t id, int64_t seq) {
+  return AlreadyExists("campaign " + std::to_string(id) + ": sample " +
+                       std::to_string(seq) + " is stored already");
+}
+
+std::string_view ToString(WorkState state) {
+  return EnumToString(kWorkStateNames, state);
+}
+
+StatusOr<WorkState> WorkStateFromString(std::string_view text) {
+  return EnumFromString(kWorkStateNames, text, "work_items.state");
 }
 
 Status Validate(const SampleRecord& s, std::string_view field) {

@@ -18,6 +18,7 @@
 #define BLOCKTUNE_SERVER_TUNING_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -210,6 +211,62 @@ Status Validate(const CampaignRecord& campaign, std::string_view field);
 // Validates every record of `batch`, naming the first bad one.
 Status Validate(const WriteBatch& batch);
 
+// A slice of a campaign's candidates (issue 22): every daemon on the store
+// claims slices for its GPUs, so one campaign runs on all of them.
+enum class WorkState { kQueued, kLeased, kDone };
+std::string_view ToString(WorkState state);
+StatusOr<WorkState> WorkStateFromString(std::string_view text);
+
+struct WorkItem {
+  int64_t campaign_id = 0;
+  int64_t first_seq = 0;  // candidates first_seq .. first_seq + count - 1
+  int64_t count = 0;
+  std::string candidates;  // what the planner drew, serialized (opaque here)
+  WorkState state = WorkState::kQueued;
+  std::string holder;      // the daemon that holds it, or finished it
+  int64_t attempts = 0;    // claims so far
+};
+
+struct ClaimedWork {
+  WorkItem item;
+  // Seqs of the item an earlier holder already stored: not measured again.
+  std::vector<int64_t> stored_seqs;
+};
+
+// One commit of a holder's work: `samples` of the items `items` (their
+// first_seq), of which `finished` are complete.
+struct WorkCommit {
+  std::vector<int64_t> items;
+  std::vector<int64_t> finished;
+  std::vector<SampleRecord> samples;
+};
+
+// How far a campaign's plan is, for the callbacks below.
+struct WorkTotals {
+  int64_t items = 0;  // planned
+  int64_t open = 0;   // not done
+  int64_t seqs = 0;   // candidates planned
+};
+
+// The errors of CommitWork, the same from every store: ABORTED when
+// `holder` no longer holds item `first_seq` of campaign `id`,
+// ALREADY_EXISTS when its sample `seq` is stored already.
+Status WorkLost(int64_t id, int64_t first_seq);
+Status SampleStored(int64_t id, int64_t seq);
+
+// Which kinds of record changed since a daemon last looked: each counter
+// grows with every commit that writes that kind, on any daemon.
+struct StoreGeneration {
+  int64_t tuned = 0;
+  int64_t models = 0;
+  friend bool operator==(const StoreGeneration& a, const StoreGeneration& b) {
+    return a.tuned == b.tuned && a.models == b.models;
+  }
+  friend bool operator!=(const StoreGeneration& a, const StoreGeneration& b) {
+    return !(a == b);
+  }
+};
+
 class TuningStore {
  public:
   virtual ~TuningStore() = default;
@@ -251,6 +308,63 @@ class TuningStore {
   virtual StatusOr<CampaignRecord> GetCampaign(int64_t id) = 0;
   // Oldest first.
   virtual StatusOr<std::vector<CampaignRecord>> ListCampaigns() = 0;
+
+  // ---- One campaign over several daemons (server/campaigns.h). Every
+  // daemon's PlanWork and CommitWork of a campaign take one lock on it, so
+  // its record (state, counters, the planner's cursor) is read, changed
+  // and written whole. Leases run on the store's clock, never a daemon's.
+
+  // Runs `plan` on campaign `id`'s record under that lock, with the plan's
+  // totals so far; the record it leaves and the items it returns (numbered
+  // on from totals.seqs, queued, or done when the plan says so) are
+  // written in one transaction. Returns the record
+  // as written.
+  using PlanFn = std::function<StatusOr<std::vector<WorkItem>>(
+      CampaignRecord& record, const WorkTotals& totals)>;
+  virtual StatusOr<CampaignRecord> PlanWork(int64_t id, const PlanFn& plan) = 0;
+
+  // Leases to `holder` for `lease_s` seconds the first item of campaign
+  // `id` that is queued or whose lease ran out; nullopt when none is.
+  // Claimers at the same time get different items and never wait on each
+  // other (PostgreSQL: FOR UPDATE SKIP LOCKED).
+  virtual StatusOr<std::optional<ClaimedWork>> ClaimWork(
+      int64_t id, const std::string& holder, int lease_s) = 0;
+
+  // Extends holder's leases of these items (first_seq) by `lease_s`
+  // seconds from now; returns those it no longer holds (another daemon
+  // claimed it after its lease ran out, or it is done).
+  virtual StatusOr<std::vector<int64_t>> RenewWork(
+      int64_t id, const std::string& holder,
+      const std::vector<int64_t>& items, int lease_s) = 0;
+
+  // In one transaction: stores `work.samples`, marks `work.finished` done
+  // and calls `update` on the campaign's record under the lock (with the
+  // totals after this commit), then writes the record. ABORTED, naming the
+  // item, and nothing written, when holder no longer holds one of
+  // `work.items`; ALREADY_EXISTS when a sample's (campaign, seq) is stored.
+  using UpdateFn =
+      std::function<Status(CampaignRecord& record, const WorkTotals& totals)>;
+  virtual StatusOr<CampaignRecord> CommitWork(int64_t id,
+                                              const std::string& holder,
+                                              const WorkCommit& work,
+                                              const UpdateFn& update) = 0;
+
+  // Gives holder's items back (queued, no holder): a daemon that stops.
+  virtual Status ReleaseWork(int64_t id, const std::string& holder,
+                             const std::vector<int64_t>& items) = 0;
+
+  // Ends every lease now: a daemon that owns the store alone (SQLite, whose
+  // file it locks) calls it at start, since every lease is then a dead
+  // daemon's, and its items need not wait for them to run out.
+  virtual Status ExpireLeases() = 0;
+
+  // The campaign's items, without their candidates, by first_seq.
+  virtual StatusOr<std::vector<WorkItem>> ListWork(int64_t id) = 0;
+
+  // The store's generation counters (caches: server/surrogates.h, the
+  // stores' FindTuned). Bumped in the transaction of every commit that
+  // writes tuned answers or models, whichever daemon commits it.
+  virtual StatusOr<StoreGeneration> Generation() = 0;
 };
 
 // Makes the database's folders (mode 0700, mkdir -p) and the file itself
