@@ -40,7 +40,7 @@ for b in postgres initdb pg_ctl createdb; do
     "set BLOCKTUNE_PG_BIN"
 done
 missing=$(ldd "$bin"/{postgres,initdb,pg_ctl,createdb} 2>&1 |
-          awk '/not found/ {print $1} /error/' | sort -u || true)
+          awk '/not found/ {print $1; next} /error while|^ldd:/' | sort -u || true)
 [[ -z $missing ]] || die "libraries missing for $bin:" $missing \
   "(LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-})"
 
