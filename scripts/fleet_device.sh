@@ -10,8 +10,10 @@
 #     BUILD    the build folder with blocktuned, blocktune-worker and
 #              blocktune (default build-gpu, from scripts/offline-deps.sh
 #              build, which also unpacks the PostgreSQL server)
-#   FLEET_FAKE=N   N fake GPUs per daemon, two daemons (tests of this
-#                  script on a machine without a GPU)
+#   FLEET_DAEMONS=N  only GPUs 0..N-1, a daemon each (N=1: the baseline
+#                    that the fleet's samples per second compare with)
+#   FLEET_FAKE=N     N fake GPUs per daemon, two daemons (tests of this
+#                    script on a machine without a GPU)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/fleet_device.sh OUT [SAMPLES] [DTYPE] [BUILD]}
@@ -42,7 +44,7 @@ if [[ -n ${FLEET_FAKE:-} ]]; then
   daemons=2
   gpu_args() { echo "--fake-gpus $FLEET_FAKE --fake-worker measure_us=3000"; }
 else
-  daemons=$(nvidia-smi -L | wc -l)
+  daemons=${FLEET_DAEMONS:-$(nvidia-smi -L | wc -l)}
   gpu_args() { echo "--gpus $1"; }
 fi
 for ((i = 0; i < daemons; ++i)); do
