@@ -36,7 +36,7 @@ tar czf "$out/ptx.tar.gz" -C "$out" ptx && rm -rf "$out/ptx"
 best=$(grep -m1 '^square  *4096x4096x4096 NN *bf16' "$out/tc_bench.txt" |
   sed -n 's/.*gemm.wgmma .* ratio .* \[\([^]]*\)\].*/\1/p')
 if [ -n "$best" ]; then
-  timeout 120 ncu -k regex:blocktune --launch-skip 3 --launch-count 1 \
+  timeout 120 ncu -k regex:blocktune_gemm --launch-skip 3 --launch-count 1 \
     --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis \
     --section Occupancy --section LaunchStats \
     "$bin" --families gemm.wgmma --profile "bf16 NN 4096 4096 4096" "$best" 3 \
