@@ -68,19 +68,6 @@ class CampaignTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.error_message();
     return resp.campaign();
   }
-  // The last progress message of a watch to the campaign's end.
-  static v1::CampaignProgress WatchToTheEnd(const DaemonProcess& d,
-                                            int64_t id) {
-    v1::WatchCampaignRequest req;
-    req.set_id(id);
-    auto ctx = Ctx();
-    auto reader = d.NewStub()->WatchCampaign(ctx.get(), req);
-    v1::CampaignProgress p, last;
-    while (reader->Read(&p)) last = p;
-    grpc::Status s = reader->Finish();
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return last;
-  }
 
   static v1::Campaign Get(const DaemonProcess& d, int64_t id) {
     v1::ListCampaignsResponse resp;

@@ -1076,6 +1076,23 @@ StatusOr<CampaignProgressInfo> CampaignManager::Progress(int64_t id) {
   BT_ASSIGN_OR_RETURN(p.record, store_->GetCampaign(id));
   BT_ASSIGN_OR_RETURN(auto cursor, ReadCursor(p.record));
   FillFromCursor(cursor, &p);
+  // Running on other daemons only: the rate from what this daemon saw of
+  // the stored counts over the last ~10 seconds.
+  if (p.record.state == CampaignState::kRunning) {
+    std::lock_guard lock(mu_);
+    auto& points = seen_[id];
+    points.emplace_back(Clock::now(), p.done);
+    while (points.size() > 2 && Since(points.front().first) > 10.0)
+      points.pop_front();
+    const double dt = std::chrono::duration<double>(points.back().first -
+                                                    points.front().first)
+                          .count();
+    if (dt > 0.5) {
+      p.samples_per_second = (points.back().second - points.front().second) / dt;
+      if (p.target > 0 && p.samples_per_second > 0)
+        p.eta_s = std::max<int64_t>(0, p.target - p.done) / p.samples_per_second;
+    }
+  }
   return p;
 }
 

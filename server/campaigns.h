@@ -35,6 +35,7 @@
 #ifndef BLOCKTUNE_SERVER_CAMPAIGNS_H_
 #define BLOCKTUNE_SERVER_CAMPAIGNS_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -134,6 +135,10 @@ class CampaignManager {
   std::deque<int64_t> queue_;
   std::set<int64_t> skipped_;  // campaigns on GPUs of other daemons
   std::set<int64_t> warned_;   // campaigns this GPU-less daemon logged
+  // Campaigns watched here but run elsewhere: (when, samples done) seen.
+  std::map<int64_t,
+           std::deque<std::pair<std::chrono::steady_clock::time_point, int64_t>>>
+      seen_;
   std::shared_ptr<Run> running_;
   bool stopping_ = false;
   bool measuring_ = false;  // Measure() has the GPU; no campaign starts

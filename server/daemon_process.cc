@@ -1,6 +1,7 @@
 #include "server/daemon_process.h"
 
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 
 namespace blocktune::testing {
 
@@ -19,6 +20,18 @@ std::unique_ptr<v1::Blocktune::Stub> DaemonProcess::NewStub() const {
   args.SetMaxSendMessageSize(512 << 20);
   return v1::Blocktune::NewStub(grpc::CreateCustomChannel(
       target, grpc::InsecureChannelCredentials(), args));
+}
+
+v1::CampaignProgress WatchToTheEnd(const DaemonProcess& d, int64_t id) {
+  v1::WatchCampaignRequest req;
+  req.set_id(id);
+  auto ctx = ContextWithDeadline(90);
+  auto reader = d.NewStub()->WatchCampaign(ctx.get(), req);
+  v1::CampaignProgress p, last;
+  while (reader->Read(&p)) last = p;
+  grpc::Status s = reader->Finish();
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return last;
 }
 
 }  // namespace blocktune::testing

@@ -21,6 +21,10 @@ class DaemonProcess : public ChildDaemon {
   std::unique_ptr<v1::Blocktune::Stub> NewStub() const;
 };
 
+// The last progress message of a watch of campaign `id` to its end (90 s
+// at most); a failed watch is a test failure.
+v1::CampaignProgress WatchToTheEnd(const DaemonProcess& d, int64_t id);
+
 }  // namespace blocktune::testing
 
 #endif  // BLOCKTUNE_SERVER_DAEMON_PROCESS_H_

@@ -76,18 +76,6 @@ class FleetTest : public ::testing::Test {
     reader->Finish();
     return p;
   }
-  static v1::CampaignProgress WatchToTheEnd(const DaemonProcess& d,
-                                            int64_t id) {
-    v1::WatchCampaignRequest req;
-    req.set_id(id);
-    auto ctx = Ctx();
-    auto reader = d.NewStub()->WatchCampaign(ctx.get(), req);
-    v1::CampaignProgress p, last;
-    while (reader->Read(&p)) last = p;
-    grpc::Status s = reader->Finish();
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return last;
-  }
 
   // Waits up to `seconds` for `done`.
   template <typename Fn>
@@ -100,9 +88,10 @@ class FleetTest : public ::testing::Test {
     return false;
   }
 
-  static grpc::Status Query(const DaemonProcess& d, v1::QueryResponse* resp) {
+  static grpc::Status Query(const DaemonProcess& d, v1::QueryResponse* resp,
+                            int64_t m = 4096) {
     v1::QueryRequest req;
-    GemmContext g = TestGemm(4096, 16, 4096);
+    GemmContext g = TestGemm(m, 16, 4096);
     g.layout_b = Layout::kT;
     ToProto(Context(g), req.mutable_context());
     req.set_top(1);
@@ -266,14 +255,21 @@ TEST_F(FleetTest, ModelsAndAnswersReachEveryDaemon) {
   ASSERT_TRUE(reader->Finish().ok());
   ASSERT_GT(model_id, 0);
 
-  // b and c answer from a's model, without a restart.
+  // b and c load a's model without a restart, and each predicts with it
+  // a shape nobody asked before.
+  int64_t m = 2000;
   for (DaemonProcess* d : {b.get(), c.get()}) {
-    ASSERT_TRUE(WaitFor([&] { return Query(*d, &resp).ok(); }, 10)) << d->Log();
-    EXPECT_THAT(d->Log(), HasSubstr("model " + std::to_string(model_id) +
-                                    " loaded"));
+    const std::string loaded = "model " + std::to_string(model_id) + " loaded";
+    ASSERT_TRUE(WaitFor(
+        [&] { return d->Log().find(loaded) != std::string::npos; }, 5))
+        << d->Log();
+    ASSERT_TRUE(Query(*d, &resp, ++m).ok()) << d->Log();
+    EXPECT_EQ(resp.source(), v1::QUERY_SOURCE_PREDICTED);
     ASSERT_EQ(resp.answers_size(), 1);
     EXPECT_EQ(resp.answers(0).model_id(), model_id);
   }
+  for (DaemonProcess* d : {b.get(), c.get()})
+    ASSERT_TRUE(Query(*d, &resp).ok()) << d->Log();
   // Now every daemon has the answer cached; a stores a measured one.
   for (DaemonProcess* d : {a.get(), b.get(), c.get()}) {
     ASSERT_TRUE(Query(*d, &resp).ok());

@@ -264,10 +264,7 @@ class MemoryStore final : public TuningStore {
   StatusOr<CampaignRecord> CommitWork(int64_t id, const std::string& holder,
                                       const WorkCommit& work,
                                       const UpdateFn& update) override {
-    for (size_t i = 0; i < work.samples.size(); ++i) {
-      BT_RETURN_IF_ERROR(
-          Validate(work.samples[i], "samples[" + std::to_string(i) + "]"));
-    }
+    BT_RETURN_IF_ERROR(Validate(work));
     std::unique_lock lock(mu_);
     CampaignRecord* stored = FindCampaign(id);
     if (stored == nullptr) return NoCampaign(id);

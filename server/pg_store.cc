@@ -461,10 +461,7 @@ class PgStore final : public TuningStore {
   StatusOr<CampaignRecord> CommitWork(int64_t id, const std::string& holder,
                                       const WorkCommit& work,
                                       const UpdateFn& update) override {
-    for (size_t i = 0; i < work.samples.size(); ++i) {
-      BT_RETURN_IF_ERROR(
-          Validate(work.samples[i], "samples[" + std::to_string(i) + "]"));
-    }
+    BT_RETURN_IF_ERROR(Validate(work));
     BT_RETURN_IF_ERROR(WithConnection([&](pqxx::connection& c) -> Status {
       pqxx::work w(c);
       BT_ASSIGN_OR_RETURN(CampaignRecord record, LockCampaign(w, id));

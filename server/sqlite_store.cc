@@ -547,10 +547,7 @@ class SqliteStore final : public TuningStore {
   StatusOr<CampaignRecord> CommitWork(int64_t id, const std::string& holder,
                                       const WorkCommit& work,
                                       const UpdateFn& update) override {
-    for (size_t i = 0; i < work.samples.size(); ++i) {
-      BT_RETURN_IF_ERROR(
-          Validate(work.samples[i], "samples[" + std::to_string(i) + "]"));
-    }
+    BT_RETURN_IF_ERROR(Validate(work));
     std::lock_guard lock(write_mu_);
     BT_ASSIGN_OR_RETURN(CampaignRecord record, GetCampaign(id));
     BT_RETURN_IF_ERROR(Guard([&]() -> Status {

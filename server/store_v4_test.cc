@@ -71,9 +71,10 @@ TEST(StoreV4Test, MigratesTheV3Fixture) {
 
   auto store = OpenSqliteStore(db);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
-  // Through v4 (families) and on to v5 (campaigns name their families).
-  EXPECT_EQ((*store)->SchemaVersion(), 5);
-  EXPECT_EQ(CurrentSchemaVersion(), 5);
+  // Through v4 (families), v5 (campaigns name their families) and on to v6
+  // (work items, generation counters).
+  EXPECT_EQ((*store)->SchemaVersion(), 6);
+  EXPECT_EQ(CurrentSchemaVersion(), 6);
 
   // Samples: ffma family by op, version by date, the same x_B by name.
   auto samples = (*store)->ListSamples({});
@@ -171,7 +172,7 @@ TEST(StoreV4Test, MigratesTheV3Fixture) {
   // The old columns are gone; the file is whole.
   store->reset();
   SQLite::Database raw(db, SQLite::OPEN_READONLY);
-  EXPECT_EQ(raw.execAndGet("PRAGMA user_version").getInt(), 5);
+  EXPECT_EQ(raw.execAndGet("PRAGMA user_version").getInt(), 6);
   EXPECT_EQ(raw.execAndGet("PRAGMA integrity_check").getString(), "ok");
   for (const char* table : {"samples", "tuned"}) {
     EXPECT_EQ(raw.execAndGet(std::string("SELECT COUNT(*) FROM pragma_table_info('") +

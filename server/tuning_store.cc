@@ -232,6 +232,12 @@ Status Validate(const CampaignRecord& c, std::string_view field) {
                     INT64_MAX);
 }
 
+Status Validate(const WorkCommit& work) {
+  for (size_t i = 0; i < work.samples.size(); ++i)
+    BT_RETURN_IF_ERROR(Validate(work.samples[i], Indexed("samples", i)));
+  return OkStatus();
+}
+
 Status Validate(const WriteBatch& batch) {
   for (size_t i = 0; i < batch.samples.size(); ++i)
     BT_RETURN_IF_ERROR(Validate(batch.samples[i], Indexed("samples", i)));

@@ -240,6 +240,8 @@ struct WorkCommit {
   std::vector<int64_t> finished;
   std::vector<SampleRecord> samples;
 };
+// The samples of `work`, naming the first bad one ("samples[3]...").
+Status Validate(const WorkCommit& work);
 
 // How far a campaign's plan is, for the callbacks below.
 struct WorkTotals {
