@@ -63,7 +63,9 @@ for ((i = 0; i < daemons; ++i)); do
 done
 cli() { "$build/client/blocktune" --server "unix:$run/d$1.sock" "${@:2}"; }
 
+# CAMPAIGN_MINUTES: a time budget too (whichever ends first).
 cli 0 campaign start --op gemm --dtype "$dtype" --max-samples "$samples" \
+  ${CAMPAIGN_MINUTES:+--minutes "$CAMPAIGN_MINUTES"} \
   --label "fleet of $daemons daemons" | tee "$out/start.txt"
 start=$(date +%s.%N)
 # The watch of the last daemon, which did not start it, to the end.

@@ -55,7 +55,10 @@ case "${1:-}" in
     torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)
     cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_PREFIX_PATH="$prefix/usr;$lib/cmake;$torch_prefix"
-    cmake --build build-gpu -j "$(nproc)"
+    # OFFLINE_TARGETS="blocktuned blocktune blocktune-worker": only those.
+    targets=()
+    for t in ${OFFLINE_TARGETS:-}; do targets+=(--target "$t"); done
+    cmake --build build-gpu -j "$(nproc)" "${targets[@]}"
     echo "built in build-gpu/; run with LD_LIBRARY_PATH=$lib"
     ;;
   *)
