@@ -490,3 +490,65 @@ TEST_F(QueryTest, VerifyRebenchmarksTopKOnTheWorker) {
 
 }  // namespace
 }  // namespace blocktune
+
+namespace blocktune {
+namespace {
+
+// Issue 20: with models of two GPU models, a query that names no device is
+// answered by the newest model's device and says which; --device picks the
+// other; a daemon whose own GPU has a model answers for it, silently.
+TEST_F(QueryTest, AQueryWithoutADeviceSaysWhichDeviceAnswers) {
+  auto d = Start({"--gpus", "none"});
+  ImportAndTrain(*d);  // "NVIDIA H100 80GB HBM3"
+  auto dataset = ReadDatasetFile(TestData("gemm-4000.json.gz"));
+  ASSERT_TRUE(dataset.ok());
+  for (auto& s : *dataset->mutable_samples())
+    s.mutable_device()->set_name("NVIDIA H200");
+  v1::ImportResponse imported;
+  ASSERT_TRUE(ImportDataset(*d->NewStub(), Ctx().get(), *dataset, &imported).ok());
+  v1::TrainModelRequest req;
+  req.set_op(v1::OP_GEMM);
+  req.set_device_name("NVIDIA H200");
+  for (int h : {64, 64, 64}) req.add_hidden_layers(h);
+  req.set_epochs(40);
+  auto ctx = Ctx();
+  auto reader = d->NewStub()->TrainModel(ctx.get(), req);
+  v1::TrainProgress p;
+  while (reader->Read(&p)) {}
+  ASSERT_TRUE(reader->Finish().ok());
+
+  v1::QueryResponse r;
+  ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), GemmQuery(3000, 48, 1000, 1), &r).ok());
+  EXPECT_THAT(r.note(), HasSubstr("predicted for NVIDIA H200, the device of the "
+                                  "newest gemm fp32 model (models of NVIDIA "
+                                  "H100 80GB HBM3 too; --device chooses)"));
+  ASSERT_EQ(r.answers_size(), 1);
+  EXPECT_EQ(r.answers(0).device().name(), "NVIDIA H200");
+  v1::QueryRequest named = GemmQuery(3000, 48, 1000, 1);
+  named.set_device_name("NVIDIA H100 80GB HBM3");
+  ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), named, &r).ok());
+  EXPECT_EQ(r.note(), "");
+  EXPECT_EQ(r.answers(0).device().name(), "NVIDIA H100 80GB HBM3");
+
+  // A daemon on a GPU (a fake one, "Fake GPU") that has no model of its
+  // own says so; once one of its own is trained, that one answers.
+  d->Stop(SIGTERM);
+  auto g = Start({"--fake-gpus", "1"});
+  ASSERT_TRUE(g->NewStub()->Query(Ctx().get(), GemmQuery(3001, 48, 1000, 1), &r).ok());
+  EXPECT_THAT(r.note(), HasSubstr("this daemon's GPU (Fake GPU) has no trained "
+                                  "gemm fp32 model"));
+  for (auto& s : *dataset->mutable_samples())
+    s.mutable_device()->set_name("Fake GPU");
+  ASSERT_TRUE(ImportDataset(*g->NewStub(), Ctx().get(), *dataset, &imported).ok());
+  req.set_device_name("Fake GPU");
+  auto ctx2 = Ctx();
+  auto reader2 = g->NewStub()->TrainModel(ctx2.get(), req);
+  while (reader2->Read(&p)) {}
+  ASSERT_TRUE(reader2->Finish().ok());
+  ASSERT_TRUE(g->NewStub()->Query(Ctx().get(), GemmQuery(3002, 48, 1000, 1), &r).ok());
+  EXPECT_EQ(r.note(), "");
+  EXPECT_EQ(r.answers(0).device().name(), "Fake GPU");
+}
+
+}  // namespace
+}  // namespace blocktune

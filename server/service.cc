@@ -457,6 +457,48 @@ Status BlocktuneService::AnswerFallback(const ValidQuery& q,
 // model), the fastest predictions of all of them, the top k re-benchmarked
 // when asked and a GPU is free; the answer is stored either way.
 Status BlocktuneService::AnswerQuery(
+    const ValidQuery& asked, std::chrono::system_clock::time_point deadline,
+    v1::QueryResponse* resp) {
+  if (!asked.device_name.empty() || !surrogates_)
+    return AnswerQueryOnDevice(asked, deadline, resp);
+  const Op op = OpOf(asked.context);
+  const DType precision = DTypeOf(asked.context);
+  const std::vector<std::string> devices =
+      surrogates_->Devices(op, precision, asked.family);
+  if (devices.empty()) return AnswerQueryOnDevice(asked, deadline, resp);
+  ValidQuery q = asked;
+  const std::string own = attached_.empty() ? "" : attached_.front().name;
+  std::string note;
+  if (!own.empty() &&
+      std::find(devices.begin(), devices.end(), own) != devices.end()) {
+    q.device_name = own;  // the daemon's own GPU, which has a model
+  } else {
+    // As before: the newest model's device predicts (and stored answers of
+    // any device serve); said so where it is not the only choice.
+    std::string others;
+    for (size_t i = 1; i < devices.size(); ++i)
+      others += (others.empty() ? "" : ", ") + devices[i];
+    const std::string kind = std::string(ToString(op)) + " " +
+                             std::string(ToString(precision));
+    if (!own.empty()) {
+      note = "predicted for " + devices.front() + ": this daemon's GPU (" +
+             own + ") has no trained " + kind + " model, and " +
+             devices.front() + " has the newest";
+    } else if (!others.empty()) {
+      note = "predicted for " + devices.front() +
+             ", the device of the newest " + kind + " model";
+    }
+    if (!note.empty() && !others.empty())
+      note += " (models of " + others + " too; --device chooses)";
+  }
+  BT_RETURN_IF_ERROR(AnswerQueryOnDevice(q, deadline, resp));
+  if (!note.empty()) {
+    resp->set_note(note + (resp->note().empty() ? "" : "; " + resp->note()));
+  }
+  return OkStatus();
+}
+
+Status BlocktuneService::AnswerQueryOnDevice(
     const ValidQuery& q, std::chrono::system_clock::time_point deadline,
     v1::QueryResponse* resp) {
   const Op op = OpOf(q.context);

@@ -109,9 +109,15 @@ class BlocktuneService final : public v1::Blocktune::Service {
   static StatusOr<ValidQuery> ValidateQuery(const v1::QueryRequest& req,
                                             std::string_view field);
   // `deadline`: the call's; a search waits for a thread until then.
+  // A query that names no device asks for the daemon's own GPU where a
+  // model of it exists; else the newest model's device predicts, and the
+  // answer's note says so where that is not the only choice (issue 20).
   Status AnswerQuery(const ValidQuery& q,
                      std::chrono::system_clock::time_point deadline,
                      v1::QueryResponse* resp);
+  Status AnswerQueryOnDevice(const ValidQuery& q,
+                             std::chrono::system_clock::time_point deadline,
+                             v1::QueryResponse* resp);
   // QueryRequest.fallback: the nearest stored context's answer, else a
   // default configuration (MATCH_STALE when only stale rows exist for the
   // context); `why` says why nothing better was found.

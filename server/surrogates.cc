@@ -135,6 +135,24 @@ Status SurrogateRegistry::Add(const ModelRecord& r) {
   return OkStatus();
 }
 
+std::vector<std::string> SurrogateRegistry::Devices(
+    Op op, DType precision, std::string_view family) const {
+  std::lock_guard lock(mu_);
+  std::map<std::string, int64_t> newest;
+  for (const auto& [key, m] : models_) {
+    if (std::get<1>(key) != op || std::get<2>(key) != precision) continue;
+    if (!family.empty() && std::get<3>(key) != family) continue;
+    int64_t& id = newest[std::get<0>(key)];
+    id = std::max(id, m.id);
+  }
+  std::vector<std::pair<int64_t, std::string>> order;
+  for (const auto& [name, id] : newest) order.emplace_back(-id, name);
+  std::sort(order.begin(), order.end());
+  std::vector<std::string> out;
+  for (const auto& [id, name] : order) out.push_back(name);
+  return out;
+}
+
 std::vector<LoadedModel> SurrogateRegistry::Find(
     Op op, DType precision, std::string_view device_name,
     std::string_view family) const {

@@ -67,6 +67,10 @@ class SurrogateRegistry {
   std::vector<LoadedModel> Find(Op op, DType precision,
                                 std::string_view device_name,
                                 std::string_view family = "") const;
+  // The devices with a model of (op, precision), of `family` when given;
+  // newest model's first.
+  std::vector<std::string> Devices(Op op, DType precision,
+                                   std::string_view family = "") const;
   int size() const;
 
  private:
