@@ -40,12 +40,18 @@ echo
 echo "\$ blocktune health"
 "${cli[@]}" health
 
-# First start: the shipped H100 surrogates (trained on the shipped H100
-# campaign data), so a machine without a GPU answers real queries.
+# First start: the shipped surrogates (trained on the shipped campaign
+# data of each GPU model), so a machine without a GPU answers real queries.
+# The H100's last, so that its models are the newest: a query that names no
+# device is answered by the newest model's device.
 if ! "${cli[@]}" --json health | grep -Eq '"models": *[1-9]'; then
-  echo
-  echo "\$ blocktune import models/pretrained/h100-sxm/models.json.gz"
-  "${cli[@]}" import models/pretrained/h100-sxm/models.json.gz
+  for models in models/pretrained/h200/models*.json.gz \
+                models/pretrained/h100-sxm/models*.json.gz; do
+    [[ -e $models ]] || continue
+    echo
+    echo "\$ blocktune import $models"
+    "${cli[@]}" import "$models"
+  done
 fi
 echo
 echo "\$ blocktune query gemm --m 4096 --n 16 --k 4096 --layout NT --top 3"
@@ -60,6 +66,10 @@ if [[ $code -eq 0 ]]; then
   echo
   echo "\$ blocktune query conv --n 8 --h 28 --w 28 --c 128 --k 128 --r 3 --s 3 --pad 1"
   "${cli[@]}" query conv --n 8 --h 28 --w 28 --c 128 --k 128 --r 3 --s 3 --pad 1
+  # bf16 on tensor cores: gemm.mma and gemm.wgmma, each its own model.
+  echo
+  echo "\$ blocktune query gemm --m 4096 --n 4096 --k 4096 --layout NT --dtype bf16 --top 3"
+  "${cli[@]}" query gemm --m 4096 --n 4096 --k 4096 --layout NT --dtype bf16 --top 3
 fi
 if [[ $code -eq 4 ]]; then
   echo "(exit 4: the daemon answered, but its database holds no tuned answer"
