@@ -14,6 +14,10 @@
 #                    that the fleet's samples per second compare with)
 #   FLEET_FAKE=N     N fake GPUs per daemon, two daemons (tests of this
 #                    script on a machine without a GPU)
+#   FLEET_KILL_AT=N  kill -9 the last daemon once N samples are stored (the
+#                    others finish its items once its leases, --lease-s
+#                    FLEET_LEASE_S, default 10, run out); the database is
+#                    then checked for every seq stored exactly once
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/fleet_device.sh OUT [SAMPLES] [DTYPE] [BUILD]}
@@ -34,6 +38,7 @@ echo "database: $conn"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   cp "$run"/*.log "$out"/ 2>/dev/null || true
   scripts/pg_local.sh stop "$run/pg" >/dev/null 2>&1 || true
@@ -50,7 +55,8 @@ fi
 for ((i = 0; i < daemons; ++i)); do
   # shellcheck disable=SC2046
   "$build/server/blocktuned" --listen "unix:$run/d$i.sock" --db "$conn" \
-    --name "gpu$i" $(gpu_args "$i") 2>"$run/daemon$i.log" &
+    --name "gpu$i" --lease-s "${FLEET_LEASE_S:-10}" $(gpu_args "$i") \
+    2>"$run/daemon$i.log" &
   pids+=($!)
 done
 for ((i = 0; i < daemons; ++i)); do
@@ -68,9 +74,36 @@ cli 0 campaign start --op gemm --dtype "$dtype" --max-samples "$samples" \
   ${CAMPAIGN_MINUTES:+--minutes "$CAMPAIGN_MINUTES"} \
   --label "fleet of $daemons daemons" | tee "$out/start.txt"
 start=$(date +%s.%N)
-# The watch of the last daemon, which did not start it, to the end.
-cli $((daemons - 1)) campaign watch 1 | tee "$out/watch.txt" | awk 'NR % 10 == 1'
+watcher=$((daemons - 1))  # the last daemon, which did not start it
+if [[ -n ${FLEET_KILL_AT:-} ]]; then
+  watcher=0
+  (
+    while sleep 0.5; do
+      stored=$(cli 0 --json campaign list | python3 -c 'import json, sys
+c = json.load(sys.stdin)["campaigns"][0]
+print(int(c.get("samples_ok", 0)) + int(c.get("samples_failed", 0)))')
+      if ((stored >= FLEET_KILL_AT)); then
+        kill -9 "${pids[$((daemons - 1))]}"
+        echo "kill -9 of gpu$((daemons - 1)) at $stored stored samples" |
+          tee "$out/kill.txt"
+        break
+      fi
+    done
+  ) &
+fi
+cli "$watcher" campaign watch 1 | tee "$out/watch.txt" | awk 'NR % 10 == 1'
 end=$(date +%s.%N)
+if [[ -n ${FLEET_KILL_AT:-} ]]; then
+  psql=psql
+  [[ -x $prefix/usr/lib/postgresql/15/bin/psql ]] &&
+    psql=$prefix/usr/lib/postgresql/15/bin/psql
+  "$psql" "$conn" -At -c "SELECT 'samples ' || count(*) || ', distinct seqs ' ||
+    count(DISTINCT seq) || ', seqs ' || min(seq) || '..' || max(seq) FROM samples
+    WHERE campaign_id = 1" | tee "$out/check.txt"
+  "$psql" "$conn" -At -c "SELECT 'items ' || count(*) || ', taken over ' ||
+    count(*) FILTER (WHERE attempts > 1) || ', not done ' ||
+    count(*) FILTER (WHERE state <> 'done') FROM work_items" | tee -a "$out/check.txt"
+fi
 tail -1 "$out/watch.txt"
 cli 0 --json campaign list > "$out/campaigns.json"
 cli 0 export --op gemm --dtype "$dtype" --samples -o "$out/fleet_samples.json.gz"
