@@ -184,7 +184,6 @@ class CampaignManager::Run {
     // before a sample is in.
     BT_RETURN_IF_ERROR(Plan(/*add=*/false));
     for (size_t i = 0; i < slots_.size(); ++i) Spawn(static_cast<int>(i));
-    last_tick_ = Clock::now();
     PublishProgress();
     BT_LOG(kInfo) << "campaign " << record_.id << " running on "
                   << slots_.size() << " GPU(s) of " << options_.daemon_name
@@ -258,7 +257,6 @@ class CampaignManager::Run {
     if (from <= 0 || now - from > kTickGapS) from = now;
     if (now > from) cursor.set_elapsed_s(cursor.elapsed_s() + (now - from));
     cursor.set_last_tick_unix(std::max(now, cursor.last_tick_unix()));
-    last_tick_ = Clock::now();
   }
 
   bool BudgetSpent(const tuner::CampaignCursor& cursor,
@@ -943,7 +941,6 @@ class CampaignManager::Run {
   int64_t restarts_ = 0;                      // not committed yet
   bool skipped_ = false;
   int64_t stored_here_ = 0;
-  Clock::time_point last_tick_ = Clock::now();
   Clock::time_point next_claim_ = Clock::now();
   std::deque<std::pair<Clock::time_point, int64_t>> rate_points_;
   std::vector<std::unique_ptr<Slot>> slots_;

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <pqxx/pqxx>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "server/schema.h"
@@ -375,9 +376,10 @@ class PgStore final : public TuningStore {
   // of one campaign across daemons; ClaimWork skips items others hold
   // locked (SKIP LOCKED), so claimers never wait on each other.
   StatusOr<CampaignRecord> PlanWork(int64_t id, const PlanFn& plan) override {
+    CampaignRecord record;
     BT_RETURN_IF_ERROR(WithConnection([&](pqxx::connection& c) -> Status {
       pqxx::work w(c);
-      BT_ASSIGN_OR_RETURN(CampaignRecord record, LockCampaign(w, id));
+      BT_ASSIGN_OR_RETURN(record, LockCampaign(w, id));
       const WorkTotals totals = ReadTotals(w, id);
       BT_ASSIGN_OR_RETURN(std::vector<WorkItem> items, plan(record, totals));
       BT_RETURN_IF_ERROR(Validate(record, "campaign"));
@@ -392,11 +394,13 @@ class PgStore final : public TuningStore {
                                      : WorkState::kQueued)));
         next += item.count;
       }
-      BT_RETURN_IF_ERROR(WriteCampaign(w, record, DeviceIds(w), NowUnix()));
+      const int64_t now = NowUnix();
+      BT_RETURN_IF_ERROR(WriteCampaign(w, record, DeviceIds(w), now));
       w.commit();
+      record.updated_unix = now;
       return OkStatus();
     }));
-    return GetCampaign(id);
+    return record;  // as written: no second read
   }
 
   StatusOr<std::optional<ClaimedWork>> ClaimWork(int64_t id,
@@ -462,9 +466,10 @@ class PgStore final : public TuningStore {
                                       const WorkCommit& work,
                                       const UpdateFn& update) override {
     BT_RETURN_IF_ERROR(Validate(work));
+    CampaignRecord record;
     BT_RETURN_IF_ERROR(WithConnection([&](pqxx::connection& c) -> Status {
       pqxx::work w(c);
-      BT_ASSIGN_OR_RETURN(CampaignRecord record, LockCampaign(w, id));
+      BT_ASSIGN_OR_RETURN(record, LockCampaign(w, id));
       for (int64_t first : work.items) {
         pqxx::result held = w.exec_params(
             "SELECT 1 FROM work_items WHERE campaign_id = $1 AND "
@@ -472,13 +477,18 @@ class PgStore final : public TuningStore {
             id, first, holder);
         if (held.empty()) return WorkLost(id, first);
       }
-      for (const SampleRecord& s : work.samples) {
-        if (s.seq < 0) continue;
-        if (!w.exec_params("SELECT 1 FROM samples WHERE campaign_id = $1 "
-                           "AND seq = $2",
-                           id, s.seq)
-                 .empty())
-          return SampleStored(id, s.seq);
+      // One read for the whole batch's seqs, not one per sample.
+      std::set<int64_t> seqs;
+      for (const SampleRecord& s : work.samples)
+        if (s.seq >= 0) seqs.insert(s.seq);
+      if (!seqs.empty()) {
+        for (const pqxx::row& row : w.exec_params(
+                 "SELECT seq FROM samples WHERE campaign_id = $1 AND "
+                 "seq >= $2 AND seq <= $3",
+                 id, *seqs.begin(), *seqs.rbegin())) {
+          const int64_t seq = row[0].as<int64_t>();
+          if (seqs.count(seq)) return SampleStored(id, seq);
+        }
       }
       const int64_t now = NowUnix();
       const DeviceIdFn device_id = DeviceIds(w);
@@ -493,9 +503,10 @@ class PgStore final : public TuningStore {
       BT_RETURN_IF_ERROR(Validate(record, "campaign"));
       BT_RETURN_IF_ERROR(WriteCampaign(w, record, device_id, now));
       w.commit();
+      record.updated_unix = now;
       return OkStatus();
     }));
-    return GetCampaign(id);
+    return record;  // as written: no second read
   }
 
   Status ReleaseWork(int64_t id, const std::string& holder,

@@ -463,11 +463,13 @@ class SqliteStore final : public TuningStore {
         q.reset();
         next += item.count;
       }
-      BT_RETURN_IF_ERROR(WriteCampaign(record, DeviceIds(), NowUnix()));
+      const int64_t now = NowUnix();
+      BT_RETURN_IF_ERROR(WriteCampaign(record, DeviceIds(), now));
       txn.commit();
+      record.updated_unix = now;
       return OkStatus();
     }));
-    return GetCampaign(id);
+    return record;  // as written: no second read
   }
 
   StatusOr<std::optional<ClaimedWork>> ClaimWork(int64_t id,
@@ -587,9 +589,10 @@ class SqliteStore final : public TuningStore {
       BT_RETURN_IF_ERROR(Validate(record, "campaign"));
       BT_RETURN_IF_ERROR(WriteCampaign(record, device_id, now));
       txn.commit();
+      record.updated_unix = now;
       return OkStatus();
     }));
-    return GetCampaign(id);
+    return record;  // as written: no second read
   }
 
   Status ReleaseWork(int64_t id, const std::string& holder,
