@@ -259,10 +259,10 @@ class CampaignManager::Run {
     cursor.set_last_tick_unix(std::max(now, cursor.last_tick_unix()));
   }
 
-  bool BudgetSpent(const tuner::CampaignCursor& cursor,
-                   const WorkTotals& totals) const {
+  // `planned`: candidates planned so far, a pre-work-item prefix included.
+  bool BudgetSpent(const tuner::CampaignCursor& cursor, int64_t planned) const {
     const CampaignSpec& spec = record_.spec;
-    if (spec.max_samples > 0 && totals.seqs >= spec.max_samples) return true;
+    if (spec.max_samples > 0 && planned >= spec.max_samples) return true;
     if (spec.minutes > 0 && cursor.elapsed_s() >= 60.0 * spec.minutes)
       return true;
     return false;
@@ -374,7 +374,7 @@ class CampaignManager::Run {
           }
           cursor.set_next_seq(planned + static_cast<int64_t>(n));
           cursor.set_plan_closed(true);
-        } else if (record.spec.retune_stale || BudgetSpent(cursor, totals)) {
+        } else if (record.spec.retune_stale || BudgetSpent(cursor, planned)) {
           cursor.set_plan_closed(true);
         } else {
           int64_t n = options_.item_size;
