@@ -30,11 +30,7 @@ using ::testing::HasSubstr;
 using namespace ::blocktune::testing;  // NOLINT
 using Clock = std::chrono::steady_clock;
 
-std::unique_ptr<grpc::ClientContext> Ctx() {
-  auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(90));
-  return ctx;
-}
+std::unique_ptr<grpc::ClientContext> Ctx() { return ContextWithDeadline(90); }
 
 class FleetTest : public ::testing::Test {
  protected:
