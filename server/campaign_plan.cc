@@ -118,6 +118,7 @@ StatusOr<std::unique_ptr<FamilyRotation>> FamilyRotation::Make(
     const DeviceProfile& profile, const std::string& sampler, uint64_t seed) {
   if (families.empty()) return InvalidArgument("a campaign needs a family");
   std::unique_ptr<FamilyRotation> r(new FamilyRotation());
+  r->seed_ = seed;
   for (size_t i = 0; i < families.size(); ++i) {
     BT_ASSIGN_OR_RETURN(Domain domain, DefaultDomain(*families[i]));
     BT_RETURN_IF_ERROR(SetPrecision(&domain, dtype));
@@ -149,7 +150,15 @@ FamilyRotation::State FamilyRotation::state(size_t i) const {
 }
 
 StatusOr<Candidate> FamilyRotation::Next(int64_t seq) {
-  return streams_[FamilyOf(seq)]->Next();
+  CandidateStream& stream = *streams_[FamilyOf(seq)];
+  const int64_t local = seq / static_cast<int64_t>(streams_.size());
+  if (contexts_per_kernel_ > 1 && local % contexts_per_kernel_ != 0) {
+    // Not the campaign's family seeds: FamilySeed of a far-off index.
+    const uint64_t seed =
+        FamilySeed(seed_ ^ 0x636F6E7465787473ull, static_cast<size_t>(seq) + 1);
+    if (std::optional<Candidate> c = stream.Another(seed)) return *c;
+  }
+  return stream.Next();
 }
 
 std::string RetunePlan::Summary(const CampaignSpec& spec,

@@ -82,13 +82,26 @@ class FamilyRotation {
   // Candidate `seq`, drawn from family FamilyOf(seq). A campaign asks for
   // seq = n, n+1, n+2 ... after restoring every family to where candidate
   // n-1 left it.
+  //
+  // With contexts_per_kernel k > 1, a family's candidates come in groups
+  // of k: the first is the stream's next candidate, the others are the
+  // same kernel in other contexts (CandidateStream::Another, seeded from
+  // the campaign's seed and seq), so the worker compiles once for k
+  // samples. Groups are aligned on seq (family-local index seq / size()
+  // a multiple of k starts one); a group whose first candidate was drawn
+  // before the last Restore, or whose kernel finds no other context,
+  // starts afresh with the stream's next candidate.
   StatusOr<Candidate> Next(int64_t seq);
+  void set_contexts_per_kernel(int k) { contexts_per_kernel_ = k < 1 ? 1 : k; }
+  int contexts_per_kernel() const { return contexts_per_kernel_; }
 
  private:
   FamilyRotation() = default;
   std::vector<const KernelFamily*> families_;
   std::vector<std::unique_ptr<CandidateStream>> streams_;
   std::vector<State> base_;  // restored counters; the stream adds its own
+  uint64_t seed_ = 0;
+  int contexts_per_kernel_ = 1;
 };
 
 // What a retune_stale campaign re-measures, and what it leaves out.

@@ -155,6 +155,57 @@ TEST(FamilyRotationTest, DrawsBf16ContextsForGemmMma) {
   }
 }
 
+// contexts_per_kernel 4: each family's candidates come in groups of four
+// that share parameters and PTX in distinct contexts (where a kernel finds
+// none, the next candidate starts a group of its own); a rotation restored
+// at a group boundary plans the same groups again.
+TEST(FamilyRotationTest, GroupsShareOneKernelOverDistinctContexts) {
+  auto mma = FindFamily("gemm.mma");
+  auto wgmma = FindFamily("gemm.wgmma");
+  ASSERT_TRUE(mma.ok() && wgmma.ok());
+  const DeviceProfile h100 = Profile("h100");
+  auto make = [&] {
+    return FamilyRotation::Make({*mma, *wgmma}, DType::kBf16, h100, "bayes", 3);
+  };
+  auto grouped = make();
+  ASSERT_TRUE(grouped.ok()) << grouped.status().ToString();
+  (*grouped)->set_contexts_per_kernel(4);
+  std::vector<Candidate> list;
+  for (int64_t seq = 0; seq < 64; ++seq) {
+    auto c = (*grouped)->Next(seq);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    list.push_back(*c);
+  }
+  int followers = 0;
+  for (int64_t seq = 0; seq < 64; ++seq) {
+    const Candidate& c = list[seq];
+    const int64_t local = seq / 2;
+    if (local % 4 == 0) continue;
+    const Candidate& base = list[seq - 2 * (local % 4)];
+    if (!(c.params == base.params)) continue;  // no other context was found
+    ++followers;
+    EXPECT_EQ(c.family, base.family);
+    for (int64_t prev = seq - 2; prev >= seq - 2 * (local % 4); prev -= 2)
+      EXPECT_FALSE(list[prev].ctx == c.ctx) << seq << " repeats a context";
+    auto a = c.family->Generate(c.problem(), c.params, "sm_90");
+    auto b = base.family->Generate(base.problem(), base.params, "sm_90");
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->ptx, b->ptx) << seq;
+  }
+  EXPECT_GE(followers, 40) << "of 48: most kernels run in other contexts";
+
+  // Restored at seq 32 (a group boundary): the same candidates.
+  auto resumed = make();
+  ASSERT_TRUE(resumed.ok());
+  (*resumed)->set_contexts_per_kernel(4);
+  auto replay = make();
+  (*replay)->set_contexts_per_kernel(4);
+  for (int64_t seq = 0; seq < 32; ++seq) ASSERT_TRUE((*replay)->Next(seq).ok());
+  for (size_t i = 0; i < 2; ++i) (*resumed)->Restore(i, (*replay)->state(i));
+  for (int64_t seq = 32; seq < 64; ++seq)
+    EXPECT_EQ(*(*resumed)->Next(seq), list[seq]) << seq;
+}
+
 // ------------------------------------------------------------- retune --
 
 GemmContext Gemm(int64_t m, DType dtype) {

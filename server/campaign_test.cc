@@ -4,6 +4,8 @@
 // precisions and kernel families, and retune_stale (issue 19).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <map>
 #include <signal.h>
 
 #include <chrono>
@@ -413,6 +415,19 @@ TEST_F(CampaignTest, ABf16ConvCampaignMeasuresConvMma) {
         conv_mma.CanImplement(Problem(s.context), s.kernel.params, h100).ok())
         << s.seq;
   }
+  // Four contexts per kernel (the daemon's default): most samples after a
+  // group's first share its parameters, each in a context of its own.
+  std::map<int64_t, const SampleRecord*> by_seq;
+  for (const SampleRecord& s : samples) by_seq[s.seq] = &s;
+  int followers = 0;
+  for (const auto& [seq, s] : by_seq) {
+    if (seq % 4 == 0) continue;
+    const SampleRecord& first = *by_seq.at(seq - seq % 4);
+    if (!(s->kernel.params == first.kernel.params)) continue;
+    ++followers;
+    EXPECT_FALSE(s->context == first.context) << seq;
+  }
+  EXPECT_GE(followers, 60) << "of 90";
 }
 
 TEST_F(CampaignTest, AnFp32CampaignStillMeasuresGemmFfma) {

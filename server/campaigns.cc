@@ -232,6 +232,8 @@ class CampaignManager::Run {
                       tuner::CampaignCursor& cursor) const {
     if (!rotation_ || cursor.families_size() > 0) return;
     const bool legacy = cursor.rng_size() == 4;
+    if (!legacy && record.samples_ok + record.samples_failed == 0)
+      cursor.set_contexts_per_kernel(options_.contexts_per_kernel);
     for (size_t i = 0; i < rotation_->size(); ++i) {
       tuner::FamilyCursor* fc = cursor.add_families();
       fc->set_family(std::string(rotation_->family(i).name()));
@@ -284,6 +286,7 @@ class CampaignManager::Run {
         rotation_->Restore(i, initial_[i]);  // none drawn from it yet
       }
     }
+    rotation_->set_contexts_per_kernel(cursor.contexts_per_kernel());
     tuner::PlannedWork planned;
     for (int64_t seq = first; seq < first + count; ++seq) {
       BT_ASSIGN_OR_RETURN(Candidate c, rotation_->Next(seq));

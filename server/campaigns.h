@@ -73,6 +73,12 @@ struct CampaignOptions {
   int lease_s = 60;
   int item_size = 64;
   int poll_ms = 2000;
+  // A new campaign measures each sampled kernel in this many contexts
+  // (FamilyRotation::Next), so the worker compiles once per k samples; 1:
+  // every sample its own draw, as the thesis samples. Fixed in the
+  // campaign's cursor when it first runs, so every daemon of a fleet and
+  // every resume plans the same way; campaigns from before it plan with 1.
+  int contexts_per_kernel = 4;
 };
 
 // What WatchCampaign streams, besides the stored record.

@@ -354,6 +354,7 @@ int RunDaemon(const DaemonOptions& options) {
   campaign_options.holder =
       campaign_options.daemon_name + "/" + std::to_string(getpid());
   campaign_options.lease_s = options.lease_s;
+  campaign_options.contexts_per_kernel = options.contexts_per_kernel;
   std::vector<DeviceFingerprint> gpus;
   std::string gpu_status;
   if (options.fake_gpus > 0) {

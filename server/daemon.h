@@ -39,6 +39,7 @@ struct DaemonOptions {
   // stays its own without a renewal (a daemon that died loses it then).
   std::string name;
   int lease_s = 60;
+  int contexts_per_kernel = 4;  // CampaignOptions::contexts_per_kernel
 };
 
 inline constexpr int kMaxImportMib = 16384;

@@ -80,6 +80,12 @@ int main(int argc, char** argv) {
                  "a renewal; a daemon that dies loses its items after this")
       ->check(CLI::Range(2, 3600))
       ->capture_default_str();
+  app.add_option("--contexts-per-kernel", options.contexts_per_kernel,
+                 "a new campaign measures each sampled kernel in this many "
+                 "contexts (the same PTX, compiled once); 1: every sample "
+                 "its own draw")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   app.add_option("--log-level", options.log_level,
                  "debug, info, warning or error")
       ->capture_default_str();

@@ -1,9 +1,15 @@
 #include "tuner/candidate_stream.h"
 
+#include <algorithm>
+
 namespace blocktune {
 
-CandidateStream::CandidateStream(Domain domain, RuleSet rules, uint64_t seed)
-    : domain_(std::move(domain)), rules_(std::move(rules)), rng_(seed) {}
+CandidateStream::CandidateStream(Domain domain, RuleSet rules, uint64_t seed,
+                                 std::string arch)
+    : domain_(std::move(domain)),
+      rules_(std::move(rules)),
+      rng_(seed),
+      arch_(std::move(arch)) {}
 
 StatusOr<std::unique_ptr<CandidateStream>> CandidateStream::Make(
     Domain domain, const DeviceProfile& profile, const std::string& sampler,
@@ -14,8 +20,10 @@ StatusOr<std::unique_ptr<CandidateStream>> CandidateStream::Make(
   }
   BT_ASSIGN_OR_RETURN(RuleSet rules,
                       RuleSet::ForSampling(*domain.family, profile));
+  const std::string arch = "sm_" + std::to_string(profile.cc_major) +
+                           std::to_string(profile.cc_minor);
   std::unique_ptr<CandidateStream> s(
-      new CandidateStream(std::move(domain), std::move(rules), seed));
+      new CandidateStream(std::move(domain), std::move(rules), seed, arch));
   if (sampler == "uniform") {
     s->sampler_ = std::make_unique<UniformSampler>(s->domain_);
     return s;
@@ -44,11 +52,50 @@ StatusOr<Candidate> CandidateStream::Next() {
     Candidate c = Materialize(domain_, draw);
     if (rules_.FirstFailing(c) < 0) {
       ++accepted_;
+      last_ = draw;
+      last_ptx_.clear();
+      last_contexts_ = {c.ctx};
       return c;
     }
   }
   return FailedPrecondition(
       "the sampling domain rejected 10000000 draws in a row");
+}
+
+void CandidateStream::set_rng_state(const std::array<uint64_t, 4>& s) {
+  rng_.set_state(s);
+  last_.reset();
+  last_ptx_.clear();
+  last_contexts_.clear();
+}
+
+std::optional<Candidate> CandidateStream::Another(uint64_t seed, int tries) {
+  if (!last_) return std::nullopt;
+  const Candidate base = Materialize(domain_, *last_);
+  if (last_ptx_.empty()) {
+    auto kernel = base.family->Generate(base.problem(), base.params, arch_);
+    if (!kernel.ok()) return std::nullopt;
+    last_ptx_ = std::move(kernel->ptx);
+  }
+  Rng rng(seed);
+  for (int t = 0; t < tries; ++t) {
+    Draw draw;
+    sampler_->Propose(rng, &draw);
+    ++draws_;
+    for (int i = 0; i < domain_.family_params; ++i)
+      draw.index[i] = last_->index[i];
+    Candidate c = Materialize(domain_, draw);
+    if (rules_.FirstFailing(c) >= 0) continue;
+    if (std::find(last_contexts_.begin(), last_contexts_.end(), c.ctx) !=
+        last_contexts_.end())
+      continue;
+    auto kernel = c.family->Generate(c.problem(), c.params, arch_);
+    if (!kernel.ok() || kernel->ptx != last_ptx_) continue;
+    ++accepted_;
+    last_contexts_.push_back(c.ctx);
+    return c;
+  }
+  return std::nullopt;
 }
 
 }  // namespace blocktune

@@ -39,6 +39,7 @@
 #include "kernels/cuda_driver.h"
 #include "kernels/ptx_compiler.h"
 #include "tuner/check_ptx.h"
+#include "tuner/compile_cache.h"
 #include "tuner/device_profile.h"
 #include "tuner/kernel_launch.h"
 #include "tuner/worker.h"
@@ -111,7 +112,11 @@ class GpuBackend : public WorkerBackend {
     s->kernel = std::move(*kernel);
     if (compiler_ != nullptr) {
       // gemm.wgmma's PTX is for sm_90a, not the device's generic arch.
-      auto cubin = compiler_->Compile(s->kernel.ptx, TargetOf(s->kernel, arch_));
+      auto cubin = compiled_.Get(
+          s->kernel.ptx, TargetOf(s->kernel, arch_),
+          [this](const std::string& ptx, const std::string& target) {
+            return compiler_->Compile(ptx, target);
+          });
       if (!cubin.ok()) {
         s->status = cubin.status();
         s->failure = "compile_error";
@@ -466,6 +471,7 @@ class GpuBackend : public WorkerBackend {
   KernelLimits limits_;  // what CanImplement checks, from the device
   std::string arch_ = "sm_90";
   const PtxCompiler* compiler_ = nullptr;
+  CompileCache compiled_;  // one kernel measured in several contexts
   std::unique_ptr<cuda::Module> helpers_;
   cuda::Function fill_, fill_16_, set32_, check_gemm_, check_conv_,
       nonfinite_, clock_, flush_read_;
