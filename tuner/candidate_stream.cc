@@ -81,7 +81,6 @@ std::optional<Candidate> CandidateStream::Another(uint64_t seed, int tries) {
   for (int t = 0; t < tries; ++t) {
     Draw draw;
     sampler_->Propose(rng, &draw);
-    ++draws_;
     for (int i = 0; i < domain_.family_params; ++i)
       draw.index[i] = last_->index[i];
     Candidate c = Materialize(domain_, draw);
@@ -91,7 +90,6 @@ std::optional<Candidate> CandidateStream::Another(uint64_t seed, int tries) {
       continue;
     auto kernel = c.family->Generate(c.problem(), c.params, arch_);
     if (!kernel.ok() || kernel->ptx != last_ptx_) continue;
-    ++accepted_;
     last_contexts_.push_back(c.ctx);
     return c;
   }

@@ -38,8 +38,8 @@ class CandidateStream {
   // context is new to this kernel, and the family generates the very same
   // PTX for it, so the worker measures it without compiling again. At
   // most `tries` proposals; nullopt when none passes, or when there is no
-  // last candidate (after set_rng_state). Counts its draws and
-  // acceptances like Next().
+  // last candidate (after set_rng_state). Its proposals are not the
+  // sampler's: draws() and accepted() do not count them.
   std::optional<Candidate> Another(uint64_t seed, int tries = 64);
 
   std::array<uint64_t, 4> rng_state() const { return rng_.state(); }

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Issue 20's campaigns on one box: one daemon (SQLite, every GPU of the box
+# unless GPUS is set) runs the campaigns named on the command line one after
+# another; for each, OUT gets the watch, the final progress (JSON) and the
+# samples (a dataset, the input of `blocktune import` and training), and
+# OUT/report.txt one line: samples, wall time, samples per second,
+# acceptance, failures by kind, verified share, samples per family.
+#
+#   scripts/campaigns_device.sh OUT BUILD OP:DTYPE:SAMPLES [...]
+#   scripts/campaigns_device.sh out build-gpu gemm:bf16:23000 conv:tf32:20000
+#
+#   CONTEXTS=K   blocktuned --contexts-per-kernel K (default: the daemon's)
+#   SEED=S       the first campaign's seed (default 11); each next one +1
+#   MINUTES=M    a time budget for each campaign too (whichever ends first)
+#   FAKE=1       a fake GPU (a check of this script where there is none)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: scripts/campaigns_device.sh OUT BUILD OP:DTYPE:SAMPLES ...}
+build=${2:?usage: scripts/campaigns_device.sh OUT BUILD OP:DTYPE:SAMPLES ...}
+shift 2
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+prefix=$PWD/.deps/prefix
+if [[ -d $prefix ]]; then
+  export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+run=$(mktemp -d /tmp/campaigns.XXXXXX)
+flags=(--db "$run/store.db" --listen "unix:$run/d.sock")
+[[ -n ${CONTEXTS:-} ]] && flags+=(--contexts-per-kernel "$CONTEXTS")
+[[ -n ${GPUS:-} ]] && flags+=(--gpus "$GPUS")
+[[ -n ${FAKE:-} ]] && flags+=(--fake-gpus 1 --fake-worker measure_us=2000)
+"$build/server/blocktuned" "${flags[@]}" 2>"$run/daemon.log" &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null || true; wait $pid 2>/dev/null || true;
+      cp "$run/daemon.log" "$out/" 2>/dev/null || true' EXIT
+for _ in $(seq 300); do
+  grep -q "listening on" "$run/daemon.log" && break
+  kill -0 "$pid" || { cat "$run/daemon.log"; exit 1; }
+  sleep 0.1
+done
+grep "GPU(s) in use" -A1 "$run/daemon.log" | tee "$out/device.txt"
+nproc | sed 's/^/cpu cores: /' | tee -a "$out/device.txt"
+cli() { "$build/client/blocktune" --server "unix:$run/d.sock" "$@"; }
+seed=${SEED:-11}
+for spec in "$@"; do
+  IFS=: read -r op dtype samples <<<"$spec"
+  name="${op}_${dtype}_${samples}"
+  id=$(cli --json campaign start --op "$op" --dtype "$dtype" \
+         --max-samples "$samples" ${MINUTES:+--minutes "$MINUTES"} \
+         --seed "$seed" --label "$name" |
+       python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
+  seed=$((seed + 1))
+  start=$(date +%s.%N)
+  cli campaign watch "$id" >"$out/${name}_watch.txt"
+  end=$(date +%s.%N)
+  cli --json campaign watch "$id" | tail -c 20000 >"$out/${name}_progress.json" || true
+  cli export --op "$op" --dtype "$dtype" --samples \
+    -o "$out/${op}-${dtype}-samples.json.gz"
+  python3 - "$out/${name}_watch.txt" "$out/${name}_progress.json" "$start" \
+    "$end" "$name" <<'PY' | tee -a "$out/report.txt"
+import json, re, sys
+watch, progress, start, end, name = sys.argv[1:]
+text = open(progress).read()
+# The last JSON object the watch printed.
+decoder, last, i = json.JSONDecoder(), None, 0
+while True:
+    j = text.find("{", i)
+    if j < 0: break
+    try:
+        obj, i = decoder.raw_decode(text, j)
+        last = obj
+    except ValueError:
+        i = j + 1
+p = last or {}
+c = p.get("campaign", {})
+done = int(c.get("samples_ok", 0)) + int(c.get("samples_failed", 0))
+wall = float(end) - float(start)
+elapsed = float(p.get("elapsed_seconds", 0) or 0)
+fails = p.get("failures", {}) or {}
+fam = p.get("samples_by_family", {}) or {}
+ver = int(p.get("verified", 0) or 0)
+print(f"{name}: {c.get('state', '?')} {done} samples in {wall:.1f} s wall "
+      f"({elapsed:.1f} s campaign time) = {done / wall:.1f} samples/s; "
+      f"acceptance {100 * float(p.get('acceptance', 0) or 0):.1f}%; "
+      f"failures {dict(fails) if fails else 'none'}; "
+      f"verified {ver}/{done} ({100 * ver / max(done, 1):.1f}%); "
+      f"families {dict(fam)}")
+PY
+done
