@@ -16,6 +16,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+std::string Fixed(double v, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", digits, v);
+  return text;
+}
+
 double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -333,6 +339,12 @@ class CampaignManager::Run {
   // retune plans its whole list at once), else the plan is closed; a
   // closed plan whose items are all done ends the campaign.
   Status Plan(bool add) {
+    const auto start = Clock::now();
+    Status st = PlanUntimed(add);
+    plan_s_ += Since(start);
+    return st;
+  }
+  Status PlanUntimed(bool add) {
     std::optional<RetunePlan> retune;
     if (add && record_.spec.retune_stale) {
       BT_ASSIGN_OR_RETURN(tuner::CampaignCursor c, ReadCursor(record_));
@@ -527,7 +539,11 @@ class CampaignManager::Run {
                       << (record_.samples_ok + record_.samples_failed)
                       << " samples, " << stored_here_ << " of them from "
                       << options_.daemon_name
-                      << (record_.message.empty() ? "" : ": " + record_.message);
+                      << (record_.message.empty() ? "" : ": " + record_.message)
+                      << "; the store took " << Fixed(plan_s_, 1)
+                      << " s planning, " << Fixed(claim_s_, 1)
+                      << " s claiming, " << Fixed(commit_s_, 1)
+                      << " s committing";
         return OkStatus();
       }
     }
@@ -544,9 +560,11 @@ class CampaignManager::Run {
     for (const auto& slot : slots_) in_flight += slot->sent.size();
     while (static_cast<int>(todo_.size()) + in_flight < 2 * capacity) {
       if (Clock::now() < next_claim_) return OkStatus();
+      const auto claiming = Clock::now();
       BT_ASSIGN_OR_RETURN(std::optional<ClaimedWork> claimed,
                           store_->ClaimWork(record_.id, options_.holder,
                                             options_.lease_s));
+      claim_s_ += Since(claiming);
       if (!claimed) {
         if (!cursor_.plan_closed()) {
           BT_RETURN_IF_ERROR(Plan(/*add=*/true));
@@ -755,6 +773,12 @@ class CampaignManager::Run {
   // Items another daemon took over meanwhile are dropped, their samples
   // with them (that daemon measures them).
   Status CommitDone() {
+    const auto start = Clock::now();
+    Status st = CommitDoneUntimed();
+    commit_s_ += Since(start);
+    return st;
+  }
+  Status CommitDoneUntimed() {
     for (int attempt = 0;; ++attempt) {
       WorkCommit work;
       for (const auto& [first, held] : held_) {
@@ -944,6 +968,9 @@ class CampaignManager::Run {
   int64_t restarts_ = 0;                      // not committed yet
   bool skipped_ = false;
   int64_t stored_here_ = 0;
+  // The store's share of this daemon's time on the campaign (its log's
+  // last line): planning items, claiming them, committing samples.
+  double plan_s_ = 0, claim_s_ = 0, commit_s_ = 0;
   Clock::time_point next_claim_ = Clock::now();
   std::deque<std::pair<Clock::time_point, int64_t>> rate_points_;
   std::vector<std::unique_ptr<Slot>> slots_;

@@ -31,9 +31,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <list>
 #include <map>
+#include <mutex>
 #include <random>
 
 #include "kernels/cuda_driver.h"
@@ -127,6 +129,25 @@ class GpuBackend : public WorkerBackend {
       s->image = s->kernel.ptx;  // the driver JITs it at load
     }
     s->compile_s = std::chrono::duration<double>(Clock::now() - start).count();
+    std::lock_guard lock(account_mu_);
+    prepare_s_ += s->compile_s;
+  }
+
+  std::string TimeReport() const override {
+    double prepare_s;
+    {
+      std::lock_guard lock(account_mu_);
+      prepare_s = prepare_s_;
+    }
+    char text[400];
+    std::snprintf(text, sizeof(text),
+                  "of that: load %.1f s, check %.1f s, timed runs %.1f s, "
+                  "clock %.1f s; compile threads: %.1f s generating and "
+                  "compiling, %lld texts compiled, %lld reused",
+                  load_s_, check_s_, runs_s_, clock_s_, prepare_s,
+                  static_cast<long long>(compiled_.compiles()),
+                  static_cast<long long>(compiled_.hits()));
+    return text;
   }
 
   tuner::WorkResult Measure(const PreparedSample& s, bool* broken) override {
@@ -411,6 +432,12 @@ class GpuBackend : public WorkerBackend {
   Status MeasureOnGpu(const PreparedSample& s, tuner::WorkResult* r) {
     BT_RETURN_IF_ERROR(CheckFits(s.problem, s.kernel));
     bool fresh = false;
+    auto lap = Clock::now();
+    auto account = [&lap](double* into) {
+      const auto now = Clock::now();
+      *into += std::chrono::duration<double>(now - lap).count();
+      lap = now;
+    };
     BT_ASSIGN_OR_RETURN(LoadedKernel * gemm, Load(s, &fresh));
     const KernelOperands ops = Operands();
     BT_RETURN_IF_ERROR(FillInputs(CheckType(DTypeOf(s.problem.ctx))));
@@ -427,8 +454,10 @@ class GpuBackend : public WorkerBackend {
     const bool verify =
         fresh || std::uniform_real_distribution<>(0, 1)(rng_) <
                      options_.verify_fraction;
+    account(&load_s_);
     if (verify) {
       BT_RETURN_IF_ERROR(Check(s.problem, *gemm, ops, r));
+      account(&check_s_);
       if (r->status() == "wrong_result") return OkStatus();
     }
     // The checked run warms the kernel up; without one, an untimed run
@@ -454,7 +483,9 @@ class GpuBackend : public WorkerBackend {
       measurements = 2;
       if (again.spread < best.spread) best = again;
     }
+    account(&runs_s_);
     BT_ASSIGN_OR_RETURN(double mhz, SmClockMhz());
+    account(&clock_s_);
     r->set_status("ok");
     r->set_median_s(best.median_s);
     r->set_spread(best.spread);
@@ -472,6 +503,11 @@ class GpuBackend : public WorkerBackend {
   std::string arch_ = "sm_90";
   const PtxCompiler* compiler_ = nullptr;
   CompileCache compiled_;  // one kernel measured in several contexts
+  // Where the time went (TimeReport): the GPU thread's phases, and the
+  // compile threads' generation and compilation.
+  double load_s_ = 0, check_s_ = 0, runs_s_ = 0, clock_s_ = 0;
+  mutable std::mutex account_mu_;
+  double prepare_s_ = 0;
   std::unique_ptr<cuda::Module> helpers_;
   cuda::Function fill_, fill_16_, set32_, check_gemm_, check_conv_,
       nonfinite_, clock_, flush_read_;

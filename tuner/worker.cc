@@ -1,6 +1,10 @@
 #include "tuner/worker.h"
 
+#include <unistd.h>
+
+#include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -233,7 +237,27 @@ int RunWorker(WorkerBackend& backend, int in_fd, int out_fd,
     });
   }
   int code = 0;
-  while (auto s = pipeline->PopReady()) {
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::duration d) {
+    return std::chrono::duration<double>(d).count();
+  };
+  const auto began = Clock::now();
+  int64_t measured = 0;
+  double wait_s = 0, measure_s = 0;
+  auto report = [&] {
+    const std::string more = backend.TimeReport();
+    std::fprintf(stderr,
+                 "worker %d: %lld samples in %.1f s: the GPU thread waited "
+                 "%.1f s for compiled samples and measured %.1f s%s%s\n",
+                 static_cast<int>(getpid()), static_cast<long long>(measured),
+                 seconds(Clock::now() - began), wait_s, measure_s,
+                 more.empty() ? "" : "; ", more.c_str());
+  };
+  for (auto waited = Clock::now();; waited = Clock::now()) {
+    std::unique_ptr<PreparedSample> s = pipeline->PopReady();
+    wait_s += seconds(Clock::now() - waited);
+    if (!s) break;
+    const auto measuring = Clock::now();
     tuner::WorkerMessage started;
     started.mutable_started()->set_seq(s->item.seq());
     if (!WriteMessage(out_fd, started).ok()) {
@@ -244,6 +268,10 @@ int RunWorker(WorkerBackend& backend, int in_fd, int out_fd,
     tuner::WorkerMessage result;
     *result.mutable_result() = backend.Measure(*s, &broken);
     result.mutable_result()->set_seq(s->item.seq());
+    measure_s += seconds(Clock::now() - measuring);
+    ++measured;
+    if (options.report_every > 0 && measured % options.report_every == 0)
+      report();  // the daemon ends a worker with SIGKILL: no last line
     if (!WriteMessage(out_fd, result).ok()) {
       code = 1;
       break;

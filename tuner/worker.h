@@ -54,10 +54,17 @@ class WorkerBackend {
   // GPU work, on one thread. Sets *broken after a sticky error.
   virtual tuner::WorkResult Measure(const PreparedSample& sample,
                                     bool* broken) = 0;
+  // Where the backend's time went so far, for the worker's periodic line
+  // on stderr (the daemon's log); "" when it keeps no account.
+  virtual std::string TimeReport() const { return ""; }
 };
 
 struct WorkerOptions {
   int compile_threads = 0;  // 0: the cores less one, at least 1
+  // Every this many samples the worker writes one line on stderr (the
+  // daemon's log): samples, wall time, how long the GPU thread waited for
+  // a compiled sample and how long it measured, and the backend's account.
+  int report_every = 1000;
 };
 
 // Serves `in_fd` / `out_fd` until the daemon closes the pipe or says
