@@ -221,7 +221,9 @@ SET_DONE:
   mov.u32 %r0, %ctaid.x;
   mov.u32 %r1, %ntid.x;
   mov.u32 %r2, %tid.x;
-  mad.lo.u32 %r3, %r0, %r1, %r2;          // t
+  mad.lo.u32 %r24, %r0, %r1, %r2;
+  shr.u32 %r3, %r24, 5;                   // t: a warp per point
+  and.b32 %r25, %r24, 31;                 // lane: k = lane, lane + 32, ...
   ld.param.u32 %r4, [p_points];
   setp.ge.u32 %p0, %r3, %r4;
   @%p0 bra GEMM_DONE;
@@ -278,12 +280,17 @@ SET_DONE:
   mul.lo.u64 %rd9, %rd9, %rd20;
   add.u64 %rd12, %rd10, %rd5;             // &op(A)[i][0]
   add.u64 %rd13, %rd11, %rd8;             // &op(B)[0][j]
+  cvt.u64.u32 %rd22, %r25;
+  mad.lo.u64 %rd12, %rd6, %rd22, %rd12;   // this lane's first k
+  mad.lo.u64 %rd13, %rd9, %rd22, %rd13;
+  shl.b64 %rd6, %rd6, 5;                  // 32 steps of k
+  shl.b64 %rd9, %rd9, 5;
   mov.f64 %fd0, 0d0000000000000000;       // sum
   mov.f64 %fd1, 0d0000000000000000;       // sum of |products|
-  mov.u32 %r19, 0;
+  mov.u32 %r19, %r25;
 GEMM_LOOP:
   setp.ge.u32 %p5, %r19, %r7;
-  @%p5 bra GEMM_COMPARE;
+  @%p5 bra GEMM_SUMS;
   call (%f0), blocktune_load, (%rd12, %r21);
   call (%f1), blocktune_load, (%rd13, %r21);
   cvt.f64.f32 %fd2, %f0;
@@ -294,8 +301,27 @@ GEMM_LOOP:
   add.f64 %fd1, %fd1, %fd4;
   add.u64 %rd12, %rd12, %rd6;
   add.u64 %rd13, %rd13, %rd9;
-  add.u32 %r19, %r19, 1;
+  add.u32 %r19, %r19, 32;
   bra GEMM_LOOP;
+GEMM_SUMS:
+  // the warp's partial sums, added by butterfly: every lane has both
+  mov.u32 %r26, 16;
+GEMM_BFLY:
+  mov.b64 {%r10, %r13}, %fd0;
+  shfl.sync.bfly.b32 %r10, %r10, %r26, 31, -1;
+  shfl.sync.bfly.b32 %r13, %r13, %r26, 31, -1;
+  mov.b64 %fd2, {%r10, %r13};
+  add.f64 %fd0, %fd0, %fd2;
+  mov.b64 {%r10, %r13}, %fd1;
+  shfl.sync.bfly.b32 %r10, %r10, %r26, 31, -1;
+  shfl.sync.bfly.b32 %r13, %r13, %r26, 31, -1;
+  mov.b64 %fd2, {%r10, %r13};
+  add.f64 %fd1, %fd1, %fd2;
+  shr.u32 %r26, %r26, 1;
+  setp.ne.u32 %p5, %r26, 0;
+  @%p5 bra GEMM_BFLY;
+  setp.ne.u32 %p5, %r25, 0;
+  @%p5 bra GEMM_DONE;                     // lane 0 compares
 GEMM_COMPARE:
   ld.param.u32 %r20, [p_ldc];
   mul.wide.u32 %rd14, %r11, %r20;
@@ -333,7 +359,9 @@ GEMM_DONE:
   mov.u32 %r0, %ctaid.x;
   mov.u32 %r1, %ntid.x;
   mov.u32 %r2, %tid.x;
-  mad.lo.u32 %r3, %r0, %r1, %r2;          // t
+  mad.lo.u32 %r43, %r0, %r1, %r2;
+  shr.u32 %r3, %r43, 5;                   // t: a warp per point
+  and.b32 %r43, %r43, 31;                 // lane: c = lane, lane + 32, ...
   ld.param.u32 %r4, [p_points];
   setp.ge.u32 %p0, %r3, %r4;
   @%p0 bra CONV_DONE;
@@ -387,12 +415,15 @@ GEMM_DONE:
   selp.b64 %rd8, 4, 2, %p8;               // bytes of an input
   setp.eq.u32 %p9, %r42, 0;
   selp.b64 %rd9, 4, 2, %p9;               // bytes of an output
+  mul.wide.u32 %rd10, %r43, 1;
+  mul.lo.u64 %rd10, %rd10, %rd8;          // the lane's first c, in bytes
+  shl.b64 %rd11, %rd8, 5;                 // 32 steps of c
   mov.f64 %fd0, 0d0000000000000000;
   mov.f64 %fd1, 0d0000000000000000;
   mov.u32 %r34, 0;                        // r
 CONV_R:
   setp.ge.u32 %p3, %r34, %r10;
-  @%p3 bra CONV_COMPARE;
+  @%p3 bra CONV_SUMS;
   mad.lo.s32 %r35, %r34, %r30, %r32;      // h = h0 + r*dil
   mov.u32 %r36, 0;                        // s
 CONV_S:
@@ -420,7 +451,9 @@ CONV_S:
   mul.wide.u32 %rd3, %r39, %r8;
   mul.lo.u64 %rd3, %rd3, %rd8;
   add.u64 %rd3, %rd1, %rd3;
-  mov.u32 %r40, 0;                        // c
+  add.u64 %rd2, %rd2, %rd10;
+  add.u64 %rd3, %rd3, %rd10;
+  mov.u32 %r40, %r43;                     // c
 CONV_C:
   setp.ge.u32 %p7, %r40, %r8;
   @%p7 bra CONV_S_NEXT;
@@ -432,9 +465,9 @@ CONV_C:
   add.f64 %fd0, %fd0, %fd4;
   abs.f64 %fd4, %fd4;
   add.f64 %fd1, %fd1, %fd4;
-  add.u64 %rd2, %rd2, %rd8;
-  add.u64 %rd3, %rd3, %rd8;
-  add.u32 %r40, %r40, 1;
+  add.u64 %rd2, %rd2, %rd11;
+  add.u64 %rd3, %rd3, %rd11;
+  add.u32 %r40, %r40, 32;
   bra CONV_C;
 CONV_S_NEXT:
   add.u32 %r36, %r36, 1;
@@ -442,6 +475,24 @@ CONV_S_NEXT:
 CONV_R_NEXT:
   add.u32 %r34, %r34, 1;
   bra CONV_R;
+CONV_SUMS:
+  mov.u32 %r44, 16;
+CONV_BFLY:
+  mov.b64 {%r45, %r46}, %fd0;
+  shfl.sync.bfly.b32 %r45, %r45, %r44, 31, -1;
+  shfl.sync.bfly.b32 %r46, %r46, %r44, 31, -1;
+  mov.b64 %fd2, {%r45, %r46};
+  add.f64 %fd0, %fd0, %fd2;
+  mov.b64 {%r45, %r46}, %fd1;
+  shfl.sync.bfly.b32 %r45, %r45, %r44, 31, -1;
+  shfl.sync.bfly.b32 %r46, %r46, %r44, 31, -1;
+  mov.b64 %fd2, {%r45, %r46};
+  add.f64 %fd1, %fd1, %fd2;
+  shr.u32 %r44, %r44, 1;
+  setp.ne.u32 %p3, %r44, 0;
+  @%p3 bra CONV_BFLY;
+  setp.ne.u32 %p3, %r43, 0;
+  @%p3 bra CONV_DONE;                     // lane 0 compares
 CONV_COMPARE:
   // y[pixel][k], NPQK
   mul.wide.u32 %rd4, %r18, %r9;

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -64,6 +65,48 @@ TEST(CompileCacheTest, KeepsErrorsAndForgetsTheOldest) {
   EXPECT_EQ(calls, 3);
   EXPECT_FALSE(cache.Get("bad", "sm_90", compile).ok());
   EXPECT_EQ(calls, 4);
+}
+
+// A caller that finds the text being compiled is not held up: its
+// continuation runs on the compiling thread, with the image, once.
+TEST(CompileCacheTest, DefersToTheThreadThatCompiles) {
+  CompileCache cache;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> calls{0};
+  auto compile = [&](const std::string& ptx,
+                     const std::string&) -> StatusOr<std::string> {
+    ++calls;
+    released.wait();
+    return "image of " + ptx;
+  };
+  std::thread first([&] {
+    auto image = cache.GetOrDefer("ptx", "sm_90", compile, nullptr);
+    ASSERT_TRUE(image.has_value());
+    EXPECT_EQ(**image, "image of ptx");
+  });
+  while (cache.compiles() == 0) std::this_thread::yield();
+  std::vector<std::string> later;
+  std::thread::id ran_on;
+  for (int i = 0; i < 3; ++i) {
+    auto now = cache.GetOrDefer("ptx", "sm_90", compile,
+                                [&](const StatusOr<std::string>& image) {
+                                  later.push_back(*image);
+                                  ran_on = std::this_thread::get_id();
+                                });
+    EXPECT_FALSE(now.has_value()) << "a deferred call returns at once";
+  }
+  EXPECT_TRUE(later.empty());
+  const std::thread::id compiler = first.get_id();
+  release.set_value();
+  first.join();
+  EXPECT_EQ(later, std::vector<std::string>(3, "image of ptx"));
+  EXPECT_EQ(ran_on, compiler);
+  EXPECT_EQ(calls, 1);
+  // Compiled: answered now, no continuation kept.
+  auto now = cache.GetOrDefer("ptx", "sm_90", compile, nullptr);
+  ASSERT_TRUE(now.has_value());
+  EXPECT_EQ(**now, "image of ptx");
 }
 
 }  // namespace

@@ -97,54 +97,101 @@ class GpuBackend : public WorkerBackend {
 
   void Prepare(PreparedSample* s) override {
     const auto start = Clock::now();
+    if (!GenerateKernel(s)) return;
+    if (compiler_ != nullptr) {
+      Compiled(s, compiled_.Get(s->kernel.ptx, TargetOf(s->kernel, arch_),
+                                CompileFn()));
+    } else {
+      s->image = s->kernel.ptx;  // the driver JITs it at load
+    }
+    s->compile_s = Seconds(Clock::now() - start);
+  }
+
+  // A sample whose PTX another compile thread is compiling now goes on
+  // with that thread, and this one takes the next sample.
+  void PrepareThen(std::unique_ptr<PreparedSample> s,
+                   const Prepared& done) override {
+    const auto start = Clock::now();
+    if (compiler_ == nullptr) Prepare(s.get());  // the driver JITs at load
+    if (compiler_ == nullptr || !GenerateKernel(s.get())) {
+      done(std::move(s));
+      return;
+    }
+    PreparedSample* sample = s.get();
+    auto holder = std::make_shared<std::unique_ptr<PreparedSample>>(std::move(s));
+    auto finish = [this, holder, done, start](const StatusOr<std::string>& cubin) {
+      PreparedSample* p = holder->get();
+      Compiled(p, cubin);
+      p->compile_s = Seconds(Clock::now() - start);
+      done(std::move(*holder));
+    };
+    // gemm.wgmma's PTX is for sm_90a, not the device's generic arch.
+    std::optional<StatusOr<std::string>> now = compiled_.GetOrDefer(
+        sample->kernel.ptx, TargetOf(sample->kernel, arch_), CompileFn(),
+        finish);
+    if (now) finish(*now);
+  }
+
+  static double Seconds(Clock::duration d) {
+    return std::chrono::duration<double>(d).count();
+  }
+
+  // The rules for this GPU, then the PTX; false (the sample's failure
+  // set) when either refuses.
+  bool GenerateKernel(PreparedSample* s) {
+    const auto start = Clock::now();
     // What cannot run on this GPU (shared memory, alignment, compute
     // capability ...) is refused with the rule's reason, not launched.
     if (Status fits = s->family->CanImplement(s->problem, s->params, limits_);
         !fits.ok()) {
       s->status = FailedPrecondition("cannot run on this GPU: " + fits.message());
       s->failure = "compile_error";
-      return;
+      return false;
     }
     auto kernel = s->family->Generate(s->problem, s->params, arch_);
     if (!kernel.ok()) {
       s->status = kernel.status();
       s->failure = "compile_error";
-      return;
+      return false;
     }
     s->kernel = std::move(*kernel);
-    if (compiler_ != nullptr) {
-      // gemm.wgmma's PTX is for sm_90a, not the device's generic arch.
-      auto cubin = compiled_.Get(
-          s->kernel.ptx, TargetOf(s->kernel, arch_),
-          [this](const std::string& ptx, const std::string& target) {
-            return compiler_->Compile(ptx, target);
-          });
-      if (!cubin.ok()) {
-        s->status = cubin.status();
-        s->failure = "compile_error";
-        return;
-      }
-      s->image = std::move(*cubin);
-    } else {
-      s->image = s->kernel.ptx;  // the driver JITs it at load
-    }
-    s->compile_s = std::chrono::duration<double>(Clock::now() - start).count();
     std::lock_guard lock(account_mu_);
-    prepare_s_ += s->compile_s;
+    generate_s_ += Seconds(Clock::now() - start);
+    return true;
+  }
+
+  CompileCache::Compile CompileFn() {
+    return [this](const std::string& ptx, const std::string& target) {
+      const auto start = Clock::now();
+      auto cubin = compiler_->Compile(ptx, target);
+      std::lock_guard lock(account_mu_);
+      compile_s_ += Seconds(Clock::now() - start);
+      return cubin;
+    };
+  }
+
+  static void Compiled(PreparedSample* s, const StatusOr<std::string>& cubin) {
+    if (!cubin.ok()) {
+      s->status = cubin.status();
+      s->failure = "compile_error";
+      return;
+    }
+    s->image = *cubin;
   }
 
   std::string TimeReport() const override {
-    double prepare_s;
+    double generate_s, compile_s;
     {
       std::lock_guard lock(account_mu_);
-      prepare_s = prepare_s_;
+      generate_s = generate_s_;
+      compile_s = compile_s_;
     }
     char text[400];
     std::snprintf(text, sizeof(text),
                   "of that: load %.1f s, check %.1f s, timed runs %.1f s, "
-                  "clock %.1f s; compile threads: %.1f s generating and "
-                  "compiling, %lld texts compiled, %lld reused",
-                  load_s_, check_s_, runs_s_, clock_s_, prepare_s,
+                  "clock %.1f s; compile threads: %.1f s generating, %.1f s "
+                  "compiling %lld texts (%lld samples reused one)",
+                  load_s_, check_s_, runs_s_, clock_s_, generate_s, compile_s,
                   static_cast<long long>(compiled_.compiles()),
                   static_cast<long long>(compiled_.hits()));
     return text;
@@ -333,7 +380,7 @@ class GpuBackend : public WorkerBackend {
     uint32_t seed = static_cast<uint32_t>(rng_());
     uint32_t type = CheckType(precision);
     double c_u = bound.c_u(), u_out = bound.u_out;
-    const unsigned blocks = (points + 127) / 128;
+    const unsigned blocks = (32 * points + 127) / 128;  // a warp per point
     if (const auto* gc = std::get_if<GemmContext>(&ctx)) {
       uint32_t m = gc->m, n = gc->n, k = gc->k, lda = ld[0], ldb = ld[1],
                ldc32 = ld[2], ta = gc->layout_a == Layout::kT,
@@ -507,7 +554,7 @@ class GpuBackend : public WorkerBackend {
   // compile threads' generation and compilation.
   double load_s_ = 0, check_s_ = 0, runs_s_ = 0, clock_s_ = 0;
   mutable std::mutex account_mu_;
-  double prepare_s_ = 0;
+  double generate_s_ = 0, compile_s_ = 0;
   std::unique_ptr<cuda::Module> helpers_;
   cuda::Function fill_, fill_16_, set32_, check_gemm_, check_conv_,
       nonfinite_, clock_, flush_read_;

@@ -231,8 +231,14 @@ int RunWorker(WorkerBackend& backend, int in_fd, int out_fd,
       while (pipeline->PopTodo(&item)) {
         auto s = std::make_unique<PreparedSample>();
         s->item = std::move(item);
-        if (ParseWorkItem(s.get())) backend.Prepare(s.get());
-        pipeline->PushReady(std::move(s));
+        if (!ParseWorkItem(s.get())) {
+          pipeline->PushReady(std::move(s));
+          continue;
+        }
+        backend.PrepareThen(std::move(s),
+                            [pipeline](std::unique_ptr<PreparedSample> ready) {
+                              pipeline->PushReady(std::move(ready));
+                            });
       }
     });
   }

@@ -13,6 +13,7 @@
 #ifndef BLOCKTUNE_TUNER_WORKER_H_
 #define BLOCKTUNE_TUNER_WORKER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -51,6 +52,16 @@ class WorkerBackend {
   virtual tuner::WorkerHello Open() = 0;
   // CPU work: generation and compilation. Called from several threads.
   virtual void Prepare(PreparedSample* sample) = 0;
+  // The same, where the work may end later: `done` gets the sample once it
+  // is prepared, on this thread or on another compile thread (the one that
+  // compiles its PTX for another sample); this thread is free meanwhile.
+  // By default, Prepare here.
+  using Prepared = std::function<void(std::unique_ptr<PreparedSample>)>;
+  virtual void PrepareThen(std::unique_ptr<PreparedSample> sample,
+                           const Prepared& done) {
+    Prepare(sample.get());
+    done(std::move(sample));
+  }
   // GPU work, on one thread. Sets *broken after a sticky error.
   virtual tuner::WorkResult Measure(const PreparedSample& sample,
                                     bool* broken) = 0;
