@@ -690,7 +690,12 @@ class CampaignManager::Run {
       slot.ready = true;
       slot.failed_starts = 0;
       slot.fingerprint = FromHello(m.hello());
-      slot.depth = std::clamp(2 * m.hello().compile_threads() + 2, 4, 64);
+      // Samples in flight = rate x time from send to result (Little's
+      // law), and that time is a compile (~0.2-0.3 s on an H100 host) plus
+      // the GPU's queue. 2 per compile thread (32 on a 16-core host) held
+      // an H100 campaign at 32 / 0.22 s = 145 samples/s with its compile
+      // threads half idle; 8 per thread leaves room for ~500/s.
+      slot.depth = std::clamp(8 * m.hello().compile_threads() + 8, 16, 256);
     } else if (m.has_started()) {
       slot.running = m.started().seq();
       slot.started_at = Clock::now();
