@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Trains the shipped models of one GPU model, op and precision from the
+# campaign samples beside them: a daemon of its own (a temporary SQLite
+# store, no GPU) imports every DIR/<op>-<dtype>-samples*.json.gz, trains one
+# 5-member ensemble of 128,128,128 networks per family, and writes
+# DIR/models-<op>-<dtype>.json.gz (what scripts/run.sh imports). The
+# training report (samples, validation MSE per family) goes to
+# DIR/models-<op>-<dtype>.txt.
+#
+#   scripts/train_pretrained.sh models/pretrained/h100-sxm gemm fp16 [BUILD]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:?usage: scripts/train_pretrained.sh DIR OP DTYPE [BUILD]}
+op=${2:?usage: scripts/train_pretrained.sh DIR OP DTYPE [BUILD]}
+dtype=${3:?usage: scripts/train_pretrained.sh DIR OP DTYPE [BUILD]}
+build=${4:-build}
+shopt -s nullglob
+inputs=("$dir/$op-$dtype"-samples*.json.gz)
+[[ $dtype == fp32 ]] && inputs+=("$dir/$op"-samples*.json.gz)
+((${#inputs[@]})) || { echo "no $dir/$op-$dtype-samples*.json.gz" >&2; exit 1; }
+run=$(mktemp -d /tmp/train.XXXXXX)
+"$build/server/blocktuned" --db "$run/store.db" --listen "unix:$run/d.sock" \
+  2>"$run/daemon.log" &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$run"' EXIT
+for _ in $(seq 300); do
+  grep -q "listening on" "$run/daemon.log" && break
+  kill -0 "$pid" || { cat "$run/daemon.log"; exit 1; }
+  sleep 0.1
+done
+cli() { "$build/client/blocktune" --server "unix:$run/d.sock" "$@"; }
+report="$dir/models-$op-$dtype.txt"
+{
+  echo "# scripts/train_pretrained.sh $dir $op $dtype ($(date -u +%F))"
+  for f in "${inputs[@]}"; do cli import "$f"; done
+  # One GPU model's samples only, so the device is the store's one.
+  cli train --op "$op" --dtype "$dtype" --members 5 --hidden 128,128,128 |
+    grep -v " epoch "
+  cli export --op "$op" --dtype "$dtype" --models \
+    -o "$dir/models-$op-$dtype.json.gz"
+} 2>&1 | tee "$report"
