@@ -224,6 +224,38 @@ def campaigns(r):
         f"any store.")
 
 
+# ---- bench/results/{h100,h200}/campaigns/run*/*_progress.json ------------
+
+def datasets(r):
+    """A row per tensor-core-era campaign run: its final progress (JSON)."""
+    import json
+    rows = []
+    paths = sorted(r.root.glob("h*/campaigns/run*/*_progress.json"),
+                   key=lambda p: (p.parent.name, p.name))
+    if not paths:
+        raise ResultsError("h100/campaigns/run*/: no *_progress.json")
+    for path in paths:
+        rel = str(path.relative_to(r.root))
+        try:
+            d = json.loads(r.text(rel))
+            c = d["campaign"]
+            spec = c["spec"]
+            done = int(c.get("samples_ok", 0)) + int(c.get("samples_failed", 0))
+            elapsed = float(d["elapsed_seconds"])
+            verified = int(d.get("verified", 0))
+            acceptance = 100 * float(d["acceptance"])
+            device = c["device"]["name"].replace("NVIDIA ", "")
+        except (ValueError, KeyError) as e:
+            raise ResultsError(f"{rel}: not a campaign's final progress: {e}") from e
+        failed = sum(int(v) for v in (d.get("failures") or {}).values())
+        rows.append((path.parent.name, device, spec["op"][3:].lower(),
+                     spec["dtype"][6:].lower(), thousands(done),
+                     f"{done / elapsed:.1f}", f"{acceptance:.1f}%",
+                     str(failed), f"{verified}/{done}"))
+    return table(["run", "GPU", "op", "precision", "samples", "samples/s",
+                  "acceptance", "failed", "verified"], rows)
+
+
 # ---- models: train_gpu.txt, oracle.txt, query_bench.txt -----------------
 
 def query_bench_cold(r):
@@ -474,6 +506,7 @@ GENERATORS = {
     "kernel_ratios": kernel_ratios,
     "sampling": sampling,
     "campaigns": campaigns,
+    "datasets": datasets,
     "surrogate": surrogate,
     "query_load": query_load,
     "eval_table": eval_table,
