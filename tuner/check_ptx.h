@@ -4,11 +4,12 @@
 //
 // The checks compute their reference on the GPU from the same inputs, in
 // float64, one warp per sampled output element (its lanes split the
-// reduction and add their sums by shuffles), so verifying a
-// 4096 x 4096 x 4096 GEMM costs tens of microseconds, not a host round
-// trip of 64 MiB. (One thread per element, as at first, left the K-long
-// loop latency-bound on 8 SMs: 3.2 ms of every 5.4 ms a tf32 campaign's
-// GPU thread spent per sample on the H100.)
+// reduction and add their sums by shuffles), not a host round trip of the
+// whole output. One thread per element, as at first, left the K-long loop
+// latency-bound on 8 SMs: the check took 3.1 ms of the 5.4 ms an H100 tf32
+// GEMM campaign's GPU thread spent per sample; with a warp per element,
+// 0.44 ms (poison, reference and scan together; campaign runs 2 and 3 in
+// bench/results/h100/campaigns/).
 #ifndef BLOCKTUNE_TUNER_CHECK_PTX_H_
 #define BLOCKTUNE_TUNER_CHECK_PTX_H_
 
