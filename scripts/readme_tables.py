@@ -24,6 +24,7 @@ Python 3 standard library only.
 
 import argparse
 import difflib
+import json
 import math
 import pathlib
 import re
@@ -228,7 +229,6 @@ def campaigns(r):
 
 def datasets(r):
     """A row per tensor-core-era campaign run: its final progress (JSON)."""
-    import json
     rows = []
     paths = sorted(r.root.glob("h*/campaigns/run*/*_progress.json"),
                    key=lambda p: (p.parent.name, p.name))

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iomanip>
 #include <set>
 
 #include "server/campaign_plan.h"
@@ -16,15 +17,20 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string Fixed(double v, int digits) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "%.*f", digits, v);
-  return text;
-}
-
 double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
+
+// Adds the seconds from its construction to the end of its scope to *into.
+class TimeInto {
+ public:
+  explicit TimeInto(double* into) : into_(into) {}
+  ~TimeInto() { *into_ += Since(start_); }
+
+ private:
+  double* const into_;
+  const Clock::time_point start_ = Clock::now();
+};
 
 std::string Truncate(std::string s) {
   if (s.size() > 4096) s.resize(4096);
@@ -339,12 +345,7 @@ class CampaignManager::Run {
   // retune plans its whole list at once), else the plan is closed; a
   // closed plan whose items are all done ends the campaign.
   Status Plan(bool add) {
-    const auto start = Clock::now();
-    Status st = PlanUntimed(add);
-    plan_s_ += Since(start);
-    return st;
-  }
-  Status PlanUntimed(bool add) {
+    const TimeInto timed(&plan_s_);
     std::optional<RetunePlan> retune;
     if (add && record_.spec.retune_stale) {
       BT_ASSIGN_OR_RETURN(tuner::CampaignCursor c, ReadCursor(record_));
@@ -540,9 +541,9 @@ class CampaignManager::Run {
                       << " samples, " << stored_here_ << " of them from "
                       << options_.daemon_name
                       << (record_.message.empty() ? "" : ": " + record_.message)
-                      << "; the store took " << Fixed(plan_s_, 1)
-                      << " s planning, " << Fixed(claim_s_, 1)
-                      << " s claiming, " << Fixed(commit_s_, 1)
+                      << "; the store took " << std::fixed
+                      << std::setprecision(1) << plan_s_ << " s planning, "
+                      << claim_s_ << " s claiming, " << commit_s_
                       << " s committing";
         return OkStatus();
       }
@@ -778,12 +779,7 @@ class CampaignManager::Run {
   // Items another daemon took over meanwhile are dropped, their samples
   // with them (that daemon measures them).
   Status CommitDone() {
-    const auto start = Clock::now();
-    Status st = CommitDoneUntimed();
-    commit_s_ += Since(start);
-    return st;
-  }
-  Status CommitDoneUntimed() {
+    const TimeInto timed(&commit_s_);
     for (int attempt = 0;; ++attempt) {
       WorkCommit work;
       for (const auto& [first, held] : held_) {

@@ -111,9 +111,13 @@ class GpuBackend : public WorkerBackend {
   // with that thread, and this one takes the next sample.
   void PrepareThen(std::unique_ptr<PreparedSample> s,
                    const Prepared& done) override {
+    if (compiler_ == nullptr) {  // the driver JITs at load: nothing to share
+      Prepare(s.get());
+      done(std::move(s));
+      return;
+    }
     const auto start = Clock::now();
-    if (compiler_ == nullptr) Prepare(s.get());  // the driver JITs at load
-    if (compiler_ == nullptr || !GenerateKernel(s.get())) {
+    if (!GenerateKernel(s.get())) {
       done(std::move(s));
       return;
     }
@@ -482,7 +486,7 @@ class GpuBackend : public WorkerBackend {
     auto lap = Clock::now();
     auto account = [&lap](double* into) {
       const auto now = Clock::now();
-      *into += std::chrono::duration<double>(now - lap).count();
+      *into += Seconds(now - lap);
       lap = now;
     };
     BT_ASSIGN_OR_RETURN(LoadedKernel * gemm, Load(s, &fresh));
