@@ -1,21 +1,27 @@
-// Step one of the thesis evaluation (issue 8): blocktune's answers for the
+// Step one of the evaluation (issues 8 and 20): blocktune's answers for the
 // evaluation's shapes, from its own query path. Starts blocktuned on a fresh
 // database, imports the shipped models (and nothing measured, so every
 // answer comes from the surrogate alone), and asks one BatchQuery for the
-// top --top block shapes of every shape. bench/kernels/eval_bench times the
-// plan on the GPU.
+// top --top configurations of every shape, over every family that
+// implements its precision. bench/kernels/eval_bench times the plan on the
+// GPU.
 //
 //   eval_plan --blocktuned build/server/blocktuned
-//       --models models/pretrained/h100-sxm/models.json.gz
-//       --shapes bench/eval/shapes.txt --out plan.tsv [--top 10]
-// A shapes line: "family | context" (kernels ToString form).
-// A plan line: family \t context \t rank \t block shape \t predicted seconds.
+//       --models models/pretrained/h100-sxm/models-gemm-bf16.json.gz
+//       [--models ...] --shapes bench/eval/shapes.txt [--dtype bf16]
+//       --out plan.tsv [--top 10]
+// A shapes line: "group | context" (kernels ToString form); --dtype sets
+// every context's precision.
+// A plan line: group \t context \t rank \t configuration \t predicted
+// seconds, the configuration as "gemm.mma v3 bm=128 bn=128 ...".
 #include <CLI/CLI.hpp>
 #include <grpcpp/grpcpp.h>
 
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <optional>
+#include <variant>
 
 #include "bench/timing.h"
 #include "proto/convert.h"
@@ -24,17 +30,40 @@
 #include "server/daemon_process.h"
 #include "server/store_test_util.h"
 
+namespace {
+
+// "gemm.mma v3 bm=128 bn=128 ...": what eval_bench reads back.
+std::string ConfigText(const blocktune::v1::KernelConfig& k) {
+  std::string out = k.family() + " v" + std::to_string(k.generator_version());
+  for (const blocktune::v1::ConfigParam& p : k.params())
+    out += " " + p.name() + "=" + std::to_string(p.value());
+  return out;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace blocktune;
   CLI::App app{"blocktune's answers for the evaluation's shapes"};
-  std::string daemon_path, models, shapes_path, out_path;
+  std::string daemon_path, shapes_path, out_path, dtype_text;
+  std::vector<std::string> models;
   int top = 10;
   app.add_option("--blocktuned", daemon_path)->required();
-  app.add_option("--models", models, "dataset with the models")->required();
+  app.add_option("--models", models, "datasets with the models")->required();
+  app.add_option("--dtype", dtype_text, "every context's precision");
   app.add_option("--shapes", shapes_path, "family | context lines")->required();
   app.add_option("--out", out_path, "the plan")->required();
   app.add_option("--top", top, "answers per shape")->check(CLI::Range(1, 100));
   CLI11_PARSE(app, argc, argv);
+  std::optional<DType> dtype;
+  if (!dtype_text.empty()) {
+    auto d = DTypeFromString(dtype_text, "--dtype");
+    if (!d.ok()) {
+      std::fprintf(stderr, "%s\n", d.status().ToString().c_str());
+      return 2;
+    }
+    dtype = *d;
+  }
 
   std::vector<std::string> families;
   v1::BatchQueryRequest batch;
@@ -58,15 +87,12 @@ int main(int argc, char** argv) {
         return 2;
       }
       families.push_back(line.substr(0, bar));
+      if (dtype)
+        std::visit([&](auto& c) { c.dtype = *dtype; }, *ctx);
       v1::QueryRequest* q = batch.add_queries();
       ToProto(*ctx, q->mutable_context());
       q->set_top(top);
     }
-  }
-  auto dataset = ReadDatasetFile(models);
-  if (!dataset.ok()) {
-    std::fprintf(stderr, "%s\n", dataset.status().ToString().c_str());
-    return 2;
   }
   testing::TempDir dir;
   testing::DaemonProcess d(daemon_path,
@@ -79,14 +105,19 @@ int main(int argc, char** argv) {
   }
   auto stub = v1::Blocktune::NewStub(
       grpc::CreateChannel(d.address(), grpc::InsecureChannelCredentials()));
-  {
-    v1::Dataset models_only = *dataset;
-    models_only.clear_samples();
+  for (const std::string& path : models) {
+    auto dataset = ReadDatasetFile(path);
+    if (!dataset.ok()) {
+      std::fprintf(stderr, "%s\n", dataset.status().ToString().c_str());
+      return 2;
+    }
+    dataset->clear_samples();
     v1::ImportResponse resp;
     grpc::ClientContext ctx;
-    grpc::Status s = ImportDataset(*stub, &ctx, std::move(models_only), &resp);
+    grpc::Status s = ImportDataset(*stub, &ctx, std::move(*dataset), &resp);
     if (!s.ok() || resp.models() == 0) {
-      std::fprintf(stderr, "import: %s\n", s.error_message().c_str());
+      std::fprintf(stderr, "import %s: %s\n", path.c_str(),
+                   s.ok() ? "no models" : s.error_message().c_str());
       return 1;
     }
   }
@@ -100,8 +131,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::ofstream out(out_path);
-  out << "# eval_plan --models " << models << " --shapes " << shapes_path
-      << " --top " << top << "\n";
+  out << "# eval_plan";
+  for (const std::string& m : models) out << " --models " << m;
+  out << " --shapes " << shapes_path;
+  if (dtype) out << " --dtype " << ToString(*dtype);
+  out << " --top " << top << "\n";
   int failed = 0;
   for (int i = 0; i < resp.results_size(); ++i) {
     const v1::BatchQueryResult& r = resp.results(i);
@@ -121,16 +155,14 @@ int main(int argc, char** argv) {
     for (int j = 0; j < r.response().answers_size(); ++j) {
       const v1::TunedAnswer& a = r.response().answers(j);
       out << families[i] << "\t" << text << "\t" << j + 1 << "\t"
-          << ToString(*FromProto(a.block_shape(), "block_shape")) << "\t"
-          << a.predicted_seconds() << "\n";
+          << ConfigText(a.kernel()) << "\t" << a.predicted_seconds() << "\n";
     }
     std::printf(
-        "%-12s %-80s %6lld shapes scored, top 1 %s (%.1f us predicted)\n",
+        "%-12s %-80s %6lld configurations scored, top 1 %s (%.1f us "
+        "predicted)\n",
         families[i].c_str(), text.c_str(),
         static_cast<long long>(r.response().candidates()),
-        ToString(
-            *FromProto(r.response().answers(0).block_shape(), "block_shape"))
-            .c_str(),
+        ConfigText(r.response().answers(0).kernel()).c_str(),
         r.response().answers(0).predicted_seconds() * 1e6);
   }
   std::printf(

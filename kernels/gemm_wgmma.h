@@ -192,8 +192,8 @@ int WgmmaElementBytes(DType precision);
 int64_t WgmmaSharedBytes(DType precision, const WgmmaParams& p);
 // Per consumer thread: the accumulators (m tiles * bn / 2) and addressing.
 int64_t WgmmaRegisterEstimate(const WgmmaParams& p);
-// Registers a consumer thread may use: 232 with two consumer warpgroups
-// (setmaxnreg), 255 with one.
+// Registers a consumer thread may use by the rule: 224 with two consumer
+// warpgroups (setmaxnreg gives 232; see the definition), 255 with one.
 int64_t WgmmaRegisterBudget(const WgmmaParams& p);
 
 // Whether one rule holds, with no allocation (samplers call it). The

@@ -13,7 +13,8 @@ rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
 for t in kernels/cuda_driver_test kernels/gemm_gpu_test kernels/gemm_mma_gpu_test \
          kernels/gemm_wgmma_gpu_test kernels/gemm_wgmma_test kernels/conv_mma_gpu_test \
-         tuner/gpu_worker_test bench/kernels/mma_bench bench/kernels/kernel_bench \
+         tuner/gpu_worker_test bench/kernels/mma_bench bench/kernels/eval_bench \
+         bench/kernels/kernel_bench \
          bench/kernels/conv_mma_bench; do
   [ -x "$build/$t" ] || continue
   strip -o "$out/bin/$(basename "$t")" "$build/$t"

@@ -357,140 +357,103 @@ def query_load(r):
                 f"{target.group(3)} ms (measured / target {target.group(4)})."))
 
 
-# ---- bench/results/h100/eval/summary.md ---------------------------------
+# ---- bench/results/h100/eval/<precision>/headline.json -------------------
 
-EVAL_FAMILIES = [  # (key, README label; {lo}/{hi} from the shapes' dimension)
-    ("square", "square {lo} … {hi}", r"M=(\d+)"),
-    ("mlp", "MLP N = {lo} … {hi}", r"M=(\d+)"),
-    ("cov", "covariance K = {lo} … {hi}", r"K=(\d+)"),
-    ("conv56", "conv 56×56, C = {lo} … {hi}", r"C=(\d+)"),
-    ("conv256", "conv C = 256, H = {lo} … {hi}", r"H=W=(\d+)"),
-    ("deepbench", "DeepBench GEMMs", None),
-    ("resnet50_b1", "ResNet-50 3×3, batch 1", None),
-    ("resnet50_b32", "ResNet-50 3×3, batch 32", None),
-    ("**five thesis families**", "**five thesis families**", None),
-    ("**all shapes**", "**all shapes**", None),
+EVAL_PRECISIONS = ["bf16", "tf32", "fp32"]
+EVAL_GROUPS = [  # (key, README label)
+    ("square", "square GEMM 512 … 8192"),
+    ("mlp", "MLP, N = 16"),
+    ("cov", "covariance 64 × 64 × K"),
+    ("conv56", "conv 3×3 56×56, C = K"),
+    ("conv256", "conv 3×3 C = K = 256"),
+    ("deepbench", "DeepBench GEMMs"),
+    ("proj", "BERT-base projections"),
+    ("prefill", "Llama-7B-class prefill"),
+    ("decode", "LLM decode, N = 1–16"),
+    ("resnet50_b1", "ResNet-50 3×3, batch 1"),
+    ("resnet50_b32", "ResNet-50 3×3, batch 32"),
+    ("resnet50_1x1_b1", "ResNet-50 1×1, batch 1"),
+    ("resnet50_1x1_b32", "ResNet-50 1×1, batch 32"),
+    ("odd", "odd sizes"),
+    ("five thesis families", "**five thesis families**"),
+    ("all shapes", "**all shapes**"),
 ]
 
 
-class Eval:
-    rel = "h100/eval/summary.md"
+class EvalHeadline:
+    """One precision's headline.json (bench/eval/report.py)."""
 
-    def __init__(self, r):
-        text = r.text(self.rel)
-        self.headline, self.shapes = {}, []
-        section = None
-        for line in text.splitlines():
-            if line.startswith("## "):
-                section = line[3:].strip()
-                continue
-            if not line.startswith("| ") or line.startswith("| family"):
-                continue
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            if section == "Headline":
-                self.headline[cells[0]] = cells[1:]
-            elif section == "Every shape":
-                self.shapes.append(cells)
-        self.targets = r.search(self.rel, r"^## Targets\n(.*?)^## ", "'## Targets' section",
-                                re.M | re.S).group(1)
-        if not self.headline or not self.shapes:
-            raise ResultsError(f"{self.rel}: no Headline or Every shape table")
+    def __init__(self, r, precision):
+        self.rel = f"h100/eval/{precision}/headline.json"
+        try:
+            self.data = json.loads(r.text(self.rel))
+        except json.JSONDecodeError as e:
+            raise ResultsError(f"{self.rel}: {e}")
+        if self.data.get("precision") != precision or "groups" not in self.data:
+            raise ResultsError(f"{self.rel}: not the {precision} headline")
 
-    def row(self, family):
-        if family not in self.headline:
-            raise ResultsError(f"{self.rel}: no Headline row {family!r}")
-        return self.headline[family]
-
-    def shape(self, family, shape, column=9):
-        """A column of one shape's row (9: vendor/top-10)."""
-        for cells in self.shapes:
-            if cells[0] == family and cells[1] == shape:
-                return cells[column]
-        raise ResultsError(f"{self.rel}: no shape {family} {shape!r}")
-
-    def target(self, pattern, what):
-        m = re.search(pattern, self.targets, re.S)
-        if m is None:
-            raise ResultsError(f"{self.rel}: no {what} under '## Targets'")
-        return m
+    def group(self, key):
+        g = self.data["groups"].get(key)
+        if g is None:
+            raise ResultsError(f"{self.rel}: no group {key!r}")
+        return g
 
 
-def times(x):
-    return x[:-1] + "×" if x.endswith("x") else x
+def x(v):
+    return "-" if v is None else f"{v:.2f}×"
+
+
+def verdict(ok):
+    return "met" if ok else "**missed**"
 
 
 def eval_table(r):
-    e = Eval(r)
     rows = []
-    for key, label, dim in EVAL_FAMILIES:
-        cells = e.row(key)
-        if dim:
-            values = sorted({int(m.group(1)) for c in e.shapes if c[0] == key
-                             for m in [re.search(dim, c[1])] if m})
-            if not values:
-                raise ResultsError(f"{e.rel}: no {key} shapes with {dim}")
-            label = label.format(lo=values[0], hi=values[-1])
-        n, top10, low, model, triton, within = cells[:6]
-        if key == "**five thesis families**":
-            top10 = f"**{times(top10)}**"
-        rows.append([label, n, times(top10), times(low), times(model), times(triton), within])
-    return table(["family", "shapes", "vendor / top-10 (geomean)", "min",
-                  "vendor / model (geomean)", "Triton / top-10",
-                  "model within 5% of oracle"], rows)
+    for prec in EVAL_PRECISIONS:
+        e = EvalHeadline(r, prec)
+        a, t = e.group("all shapes"), e.data["targets"]
+        top10, low, model = (a["vendor_over_top10_geomean"], a["vendor_over_top10_min"],
+                             a["vendor_over_model_geomean"])
+        rows.append([prec, a["shapes"],
+                     f"{x(top10)} (≥ {t['geomean']}×: {verdict(top10 >= t['geomean'])})",
+                     f"{x(low)} (≥ {t['floor']}×: {verdict(low >= t['floor'])})",
+                     f"{x(model)} (≥ {t['model_geomean']}×: "
+                     f"{verdict(model >= t['model_geomean'])})",
+                     x(a["vendor_over_oracle_geomean"]), x(a["triton_over_top10_geomean"])])
+    return table(["precision", "shapes", "vendor / top-10 (geomean)", "lowest",
+                  "vendor / model only (geomean)", "vendor / oracle (geomean)",
+                  "Triton / top-10"], rows)
 
 
-def eval_targets(r):
-    e = Eval(r)
-    geo = e.target(r"five thesis families' \d+ shapes.*?\*\*(\d+(?:\.\d+)?)x\*\* "
-                   r"\(target >= (\d+(?:\.\d+)?)x\): (\w+)", "geomean bullet")
-    low = e.target(r"Lowest ratio: (\d+(?:\.\d+)?)x in the five families \((\w+) M=(\d+)[^)]*\)"
-                   r".*?target never below (\d+(?:\.\d+)?)x: \*\*(\w+)\*\* \((\d+) shapes below",
-                   "lowest-ratio bullet")
-    within = e.target(r"within 5% of the oracle on (\d+) of (\d+) shapes \((\d+)%; "
-                      r"target >= (\d+)%\): \*\*(\w+)\*\*\. Median model/oracle speed "
-                      r"(\d+(?:\.\d+)?), top-10/oracle (\d+(?:\.\d+)?)", "model-within-5% bullet")
-    noise = e.target(r"differs by a median (\d+(?:\.\d+)?)% and at most (\d+(?:\.\d+)?)%", "timing-noise bullet")
-    oracle_t1 = r.search("h100/oracle.txt", r"^median over \d+ contexts: set top-1 (\d+(?:\.\d+)?)",
-                         "'median over' line").group(1)
-    b32 = lambda shape: times(e.shape("resnet50_b32", shape) + "x")
-    deep = times(e.shape("deepbench", "M=4096 N=128 K=4096 NT") + "x")
-    others = int(low.group(6))
-    words = number_word(others)
-    met_five = "met" if float(low.group(1)) >= float(low.group(4)) else "missed"
-    lines = [
-        f"- **Geomean over the five thesis families:** {geo.group(1)}×, so the "
-        f"{geo.group(2)}× target is {geo.group(3)}.",
-        f"- **Never below {low.group(4)}×:** {met_five} on the five families, just: the "
-        f"lowest is {low.group(1)}× ({low.group(2)} {low.group(3)}; 0.84× and 0.87× in "
-        f"the two runs before). It is missed on {words} other shapes:",
-        f"  - ResNet-50 batch 32, stride 1: 28×28 C=128 "
-        f"({b32('N=32 H=W=28 C=128 K=128 3x3')}), 14×14 C=256 "
-        f"({b32('N=32 H=W=14 C=256 K=256 3x3')}) and 7×7 C=512 "
-        f"({b32('N=32 H=W=7 C=512 K=512 3x3')}). cuDNN's best here is FFT tiling "
-        f"(algo 5) or non-fused Winograd (algo 7). Both do fewer multiplications than "
-        f"a direct or implicit-GEMM convolution, and blocktune only generates the "
-        f"latter. Where cuDNN has to use implicit GEMM (the stride-2 layers), "
-        f"blocktune is faster.",
-        f"  - DeepBench 4096×128×4096 NT ({deep}). The best block shape splits K 8 "
-        f"ways and each split runs a short main loop with one prefetch stage; an "
-        f"estimate, not profiled.",
-        f"- **Model within 5% of the oracle:** {within.group(1)} of {within.group(2)} "
-        f"shapes ({within.group(3)}%), against a target of {within.group(4)}%, so "
-        f"{within.group(5)}. The median model answer runs at {within.group(6)} of the "
-        f"oracle; top-10 re-benchmarking brings the median to {within.group(7)}.",
-        f"  - The models were trained on measurements of the kernels before the K_G "
-        f"reduction change, which made every K_G > 1 kernel faster by a different "
-        f"amount; this oracle sweeps the new kernels. On the issue-6 oracle, measured "
-        f"with one kernel version throughout, the same models' top-1 reaches a median "
-        f"{oracle_t1}.",
-        f"  - Two timings of the same kernel differ by a median {noise.group(1)}% (at "
-        f"most {noise.group(2)}%), so a 5% gap is not noise.",
-        # Figures of earlier runs, which no current results file holds.
-        "- cuDNN's FFT and Winograd times moved by up to 60% between runs of the "
-        "same program (ResNet-50 batch 32, 7×7: 246 µs, then 154 µs). Earlier runs "
-        "are in the history of `bench/results/h100/eval/`.",
-    ]
-    return "\n".join(lines)
+def eval_groups(r):
+    heads = [EvalHeadline(r, p) for p in EVAL_PRECISIONS]
+    rows = []
+    for key, label in EVAL_GROUPS:
+        cells = [label]
+        for e in heads:
+            g = e.data["groups"].get(key)
+            cells.append("-" if g is None else
+                         f"{x(g['vendor_over_top10_geomean'])} ({g['shapes']})")
+        rows.append(cells)
+    return table(["group"] + [f"{p}: vendor / top-10 (shapes)" for p in EVAL_PRECISIONS],
+                 rows)
+
+
+def eval_quality(r):
+    rows = []
+    for prec in EVAL_PRECISIONS:
+        e = EvalHeadline(r, prec)
+        a, q = e.group("all shapes"), e.data["quality_targets"]
+        share = a["model_within_5pct"] / a["shapes"]
+        rows.append([prec,
+                     f"{a['median_model_over_oracle']:.3f} (≥ {q['median_model']}: "
+                     f"{verdict(a['median_model_over_oracle'] >= q['median_model'])})",
+                     f"{a['median_top10_over_oracle']:.3f} (≥ {q['median_top10']}: "
+                     f"{verdict(a['median_top10_over_oracle'] >= q['median_top10'])})",
+                     f"{a['model_within_5pct']}/{a['shapes']} = {100 * share:.0f}% "
+                     f"(≥ {100 * q['within_share']:.0f}%: {verdict(share >= q['within_share'])})"])
+    return table(["precision", "median model-only / oracle", "median top-10 / oracle",
+                  "model-only within 5% of oracle"], rows)
 
 
 # ---- bench/results/h100/gemm_app.txt ------------------------------------
@@ -510,7 +473,8 @@ GENERATORS = {
     "surrogate": surrogate,
     "query_load": query_load,
     "eval_table": eval_table,
-    "eval_targets": eval_targets,
+    "eval_groups": eval_groups,
+    "eval_quality": eval_quality,
     "gemm_app": gemm_app,
 }
 

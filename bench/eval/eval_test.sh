@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # ctest eval_test: the evaluation's CPU steps.
-#   1. eval_plan answers through blocktune's query path with the shipped
-#      models: 10 ranked block shapes per shape, predicted times rising with
-#      rank, and a bad shapes line named.
-#   2. report.py computes the headline ratios of a small hand-made result
-#      set correctly and draws its plots.
+#   1. eval_plan answers through blocktune's query path with the shipped bf16
+#      models: 10 ranked configurations per shape, of the tensor-core
+#      families, predicted times rising with rank; a bad shapes line and a
+#      bad --dtype are named.
+#   2. eval_bench (where this build has it) reads the plan back: the Triton
+#      shapes file and the candidates per shape, without a GPU; a plan of a
+#      generator version this build does not make is refused.
+#   3. report.py computes the headline ratios, targets and model quality of
+#      a small hand-made result set correctly and draws its plots.
 #   eval_test.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -12,15 +16,19 @@ cd "$(dirname "$0")/../.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+models=models/pretrained/h100-sxm
 
 cat >"$tmp/shapes.txt" <<'SHAPES'
-# two families
+# two groups; --dtype bf16 sets the precision
 square | gemm m=1000 n=1000 k=1000 layout=NN dtype=fp32
 conv56 | conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1 dtype=fp32
 SHAPES
-"$build/bench/eval_plan" --blocktuned "$build/server/blocktuned" \
-  --models models/pretrained/h100-sxm/models.json.gz \
-  --shapes "$tmp/shapes.txt" --out "$tmp/plan.tsv" >"$tmp/plan.log"
+plan() {
+  "$build/bench/eval_plan" --blocktuned "$build/server/blocktuned" \
+    --models $models/models-gemm-bf16.json.gz --models $models/models-conv-bf16.json.gz \
+    "$@"
+}
+plan --shapes "$tmp/shapes.txt" --dtype bf16 --out "$tmp/plan.tsv" >"$tmp/plan.log"
 [[ $(grep -vc '^#' "$tmp/plan.tsv") -eq 20 ]] || fail "expected 20 plan lines"
 for f in square conv56; do
   ranks=$(awk -F'\t' -v f=$f '$1 == f { printf "%s ", $3 }' "$tmp/plan.tsv")
@@ -28,40 +36,76 @@ for f in square conv56; do
   awk -F'\t' -v f=$f '$1 == f { if (p != "" && $5 < p) bad = 1; p = $5 }
     END { exit bad }' "$tmp/plan.tsv" || fail "$f: predicted times not rising with rank"
 done
-grep -q $'\tML=' "$tmp/plan.tsv" || fail "no block shapes in the plan"
+grep -q $'^square\tgemm m=1000 n=1000 k=1000 layout=NN dtype=bf16\t1\tgemm\\.\\(mma\\|wgmma\\) v[0-9]* bm=' \
+  "$tmp/plan.tsv" || fail "no bf16 GEMM configuration in the plan"
+grep -q $'^conv56\t.*dtype=bf16\t1\tconv\\.mma v[0-9]* bm=' "$tmp/plan.tsv" ||
+  fail "no conv.mma configuration in the plan"
 echo "square | gemm m=0 n=1 k=1" >"$tmp/bad.txt"
 set +e
-"$build/bench/eval_plan" --blocktuned "$build/server/blocktuned" \
-  --models models/pretrained/h100-sxm/models.json.gz \
-  --shapes "$tmp/bad.txt" --out "$tmp/bad.tsv" 2>"$tmp/bad.err"
+plan --shapes "$tmp/bad.txt" --out "$tmp/bad.tsv" 2>"$tmp/bad.err"
 code=$?
+plan --shapes "$tmp/shapes.txt" --dtype fp99 --out "$tmp/bad.tsv" 2>"$tmp/dtype.err"
+dtype_code=$?
 set -e
 [[ $code -eq 2 ]] || fail "bad shapes line: exit $code"
 grep -q "bad.txt:1:" "$tmp/bad.err" || fail "bad shapes line not named: $(cat "$tmp/bad.err")"
+[[ $dtype_code -eq 2 ]] || fail "bad --dtype: exit $dtype_code"
+grep -q -- "--dtype" "$tmp/dtype.err" || fail "bad --dtype not named: $(cat "$tmp/dtype.err")"
 
-# report.py on known numbers: square vendor/top-10 = 100/80 = 1.25, conv56
-# 100/50 = 2; geomean 1.58; vendor/model 100/90 and 100/100, geomean 1.05;
-# neither model answer within 5% of the oracle.
+if [[ -x $build/bench/kernels/eval_bench ]]; then
+  bench=$build/bench/kernels/eval_bench
+  "$bench" --plan "$tmp/plan.tsv" --list-triton >"$tmp/triton-shapes.txt"
+  [[ $(cat "$tmp/triton-shapes.txt") == "square bf16 NN 1000 1000 1000 1000 1000" ]] ||
+    fail "triton shapes: $(cat "$tmp/triton-shapes.txt")"
+  "$bench" --plan "$tmp/plan.tsv" --list-candidates --sweep 20 >"$tmp/cands.txt"
+  grep -Eq '^square .*bf16 +[3-9][0-9] candidates \(10 from the plan\)' "$tmp/cands.txt" ||
+    fail "square candidates: $(cat "$tmp/cands.txt")"
+  grep -Eq '^conv56 .*bf16 +[2-9][0-9] candidates \(10 from the plan\)' "$tmp/cands.txt" ||
+    fail "conv56 candidates: $(cat "$tmp/cands.txt")"
+  sed 's/\(gemm\.[a-z]*\) v[0-9]*/\1 v999/' "$tmp/plan.tsv" >"$tmp/stale.tsv"
+  set +e
+  "$bench" --plan "$tmp/stale.tsv" --list-candidates 2>"$tmp/stale.err"
+  code=$?
+  set -e
+  [[ $code -eq 2 ]] || fail "stale plan: exit $code"
+  grep -q "stale.tsv:[0-9]*: .*v999; this build generates v" "$tmp/stale.err" ||
+    fail "stale plan not named: $(cat "$tmp/stale.err")"
+else
+  echo "eval_test: no bench/kernels/eval_bench in this build (no CUDA toolkit); its checks skipped"
+fi
+
+# report.py on known numbers, bf16: square vendor/top-10 = 100/80 = 1.25,
+# conv56 100/50 = 2, geomean 1.58; vendor/model 100/90 and 100/100, geomean
+# 1.05; model/oracle 80/90 = 0.889 and 50/100 = 0.5, neither within 5%;
+# top-10 / oracle 1 on both.
 mkdir "$tmp/r"
 {
-  echo "# test"
-  echo "family,context,shape,gflop,model_xb,model_us,model_predicted_us,top10_xb,top10_us,oracle_xb,oracle_us,tried,sgemm_us,lt_us,lt_candidates,cudnn_us,cudnn_algo,cudnn_algorithms,vendor_us,relerr_model,relerr_top10,relerr_oracle,model_repeat_us"
-  echo "square,gemm m=1000 n=1000 k=1000 layout=NN dtype=fp32,M=1000 N=1000 K=1000 NN,2.0,ML=64 NL=64 MS=4 NS=4 U=8 KG=1,90,85,ML=128 NL=64 MS=8 NS=4 U=8 KG=2,80,ML=128 NL=64 MS=8 NS=4 U=8 KG=2,80,100,110,100,8,,,0,100,1e-7,1e-7,1e-7,91"
-  echo "conv56,conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1x1 stride=1x1 dilation=1x1 dtype=fp32,N=1 H=W=56 C=64 K=64 3x3,0.23,ML=32 NL=32 MS=4 NS=4 U=16 KG=4,100,90,ML=64 NL=32 MS=4 NS=4 U=16 KG=4,50,ML=64 NL=32 MS=4 NS=4 U=16 KG=4,50,100,,,0,100,nhwc algo1,8,100,1e-7,1e-7,1e-7,100"
-} >"$tmp/r/eval-test.csv"
-printf '# t\ncontext,triton_us,triton_config,relerr,triton_version\ngemm m=1000 n=1000 k=1000 layout=NN dtype=fp32,120,64x64x32x4x4x1,1e-7,3\n' >"$tmp/r/triton.csv"
+  echo "# NVIDIA H100 80GB HBM3 (sm_90, 132 SMs); test"
+  echo "group,context,shape,precision,gflop,model_config,model_us,model_predicted_us,top10_config,top10_us,oracle_config,oracle_us,oracle_rank,tried,wrong,vendor,vendor_us,vendor_algos,vendor_algo,triton_us,relerr_model,relerr_top10,relerr_oracle,model_repeat_us"
+  echo "square,gemm m=1000 n=1000 k=1000 layout=NN dtype=bf16,1000x1000x1000 NN,bf16,2.0,gemm.mma v3 bm=64,90,85,gemm.wgmma v3 bm=128,80,gemm.wgmma v3 bm=128,80,2,90,0,cuBLASLt,100,8,,120,1e-3,1e-3,1e-3,91"
+  echo "conv56,conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1x1 stride=1x1 dilation=1x1 dtype=bf16,n1 56x56 c64 k64 3x3 s1,bf16,0.23,conv.mma v1 bm=32,100,90,conv.mma v1 bm=64,50,conv.mma v1 bm=64,50,3,50,1,cuDNN,100,6,algo1 math1,,1e-3,1e-3,1e-3,100"
+} >"$tmp/r/eval.csv"
 python=python3
 [[ -x /usr/bin/python3 ]] && python=/usr/bin/python3
 "$python" bench/eval/report.py --results "$tmp/r" --out "$tmp/r" >"$tmp/report.log"
-grep -qF '| **five thesis families** | 2 | 1.58x | 1.25x | 1.05x | 1.50x | 0/2 |' "$tmp/r/summary.md" \
+grep -qF '| **five thesis families** | 2 | 1.58x | 1.25x | 1.05x | 1.58x | 1.50x | 0/2 |' "$tmp/r/summary.md" \
   || fail "headline: $(grep five "$tmp/r/summary.md")"
-grep -qF '(target >= 1.3x): met' "$tmp/r/summary.md" || fail "geomean target line"
-grep -qF 'within 5% of the oracle on 0 of 2 shapes' "$tmp/r/summary.md" || fail "oracle target line"
-grep -qF 'differs by a median 1.1% and at most 1.1% over 2 shapes' "$tmp/r/summary.md" || fail "noise line"
-# Programs: 1000x1000 in 128x64 tiles, K_G 2 -> 8 * 16 * 2 = 256.
-grep -qF '| ML=128, NL=64, MS=8, NS=4, U=8, KG=2 | 256 |' "$tmp/r/summary.md" || fail "program count"
+grep -qF 'blocktune top-10 time: **1.58x** (target >= 1.3x): met' "$tmp/r/summary.md" || fail "geomean target line"
+grep -qF 'Model-only geomean: **1.05x** (target >= 1.2x): **missed**' "$tmp/r/summary.md" || fail "model target line"
+grep -qF 'Median model-only speed / oracle speed: **0.694**' "$tmp/r/summary.md" || fail "median model/oracle"
+grep -qF 'within 5% of the oracle on 0 of 2 shapes' "$tmp/r/summary.md" || fail "within-5% line"
+grep -qF 'differs by a median 0.6% and at most 1.1%' "$tmp/r/summary.md" || fail "noise line"
+grep -qF 'another family than the oracle' "$tmp/r/summary.md" || fail "family line"
+"$python" -c "
+import json, sys
+h = json.load(open('$tmp/r/headline.json'))
+a = h['groups']['all shapes']
+assert h['precision'] == 'bf16' and a['shapes'] == 2, h
+assert abs(a['vendor_over_top10_geomean'] - 2.5 ** 0.5) < 1e-9, a
+assert a['model_within_5pct'] == 0 and a['triton_shapes'] == 1, a
+" || fail "headline.json"
 for f in square conv56; do
   [[ -s "$tmp/r/$f.png" ]] || fail "no $f.png"
   head -c 8 "$tmp/r/$f.png" | grep -q PNG || fail "$f.png is not a PNG"
 done
-echo "eval_test: plan and report OK"
+echo "eval_test: plan, plan read-back and report OK"

@@ -1,54 +1,95 @@
 #!/usr/bin/env bash
-# The thesis evaluation (issue 8) in three steps; results go to
-# bench/results/h100/eval unless RESULTS says otherwise.
+# The evaluation (issues 8 and 20), per precision, in three steps; results go
+# to bench/results/h100/eval/<precision>/ unless RESULTS says otherwise
+# (RESULTS/<precision>/).
 #
-#   bench/eval/run.sh plan            # any machine: blocktune's answers (the
-#                                     # query path over the shipped models)
-#   bench/eval/run.sh gpu EVAL_BENCH  # the GPU host: time the plan (about
-#                                     # 5 min on an H100), then Triton
-#                                     # (TRITON=0: not)
-#   bench/eval/run.sh report          # any machine: summary.md and the PNGs
+#   bench/eval/run.sh plan PREC [GPU]   # any machine: blocktune's answers
+#                                       # (the query path over the shipped
+#                                       # models of GPU, default h100-sxm)
+#   bench/eval/run.sh gpu PREC BIN      # the GPU host: Triton (bf16, where
+#                                       # python3 imports torch and triton;
+#                                       # TRITON=0: not), then BIN/eval_bench
+#   bench/eval/run.sh report            # any machine: summary.md, headline.json
+#                                       # and the PNGs of every precision
 #
-# EVAL_BENCH is bench/kernels/eval_bench from a build with the CUDA toolkit
-# (it needs no gRPC, SQLite or libtorch, so it can be built elsewhere and
-# copied). The Triton step runs where python3 can import torch and triton.
+# PREC: bf16, fp16, tf32 or fp32. BIN holds eval_bench (bench/kernels/, from
+# a build with the CUDA toolkit; it needs no gRPC, SQLite or libtorch, so it
+# is built elsewhere and carried: scripts/gpu_carry.sh) and may hold
+# triton_bench.py; else bench/kernels/triton_bench.py is used.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 results=${RESULTS:-bench/results/h100/eval}
-mkdir -p "$results"
+usage() { sed -n '2,18p' "$0" >&2; exit 2; }
+prec_dir() {
+  case "$1" in
+    bf16 | fp16 | tf32 | fp32) echo "$results/$1" ;;
+    *) echo "precision '$1': expected bf16, fp16, tf32 or fp32" >&2; exit 2 ;;
+  esac
+}
 
 case "${1:-}" in
   plan)
+    prec=${2:-}; [[ -n $prec ]] || usage
+    dir=$(prec_dir "$prec")
+    gpu=${3:-h100-sxm}
     build=${BUILD_DIR:-build}
-    scripts/setup.sh
-    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-    cmake --build "$build" --target blocktuned eval_plan
+    mkdir -p "$dir"
+    models=()
+    for op in gemm conv; do
+      f=models/pretrained/$gpu/models-$op-$prec.json.gz
+      [[ -e $f ]] && models+=(--models "$f")
+    done
+    # fp32: both ops' models are in models.json.gz.
+    [[ $prec == fp32 && -e models/pretrained/$gpu/models.json.gz ]] &&
+      models+=(--models "models/pretrained/$gpu/models.json.gz")
+    ((${#models[@]})) || { echo "no models/pretrained/$gpu/models-*-$prec.json.gz" >&2; exit 1; }
+    if [[ -z ${BUILD_DIR:-} ]]; then
+      scripts/setup.sh
+      cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+      cmake --build "$build" --target blocktuned eval_plan
+    fi
+    # Only the shapes some model's op covers.
+    shapes=$(mktemp)
+    trap 'rm -f "$shapes"' EXIT
+    for op in gemm conv; do
+      [[ -e models/pretrained/$gpu/models-$op-$prec.json.gz || $prec == fp32 ]] &&
+        grep -E "^[a-z0-9_]+ \| $op " bench/eval/shapes.txt
+    done >"$shapes"
     "$build/bench/eval_plan" --blocktuned "$build/server/blocktuned" \
-      --models models/pretrained/h100-sxm/models.json.gz \
-      --shapes bench/eval/shapes.txt --out "$results/plan.tsv" --top 10
+      "${models[@]}" --shapes "$shapes" --dtype "$prec" --out "$dir/plan.tsv" \
+      --top 10 | tee "$dir/plan.txt"
     ;;
   gpu)
-    bench=${2:?usage: run.sh gpu EVAL_BENCH}
+    prec=${2:-}; bin=${3:-}; [[ -n $prec && -n $bin ]] || usage
+    dir=$(prec_dir "$prec")
     export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    "$bench" --plan "$results/plan.tsv" --family square --family mlp --family cov \
-      --csv "$results/eval-gemm.csv" --json "$results/eval-gemm.json" \
-      --sweep 300 --budget-ms 6000 | tee "$results/eval-gemm.txt"
-    "$bench" --plan "$results/plan.tsv" --family deepbench --family conv56 \
-      --family conv256 --family resnet50_b1 --family resnet50_b32 \
-      --csv "$results/eval-rest.csv" --json "$results/eval-rest.json" \
-      --sweep 300 --budget-ms 6000 | tee "$results/eval-rest.txt"
-    if [[ "${TRITON:-1}" != 0 ]]; then
-      python3 bench/eval/triton_gemm.py --plan "$results/plan.tsv" \
-        --csv "$results/triton.csv" | tee "$results/triton.txt"
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,driver_version,temperature.gpu,power.draw \
+      --format=csv >"$dir/device.txt" 2>&1 || true
+    triton=()
+    if [[ $prec == bf16 && ${TRITON:-1} != 0 ]] &&
+       python3 -c "import torch, triton" 2>/dev/null; then
+      script=bench/kernels/triton_bench.py
+      [[ -e $bin/triton_bench.py ]] && script=$bin/triton_bench.py
+      "$bin/eval_bench" --plan "$dir/plan.tsv" --list-triton >"$dir/triton-shapes.txt"
+      PYTHONUNBUFFERED=1 timeout "${TRITON_TIMEOUT:-240}" python3 "$script" \
+        --shapes "$dir/triton-shapes.txt" --tsv "$dir/triton.tsv" \
+        --budget-s "${TRITON_BUDGET:-150}" >"$dir/triton.json" 2>"$dir/triton.err" ||
+        echo "triton_bench.py: exit $?" >&2
+      [[ -s $dir/triton.tsv ]] && triton=(--triton "$dir/triton.tsv")
     fi
+    "$bin/eval_bench" --plan "$dir/plan.tsv" --csv "$dir/eval.csv" \
+      --sweep "${SWEEP:-40}" "${triton[@]}" 2>"$dir/eval.err" | tee "$dir/eval.txt"
+    gzip -f "$dir/eval.err"
     ;;
   report)
     python=python3
     [[ -x /usr/bin/python3 ]] && python=/usr/bin/python3  # Debian's, with matplotlib
-    "$python" bench/eval/report.py --results "$results" --out "$results"
+    for dir in "$results"/*/; do
+      [[ -e $dir/eval.csv ]] || continue
+      "$python" bench/eval/report.py --results "$dir" --out "$dir"
+    done
     ;;
   *)
-    sed -n '2,14p' "$0" >&2
-    exit 2
+    usage
     ;;
 esac

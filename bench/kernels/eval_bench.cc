@@ -1,52 +1,94 @@
-// The thesis evaluation (issue 8, thesis §4.5) on one GPU: for every shape of
-// a plan written by bench/eval_plan (blocktune's answers from its query
-// path), times under one protocol (bench/kernels/measure.h):
+// The evaluation of issues 8 and 20 on one GPU, in any precision: for every
+// shape of a plan written by bench/eval_plan (blocktune's answers from its
+// query path over the shipped models), times under one protocol
+// (bench/kernels/family_measure.h: an L2 flush before each launch, CUDA
+// events around the launch alone, 3 warm-ups, the median):
 //   model   the query path's answer from the surrogate alone (its top 1);
 //   top10   the best of the query path's top 10, each timed here: the
 //           selection the daemon's --verify makes;
-//   oracle  the best block shape found by sweeping: the top 10 plus up to
-//           --sweep sampled valid block shapes within --budget-ms of kernel
-//           time;
-//   cuBLAS  cublasSgemm as called, and the best of the cublasLt heuristic's
-//           candidates (TF32 off);
-//   cuDNN   the best of cudnnFind over every algorithm, NHWC and NCHW.
-// The picks are timed again after selection (the median of RepsFor(shape)
-// launches) so that the least of several noisy timings is not what is
-// reported; each pick's output is compared with the vendor's.
+//   oracle  the best configuration found here: the top 10 and up to
+//           --sweep candidates of every family that implements the shape's
+//           precision (family_measure.h's Candidates: a prior, then a
+//           random sample of the domain that passes the rules), each timed
+//           quickly, the 4 fastest again in full;
+//   vendor  cuBLASLt (the best of the algorithms its heuristic offers) or
+//           cuDNN (the best of cudnnFind's), in the shape's own precision;
+//   Triton  (--triton) bench/kernels/triton_bench.py's autotuned time for
+//           the GEMMs, measured in the same device call.
+// The three picks are timed once more after selection (the median of --reps
+// launches), so the least of several noisy timings is not what is reported;
+// the model's answer twice, for the noise. Each pick's output is compared
+// with the vendor's (RelErr within Tolerance(precision)); a sweep candidate
+// that fails the check is never the oracle.
 //
-//   eval_bench --plan bench/results/h100/eval/plan.tsv [--family F]...
-//       --csv out.csv --json out.json [--sweep 200] [--budget-ms 4000]
-// A plan line: family \t context \t rank \t block shape \t predicted seconds.
-#include <cuda_runtime.h>
-
+//   eval_bench --plan plan.tsv --csv out.csv [--group G]... [--sweep 40]
+//              [--reps 21] [--triton TSV]
+//   eval_bench --plan plan.tsv --list-triton      (no GPU: triton_bench.py's
+//                                                  shapes file)
+//   eval_bench --plan plan.tsv --list-candidates  (no GPU: candidates per
+//                                                  shape on an H100)
+// A plan line: group \t context \t rank \t configuration \t predicted seconds,
+// the configuration as "gemm.mma v3 bm=128 bn=128 ...".
 #include <algorithm>
 #include <atomic>
-#include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <memory>
+#include <mutex>
 #include <optional>
-#include <random>
 #include <set>
-#include <string>
 #include <thread>
-#include <vector>
+#include <unordered_map>
 
-#include "bench/kernels/measure.h"
-#include "bench/timing.h"
+#include "bench/kernels/family_measure.h"
 #include "kernels/ptx_compiler.h"
 
 namespace blocktune::bench {
 namespace {
 
-struct Planned {
-  std::string family;
-  Context ctx;
-  std::vector<BlockShape> top;  // rank order
-  double predicted_s = 0;       // of the top 1
+struct Config {
+  const KernelFamily* family = nullptr;
+  Params params;
+  std::string Text() const {
+    return std::string(family->name()) + " v" +
+           std::to_string(family->version()) + " " + family->Format(params);
+  }
+  friend bool operator==(const Config& a, const Config& b) {
+    return a.family == b.family && a.params == b.params;
+  }
 };
+
+struct Planned {
+  Case c;
+  std::vector<Config> top;  // rank order
+  double predicted_s = 0;   // of the top 1
+};
+
+std::vector<std::string> Split(const std::string& line, char sep) {
+  std::vector<std::string> f;
+  size_t a = 0;
+  for (size_t b; (b = line.find(sep, a)) != std::string::npos; a = b + 1)
+    f.push_back(line.substr(a, b - a));
+  f.push_back(line.substr(a));
+  return f;
+}
+
+// "gemm.mma v3 bm=128 ..." of the family's current version.
+StatusOr<Config> ConfigFromText(const std::string& text) {
+  const auto words = Split(text, ' ');
+  if (words.size() < 3 || words[1].size() < 2 || words[1][0] != 'v')
+    return InvalidArgument("configuration '" + text +
+                           "': expected 'family vN params'");
+  BT_ASSIGN_OR_RETURN(const KernelFamily* f, FindFamily(words[0]));
+  if (words[1] != "v" + std::to_string(f->version()))
+    return FailedPrecondition(
+        "configuration '" + text + "' is of " + words[0] + " " + words[1] +
+        "; this build generates v" + std::to_string(f->version()) +
+        ": make the plan again (bench/eval/run.sh plan)");
+  BT_ASSIGN_OR_RETURN(Params p, f->Parse(text.substr(
+                                    words[0].size() + words[1].size() + 2)));
+  return Config{f, p};
+}
 
 StatusOr<std::vector<Planned>> ReadPlan(const std::string& path) {
   std::ifstream in(path);
@@ -54,92 +96,144 @@ StatusOr<std::vector<Planned>> ReadPlan(const std::string& path) {
   std::vector<Planned> out;
   std::map<std::string, size_t> index;
   std::string line;
-  int line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
+  for (int line_no = 1; std::getline(in, line); ++line_no) {
     if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> f;
-    size_t a = 0;
-    for (size_t b; (b = line.find('\t', a)) != std::string::npos; a = b + 1)
-      f.push_back(line.substr(a, b - a));
-    f.push_back(line.substr(a));
+    const auto f = Split(line, '\t');
     const std::string where = path + ":" + std::to_string(line_no) + ": ";
     if (f.size() != 5)
       return InvalidArgument(where + "expected 5 tab-separated fields");
     auto ctx = ContextFromString(f[1]);
     if (!ctx.ok()) return InvalidArgument(where + ctx.status().message());
-    auto xb = BlockShapeFromString(f[3]);
-    if (!xb.ok()) return InvalidArgument(where + xb.status().message());
-    auto [it, added] = index.emplace(f[0] + "\t" + f[1], out.size());
-    if (added) out.push_back({f[0], *ctx, {}, 0});
-    Planned& p = out[it->second];
+    auto config = ConfigFromText(f[3]);
+    if (!config.ok())
+      return Status(config.status().code(), where + config.status().message());
     char* end = nullptr;
     const double predicted = std::strtod(f[4].c_str(), &end);
     if (end == f[4].c_str() || *end != '\0' || !(predicted >= 0))
       return InvalidArgument(where + "predicted seconds: '" + f[4] +
                              "' is not a number >= 0");
-    if (p.top.empty()) p.predicted_s = predicted;
-    p.top.push_back(*xb);
+    auto [it, added] = index.emplace(f[0] + "\t" + f[1], out.size());
+    if (added) {
+      Planned p;
+      p.c.group = f[0];
+      p.c.problem = Problem(*ctx);
+      p.predicted_s = predicted;
+      out.push_back(std::move(p));
+    }
+    out[it->second].top.push_back(*config);
   }
   return out;
 }
 
-// Generates and loads every block shape, compiling PTX to cubins on all
-// cores through nvJitLink where it is (the driver's JIT compiles one module
-// at a time). Entries that do not load stay null.
-std::vector<std::unique_ptr<LoadedGemm>> LoadAll(
-    const Context& ctx, const std::vector<BlockShape>& shapes) {
-  std::vector<std::unique_ptr<LoadedGemm>> out(shapes.size());
-  auto compiler = PtxCompiler::Get();
-  if (!compiler.ok()) {
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      auto k = LoadedGemm::Create(ctx, shapes[i], "sm_90");
-      if (k.ok()) out[i] = std::move(*k);
+// "bf16 NT 4096 16 4096 4096 4096": triton_bench.py's key of a GEMM.
+std::string TritonKey(const Case& c) {
+  const GemmContext& g = c.g();
+  return std::string(ToString(c.prec())) + " " +
+         (g.layout_a == Layout::kT ? "T" : "N") +
+         (g.layout_b == Layout::kT ? "T" : "N") + " " + std::to_string(g.m) +
+         " " + std::to_string(g.n) + " " + std::to_string(g.k) + " " +
+         std::to_string(c.Lda()) + " " + std::to_string(c.Ldb());
+}
+
+// The candidates of one shape: the plan's top 10 first (rank order), then
+// up to `sweep` of every family implementing the precision, each once.
+std::vector<Config> CandidatesOf(const Planned& p, const KernelLimits& limits,
+                                 int sm_count, size_t sweep) {
+  std::vector<Config> out = p.top;
+  for (const KernelFamily* f :
+       FamiliesFor(OpOf(p.c.problem.ctx), p.c.prec())) {
+    if (f->min_compute_capability() > limits.compute_capability) continue;
+    for (const Params& params :
+         Candidates(*f, p.c, limits, sm_count, sweep, 17)) {
+      Config k{f, params};
+      if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+    }
+  }
+  return out;
+}
+
+// Generates every candidate and compiles it to a cubin on all cores through
+// nvJitLink (the driver's JIT where there is none), one compile per distinct
+// PTX text across the whole run; then loads them. Entries that do not
+// generate, compile or load stay null, with the reason on stderr.
+class Loader {
+ public:
+  explicit Loader(std::string arch) : arch_(std::move(arch)) {
+    auto c = PtxCompiler::Get();
+    if (c.ok()) compiler_ = *c;
+  }
+
+  std::vector<std::unique_ptr<LoadedKernel>> Load(
+      const Problem& problem, const std::vector<Config>& configs) {
+    const size_t n = configs.size();
+    std::vector<std::optional<GeneratedKernel>> kernels(n);
+    std::vector<std::string> images(n);
+    std::atomic<size_t> next{0};
+    std::mutex mu;
+    auto work = [&] {
+      for (size_t i; (i = next++) < n;) {
+        const Config& k = configs[i];
+        auto gk = k.family->Generate(problem, k.params, arch_);
+        if (!gk.ok()) {
+          std::fprintf(stderr, "# %s: %s\n", k.Text().c_str(),
+                       gk.status().ToString().c_str());
+          continue;
+        }
+        std::string image = gk->ptx;
+        if (compiler_) {
+          {
+            std::lock_guard<std::mutex> lock(mu);
+            auto it = cubins_.find(gk->ptx);
+            if (it != cubins_.end()) image = it->second;
+          }
+          if (image == gk->ptx) {
+            auto cubin = compiler_->Compile(gk->ptx, TargetOf(*gk, arch_));
+            if (!cubin.ok()) {
+              std::fprintf(stderr, "# %s: %s\n", k.Text().c_str(),
+                           cubin.status().ToString().c_str());
+              continue;
+            }
+            image = std::move(*cubin);
+            std::lock_guard<std::mutex> lock(mu);
+            cubins_.emplace(gk->ptx, image);
+          }
+        }
+        kernels[i] = std::move(*gk);
+        images[i] = std::move(image);
+      }
+    };
+    std::vector<std::thread> pool;
+    const unsigned threads = std::max(2u, std::thread::hardware_concurrency());
+    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work);
+    for (auto& t : pool) t.join();
+    std::vector<std::unique_ptr<LoadedKernel>> out(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (!kernels[i]) continue;
+      const int64_t split = configs[i].family->Shape(problem, configs[i].params)
+                                .split_k;
+      auto l = LoadedKernel::Load(problem, std::move(*kernels[i]), images[i],
+                                  split);
+      if (l.ok())
+        out[i] = std::move(*l);
+      else
+        std::fprintf(stderr, "# %s: %s\n", configs[i].Text().c_str(),
+                     l.status().ToString().c_str());
     }
     return out;
   }
-  std::vector<std::optional<GemmKernel>> kernels(shapes.size());
-  std::vector<std::string> images(shapes.size());
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  for (unsigned t = 0; t < threads; ++t) {
-    pool.emplace_back([&] {
-      for (size_t i; (i = next++) < shapes.size();) {
-        auto k = GenerateKernel(ctx, shapes[i], "sm_90");
-        if (!k.ok()) continue;
-        auto image = (*compiler)->Compile(k->ptx, "sm_90");
-        if (!image.ok()) continue;
-        kernels[i] = std::move(*k);
-        images[i] = std::move(*image);
-      }
-    });
-  }
-  for (auto& t : pool) t.join();
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    if (!kernels[i]) continue;
-    auto k = LoadedGemm::Load(ctx, std::move(*kernels[i]), images[i]);
-    if (k.ok()) out[i] = std::move(*k);
-  }
-  return out;
-}
+
+ private:
+  std::string arch_;
+  const PtxCompiler* compiler_ = nullptr;
+  std::unordered_map<std::string, std::string> cubins_;  // PTX -> cubin
+};
 
 struct Pick {
-  BlockShape xb{};
-  double ms = INFINITY;
-  double relerr = NAN;
+  size_t index = SIZE_MAX;
+  double us = NAN, rel_err = NAN;
 };
 
-struct Row {
-  std::string family, context, describe;
-  double gflop = 0;
-  Pick model, top10, oracle;
-  double predicted_ms = 0, model_repeat_ms = NAN;
-  int tried = 0, top_loaded = 0;
-  VendorTime vendor;
-};
-
-std::string Num(double v, const char* format = "%.4f") {
+std::string Num(double v, const char* format = "%.2f") {
   if (!std::isfinite(v)) return "";
   char b[32];
   std::snprintf(b, sizeof(b), format, v);
@@ -147,251 +241,333 @@ std::string Num(double v, const char* format = "%.4f") {
 }
 
 const char* kCsvHeader =
-    "family,context,shape,gflop,model_xb,model_us,model_predicted_us,"
-    "top10_xb,top10_us,oracle_xb,oracle_us,tried,sgemm_us,lt_us,lt_candidates,"
-    "cudnn_us,cudnn_algo,cudnn_algorithms,vendor_us,relerr_model,relerr_top10,"
-    "relerr_oracle,model_repeat_us";
-
-std::string CsvLine(const Row& r) {
-  std::string s =
-      r.family + "," + r.context + "," + r.describe + "," + Num(r.gflop) + "," +
-      ToString(r.model.xb) + "," + Num(r.model.ms * 1e3, "%.2f") + "," +
-      Num(r.predicted_ms * 1e3, "%.2f") + "," + ToString(r.top10.xb) + "," +
-      Num(r.top10.ms * 1e3, "%.2f") + "," + ToString(r.oracle.xb) + "," +
-      Num(r.oracle.ms * 1e3, "%.2f") + "," + std::to_string(r.tried) + "," +
-      Num(r.vendor.sgemm_ms * 1e3, "%.2f") + "," +
-      Num(r.vendor.lt_ms * 1e3, "%.2f") + "," +
-      std::to_string(r.vendor.lt_candidates) + "," +
-      Num(r.vendor.dnn_ms * 1e3, "%.2f") + "," + r.vendor.dnn_algo + "," +
-      std::to_string(r.vendor.dnn_algorithms) + "," +
-      Num(r.vendor.best_ms * 1e3, "%.2f") + "," + Num(r.model.relerr, "%.2e") +
-      "," + Num(r.top10.relerr, "%.2e") + "," + Num(r.oracle.relerr, "%.2e") +
-      "," + Num(r.model_repeat_ms * 1e3, "%.2f");
-  return s;
-}
-
-std::string JsonNum(double v, const char* format = "%.3f") {
-  return std::isfinite(v) ? Num(v, format) : "null";
-}
-
-std::string JsonObject(const Row& r) {
-  auto pick = [](const Pick& p) {
-    return "{\"block_shape\": \"" + ToString(p.xb) +
-           "\", \"us\": " + JsonNum(p.ms * 1e3) +
-           ", \"relerr\": " + JsonNum(p.relerr, "%.3e") + "}";
-  };
-  return "{\"family\": \"" + r.family + "\", \"context\": \"" + r.context +
-         "\", \"shape\": \"" + r.describe +
-         "\", \"gflop\": " + JsonNum(r.gflop, "%.6f") +
-         ", \"model\": " + pick(r.model) +
-         ", \"model_predicted_us\": " + JsonNum(r.predicted_ms * 1e3) +
-         ", \"top10\": " + pick(r.top10) + ", \"oracle\": " + pick(r.oracle) +
-         ", \"model_repeat_us\": " + JsonNum(r.model_repeat_ms * 1e3) +
-         ", \"tried\": " + std::to_string(r.tried) +
-         ", \"sgemm_us\": " + JsonNum(r.vendor.sgemm_ms * 1e3) +
-         ", \"lt_us\": " + JsonNum(r.vendor.lt_ms * 1e3) +
-         ", \"lt_candidates\": " + std::to_string(r.vendor.lt_candidates) +
-         ", \"cudnn_us\": " + JsonNum(r.vendor.dnn_ms * 1e3) +
-         ", \"cudnn_algo\": \"" + r.vendor.dnn_algo +
-         "\", \"cudnn_algorithms\": " +
-         std::to_string(r.vendor.dnn_algorithms) +
-         ", \"vendor_us\": " + JsonNum(r.vendor.best_ms * 1e3) + "}";
-}
+    "group,context,shape,precision,gflop,model_config,model_us,"
+    "model_predicted_us,top10_config,top10_us,oracle_config,oracle_us,"
+    "oracle_rank,tried,wrong,vendor,vendor_us,vendor_algos,vendor_algo,"
+    "triton_us,relerr_model,relerr_top10,relerr_oracle,model_repeat_us";
 
 int Usage() {
   std::fprintf(stderr,
-               "usage: eval_bench --plan FILE --csv FILE --json FILE "
-               "[--family NAME]... [--sweep N (0..2000)] [--budget-ms MS "
-               "(0..600000)]\n");
+               "usage: eval_bench --plan FILE (--csv FILE [--group G]... "
+               "[--sweep N (0..2000)] [--reps N (5..1000)] [--triton TSV] | "
+               "--list-triton | --list-candidates)\n");
   return 2;
 }
 
 int Main(int argc, char** argv) {
-  std::string plan_path, csv_path, json_path;
-  std::set<std::string> families;
-  long sweep = 200;
-  double budget_ms = 4000;
+  std::string plan_path, csv_path, triton_path;
+  std::set<std::string> groups;
+  long sweep = 40, reps = 21;
+  bool list_triton = false, list_candidates = false;
   for (int i = 1; i < argc; ++i) {
-    auto value = [&]() -> const char* {
-      return i + 1 < argc ? argv[++i] : nullptr;
-    };
     const std::string flag = argv[i];
-    const char* v = value();
-    if (!v) return Usage();
-    if (flag == "--plan")
+    if (flag == "--list-triton") {
+      list_triton = true;
+      continue;
+    }
+    if (flag == "--list-candidates") {
+      list_candidates = true;
+      continue;
+    }
+    if (i + 1 >= argc) return Usage();
+    const char* v = argv[++i];
+    if (flag == "--plan") {
       plan_path = v;
-    else if (flag == "--csv")
+    } else if (flag == "--csv") {
       csv_path = v;
-    else if (flag == "--json")
-      json_path = v;
-    else if (flag == "--family")
-      families.insert(v);
-    else if (flag == "--sweep" || flag == "--budget-ms") {
+    } else if (flag == "--triton") {
+      triton_path = v;
+    } else if (flag == "--group") {
+      groups.insert(v);
+    } else if (flag == "--sweep" || flag == "--reps") {
       char* end = nullptr;
-      const double x = std::strtod(v, &end);
-      if (end == v || *end != '\0') {
-        std::fprintf(stderr, "%s: '%s' is not a number\n", flag.c_str(), v);
+      const long x = std::strtol(v, &end, 10);
+      const bool is_sweep = flag == "--sweep";
+      const long lo = is_sweep ? 0 : 5, hi = is_sweep ? 2000 : 1000;
+      if (end == v || *end != '\0' || x < lo || x > hi) {
+        std::fprintf(stderr, "%s: '%s' is not an integer in [%ld, %ld]\n",
+                     flag.c_str(), v, lo, hi);
         return 2;
       }
-      if (flag == "--sweep")
-        sweep = x >= 0 && x <= 2000 ? static_cast<long>(x) : -1;
-      else
-        budget_ms = x;
-    } else
+      (is_sweep ? sweep : reps) = x;
+    } else {
       return Usage();
+    }
   }
-  if (plan_path.empty() || csv_path.empty() || json_path.empty())
+  if (plan_path.empty() ||
+      (csv_path.empty() && !list_triton && !list_candidates))
     return Usage();
-  if (sweep < 0 || sweep > 2000) {
-    std::fprintf(stderr, "--sweep: outside [0, 2000]\n");
-    return 2;
-  }
-  if (!(budget_ms >= 0 && budget_ms <= 600000)) {
-    std::fprintf(stderr, "--budget-ms: outside [0, 600000]\n");
-    return 2;
-  }
   auto plan = ReadPlan(plan_path);
   if (!plan.ok()) {
-    std::fprintf(stderr, "%s\n", plan.status().ToString().c_str());
+    std::fprintf(stderr, "eval_bench: %s\n", plan.status().ToString().c_str());
     return 2;
+  }
+  auto wanted = [&](const Planned& p) {
+    return groups.empty() || groups.count(p.c.group) > 0;
+  };
+  if (list_triton) {  // triton_bench.py --shapes: "group prec layout m n k lda ldb"
+    for (const Planned& p : *plan)
+      if (wanted(p) && !p.c.conv())
+        std::printf("%s %s\n", p.c.group.c_str(), TritonKey(p.c).c_str());
+    return 0;
+  }
+  if (list_candidates) {
+    const KernelLimits h100;
+    for (const Planned& p : *plan) {
+      if (!wanted(p)) continue;
+      const auto cands = CandidatesOf(p, h100, 132, sweep);
+      std::printf("%-12s %-30s %-5s %zu candidates (%zu from the plan)\n",
+                  p.c.group.c_str(), ShapeText(p.c).c_str(),
+                  std::string(ToString(p.c.prec())).c_str(), cands.size(),
+                  p.top.size());
+    }
+    return 0;
+  }
+
+  auto driver = cuda::Driver::Get();
+  if (!driver.ok()) {
+    std::fprintf(stderr, "%s\n", driver.status().ToString().c_str());
+    return 1;
   }
   auto cu = cuda::Context::Open(0);
   if (!cu.ok()) {
-    std::printf("%s\n", cu.status().message().c_str());
+    std::fprintf(stderr, "%s\n", cu.status().ToString().c_str());
     return 1;
   }
-  cuda::Driver* driver = *cuda::Driver::Get();
-  const DeviceFingerprint fp = *driver->Fingerprint(0);
-  Vendor vendor;
+  auto dev = (*driver)->Limits(0);
+  auto fp = (*driver)->Fingerprint(0);
+  if (!dev.ok() || !fp.ok()) {
+    std::fprintf(stderr, "device 0: %s\n",
+                 (dev.ok() ? fp.status() : dev.status()).ToString().c_str());
+    return 1;
+  }
+  KernelLimits limits;
+  limits.max_threads_per_block = dev->max_threads_per_block;
+  limits.max_dynamic_shared_bytes = dev->max_shared_per_block_optin;
+  limits.registers_per_sm = dev->max_registers_per_sm;
+  limits.compute_capability = dev->cc_major * 10 + dev->cc_minor;
+  const std::string arch = "sm_" + std::to_string(limits.compute_capability);
+  const int sm_count = dev->sm_count;
+  CHECK_CUDA(cudaSetDevice(0));
+
+  std::map<std::string, double> triton;  // TritonKey -> us
+  if (!triton_path.empty()) {
+    std::ifstream in(triton_path);
+    if (!in) {
+      std::fprintf(stderr, "eval_bench: cannot read --triton %s\n",
+                   triton_path.c_str());
+      return 2;
+    }
+    std::string prec, lay, config;
+    int64_t m, n, k, lda, ldb;
+    double us;
+    while (in >> prec >> lay >> m >> n >> k >> lda >> ldb >> us >> config)
+      triton[prec + " " + lay + " " + std::to_string(m) + " " +
+             std::to_string(n) + " " + std::to_string(k) + " " +
+             std::to_string(lda) + " " + std::to_string(ldb)] = us;
+  }
+
+  cublasLtHandle_t lt;
+  cublasLtCreate(&lt);
+#ifdef BLOCKTUNE_HAVE_CUDNN
+  cudnnHandle_t dnn;
+  cudnnCreate(&dnn);
+#endif
+  Timer timer(/*read_flush=*/true);
+  Loader loader(arch);
   FILE* csv = std::fopen(csv_path.c_str(), "w");
-  FILE* json = std::fopen(json_path.c_str(), "w");
-  if (!csv || !json) {
-    std::fprintf(stderr, "cannot write --csv or --json\n");
+  if (!csv) {
+    std::fprintf(stderr, "eval_bench: cannot write --csv %s\n",
+                 csv_path.c_str());
     return 2;
   }
-  std::fprintf(csv, "# %s\n%s\n", ToString(fp).c_str(), kCsvHeader);
-  std::fprintf(json, "{\"device\": \"%s\", \"rows\": [\n",
-               ToString(fp).c_str());
-  std::printf("# %s; sweep %ld, budget %.0f ms of kernel time per shape\n",
-              ToString(fp).c_str(), sweep, budget_ms);
-  std::printf("%-8s %-32s %9s %9s %9s %9s %6s %6s %6s %5s\n", "family", "shape",
-              "model_us", "top10_us", "oracle_us", "vendor_us", "v/top10",
-              "v/model", "m/orcl", "tried");
-  std::mt19937 rng(1);
-  bool first = true;
+  std::fprintf(csv,
+               "# %s; cuBLASLt %zu; sweep %ld per family, %ld repetitions; "
+               "L2 read-flushed before each launch\n%s\n",
+               ToString(*fp).c_str(), cublasLtGetVersion(), sweep, reps,
+               kCsvHeader);
+  std::printf("# %s; sweep %ld per family; %zu Triton times\n",
+              ToString(*fp).c_str(), sweep, triton.size());
+  std::printf("%-12s %-28s %-5s %9s %9s %9s %9s %6s %6s %6s %5s\n", "group",
+              "shape", "prec", "model_us", "top10_us", "oracle_us",
+              "vendor_us", "v/top10", "v/model", "m/orcl", "tried");
   const double t_start = NowSeconds();
   for (const Planned& p : *plan) {
-    if (!families.empty() && !families.count(p.family)) continue;
-    Row row;
-    row.family = p.family;
-    row.context = ToString(p.ctx);
-    row.describe = Describe(p.ctx);
-    row.gflop = Flops(p.ctx) / 1e9;
-    row.predicted_ms = p.predicted_s * 1e3;
-    auto made = MakeOperands(p.ctx, rng);
-    if (!made.ok()) {
-      std::printf("%-8s %-32s %s\n", p.family.c_str(), row.describe.c_str(),
-                  made.status().ToString().c_str());
-      continue;
-    }
-    Operands& ops = *made;
-    const int reps = RepsFor(p.ctx);
-    const int sweep_reps = std::max(5, reps / 4);
+    if (!wanted(p)) continue;
+    const Case& c = p.c;
+    Buffers buf;
+    Allocate(c, &buf);
+    const size_t c_elems = OutputElements(c);
 
-    // The candidates: the query path's top 10, then the sweep's sample.
-    std::vector<BlockShape> shapes = p.top;
-    std::set<std::string> seen;
-    for (const BlockShape& xb : shapes) seen.insert(ToString(xb));
-    for (const BlockShape& xb :
-         SweepCandidates(p.ctx, fp.sm_count, static_cast<size_t>(sweep), rng))
-      if (seen.insert(ToString(xb)).second) shapes.push_back(xb);
-    auto loaded = LoadAll(p.ctx, shapes);
+    // The vendor first: its best algorithm's output is the reference.
+    LtResult vendor;
+    std::string vendor_algo;
+#ifdef BLOCKTUNE_HAVE_CUDNN
+    if (c.conv())
+      vendor = TimeCudnn(dnn, c, buf, timer, reps, &vendor_algo);
+    else
+#endif
+      if (!c.conv())
+        vendor = TimeLt(lt, c, buf, timer, reps);
+    const std::vector<double> ref = std::isfinite(vendor.us)
+                                        ? ToDoubles(buf.c_ref, c_elems, c.prec())
+                                        : std::vector<double>();
 
-    // Top 10, each at full repetitions; then the sweep within the budget.
-    std::vector<double> ms(shapes.size(), INFINITY);
-    double spent = 0;
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      const bool in_top = i < p.top.size();
-      if (!in_top && spent > budget_ms) break;
-      if (!loaded[i]) continue;
-      const int r = in_top ? reps : sweep_reps;
-      auto t = TimeOurs(p.ctx, *loaded[i], ops, r);
-      if (!t.ok()) continue;
-      ms[i] = *t;
-      spent += *t * (r + 2);
-      ++row.tried;
-      if (in_top) ++row.top_loaded;
-    }
-    auto best_of = [&](size_t begin, size_t end) {
-      size_t best = begin;
-      for (size_t i = begin; i < end; ++i)
-        if (ms[i] < ms[best]) best = i;
-      return best;
+    const std::vector<Config> configs =
+        CandidatesOf(p, limits, sm_count, sweep);
+    const auto loaded = loader.Load(c.problem, configs);
+    int64_t ws_bytes = 16;
+    for (const auto& k : loaded)
+      if (k) ws_bytes = std::max(ws_bytes, k->kernel().workspace_bytes);
+    void* ws = nullptr;
+    CHECK_CUDA(cudaMalloc(&ws, ws_bytes));
+    CHECK_CUDA(cudaMemset(ws, 0, ws_bytes));
+    auto launch = [&](size_t i) {
+      KernelOperands ops;
+      ops.a = reinterpret_cast<uint64_t>(buf.a);
+      ops.b = reinterpret_cast<uint64_t>(buf.b);
+      ops.c = reinterpret_cast<uint64_t>(buf.c);
+      ops.workspace = reinterpret_cast<uint64_t>(ws);
+      return loaded[i]->Launch(ops).ok();
     };
+    auto time = [&](size_t i, int n, int warmups = 3) {
+      if (!loaded[i]) return double{NAN};
+      // Another kernel's partial sums may lie where this one's counters
+      // are; every launch leaves its counters zero.
+      CHECK_CUDA(cudaMemset(ws, 0, ws_bytes));
+      return timer.Time([&] { return launch(i); }, n, warmups);
+    };
+    // RelErr of candidate i's output against the vendor's (NaN without a
+    // reference); C is NaN-poisoned first.
+    auto check = [&](size_t i) {
+      if (ref.empty() || !loaded[i]) return double{NAN};
+      CHECK_CUDA(cudaMemset(ws, 0, ws_bytes));
+      CHECK_CUDA(cudaMemset(buf.c, 0xff, buf.c_bytes));
+      if (!launch(i)) return double{NAN};
+      CHECK_CUDA(cudaDeviceSynchronize());
+      return RelErr(ToDoubles(buf.c, c_elems, c.prec()), ref, c);
+    };
+    const double tol = Tolerance(c.prec());
+    auto correct = [&](double err) { return ref.empty() || err <= tol; };
+
+    // The top 10 in full; the sweep quickly.
     const size_t n_top = p.top.size();
-    const size_t top_i = best_of(0, n_top);
-    const size_t oracle_i = best_of(0, shapes.size());
-    if (!loaded[0] || !std::isfinite(ms[top_i])) {
-      std::printf("%-8s %-32s the model's answer did not run\n",
-                  p.family.c_str(), row.describe.c_str());
+    std::vector<double> us(configs.size(), NAN);
+    int tried = 0, wrong = 0;
+    for (size_t i = 0; i < configs.size(); ++i) {
+      us[i] = time(i, i < n_top ? static_cast<int>(reps) : 5,
+                   i < n_top ? 3 : 1);
+      if (std::isfinite(us[i])) ++tried;
+    }
+    // The top 10's pick: its fastest with a correct output, as --verify's
+    // worker would pick.
+    std::vector<double> err(configs.size(), NAN);
+    std::vector<std::pair<double, size_t>> order;
+    for (size_t i = 0; i < n_top; ++i)
+      if (std::isfinite(us[i])) order.push_back({us[i], i});
+    std::sort(order.begin(), order.end());
+    size_t top_i = SIZE_MAX;
+    for (const auto& [t, i] : order) {
+      err[i] = check(i);
+      if (correct(err[i])) {
+        top_i = i;
+        break;
+      }
+      ++wrong;
+    }
+    // The oracle: the 4 fastest correct sweep candidates in full, and the
+    // top 10.
+    order.clear();
+    for (size_t i = n_top; i < configs.size(); ++i)
+      if (std::isfinite(us[i])) order.push_back({us[i], i});
+    std::sort(order.begin(), order.end());
+    size_t oracle_i = top_i;
+    int retimed = 0;
+    for (const auto& [quick, i] : order) {
+      if (retimed == 4) break;
+      err[i] = check(i);
+      if (!correct(err[i])) {
+        ++wrong;
+        std::fprintf(stderr, "# WRONG %s %s %s: rel err %g\n",
+                     ShapeText(c).c_str(),
+                     std::string(ToString(c.prec())).c_str(),
+                     configs[i].Text().c_str(), err[i]);
+        continue;
+      }
+      ++retimed;
+      us[i] = time(i, reps);
+      if (std::isfinite(us[i]) &&
+          (oracle_i == SIZE_MAX || !(us[i] >= us[oracle_i])))
+        oracle_i = i;
+    }
+    if (!std::isfinite(us[0]) || top_i == SIZE_MAX) {
+      std::printf("%-12s %-28s the model's answer did not run, or none of "
+                  "the top 10 ran correctly\n",
+                  c.group.c_str(), ShapeText(c).c_str());
+      cudaFree(ws);
       continue;
     }
-    // Re-time the picks, each distinct block shape once, keeping its output
-    // for the check; a pick that is the same block shape as another gets
-    // the same timing. The oracle is the fastest of them (the model's and
-    // the top 10's picks are in the swept set).
-    std::map<size_t, std::pair<double, std::vector<float>>> timed;
+    // Re-time the picks, each distinct configuration once; the oracle is
+    // the fastest of them (the model's and the top 10's picks are in the
+    // swept set).
+    std::map<size_t, Pick> picks;
     for (size_t i : {size_t{0}, top_i, oracle_i}) {
-      if (timed.count(i)) continue;
-      std::vector<float> out;
-      auto t = TimeOurs(p.ctx, *loaded[i], ops, reps, &out);
-      timed[i] = {t.ok() ? *t : INFINITY, std::move(out)};
+      if (i == SIZE_MAX || picks.count(i)) continue;
+      Pick& pk = picks[i];
+      pk.index = i;
+      pk.rel_err = std::isfinite(err[i]) ? err[i] : check(i);
+      pk.us = time(i, reps);
     }
-    size_t fastest = 0;
-    for (const auto& [i, t] : timed)
-      if (t.first < timed[fastest].first) fastest = i;
-    auto pick = [&](size_t i, Pick* into) {
-      into->xb = shapes[i];
-      into->ms = timed[i].first;
-    };
-    pick(0, &row.model);
-    pick(top_i, &row.top10);
-    pick(fastest, &row.oracle);
-    // The model's answer once more: the spread of two timings of one
-    // kernel is the noise a difference must exceed.
-    if (auto again = TimeOurs(p.ctx, *loaded[0], ops, reps); again.ok())
-      row.model_repeat_ms = *again;
-
-    // The vendor, whose output is the reference.
-    row.vendor = vendor.Time(p.ctx, ops, reps);
-    std::vector<float> ref(ops.c.bytes() / 4);
-    if (row.vendor.reference &&
-        ops.c.CopyToHost(ref.data(), ref.size() * 4).ok()) {
-      row.model.relerr = RelativeError(timed[0].second, ref);
-      row.top10.relerr = RelativeError(timed[top_i].second, ref);
-      row.oracle.relerr = RelativeError(timed[fastest].second, ref);
+    const Pick model = picks[0], top10 = picks[top_i];
+    Pick oracle = model;
+    for (const auto& [i, pk] : picks)
+      if (correct(pk.rel_err) && pk.us < oracle.us) oracle = pk;
+    const double model_repeat = time(0, reps);
+    double triton_us = NAN;
+    if (!c.conv()) {
+      auto it = triton.find(TritonKey(c));
+      if (it != triton.end()) triton_us = it->second;
     }
-    std::fprintf(csv, "%s\n", CsvLine(row).c_str());
-    std::fprintf(json, "%s%s", first ? "" : ",\n", JsonObject(row).c_str());
+    // The oracle's rank in the model's top 10 (0: outside it).
+    const int oracle_rank =
+        oracle.index < n_top ? static_cast<int>(oracle.index) + 1 : 0;
+    const std::string vendor_name =
+        c.conv() ? "cuDNN" : "cuBLASLt";
+    std::fprintf(
+        csv, "%s\n",
+        (c.group + "," + ToString(c.problem.ctx) + "," + ShapeText(c) + "," +
+         std::string(ToString(c.prec())) + "," +
+         Num(Flops(c.problem.ctx) / 1e9, "%.4f") + "," +
+         configs[0].Text() + "," + Num(model.us) + "," +
+         Num(p.predicted_s * 1e6) + "," + configs[top10.index].Text() + "," +
+         Num(top10.us) + "," + configs[oracle.index].Text() + "," +
+         Num(oracle.us) + "," + std::to_string(oracle_rank) + "," +
+         std::to_string(tried) + "," + std::to_string(wrong) + "," +
+         vendor_name + "," + Num(vendor.us) + "," +
+         std::to_string(vendor.algos_timed) + "," + vendor_algo + "," +
+         Num(triton_us) + "," + Num(model.rel_err, "%.2e") + "," +
+         Num(top10.rel_err, "%.2e") + "," + Num(oracle.rel_err, "%.2e") +
+         "," + Num(model_repeat))
+            .c_str());
     std::fflush(csv);
-    std::fflush(json);
-    first = false;
-    std::printf("%-8s %-32s %9.1f %9.1f %9.1f %9.1f %6.2f %6.2f %6.2f %5d%s\n",
-                p.family.c_str(), row.describe.c_str(), row.model.ms * 1e3,
-                row.top10.ms * 1e3, row.oracle.ms * 1e3,
-                row.vendor.best_ms * 1e3, row.vendor.best_ms / row.top10.ms,
-                row.vendor.best_ms / row.model.ms, row.oracle.ms / row.model.ms,
-                row.tried,
-                row.model.relerr < 1e-5 && row.top10.relerr < 1e-5 &&
-                        row.oracle.relerr < 1e-5
-                    ? ""
-                    : "  RELERR");
+    const bool checked = correct(model.rel_err) && correct(top10.rel_err) &&
+                         correct(oracle.rel_err) && !ref.empty();
+    std::printf("%-12s %-28s %-5s %9.1f %9.1f %9.1f %9.1f %6.2f %6.2f %6.2f "
+                "%5d%s\n",
+                c.group.c_str(), ShapeText(c).c_str(),
+                std::string(ToString(c.prec())).c_str(), model.us, top10.us,
+                oracle.us, vendor.us, vendor.us / top10.us,
+                vendor.us / model.us, oracle.us / model.us, tried,
+                checked ? "" : "  UNCHECKED OR WRONG");
     std::fflush(stdout);
+    cudaFree(ws);
   }
-  std::fprintf(json, "\n]}\n");
   std::fclose(csv);
-  std::fclose(json);
   std::printf("# %.0f s\n", NowSeconds() - t_start);
+  cublasLtDestroy(lt);
+#ifdef BLOCKTUNE_HAVE_CUDNN
+  cudnnDestroy(dnn);
+#endif
   return 0;
 }
 

@@ -1,0 +1,542 @@
+// The family benchmarks' shared measurement (bench/kernels/family_measure.h).
+#include "bench/kernels/family_measure.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <random>
+
+namespace blocktune::bench {
+
+Case Make(const char* group, DType prec, int64_t m, int64_t n, int64_t k,
+          Layout la, Layout lb, int64_t lda, int64_t ldb) {
+  Case c;
+  c.group = group;
+  c.problem = Problem(GemmContext{m, n, k, la, lb, prec});
+  c.problem.lda = lda;
+  c.problem.ldb = ldb;
+  return c;
+}
+
+Case MakeConv(const char* group, DType prec, int64_t n, int64_t hw, int64_t c,
+              int64_t k, int64_t rs, int64_t stride, int64_t pad,
+              int64_t dilation, int64_t s, int64_t w) {
+  ConvContext cv;
+  cv.n = n;
+  cv.h = hw;
+  cv.w = w > 0 ? w : hw;
+  cv.c = c;
+  cv.k = k;
+  cv.r = rs;
+  cv.s = s > 0 ? s : rs;
+  cv.pad_h = pad >= 0 ? pad : dilation * (rs / 2);
+  cv.pad_w = pad >= 0 ? pad : dilation * (cv.s / 2);
+  cv.stride_h = cv.stride_w = stride;
+  cv.dilation_h = cv.dilation_w = dilation;
+  cv.dtype = prec;
+  Case out;
+  out.group = group;
+  out.problem = Problem(Context(cv));
+  return out;
+}
+
+cudaDataType_t CudaType(DType p) {
+  switch (p) {
+    case DType::kBf16:
+      return CUDA_R_16BF;
+    case DType::kFp16:
+      return CUDA_R_16F;
+    default:
+      return CUDA_R_32F;
+  }
+}
+
+namespace {
+
+uint16_t ToBf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7fff + ((u >> 16) & 1);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+}  // namespace
+
+void FillRandom(void* dev, size_t elems, DType prec, uint64_t seed) {
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  auto next = [&] {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return static_cast<float>((s >> 40) * (1.0 / (1ull << 24)) * 2.0 - 1.0);
+  };
+  if (SizeOf(prec) == 4) {  // tf32, fp32
+    std::vector<float> h(elems);
+    for (auto& v : h) v = next();
+    CHECK_CUDA(cudaMemcpy(dev, h.data(), elems * 4, cudaMemcpyHostToDevice));
+  } else {
+    std::vector<uint16_t> h(elems);
+    for (auto& v : h) {
+      const float f = next();
+      if (prec == DType::kBf16) {
+        v = ToBf16(f);
+      } else {
+        const _Float16 x = static_cast<_Float16>(f);
+        std::memcpy(&v, &x, 2);
+      }
+    }
+    CHECK_CUDA(cudaMemcpy(dev, h.data(), elems * 2, cudaMemcpyHostToDevice));
+  }
+}
+
+std::vector<double> ToDoubles(const void* dev, size_t elems, DType prec) {
+  std::vector<double> out(elems);
+  if (SizeOf(prec) == 4) {  // tf32, fp32
+    std::vector<float> h(elems);
+    CHECK_CUDA(cudaMemcpy(h.data(), dev, elems * 4, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < elems; ++i) out[i] = h[i];
+  } else {
+    std::vector<uint16_t> h(elems);
+    CHECK_CUDA(cudaMemcpy(h.data(), dev, elems * 2, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < elems; ++i) {
+      if (prec == DType::kBf16) {
+        uint32_t u = uint32_t{h[i]} << 16;
+        float f;
+        std::memcpy(&f, &u, 4);
+        out[i] = f;
+      } else {
+        _Float16 x;
+        std::memcpy(&x, &h[i], 2);
+        out[i] = static_cast<float>(x);
+      }
+    }
+  }
+  return out;
+}
+
+// The best cuBLASLt heuristic algorithm, timed one by one; its output is
+// left in buf.c_ref. Row-major C = op(A) op(B) is column-major C^T =
+// op(B)^T op(A)^T: cuBLASLt's "A" is our B.
+LtResult TimeLt(cublasLtHandle_t lt, const Case& pr, Buffers& buf,
+                Timer& timer, int reps) {
+  const GemmContext& g = pr.g();
+  const bool at = g.layout_a == Layout::kT, bt = g.layout_b == Layout::kT;
+  cublasOperation_t ta = bt ? CUBLAS_OP_T : CUBLAS_OP_N,
+                    tb = at ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasComputeType_t compute = pr.prec() == DType::kTf32
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F;
+  const cudaDataType_t type = CudaType(pr.prec());
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F);
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
+                                 sizeof(ta));
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
+                                 sizeof(tb));
+  cublasLtMatrixLayout_t la, lb, lc;
+  cublasLtMatrixLayoutCreate(&la, type, bt ? g.k : g.n, bt ? g.n : g.k,
+                             pr.Ldb());
+  cublasLtMatrixLayoutCreate(&lb, type, at ? g.m : g.k, at ? g.k : g.m,
+                             pr.Lda());
+  cublasLtMatrixLayoutCreate(&lc, type, g.n, g.m, pr.Ldc());
+  cublasLtMatmulPreference_t pref;
+  cublasLtMatmulPreferenceCreate(&pref);
+  size_t ws_bytes = buf.ws_bytes;
+  cublasLtMatmulPreferenceSetAttribute(pref,
+                                       CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                       &ws_bytes, sizeof(ws_bytes));
+  cublasLtMatmulHeuristicResult_t results[16];
+  int found = 0;
+  cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 16, results,
+                                 &found);
+  LtResult r;
+  r.algos_offered = found;
+  const float alpha = 1, beta = 0;
+  int best = -1;
+  for (int i = 0; i < found; ++i) {
+    const double us = timer.Time(
+        [&] {
+          return cublasLtMatmul(lt, desc, &alpha, buf.b, la, buf.a, lb, &beta,
+                                buf.c_ref, lc, buf.c_ref, lc, &results[i].algo,
+                                buf.ws, ws_bytes,
+                                nullptr) == CUBLAS_STATUS_SUCCESS;
+        },
+        reps);
+    if (!std::isfinite(us)) continue;
+    ++r.algos_timed;
+    if (!(us >= r.us)) {
+      r.us = us;
+      best = i;
+    }
+  }
+  if (best >= 0) {
+    cudaMemset(buf.c_ref, 0xff, buf.c_bytes);
+    cublasLtMatmul(lt, desc, &alpha, buf.b, la, buf.a, lb, &beta, buf.c_ref, lc,
+                   buf.c_ref, lc, &results[best].algo, buf.ws, ws_bytes,
+                   nullptr);
+    cudaDeviceSynchronize();
+  }
+  cublasLtMatmulPreferenceDestroy(pref);
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatrixLayoutDestroy(lc);
+  cublasLtMatmulDescDestroy(desc);
+  return r;
+}
+
+#ifdef BLOCKTUNE_HAVE_CUDNN
+// cuDNN's best algorithm for a convolution in the case's precision (see the
+// file comment), timed one by one; its output is left in buf.c_ref.
+// algos_offered: how many cudnnFind returned; algos_timed: those that ran.
+LtResult TimeCudnn(cudnnHandle_t h, const Case& pr, Buffers& buf, Timer& timer,
+                   int reps, std::string* best_name) {
+  const ConvContext& v = pr.cv();
+  const cudnnDataType_t type = pr.prec() == DType::kBf16   ? CUDNN_DATA_BFLOAT16
+                               : pr.prec() == DType::kFp16 ? CUDNN_DATA_HALF
+                                                           : CUDNN_DATA_FLOAT;
+  cudnnTensorDescriptor_t xd, yd;
+  cudnnFilterDescriptor_t fd;
+  cudnnConvolutionDescriptor_t cd;
+  cudnnCreateTensorDescriptor(&xd);
+  cudnnCreateTensorDescriptor(&yd);
+  cudnnCreateFilterDescriptor(&fd);
+  cudnnCreateConvolutionDescriptor(&cd);
+  cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NHWC, type, v.n, v.c, v.h, v.w);
+  cudnnSetFilter4dDescriptor(fd, type, CUDNN_TENSOR_NHWC, v.k, v.c, v.r, v.s);
+  cudnnSetConvolution2dDescriptor(cd, v.pad_h, v.pad_w, v.stride_h,
+                                  v.stride_w, v.dilation_h, v.dilation_w,
+                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
+  // fp32: TF32 off (CUDNN_FMA_MATH); else tensor cores.
+  cudnnSetConvolutionMathType(cd, pr.prec() == DType::kFp32
+                                      ? CUDNN_FMA_MATH
+                                      : CUDNN_TENSOR_OP_MATH);
+  cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NHWC, type, v.n, v.k, v.P(),
+                             v.Q());
+  cudnnConvolutionFwdAlgoPerf_t perf[16];
+  int found = 0;
+  LtResult r;
+  const cudnnStatus_t st = cudnnFindConvolutionForwardAlgorithmEx(
+      h, xd, buf.a, fd, buf.b, cd, yd, buf.c_ref, 16, &found, perf, buf.ws,
+      buf.ws_bytes);
+  if (st != CUDNN_STATUS_SUCCESS) {
+    std::fprintf(stderr, "# cudnnFind: %s\n", cudnnGetErrorString(st));
+    found = 0;
+  }
+  const float alpha = 1, beta = 0;
+  int best = -1;
+  for (int i = 0; i < found; ++i) {
+    std::fprintf(stderr, "# cudnnFind algo%d status %d math %d %.1f us ws %zu\n",
+                 int(perf[i].algo), int(perf[i].status), int(perf[i].mathType),
+                 perf[i].time * 1e3, perf[i].memory);
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > buf.ws_bytes)
+      continue;
+    ++r.algos_offered;
+    const double us = timer.Time(
+        [&] {
+          return cudnnConvolutionForward(h, &alpha, xd, buf.a, fd, buf.b, cd,
+                                         perf[i].algo, buf.ws, buf.ws_bytes,
+                                         &beta, yd, buf.c_ref) ==
+                 CUDNN_STATUS_SUCCESS;
+        },
+        reps);
+    if (!std::isfinite(us)) continue;
+    ++r.algos_timed;
+    if (!(us >= r.us)) {
+      r.us = us;
+      best = i;
+    }
+  }
+  if (best >= 0) {
+    *best_name = "algo" + std::to_string(int(perf[best].algo)) + " math" +
+                 std::to_string(int(perf[best].mathType));
+    cudaMemset(buf.c_ref, 0xff, buf.c_bytes);
+    cudnnConvolutionForward(h, &alpha, xd, buf.a, fd, buf.b, cd,
+                            perf[best].algo, buf.ws, buf.ws_bytes, &beta, yd,
+                            buf.c_ref);
+    cudaDeviceSynchronize();
+  }
+  cudnnDestroyTensorDescriptor(xd);
+  cudnnDestroyTensorDescriptor(yd);
+  cudnnDestroyFilterDescriptor(fd);
+  cudnnDestroyConvolutionDescriptor(cd);
+  return r;
+}
+#endif
+
+namespace {
+
+// The values each parameter takes here: the family's domain, narrowed for
+// gemm.mma to the grid of its issue-17 benchmark and for the ffma families
+// to the usual power-of-two block shapes (their whole domains have
+// millions of points).
+std::vector<std::vector<int64_t>> BenchDomain(const KernelFamily& f) {
+  static const std::map<std::string, std::vector<int64_t>> kMma = {
+      {"bm", {16, 32, 64, 128, 256}},
+      {"bn", {8, 16, 32, 64, 128, 256}},
+      {"bk", {16, 32, 64, 128, 256}},
+      {"wm", {1, 2, 4}},
+      {"wn", {1, 2, 4}},
+      {"st", {3, 4, 5}},
+      {"kg", {1, 2, 4, 8, 16, 32, 64, 128, 256}},
+      {"gm", {1, 8}},
+      {"sk", {0, 1}}};
+  // The ffma families (6.8 million points): power-of-two tiles of 16-256
+  // (N_L from 1, for skinny products), thread tiles of 1-8, U of 4-32, K_G
+  // of 1-256 (25,920 points).
+  static const std::map<std::string, std::vector<int64_t>> kFfma = {
+      {"ml", {16, 32, 64, 128, 256}},
+      {"nl", {1, 2, 4, 8, 16, 32, 64, 128, 256}},
+      {"ms", {1, 2, 4, 8}},
+      {"ns", {1, 2, 4, 8}},
+      {"u", {4, 8, 16, 32}},
+      {"kg", {1, 2, 4, 8, 16, 32, 64, 128, 256}}};
+  const bool ffma = f.name() == "gemm.ffma" || f.name() == "conv.ffma";
+  const auto& narrow = ffma ? kFfma : kMma;
+  std::vector<std::vector<int64_t>> out;
+  for (const ParamSpec& s : f.params()) {
+    auto it = narrow.find(s.LowerName());
+    out.push_back((ffma || f.name() == "gemm.mma") && it != narrow.end()
+                      ? it->second
+                      : s.values);
+  }
+  return out;
+}
+
+// A prior, as a tuner's would be, tried first where the rules and cuts
+// keep it. gemm.mma: the usual mma.sync shapes for large products (64x64 or
+// 64x32 warp tiles) and streaming shapes for skinny ones (one warp per 16
+// rows, deep K stages, split-K). gemm.wgmma: 128 x 256 tiles with two
+// consumer warpgroups for large products (the best of its first H100 run),
+// in cluster pairs sharing B (v2) and alone, narrower ones for skinny
+// products. Keys a family does not have make the
+// line unparsable: it is skipped.
+const std::vector<std::string>& Prior(std::string_view family) {
+  static const std::map<std::string, std::vector<std::string>, std::less<>>
+      kPrior = {
+          {"gemm.mma",
+           {"bm=128 bn=128 bk=64 wm=2 wn=2 st=3 kg=1 gm=8",
+            "bm=128 bn=256 bk=64 wm=2 wn=4 st=3 kg=1 gm=8",
+            "bm=256 bn=128 bk=64 wm=4 wn=2 st=3 kg=1 gm=8",
+            "bm=128 bn=256 bk=32 wm=2 wn=4 st=4 kg=1 gm=8",
+            "bm=128 bn=128 bk=64 wm=2 wn=2 st=3 kg=1 gm=1",
+            "bm=128 bn=128 bk=32 wm=2 wn=2 st=4 kg=1 gm=8",
+            "bm=128 bn=64 bk=64 wm=2 wn=2 st=4 kg=1 gm=8",
+            "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=1 gm=1",
+            "bm=16 bn=8 bk=128 wm=1 wn=1 st=5 kg=1 gm=1",
+            "bm=32 bn=8 bk=128 wm=2 wn=1 st=5 kg=1 gm=1",
+            "bm=32 bn=16 bk=128 wm=2 wn=1 st=4 kg=1 gm=1",
+            "bm=32 bn=8 bk=256 wm=2 wn=1 st=4 kg=1 gm=1 sk=0",
+            "bm=64 bn=8 bk=128 wm=4 wn=1 st=4 kg=2 gm=1 sk=1",
+            "bm=32 bn=8 bk=128 wm=2 wn=1 st=5 kg=4 gm=1 sk=1",
+            "bm=32 bn=8 bk=128 wm=2 wn=1 st=5 kg=2 gm=1 sk=1",
+            "bm=16 bn=64 bk=64 wm=1 wn=4 st=4 kg=128 gm=1",
+            "bm=16 bn=64 bk=64 wm=1 wn=4 st=4 kg=128 gm=1 sk=1",
+            "bm=32 bn=32 bk=32 wm=1 wn=4 st=5 kg=32 gm=1",
+            "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=128 gm=1 sk=1",
+            "bm=64 bn=64 bk=128 wm=2 wn=2 st=3 kg=32 gm=1 sk=1"}},
+          // conv.mma: gemm.mma's large tiles (4 or 8 warps of 64x64 or
+          // 64x32), and narrow tiles with a split over the reduction for
+          // small images (7x7 and 14x14 at batch 1: few output pixels,
+          // a long C*R*S).
+          {"conv.mma",
+           {"bm=128 bn=128 bk=32 wm=2 wn=2 st=4 kg=1 gm=8",
+            "bm=128 bn=128 bk=32 wm=2 wn=4 st=4 kg=1 gm=8",
+            "bm=128 bn=128 bk=64 wm=2 wn=4 st=3 kg=1 gm=8",
+            "bm=128 bn=256 bk=32 wm=2 wn=4 st=3 kg=1 gm=8",
+            "bm=256 bn=128 bk=32 wm=4 wn=2 st=3 kg=1 gm=8",
+            "bm=128 bn=64 bk=32 wm=2 wn=2 st=4 kg=1 gm=8",
+            "bm=128 bn=64 bk=64 wm=4 wn=2 st=3 kg=1 gm=8",
+            "bm=64 bn=128 bk=64 wm=2 wn=4 st=3 kg=1 gm=8",
+            "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=1 gm=8",
+            "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=2 gm=8",
+            "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=4 gm=8",
+            "bm=64 bn=128 bk=64 wm=2 wn=4 st=3 kg=4 gm=8",
+            "bm=32 bn=64 bk=64 wm=1 wn=4 st=4 kg=8 gm=8",
+            "bm=64 bn=64 bk=32 wm=2 wn=2 st=5 kg=8 gm=8",
+            "bm=128 bn=64 bk=16 wm=4 wn=2 st=4 kg=1 gm=8",
+            "bm=128 bn=32 bk=16 wm=4 wn=1 st=4 kg=1 gm=8"}},
+          {"gemm.wgmma",
+           {"bm=128 bn=256 bk=64 st=4 wg=2 gm=8 cm=2",
+            "bm=128 bn=256 bk=64 st=3 wg=2 gm=8 cm=2",
+            "bm=128 bn=256 bk=64 st=4 wg=2 gm=16 cm=2",
+            "bm=256 bn=128 bk=64 st=4 wg=2 gm=8 cm=2",
+            "bm=128 bn=256 bk=32 st=6 wg=2 gm=8 cm=2",
+            "bm=128 bn=256 bk=64 st=4 wg=2 gm=8",
+            "bm=128 bn=256 bk=64 st=3 wg=2 gm=8",
+            "bm=128 bn=256 bk=64 st=4 wg=2 gm=16",
+            "bm=256 bn=128 bk=64 st=4 wg=2 gm=8",
+            "bm=128 bn=192 bk=64 st=4 wg=2 gm=8",
+            "bm=128 bn=128 bk=64 st=5 wg=2 gm=8",
+            "bm=128 bn=128 bk=64 st=4 wg=1 gm=8",
+            "bm=128 bn=256 bk=32 st=4 wg=2 gm=8",
+            "bm=128 bn=256 bk=32 st=6 wg=2 gm=8",
+            "bm=128 bn=128 bk=32 st=6 wg=2 gm=8",
+            "bm=256 bn=128 bk=32 st=4 wg=2 gm=8",
+            "bm=128 bn=16 bk=64 st=8 wg=1 gm=1",
+            "bm=64 bn=16 bk=128 st=6 wg=1 gm=1",
+            "bm=128 bn=16 bk=128 st=4 wg=2 gm=1",
+            "bm=128 bn=32 bk=128 st=4 wg=2 gm=1",
+            "bm=64 bn=64 bk=64 st=6 wg=1 gm=1"}}};
+  static const std::vector<std::string> kNone;
+  auto it = kPrior.find(family);
+  return it == kPrior.end() ? kNone : it->second;
+}
+
+int64_t Value(const KernelFamily& f, const Params& p, const char* name,
+              int64_t missing) {
+  const int i = f.ParamIndex(name);
+  return i < 0 ? missing : p[i];
+}
+
+}  // namespace
+
+// Candidates of family `f` for `c`: its bench domain, filtered by
+// ValidateParams, the rules for this device, SplitHasWork and the cuts a
+// tuner's prior would make (tiles at most ~2x the problem unless the
+// family has none smaller, a grouped raster only with two waves of tiles
+// or more, at least a quarter wave of programs where K can be split,
+// K_G * BK * 2 <= K, no split with two waves of tiles already); the prior
+// first, then a deterministic random sample, at most `limit`.
+std::vector<Params> Candidates(const KernelFamily& f, const Case& c,
+                               const KernelLimits& limits, int sm_count,
+                               size_t limit, uint64_t seed) {
+  const GemmShape g = c.dims();
+  const auto dom = BenchDomain(f);
+  const int ibm = f.ParamIndex("bm"), ibn = f.ParamIndex("bn"),
+            ikg = f.ParamIndex("kg");
+  const int64_t min_m = ibm >= 0 ? dom[ibm].front() : 1;
+  const int64_t min_n = ibn >= 0 ? dom[ibn].front() : 1;
+  const bool can_split = ikg >= 0 && dom[ikg].back() > 1;
+  const int64_t max_kg = ikg >= 0 ? dom[ikg].back() : 1;
+  std::vector<Params> out;
+  Params p;
+  p.size = static_cast<int>(dom.size());
+  std::vector<size_t> at(dom.size(), 0);
+  for (bool more = !dom.empty(); more;) {
+    for (size_t i = 0; i < dom.size(); ++i) p[i] = dom[i][at[i]];
+    // The odometer's next position.
+    more = false;
+    for (size_t i = 0; i < dom.size(); ++i) {
+      if (++at[i] < dom[i].size()) {
+        more = true;
+        break;
+      }
+      at[i] = 0;
+    }
+    if (!f.ValidateParams(p).ok() ||
+        f.FirstFailingRule(c.problem, p, limits) >= 0)
+      continue;
+    const ConfigShape sh = f.Shape(c.problem, p);
+    if (!SplitHasWork(c.problem, sh)) continue;
+    if (sh.tile_m > 2 * g.m + 16 && sh.tile_m > min_m) continue;
+    if (sh.tile_n > 8 && sh.tile_n > 2 * g.n && sh.tile_n > min_n) continue;
+    const int64_t tiles = ((g.m + sh.tile_m - 1) / sh.tile_m) *
+                          ((g.n + sh.tile_n - 1) / sh.tile_n);
+    const int64_t kg = sh.split_k;
+    if (Value(f, p, "gm", 1) > 1 && tiles < 2 * sm_count) continue;
+    if (can_split && tiles * kg * 4 < sm_count && kg < max_kg) continue;
+    if (kg > 1 && kg * sh.step_k * 2 > g.k) continue;
+    if (kg > 1 && tiles >= 2 * sm_count) continue;
+    const int64_t warps = Value(f, p, "wm", 2) * Value(f, p, "wn", 2);
+    if (warps < 2 && sh.tile_m * sh.tile_n >= 64 * 64) continue;
+    out.push_back(p);
+  }
+  std::mt19937_64 rng(seed);
+  std::shuffle(out.begin(), out.end(), rng);
+  std::vector<Params> prior;
+  const int igm = f.ParamIndex("gm");
+  for (const std::string& text : Prior(f.name())) {
+    auto parsed = f.Parse(text);
+    if (!parsed.ok()) continue;
+    auto it = std::find(out.begin(), out.end(), *parsed);
+    if (it == out.end() && igm >= 0) {  // too few tiles to group: gm = 1
+      (*parsed)[igm] = 1;
+      it = std::find(out.begin(), out.end(), *parsed);
+    }
+    if (it != out.end()) {
+      out.erase(it);
+      prior.push_back(*parsed);
+    }
+  }
+  out.insert(out.begin(), prior.begin(), prior.end());
+  if (out.size() > limit) out.resize(limit);
+  return out;
+}
+
+std::string ShapeText(const Case& c) {
+  char s[128];
+  if (c.conv()) {
+    const ConvContext& v = c.cv();
+    std::snprintf(s, sizeof(s), "n%lld %lldx%lld c%lld k%lld %lldx%lld s%lld%s",
+                  (long long)v.n, (long long)v.h, (long long)v.w,
+                  (long long)v.c, (long long)v.k, (long long)v.r,
+                  (long long)v.s, (long long)v.stride_h,
+                  v.dilation_h > 1 ? " d2" : "");
+    return s;
+  }
+  const GemmContext& g = c.g();
+  std::snprintf(s, sizeof(s), "%lldx%lldx%lld %s%s%s", (long long)g.m,
+                (long long)g.n, (long long)g.k, ToString(g.layout_a).data(),
+                ToString(g.layout_b).data(),
+                (c.problem.lda || c.problem.ldb) ? " ld-padded" : "");
+  return s;
+}
+
+double RelErr(const std::vector<double>& x, const std::vector<double>& y,
+              const Case& c) {
+  double e = 0, n = 0;
+  for (int64_t i = 0; i < c.dims().m; ++i)
+    for (int64_t j = 0; j < c.dims().n; ++j) {
+      const size_t k = i * c.Ldc() + j;
+      if (!std::isfinite(x[k]) || !std::isfinite(y[k])) return NAN;
+      e += (x[k] - y[k]) * (x[k] - y[k]);
+      n += y[k] * y[k];
+    }
+  return std::sqrt(e / std::max(n, 1e-300));
+}
+
+// One family's best on one shape.
+
+double Tolerance(DType prec) {
+  switch (prec) {
+    case DType::kFp32:
+      return 1e-4;
+    case DType::kTf32:
+      return 1e-3;
+    default:
+      return 2e-2;
+  }
+}
+
+size_t OutputElements(const Case& c) {
+  return static_cast<size_t>(c.dims().m) * c.Ldc();
+}
+
+void Allocate(const Case& c, Buffers* buf) {
+  const GemmShape g = c.dims();
+  size_t a_elems = 0, b_elems = 0;
+  if (c.conv()) {
+    const ConvContext& v = c.cv();
+    a_elems = v.n * v.h * v.w * v.c;
+    b_elems = v.k * v.r * v.s * v.c;
+  } else {
+    const bool at = c.g().layout_a == Layout::kT,
+               bt = c.g().layout_b == Layout::kT;
+    a_elems = (at ? g.k : g.m) * c.Lda();
+    b_elems = (bt ? g.n : g.k) * c.Ldb();
+  }
+  const int es = c.ElementBytes();
+  buf->a_bytes = a_elems * es;
+  buf->b_bytes = b_elems * es;
+  buf->c_bytes = OutputElements(c) * es;
+  buf->ws_bytes = (c.conv() ? size_t{256} : size_t{64}) << 20;
+  CHECK_CUDA(cudaMalloc(&buf->a, buf->a_bytes));
+  CHECK_CUDA(cudaMalloc(&buf->b, buf->b_bytes));
+  CHECK_CUDA(cudaMalloc(&buf->c, buf->c_bytes));
+  CHECK_CUDA(cudaMalloc(&buf->c_ref, buf->c_bytes));
+  CHECK_CUDA(cudaMalloc(&buf->ws, buf->ws_bytes));
+  FillRandom(buf->a, a_elems, c.prec(), 1);
+  FillRandom(buf->b, b_elems, c.prec(), 2);
+}
+
+}  // namespace blocktune::bench

@@ -1,0 +1,203 @@
+// What the family benchmarks share (bench/kernels/mma_bench, the
+// tensor-core families against the vendor; bench/kernels/eval_bench, the
+// evaluation of blocktune's answers in every precision): a problem and its
+// device buffers, random operands, the L2-flushed event timer, the vendor
+// libraries in the problem's own precision (cuBLASLt: the best of its
+// heuristic's algorithms; cuDNN: the best of cudnnFind's), a family's
+// benchmark candidates, and the check against the vendor's output.
+//
+// Every kernel is driven through the family seam (kernels/family.h) and the
+// tuner's generic launcher (tuner/kernel_launch.h), as the daemon runs it.
+// Precisions: bf16 and fp16 (fp32 accumulation), tf32 (fp32 storage,
+// CUBLAS_COMPUTE_32F_FAST_TF32 / CUDNN_TENSOR_OP_MATH) and fp32 (TF32 off:
+// CUBLAS_COMPUTE_32F / CUDNN_FMA_MATH).
+#ifndef BLOCKTUNE_BENCH_KERNELS_FAMILY_MEASURE_H_
+#define BLOCKTUNE_BENCH_KERNELS_FAMILY_MEASURE_H_
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#ifdef BLOCKTUNE_HAVE_CUDNN
+#include <cudnn.h>
+#endif
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "bench/timing.h"
+#include "kernels/cuda_driver.h"
+#include "kernels/family.h"
+#include "tuner/check_ptx.h"
+#include "tuner/kernel_launch.h"
+
+namespace blocktune::bench {
+
+#define CHECK_CUDA(x)                                                \
+  do {                                                               \
+    cudaError_t e = (x);                                             \
+    if (e != cudaSuccess) {                                          \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, \
+                   cudaGetErrorString(e));                           \
+      std::exit(1);                                                  \
+    }                                                                \
+  } while (0)
+
+// One benchmarked GEMM or convolution: a shape group ("square",
+// "prefill", ...) and the problem (the context's dtype is the precision:
+// bf16, fp16, tf32 with fp32 storage, or fp32).
+struct Case {
+  std::string group;
+  Problem problem;
+  const GemmContext& g() const { return std::get<GemmContext>(problem.ctx); }
+  bool conv() const { return std::holds_alternative<ConvContext>(problem.ctx); }
+  const ConvContext& cv() const { return std::get<ConvContext>(problem.ctx); }
+  // The GEMM's, or the convolution's implicit GEMM's, M, N and K.
+  GemmShape dims() const { return ImplicitGemm(problem.ctx); }
+  DType prec() const { return DTypeOf(problem.ctx); }
+  int64_t Lda() const { return LeadingDims(problem)[0]; }
+  int64_t Ldb() const { return LeadingDims(problem)[1]; }
+  int64_t Ldc() const { return conv() ? cv().k : LeadingDims(problem)[2]; }
+  int ElementBytes() const { return SizeOf(prec()); }
+};
+
+Case Make(const char* group, DType prec, int64_t m, int64_t n, int64_t k,
+          Layout la, Layout lb, int64_t lda = 0, int64_t ldb = 0);
+Case MakeConv(const char* group, DType prec, int64_t n, int64_t hw, int64_t c,
+              int64_t k, int64_t rs, int64_t stride, int64_t pad = -1,
+              int64_t dilation = 1, int64_t s = 0, int64_t w = 0);
+
+cudaDataType_t CudaType(DType p);
+
+// Device buffers of one shape: A, B, C (ours), C (cuBLASLt) and cuBLASLt's
+// workspace.
+struct Buffers {
+  Buffers() = default;
+  Buffers(const Buffers&) = delete;
+  Buffers& operator=(const Buffers&) = delete;
+  void *a = nullptr, *b = nullptr, *c = nullptr, *c_ref = nullptr,
+       *ws = nullptr;
+  size_t a_bytes = 0, b_bytes = 0, c_bytes = 0, ws_bytes = 0;
+  ~Buffers() {
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(c);
+    cudaFree(c_ref);
+    cudaFree(ws);
+  }
+};
+
+// Allocates A, B, C, C (reference) and a vendor workspace (64 MiB for a
+// GEMM, 256 MiB for a convolution) for `c`, and fills A and B with random
+// values in [-1, 1] (seeds 1 and 2). Exits on a CUDA error.
+void Allocate(const Case& c, Buffers* buf);
+// Elements of C, with its leading dimension.
+size_t OutputElements(const Case& c);
+
+void FillRandom(void* dev, size_t elems, DType prec, uint64_t seed);
+// `elems` values of `prec` on the device, as doubles.
+std::vector<double> ToDoubles(const void* dev, size_t elems, DType prec);
+
+class Timer {
+ public:
+  // read_flush: read the flush buffer before each timed launch instead of
+  // writing it (see --flush).
+  explicit Timer(bool read_flush = false) : read_flush_(read_flush) {
+    CHECK_CUDA(cudaMalloc(&flush_, kFlushBytes));
+    CHECK_CUDA(cudaMemset(flush_, 0, kFlushBytes));
+    CHECK_CUDA(cudaEventCreate(&start_));
+    CHECK_CUDA(cudaEventCreate(&stop_));
+    if (read_flush_) {
+      auto m = cuda::Module::Load(CheckPtx());  // the tuner's helpers
+      if (!m.ok()) {
+        std::fprintf(stderr, "flush kernel: %s\n", m.status().ToString().c_str());
+        std::exit(1);
+      }
+      module_ = std::move(*m);
+      read_ = *module_->GetFunction("blocktune_flush_read");
+    }
+  }
+  void Flush(int r) {
+    if (!read_flush_) {
+      cudaMemsetAsync(flush_, r & 0xff, kFlushBytes);
+      return;
+    }
+    uint64_t p = reinterpret_cast<uint64_t>(flush_), n = kFlushBytes / 16;
+    (void)cuda::Launch(read_, {132 * 8}, {512}, 0, {&p, &n});
+  }
+  ~Timer() {
+    cudaFree(flush_);
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+  // Median microseconds of `reps` launches, each after an L2 flush; NaN if
+  // a launch fails.
+  template <typename F>
+  double Time(F&& launch, int reps, int warmups = 3) {
+    for (int i = 0; i < warmups; ++i)
+      if (!launch()) return NAN;
+    std::vector<double> us;
+    for (int r = 0; r < reps; ++r) {
+      Flush(r);
+      cudaEventRecord(start_);
+      if (!launch()) return NAN;
+      cudaEventRecord(stop_);
+      cudaEventSynchronize(stop_);
+      float ms = 0;
+      cudaEventElapsedTime(&ms, start_, stop_);
+      us.push_back(ms * 1e3);
+    }
+    if (cudaGetLastError() != cudaSuccess) return NAN;
+    return Quantile(us, 0.5);
+  }
+
+ private:
+  static constexpr size_t kFlushBytes = size_t{256} << 20;
+  void* flush_ = nullptr;
+  cudaEvent_t start_, stop_;
+  bool read_flush_ = false;
+  std::unique_ptr<cuda::Module> module_;
+  cuda::Function read_;
+};
+
+struct LtResult {
+  double us = NAN;
+  int algos_timed = 0;
+  int algos_offered = 0;
+};
+
+// The best cuBLASLt heuristic algorithm, timed one by one; its output is
+// left in buf.c_ref.
+LtResult TimeLt(cublasLtHandle_t lt, const Case& pr, Buffers& buf,
+                Timer& timer, int reps);
+#ifdef BLOCKTUNE_HAVE_CUDNN
+// cuDNN's best algorithm for a convolution in the case's precision, timed
+// one by one; its output is left in buf.c_ref.
+LtResult TimeCudnn(cudnnHandle_t h, const Case& pr, Buffers& buf, Timer& timer,
+                   int reps, std::string* best_name);
+#endif
+
+// The candidates of family `f` for `c` (see family_measure.cc): a prior
+// first, then a deterministic random sample of the bench domain that passes
+// the rules and a tuner's cuts; at most `limit`.
+std::vector<Params> Candidates(const KernelFamily& f, const Case& c,
+                               const KernelLimits& limits, int sm_count,
+                               size_t limit, uint64_t seed);
+
+// "4096x4096x4096 NN" or "n1 56x56 c64 k64 3x3 s1".
+std::string ShapeText(const Case& c);
+
+// ||x - y|| / ||y|| over C's M x N entries; NaN anywhere gives NaN.
+double RelErr(const std::vector<double>& x, const std::vector<double>& y,
+              const Case& c);
+
+// The check's bound on RelErr against the vendor: 2e-2 for bf16 and fp16,
+// 1e-3 for tf32, 1e-4 for fp32.
+double Tolerance(DType prec);
+
+}  // namespace blocktune::bench
+
+#endif  // BLOCKTUNE_BENCH_KERNELS_FAMILY_MEASURE_H_
