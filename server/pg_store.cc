@@ -430,8 +430,8 @@ class PgStore final : public TuningStore {
       work.item.state = WorkState::kLeased;
       work.item.holder = holder;
       for (const pqxx::row& row : w.exec_params(
-               "SELECT seq FROM samples WHERE campaign_id = $1 AND seq >= $2 "
-               "AND seq < $3 ORDER BY seq",
+               "SELECT seq FROM samples WHERE campaign_id = $1 AND seq >= 0 "
+               "AND seq >= $2 AND seq < $3 ORDER BY seq",
                id, work.item.first_seq, work.item.first_seq + work.item.count))
         work.stored_seqs.push_back(row[0].as<int64_t>());
       w.commit();
@@ -484,7 +484,7 @@ class PgStore final : public TuningStore {
       if (!seqs.empty()) {
         for (const pqxx::row& row : w.exec_params(
                  "SELECT seq FROM samples WHERE campaign_id = $1 AND "
-                 "seq >= $2 AND seq <= $3",
+                 "seq >= 0 AND seq >= $2 AND seq <= $3",
                  id, *seqs.begin(), *seqs.rbegin())) {
           const int64_t seq = row[0].as<int64_t>();
           if (seqs.count(seq)) return SampleStored(id, seq);

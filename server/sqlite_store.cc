@@ -505,9 +505,13 @@ class SqliteStore final : public TuningStore {
       lease.bind(4, static_cast<int64_t>(item.first_seq));
       lease.exec();
       ClaimedWork work{std::move(item), {}};
+      // "seq >= 0" lets SQLite use the partial index samples_campaign_seq
+      // (WHERE seq >= 0): a bound parameter does not imply it, and without
+      // it each claim and each stored sample's check scanned every sample
+      // of the campaign (a campaign's commits grew with its square).
       SQLite::Statement seqs(*writer_,
-          "SELECT seq FROM samples WHERE campaign_id = ? AND seq >= ? AND "
-          "seq < ? ORDER BY seq");
+          "SELECT seq FROM samples WHERE campaign_id = ? AND seq >= 0 AND "
+          "seq >= ? AND seq < ? ORDER BY seq");
       seqs.bind(1, static_cast<int64_t>(id));
       seqs.bind(2, static_cast<int64_t>(work.item.first_seq));
       seqs.bind(3, static_cast<int64_t>(work.item.first_seq + work.item.count));
@@ -565,7 +569,8 @@ class SqliteStore final : public TuningStore {
         held.reset();
       }
       SQLite::Statement stored(*writer_,
-          "SELECT 1 FROM samples WHERE campaign_id = ? AND seq = ?");
+          "SELECT 1 FROM samples WHERE campaign_id = ? AND seq >= 0 AND "
+          "seq = ?");  // seq >= 0: the partial index (see ClaimWork)
       for (const SampleRecord& s : work.samples) {
         if (s.seq < 0) continue;
         stored.bind(1, static_cast<int64_t>(id));
