@@ -642,16 +642,29 @@ class CampaignManager::Run {
     return c;
   }
 
+  // Sends each ready worker candidates up to its depth, in seq order. The
+  // candidates that follow one with the same family and parameters (one
+  // kernel in several contexts, --contexts-per-kernel) go to the same
+  // worker, past its depth if need be, so that it compiles the kernel once:
+  // split between two workers, a bf16 GEMM campaign compiled 1.6 times as
+  // many kernels (issue 20's scaling run).
   void Feed() {
     for (size_t i = 0; i < slots_.size(); ++i) {
       Slot& slot = *slots_[i];
       if (!slot.ready || slot.given_up || !slot.process) continue;
-      while (static_cast<int>(slot.sent.size()) < slot.depth && !todo_.empty()) {
+      const Candidate* last = nullptr;
+      while (!todo_.empty()) {
         const int64_t seq = todo_.front();
-        todo_.pop_front();
         auto it = pending_.find(seq);
+        const bool same_kernel = it != pending_.end() && last != nullptr &&
+                                 it->second.family == last->family &&
+                                 it->second.params == last->params;
+        if (!same_kernel && static_cast<int>(slot.sent.size()) >= slot.depth)
+          break;
+        todo_.pop_front();
         if (it == pending_.end()) continue;  // its item was lost
         slot.sent.push_back(seq);
+        last = &it->second;
         if (!slot.process->Send(WorkMessage(seq, it->second)).ok()) {
           // The worker is going away; its exit event requeues what it had.
           break;
