@@ -642,33 +642,47 @@ class CampaignManager::Run {
     return c;
   }
 
-  // Sends each ready worker candidates up to its depth, in seq order. The
-  // candidates that follow one with the same family and parameters (one
-  // kernel in several contexts, --contexts-per-kernel) go to the same
-  // worker, past its depth if need be, so that it compiles the kernel once:
-  // split between two workers, a bf16 GEMM campaign compiled 1.6 times as
-  // many kernels (issue 20's scaling run).
+  // Sends each ready worker candidates up to its depth, in seq order, and
+  // with each candidate the others of the same family and parameters among
+  // the next kGroupWindow (one kernel in several contexts,
+  // --contexts-per-kernel; with several families their groups interleave),
+  // past its depth if need be, so that one worker compiles the kernel once.
+  // Split between two workers, a bf16 GEMM campaign's groups were compiled
+  // by both: 13,264 texts for 32,000 samples on two H100s against 4,205
+  // for 16,000 on one (issue 20's scaling run).
   void Feed() {
+    constexpr size_t kGroupWindow = 64;
     for (size_t i = 0; i < slots_.size(); ++i) {
       Slot& slot = *slots_[i];
       if (!slot.ready || slot.given_up || !slot.process) continue;
-      const Candidate* last = nullptr;
-      while (!todo_.empty()) {
+      while (static_cast<int>(slot.sent.size()) < slot.depth && !todo_.empty()) {
         const int64_t seq = todo_.front();
-        auto it = pending_.find(seq);
-        const bool same_kernel = it != pending_.end() && last != nullptr &&
-                                 it->second.family == last->family &&
-                                 it->second.params == last->params;
-        if (!same_kernel && static_cast<int>(slot.sent.size()) >= slot.depth)
-          break;
         todo_.pop_front();
+        auto it = pending_.find(seq);
         if (it == pending_.end()) continue;  // its item was lost
-        slot.sent.push_back(seq);
-        last = &it->second;
-        if (!slot.process->Send(WorkMessage(seq, it->second)).ok()) {
-          // The worker is going away; its exit event requeues what it had.
-          break;
+        std::vector<int64_t> group = {seq};
+        for (size_t j = 0; j < todo_.size() && j < kGroupWindow;) {
+          auto other = pending_.find(todo_[j]);
+          if (other != pending_.end() &&
+              other->second.family == it->second.family &&
+              other->second.params == it->second.params) {
+            group.push_back(todo_[j]);
+            todo_.erase(todo_.begin() + static_cast<std::ptrdiff_t>(j));
+          } else {
+            ++j;
+          }
         }
+        // All in sent first: a worker going away has its exit event requeue
+        // what it had, sent or not.
+        slot.sent.insert(slot.sent.end(), group.begin(), group.end());
+        bool sent = true;
+        for (int64_t g : group) {
+          if (!slot.process->Send(WorkMessage(g, pending_.at(g))).ok()) {
+            sent = false;
+            break;
+          }
+        }
+        if (!sent) break;
       }
     }
   }
