@@ -125,16 +125,6 @@ StatusOr<std::vector<Planned>> ReadPlan(const std::string& path) {
   return out;
 }
 
-// "bf16 NT 4096 16 4096 4096 4096": triton_bench.py's key of a GEMM.
-std::string TritonKey(const Case& c) {
-  const GemmContext& g = c.g();
-  return std::string(ToString(c.prec())) + " " +
-         (g.layout_a == Layout::kT ? "T" : "N") +
-         (g.layout_b == Layout::kT ? "T" : "N") + " " + std::to_string(g.m) +
-         " " + std::to_string(g.n) + " " + std::to_string(g.k) + " " +
-         std::to_string(c.Lda()) + " " + std::to_string(c.Ldb());
-}
-
 // The candidates of one shape: the plan's top 10 first (rank order), then
 // up to `sweep` of every family implementing the precision, each once.
 std::vector<Config> CandidatesOf(const Planned& p, const KernelLimits& limits,
@@ -352,19 +342,13 @@ int Main(int argc, char** argv) {
 
   std::map<std::string, double> triton;  // TritonKey -> us
   if (!triton_path.empty()) {
-    std::ifstream in(triton_path);
-    if (!in) {
-      std::fprintf(stderr, "eval_bench: cannot read --triton %s\n",
-                   triton_path.c_str());
+    auto times = ReadTritonTimes(triton_path);
+    if (!times.ok()) {
+      std::fprintf(stderr, "eval_bench: %s\n",
+                   times.status().ToString().c_str());
       return 2;
     }
-    std::string prec, lay, config;
-    int64_t m, n, k, lda, ldb;
-    double us;
-    while (in >> prec >> lay >> m >> n >> k >> lda >> ldb >> us >> config)
-      triton[prec + " " + lay + " " + std::to_string(m) + " " +
-             std::to_string(n) + " " + std::to_string(k) + " " +
-             std::to_string(lda) + " " + std::to_string(ldb)] = us;
+    triton = std::move(*times);
   }
 
   cublasLtHandle_t lt;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <random>
 
@@ -496,6 +497,30 @@ double RelErr(const std::vector<double>& x, const std::vector<double>& y,
 }
 
 // One family's best on one shape.
+
+std::string TritonKey(const Case& c) {
+  const GemmContext& g = c.g();
+  return std::string(ToString(c.prec())) + " " +
+         (g.layout_a == Layout::kT ? "T" : "N") +
+         (g.layout_b == Layout::kT ? "T" : "N") + " " + std::to_string(g.m) +
+         " " + std::to_string(g.n) + " " + std::to_string(g.k) + " " +
+         std::to_string(c.Lda()) + " " + std::to_string(c.Ldb());
+}
+
+StatusOr<std::map<std::string, double>> ReadTritonTimes(
+    const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound("cannot read --triton " + path);
+  std::map<std::string, double> out;
+  std::string prec, lay, config;
+  int64_t m, n, k, lda, ldb;
+  double us;
+  while (in >> prec >> lay >> m >> n >> k >> lda >> ldb >> us >> config)
+    out[prec + " " + lay + " " + std::to_string(m) + " " + std::to_string(n) +
+        " " + std::to_string(k) + " " + std::to_string(lda) + " " +
+        std::to_string(ldb)] = us;
+  return out;
+}
 
 double Tolerance(DType prec) {
   switch (prec) {

@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 #include <variant>
@@ -186,6 +187,13 @@ LtResult TimeCudnn(cudnnHandle_t h, const Case& pr, Buffers& buf, Timer& timer,
 std::vector<Params> Candidates(const KernelFamily& f, const Case& c,
                                const KernelLimits& limits, int sm_count,
                                size_t limit, uint64_t seed);
+
+// "bf16 NT 4096 16 4096 4096 4096": a GEMM's key in triton_bench.py's
+// --shapes and --tsv files (precision, layouts, m, n, k, lda, ldb).
+std::string TritonKey(const Case& c);
+// triton_bench.py --tsv's times ("key us config" lines) by TritonKey;
+// NOT_FOUND when the file cannot be read.
+StatusOr<std::map<std::string, double>> ReadTritonTimes(const std::string& path);
 
 // "4096x4096x4096 NN" or "n1 56x56 c64 k64 3x3 s1".
 std::string ShapeText(const Case& c);

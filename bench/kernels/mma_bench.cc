@@ -401,19 +401,13 @@ int Main(int argc, char** argv) {
   // by triton_bench.py --tsv: "prec layout m n k lda ldb us config".
   std::map<std::string, double> triton;
   if (!triton_path.empty()) {
-    std::ifstream in(triton_path);
-    if (!in) {
-      std::fprintf(stderr, "mma_bench: cannot read --triton %s\n",
-                   triton_path.c_str());
+    auto times = ReadTritonTimes(triton_path);
+    if (!times.ok()) {
+      std::fprintf(stderr, "mma_bench: %s\n",
+                   times.status().ToString().c_str());
       return 2;
     }
-    std::string prec, lay, config;
-    int64_t m, n, k, lda, ldb;
-    double us;
-    while (in >> prec >> lay >> m >> n >> k >> lda >> ldb >> us >> config)
-      triton[prec + " " + lay + " " + std::to_string(m) + " " +
-             std::to_string(n) + " " + std::to_string(k) + " " +
-             std::to_string(lda) + " " + std::to_string(ldb)] = us;
+    triton = std::move(*times);
     std::printf("# Triton: %zu shapes from %s (triton_bench.py, same call)\n",
                 triton.size(), triton_path.c_str());
   }
@@ -458,13 +452,7 @@ int Main(int argc, char** argv) {
     row.shape = ShapeText(c);
     row.prec = std::string(ToString(c.prec()));
     if (!c.conv()) {
-      const GemmContext& g = c.g();
-      const std::string key =
-          row.prec + " " + (g.layout_a == Layout::kT ? "T" : "N") +
-          (g.layout_b == Layout::kT ? "T" : "N") + " " + std::to_string(g.m) +
-          " " + std::to_string(g.n) + " " + std::to_string(g.k) + " " +
-          std::to_string(c.Lda()) + " " + std::to_string(c.Ldb());
-      auto it = triton.find(key);
+      auto it = triton.find(TritonKey(c));
       if (it != triton.end()) row.triton_us = it->second;
     }
     const int es = c.ElementBytes();
