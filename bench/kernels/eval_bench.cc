@@ -34,14 +34,13 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
-#include <unordered_map>
 
 #include "bench/kernels/family_measure.h"
 #include "kernels/ptx_compiler.h"
+#include "tuner/compile_cache.h"
 
 namespace blocktune::bench {
 namespace {
@@ -144,8 +143,9 @@ std::vector<Config> CandidatesOf(const Planned& p, const KernelLimits& limits,
 
 // Generates every candidate and compiles it to a cubin on all cores through
 // nvJitLink (the driver's JIT where there is none), one compile per distinct
-// PTX text across the whole run; then loads them. Entries that do not
-// generate, compile or load stay null, with the reason on stderr.
+// PTX text across the run (the worker's CompileCache); then loads them.
+// Entries that do not generate, compile or load stay null, with the reason
+// on stderr.
 class Loader {
  public:
   explicit Loader(std::string arch) : arch_(std::move(arch)) {
@@ -159,7 +159,6 @@ class Loader {
     std::vector<std::optional<GeneratedKernel>> kernels(n);
     std::vector<std::string> images(n);
     std::atomic<size_t> next{0};
-    std::mutex mu;
     auto work = [&] {
       for (size_t i; (i = next++) < n;) {
         const Config& k = configs[i];
@@ -171,22 +170,17 @@ class Loader {
         }
         std::string image = gk->ptx;
         if (compiler_) {
-          {
-            std::lock_guard<std::mutex> lock(mu);
-            auto it = cubins_.find(gk->ptx);
-            if (it != cubins_.end()) image = it->second;
+          auto cubin = cubins_.Get(
+              gk->ptx, TargetOf(*gk, arch_),
+              [&](const std::string& ptx, const std::string& target) {
+                return compiler_->Compile(ptx, target);
+              });
+          if (!cubin.ok()) {
+            std::fprintf(stderr, "# %s: %s\n", k.Text().c_str(),
+                         cubin.status().ToString().c_str());
+            continue;
           }
-          if (image == gk->ptx) {
-            auto cubin = compiler_->Compile(gk->ptx, TargetOf(*gk, arch_));
-            if (!cubin.ok()) {
-              std::fprintf(stderr, "# %s: %s\n", k.Text().c_str(),
-                           cubin.status().ToString().c_str());
-              continue;
-            }
-            image = std::move(*cubin);
-            std::lock_guard<std::mutex> lock(mu);
-            cubins_.emplace(gk->ptx, image);
-          }
+          image = std::move(*cubin);
         }
         kernels[i] = std::move(*gk);
         images[i] = std::move(image);
@@ -215,7 +209,9 @@ class Loader {
  private:
   std::string arch_;
   const PtxCompiler* compiler_ = nullptr;
-  std::unordered_map<std::string, std::string> cubins_;  // PTX -> cubin
+  // By PTX text, across the run: neighbouring shapes share texts (the
+  // families pass M, N, K and strides as arguments).
+  CompileCache cubins_{4096};
 };
 
 struct Pick {
