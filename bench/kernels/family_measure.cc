@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 
@@ -59,6 +60,29 @@ uint16_t ToBf16(float f) {
   std::memcpy(&u, &f, 4);
   u += 0x7fff + ((u >> 16) & 1);
   return static_cast<uint16_t>(u >> 16);
+}
+
+// Times run(i) for each of `count` vendor algorithms, the fastest into
+// r->us (r->algos_timed counts those that ran), then runs the fastest once
+// more into a NaN-poisoned buf.c_ref: the reference. Its index, or -1.
+int TimeFastest(int count, const std::function<bool(int)>& run, Buffers& buf,
+                Timer& timer, int reps, LtResult* r) {
+  int best = -1;
+  for (int i = 0; i < count; ++i) {
+    const double us = timer.Time([&] { return run(i); }, reps);
+    if (!std::isfinite(us)) continue;
+    ++r->algos_timed;
+    if (!(us >= r->us)) {
+      r->us = us;
+      best = i;
+    }
+  }
+  if (best >= 0) {
+    cudaMemset(buf.c_ref, 0xff, buf.c_bytes);
+    run(best);
+    cudaDeviceSynchronize();
+  }
+  return best;
 }
 
 }  // namespace
@@ -153,30 +177,15 @@ LtResult TimeLt(cublasLtHandle_t lt, const Case& pr, Buffers& buf,
   LtResult r;
   r.algos_offered = found;
   const float alpha = 1, beta = 0;
-  int best = -1;
-  for (int i = 0; i < found; ++i) {
-    const double us = timer.Time(
-        [&] {
-          return cublasLtMatmul(lt, desc, &alpha, buf.b, la, buf.a, lb, &beta,
-                                buf.c_ref, lc, buf.c_ref, lc, &results[i].algo,
-                                buf.ws, ws_bytes,
-                                nullptr) == CUBLAS_STATUS_SUCCESS;
-        },
-        reps);
-    if (!std::isfinite(us)) continue;
-    ++r.algos_timed;
-    if (!(us >= r.us)) {
-      r.us = us;
-      best = i;
-    }
-  }
-  if (best >= 0) {
-    cudaMemset(buf.c_ref, 0xff, buf.c_bytes);
-    cublasLtMatmul(lt, desc, &alpha, buf.b, la, buf.a, lb, &beta, buf.c_ref, lc,
-                   buf.c_ref, lc, &results[best].algo, buf.ws, ws_bytes,
-                   nullptr);
-    cudaDeviceSynchronize();
-  }
+  TimeFastest(
+      found,
+      [&](int i) {
+        return cublasLtMatmul(lt, desc, &alpha, buf.b, la, buf.a, lb, &beta,
+                              buf.c_ref, lc, buf.c_ref, lc, &results[i].algo,
+                              buf.ws, ws_bytes,
+                              nullptr) == CUBLAS_STATUS_SUCCESS;
+      },
+      buf, timer, reps, &r);
   cublasLtMatmulPreferenceDestroy(pref);
   cublasLtMatrixLayoutDestroy(la);
   cublasLtMatrixLayoutDestroy(lb);
@@ -223,38 +232,29 @@ LtResult TimeCudnn(cudnnHandle_t h, const Case& pr, Buffers& buf, Timer& timer,
     std::fprintf(stderr, "# cudnnFind: %s\n", cudnnGetErrorString(st));
     found = 0;
   }
-  const float alpha = 1, beta = 0;
-  int best = -1;
+  std::vector<int> usable;  // indices into perf
   for (int i = 0; i < found; ++i) {
     std::fprintf(stderr, "# cudnnFind algo%d status %d math %d %.1f us ws %zu\n",
                  int(perf[i].algo), int(perf[i].status), int(perf[i].mathType),
                  perf[i].time * 1e3, perf[i].memory);
-    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > buf.ws_bytes)
-      continue;
-    ++r.algos_offered;
-    const double us = timer.Time(
-        [&] {
-          return cudnnConvolutionForward(h, &alpha, xd, buf.a, fd, buf.b, cd,
-                                         perf[i].algo, buf.ws, buf.ws_bytes,
-                                         &beta, yd, buf.c_ref) ==
-                 CUDNN_STATUS_SUCCESS;
-        },
-        reps);
-    if (!std::isfinite(us)) continue;
-    ++r.algos_timed;
-    if (!(us >= r.us)) {
-      r.us = us;
-      best = i;
-    }
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= buf.ws_bytes)
+      usable.push_back(i);
   }
+  r.algos_offered = static_cast<int>(usable.size());
+  const float alpha = 1, beta = 0;
+  const int best = TimeFastest(
+      r.algos_offered,
+      [&](int j) {
+        return cudnnConvolutionForward(h, &alpha, xd, buf.a, fd, buf.b, cd,
+                                       perf[usable[j]].algo, buf.ws,
+                                       buf.ws_bytes, &beta, yd, buf.c_ref) ==
+               CUDNN_STATUS_SUCCESS;
+      },
+      buf, timer, reps, &r);
   if (best >= 0) {
-    *best_name = "algo" + std::to_string(int(perf[best].algo)) + " math" +
-                 std::to_string(int(perf[best].mathType));
-    cudaMemset(buf.c_ref, 0xff, buf.c_bytes);
-    cudnnConvolutionForward(h, &alpha, xd, buf.a, fd, buf.b, cd,
-                            perf[best].algo, buf.ws, buf.ws_bytes, &beta, yd,
-                            buf.c_ref);
-    cudaDeviceSynchronize();
+    const cudnnConvolutionFwdAlgoPerf_t& p = perf[usable[best]];
+    *best_name = "algo" + std::to_string(int(p.algo)) + " math" +
+                 std::to_string(int(p.mathType));
   }
   cudnnDestroyTensorDescriptor(xd);
   cudnnDestroyTensorDescriptor(yd);
