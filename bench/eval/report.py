@@ -141,7 +141,6 @@ def targets(rows, precision):
     met = lambda ok: "met" if ok else "**missed**"
     low = sorted(rows, key=lambda r: r["v_top10"])
     below = [r for r in low if r["v_top10"] < floor_t]
-    share = h["model_within_5pct"] / len(rows)
     out = [
         f"- Geomean over all {len(rows)} shapes, vendor time / blocktune top-10 time: "
         f"**{h['vendor_over_top10_geomean']:.2f}x** (target >= {geo_t}x): "
@@ -173,9 +172,6 @@ def quality(rows):
     in_top = sum(1 for r in rows if r["oracle_rank"] > 0)
     out.append(f"- The oracle's configuration is in the model's top 10 on {in_top} of "
                f"{len(rows)} shapes (rank 1 on {sum(r['oracle_rank'] == 1 for r in rows)}).")
-    fams = {}
-    for r in rows:
-        fams.setdefault((r["family"], r["oracle_config"].split()[0] == r["family"]), []).append(r)
     cross = [r for r in rows if r["oracle_config"].split()[0] != r["family"]]
     if cross:
         out.append(f"- The model's answer is of another family than the oracle's on "
