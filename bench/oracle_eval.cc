@@ -1,17 +1,30 @@
-// The oracle evaluation of issue 6, in three steps:
+// The oracle evaluation of the surrogates (issues 6 and 20), for every
+// family and precision, in three steps:
 //
-//   oracle_eval plan --contexts bench/oracle/contexts.txt --data D.json.gz...
-//       --count 2000 --out plan.txt
-//     Each context's search range (the x_B values of the training data, the
-//     hardware rules), checked absent from the training data; up to
-//     --count block shapes per context drawn uniformly without replacement.
+//   oracle_eval plan --contexts bench/oracle/gemm.txt --dtype bf16
+//       --models M.json.gz... [--data D.json.gz...] --count 2000 --out plan.txt
+//     For each context, the configurations the query path would search (each
+//     family model's search range under the hardware rules of its device),
+//     up to --count drawn without replacement, split evenly over the
+//     families that have a model. Every context draws from one random order
+//     of each family's grid, so contexts share configurations and a kernel
+//     compiles once for all of them; the list is written configuration by
+//     configuration for the same reason. With --data, a context that is in
+//     the training data is refused.
 //   oracle_run (on the GPU host) measures the plan.
-//   oracle_eval top --models M.json.gz --contexts ... --k 10 --out top.txt
-//     The surrogate's top k over the whole range, to be measured too.
-//   oracle_eval eval --models M.json.gz --results R.tsv...
-//     Per context: the measured speed of the model's top-1 (and the best of
-//     its top 10) over the best measured speed, over the measured set and
-//     over the whole range.
+//   oracle_eval top --models ... --out top.txt
+//     The query path's top k over the whole range, to be measured too.
+//   oracle_eval eval --models ... --results R.tsv... [--top-results T.tsv]
+//     Per context, over the measured set: the measured speed of the
+//     models' top 1 (the cross-family argmin of predicted time, as a query
+//     answers) and of the best of their top 10, over the best measured
+//     speed; whether the top 1 is of the fastest family; Spearman of
+//     predicted and measured speed; the predicted / measured time of the
+//     top 1. With --top-results, the same for the whole range.
+//     --dump writes every measured configuration with its prediction by
+//     each ensemble member, for analysis elsewhere.
+//
+// A plan line is a Candidate::ToString: "<context> | <family> <params>".
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -19,7 +32,9 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
+#include <variant>
 
 #include "models/search.h"
 #include "models/train.h"
@@ -30,7 +45,8 @@
 namespace blocktune {
 namespace {
 
-StatusOr<std::vector<Context>> ReadContexts(const std::string& path) {
+StatusOr<std::vector<Context>> ReadContexts(const std::string& path,
+                                            std::optional<DType> dtype) {
   std::ifstream in(path);
   if (!in) return NotFound("cannot read " + path);
   std::vector<Context> out;
@@ -38,47 +54,70 @@ StatusOr<std::vector<Context>> ReadContexts(const std::string& path) {
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#') continue;
     BT_ASSIGN_OR_RETURN(Context c, ContextFromString(line));
+    if (dtype) std::visit([&](auto& x) { x.dtype = *dtype; }, c);
+    BT_RETURN_IF_ERROR(std::visit([](const auto& x) { return Validate(x); }, c));
     out.push_back(c);
   }
   return out;
 }
 
-struct Models {
-  std::map<Op, ModelRecord> newest;
+// One family model, ready to score.
+struct FamilyModel {
+  const KernelFamily* family = nullptr;
+  DType precision = DType::kFp32;
+  std::unique_ptr<BlockSearch> search;
+  std::vector<Surrogate> members;
 };
 
-StatusOr<Models> ReadModels(const std::vector<std::string>& paths) {
-  Models m;
+// The newest current model per (op, precision, family) in the datasets.
+StatusOr<std::vector<FamilyModel>> ReadModels(
+    const std::vector<std::string>& paths) {
+  std::map<std::tuple<Op, DType, std::string>, ModelRecord> newest;
   for (const std::string& p : paths) {
     BT_ASSIGN_OR_RETURN(v1::Dataset d, ReadDatasetFile(p));
     for (int i = 0; i < d.models_size(); ++i) {
       BT_ASSIGN_OR_RETURN(ModelRecord r, FromProto(d.models(i), "models"));
-      r.id = d.models(i).id();
-      auto it = m.newest.find(r.op);
-      if (it == m.newest.end() || r.created_unix >= it->second.created_unix)
-        m.newest[r.op] = r;
+      if (!r.IsCurrent()) {
+        std::fprintf(stderr, "%s: skipping a stale %s model (v%d)\n", p.c_str(),
+                     r.family.c_str(), r.generator_version);
+        continue;
+      }
+      auto key = std::make_tuple(r.op, r.precision, r.family);
+      auto it = newest.find(key);
+      if (it == newest.end() || r.created_unix >= it->second.created_unix)
+        newest[key] = r;
     }
   }
-  return m;
+  std::vector<FamilyModel> out;
+  for (const auto& [key, r] : newest) {
+    FamilyModel m;
+    BT_ASSIGN_OR_RETURN(m.family, FindFamily(r.family));
+    m.precision = r.precision;
+    BT_ASSIGN_OR_RETURN(Surrogate s, Surrogate::Load(*m.family, r.precision,
+                                                     r.architecture, r.weights,
+                                                     r.normalization));
+    BT_ASSIGN_OR_RETURN(DeviceProfile profile, ProfileForFingerprint(r.device));
+    for (int j = 0; j < s.members(); ++j) m.members.push_back(s.Member(j));
+    m.search = std::make_unique<BlockSearch>(std::move(s), profile);
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
-StatusOr<std::unique_ptr<BlockSearch>> SearchFor(const Models& models, Op op) {
-  auto it = models.newest.find(op);
-  if (it == models.newest.end())
-    return NotFound("no " + std::string(ToString(op)) + " model in --models");
-  const ModelRecord& r = it->second;
-  BT_ASSIGN_OR_RETURN(Surrogate s, Surrogate::Load(r.op, r.architecture,
-                                                   r.weights, r.normalization));
-  BT_ASSIGN_OR_RETURN(DeviceProfile profile, ProfileForFingerprint(r.device));
-  return std::make_unique<BlockSearch>(s, profile);
+std::vector<const FamilyModel*> ModelsFor(const std::vector<FamilyModel>& all,
+                                          const Context& ctx) {
+  std::vector<const FamilyModel*> out;
+  for (const FamilyModel& m : all)
+    if (m.family->op() == OpOf(ctx) && m.precision == DTypeOf(ctx))
+      out.push_back(&m);
+  return out;
 }
 
 int Plan(const std::vector<Context>& contexts,
+         const std::vector<FamilyModel>& models,
          const std::vector<std::string>& data, int count, uint64_t seed,
          const std::string& out_path) {
-  std::set<std::string> trained_contexts;
-  std::map<Op, SearchValues> values;
-  std::map<Op, std::array<std::set<int64_t>, kBlockParameters>> seen;
+  std::set<std::string> trained;
   for (const std::string& p : data) {
     auto d = ReadDatasetFile(p);
     if (!d.ok()) {
@@ -87,63 +126,152 @@ int Plan(const std::vector<Context>& contexts,
     }
     for (int i = 0; i < d->samples_size(); ++i) {
       auto s = FromProto(d->samples(i), "samples");
-      if (!s.ok()) continue;
-      trained_contexts.insert(ToString(s->context));
-      const BlockShape xb = *s->kernel.block_shape();
-      const int64_t v[] = {xb.ml, xb.nl, xb.ms, xb.ns, xb.u, xb.kg};
-      for (int j = 0; j < kBlockParameters; ++j)
-        seen[OpOf(s->context)][j].insert(v[j]);
+      if (s.ok()) trained.insert(ToString(s->context));
     }
   }
-  for (auto& [op, sets] : seen)
-    for (int j = 0; j < kBlockParameters; ++j)
-      values[op].emplace_back(sets[j].begin(), sets[j].end());
   int in_data = 0;
   for (const Context& ctx : contexts) {
-    if (trained_contexts.count(ToString(ctx))) {
+    if (trained.count(ToString(ctx))) {
       std::fprintf(stderr, "%s is in the training data; choose another\n",
                    ToString(ctx).c_str());
       ++in_data;
     }
   }
   if (in_data > 0) return 2;
-  const DeviceProfile profile = *ProfileByName("h100");
-  std::ofstream out(out_path);
+  // One random order of each family's grid, shared by every context.
   Rng rng(seed);
-  for (const Context& ctx : contexts) {
-    const std::string text = ToString(ctx);
-    SearchRange range(BlockShapeFamily(OpOf(ctx)), values[OpOf(ctx)], profile);
-    std::vector<BlockShape> all;
-    for (const Params& c : range.Candidates(ctx)) all.push_back(ToBlockShape(c));
-    const size_t keep = std::min(all.size(), static_cast<size_t>(count));
-    for (size_t i = 0; i < keep; ++i) {
-      std::swap(all[i], all[i + rng.Below(static_cast<uint32_t>(all.size() - i))]);
-      out << text << " | " << ToString(all[i]) << "\n";
-    }
-    std::printf("%-80s range %6zu  planned %5zu\n", text.c_str(), all.size(), keep);
+  std::map<const FamilyModel*, std::vector<int32_t>> order;
+  for (const FamilyModel& m : models) {
+    std::vector<int32_t>& o = order[&m];
+    for (int32_t i = 0; i < static_cast<int32_t>(m.search->grid_size()); ++i)
+      o.push_back(i);
+    for (size_t i = 0; i + 1 < o.size(); ++i)
+      std::swap(o[i], o[i + rng.Below(static_cast<uint32_t>(o.size() - i))]);
   }
+  // (family, grid position in the random order) -> the contexts drawing it.
+  std::map<std::pair<const FamilyModel*, size_t>, std::vector<size_t>> drawn;
+  for (size_t c = 0; c < contexts.size(); ++c) {
+    const Context& ctx = contexts[c];
+    std::vector<const FamilyModel*> fams = ModelsFor(models, ctx);
+    if (fams.empty()) {
+      std::fprintf(stderr, "no model for %s\n", ToString(ctx).c_str());
+      return 2;
+    }
+    // rank[f]: the positions, in f's random order, of f's candidates here.
+    std::vector<std::vector<size_t>> rank(fams.size());
+    for (size_t f = 0; f < fams.size(); ++f) {
+      std::vector<bool> ok(fams[f]->search->grid_size(), false);
+      for (int32_t g : fams[f]->search->range().CandidateIndices(ctx))
+        ok[g] = true;
+      const std::vector<int32_t>& o = order[fams[f]];
+      for (size_t i = 0; i < o.size(); ++i)
+        if (ok[o[i]]) rank[f].push_back(i);
+    }
+    // An even split; what a small family cannot use goes to the others.
+    std::vector<size_t> take(fams.size(), 0);
+    size_t left = static_cast<size_t>(count);
+    for (bool more = true; left > 0 && more;) {
+      more = false;
+      for (size_t f = 0; f < fams.size() && left > 0; ++f) {
+        if (take[f] < rank[f].size()) {
+          ++take[f];
+          --left;
+          more = true;
+        }
+      }
+    }
+    std::printf("%-80s", ToString(ctx).c_str());
+    for (size_t f = 0; f < fams.size(); ++f) {
+      for (size_t i = 0; i < take[f]; ++i) drawn[{fams[f], rank[f][i]}].push_back(c);
+      std::printf("  %s %zu of %zu", std::string(fams[f]->family->name()).c_str(),
+                  take[f], rank[f].size());
+    }
+    std::printf("\n");
+  }
+  std::ofstream out(out_path);
+  size_t lines = 0, configs = 0;
+  for (const auto& [key, ctxs] : drawn) {
+    const FamilyModel* m = key.first;
+    const Params p = m->search->range().grid(order[m][key.second]);
+    ++configs;
+    for (size_t c : ctxs) {
+      Candidate cand{m->family, contexts[c], p};
+      out << cand.ToString() << "\n";
+      ++lines;
+    }
+  }
+  std::printf("# %zu measurements of %zu configurations\n", lines, configs);
   return 0;
 }
 
-int Top(const std::vector<Context>& contexts, const Models& models, int k,
+
+// The query path's answer: each family's top k by its model, merged by
+// predicted time.
+std::vector<std::pair<const FamilyModel*, ScoredConfig>> QueryTop(
+    const std::vector<const FamilyModel*>& fams, const Context& ctx, int k) {
+  std::vector<std::pair<const FamilyModel*, ScoredConfig>> all;
+  for (const FamilyModel* m : fams)
+    for (const ScoredConfig& s : m->search->Top(ctx, k)) all.push_back({m, s});
+  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    return a.second.predicted_s < b.second.predicted_s;
+  });
+  if (all.size() > static_cast<size_t>(k)) all.resize(k);
+  return all;
+}
+
+std::string ConfigText(const KernelFamily& f, const Params& p) {
+  return std::string(f.name()) + " " + f.Format(p);
+}
+
+int Top(const std::vector<Context>& contexts,
+        const std::vector<FamilyModel>& models, int k,
         const std::string& out_path) {
   std::ofstream out(out_path);
   for (const Context& ctx : contexts) {
-    auto search = SearchFor(models, OpOf(ctx));
-    if (!search.ok()) {
-      std::fprintf(stderr, "%s\n", search.status().ToString().c_str());
+    std::vector<const FamilyModel*> fams = ModelsFor(models, ctx);
+    if (fams.empty()) {
+      std::fprintf(stderr, "no model for %s\n", ToString(ctx).c_str());
       return 2;
     }
-    for (const ScoredConfig& s : (*search)->Top(ctx, k))
-      out << ToString(ctx) << " | " << ToString(ToBlockShape(s.params)) << "\n";
+    for (const auto& [m, s] : QueryTop(fams, ctx, k))
+      out << ToString(ctx) << " | " << ConfigText(*m->family, s.params) << "\n";
   }
   return 0;
 }
 
+// Measured seconds per configuration text ("family params"), ok only.
 struct Measured {
-  std::map<std::string, double> seconds;  // block shape -> median, ok only
+  std::map<std::string, double> seconds;
   int failed = 0;
 };
+
+bool ReadResults(const std::vector<std::string>& paths,
+                 std::map<std::string, Measured>* into) {
+  for (const std::string& p : paths) {
+    auto text = ReadMaybeGzip(p);
+    if (!text.ok()) {
+      std::fprintf(stderr, "%s\n", text.status().ToString().c_str());
+      return false;
+    }
+    size_t pos = 0;
+    while (pos < text->size()) {
+      size_t end = text->find('\n', pos);
+      if (end == std::string::npos) end = text->size();
+      const std::string line = text->substr(pos, end - pos);
+      pos = end + 1;
+      std::vector<std::string> f;
+      size_t a = 0;
+      for (size_t b; (b = line.find('\t', a)) != std::string::npos; a = b + 1)
+        f.push_back(line.substr(a, b - a));
+      f.push_back(line.substr(a));
+      if (f.size() < 4) continue;
+      Measured& m = (*into)[f[0]];
+      if (f[2] == "ok") m.seconds[f[1]] = std::stod(f[3]);
+      else ++m.failed;
+    }
+  }
+  return true;
+}
 
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -152,118 +280,157 @@ double Median(std::vector<double> v) {
                       : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-int Eval(const std::vector<Context>& contexts, const Models& models,
+// Predicted seconds of `configs` (of m's family) in `ctx` by one network.
+std::vector<double> PredictWith(const Surrogate& s, const Context& ctx,
+                                const std::vector<Params>& configs) {
+  const Problem problem(ctx);
+  std::vector<float> x;
+  for (const Params& p : configs) s.family().Features(problem, p, &x);
+  std::vector<float> y(configs.size());
+  if (!configs.empty()) s.Predict(x.data(), static_cast<int64_t>(configs.size()), y.data());
+  std::vector<double> out;
+  for (float v : y) out.push_back(Flops(ctx) / std::exp(static_cast<double>(v)));
+  return out;
+}
+
+int Eval(const std::vector<Context>& contexts,
+         const std::vector<FamilyModel>& models,
          const std::vector<std::string>& plan_results,
-         const std::vector<std::string>& top_results, int k) {
-  // context -> measurements, for the planned set and for the model's picks.
-  auto read = [](const std::vector<std::string>& paths,
-                 std::map<std::string, Measured>* into) {
-    for (const std::string& p : paths) {
-      auto text = ReadMaybeGzip(p);
-      if (!text.ok()) return false;
-      size_t pos = 0;
-      while (pos < text->size()) {
-        size_t end = text->find('\n', pos);
-        if (end == std::string::npos) end = text->size();
-        std::string line = text->substr(pos, end - pos);
-        pos = end + 1;
-        std::vector<std::string> f;
-        size_t a = 0;
-        for (size_t b; (b = line.find('\t', a)) != std::string::npos; a = b + 1)
-          f.push_back(line.substr(a, b - a));
-        f.push_back(line.substr(a));
-        if (f.size() < 4) continue;
-        Measured& m = (*into)[f[0]];
-        if (f[2] == "ok") m.seconds[f[1]] = std::stod(f[3]);
-        else ++m.failed;
-      }
-    }
-    return true;
-  };
+         const std::vector<std::string>& top_results, int k,
+         const std::string& dump_path) {
   std::map<std::string, Measured> planned, picked;
-  if (!read(plan_results, &planned) || !read(top_results, &picked)) {
-    std::fprintf(stderr, "cannot read the results\n");
+  if (!ReadResults(plan_results, &planned) || !ReadResults(top_results, &picked))
     return 2;
+  std::unique_ptr<std::ofstream> dump;
+  if (!dump_path.empty()) {
+    dump = std::make_unique<std::ofstream>(dump_path);
+    *dump << "context\tfamily\tparams\tmeasured_s\tpredicted_s\tmembers_s\n";
   }
-  std::printf("%-72s %5s %4s %8s | %7s %7s %6s | %7s %7s\n", "context",
-              "ok", "fail", "best_TF", "set_t1", "set_t10", "rho", "full_t1",
-              "full_t10");
-  std::vector<double> set_t1, set_t10, full_t1, full_t10, rhos;
+  std::printf("%-70s %5s %4s %8s %-11s | %6s %6s %3s %6s %6s | %6s %6s\n",
+              "context", "ok", "fail", "best_TF", "best_family", "set_t1",
+              "t10", "fam", "rho", "p/m", "full1", "full10");
+  std::vector<double> set_t1, set_t10, full_t1, full_t10, rhos, optimism;
+  int family_right = 0, contexts_scored = 0;
   for (const Context& ctx : contexts) {
     const std::string text = ToString(ctx);
-    auto search = SearchFor(models, OpOf(ctx));
-    if (!search.ok()) {
-      std::fprintf(stderr, "%s\n", search.status().ToString().c_str());
-      return 2;
-    }
+    std::vector<const FamilyModel*> fams = ModelsFor(models, ctx);
     const Measured& m = planned[text];
-    if (m.seconds.empty()) {
-      std::printf("%-72s not measured\n", text.c_str());
+    if (m.seconds.empty() || fams.empty()) {
+      std::printf("%-70s %s\n", text.c_str(),
+                  fams.empty() ? "no model" : "not measured");
       continue;
     }
-    std::vector<BlockShape> shapes;
-    std::vector<double> measured;
-    for (const auto& [xb_text, s] : m.seconds) {
-      shapes.push_back(*BlockShapeFromString(xb_text));
-      measured.push_back(s);
+    // The measured set with each configuration's ensemble prediction.
+    struct Row {
+      const FamilyModel* model;
+      std::string config;
+      double measured, predicted;
+    };
+    std::vector<Row> rows;
+    for (const FamilyModel* fm : fams) {
+      std::vector<Params> configs;
+      std::vector<std::string> texts;
+      std::vector<double> seconds;
+      const std::string prefix = std::string(fm->family->name()) + " ";
+      for (const auto& [config, s] : m.seconds) {
+        if (config.compare(0, prefix.size(), prefix) != 0) continue;
+        auto p = fm->family->Parse(config.substr(prefix.size()));
+        if (!p.ok()) continue;
+        configs.push_back(*p);
+        texts.push_back(config);
+        seconds.push_back(s);
+      }
+      const std::vector<double> pred = fm->search->PredictSeconds(ctx, configs);
+      std::vector<std::vector<double>> member;
+      if (dump)
+        for (const Surrogate& s : fm->members) member.push_back(PredictWith(s, ctx, configs));
+      for (size_t i = 0; i < configs.size(); ++i) {
+        rows.push_back({fm, texts[i], seconds[i], pred[i]});
+        if (!dump) continue;
+        *dump << text << "\t" << fm->family->name() << "\t"
+              << texts[i].substr(prefix.size()) << "\t" << seconds[i] << "\t"
+              << pred[i] << "\t";
+        for (size_t j = 0; j < member.size(); ++j)
+          *dump << (j ? "," : "") << member[j][i];
+        *dump << "\n";
+      }
     }
-    std::vector<Params> configs;
-    for (const BlockShape& xb : shapes) configs.push_back(ToParams(xb));
-    std::vector<double> predicted = (*search)->PredictSeconds(ctx, configs);
-    std::vector<size_t> order(shapes.size());
+    if (rows.empty()) continue;
+    ++contexts_scored;
+    std::vector<size_t> order(rows.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(),
-              [&](size_t a, size_t b) { return predicted[a] < predicted[b]; });
-    double best = *std::min_element(measured.begin(), measured.end());
-    // Over the measured set.
-    const double t1 = best / measured[order[0]];
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return rows[a].predicted < rows[b].predicted;
+    });
+    size_t best_i = 0;
+    for (size_t i = 1; i < rows.size(); ++i)
+      if (rows[i].measured < rows[best_i].measured) best_i = i;
+    const double best = rows[best_i].measured;
+    const Row& pick = rows[order[0]];
+    const double t1 = best / pick.measured;
     double b10 = INFINITY;
     for (size_t i = 0; i < order.size() && i < static_cast<size_t>(k); ++i)
-      b10 = std::min(b10, measured[order[i]]);
-    const double t10 = best / b10;
+      b10 = std::min(b10, rows[order[i]].measured);
+    const bool fam_ok = pick.model == rows[best_i].model;
+    family_right += fam_ok;
     std::vector<double> neg_pred, neg_meas;
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      neg_pred.push_back(-predicted[i]);
-      neg_meas.push_back(-measured[i]);
+    for (const Row& r : rows) {
+      neg_pred.push_back(-r.predicted);
+      neg_meas.push_back(-r.measured);
     }
     const double rho = Spearman(neg_pred, neg_meas);
     set_t1.push_back(t1);
-    set_t10.push_back(t10);
+    set_t10.push_back(best / b10);
     rhos.push_back(rho);
-    // Over the whole range: the model's own top k, measured.
-    std::string full = "      -       -";
+    optimism.push_back(pick.predicted / pick.measured);
+    // Over the whole range: the query path's top k, measured.
+    std::string full = "     -      -";
     auto pk = picked.find(text);
     if (pk != picked.end() && !pk->second.seconds.empty()) {
-      std::vector<ScoredConfig> top = (*search)->Top(ctx, k);
       double all_best = best;
       for (const auto& [x, s] : pk->second.seconds) all_best = std::min(all_best, s);
-      auto it = pk->second.seconds.find(ToString(ToBlockShape(top[0].params)));
-      double f10 = INFINITY;
-      for (const ScoredConfig& s : top) {
-        auto jt = pk->second.seconds.find(ToString(ToBlockShape(s.params)));
-        if (jt != pk->second.seconds.end()) f10 = std::min(f10, jt->second);
+      const auto top = QueryTop(fams, ctx, k);
+      double f1 = 0, f10 = INFINITY;
+      for (size_t i = 0; i < top.size(); ++i) {
+        auto it = pk->second.seconds.find(
+            ConfigText(*top[i].first->family, top[i].second.params));
+        if (it == pk->second.seconds.end()) continue;
+        if (i == 0) f1 = all_best / it->second;
+        f10 = std::min(f10, it->second);
       }
-      const double f1 = it != pk->second.seconds.end() ? all_best / it->second : 0;
       full_t1.push_back(f1);
       full_t10.push_back(std::isfinite(f10) ? all_best / f10 : 0);
       char buf[64];
-      std::snprintf(buf, sizeof(buf), "%7.3f %7.3f", f1, full_t10.back());
+      std::snprintf(buf, sizeof(buf), "%6.3f %6.3f", f1, full_t10.back());
       full = buf;
     }
-    std::printf("%-72s %5zu %4d %8.2f | %7.3f %7.3f %6.3f | %s\n", text.c_str(),
-                m.seconds.size(), m.failed, Flops(ctx) / best / 1e12, t1, t10,
-                rho, full.c_str());
+    std::printf("%-70s %5zu %4d %8.2f %-11s | %6.3f %6.3f %3s %6.3f %6.3f | %s\n",
+                text.c_str(), rows.size(), m.failed, Flops(ctx) / best / 1e12,
+                std::string(rows[best_i].model->family->name()).c_str(), t1,
+                best / b10, fam_ok ? "yes" : "no", rho, pick.predicted / pick.measured,
+                full.c_str());
   }
-  std::printf("\nmedian over %zu contexts: set top-1 %.3f, set top-%d %.3f, "
-              "Spearman %.3f",
-              set_t1.size(), Median(set_t1), k, Median(set_t10), Median(rhos));
+  auto share = [](const std::vector<double>& v, double at_least) {
+    return v.empty() ? 0.0
+                     : static_cast<double>(std::count_if(
+                           v.begin(), v.end(), [&](double x) { return x >= at_least; })) /
+                           v.size();
+  };
+  std::printf(
+      "\nover the measured set of %d contexts: median top-1 %.3f, top-%d %.3f; "
+      "top-1 within 5%% on %.0f%%; top-1 of the fastest family on %d; "
+      "median Spearman %.3f; median predicted/measured of the top 1 %.3f; "
+      "minimum top-1 %.3f\n",
+      contexts_scored, Median(set_t1), k, Median(set_t10),
+      100 * share(set_t1, 1 / 1.05), family_right, Median(rhos), Median(optimism),
+      set_t1.empty() ? 0 : *std::min_element(set_t1.begin(), set_t1.end()));
   if (!full_t1.empty()) {
-    std::printf("; whole range (%zu contexts): top-1 %.3f, top-%d %.3f",
-                full_t1.size(), Median(full_t1), k, Median(full_t10));
+    std::printf(
+        "over the whole range (%zu contexts): median top-1 %.3f, top-%d %.3f; "
+        "top-1 within 5%% on %.0f%%\n",
+        full_t1.size(), Median(full_t1), k, Median(full_t10),
+        100 * share(full_t1, 1 / 1.05));
   }
-  std::printf("\nminimum: set top-1 %.3f, set top-%d %.3f\n",
-              set_t1.empty() ? 0 : *std::min_element(set_t1.begin(), set_t1.end()), k,
-              set_t10.empty() ? 0 : *std::min_element(set_t10.begin(), set_t10.end()));
   return 0;
 }
 
@@ -273,41 +440,53 @@ int Eval(const std::vector<Context>& contexts, const Models& models,
 int main(int argc, char** argv) {
   using namespace blocktune;
   ConfigureCpuInference(0);
-  CLI::App app{"the surrogate against an oracle of measurements"};
+  CLI::App app{"the surrogates against an oracle of measurements"};
   app.require_subcommand(1);
-  std::string contexts_path = "bench/oracle/contexts.txt", out;
+  std::string contexts_path, dtype_text, out, dump;
   std::vector<std::string> data, model_files, results, top_results;
   int count = 2000, k = 10;
   uint64_t seed = 1;
-  auto* plan = app.add_subcommand("plan", "draw the block shapes to measure");
-  plan->add_option("--data", data, "training datasets")->required();
-  plan->add_option("--count", count, "block shapes per context");
+  auto* plan = app.add_subcommand("plan", "draw the configurations to measure");
+  plan->add_option("--data", data, "training datasets (refuse their contexts)");
+  plan->add_option("--count", count, "configurations per context")
+      ->check(CLI::Range(1, 1000000));
   plan->add_option("--seed", seed, "draw seed");
   plan->add_option("--out", out)->required();
-  auto* top = app.add_subcommand("top", "the models' top k over the range");
-  top->add_option("--models", model_files, "datasets with models")->required();
-  top->add_option("--k", k);
+  auto* top = app.add_subcommand("top", "the query path's top k over the range");
+  top->add_option("--k", k)->check(CLI::Range(1, 100));
   top->add_option("--out", out)->required();
   auto* eval = app.add_subcommand("eval", "score the models");
-  eval->add_option("--models", model_files, "datasets with models")->required();
   eval->add_option("--results", results, "oracle_run output of the plan")->required();
   eval->add_option("--top-results", top_results, "oracle_run output of top");
-  eval->add_option("--k", k);
-  for (auto* c : {plan, top, eval})
-    c->add_option("--contexts", contexts_path, "one context per line");
+  eval->add_option("--k", k)->check(CLI::Range(1, 100));
+  eval->add_option("--dump", dump, "every measured configuration with predictions (TSV)");
+  for (auto* c : {plan, top, eval}) {
+    c->add_option("--contexts", contexts_path, "one context per line")->required();
+    c->add_option("--dtype", dtype_text, "every context's precision");
+    c->add_option("--models", model_files, "datasets with models")->required();
+  }
   CLI11_PARSE(app, argc, argv);
 
-  auto contexts = ReadContexts(contexts_path);
+  std::optional<DType> dtype;
+  if (!dtype_text.empty()) {
+    auto d = DTypeFromString(dtype_text, "--dtype");
+    if (!d.ok()) {
+      std::fprintf(stderr, "%s\n", d.status().ToString().c_str());
+      return 2;
+    }
+    dtype = *d;
+  }
+  auto contexts = ReadContexts(contexts_path, dtype);
   if (!contexts.ok()) {
     std::fprintf(stderr, "%s\n", contexts.status().ToString().c_str());
     return 2;
   }
-  if (*plan) return Plan(*contexts, data, count, seed, out);
   auto models = ReadModels(model_files);
   if (!models.ok()) {
     std::fprintf(stderr, "%s\n", models.status().ToString().c_str());
     return 2;
   }
+  if (*plan) return Plan(*contexts, *models, data, count, seed, out);
   if (*top) return Top(*contexts, *models, k, out);
-  return Eval(*contexts, *models, results, top_results, k);
+  return Eval(*contexts, *models, results, top_results, k, dump);
 }

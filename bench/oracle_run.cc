@@ -5,8 +5,9 @@
 //
 //   oracle_run --list plan.txt --out oracle.tsv --worker build/server/blocktune-worker
 //
-// A list line: "<context> | <block shape>" (kernels ToString forms).
-// An output line: context \t block shape \t status \t median_s \t spread
+// A list line: "<context> | <family> <params>" (Candidate::ToString, as
+// oracle_eval plan writes it).
+// An output line: context \t family params \t status \t median_s \t spread
 //   \t repetitions \t sm_clock_mhz \t verified \t error
 // Needs no gRPC, SQLite or libtorch, so it is built here and carried to a
 // GPU host.
@@ -52,20 +53,29 @@ int main(int argc, char** argv) {
     if (line.empty() || line[0] == '#') continue;
     const size_t bar = line.find(" | ");
     if (bar == std::string::npos) {
-      std::fprintf(stderr, "%s:%d: expected '<context> | <block shape>'\n",
+      std::fprintf(stderr, "%s:%d: expected '<context> | <family> <params>'\n",
                    list_path.c_str(), line_no);
       return 2;
     }
     auto ctx = ContextFromString(line.substr(0, bar));
-    auto xb = BlockShapeFromString(line.substr(bar + 3));
-    if (!ctx.ok() || !xb.ok()) {
+    const std::string config = line.substr(bar + 3);
+    const size_t space = config.find(' ');
+    auto family = FindFamily(config.substr(0, space));
+    StatusOr<Params> params =
+        family.ok() ? (*family)->Parse(space == std::string::npos
+                                           ? std::string_view()
+                                           : std::string_view(config).substr(space + 1))
+                    : StatusOr<Params>(family.status());
+    if (!ctx.ok() || !params.ok()) {
       std::fprintf(stderr, "%s:%d: %s\n", list_path.c_str(), line_no,
-                   (ctx.ok() ? xb.status() : ctx.status()).ToString().c_str());
+                   (ctx.ok() ? params.status() : ctx.status()).ToString().c_str());
       return 2;
     }
-    std::string key = ToString(*ctx) + "\t" + ToString(*xb);
+    Candidate c{*family, *ctx, *params};
+    std::string key = ToString(*ctx) + "\t" + std::string((*family)->name()) +
+                      " " + (*family)->Format(*params);
     if (done.count(key)) continue;
-    list.push_back(FfmaCandidate(*ctx, *xb));
+    list.push_back(c);
     keys.push_back(std::move(key));
   }
   std::fprintf(stderr, "oracle_run: %zu to measure (%zu already done)\n",

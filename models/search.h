@@ -126,6 +126,7 @@ class BlockSearch {
   Status Probe() const;
 
   const Surrogate& model() const { return model_; }
+  const SearchRange& range() const { return range_; }
   int64_t grid_size() const { return range_.grid_size(); }
 
  private:

@@ -14,8 +14,8 @@ mkdir -p "$out/bin" "$out/lib"
 for t in kernels/cuda_driver_test kernels/gemm_gpu_test kernels/gemm_mma_gpu_test \
          kernels/gemm_wgmma_gpu_test kernels/gemm_wgmma_test kernels/conv_mma_gpu_test \
          tuner/gpu_worker_test bench/kernels/mma_bench bench/kernels/eval_bench \
-         bench/kernels/kernel_bench \
-         bench/kernels/conv_mma_bench; do
+         bench/kernels/kernel_bench bench/kernels/conv_mma_bench \
+         server/blocktune-worker bench/oracle_run; do
   [ -x "$build/$t" ] || continue
   strip -o "$out/bin/$(basename "$t")" "$build/$t"
 done
