@@ -22,7 +22,9 @@
 //     predicted and measured speed; the predicted / measured time of the
 //     top 1. With --top-results, the same for the whole range.
 //     --dump writes every measured configuration with its prediction by
-//     each ensemble member, for analysis elsewhere.
+//     each ensemble member, for analysis elsewhere. Issue 6's fp32 results
+//     (models/pretrained/h100-sxm/oracle, bench/oracle/fp32-issue6.txt),
+//     which name block shapes alone, read as gemm.ffma / conv.ffma.
 //
 // A plan line is a Candidate::ToString: "<context> | <family> <params>".
 #include <CLI/CLI.hpp>
@@ -265,6 +267,13 @@ bool ReadResults(const std::vector<std::string>& paths,
         f.push_back(line.substr(a, b - a));
       f.push_back(line.substr(a));
       if (f.size() < 4) continue;
+      // Issue 6's files name a block shape alone ("ML=16 NL=64 ..."): of
+      // the op's block-shape family.
+      if (f[1].find('.') == std::string::npos || f[1].find('.') > f[1].find(' ')) {
+        auto ctx = ContextFromString(f[0]);
+        if (!ctx.ok()) continue;
+        f[1] = std::string(BlockShapeFamily(OpOf(*ctx)).name()) + " " + f[1];
+      }
       Measured& m = (*into)[f[0]];
       if (f[2] == "ok") m.seconds[f[1]] = std::stod(f[3]);
       else ++m.failed;
@@ -285,7 +294,7 @@ std::vector<double> PredictWith(const Surrogate& s, const Context& ctx,
                                 const std::vector<Params>& configs) {
   const Problem problem(ctx);
   std::vector<float> x;
-  for (const Params& p : configs) s.family().Features(problem, p, &x);
+  for (const Params& p : configs) s.Features(problem, p, &x);
   std::vector<float> y(configs.size());
   if (!configs.empty()) s.Predict(x.data(), static_cast<int64_t>(configs.size()), y.data());
   std::vector<double> out;

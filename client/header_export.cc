@@ -512,12 +512,15 @@ StatusOr<std::string> WriteTunedHeader(const HeaderSpec& given) {
       // "kGemmMmaBf16": HeaderDTypeName is "DType::kBf16".
       const std::string prefix =
           "k" + FamilyIdent(k.family->name()) + HeaderDTypeName(k.precision).substr(8);
-      BT_RETURN_IF_ERROR(WriteHeaderModel(model_text, *models[i], *k.family, prefix));
+      int feature_set = kLogFeatures;
+      BT_RETURN_IF_ERROR(
+          WriteHeaderModel(model_text, *models[i], *k.family, prefix, &feature_set));
       table_rows += "    {" + HeaderDTypeName(k.precision) + ", " + std::to_string(family) +
-                    ", " + prefix.substr(1) + "LnFlops},\n";
+                    ", " + prefix.substr(1) + "LnFlops, " + std::to_string(feature_set) +
+                    "},\n";
     }
     model_text << "\ninline constexpr Model k" << op << "Models[] = {\n"
-               << table_rows << "    {DType::kFp32, -1, nullptr},\n};\n";
+               << table_rows << "    {DType::kFp32, -1, nullptr, 0},\n};\n";
   }
 
   body << families.Table(op) << "\n" << table.str() << candidates.str() << defaults.str()
@@ -526,7 +529,8 @@ StatusOr<std::string> WriteTunedHeader(const HeaderSpec& given) {
   BT_ASSIGN_OR_RETURN(std::string context_features, ContextFeatures(spec.op));
   const int context_count = static_cast<int>(ContextFeatureNames(spec.op).size());
   const bool with_models = !models.empty();
-  const std::string feature_size = "kMaxParams + " + std::to_string(context_count);
+  const std::string feature_size = "kMaxParams + " + std::to_string(context_count) +
+                                   " + " + std::to_string(ShapeFeatureNames().size());
   if (gemm) {
     body << R"(
 inline double GemmOperandBytes(const GemmView& g) {
@@ -563,6 +567,9 @@ inline double GemmPredict(const Model& model, const std::int64_t* params, std::i
   float features[)" << feature_size << R"(];
   ParamFeatures(f, params, features);
   GemmContextFeatures(m, n, k, layout, features + f.param_count);
+  if (model.feature_set >= 2)
+    ShapeFeatures(f, params, m, n, k, features + f.param_count + )" +
+                std::to_string(context_count) + R"();
   const double flops = 2.0 * double(m) * double(n) * double(k);
   return flops / std::exp(static_cast<double>(model.ln_flops(features)));
 }
@@ -667,6 +674,10 @@ inline double ConvPredict(const Model& model, const std::int64_t* params,
   ParamFeatures(f, params, features);
   ConvContextFeatures(shape, features + f.param_count);
   const std::int64_t p = ConvP(shape), q = ConvQ(shape);
+  if (model.feature_set >= 2)
+    ShapeFeatures(f, params, shape.n * p * q, shape.k, shape.c * shape.r * shape.s,
+                  features + f.param_count + )" +
+                std::to_string(context_count) + R"();
   const double flops = 2.0 * double(shape.n * p * q) * double(shape.k) *
                        double(shape.c * shape.r * shape.s);
   return flops / std::exp(static_cast<double>(model.ln_flops(features)));

@@ -32,9 +32,10 @@ void FloatArray(std::ostream& out, const std::string& name,
 Status WriteNetwork(std::ostream& out, const v1::Model& model,
                     const KernelFamily& family, const std::string& name,
                     const models::Weights& weights,
-                    const models::Normalization& norm, int* inputs_out) {
+                    const models::Normalization& norm, int set,
+                    int* inputs_out) {
   const int inputs = norm.features_size();
-  const std::vector<std::string> expected = family.FeatureNames();
+  const std::vector<std::string> expected = family.FeatureNames(set);
   const std::string id = "model " + std::to_string(model.id());
   if (weights.format() != "blocktune.mlp.v1" || weights.layers().empty() ||
       norm.target() != "ln(flop/s)") {
@@ -91,6 +92,15 @@ std::string NetworkLnFlops(const std::string& p, int layers, int inputs) {
          "TargetMean)";
 }
 
+// The feature set whose count of names the model lists (the newest when
+// none; WriteNetwork then names the mismatch).
+int FeatureSetOf(const KernelFamily& family, const models::Normalization& norm) {
+  int set = kNewestFeatureSet;
+  for (int s = kLogFeatures; s <= kNewestFeatureSet; ++s)
+    if (norm.features_size() == static_cast<int>(family.FeatureNames(s).size())) set = s;
+  return set;
+}
+
 }  // namespace
 
 StatusOr<HeaderModel> HeaderModelKey(const v1::Model& m, Op op) {
@@ -103,7 +113,8 @@ StatusOr<HeaderModel> HeaderModelKey(const v1::Model& m, Op op) {
 }
 
 Status WriteHeaderModel(std::ostream& out, const v1::Model& model,
-                  const KernelFamily& family, const std::string& p) {
+                        const KernelFamily& family, const std::string& p,
+                        int* feature_set) {
   models::Weights weights;
   models::Normalization norm;
   if (!weights.ParseFromString(model.weights()) ||
@@ -121,8 +132,10 @@ Status WriteHeaderModel(std::ostream& out, const v1::Model& model,
   out << "\n// The surrogate f(x_B, x_C) of " << family.name() << ": model " << model.id()
       << ", hidden layers " << model.architecture();
   if (ensemble) out << ", the mean of " << members << " networks";
+  const int set = FeatureSetOf(family, norm);
+  if (feature_set) *feature_set = set;
   out << ". Inputs:";
-  for (const std::string& f : family.FeatureNames()) out << " " << f;
+  for (const std::string& f : family.FeatureNames(set)) out << " " << f;
   out << ".\n// Output: normalized ln(flop/s).\n";
   std::vector<std::string> terms;
   for (int m = 0; m < members; ++m) {
@@ -131,7 +144,7 @@ Status WriteHeaderModel(std::ostream& out, const v1::Model& model,
     const models::Normalization& n =
         ensemble ? weights.member_normalizations(m) : norm;
     int inputs = 0;
-    BT_RETURN_IF_ERROR(WriteNetwork(out, model, family, name, w, n, &inputs));
+    BT_RETURN_IF_ERROR(WriteNetwork(out, model, family, name, w, n, set, &inputs));
     terms.push_back(NetworkLnFlops(name, w.layers_size(), inputs));
   }
   out << "inline float " << p.substr(1) << "LnFlops(const float* features) {\n";

@@ -11,10 +11,11 @@ namespace {
 
 // What every exported header shares; guarded so that a GEMM and a
 // convolution header can be included in one translation unit. V2: configs
-// of any kernel family, and precisions (V1 had block shapes of fp32 only;
-// headers of the two versions do not mix).
-constexpr char kCommon[] = R"(#ifndef BLOCKTUNE_TUNED_COMMON_V2_
-#define BLOCKTUNE_TUNED_COMMON_V2_
+// of any kernel family, and precisions (V1 had block shapes of fp32 only).
+// V3: models of either feature set (Model::feature_set, ShapeFeatures).
+// Headers of different versions do not mix.
+constexpr char kCommon[] = R"(#ifndef BLOCKTUNE_TUNED_COMMON_V3_
+#define BLOCKTUNE_TUNED_COMMON_V3_
 namespace blocktune {
 namespace tuned {
 
@@ -279,18 +280,38 @@ inline float Mlp(const MlpLayer* layers, int count, const float* features,
   return in[0];
 }
 
+// The tiling's features (feature set 2; kernels/family.h
+// AppendShapeFeatures) of a configuration of `f` for the implicit GEMM
+// m x n x k, written from out[0].
+inline void ShapeFeatures(const Family& f, const std::int64_t* params, std::int64_t m,
+                          std::int64_t n, std::int64_t k, float* out) {
+  const std::int64_t tile_m = params[f.tile_m] > 1 ? params[f.tile_m] : 1;
+  const std::int64_t tile_n = params[f.tile_n] > 1 ? params[f.tile_n] : 1;
+  const std::int64_t step_k = params[f.step_k] > 1 ? params[f.step_k] : 1;
+  const std::int64_t split_k = params[f.split_k] > 1 ? params[f.split_k] : 1;
+  const std::int64_t tiles_m = CeilDiv(m, tile_m), tiles_n = CeilDiv(n, tile_n);
+  const std::int64_t steps = CeilDiv(CeilDiv(k, split_k), step_k);
+  out[0] = static_cast<float>(std::log2(double(tiles_m) * double(tiles_n) * double(split_k)));
+  out[1] = static_cast<float>(double(m) / double(tiles_m * tile_m));
+  out[2] = static_cast<float>(double(n) / double(tiles_n * tile_n));
+  out[3] = static_cast<float>(double(k) / (double(split_k) * double(steps) * double(step_k)));
+  out[4] = Log2f(steps);
+}
+
 // An embedded model: the surrogate of (dtype, families[family]); ln_flops
-// maps its features to ln(flop/s). family -1 ends a table.
+// maps its features to ln(flop/s): the parameters', the context's, then
+// with feature_set 2 the tiling's (ShapeFeatures). family -1 ends a table.
 struct Model {
   DType dtype;
   int family;
   float (*ln_flops)(const float* features);
+  int feature_set;
 };
 
 }  // namespace detail
 }  // namespace tuned
 }  // namespace blocktune
-#endif  // BLOCKTUNE_TUNED_COMMON_V2_
+#endif  // BLOCKTUNE_TUNED_COMMON_V3_
 )";
 
 void ReplaceAll(std::string* text, const std::string& from, const std::string& to) {

@@ -147,19 +147,54 @@ std::string ParamSpec::LowerName() const {
   return lower;
 }
 
-std::vector<std::string> KernelFamily::FeatureNames() const {
+std::vector<std::string> KernelFamily::FeatureNames(int set) const {
   std::vector<std::string> names;
   for (const ParamSpec& s : params())
     names.push_back(s.log_feature ? "log2_" + s.LowerName() : s.LowerName());
   const std::vector<std::string>& ctx = ContextFeatureNames(op());
   names.insert(names.end(), ctx.begin(), ctx.end());
+  if (set >= kShapeFeatures) {
+    const std::vector<std::string>& shape = ShapeFeatureNames();
+    names.insert(names.end(), shape.begin(), shape.end());
+  }
   return names;
 }
 
 void KernelFamily::Features(const Problem& problem, const Params& values,
-                            std::vector<float>* out) const {
+                            std::vector<float>* out, int set) const {
   ParamFeatures(values, out);
   AppendContextFeatures(problem.ctx, out);
+  if (set >= kShapeFeatures) {
+    const ConfigShape s = Shape(problem, values);
+    AppendShapeFeatures(ImplicitGemm(problem.ctx), s.tile_m, s.tile_n,
+                        s.step_k, s.split_k, out);
+  }
+}
+
+const std::vector<std::string>& ShapeFeatureNames() {
+  static const std::vector<std::string> kNames = {
+      "log2_tiles", "fill_m", "fill_n", "fill_k", "log2_k_steps"};
+  return kNames;
+}
+
+void AppendShapeFeatures(const GemmShape& g, int64_t tile_m, int64_t tile_n,
+                         int64_t step_k, int64_t split_k,
+                         std::vector<float>* out) {
+  auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  tile_m = std::max<int64_t>(tile_m, 1);
+  tile_n = std::max<int64_t>(tile_n, 1);
+  step_k = std::max<int64_t>(step_k, 1);
+  split_k = std::max<int64_t>(split_k, 1);
+  const int64_t tiles_m = ceil_div(g.m, tile_m), tiles_n = ceil_div(g.n, tile_n);
+  const int64_t steps = ceil_div(ceil_div(g.k, split_k), step_k);
+  out->insert(out->end(),
+              {static_cast<float>(std::log2(double(tiles_m) * double(tiles_n) *
+                                            double(split_k))),
+               static_cast<float>(double(g.m) / double(tiles_m * tile_m)),
+               static_cast<float>(double(g.n) / double(tiles_n * tile_n)),
+               static_cast<float>(double(g.k) /
+                                  (double(split_k) * double(steps) * double(step_k))),
+               Log2(steps)});
 }
 
 void KernelFamily::ParamFeatures(const Params& values,

@@ -157,6 +157,12 @@ inline const std::string& TargetOf(const GeneratedKernel& kernel,
   return kernel.target.empty() ? arch : kernel.target;
 }
 
+// The surrogates' feature sets (KernelFamily::FeatureNames). A model keeps
+// the set it was trained on; training uses kNewestFeatureSet.
+inline constexpr int kLogFeatures = 1;    // parameters and context, log2
+inline constexpr int kShapeFeatures = 2;  // and the tiling's (ShapeFeatureNames)
+inline constexpr int kNewestFeatureSet = kShapeFeatures;
+
 class KernelFamily {
  public:
   virtual ~KernelFamily() = default;
@@ -220,13 +226,17 @@ class KernelFamily {
                                              const Params& params,
                                              const std::string& arch) const = 0;
 
-  // The surrogate's input (thesis §4.3.1): one feature per parameter
-  // (ParamSpec::log_feature), then the context's (ContextFeatureNames).
-  std::vector<std::string> FeatureNames() const;
-  // Appends the features of (problem, params) to *out; both must validate:
-  // ParamFeatures, then AppendContextFeatures.
+  // The surrogate's input (thesis §4.3.1) in feature set `set`: one
+  // feature per parameter (ParamSpec::log_feature), then the context's
+  // (ContextFeatureNames), then in kShapeFeatures the tiling's
+  // (ShapeFeatureNames). A stored model lists the names it was trained on,
+  // which says its set.
+  std::vector<std::string> FeatureNames(int set = kLogFeatures) const;
+  // Appends the features of (problem, params) in `set` to *out; both must
+  // validate: ParamFeatures, AppendContextFeatures, then (kShapeFeatures)
+  // AppendShapeFeatures of Shape(problem, params).
   void Features(const Problem& problem, const Params& params,
-                std::vector<float>* out) const;
+                std::vector<float>* out, int set = kLogFeatures) const;
   // The parameters' part of Features, one per parameter; a search computes
   // it once per configuration and the context's once per query.
   void ParamFeatures(const Params& params, std::vector<float>* out) const;
@@ -248,6 +258,22 @@ int64_t WorkingSetBytes(const Problem& problem, const ConfigShape& shape);
 // split_k == 1 or split_k * step_k <= K (the sampling rule split_has_work,
 // and what query-time search and fallbacks require).
 bool SplitHasWork(const Problem& problem, const ConfigShape& shape);
+
+// The tiling's features (feature set kShapeFeatures), from the implicit
+// GEMM's M, N, K and the configuration's tile_m, tile_n, step_k and
+// split_k (what a log-feature MLP finds hard: ceilings and products):
+//   log2_tiles   log2(ceil(M / tile_m) * ceil(N / tile_n) * split_k), the
+//                programs' work tiles, against the device's SMs (waves);
+//   fill_m       M / (ceil(M / tile_m) * tile_m), the used share of the
+//   fill_n       edge tiles' rows and columns (0, 1];
+//   fill_k       K / (split_k * steps * step_k), of the reduction steps;
+//   log2_k_steps log2(steps), steps = ceil(ceil(K / split_k) / step_k),
+//                each program's reduction loop.
+// Bounded or log-scaled like the rest, so normalization keeps them in range.
+const std::vector<std::string>& ShapeFeatureNames();
+void AppendShapeFeatures(const GemmShape& gemm, int64_t tile_m, int64_t tile_n,
+                         int64_t step_k, int64_t split_k,
+                         std::vector<float>* out);
 
 // The context's features: GEMM log2 M, N, K and the two layouts as 0/1;
 // convolution log2 of N, P, Q, C, K, R, S, strides and dilations, then

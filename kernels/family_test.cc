@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <random>
 #include <set>
@@ -794,6 +795,42 @@ TEST(FamilyTest, FeaturesMatchTheirNames) {
     f->Features(p, f->DefaultCandidates().front(), &features);
     EXPECT_EQ(features.size(), names.size()) << f->name();
   }
+}
+
+// Feature set 2 adds the tiling's five features after the context's, from
+// the implicit GEMM and the configuration's ConfigShape.
+TEST(FamilyTest, ShapeFeaturesOfATiling) {
+  const KernelFamily& f = Family("gemm.mma");
+  std::vector<std::string> names = f.FeatureNames(kLogFeatures);
+  names.insert(names.end(), ShapeFeatureNames().begin(), ShapeFeatureNames().end());
+  EXPECT_EQ(f.FeatureNames(kShapeFeatures), names);
+  auto params = f.Parse("bm=128 bn=64 bk=32 kg=2");
+  ASSERT_TRUE(params.ok()) << params.status().ToString();
+  const Problem p(Gemm(300, 100, 1000, Layout::kN, Layout::kN, DType::kBf16));
+  std::vector<float> base, all;
+  f.Features(p, *params, &base, kLogFeatures);
+  f.Features(p, *params, &all, kShapeFeatures);
+  ASSERT_EQ(all.size(), base.size() + 5);
+  EXPECT_TRUE(std::equal(base.begin(), base.end(), all.begin()));
+  // 3 x 2 tiles x 2 splits; 300 of 384 rows, 100 of 128 columns; each split
+  // 500 deep in 16 steps of 32: 1000 of 1024.
+  EXPECT_FLOAT_EQ(all[base.size() + 0], std::log2(12.f));
+  EXPECT_FLOAT_EQ(all[base.size() + 1], 300.f / 384.f);
+  EXPECT_FLOAT_EQ(all[base.size() + 2], 100.f / 128.f);
+  EXPECT_FLOAT_EQ(all[base.size() + 3], 1000.f / 1024.f);
+  EXPECT_FLOAT_EQ(all[base.size() + 4], 4.f);
+  // A convolution's implicit GEMM: M = N P Q, N = K, K = C R S.
+  const KernelFamily& conv = Family("conv.mma");
+  auto cp = conv.Parse("bm=64 bn=64 bk=32");
+  ASSERT_TRUE(cp.ok()) << cp.status().ToString();
+  ConvContext c = ConvContexts().front();
+  c.dtype = DType::kBf16;
+  std::vector<float> cf;
+  conv.Features(Problem(c), *cp, &cf, kShapeFeatures);
+  const GemmShape g = ImplicitGemm(c);
+  ASSERT_EQ(cf.size(), conv.FeatureNames(kShapeFeatures).size());
+  EXPECT_FLOAT_EQ(cf[cf.size() - 4],
+                  float(double(g.m) / double((g.m + 63) / 64 * 64)));
 }
 
 TEST(FamilyTest, WorkingSetCountsTheStorageType) {

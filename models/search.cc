@@ -88,19 +88,31 @@ namespace {
 
 // Predicted seconds of `n` configurations in `ctx`: each row is the
 // configuration's ParamFeatures, which `param_features(i, row)` writes,
-// then the context's features.
-template <typename ParamFeaturesFn>
+// then the context's features, then (a model of kShapeFeatures) the
+// tiling's of configuration `config(i)`.
+template <typename ParamFeaturesFn, typename ConfigFn>
 std::vector<double> Score(const Surrogate& model, const Context& ctx, size_t n,
-                          ParamFeaturesFn&& param_features) {
-  const size_t pf = model.family().params().size();
+                          ParamFeaturesFn&& param_features, ConfigFn&& config) {
+  const KernelFamily& family = model.family();
+  const size_t pf = family.params().size();
   std::vector<float> context;
   AppendContextFeatures(ctx, &context);
-  const size_t f = pf + context.size();
+  const bool shape = model.feature_set() >= kShapeFeatures;
+  const size_t sf = shape ? ShapeFeatureNames().size() : 0;
+  const size_t f = pf + context.size() + sf;
+  const Problem problem(ctx);
+  const GemmShape gemm = ImplicitGemm(ctx);
   std::vector<float> x(n * f);
+  std::vector<float> tiling;
   for (size_t i = 0; i < n; ++i) {
     float* row = x.data() + i * f;
     param_features(i, row);
     std::copy(context.begin(), context.end(), row + pf);
+    if (!shape) continue;
+    const ConfigShape s = family.Shape(problem, config(i));
+    tiling.clear();
+    AppendShapeFeatures(gemm, s.tile_m, s.tile_n, s.step_k, s.split_k, &tiling);
+    std::copy(tiling.begin(), tiling.end(), row + pf + context.size());
   }
   std::vector<float> y(n);
   model.Predict(x.data(), static_cast<int64_t>(n), y.data());
@@ -117,11 +129,14 @@ std::vector<double> Score(const Surrogate& model, const Context& ctx, size_t n,
 std::vector<double> BlockSearch::PredictSeconds(
     const Context& ctx, const std::vector<Params>& configs) const {
   std::vector<float> features;
-  return Score(model_, ctx, configs.size(), [&](size_t i, float* row) {
-    features.clear();
-    family().ParamFeatures(configs[i], &features);
-    std::copy(features.begin(), features.end(), row);
-  });
+  return Score(
+      model_, ctx, configs.size(),
+      [&](size_t i, float* row) {
+        features.clear();
+        family().ParamFeatures(configs[i], &features);
+        std::copy(features.begin(), features.end(), row);
+      },
+      [&](size_t i) { return configs[i]; });
 }
 
 namespace {
@@ -158,9 +173,12 @@ std::vector<ScoredConfig> BlockSearch::Top(const Context& ctx, int k,
   // The parameters' features come precomputed with the grid.
   const size_t pf = family().params().size();
   auto score = [&](const Surrogate& model) {
-    return Score(model, ctx, index.size(), [&](size_t i, float* row) {
-      std::copy_n(range_.grid_features(index[i]), pf, row);
-    });
+    return Score(
+        model, ctx, index.size(),
+        [&](size_t i, float* row) {
+          std::copy_n(range_.grid_features(index[i]), pf, row);
+        },
+        [&](size_t i) { return range_.grid(index[i]); });
   };
   // A broken model's NaN or absurd times would poison the ranking (NaN
   // compares false with everything): such configurations are dropped here.

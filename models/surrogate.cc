@@ -69,7 +69,8 @@ StatusOr<std::vector<int>> ParseArchitecture(std::string_view text,
 int64_t ParameterCount(const KernelFamily& family,
                        const std::vector<int>& hidden) {
   int64_t parameters = 0;
-  int64_t width = static_cast<int64_t>(family.FeatureNames().size());
+  int64_t width =
+      static_cast<int64_t>(family.FeatureNames(kNewestFeatureSet).size());
   for (int h : hidden) {
     parameters += (width + 1) * h;
     width = h;
@@ -164,7 +165,7 @@ void Surrogate::Impl::SyncNormalization() {
 StatusOr<Surrogate> Surrogate::Create(const KernelFamily& family,
                                       DType precision,
                                       const std::vector<int>& hidden,
-                                      uint64_t seed) {
+                                      uint64_t seed, int feature_set) {
   if (!family.Implements(precision)) {
     return InvalidArgument("family " + std::string(family.name()) +
                            " does not implement " +
@@ -173,6 +174,8 @@ StatusOr<Surrogate> Surrogate::Create(const KernelFamily& family,
   BT_RETURN_IF_ERROR(CheckRange("hidden_layers size",
                                 static_cast<int64_t>(hidden.size()), 1,
                                 kMaxHiddenLayers));
+  BT_RETURN_IF_ERROR(
+      CheckRange("feature_set", feature_set, kLogFeatures, kNewestFeatureSet));
   for (size_t i = 0; i < hidden.size(); ++i) {
     BT_RETURN_IF_ERROR(CheckRange("hidden_layers[" + std::to_string(i) + "]",
                                   hidden[i], 1, kMaxLayerWidth));
@@ -181,7 +184,8 @@ StatusOr<Surrogate> Surrogate::Create(const KernelFamily& family,
   impl->family = &family;
   impl->precision = precision;
   impl->hidden = hidden;
-  impl->inputs = static_cast<int>(family.FeatureNames().size());
+  impl->feature_set = feature_set;
+  impl->inputs = static_cast<int>(family.FeatureNames(feature_set).size());
   impl->search_values.assign(family.params().size(), {});
   impl->mean.assign(impl->inputs, 0.f);
   impl->stddev.assign(impl->inputs, 1.f);
@@ -233,9 +237,20 @@ StatusOr<Surrogate> Surrogate::LoadNetwork(const KernelFamily& family,
                                            const std::vector<int>& hidden,
                                            const models::Weights& w,
                                            const models::Normalization& norm) {
-  BT_ASSIGN_OR_RETURN(Surrogate s, Create(family, precision, hidden, 0));
-  Impl& impl = *s.impl_;
   const Op op = family.op();
+  // The stored names say the feature set.
+  int set = 0;
+  for (int candidate = kLogFeatures; candidate <= kNewestFeatureSet; ++candidate) {
+    const std::vector<std::string> names = family.FeatureNames(candidate);
+    if (norm.features_size() == static_cast<int>(names.size()) &&
+        std::equal(names.begin(), names.end(), norm.features().begin())) {
+      set = candidate;
+    }
+  }
+  BT_ASSIGN_OR_RETURN(
+      Surrogate s,
+      Create(family, precision, hidden, 0, set == 0 ? kNewestFeatureSet : set));
+  Impl& impl = *s.impl_;
 
   if (norm.op() != ToString(op)) {
     return InvalidArgument("model normalization is for op '" + norm.op() +
@@ -253,7 +268,7 @@ StatusOr<Surrogate> Surrogate::LoadNetwork(const KernelFamily& family,
                            std::string(family.name()) + " " +
                            std::string(ToString(precision)));
   }
-  const std::vector<std::string> names = family.FeatureNames();
+  const std::vector<std::string> names = family.FeatureNames(impl.feature_set);
   if (norm.features_size() != static_cast<int>(names.size()) ||
       norm.mean_size() != norm.features_size() ||
       norm.stddev_size() != norm.features_size()) {
@@ -346,6 +361,7 @@ Op Surrogate::op() const { return impl_->family->op(); }
 const KernelFamily& Surrogate::family() const { return *impl_->family; }
 DType Surrogate::precision() const { return impl_->precision; }
 const std::vector<int>& Surrogate::hidden() const { return impl_->hidden; }
+int Surrogate::feature_set() const { return impl_->feature_set; }
 const SearchValues& Surrogate::search_values() const {
   return impl_->search_values;
 }
@@ -359,10 +375,11 @@ StatusOr<Surrogate> Surrogate::Ensemble(std::vector<Surrogate> members) {
   for (const Surrogate& m : members) {
     if (m.members() != 1 || &m.family() != &members[0].family() ||
         m.precision() != members[0].precision() ||
-        m.hidden() != members[0].hidden()) {
+        m.hidden() != members[0].hidden() ||
+        m.feature_set() != members[0].feature_set()) {
       return InvalidArgument(
           "ensemble members must be single networks of one family, "
-          "precision and architecture");
+          "precision, architecture and feature set");
     }
   }
   Surrogate out = members[0];
@@ -408,7 +425,8 @@ models::Normalization NetworkNormalization(const Surrogate::Impl& impl) {
     n.set_family(std::string(family.name()));
     n.set_dtype(std::string(ToString(impl.precision)));
   }
-  for (const auto& name : family.FeatureNames()) n.add_features(name);
+  for (const auto& name : family.FeatureNames(impl.feature_set))
+    n.add_features(name);
   n.mutable_mean()->Add(impl.mean.begin(), impl.mean.end());
   n.mutable_stddev()->Add(impl.stddev.begin(), impl.stddev.end());
   n.set_target(kTarget);
@@ -507,7 +525,7 @@ void Surrogate::PredictMember(Impl& impl, const float* features, int64_t n,
 double Surrogate::PredictSeconds(const Context& ctx,
                                  const Params& params) const {
   std::vector<float> f;
-  family().Features(ctx, params, &f);
+  Features(ctx, params, &f);
   float y = 0;
   Predict(f.data(), 1, &y);
   return Flops(ctx) / std::exp(static_cast<double>(y));

@@ -76,11 +76,13 @@ class Surrogate {
 
   // An untrained network for the configurations of `family` in contexts of
   // `precision` (one the family implements), with deterministic initial
-  // weights.
+  // weights, taking the features of `feature_set` (kLogFeatures or
+  // kShapeFeatures).
   static StatusOr<Surrogate> Create(const KernelFamily& family,
                                     DType precision,
                                     const std::vector<int>& hidden,
-                                    uint64_t seed);
+                                    uint64_t seed,
+                                    int feature_set = kLogFeatures);
   // From the stored blobs (ModelRecord weights and normalization), which
   // must be of `family` and `precision` (a model older than families is of
   // the op's block-shape family in fp32).
@@ -106,6 +108,13 @@ class Surrogate {
   const KernelFamily& family() const;
   DType precision() const;
   const std::vector<int>& hidden() const;
+  // The feature set its input is (KernelFamily::FeatureNames), and that
+  // input for one configuration appended to *out.
+  int feature_set() const;
+  void Features(const Problem& problem, const Params& params,
+                std::vector<float>* out) const {
+    family().Features(problem, params, out, feature_set());
+  }
   int64_t parameters() const;
   // 1 for a single network.
   int members() const { return 1 + static_cast<int>(extra_.size()); }
@@ -118,7 +127,7 @@ class Surrogate {
   std::string SerializeNormalization() const;
   const SearchValues& search_values() const;
 
-  // Predicted ln(flop/s) for `n` rows of raw features (family().Features),
+  // Predicted ln(flop/s) for `n` rows of raw features (Features),
   // row-major.
   void Predict(const float* features, int64_t n, float* out) const;
   // Predicted seconds for one configuration of family() (both must have

@@ -12,6 +12,7 @@ struct Surrogate::Impl {
   const KernelFamily* family = nullptr;  // registered, never null once made
   DType precision = DType::kFp32;
   std::vector<int> hidden;
+  int feature_set = kLogFeatures;  // KernelFamily::FeatureNames
   int inputs = 0;
   torch::nn::Sequential net{nullptr};
   std::vector<torch::nn::Linear> linears;  // the same modules, in order

@@ -150,6 +150,43 @@ TEST(TrainTest, LearnsToRankAndRoundTrips) {
   EXPECT_LT(ToySeconds(unseen, ToBlockShape(top[0].params)), best * 1.2);
 }
 
+// A model keeps the feature set it was trained on through its stored form
+// (the names it lists), and the search scores it with the same features as
+// PredictSeconds; an unknown set is refused by name.
+TEST(TrainTest, FeatureSetsRoundTripAndAgreeWithTheSearch) {
+  const std::vector<TrainingRow> rows = ToyRows(600, 3);
+  GemmContext unseen;
+  unseen.m = 1000;
+  unseen.n = 300;
+  unseen.k = 2000;
+  for (int set : {kLogFeatures, kShapeFeatures}) {
+    TrainOptions o;
+    o.hidden = {16, 16};
+    o.epochs = 5;
+    o.use_cuda = false;
+    o.feature_set = set;
+    auto trained = Train(Op::kGemm, rows, o);
+    ASSERT_TRUE(trained.ok()) << trained.status().ToString();
+    EXPECT_EQ(trained->surrogate.feature_set(), set);
+    auto loaded = Surrogate::Load(Op::kGemm, "16,16",
+                                  trained->surrogate.SerializeWeights(),
+                                  trained->surrogate.SerializeNormalization());
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    EXPECT_EQ(loaded->feature_set(), set);
+    BlockSearch search(*loaded, ProfileByName("h100").value());
+    for (const ScoredConfig& c : search.Top(unseen, 3)) {
+      EXPECT_NEAR(c.predicted_s, loaded->PredictSeconds(unseen, c.params),
+                  1e-5 * c.predicted_s)
+          << "feature set " << set;
+    }
+  }
+  TrainOptions bad;
+  bad.feature_set = kNewestFeatureSet + 1;
+  auto refused = Train(Op::kGemm, rows, bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("feature_set"), std::string::npos);
+}
+
 // An ensemble: member i is exactly the single network of seed + i, the
 // prediction is the members' mean, and it round-trips through its stored
 // form; bad member counts are refused by name.

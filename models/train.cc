@@ -78,6 +78,8 @@ Status Validate(const TrainOptions& o) {
                            std::to_string(o.validation_fraction));
   }
   BT_RETURN_IF_ERROR(CheckRange("members", o.members, 1, 16));
+  BT_RETURN_IF_ERROR(CheckRange("feature_set", o.feature_set, kLogFeatures,
+                                kNewestFeatureSet));
   return OkStatus();
 }
 
@@ -172,7 +174,8 @@ StatusOr<TrainedModel> TrainOne(
                               std::to_string(rows.size()));
   }
   const int64_t n = static_cast<int64_t>(rows.size());
-  const int64_t f = static_cast<int64_t>(family.FeatureNames().size());
+  const int64_t f =
+      static_cast<int64_t>(family.FeatureNames(options.feature_set).size());
 
   // Features, targets, and the parameter values the data covers.
   std::vector<float> x(n * f);
@@ -206,7 +209,7 @@ StatusOr<TrainedModel> TrainOne(
     }
     const Params& params = r.params;
     fi.clear();
-    family.Features(r.ctx, params, &fi);
+    family.Features(r.ctx, params, &fi, options.feature_set);
     std::copy(fi.begin(), fi.end(), x.begin() + i * f);
     y[i] = static_cast<float>(std::log(Flops(r.ctx) / r.seconds));
     for (size_t p = 0; p < seen.size(); ++p) seen[p].insert(params[static_cast<int>(p)]);
@@ -227,7 +230,7 @@ StatusOr<TrainedModel> TrainOne(
 
   BT_ASSIGN_OR_RETURN(Surrogate model,
                       Surrogate::Create(family, precision, options.hidden,
-                                        options.seed));
+                                        options.seed, options.feature_set));
   Surrogate::Impl& impl = model.impl();
   for (size_t p = 0; p < seen.size(); ++p) {
     impl.search_values[p].assign(seen[p].begin(), seen[p].end());

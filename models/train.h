@@ -36,6 +36,9 @@ struct TrainOptions {
   // An ensemble of this many networks, member i trained as a single network
   // with seed + i (its own split and initial weights); 1: one network.
   int members = 1;
+  // The input features (KernelFamily::FeatureNames): kLogFeatures, or
+  // kShapeFeatures, which adds the tiling's (waves, edge fill, loop length).
+  int feature_set = kNewestFeatureSet;
 };
 
 // Validates every option, naming the field and its range.
