@@ -318,6 +318,22 @@ TEST_F(CampaignTest, WatchStreamsProgressToTheEnd) {
   EXPECT_EQ(last.samples_by_family().at("gemm.ffma"), 3000);
 }
 
+// By default a kernel is measured in 4 contexts per GPU in use, so that
+// N workers compile no more per second than one; --contexts-per-kernel
+// overrides it.
+TEST_F(CampaignTest, ContextsPerKernelGrowWithTheGpus) {
+  auto two = Start("", {"--fake-gpus", "2", "--fake-worker", "measure_us=100"},
+                   "two.db");
+  EXPECT_NE(two->Log().find("new campaigns measure each kernel in 8 contexts"),
+            std::string::npos)
+      << two->Log();
+  auto given = Start("", {"--fake-gpus", "2", "--fake-worker", "measure_us=100",
+                          "--contexts-per-kernel", "3"},
+                     "given.db");
+  EXPECT_NE(given->Log().find("measure each kernel in 3 contexts"), std::string::npos)
+      << given->Log();
+}
+
 TEST_F(CampaignTest, WithoutAGpuNothingIsStarted) {
   auto d = Start("", {"--gpus", "none"});
   v1::StartCampaignRequest req;

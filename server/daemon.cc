@@ -354,7 +354,6 @@ int RunDaemon(const DaemonOptions& options) {
   campaign_options.holder =
       campaign_options.daemon_name + "/" + std::to_string(getpid());
   campaign_options.lease_s = options.lease_s;
-  campaign_options.contexts_per_kernel = options.contexts_per_kernel;
   std::vector<DeviceFingerprint> gpus;
   std::string gpu_status;
   if (options.fake_gpus > 0) {
@@ -375,7 +374,21 @@ int RunDaemon(const DaemonOptions& options) {
                    << " is missing or not executable; campaigns will fail "
                       "(give --worker PATH)";
   }
+  // Each worker compiles what its GPU measures; with k contexts per kernel,
+  // a compile serves k samples. A GPU measures a bf16 GEMM sample in about
+  // 2.4 ms and a compile takes one CPU core about 0.23 s, so on a 32-core
+  // H100 host two GPUs at 4 contexts per kernel waited a third of their
+  // time for compiles (bench/results/h100/campaigns/scaling/runs.txt run9):
+  // by default, k grows with the GPUs.
+  campaign_options.contexts_per_kernel =
+      options.contexts_per_kernel > 0
+          ? options.contexts_per_kernel
+          : std::min<int>(kMaxContextsPerKernel,
+                          kContextsPerKernelPerGpu *
+                              std::max<int>(1, static_cast<int>(gpus.size())));
   BT_LOG(kInfo) << gpus.size() << " GPU(s) in use: " << gpu_status;
+  BT_LOG(kInfo) << "new campaigns measure each kernel in "
+                << campaign_options.contexts_per_kernel << " contexts";
   for (const DeviceFingerprint& gpu : gpus) BT_LOG(kInfo) << "  " << ToString(gpu);
   service.SetAttachedGpus(std::move(gpus), std::move(gpu_status));
 

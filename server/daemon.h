@@ -39,10 +39,15 @@ struct DaemonOptions {
   // stays its own without a renewal (a daemon that died loses it then).
   std::string name;
   int lease_s = 60;
-  int contexts_per_kernel = 4;  // CampaignOptions::contexts_per_kernel
+  // CampaignOptions::contexts_per_kernel; 0: kContextsPerKernelPerGpu per
+  // GPU in use (at least that many), so that N GPUs ask the CPU for as many
+  // compiles per second as one does.
+  int contexts_per_kernel = 0;
 };
 
 inline constexpr int kMaxImportMib = 16384;
+inline constexpr int kContextsPerKernelPerGpu = 4;
+inline constexpr int kMaxContextsPerKernel = 64;
 
 // $XDG_DATA_HOME/blocktune/blocktune.db, else
 // ~/.local/share/blocktune/blocktune.db.

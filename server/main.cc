@@ -83,8 +83,8 @@ int main(int argc, char** argv) {
   app.add_option("--contexts-per-kernel", options.contexts_per_kernel,
                  "a new campaign measures each sampled kernel in this many "
                  "contexts (the same PTX, compiled once); 1: every sample "
-                 "its own draw")
-      ->check(CLI::Range(1, 64))
+                 "its own draw; 0: 4 per GPU in use")
+      ->check(CLI::Range(0, blocktune::kMaxContextsPerKernel))
       ->capture_default_str();
   app.add_option("--log-level", options.log_level,
                  "debug, info, warning or error")
