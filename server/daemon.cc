@@ -387,9 +387,9 @@ int RunDaemon(const DaemonOptions& options) {
                           kContextsPerKernelPerGpu *
                               std::max<int>(1, static_cast<int>(gpus.size())));
   BT_LOG(kInfo) << gpus.size() << " GPU(s) in use: " << gpu_status;
+  for (const DeviceFingerprint& gpu : gpus) BT_LOG(kInfo) << "  " << ToString(gpu);
   BT_LOG(kInfo) << "new campaigns measure each kernel in "
                 << campaign_options.contexts_per_kernel << " contexts";
-  for (const DeviceFingerprint& gpu : gpus) BT_LOG(kInfo) << "  " << ToString(gpu);
   service.SetAttachedGpus(std::move(gpus), std::move(gpu_status));
 
   // The surrogates, loaded before the first query can arrive.
