@@ -78,7 +78,7 @@ Status Validate(const TrainOptions& o) {
                            std::to_string(o.validation_fraction));
   }
   BT_RETURN_IF_ERROR(CheckRange("members", o.members, 1, 16));
-  BT_RETURN_IF_ERROR(CheckRange("feature_set", o.feature_set, kLogFeatures,
+  BT_RETURN_IF_ERROR(CheckRange("feature_set", o.feature_set, 0,
                                 kNewestFeatureSet));
   return OkStatus();
 }
@@ -174,8 +174,9 @@ StatusOr<TrainedModel> TrainOne(
                               std::to_string(rows.size()));
   }
   const int64_t n = static_cast<int64_t>(rows.size());
-  const int64_t f =
-      static_cast<int64_t>(family.FeatureNames(options.feature_set).size());
+  const int feature_set =
+      options.feature_set > 0 ? options.feature_set : DefaultFeatureSet(op);
+  const int64_t f = static_cast<int64_t>(family.FeatureNames(feature_set).size());
 
   // Features, targets, and the parameter values the data covers.
   std::vector<float> x(n * f);
@@ -209,7 +210,7 @@ StatusOr<TrainedModel> TrainOne(
     }
     const Params& params = r.params;
     fi.clear();
-    family.Features(r.ctx, params, &fi, options.feature_set);
+    family.Features(r.ctx, params, &fi, feature_set);
     std::copy(fi.begin(), fi.end(), x.begin() + i * f);
     y[i] = static_cast<float>(std::log(Flops(r.ctx) / r.seconds));
     for (size_t p = 0; p < seen.size(); ++p) seen[p].insert(params[static_cast<int>(p)]);
@@ -230,7 +231,7 @@ StatusOr<TrainedModel> TrainOne(
 
   BT_ASSIGN_OR_RETURN(Surrogate model,
                       Surrogate::Create(family, precision, options.hidden,
-                                        options.seed, options.feature_set));
+                                        options.seed, feature_set));
   Surrogate::Impl& impl = model.impl();
   for (size_t p = 0; p < seen.size(); ++p) {
     impl.search_values[p].assign(seen[p].begin(), seen[p].end());

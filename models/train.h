@@ -37,8 +37,9 @@ struct TrainOptions {
   // with seed + i (its own split and initial weights); 1: one network.
   int members = 1;
   // The input features (KernelFamily::FeatureNames): kLogFeatures, or
-  // kShapeFeatures, which adds the tiling's (waves, edge fill, loop length).
-  int feature_set = kNewestFeatureSet;
+  // kShapeFeatures, which adds the tiling's (waves, edge fill, loop length);
+  // 0: DefaultFeatureSet of the family's op.
+  int feature_set = 0;
 };
 
 // Validates every option, naming the field and its range.
