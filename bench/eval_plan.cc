@@ -23,6 +23,7 @@
 #include <optional>
 #include <variant>
 
+#include "bench/flags.h"
 #include "bench/timing.h"
 #include "proto/convert.h"
 #include "proto/dataset_file.h"
@@ -56,14 +57,7 @@ int main(int argc, char** argv) {
   app.add_option("--top", top, "answers per shape")->check(CLI::Range(1, 100));
   CLI11_PARSE(app, argc, argv);
   std::optional<DType> dtype;
-  if (!dtype_text.empty()) {
-    auto d = DTypeFromString(dtype_text, "--dtype");
-    if (!d.ok()) {
-      std::fprintf(stderr, "%s\n", d.status().ToString().c_str());
-      return 2;
-    }
-    dtype = *d;
-  }
+  if (!bench::ParseDTypeFlag(dtype_text, &dtype)) return 2;
 
   std::vector<std::string> families;
   v1::BatchQueryRequest batch;

@@ -38,6 +38,7 @@
 #include <set>
 #include <variant>
 
+#include "bench/flags.h"
 #include "models/search.h"
 #include "models/train.h"
 #include "proto/dataset_file.h"
@@ -477,14 +478,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   std::optional<DType> dtype;
-  if (!dtype_text.empty()) {
-    auto d = DTypeFromString(dtype_text, "--dtype");
-    if (!d.ok()) {
-      std::fprintf(stderr, "%s\n", d.status().ToString().c_str());
-      return 2;
-    }
-    dtype = *d;
-  }
+  if (!bench::ParseDTypeFlag(dtype_text, &dtype)) return 2;
   auto contexts = ReadContexts(contexts_path, dtype);
   if (!contexts.ok()) {
     std::fprintf(stderr, "%s\n", contexts.status().ToString().c_str());
