@@ -53,8 +53,10 @@ SearchRange::SearchRange(const KernelFamily& family, const SearchValues& values,
   }
 }
 
-std::vector<int32_t> SearchRange::CandidateIndices(const Context& ctx) const {
+std::vector<int32_t> SearchRange::CandidateIndices(
+    const Context& ctx, std::vector<ConfigShape>* shapes) const {
   std::vector<int32_t> out;
+  if (shapes) shapes->clear();
   const Problem problem(ctx);
   // The K_G partial sums live in a workspace beside the operands: all of it
   // must fit where the operands do (1 GiB, or the operands alone when they
@@ -73,6 +75,7 @@ std::vector<int32_t> SearchRange::CandidateIndices(const Context& ctx) const {
     if (shape.tile_m * shape.tile_n >= 32 && SplitHasWork(problem, shape) &&
         operands + shape.workspace_bytes <= limit) {
       out.push_back(g);
+      if (shapes) shapes->push_back(shape);
     }
   }
   return out;
@@ -89,18 +92,16 @@ namespace {
 // Predicted seconds of `n` configurations in `ctx`: each row is the
 // configuration's ParamFeatures, which `param_features(i, row)` writes,
 // then the context's features, then (a model of kShapeFeatures) the
-// tiling's of configuration `config(i)`.
-template <typename ParamFeaturesFn, typename ConfigFn>
+// tiling's of configuration i, whose ConfigShape is `shape(i)`.
+template <typename ParamFeaturesFn, typename ShapeFn>
 std::vector<double> Score(const Surrogate& model, const Context& ctx, size_t n,
-                          ParamFeaturesFn&& param_features, ConfigFn&& config) {
-  const KernelFamily& family = model.family();
-  const size_t pf = family.params().size();
+                          ParamFeaturesFn&& param_features, ShapeFn&& shape_of) {
+  const size_t pf = model.family().params().size();
   std::vector<float> context;
   AppendContextFeatures(ctx, &context);
   const bool shape = model.feature_set() >= kShapeFeatures;
   const size_t sf = shape ? ShapeFeatureNames().size() : 0;
   const size_t f = pf + context.size() + sf;
-  const Problem problem(ctx);
   const GemmShape gemm = ImplicitGemm(ctx);
   std::vector<float> x(n * f);
   std::vector<float> tiling;
@@ -109,7 +110,7 @@ std::vector<double> Score(const Surrogate& model, const Context& ctx, size_t n,
     param_features(i, row);
     std::copy(context.begin(), context.end(), row + pf);
     if (!shape) continue;
-    const ConfigShape s = family.Shape(problem, config(i));
+    const ConfigShape s = shape_of(i);
     tiling.clear();
     AppendShapeFeatures(gemm, s.tile_m, s.tile_n, s.step_k, s.split_k, &tiling);
     std::copy(tiling.begin(), tiling.end(), row + pf + context.size());
@@ -129,6 +130,7 @@ std::vector<double> Score(const Surrogate& model, const Context& ctx, size_t n,
 std::vector<double> BlockSearch::PredictSeconds(
     const Context& ctx, const std::vector<Params>& configs) const {
   std::vector<float> features;
+  const Problem problem(ctx);
   return Score(
       model_, ctx, configs.size(),
       [&](size_t i, float* row) {
@@ -136,7 +138,7 @@ std::vector<double> BlockSearch::PredictSeconds(
         family().ParamFeatures(configs[i], &features);
         std::copy(features.begin(), features.end(), row);
       },
-      [&](size_t i) { return configs[i]; });
+      [&](size_t i) { return family().Shape(problem, configs[i]); });
 }
 
 namespace {
@@ -167,8 +169,11 @@ std::vector<ScoredConfig> BlockSearch::Top(const Context& ctx, int k,
                                           SearchStats* stats) const {
   const auto start = std::chrono::steady_clock::now();
   const size_t want = static_cast<size_t>(std::max(k, 1));
-  // Positions in the range's grid.
-  std::vector<int32_t> index = range_.CandidateIndices(ctx);
+  // Positions in the range's grid, and (for a model that takes the tiling's
+  // features) each one's ConfigShape, which the range's rules computed.
+  std::vector<ConfigShape> shapes;
+  std::vector<int32_t> index = range_.CandidateIndices(
+      ctx, model_.feature_set() >= kShapeFeatures ? &shapes : nullptr);
   const int64_t candidates = static_cast<int64_t>(index.size());
   // The parameters' features come precomputed with the grid.
   const size_t pf = family().params().size();
@@ -178,7 +183,7 @@ std::vector<ScoredConfig> BlockSearch::Top(const Context& ctx, int k,
         [&](size_t i, float* row) {
           std::copy_n(range_.grid_features(index[i]), pf, row);
         },
-        [&](size_t i) { return range_.grid(index[i]); });
+        [&](size_t i) { return shapes[i]; });
   };
   // A broken model's NaN or absurd times would poison the ranking (NaN
   // compares false with everything): such configurations are dropped here.
@@ -190,11 +195,13 @@ std::vector<ScoredConfig> BlockSearch::Top(const Context& ctx, int k,
       if (!PlausibleSeconds(flops, (*seconds)[i])) continue;
       (*seconds)[kept] = (*seconds)[i];
       index[kept] = index[i];
+      if (!shapes.empty()) shapes[kept] = shapes[i];
       ++kept;
     }
     implausible += static_cast<int64_t>(seconds->size() - kept);
     seconds->resize(kept);
     index.resize(kept);
+    if (!shapes.empty()) shapes.resize(kept);
   };
   std::vector<double> seconds = score(model_.Member(0));
   drop_implausible(&seconds);
@@ -206,11 +213,14 @@ std::vector<ScoredConfig> BlockSearch::Top(const Context& ctx, int k,
     // same top 10 on the 32 oracle contexts, and on the 54 evaluation shapes
     // all but one (MLP 256x16x256: its 10th shape differs).
     std::vector<int32_t> short_index;
+    std::vector<ConfigShape> short_shapes;
     for (size_t i : Fastest(seconds, index, range_,
                             std::max(kEnsembleShortlist, 8 * want))) {
       short_index.push_back(index[i]);
+      if (!shapes.empty()) short_shapes.push_back(shapes[i]);
     }
     index = std::move(short_index);
+    shapes = std::move(short_shapes);
     seconds = score(model_);
     drop_implausible(&seconds);
   }

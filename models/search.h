@@ -66,8 +66,10 @@ class SearchRange {
   SearchRange(const KernelFamily& family, const SearchValues& values,
               const DeviceProfile& profile);
   // The configurations of the range for `ctx` (which must have validated,
-  // and be of the family's op), as positions in the grid, ascending.
-  std::vector<int32_t> CandidateIndices(const Context& ctx) const;
+  // and be of the family's op), as positions in the grid, ascending; with
+  // `shapes`, each one's KernelFamily::Shape too, in the same order.
+  std::vector<int32_t> CandidateIndices(
+      const Context& ctx, std::vector<ConfigShape>* shapes = nullptr) const;
   // The same as configurations.
   std::vector<Params> Candidates(const Context& ctx) const;
   int64_t grid_size() const {
