@@ -66,10 +66,9 @@ StatusOr<std::vector<Context>> ReadContexts(const std::string& path,
 
 // One family model, ready to score.
 struct FamilyModel {
-  const KernelFamily* family = nullptr;
-  DType precision = DType::kFp32;
   std::unique_ptr<BlockSearch> search;
-  std::vector<Surrogate> members;
+  const KernelFamily* family() const { return &search->family(); }
+  DType precision() const { return search->model().precision(); }
 };
 
 // The newest current model per (op, precision, family) in the datasets.
@@ -93,14 +92,12 @@ StatusOr<std::vector<FamilyModel>> ReadModels(
   }
   std::vector<FamilyModel> out;
   for (const auto& [key, r] : newest) {
-    FamilyModel m;
-    BT_ASSIGN_OR_RETURN(m.family, FindFamily(r.family));
-    m.precision = r.precision;
-    BT_ASSIGN_OR_RETURN(Surrogate s, Surrogate::Load(*m.family, r.precision,
+    BT_ASSIGN_OR_RETURN(const KernelFamily* family, FindFamily(r.family));
+    BT_ASSIGN_OR_RETURN(Surrogate s, Surrogate::Load(*family, r.precision,
                                                      r.architecture, r.weights,
                                                      r.normalization));
     BT_ASSIGN_OR_RETURN(DeviceProfile profile, ProfileForFingerprint(r.device));
-    for (int j = 0; j < s.members(); ++j) m.members.push_back(s.Member(j));
+    FamilyModel m;
     m.search = std::make_unique<BlockSearch>(std::move(s), profile);
     out.push_back(std::move(m));
   }
@@ -111,7 +108,7 @@ std::vector<const FamilyModel*> ModelsFor(const std::vector<FamilyModel>& all,
                                           const Context& ctx) {
   std::vector<const FamilyModel*> out;
   for (const FamilyModel& m : all)
-    if (m.family->op() == OpOf(ctx) && m.precision == DTypeOf(ctx))
+    if (m.family()->op() == OpOf(ctx) && m.precision() == DTypeOf(ctx))
       out.push_back(&m);
   return out;
 }
@@ -186,7 +183,7 @@ int Plan(const std::vector<Context>& contexts,
     std::printf("%-80s", ToString(ctx).c_str());
     for (size_t f = 0; f < fams.size(); ++f) {
       for (size_t i = 0; i < take[f]; ++i) drawn[{fams[f], rank[f][i]}].push_back(c);
-      std::printf("  %s %zu of %zu", std::string(fams[f]->family->name()).c_str(),
+      std::printf("  %s %zu of %zu", std::string(fams[f]->family()->name()).c_str(),
                   take[f], rank[f].size());
     }
     std::printf("\n");
@@ -198,7 +195,7 @@ int Plan(const std::vector<Context>& contexts,
     const Params p = m->search->range().grid(order[m][key.second]);
     ++configs;
     for (size_t c : ctxs) {
-      Candidate cand{m->family, contexts[c], p};
+      Candidate cand{m->family(), contexts[c], p};
       out << cand.ToString() << "\n";
       ++lines;
     }
@@ -237,7 +234,7 @@ int Top(const std::vector<Context>& contexts,
       return 2;
     }
     for (const auto& [m, s] : QueryTop(fams, ctx, k))
-      out << ToString(ctx) << " | " << ConfigText(*m->family, s.params) << "\n";
+      out << ToString(ctx) << " | " << ConfigText(*m->family(), s.params) << "\n";
   }
   return 0;
 }
@@ -341,10 +338,10 @@ int Eval(const std::vector<Context>& contexts,
       std::vector<Params> configs;
       std::vector<std::string> texts;
       std::vector<double> seconds;
-      const std::string prefix = std::string(fm->family->name()) + " ";
+      const std::string prefix = std::string(fm->family()->name()) + " ";
       for (const auto& [config, s] : m.seconds) {
         if (config.compare(0, prefix.size(), prefix) != 0) continue;
-        auto p = fm->family->Parse(config.substr(prefix.size()));
+        auto p = fm->family()->Parse(config.substr(prefix.size()));
         if (!p.ok()) continue;
         configs.push_back(*p);
         texts.push_back(config);
@@ -353,11 +350,12 @@ int Eval(const std::vector<Context>& contexts,
       const std::vector<double> pred = fm->search->PredictSeconds(ctx, configs);
       std::vector<std::vector<double>> member;
       if (dump)
-        for (const Surrogate& s : fm->members) member.push_back(PredictWith(s, ctx, configs));
+        for (int j = 0; j < fm->search->model().members(); ++j)
+          member.push_back(PredictWith(fm->search->model().Member(j), ctx, configs));
       for (size_t i = 0; i < configs.size(); ++i) {
         rows.push_back({fm, texts[i], seconds[i], pred[i]});
         if (!dump) continue;
-        *dump << text << "\t" << fm->family->name() << "\t"
+        *dump << text << "\t" << fm->family()->name() << "\t"
               << texts[i].substr(prefix.size()) << "\t" << seconds[i] << "\t"
               << pred[i] << "\t";
         for (size_t j = 0; j < member.size(); ++j)
@@ -403,7 +401,7 @@ int Eval(const std::vector<Context>& contexts,
       double f1 = 0, f10 = INFINITY;
       for (size_t i = 0; i < top.size(); ++i) {
         auto it = pk->second.seconds.find(
-            ConfigText(*top[i].first->family, top[i].second.params));
+            ConfigText(*top[i].first->family(), top[i].second.params));
         if (it == pk->second.seconds.end()) continue;
         if (i == 0) f1 = all_best / it->second;
         f10 = std::min(f10, it->second);
@@ -416,7 +414,7 @@ int Eval(const std::vector<Context>& contexts,
     }
     std::printf("%-70s %5zu %4d %8.2f %-11s | %6.3f %6.3f %3s %6.3f %6.3f | %s\n",
                 text.c_str(), rows.size(), m.failed, Flops(ctx) / best / 1e12,
-                std::string(rows[best_i].model->family->name()).c_str(), t1,
+                std::string(rows[best_i].model->family()->name()).c_str(), t1,
                 best / b10, fam_ok ? "yes" : "no", rho, pick.predicted / pick.measured,
                 full.c_str());
   }

@@ -92,15 +92,6 @@ std::string NetworkLnFlops(const std::string& p, int layers, int inputs) {
          "TargetMean)";
 }
 
-// The feature set whose count of names the model lists (the newest when
-// none; WriteNetwork then names the mismatch).
-int FeatureSetOf(const KernelFamily& family, const models::Normalization& norm) {
-  int set = kNewestFeatureSet;
-  for (int s = kLogFeatures; s <= kNewestFeatureSet; ++s)
-    if (norm.features_size() == static_cast<int>(family.FeatureNames(s).size())) set = s;
-  return set;
-}
-
 }  // namespace
 
 StatusOr<HeaderModel> HeaderModelKey(const v1::Model& m, Op op) {
@@ -132,7 +123,10 @@ Status WriteHeaderModel(std::ostream& out, const v1::Model& model,
   out << "\n// The surrogate f(x_B, x_C) of " << family.name() << ": model " << model.id()
       << ", hidden layers " << model.architecture();
   if (ensemble) out << ", the mean of " << members << " networks";
-  const int set = FeatureSetOf(family, norm);
+  // The names the model lists say its feature set (WriteNetwork names a
+  // mismatch).
+  const int set = family.FeatureSetNamed(
+      std::vector<std::string>(norm.features().begin(), norm.features().end()));
   if (feature_set) *feature_set = set;
   out << ". Inputs:";
   for (const std::string& f : family.FeatureNames(set)) out << " " << f;

@@ -160,6 +160,12 @@ std::vector<std::string> KernelFamily::FeatureNames(int set) const {
   return names;
 }
 
+int KernelFamily::FeatureSetNamed(const std::vector<std::string>& names) const {
+  for (int set = kLogFeatures; set <= kNewestFeatureSet; ++set)
+    if (FeatureNames(set) == names) return set;
+  return kNewestFeatureSet;
+}
+
 void KernelFamily::Features(const Problem& problem, const Params& values,
                             std::vector<float>* out, int set) const {
   ParamFeatures(values, out);

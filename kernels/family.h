@@ -240,6 +240,9 @@ class KernelFamily {
   // (ShapeFeatureNames). A stored model lists the names it was trained on,
   // which says its set.
   std::vector<std::string> FeatureNames(int set = kLogFeatures) const;
+  // The set whose FeatureNames are `names` (a stored model's), or
+  // kNewestFeatureSet when none is, for the caller to name the mismatch.
+  int FeatureSetNamed(const std::vector<std::string>& names) const;
   // Appends the features of (problem, params) in `set` to *out; both must
   // validate: ParamFeatures, AppendContextFeatures, then (kShapeFeatures)
   // AppendShapeFeatures of Shape(problem, params).

@@ -239,17 +239,9 @@ StatusOr<Surrogate> Surrogate::LoadNetwork(const KernelFamily& family,
                                            const models::Normalization& norm) {
   const Op op = family.op();
   // The stored names say the feature set.
-  int set = 0;
-  for (int candidate = kLogFeatures; candidate <= kNewestFeatureSet; ++candidate) {
-    const std::vector<std::string> names = family.FeatureNames(candidate);
-    if (norm.features_size() == static_cast<int>(names.size()) &&
-        std::equal(names.begin(), names.end(), norm.features().begin())) {
-      set = candidate;
-    }
-  }
-  BT_ASSIGN_OR_RETURN(
-      Surrogate s,
-      Create(family, precision, hidden, 0, set == 0 ? kNewestFeatureSet : set));
+  const int set = family.FeatureSetNamed(
+      std::vector<std::string>(norm.features().begin(), norm.features().end()));
+  BT_ASSIGN_OR_RETURN(Surrogate s, Create(family, precision, hidden, 0, set));
   Impl& impl = *s.impl_;
 
   if (norm.op() != ToString(op)) {
