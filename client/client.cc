@@ -364,6 +364,7 @@ struct Client::Impl {
     k.counter_offset = resp.counter_offset();
     k.align_a = std::max<int64_t>(1, resp.align_a());
     k.align_b = std::max<int64_t>(1, resp.align_b());
+    k.align_c = std::max<int64_t>(1, resp.align_c());
     k.align_bytes = std::max<int64_t>(1, resp.align_bytes());
     k.dtype = FromProto(resp.dtype());
     k.vector_a = std::max(1, resp.vector_a());

@@ -264,6 +264,7 @@ int RunLocalKernel(const Context& ctx, const LocalKernelFlags& flags,
     }
     o << ", \"counter_offset\": " << k.counter_offset
       << ", \"align_a\": " << k.align_a << ", \"align_b\": " << k.align_b
+      << ", \"align_c\": " << k.align_c
       << ", \"align_bytes\": " << k.align_bytes;
     if (to_file) {
       o << ", \"ptx_file\": " << JsonString(flags.out);
@@ -304,8 +305,9 @@ int RunLocalKernel(const Context& ctx, const LocalKernelFlags& flags,
         << " bytes, zero before the first launch\n";
   }
   out << "alignment: lda a multiple of " << k.align_a << ", ldb of "
-      << k.align_b << " elements; operands " << k.align_bytes
-      << "-byte aligned\n";
+      << k.align_b
+      << (k.align_c > 1 ? ", ldc of " + std::to_string(k.align_c) : "")
+      << " elements; operands " << k.align_bytes << "-byte aligned\n";
   if (to_file)
     out << "ptx: " << flags.out << " (" << k.ptx.size() << " bytes)\n";
   return kExitOk;

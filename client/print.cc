@@ -288,10 +288,11 @@ void PrintKernelSummary(const v1::GetKernelResponse& k, std::ostream& out) {
     out << "alignment: 16-byte vectors for" << (k.vector_a() > 1 ? " A" : "")
         << (k.vector_b() > 1 ? " B" : "")
         << " (base 16-byte aligned, leading dimension a multiple of 4)\n";
-  } else if (k.align_a() > 1 || k.align_b() > 1 || k.align_bytes() > 4) {
+  } else if (k.align_a() > 1 || k.align_b() > 1 || k.align_c() > 1 ||
+             k.align_bytes() > 4) {
     out << "alignment: lda a multiple of " << k.align_a() << ", ldb of "
-        << k.align_b() << " elements; operands " << k.align_bytes()
-        << "-byte aligned\n";
+        << k.align_b() << (k.align_c() > 1 ? ", ldc of " + std::to_string(k.align_c()) : "")
+        << " elements; operands " << k.align_bytes() << "-byte aligned\n";
   }
 }
 

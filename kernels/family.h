@@ -114,7 +114,7 @@ struct KernelParam {
 // out-of-bounds elements read as zero.
 struct TensorMapParam {
   int param_index = -1;  // into GeneratedKernel::entry_params (type "b8[128]")
-  char operand = 'A';    // 'A' or 'B': whose device address the map covers
+  char operand = 'A';    // 'A', 'B' or 'C': whose device address the map covers
   TensorMap2d map;       // element type, extents, row stride, box
 };
 
@@ -137,8 +137,10 @@ struct GeneratedKernel {
   // launch (every launch leaves them zero); -1 when there are none.
   int64_t counter_offset = -1;
   // The leading dimensions of A and B must be multiples of these (elements),
-  // and the operands' addresses multiples of align_bytes.
-  int64_t align_a = 1, align_b = 1, align_bytes = 4;
+  // and the operands' addresses multiples of align_bytes. align_c > 1: C's
+  // leading dimension a multiple of it and its address of align_bytes too
+  // (gemm.wgmma stores C by TMA); 1: C is free.
+  int64_t align_a = 1, align_b = 1, align_c = 1, align_bytes = 4;
   std::vector<KernelParam> entry_params;
   std::vector<KernelParam> reduce_params;
   // The main entry's tensor-map parameters; empty for families that read

@@ -40,7 +40,7 @@ constexpr Golden kGolden[] = {
      "kConvFfmaGeneratorVersion (kernels/gemm_ptx.h)"},
     {"gemm.mma", 3, 0x1952e81621ed6825ull,
      "kGemmMmaGeneratorVersion (kernels/gemm_mma.h)"},
-    {"gemm.wgmma", 3, 0x76bdf12ac62c27eeull,
+    {"gemm.wgmma", 4, 0xe5b40e92c7a9868aull,
      "kGemmWgmmaGeneratorVersion (kernels/gemm_wgmma.h)"},
     {"conv.mma", 1, 0x2e97834786f4ae0full,
      "kConvMmaGeneratorVersion (kernels/conv_mma.h)"},
@@ -136,35 +136,43 @@ std::vector<Case> GemmMmaCases() {
 // K_G > 1 (the covariance shape 64 x 64 x 4096, an odd tf32 shape) adds the
 // reduce entry; cluster pairs (cm=2) with K-major and N-major B, alone and
 // with a split. "sm_90" and "sm_90a" both give sm_90a code.
+// gemm.wgmma stores C by TMA too (v4): ldc rounded up like lda and ldb.
+Problem WgmmaProblem(const std::string& text, int64_t align) {
+  Problem p = ParseProblem(text, align);
+  const int64_t n = std::get<GemmContext>(p.ctx).n;
+  p.ldc = (n + align - 1) / align * align;
+  return p;
+}
+
 std::vector<Case> GemmWgmmaCases() {
   std::vector<Case> out;
   for (const char* dtype : {"bf16", "fp16"}) {
     for (const char* l : kLayouts) {
       const std::string tail =
           std::string(" layout=") + l + " dtype=" + dtype;
-      const Problem p = ParseProblem("gemm m=100 n=72 k=300" + tail, 8);
+      const Problem p = WgmmaProblem("gemm m=100 n=72 k=300" + tail, 8);
       out.push_back({p, "bm=128 bn=128 bk=64 st=4 wg=1 gm=8 kg=1", "sm_90"});
       out.push_back({p, "bm=128 bn=256 bk=64 st=4 wg=2 gm=8 kg=1", "sm_90a"});
-      out.push_back({ParseProblem("gemm m=1000 n=1023 k=515" + tail, 8),
+      out.push_back({WgmmaProblem("gemm m=1000 n=1023 k=515" + tail, 8),
                      "bm=64 bn=64 bk=128 st=3 wg=1 gm=1 kg=1", "sm_90"});
       out.push_back({p, "bm=128 bn=64 bk=64 st=4 wg=1 gm=8 kg=1 cm=2",
                      "sm_90a"});
-      out.push_back({ParseProblem("gemm m=64 n=64 k=4096" + tail, 8),
+      out.push_back({WgmmaProblem("gemm m=64 n=64 k=4096" + tail, 8),
                      "bm=64 bn=64 bk=64 st=4 wg=1 gm=8 kg=6", "sm_90"});
     }
   }
   const std::string tf32 = " layout=NT dtype=tf32";
-  out.push_back({ParseProblem("gemm m=100 n=72 k=300" + tf32, 4),
+  out.push_back({WgmmaProblem("gemm m=100 n=72 k=300" + tf32, 4),
                  "bm=128 bn=128 bk=32 st=4 wg=1 gm=8 kg=1", "sm_90"});
-  out.push_back({ParseProblem("gemm m=1000 n=1023 k=515" + tf32, 4),
+  out.push_back({WgmmaProblem("gemm m=1000 n=1023 k=515" + tf32, 4),
                  "bm=256 bn=96 bk=32 st=3 wg=2 gm=4 kg=1", "sm_90a"});
-  out.push_back({ParseProblem("gemm m=4096 n=16 k=4096" + tf32, 4),
+  out.push_back({WgmmaProblem("gemm m=4096 n=16 k=4096" + tf32, 4),
                  "bm=64 bn=16 bk=128 st=4 wg=1 gm=16 kg=1", "sm_90"});
-  out.push_back({ParseProblem("gemm m=4096 n=4096 k=4096" + tf32, 4),
+  out.push_back({WgmmaProblem("gemm m=4096 n=4096 k=4096" + tf32, 4),
                  "bm=128 bn=256 bk=32 st=4 wg=2 gm=8 kg=1 cm=2", "sm_90"});
-  out.push_back({ParseProblem("gemm m=1000 n=1023 k=515" + tf32, 4),
+  out.push_back({WgmmaProblem("gemm m=1000 n=1023 k=515" + tf32, 4),
                  "bm=128 bn=128 bk=32 st=4 wg=1 gm=8 kg=3", "sm_90"});
-  out.push_back({ParseProblem("gemm m=300 n=200 k=2048" + tf32, 4),
+  out.push_back({WgmmaProblem("gemm m=300 n=200 k=2048" + tf32, 4),
                  "bm=64 bn=128 bk=32 st=4 wg=1 gm=1 kg=4 cm=2", "sm_90"});
   return out;
 }
@@ -326,9 +334,10 @@ TEST(FamilyGoldenTest, FamiliesEmitWhatTheGeneratorsEmit) {
         EXPECT_EQ(k->grid, direct->grid);
         EXPECT_EQ(k->block, direct->block);
         EXPECT_EQ(k->dynamic_shared_bytes, direct->shared_bytes);
-        ASSERT_EQ(k->tensor_maps.size(), 2u);
+        ASSERT_EQ(k->tensor_maps.size(), 3u);
         EXPECT_EQ(ToString(k->tensor_maps[0].map), ToString(direct->map_a));
         EXPECT_EQ(ToString(k->tensor_maps[1].map), ToString(direct->map_b));
+        EXPECT_EQ(ToString(k->tensor_maps[2].map), ToString(direct->map_c));
         continue;
       }
       if (f.name() == "gemm.mma") {

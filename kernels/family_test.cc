@@ -65,7 +65,7 @@ Problem Padded(const GemmContext& g, int64_t align) {
   auto up = [&](int64_t v) { return (v + align - 1) / align * align; };
   p.lda = up(g.layout_a == Layout::kN ? g.k : g.m);
   p.ldb = up(g.layout_b == Layout::kN ? g.n : g.k);
-  p.ldc = g.n;
+  p.ldc = up(g.n);
   return p;
 }
 
@@ -346,9 +346,11 @@ TEST(WgmmaFamilyTest, GenerateDescribesItsTensorMapsAndTarget) {
     EXPECT_EQ(k->target, "sm_90a");
     EXPECT_EQ(TargetOf(*k, arch), "sm_90a");
     EXPECT_THAT(k->ptx, HasSubstr(".target sm_90a"));
-    ASSERT_EQ(k->tensor_maps.size(), 2u);
+    ASSERT_EQ(k->tensor_maps.size(), 3u);
     EXPECT_EQ(k->tensor_maps[0].operand, 'A');
     EXPECT_EQ(k->tensor_maps[1].operand, 'B');
+    EXPECT_EQ(k->tensor_maps[2].operand, 'C');
+    EXPECT_EQ(k->align_c, 8);
     for (const TensorMapParam& t : k->tensor_maps) {
       ASSERT_GE(t.param_index, 0);
       ASSERT_LT(t.param_index, static_cast<int>(k->entry_params.size()));
@@ -368,6 +370,13 @@ TEST(WgmmaFamilyTest, GenerateDescribesItsTensorMapsAndTarget) {
     EXPECT_EQ(b.dims[0], 1023u);
     EXPECT_EQ(b.dims[1], 515u);
     EXPECT_EQ(b.row_stride_bytes, 2u * 1024);
+    // C: M rows of N, stored in boxes of 64 columns by an m64 tile's rows.
+    const TensorMap2d& c = k->tensor_maps[2].map;
+    EXPECT_EQ(c.dims[0], 1023u);
+    EXPECT_EQ(c.dims[1], 1000u);
+    EXPECT_EQ(c.row_stride_bytes, 2u * 1024);
+    EXPECT_EQ(c.box[0], 64u);
+    EXPECT_EQ(c.box[1], 64u);
   }
   EXPECT_FALSE(f.Generate(p, params, "sm_80").ok());
   // The other families leave both empty: their PTX is for the arch asked.
@@ -712,7 +721,7 @@ void ExpectConsistent(const KernelFamily& f, const Problem& problem,
     EXPECT_THAT(k->ptx, HasSubstr("wgmma.mma_async")) << what;
     EXPECT_THAT(k->ptx, HasSubstr("cp.async.bulk.tensor")) << what;
     EXPECT_EQ(k->target, "sm_90a") << what;
-    EXPECT_EQ(k->tensor_maps.size(), 2u) << what;
+    EXPECT_EQ(k->tensor_maps.size(), 3u) << what;
     EXPECT_GT(k->dynamic_shared_bytes, 0u);
     EXPECT_EQ(k->align_bytes, 16);
   } else if (f.name() == "gemm.mma") {

@@ -142,6 +142,7 @@ class WgmmaFamily : public KernelFamily {
     out.dynamic_shared_bytes = k.shared_bytes;
     out.align_a = k.align_elements;
     out.align_b = k.align_elements;
+    out.align_c = k.align_elements;
     out.align_bytes = 16;
     out.target = target;
     // The tensor maps are 128-byte parameters (CUtensorMap by value); the
@@ -157,12 +158,13 @@ class WgmmaFamily : public KernelFamily {
         {"ldc", "u32", 276, 4, "leading dimension of C"},
         {"alpha", "f32", 280, 4, "scale of A*B"},
         {"beta", "f32", 284, 4, "scale of C"},
-        {"W", "u64", 288, 8, "workspace (K_G partial sums; kg > 1)"}};
+        {"W", "u64", 288, 8, "workspace (K_G partial sums; kg > 1)"},
+        {"tmap_c", "b8[128]", 320, 128, "CUtensorMap of C (by value)"}};
     out.reduce_entry = k.reduce_entry;
     out.reduce_grid = k.reduce_grid;
     out.reduce_block = k.reduce_block;
     if (!out.reduce_entry.empty()) out.reduce_params = ReduceParams();
-    out.tensor_maps = {{0, 'A', k.map_a}, {1, 'B', k.map_b}};
+    out.tensor_maps = {{0, 'A', k.map_a}, {1, 'B', k.map_b}, {10, 'C', k.map_c}};
     return out;
   }
 

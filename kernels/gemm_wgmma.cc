@@ -110,7 +110,13 @@ int WgmmaElementBytes(DType precision) {
 
 int64_t WgmmaSharedBytes(DType precision, const WgmmaParams& p) {
   const int64_t esize = WgmmaElementBytes(precision);
-  return 1024 + p.stages * (p.bm + p.bn) * p.bk * esize + 16 * p.stages;
+  // The TMA-store epilogue's buffers where bn is whole 128-byte boxes
+  // (wgmma_internal::Tiling::tma_store).
+  const bool tma_store = p.bn * esize % 128 == 0;
+  return 1024 + p.stages * (p.bm + p.bn) * p.bk * esize +
+         (tma_store ? p.consumers * wgmma_internal::kEpilogueBytesPerConsumer
+                    : 0) +
+         16 * p.stages;
 }
 
 int64_t WgmmaRegisterEstimate(const WgmmaParams& p) {
@@ -152,7 +158,8 @@ bool PassesWgmmaRule(WgmmaRule rule, const Problem& problem,
              WgmmaRegisterEstimate(p) <= limits.max_registers_per_thread;
     case WgmmaRule::kAlignment: {
       const int64_t align = 16 / WgmmaElementBytes(g.dtype);
-      return Lda(problem) % align == 0 && Ldb(problem) % align == 0;
+      return Lda(problem) % align == 0 && Ldb(problem) % align == 0 &&
+             LeadingDims(problem)[2] % align == 0;
     }
     case WgmmaRule::kGrid:
       return p.cluster_m * CeilDiv(g.m, p.bm * p.cluster_m) *
@@ -209,7 +216,8 @@ Status CanImplementWgmma(const Problem& problem, const WgmmaParams& p,
           N(p.bk * esize));
     case WgmmaRule::kSharedMemory:
       return FailedPrecondition(
-          name + ": 1024 + st*(bm+bn)*bk*bytes + 16*st = " +
+          name + ": 1024 + st*(bm+bn)*bk*bytes + wg*16384 (where bn*bytes "
+          "is a multiple of 128) + 16*st = " +
           N(WgmmaSharedBytes(g.dtype, p)) + " B exceeds " +
           N(limits.max_dynamic_shared_bytes) + " B");
     case WgmmaRule::kRegisters:
@@ -220,9 +228,10 @@ Status CanImplementWgmma(const Problem& problem, const WgmmaParams& p,
           " with wg = " + N(p.consumers));
     case WgmmaRule::kAlignment:
       return FailedPrecondition(
-          name + ": TMA needs 16-byte row strides, so lda and ldb must be "
-          "multiples of " + N(16 / esize) + " elements; got lda " +
-          N(Lda(problem)) + ", ldb " + N(Ldb(problem)));
+          name + ": TMA needs 16-byte row strides, so lda, ldb and ldc must "
+          "be multiples of " + N(16 / esize) + " elements; got lda " +
+          N(Lda(problem)) + ", ldb " + N(Ldb(problem)) + ", ldc " +
+          N(LeadingDims(problem)[2]));
     case WgmmaRule::kGrid:
       return FailedPrecondition(
           name + ": cm*ceil(M/(bm*cm))*ceil(N/bn)*kg exceeds 2^31-1");
@@ -254,6 +263,15 @@ TensorMap2d WgmmaTensorMap(const Problem& problem, const WgmmaParams& p,
   m.type = g.dtype == DType::kFp16   ? TensorMapType::kFp16
            : g.dtype == DType::kBf16 ? TensorMapType::kBf16
                                      : TensorMapType::kFp32;
+  if (operand == 'c' || operand == 'C') {
+    // C is M rows of N; one box is 128 bytes of a row by an m64 tile's rows.
+    m.dims[0] = static_cast<uint64_t>(g.n);
+    m.dims[1] = static_cast<uint64_t>(g.m);
+    m.row_stride_bytes = static_cast<uint64_t>(LeadingDims(problem)[2] * t.esize);
+    m.box[0] = static_cast<uint32_t>(t.atom);
+    m.box[1] = 64;
+    return m;
+  }
   const bool a = operand == 'a' || operand == 'A';
   const bool kmajor = a ? t.a_kmajor : t.b_kmajor;
   // The stored matrix: A N is M rows of K, A T is K rows of M; B N is K
@@ -323,6 +341,7 @@ StatusOr<WgmmaKernel> GenerateGemmWgmma(const Problem& problem,
   k.shared_bytes = static_cast<unsigned>(WgmmaSharedBytes(g.dtype, p));
   k.map_a = WgmmaTensorMap(problem, p, 'a');
   k.map_b = WgmmaTensorMap(problem, p, 'b');
+  k.map_c = WgmmaTensorMap(problem, p, 'c');
   k.align_elements = 16 / t.esize;
   k.element_bytes = static_cast<int>(t.esize);
   return k;

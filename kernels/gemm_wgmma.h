@@ -30,9 +30,20 @@
 //      and use wgmma's transpose bit (bf16 and fp16 only: wgmma has no
 //      transpose for tf32, so rule precision_layout refuses tf32 with A T
 //      or B N).
-//   4. the epilogue applies alpha and beta in fp32 and stores the output
-//      type straight from the accumulator registers, predicated on M and N
-//      (beta == 0 never reads C).
+//   4. the epilogue applies alpha (and beta) in fp32. Where beta == 0 and
+//      N * element bytes is a multiple of 16 (v4) each consumer warpgroup converts its rows to the output type into a
+//      pair of 64-row x 128-byte shared buffers (128-byte swizzle, the TMA
+//      layout) and one thread stores each buffer with a TMA tensor store
+//      (cp.async.bulk.tensor ... global.shared::cta, the copy engine
+//      clipping rows past M and columns past N); the buffers alternate, so
+//      the threads fill one while the engine drains the other, and the
+//      store of a tile's last chunks runs on while the consumers start the
+//      next tile. Elsewhere the threads store the output straight from the
+//      accumulator registers, predicated on M and N, reading C only where
+//      beta != 0. (The copy engine writes whole 16-byte units of a row: on
+//      the H100 a tensor store with N = 1..7 bf16 columns wrote columns
+//      N .. 7 too, so a C that is a view into a wider matrix would be
+//      overwritten past N.)
 // With two consumer warpgroups the producer gives registers away
 // (setmaxnreg.dec to 40) and the consumers take them (setmaxnreg.inc to
 // 232), under a 168-register cap at entry (.maxntid 384, .minnctapersm 1).
@@ -92,16 +103,20 @@
 // (tc_bench_wgmma_v1.txt: 0.87x at 4096^3 bf16); v2 (cluster pairs)
 // passed them too (tc_bench_wgmma_v2_release_fix.txt). v3 merges split-K.
 //
+// The TMA-store epilogue (v4): bench/results/h100/ncu/wgmma_v3_profile
+// found the register-direct epilogue (two-element stores, 16 bytes per row
+// per warp instruction) took a quarter of the consumers' samples at 2048^3,
+// where cuBLASLt's kernel of the same tile ran 17% faster.
+//
 // Not yet: a persistent-grid parameter (the program count needs the SM
 // count, which Generate does not see; the kernel tests launch persistent
-// grids through LoadedWgmma::Launch), a TMA-store epilogue. Each is a later
-// parameter; adding one bumps kGemmWgmmaGeneratorVersion.
+// grids through LoadedWgmma::Launch). Adding one bumps
+// kGemmWgmmaGeneratorVersion.
 //
-// Alignment: TMA needs the global row strides of A and B to be multiples of
-// 16 bytes (lda, ldb multiples of 8 bf16/fp16 or 4 tf32 elements; rule
-// alignment) and the base addresses 16-byte aligned (LoadedWgmma::Launch
-// refuses others). M, N, K are free (any value >= 1); C has no alignment
-// requirement.
+// Alignment: TMA needs the global row strides of A, B and C to be multiples
+// of 16 bytes (lda, ldb, ldc multiples of 8 bf16/fp16 or 4 tf32 elements;
+// rule alignment) and the base addresses 16-byte aligned (the launchers
+// refuse others). M, N, K are free (any value >= 1).
 #ifndef BLOCKTUNE_KERNELS_GEMM_WGMMA_H_
 #define BLOCKTUNE_KERNELS_GEMM_WGMMA_H_
 
@@ -119,7 +134,7 @@
 namespace blocktune {
 
 // Bumped whenever the emitted PTX can change.
-inline constexpr int kGemmWgmmaGeneratorVersion = 3;
+inline constexpr int kGemmWgmmaGeneratorVersion = 4;
 inline constexpr char kGemmWgmmaFamily[] = "gemm.wgmma";
 
 // The family's parameters. Thesis names: bm = M_L, bn = N_L, bk = U,
@@ -172,7 +187,7 @@ enum class WgmmaRule {
   kSwizzleRow,         // bk * element bytes a multiple of 128 (128B swizzle)
   kSharedMemory,       // ring + barriers + alignment slack <= opt-in limit
   kRegisters,          // accumulators + addressing <= the consumer's budget
-  kAlignment,          // lda, ldb multiples of 16 bytes (TMA strides)
+  kAlignment,          // lda, ldb, ldc multiples of 16 bytes (TMA strides)
   kGrid,               // units <= 2^31 - 1
   kSplitHasWork,       // kg == 1 or kg * bk <= K: every split has a k tile
   kClusterBox,         // cm = 2: B is one TMA box per stage (see below)
@@ -187,8 +202,9 @@ const char* ToString(WgmmaRule rule);
 
 // Bytes per element of A, B and C: 2 for bf16/fp16, 4 for tf32.
 int WgmmaElementBytes(DType precision);
-// Dynamic shared memory: 1024 bytes of alignment slack, the ring, and two
-// 8-byte mbarriers per stage.
+// Dynamic shared memory: 1024 bytes of alignment slack, the ring, the
+// epilogue's two 8 KiB buffers per consumer warpgroup, and two 8-byte
+// mbarriers per stage.
 int64_t WgmmaSharedBytes(DType precision, const WgmmaParams& p);
 // Per consumer thread: the accumulators (m tiles * bn / 2) and addressing.
 int64_t WgmmaRegisterEstimate(const WgmmaParams& p);
@@ -215,10 +231,10 @@ struct WgmmaKernel {
   // plain launch forms it; grid[0] is a multiple of cluster[0].
   std::array<unsigned, 3> cluster{1, 1, 1};
   unsigned shared_bytes = 0;  // dynamic; always past 48 KiB: needs opt-in
-  // The tensor maps of A and B (kernel parameters 0 and 1), to be encoded
-  // for the operands' device addresses at launch.
-  TensorMap2d map_a, map_b;
-  int64_t align_elements = 8;  // lda, ldb must be multiples of this
+  // The tensor maps of A, B and C (kernel parameters 0, 1 and 10), to be
+  // encoded for the operands' device addresses at launch.
+  TensorMap2d map_a, map_b, map_c;
+  int64_t align_elements = 8;  // lda, ldb, ldc must be multiples of this
   int element_bytes = 2;
   // K_G > 1: the fp32 partial sums W[z][M][N] (kg * M * N * 4 bytes) and
   // the reduce entry (gemm.mma's, blocktune_gemm_mma_reduce, in the same
@@ -232,15 +248,17 @@ struct WgmmaKernel {
 // kg * M * N * 4 where kg > 1, else 0.
 int64_t WgmmaWorkspaceBytes(const Problem& problem, const WgmmaParams& p);
 
-// The tensor map the kernel of (problem, p) expects for A ('a') or B
-// ('b'): the stored matrix's extents and row stride, and the TMA box.
+// The tensor map the kernel of (problem, p) expects for A ('a'), B ('b')
+// or C ('c'): the stored matrix's extents and row stride, and the TMA box
+// (C: 128 bytes of a row by the 64 rows of one m64 tile).
 TensorMap2d WgmmaTensorMap(const Problem& problem, const WgmmaParams& p,
                            char operand);
 
 // Parameters of `entry`:
 //   .param .align 64 .b8 tmap_a[128], tmap_b[128] (CUtensorMap, by value),
 //   .u64 C, .u32 M, N, K, ldc, .f32 alpha, beta, .u64 W (the workspace;
-//   read only where kg > 1).
+//   read only where kg > 1), .param .align 64 .b8 tmap_c[128] (C's
+//   CUtensorMap, for the beta == 0 epilogue).
 // The PTX is correct for any M, N, K; the tensor maps carry lda, ldb and
 // the operands' addresses. `arch` must be "sm_90a".
 StatusOr<WgmmaKernel> GenerateGemmWgmma(const Problem& problem,

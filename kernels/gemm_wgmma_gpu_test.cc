@@ -2,9 +2,11 @@
 // against a float64 reference computed from the same inputs: random shapes
 // from 1x1x1 through ragged and odd sizes, all four layouts for bf16 and
 // fp16, NT for tf32, one and two consumer warpgroups, K long enough for the
-// ring to wrap many times, beta zero and not, leading dimensions past the
-// minimum (ldc odd). C is poisoned with NaN where beta == 0, so an element
-// the kernel never wrote fails. Skips with "no GPU: ..." where there is no
+// ring to wrap many times, beta zero and not (the TMA-store and the
+// register epilogues), leading dimensions past the minimum. C is poisoned
+// with NaN where beta == 0, so an element the kernel never wrote fails; the
+// columns between N and ldc must come back as they went in (a store past
+// N fails). Skips with "no GPU: ..." where there is no
 // driver or device, and with a message on a device that is not 9.0.
 //
 // Tolerance (DESIGN.md "Verification per precision"), per element:
@@ -99,6 +101,9 @@ std::string Describe(const Case& c) {
          std::to_string(c.beta) + " programs " + std::to_string(c.programs);
 }
 
+// Elements past C's last row, poisoned and checked: a store past M fails.
+constexpr size_t kGuard = 4096;
+
 StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
   const GemmContext& g = std::get<GemmContext>(c.problem.ctx);
   const DType dtype = g.dtype;
@@ -117,12 +122,11 @@ StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
   BT_ASSIGN_OR_RETURN(DeviceBuffer db,
                       DeviceBuffer::Allocate(b.value.size() * es));
   BT_ASSIGN_OR_RETURN(DeviceBuffer dc,
-                      DeviceBuffer::Allocate(cm.value.size() * es + 4));
+                      DeviceBuffer::Allocate((cm.value.size() + kGuard) * es));
   BT_RETURN_IF_ERROR(da.CopyFromHost(Data(a), a.value.size() * es));
   BT_RETURN_IF_ERROR(db.CopyFromHost(Data(b), b.value.size() * es));
-  if (c.beta == 0) {
-    BT_RETURN_IF_ERROR(dc.Fill32(0x7fc07fc0));  // NaN in bf16, fp16, fp32
-  } else {
+  BT_RETURN_IF_ERROR(dc.Fill32(0x7fc07fc0));  // NaN in bf16, fp16, fp32
+  if (c.beta != 0) {
     BT_RETURN_IF_ERROR(dc.CopyFromHost(Data(cm), cm.value.size() * es));
   }
   WgmmaOperands ops;
@@ -141,7 +145,7 @@ StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
     ops.workspace = dw.address();
   }
   BT_RETURN_IF_ERROR(wg->Launch(ops, c.programs));
-  std::vector<uint8_t> out(cm.value.size() * es);
+  std::vector<uint8_t> out((cm.value.size() + kGuard) * es);
   BT_RETURN_IF_ERROR(dc.CopyToHost(out.data(), out.size()));
   if (c.params.kg > 1 && c.beta == 0) {
     // The reduction's order is fixed: a second run gives the same bits.
@@ -194,6 +198,28 @@ StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
       o.worst_bound_ratio = std::max(o.worst_bound_ratio, err / bound);
     }
   }
+  // Columns N .. ldc - 1 of every row and the guard past the last row:
+  // never written.
+  std::vector<uint8_t> in(out.size());
+  for (size_t i = 0; i + 4 <= in.size(); i += 4) {
+    const uint32_t poison = 0x7fc07fc0;
+    std::memcpy(in.data() + i, &poison, 4);
+  }
+  if (c.beta != 0) std::memcpy(in.data(), Data(cm), cm.value.size() * es);
+  const size_t end = cm.value.size() * es;
+  if (std::memcmp(out.data() + end, in.data() + end, kGuard * es) != 0)
+    return Internal("an element past C's last row was written");
+  for (int64_t i = 0; i < g.m; ++i) {
+    const size_t from = static_cast<size_t>((i * ldc + g.n) * es);
+    const size_t to = static_cast<size_t>((i + 1) * ldc * es);
+    for (size_t b = from; b < to; ++b) {
+      if (out[b] != in[b]) {
+        return Internal("row " + std::to_string(i) + ": column " +
+                        std::to_string(b / es - i * ldc) +
+                        ", between N and ldc, was written");
+      }
+    }
+  }
   if (wrong > 0) {
     return Internal(std::to_string(wrong) + " of " +
                     std::to_string(g.m * g.n) +
@@ -239,6 +265,30 @@ Case Make(DType dtype, int64_t m, int64_t n, int64_t k, Layout la, Layout lb,
               &p.stages, &p.consumers, &p.cluster_m);
   c.params = p;
   return c;
+}
+
+// Where the TMA store stops: N from 1 to 17 with ldc past N, every
+// precision, each N reported (not only the first that fails).
+TEST_F(GemmWgmmaGpuTest, TmaStoreStopsAtN) {
+  std::mt19937 rng(3);
+  int failed = 0;
+  for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
+    const int64_t align = 16 / WgmmaElementBytes(dtype);
+    for (int64_t n = 1; n <= 17; ++n) {
+      Case c = Make(dtype, 70, n, 64, Layout::kN, Layout::kT,
+                    dtype == DType::kTf32 ? "64 64 32 2 1" : "64 64 64 2 1");
+      c.problem.ldb = 64;
+      c.problem.ldc = (n + align - 1) / align * align + align;
+      auto o = RunCase(c, rng);
+      if (!o.ok()) {
+        ++failed;
+        std::printf("%s n %ld: %s\n", std::string(ToString(dtype)).c_str(),
+                    static_cast<long>(n),
+                    o.status().ToString().c_str());
+      }
+    }
+  }
+  EXPECT_EQ(failed, 0);
 }
 
 // One small case per layout first: the simplest kernel, so a failure here
@@ -322,7 +372,7 @@ void RunPrecision(DType dtype, uint32_t seed, int cases) {
     const int64_t extra = rng() % 3 == 0 ? align : 0;
     c.problem.lda = round_up(a_t ? g.m : g.k) + extra;
     c.problem.ldb = round_up(b_t ? g.k : g.n) + extra;
-    c.problem.ldc = g.n + (rng() % 2 ? 3 : 0);
+    c.problem.ldc = round_up(g.n) + (rng() % 2 ? align : 0);
     c.params = RandomParams(rng);
     if (!ValidateWgmmaParams(c.params).ok() ||
         !CanImplementWgmma(c.problem, c.params).ok())
@@ -383,6 +433,7 @@ TEST_F(GemmWgmmaGpuTest, SplitKEveryPrecision) {
         const auto ld = LeadingDims(c.problem);
         c.problem.lda = (ld[0] + align - 1) / align * align;
         c.problem.ldb = (ld[1] + align - 1) / align * align;
+        c.problem.ldc = (ld[2] + align - 1) / align * align;
         c.params.bk = bk;
         if (dtype == DType::kTf32) c.params.bn = 128;
         c.params.kg = kgs[(i + l) % std::size(kgs)];
@@ -430,7 +481,8 @@ TEST_F(GemmWgmmaGpuTest, LargerShapesEveryLayout) {
       for (unsigned programs : {0u, 5u}) {
         Case c = Make(DType::kBf16, 520, 392, 1032, la, lb, params);
         if (!CanImplementWgmma(c.problem, c.params).ok()) continue;
-        c.beta = 0.25f;
+        // beta 0: the TMA-store epilogue, walking tiles where programs > 0.
+        c.beta = programs == 0 ? 0.25f : 0.0f;
         c.programs = programs;
         auto o = RunCase(c, rng);
         ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();

@@ -28,12 +28,14 @@ StatusOr<std::unique_ptr<LoadedWgmma>> LoadedWgmma::Create(
 Status LoadedWgmma::Launch(const WgmmaOperands& ops,
                            unsigned programs) const {
   const WgmmaKernel& k = kernel_;
-  if (ops.a % 16 != 0 || ops.b % 16 != 0) {
+  if (ops.a % 16 != 0 || ops.b % 16 != 0 || ops.c % 16 != 0) {
     return InvalidArgument(
-        "gemm.wgmma reads A and B through TMA: both must be 16-byte aligned");
+        "gemm.wgmma reads A and B and stores C through TMA: all three must "
+        "be 16-byte aligned");
   }
   BT_ASSIGN_OR_RETURN(EncodedTensorMap map_a, EncodeTensorMap(k.map_a, ops.a));
   BT_ASSIGN_OR_RETURN(EncodedTensorMap map_b, EncodeTensorMap(k.map_b, ops.b));
+  BT_ASSIGN_OR_RETURN(EncodedTensorMap map_c, EncodeTensorMap(k.map_c, ops.c));
   const GemmContext& g = std::get<GemmContext>(problem_.ctx);
   uint64_t c = ops.c;
   uint32_t m = static_cast<uint32_t>(g.m), n = static_cast<uint32_t>(g.n),
@@ -52,7 +54,8 @@ Status LoadedWgmma::Launch(const WgmmaOperands& ops,
   BT_RETURN_IF_ERROR(cuda::Launch(
       function_, {grid, k.grid[1], k.grid[2]},
       {k.block[0], k.block[1], k.block[2]}, k.shared_bytes,
-      {map_a.bytes, map_b.bytes, &c, &m, &n, &kk, &ldc, &alpha, &beta, &w}));
+      {map_a.bytes, map_b.bytes, &c, &m, &n, &kk, &ldc, &alpha, &beta, &w,
+       map_c.bytes}));
   if (k.reduce_entry.empty()) return OkStatus();
   // workspace_bytes = kg * M * N * 4.
   uint32_t kg = static_cast<uint32_t>(k.workspace_bytes / (4 * int64_t{m} * n));

@@ -1,5 +1,5 @@
 // A generated gemm.wgmma kernel loaded into the current CUDA context and
-// launched: the tensor maps of A and B are encoded for the operands'
+// launched: the tensor maps of A, B and C are encoded for the operands'
 // device addresses at each launch (cheap host work) and passed by value.
 //
 // The tuner's generic launcher (tuner/kernel_launch.h LoadedKernel) runs
@@ -42,7 +42,7 @@ class LoadedWgmma {
   // stream. `programs` > 0 launches min(tiles, programs) programs that
   // walk the tiles grid-stride (a persistent grid: the producer loads the
   // next tile while the consumers store the last); 0 launches one program
-  // per tile (WgmmaKernel::grid). INVALID_ARGUMENT where A or B is not
+  // per tile (WgmmaKernel::grid). INVALID_ARGUMENT where A, B or C is not
   // 16-byte aligned.
   Status Launch(const WgmmaOperands& ops, unsigned programs = 0) const;
 

@@ -250,7 +250,7 @@ void EmitMainLoop(Ptx& p, const Tiling& t) {
   p << "\tmov.u32 %st, 0;\n\tmov.u32 %ph, 0;\n\tmov.u32 %prev, 0;\n";
   EmitFirstUnit(p, t);
   p << "CTILE:\n"
-    << "\tsetp.ge.u32 %pp, %unit, %units;\n\t@%pp bra DONE;\n";
+    << "\tsetp.ge.u32 %pp, %unit, %units;\n\t@%pp bra CEXIT;\n";
   EmitUnit(p, t);
   for (int64_t i = 0; i < t.mt * per_row; ++i)
     p << "\tmov.f32 %acc" << N(i) << ", 0f00000000;\n";
@@ -303,11 +303,15 @@ void EmitMainLoop(Ptx& p, const Tiling& t) {
 
 // Accumulator register r of m tile i holds row 16*warp + lane/4 + 8*h and
 // column 8*j + 2*(lane%4) + c of the tile, r = 4*j + 2*h + c: each thread
-// owns pairs of adjacent columns. A pair goes out in one store (b32, or
-// v2.f32 for tf32) where both columns are inside N and %pvec says that
-// every pair is aligned (ldc even, C aligned to the pair); otherwise each
-// column alone.
-void EmitEpilogue(Ptx& p, const Tiling& t, bool with_beta) {
+// owns pairs of adjacent columns.
+//
+// The register epilogue (beta != 0, or N not a whole number of 16-byte
+// units): the output is stored straight from the registers, C read only
+// where beta != 0 (%pbeta; C may hold NaN otherwise). A pair goes out in
+// one store (b32, or v2.f32 for tf32) where both columns are inside N and
+// %pvec says that every pair is aligned (ldc even, C aligned to the pair);
+// otherwise each column alone.
+void EmitEpilogue(Ptx& p, const Tiling& t) {
   const bool tf32 = t.prec == DType::kTf32;
   const bool fp16 = t.prec == DType::kFp16;
   const std::string cvt_pair =
@@ -334,19 +338,21 @@ void EmitEpilogue(Ptx& p, const Tiling& t, bool with_beta) {
           << "\tand.pred %ps0, %pe, %pnv;\n\tand.pred %ps1, %pe1, %pnv;\n"
           << "\tmul.f32 %v, " << acc0 << ", %alpha;\n"
           << "\tmul.f32 %v1, " << acc1 << ", %alpha;\n";
-        if (with_beta) {
-          if (tf32) {
-            p << "\t@%pe ld.global.f32 %cf, " << a0 << ";\n"
-              << "\t@%pe1 ld.global.f32 %cf1, " << a1 << ";\n";
-          } else {
-            p << "\t@%pe ld.global.b16 %hs, " << a0 << ";\n"
-              << "\t@%pe1 ld.global.b16 %hs1, " << a1 << ";\n"
-              << "\t" << cvt_in << " %cf, %hs;\n"
-              << "\t" << cvt_in << " %cf1, %hs1;\n";
-          }
-          p << "\tfma.rn.f32 %v, %cf, %beta, %v;\n"
-            << "\tfma.rn.f32 %v1, %cf1, %beta, %v1;\n";
+        p << "\tand.pred %pl0, %pe, %pbeta;\n"
+          << "\tand.pred %pl1, %pe1, %pbeta;\n";
+        if (tf32) {
+          p << "\tmov.f32 %cf, 0f00000000;\n\tmov.f32 %cf1, 0f00000000;\n"
+            << "\t@%pl0 ld.global.f32 %cf, " << a0 << ";\n"
+            << "\t@%pl1 ld.global.f32 %cf1, " << a1 << ";\n";
+        } else {
+          p << "\tmov.b16 %hs, 0;\n\tmov.b16 %hs1, 0;\n"
+            << "\t@%pl0 ld.global.b16 %hs, " << a0 << ";\n"
+            << "\t@%pl1 ld.global.b16 %hs1, " << a1 << ";\n"
+            << "\t" << cvt_in << " %cf, %hs;\n"
+            << "\t" << cvt_in << " %cf1, %hs1;\n";
         }
+        p << "\tfma.rn.f32 %v, %cf, %beta, %v;\n"
+          << "\tfma.rn.f32 %v1, %cf1, %beta, %v1;\n";
         if (tf32) {
           p << "\t@%pv st.global.v2.f32 " << a0 << ", {%v, %v1};\n"
             << "\t@%ps0 st.global.f32 " << a0 << ", %v;\n"
@@ -359,6 +365,73 @@ void EmitEpilogue(Ptx& p, const Tiling& t, bool with_beta) {
             << "\t@%ps1 st.global.b16 " << a1 << ", %hs1;\n";
         }
       }
+    }
+  }
+}
+
+// beta == 0 and N a whole number of 16-byte units (v4; the copy engine
+// writes whole 16-byte units of a row, so with a partial unit it would
+// write columns past N, measured on the H100): the consumer warpgroup's
+// rows go out through its two
+// shared buffers (%ebuf, %ebuf + kEpilogueBufferBytes) in chunks of one TMA
+// box: m tile i, columns [c * atom, (c + 1) * atom) of the tile. A thread
+// writes its pairs of columns (alpha applied, converted) to the buffer in
+// the 128-byte swizzle the box's tensor map names: row r at r * 128, its
+// 16-byte unit u at (u ^ (r % 8)) * 16. Every row a thread owns has
+// r % 8 = lane / 4, so the XOR is a per-thread constant (%sx, set up with
+// %ebase by EmitEpilogueSetup). Then fence.proxy.async (the copy engine
+// reads what the threads wrote), a barrier of the warpgroup (%bid), and the
+// elected thread (%pel) issues the tensor store and commits it as a bulk
+// group. Before a buffer is written again its previous store must have
+// read it: the elected thread waits for all but the newest group
+// (wait_group.read 1), or all at a tile's first chunk, then the barrier.
+void EmitTmaStoreEpilogue(Ptx& p, const Tiling& t) {
+  const bool tf32 = t.prec == DType::kTf32;
+  const bool fp16 = t.prec == DType::kFp16;
+  const int64_t per_row = t.bn / 2;
+  const int64_t chunks = t.bn / t.atom;  // whole boxes (Tiling::tma_store)
+  // 8-column groups of a chunk: 8 (bf16, fp16: 16 bytes each) or 4 (tf32:
+  // 32 bytes each, two units).
+  const int64_t groups = t.atom / 8;
+  const int64_t group_bytes = 8 * t.esize;
+  p << "\t// ---- beta == 0: through shared memory, TMA tensor stores of "
+    << N(t.atom) << "-column x 64-row boxes\n"
+    << "\tmul.lo.u32 %erow, %cw, " << N(t.rows_per_consumer) << ";\n"
+    << "\tadd.u32 %erow, %erow, %m0;\n";
+  for (int64_t i = 0; i < t.mt; ++i) {
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t q = i * chunks + c;
+      const int64_t buf = (q % 2) * kEpilogueBufferBytes;
+      if (q == 0 || q >= 2) {
+        p << "\t@%pel cp.async.bulk.wait_group.read " << (q == 0 ? "0" : "1")
+          << ";\n\tbar.sync %bid, 128;\n";
+      }
+      for (int64_t jj = 0; jj < groups; ++jj) {
+        const int64_t j = c * groups + jj;  // 8-column group in the tile
+        p << "\txor.b32 %tmp, %sx, " << N(jj * group_bytes) << ";\n"
+          << "\tadd.u32 %ea, %ebase, %tmp;\n";
+        for (int64_t h = 0; h < 2; ++h) {
+          const std::string acc0 = "%acc" + N(i * per_row + 4 * j + 2 * h);
+          const std::string acc1 = "%acc" + N(i * per_row + 4 * j + 2 * h + 1);
+          const std::string at = "[%ea+" + N(buf + h * 8 * kSwizzleBytes) + "]";
+          p << "\tmul.f32 %v, " << acc0 << ", %alpha;\n"
+            << "\tmul.f32 %v1, " << acc1 << ", %alpha;\n";
+          if (tf32) {
+            p << "\tst.shared.v2.f32 " << at << ", {%v, %v1};\n";
+          } else {
+            p << "\t" << (fp16 ? "cvt.rn.f16x2.f32" : "cvt.rn.bf16x2.f32")
+              << " %w, %v1, %v;\n"
+              << "\tst.shared.b32 " << at << ", %w;\n";
+          }
+        }
+      }
+      p << "\tfence.proxy.async.shared::cta;\n\tbar.sync %bid, 128;\n"
+        << "\tadd.u32 %cx, %n0, " << N(c * t.atom) << ";\n"
+        << "\tadd.u32 %cy, %erow, " << N(i * 64) << ";\n"
+        << "\tadd.u32 %dst, %ebuf, " << N(buf) << ";\n"
+        << "\t@%pel cp.async.bulk.tensor.2d.global.shared::cta.bulk_group "
+           "[%tmc, {%cx, %cy}], [%dst];\n"
+        << "\t@%pel cp.async.bulk.commit_group;\n";
     }
   }
 }
@@ -398,6 +471,14 @@ void EmitPartialEpilogue(Ptx& p, const Tiling& t) {
   }
 }
 
+// K_G > 1: the workspace's address and pair alignment.
+void EmitPartialSetup(Ptx& p, const Tiling& t) {
+  if (t.kg == 1) return;
+  p << "\tld.param.u64 %W, [param_W];\n"
+    << "\t// W rows are N floats: pairs are 8-byte aligned where N is even\n"
+    << "\tand.b32 %tmp, %N, 1;\n\tsetp.eq.u32 %pwvec, %tmp, 0;\n";
+}
+
 // The launch-wide part of the epilogue, before the tile loop.
 void EmitEpilogueSetup(Ptx& p, const Tiling& t) {
   p << "\tld.param.u64 %C, [param_C];\n\tld.param.u32 %ldc, [param_ldc];\n"
@@ -410,11 +491,39 @@ void EmitEpilogueSetup(Ptx& p, const Tiling& t) {
     << "\tand.b32 %tmp, %tmp, " << N(2 * t.esize - 1) << ";\n"
     << "\tsetp.eq.and.u32 %pvec, %tmp, 0, %pvec;\n"
     << "\tsetp.neu.f32 %pbeta, %beta, 0f00000000;\n";
-  if (t.kg > 1) {
-    p << "\tld.param.u64 %W, [param_W];\n"
-      << "\t// W rows are N floats: pairs are 8-byte aligned where N is even\n"
-      << "\tand.b32 %tmp, %N, 1;\n\tsetp.eq.u32 %pwvec, %tmp, 0;\n";
+  if (!t.tma_store) return EmitPartialSetup(p, t);
+  p << "\t// the TMA-store epilogue where beta == 0 and N * element bytes is "
+       "a multiple of 16 (%ptma)\n"
+    << "\tand.b32 %tmp, %N, " << N(16 / t.esize - 1) << ";\n"
+    << "\tsetp.eq.u32 %ptma, %tmp, 0;\n"
+    << "\tnot.pred %pl0, %pbeta;\n\tand.pred %ptma, %ptma, %pl0;\n"
+    << "\t// the TMA-store epilogue: C's tensor map, this warpgroup's two "
+       "buffers, barrier 1 + cw, thread 0 of the warpgroup issues\n"
+    << "\tmov.b64 %tmc, tmap_c;\n\tcvta.param.u64 %tmc, %tmc;\n"
+    << "\tmad.lo.u32 %ebuf, %cw, " << N(kEpilogueBytesPerConsumer)
+    << ", %sm;\n"
+    << "\tadd.u32 %ebuf, %ebuf, " << N(t.ring) << ";\n"
+    << "\tadd.u32 %bid, %cw, 1;\n"
+    << "\tsetp.eq.u32 %pel, %ctid, 0;\n"
+    << "\t// this thread's first row (16 * warp + lane / 4) and byte in a "
+       "unit; %sx: the swizzle's XOR of its units (row % 8 = lane / 4)\n"
+    << "\tshl.b32 %tmp, %warp, 4;\n\tshr.u32 %sx, %lane, 2;\n"
+    << "\tadd.u32 %tmp, %tmp, %sx;\n"
+    << "\tmad.lo.u32 %ebase, %tmp, " << N(kSwizzleBytes) << ", %ebuf;\n"
+    << "\tshl.b32 %sx, %sx, 4;\n";
+  if (t.prec == DType::kTf32) {
+    // fp32 pairs: 8 bytes; lane % 4 picks unit (lane % 4) / 2 of a
+    // 32-byte group and byte 8 * (lane % 2) in it.
+    p << "\tand.b32 %tmp, %lane, 1;\n\tshl.b32 %tmp, %tmp, 3;\n"
+      << "\tadd.u32 %ebase, %ebase, %tmp;\n"
+      << "\tand.b32 %tmp, %lane, 2;\n\tshl.b32 %tmp, %tmp, 3;\n"
+      << "\txor.b32 %sx, %sx, %tmp;\n";
+  } else {
+    // 16-bit pairs: 4 bytes, at byte 4 * (lane % 4) of a 16-byte unit.
+    p << "\tand.b32 %tmp, %lane, 3;\n\tshl.b32 %tmp, %tmp, 2;\n"
+      << "\tadd.u32 %ebase, %ebase, %tmp;\n";
   }
+  EmitPartialSetup(p, t);
 }
 
 }  // namespace
@@ -444,7 +553,8 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << "\t.param .u64 param_C,\n\t.param .u32 param_M,\n\t.param .u32 param_N,\n"
     << "\t.param .u32 param_K,\n\t.param .u32 param_ldc,\n"
     << "\t.param .f32 param_alpha,\n\t.param .f32 param_beta,\n"
-    << "\t.param .u64 param_W)\n"
+    << "\t.param .u64 param_W,\n"
+    << "\t.param .align 64 .b8 tmap_c[128])\n"
     << ".maxntid " << N(threads) << ", 1, 1\n.minnctapersm 1\n"
     << (t.cm == 2 ? ".reqnctapercluster 2, 1, 1\n" : "") << "{\n"
     << "\t.reg .pred %pp, %pw, %plane, %pone, %prow, %pe, %pe1, %pv, %pnv, "
@@ -459,8 +569,10 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << (t.cm == 2 ? "\t.reg .b32 %rank, %peer, %rrow, %rofs, %rprev;\n"
                     "\t.reg .b16 %mask;\n"
                   : "")
-    << "\t.reg .b64 %tma, %tmb, %da, %db, %dak, %dbk, %C, %ptr, %d0, %cb64, "
-       "%W;\n"
+    << "\t.reg .b64 %tma, %tmb, %tmc, %da, %db, %dak, %dbk, %C, %ptr, %d0, "
+       "%cb64, %W;\n"
+    << "\t.reg .b32 %ebuf, %ebase, %ea, %sx, %bid, %erow;\n"
+    << "\t.reg .pred %pel, %ptma, %pl0, %pl1;\n"
     << "\t.reg .f32 %alpha, %beta, %v, %v1, %cf, %cf1;\n"
     << "\t.reg .b16 %hs, %hs1;\n"
     << "\t.reg .f32 %acc<" << N(acc) << ">;\n\n"
@@ -487,7 +599,7 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
        "128-byte swizzle's atom), then the mbarriers\n"
     << "\tmov.u32 %sm, smem;\n\tadd.u32 %sm, %sm, 1023;\n"
     << "\tand.b32 %sm, %sm, -1024;\n"
-    << "\tadd.u32 %full, %sm, " << N(t.ring) << ";\n"
+    << "\tadd.u32 %full, %sm, " << N(t.ring + t.epilogue) << ";\n"
     << "\tadd.u32 %empty, %full, " << N(8 * t.stages) << ";\n"
     << "\tsetp.ne.u32 %pp, %thr, 0;\n\t@%pp bra INIT_DONE;\n";
   for (int64_t s = 0; s < t.stages; ++s) {
@@ -505,8 +617,9 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << "\tsetp.ne.u32 %pp, %wg, 0;\n\t@%pp bra CONSUMER;\n";
   EmitProducer(p, t);
   EmitMainLoop(p, t);
-  p << "\t// ==== epilogue: C = alpha * acc + beta * C, predicated on M and "
-       "N; beta == 0 never reads C\n"
+  p << "\t// ==== epilogue: C = alpha * acc + beta * C (beta == 0 never "
+       "reads C), through shared memory and TMA where %ptma, else from the "
+       "registers\n"
     << "\tmul.lo.u32 %rbase, %cw, " << N(t.rows_per_consumer) << ";\n"
     << "\tadd.u32 %rbase, %rbase, %m0;\n"
     << "\tshl.b32 %tmp, %warp, 4;\n\tadd.u32 %rbase, %rbase, %tmp;\n"
@@ -519,13 +632,20 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     EmitPartialEpilogue(p, t);
     p << "\tbra CNEXT;\n";
   }
-  p << "\t@%pbeta bra EPI_BETA;\n";
-  EmitEpilogue(p, t, false);
-  p << "\tbra CNEXT;\nEPI_BETA:\n";
-  EmitEpilogue(p, t, true);
+  if (t.tma_store) {
+    p << "\t@!%ptma bra EPI_REGS;\n";
+    EmitTmaStoreEpilogue(p, t);
+    p << "\tbra CNEXT;\nEPI_REGS:\n";
+  }
+  EmitEpilogue(p, t);
   p << "CNEXT:\n";
   EmitNextUnit(p, t);
-  p << "\tbra CTILE;\n";
+  p << "\tbra CTILE;\n"
+    << "CEXIT:\n";
+  if (t.tma_store) {
+    p << "\t// the last tensor stores have finished before the program exits\n"
+      << "\t@%pel cp.async.bulk.wait_group 0;\n";
+  }
   p << "DONE:\n";
   if (t.cm == 2) EmitClusterSync(p);
   p << "\tret;\n}\n";

@@ -23,6 +23,10 @@ inline bool IsPow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 // The swizzle atom: 8 rows of 128 bytes, 1024-byte aligned.
 inline constexpr int64_t kSwizzleBytes = 128;
 inline constexpr int64_t kAtomBytes = 1024;
+// The epilogue's staging per consumer warpgroup: two buffers of 64 rows of
+// 128 bytes (one TMA store box of C each).
+inline constexpr int64_t kEpilogueBufferBytes = 64 * kSwizzleBytes;
+inline constexpr int64_t kEpilogueBytesPerConsumer = 2 * kEpilogueBufferBytes;
 
 // The shared tiles of one stage. Every TMA box is 128 bytes wide (`atom`
 // elements) and lands in one "panel": rows of 128 bytes one after another.
@@ -31,7 +35,8 @@ inline constexpr int64_t kAtomBytes = 1024;
 //   M/N-major operand (A T, B N): panels of rows = K indices, one panel per
 //     64 (bf16/fp16) columns of M (N): bm / 64 (bn / 64) panels of bk rows.
 // A stage is the A panels, then the B panels; the ring is `stages` stages,
-// then the full and the empty mbarriers (8 bytes each). With a cluster pair
+// then the epilogue's buffers (kEpilogueBytesPerConsumer per consumer
+// warpgroup, where tma_store), then the full and the empty mbarriers (8 bytes each). With a cluster pair
 // (cm = 2) the layout is the same; the B panels are filled half by each
 // program of the pair.
 struct Tiling {
@@ -42,7 +47,11 @@ struct Tiling {
   bool a_kmajor, b_kmajor;
   int64_t bm, bn, bk, stages, consumers, group_m, kg, cm, mt, rows_per_consumer;
   int64_t a_panels, b_panels, a_panel_bytes, b_panel_bytes;
-  int64_t a_stage, b_stage, stage, ring;
+  int64_t a_stage, b_stage, stage, ring, epilogue;
+  // The TMA-store epilogue stores whole 128-byte boxes of a row: only where
+  // bn is a multiple of `atom`; other tiles keep the register epilogue and
+  // need no buffers.
+  bool tma_store;
 
   Tiling(DType precision, bool a_t, bool b_t, const WgmmaParams& p)
       : prec(precision),
@@ -70,6 +79,8 @@ struct Tiling {
     b_stage = b_panels * b_panel_bytes;
     stage = a_stage + b_stage;
     ring = stages * stage;
+    tma_store = bn % atom == 0;
+    epilogue = tma_store ? consumers * kEpilogueBytesPerConsumer : 0;
     b_box_rows = (b_kmajor ? bn : bk) / cm;
   }
   // Rows of one B TMA box: a whole panel, or with a cluster pair (cm = 2)

@@ -193,6 +193,10 @@ TEST(GemmWgmmaTest, RulesRefuseWithTheirNumbers) {
   Problem padded = unaligned;
   padded.lda = 520;
   padded.ldb = 4104;
+  // C is stored by TMA too (v4): ldc 4097 is refused where lda and ldb
+  // are fine.
+  Problem c_unaligned = padded;
+  padded.ldc = 4104;
   const std::vector<Case> cases = {
       {nt, WgmmaParams{}, a100, "compute_capability", "8.0"},
       {nt, WgmmaParams{}, b200, "compute_capability", "10.0"},
@@ -206,6 +210,7 @@ TEST(GemmWgmmaTest, RulesRefuseWithTheirNumbers) {
       {nt, Make(256, 256, 128, 4, 2), limits, "shared_memory", "B exceeds"},
       {nt, Make(256, 256, 64, 2, 1), limits, "registers", "552"},
       {unaligned, WgmmaParams{}, limits, "alignment", "lda 515, ldb 4097"},
+      {c_unaligned, WgmmaParams{}, limits, "alignment", "ldc 4097"},
       {Gemm(DType::kBf16, 64, 64, 200, Layout::kN, Layout::kT),
        [] {
          WgmmaParams p;
@@ -239,6 +244,15 @@ TEST(GemmWgmmaTest, TensorMapsFollowTheLayouts) {
   EXPECT_EQ(b.dims[0], 700u);
   EXPECT_EQ(b.dims[1], 500u);
   EXPECT_EQ(b.box[1], 256u);
+  // C: M rows of N (ldc), boxes of 128 bytes by an m64 tile's 64 rows.
+  nt.ldc = 504;
+  const TensorMap2d c = WgmmaTensorMap(nt, p, 'c');
+  EXPECT_EQ(c.dims[0], 500u);
+  EXPECT_EQ(c.dims[1], 300u);
+  EXPECT_EQ(c.row_stride_bytes, 1008u);
+  EXPECT_EQ(c.box[0], 64u);
+  EXPECT_EQ(c.box[1], 64u);
+  EXPECT_TRUE(CheckTensorMap(c, 256).ok());
   // A T: K rows of M (M-major, box 64 x bk); B N: K rows of N.
   Problem tn = Gemm(DType::kFp16, 304, 512, 700, Layout::kT, Layout::kN);
   a = WgmmaTensorMap(tn, p, 'a');
@@ -284,6 +298,11 @@ TEST(GemmWgmmaTest, PtxNamesTheAlgorithmsInstructions) {
         EXPECT_TRUE(Contains(ptx, "mbarrier.try_wait.parity"));
         EXPECT_TRUE(Contains(ptx, "mbarrier.arrive.expect_tx"));
         EXPECT_TRUE(Contains(ptx, "wgmma.wait_group.sync.aligned 1"));
+        // beta == 0: the TMA-store epilogue through the swizzled buffers.
+        EXPECT_TRUE(Contains(ptx, "cp.async.bulk.tensor.2d.global.shared::cta"
+                                  ".bulk_group [%tmc"));
+        EXPECT_TRUE(Contains(ptx, "fence.proxy.async.shared::cta"));
+        EXPECT_TRUE(Contains(ptx, "cp.async.bulk.wait_group.read 0"));
         EXPECT_EQ(Contains(ptx, "setmaxnreg"), wg == 2);
         if (dtype != DType::kTf32) {
           // The transpose bits follow the layouts.
@@ -334,7 +353,7 @@ TEST(GemmWgmmaTest, SplitKHasWorkspaceAndReduceEntry) {
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   EXPECT_EQ(g->reduce_entry, "blocktune_gemm_mma_reduce");
   EXPECT_EQ(g->reduce_params.size(), 8u);
-  EXPECT_EQ(g->entry_params.back().name, std::string("W"));
+  EXPECT_EQ(g->entry_params.back().name, std::string("tmap_c"));
   EXPECT_EQ(g->workspace_bytes, 3 * 100 * 70 * 4);
   // kg * bk > K: a split would be empty.
   params.kg = 8;

@@ -9,10 +9,18 @@
 #   scripts/campaigns_device.sh OUT BUILD OP:DTYPE:SAMPLES [...]
 #   scripts/campaigns_device.sh out build-gpu gemm:bf16:23000 conv:tf32:20000
 #
+# SAMPLES "stale" re-measures the store's stale samples of OP and DTYPE
+# (samples of an older generator version: the same contexts and
+# parameters, with today's kernels; `campaign start --retune-stale`), after
+# IMPORT has loaded them:
+#   IMPORT="models/pretrained/h100-sxm/gemm-bf16-samples.json.gz" \
+#     scripts/campaigns_device.sh out build-gpu gemm:bf16:stale
+#
 #   CONTEXTS=K   blocktuned --contexts-per-kernel K (default: the daemon's)
 #   SEED=S       the first campaign's seed (default 11); each next one +1
 #   MINUTES=M    a time budget for each campaign too (whichever ends first)
 #   FAKE=1       a fake GPU (a check of this script where there is none)
+#   IMPORT=FILES datasets (`blocktune export --samples`) imported first
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/campaigns_device.sh OUT BUILD OP:DTYPE:SAMPLES ...}
@@ -41,12 +49,18 @@ done
 grep "GPU(s) in use" -A1 "$run/daemon.log" | tee "$out/device.txt"
 nproc | sed 's/^/cpu cores: /' | tee -a "$out/device.txt"
 cli() { "$build/client/blocktune" --server "unix:$run/d.sock" "$@"; }
+for f in ${IMPORT:-}; do cli import "$f" | tee -a "$out/import.txt"; done
 seed=${SEED:-11}
 for spec in "$@"; do
   IFS=: read -r op dtype samples <<<"$spec"
   name="${op}_${dtype}_${samples}"
+  if [[ $samples == stale ]]; then
+    what=(--retune-stale)
+  else
+    what=(--max-samples "$samples")
+  fi
   id=$(cli --json campaign start --op "$op" --dtype "$dtype" \
-         --max-samples "$samples" ${MINUTES:+--minutes "$MINUTES"} \
+         "${what[@]}" ${MINUTES:+--minutes "$MINUTES"} \
          --seed "$seed" --label "$name" |
        python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
   seed=$((seed + 1))

@@ -1148,6 +1148,7 @@ grpc::Status BlocktuneService::GetKernel(grpc::ServerContext* ctx,
     resp->set_counter_offset(k.counter_offset);
     resp->set_align_a(k.align_a);
     resp->set_align_b(k.align_b);
+    resp->set_align_c(k.align_c);
     resp->set_align_bytes(k.align_bytes);
     if (!device.name.empty()) ToProto(device, resp->mutable_device());
     return OkStatus();

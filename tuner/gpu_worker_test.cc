@@ -266,7 +266,7 @@ TEST_F(GpuWorkerTest, WgmmaInEveryPrecisionMeasuresAndPassesTheCheck) {
       ExpectOk(r);
       EXPECT_EQ(r.family(), "gemm.wgmma");
       EXPECT_EQ(prepared.kernel.target, "sm_90a");
-      EXPECT_EQ(prepared.kernel.tensor_maps.size(), 2u);
+      EXPECT_EQ(prepared.kernel.tensor_maps.size(), 3u);
       Print(context + " | " + p, r);
     }
     RunSampled(Wgmma(), dtype, *profile, *rules);

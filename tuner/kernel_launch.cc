@@ -50,10 +50,10 @@ StatusOr<std::vector<LoadedKernel::Arg>> LoadedKernel::Resolve(
       const char operand = tensor_maps[map].operand;
       if (p.size != static_cast<int>(sizeof(EncodedTensorMap)) ||
           p.offset < 0 || p.offset % 64 != 0 ||
-          (operand != 'A' && operand != 'B')) {
+          (operand != 'A' && operand != 'B' && operand != 'C')) {
         return Internal("entry " + entry + ": tensor map parameter " +
                         std::string(p.name) + " must be 128 bytes at a " +
-                        "64-byte aligned offset of operand A or B");
+                        "64-byte aligned offset of operand A, B or C");
       }
       args.push_back({S::kTensorMap, p.offset, p.size, map});
       continue;
@@ -124,7 +124,9 @@ Status LoadedKernel::Enqueue(const cuda::Function& fn,
       const TensorMapParam& t = kernel_.tensor_maps[a.tensor_map];
       BT_ASSIGN_OR_RETURN(
           EncodedTensorMap m,
-          EncodeTensorMap(t.map, t.operand == 'A' ? ops.a : ops.b));
+          EncodeTensorMap(t.map, t.operand == 'A'   ? ops.a
+                                 : t.operand == 'B' ? ops.b
+                                                    : ops.c));
       maps.push_back(m);
       pointers.push_back(maps.back().bytes);
       continue;
@@ -202,6 +204,11 @@ Status LoadedKernel::Launch(const KernelOperands& ops) const {
   const int64_t row_a = gemm ? lda : std::get<ConvContext>(problem_.ctx).c;
   BT_RETURN_IF_ERROR(aligned(gemm ? "a" : "input", ops.a, row_a, k.align_a));
   BT_RETURN_IF_ERROR(aligned(gemm ? "b" : "filter", ops.b, ldb, k.align_b));
+  if (k.align_c > 1) {
+    BT_RETURN_IF_ERROR(aligned(gemm ? "c" : "output", ops.c,
+                               gemm ? ld[2] : ImplicitGemm(problem_.ctx).n,
+                               k.align_c));
+  }
   if (k.workspace_bytes > 0 && ops.workspace == 0) {
     return InvalidArgument("this kernel needs a workspace of " +
                            std::to_string(k.workspace_bytes) + " bytes");

@@ -39,7 +39,7 @@
 //
 // gemm_app fills the parameters of the GEMM entries by name (A, B, C, W,
 // M, N, K, lda, ldb, ldc, alpha, beta, K_G) and encodes the TMA tensor maps
-// a gemm.wgmma entry takes instead of A and B (Kernel::tensor_maps, with
+// a gemm.wgmma entry takes for A, B and C (Kernel::tensor_maps, with
 // cuTensorMapEncodeTiled, once: the operands do not move); a parameter it
 // does not know is refused with its name. Exit 0 when the result is within
 // the bound.
@@ -357,12 +357,14 @@ int main(int argc, char** argv) {
   // configuration against them.
   const int64_t m = p.m, n = p.n, k = p.k;
   const int64_t lda = p.a_transposed ? m : k, ldb = p.b_transposed ? k : n, ldc = n;
-  if (lda % kernel->align_a != 0 || ldb % kernel->align_b != 0) {
+  if (lda % kernel->align_a != 0 || ldb % kernel->align_b != 0 ||
+      ldc % kernel->align_c != 0) {
     std::fprintf(stderr,
-                 "%s needs lda a multiple of %lld and ldb of %lld elements; "
-                 "this problem has %lld and %lld\n",
+                 "%s needs lda a multiple of %lld, ldb of %lld and ldc of %lld "
+                 "elements; this problem has %lld, %lld and %lld\n",
                  kernel->kernel_config.family.c_str(), (long long)kernel->align_a,
-                 (long long)kernel->align_b, (long long)lda, (long long)ldb);
+                 (long long)kernel->align_b, (long long)kernel->align_c,
+                 (long long)lda, (long long)ldb, (long long)ldc);
     return 1;
   }
 
@@ -434,7 +436,7 @@ int main(int argc, char** argv) {
   uint32_t um = m, un = n, uk = k, ulda = lda, uldb = ldb, uldc = ldc,
            ukg = static_cast<uint32_t>(kg);
   float alpha = 1.f, beta = 0.f;
-  // TMA tensor maps (gemm.wgmma): encoded for A's and B's addresses as
+  // TMA tensor maps (gemm.wgmma): encoded for A's, B's and C's addresses as
   // GetKernel describes them, passed by value.
   std::vector<CUtensorMap> maps(kernel->tensor_maps.size());
   for (size_t i = 0; i < maps.size(); ++i) {
@@ -445,7 +447,7 @@ int main(int argc, char** argv) {
     const cuuint32_t element_strides[2] = {1, 1};
     CHECK_CU(cuTensorMapEncodeTiled(
         &maps[i], static_cast<CUtensorMapDataType>(t.data_type), 2,
-        t.operand == 'A' ? a : b, dims, strides, box, element_strides,
+        t.operand == 'A' ? a : t.operand == 'B' ? b : c, dims, strides, box, element_strides,
         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
   }

@@ -179,8 +179,10 @@ struct TensorMap {
 // the workspace bytes from that offset on must be zero before the first
 // launch (every launch leaves them zero). Operands are in `dtype` (tf32:
 // fp32 storage); the leading dimensions of A and B must be multiples of
-// align_a and align_b elements and every operand's address a multiple of
-// align_bytes. Which parameters `params` holds depends on the family: fill
+// align_a and align_b elements and A's and B's addresses multiples of
+// align_bytes; where align_c > 1 (gemm.wgmma, which stores C by TMA) C's
+// leading dimension must be a multiple of it and its address of
+// align_bytes too. Which parameters `params` holds depends on the family: fill
 // them by name; a "b8[128]" parameter is one of `tensor_maps`.
 struct Kernel {
   std::string ptx;
@@ -197,7 +199,7 @@ struct Kernel {
   int64_t workspace_bytes = 0;
   int64_t dynamic_shared_bytes = 0;
   int64_t counter_offset = -1;  // -1: no counters in the workspace
-  int64_t align_a = 1, align_b = 1, align_bytes = 4;
+  int64_t align_a = 1, align_b = 1, align_c = 1, align_bytes = 4;
   DType dtype = DType::kFp32;
   std::vector<TensorMap> tensor_maps;  // empty: plain operand addresses
   // Block-shape families only (the ffma kernels' 16-byte vector loads; 1
