@@ -26,11 +26,7 @@ timeout 420 "$bin" "${args[@]}" >"$out/tc_bench.txt" 2>"$out/tc_bench.err"
 el "bench rc $?"
 gzip -f "$out/tc_bench.err"
 # HGMMA in the SASS of every benchmarked gemm.wgmma kernel.
-for f in "$out"/ptx/*gemm.wgmma.ptx; do
-  [ -e "$f" ] || continue
-  ptxas -arch=sm_90a -o /tmp/k.cubin "$f" 2>/dev/null &&
-    echo "$(basename "$f"): $(cuobjdump -sass /tmp/k.cubin | grep -c HGMMA) HGMMA, $(cuobjdump -sass /tmp/k.cubin | grep -c 'HMMA') HMMA"
-done >"$out/sass.txt" 2>&1
+bash bench/kernels/sass_counts.sh "$out/ptx" >"$out/sass.txt" 2>&1
 el "sass"
 tar czf "$out/ptx.tar.gz" -C "$out" ptx && rm -rf "$out/ptx"
 best=$(grep -m1 '^square  *4096x4096x4096 NN *bf16' "$out/tc_bench.txt" |

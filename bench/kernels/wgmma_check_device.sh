@@ -19,11 +19,7 @@ timeout 300 "$bin/mma_bench" --families gemm.wgmma --flush read --configs "$conf
   --only "$only" --ptx-dir "$out/ptx" >"$out/bench.txt" 2>"$out/bench.err"
 echo "bench rc $? at $((SECONDS - t0))s"
 gzip -f "$out/bench.err"
-for f in "$out"/ptx/*gemm.wgmma.ptx; do
-  [ -e "$f" ] || continue
-  ptxas -arch=sm_90a -o /tmp/k.cubin "$f" 2>/dev/null &&
-    echo "$(basename "$f"): $(cuobjdump -sass /tmp/k.cubin | grep -c HGMMA) HGMMA, $(cuobjdump -sass /tmp/k.cubin | grep -c UTMASTG) UTMASTG"
-done >"$out/sass.txt" 2>&1
+bash bench/kernels/sass_counts.sh "$out/ptx" >"$out/sass.txt" 2>&1
 rm -rf "$out/ptx"
 for n in 2048 4096; do
   best=$(grep -m1 "^square  *${n}x${n}x${n} NN *bf16" "$out/bench.txt" |
