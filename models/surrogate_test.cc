@@ -88,6 +88,27 @@ TEST(TrainTest, StopCheckEndsTrainingWithinAnEpoch) {
   EXPECT_EQ(epochs, 0);
 }
 
+// Rows with the same inputs (one block shape in one context measured four
+// times) fall on one side of the split together: 25 x 4 rows hold out 3
+// whole groups (12 rows, the first count of whole groups reaching 10), where
+// a split by row would hold out 10. All rows alike leave nothing to train on.
+TEST(TrainTest, RepeatedMeasurementsStayOnOneSideOfTheSplit) {
+  TrainOptions o;
+  o.hidden = {8};
+  o.epochs = 2;
+  o.use_cuda = false;
+  std::vector<TrainingRow> rows;
+  for (const TrainingRow& r : ToyRows(25, 5))
+    for (int copy = 0; copy < 4; ++copy) rows.push_back(r);
+  auto trained = Train(Op::kGemm, rows, o);
+  ASSERT_TRUE(trained.ok()) << trained.status().ToString();
+  EXPECT_EQ(trained->validation_samples, 12);
+  EXPECT_EQ(trained->training_samples, 88);
+  const std::vector<TrainingRow> same(30, rows.front());
+  EXPECT_EQ(Train(Op::kGemm, same, o).status().code(),
+            StatusCode::kFailedPrecondition);
+}
+
 // The learned model must rank a clearly better block shape above a clearly
 // worse one in contexts it never saw, and survive a round trip through its
 // stored form unchanged.

@@ -216,17 +216,39 @@ StatusOr<TrainedModel> TrainOne(
     for (size_t p = 0; p < seen.size(); ++p) seen[p].insert(params[static_cast<int>(p)]);
   }
 
-  // The split, from the seed.
+  // The split, from the seed, by input: rows with the same features (one
+  // configuration in one context measured again, by another campaign, a
+  // retune or another GPU of a fleet) fall on one side together, so the
+  // validation never scores a point the training part holds too.
+  std::map<std::vector<float>, size_t> group_of;
+  std::vector<std::vector<int64_t>> groups;
+  for (int64_t i = 0; i < n; ++i) {
+    auto [it, added] = group_of.emplace(
+        std::vector<float>(x.begin() + i * f, x.begin() + (i + 1) * f),
+        groups.size());
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(i);
+  }
   Rng rng(options.seed);
-  std::vector<int64_t> order(n);
+  std::vector<size_t> order(groups.size());
   std::iota(order.begin(), order.end(), 0);
-  for (int64_t i = n - 1; i > 0; --i) {
+  for (size_t i = order.size() - 1; i > 0; --i) {
     std::swap(order[i], order[rng.Below(static_cast<uint32_t>(i + 1))]);
   }
-  const int64_t n_val = std::max<int64_t>(
+  const int64_t wanted_val = std::max<int64_t>(
       1, static_cast<int64_t>(std::llround(n * options.validation_fraction)));
-  std::vector<int64_t> val_idx(order.begin(), order.begin() + n_val);
-  std::vector<int64_t> train_idx(order.begin() + n_val, order.end());
+  std::vector<int64_t> val_idx, train_idx;
+  for (size_t g : order) {
+    std::vector<int64_t>& side =
+        static_cast<int64_t>(val_idx.size()) < wanted_val ? val_idx : train_idx;
+    side.insert(side.end(), groups[g].begin(), groups[g].end());
+  }
+  if (train_idx.empty()) {
+    return FailedPrecondition(
+        "training needs samples of at least two distinct configurations or "
+        "contexts; all " + std::to_string(n) + " have the same inputs");
+  }
+  const int64_t n_val = static_cast<int64_t>(val_idx.size());
   const int64_t n_train = static_cast<int64_t>(train_idx.size());
 
   BT_ASSIGN_OR_RETURN(Surrogate model,

@@ -30,6 +30,9 @@ struct TrainOptions {
   int patience = 40;              // epochs without a better validation MSE
   int batch_size = 256;
   double learning_rate = 1e-3;    // halved after patience/4 flat epochs
+  // About this share of the rows is held out for validation, whole groups
+  // of rows with the same inputs (one configuration in one context measured
+  // more than once) at a time, so no point is on both sides.
   double validation_fraction = 0.1;
   uint64_t seed = 1;
   bool use_cuda = true;           // when libtorch has CUDA
