@@ -141,7 +141,10 @@ TEST_F(ClientTest, Bf16OnAnEmptyStoreIsAGemmMmaDefaultThatGenerates) {
   EXPECT_EQ(w->kernel_config.family, "gemm.wgmma");
   EXPECT_EQ(w->arch, "sm_90a");
   EXPECT_THAT(w->ptx, HasSubstr("wgmma.mma_async"));
-  ASSERT_EQ(w->tensor_maps.size(), 2u);
+  // A, B and C (v4 stores C by TMA; ldc a multiple of 8 bf16 elements).
+  ASSERT_EQ(w->tensor_maps.size(), 3u);
+  EXPECT_EQ(w->tensor_maps[2].operand, 'C');
+  EXPECT_EQ(w->align_c, 8);
   for (const TensorMap& t : w->tensor_maps) {
     ASSERT_GE(t.param_index, 0);
     ASSERT_LT(t.param_index, static_cast<int>(w->params.size()));
