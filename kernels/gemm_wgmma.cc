@@ -110,12 +110,8 @@ int WgmmaElementBytes(DType precision) {
 
 int64_t WgmmaSharedBytes(DType precision, const WgmmaParams& p) {
   const int64_t esize = WgmmaElementBytes(precision);
-  // The TMA-store epilogue's buffers where bn is whole 128-byte boxes
-  // (wgmma_internal::Tiling::tma_store).
-  const bool tma_store = p.bn * esize % 128 == 0;
   return 1024 + p.stages * (p.bm + p.bn) * p.bk * esize +
-         (tma_store ? p.consumers * wgmma_internal::kEpilogueBytesPerConsumer
-                    : 0) +
+         wgmma_internal::EpilogueBytes(p.bn, esize, p.consumers) +
          16 * p.stages;
 }
 

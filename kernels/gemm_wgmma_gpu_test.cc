@@ -103,6 +103,9 @@ std::string Describe(const Case& c) {
 
 // Elements past C's last row, poisoned and checked: a store past M fails.
 constexpr size_t kGuard = 4096;
+// What C holds before a launch where beta == 0 (and past N and M always):
+// NaN in bf16, fp16 (7fc0) and fp32.
+constexpr uint32_t kPoison = 0x7fc07fc0;
 
 StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
   const GemmContext& g = std::get<GemmContext>(c.problem.ctx);
@@ -125,7 +128,7 @@ StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
                       DeviceBuffer::Allocate((cm.value.size() + kGuard) * es));
   BT_RETURN_IF_ERROR(da.CopyFromHost(Data(a), a.value.size() * es));
   BT_RETURN_IF_ERROR(db.CopyFromHost(Data(b), b.value.size() * es));
-  BT_RETURN_IF_ERROR(dc.Fill32(0x7fc07fc0));  // NaN in bf16, fp16, fp32
+  BT_RETURN_IF_ERROR(dc.Fill32(kPoison));
   if (c.beta != 0) {
     BT_RETURN_IF_ERROR(dc.CopyFromHost(Data(cm), cm.value.size() * es));
   }
@@ -202,8 +205,7 @@ StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
   // never written.
   std::vector<uint8_t> in(out.size());
   for (size_t i = 0; i + 4 <= in.size(); i += 4) {
-    const uint32_t poison = 0x7fc07fc0;
-    std::memcpy(in.data() + i, &poison, 4);
+    std::memcpy(in.data() + i, &kPoison, 4);
   }
   if (c.beta != 0) std::memcpy(in.data(), Data(cm), cm.value.size() * es);
   const size_t end = cm.value.size() * es;

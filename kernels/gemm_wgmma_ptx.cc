@@ -372,9 +372,8 @@ void EmitEpilogue(Ptx& p, const Tiling& t) {
 // beta == 0 and N a whole number of 16-byte units (v4; the copy engine
 // writes whole 16-byte units of a row, so with a partial unit it would
 // write columns past N, measured on the H100): the consumer warpgroup's
-// rows go out through its two
-// shared buffers (%ebuf, %ebuf + kEpilogueBufferBytes) in chunks of one TMA
-// box: m tile i, columns [c * atom, (c + 1) * atom) of the tile. A thread
+// rows go out through its two shared buffers (%ebuf, %ebuf +
+// kEpilogueBufferBytes) in chunks of one TMA box: m tile i, columns [c * atom, (c + 1) * atom) of the tile. A thread
 // writes its pairs of columns (alpha applied, converted) to the buffer in
 // the 128-byte swizzle the box's tensor map names: row r at r * 128, its
 // 16-byte unit u at (u ^ (r % 8)) * 16. Every row a thread owns has

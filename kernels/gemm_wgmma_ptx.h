@@ -27,6 +27,17 @@ inline constexpr int64_t kAtomBytes = 1024;
 // 128 bytes (one TMA store box of C each).
 inline constexpr int64_t kEpilogueBufferBytes = 64 * kSwizzleBytes;
 inline constexpr int64_t kEpilogueBytesPerConsumer = 2 * kEpilogueBufferBytes;
+// The TMA-store epilogue stores whole 128-byte boxes of a row: only where
+// bn * element bytes is a multiple of 128; other tiles keep the register
+// epilogue and need no buffers. The rules' shared-memory size and the
+// kernel's layout both take it from here.
+inline bool TmaStoreEpilogue(int64_t bn, int64_t esize) {
+  return bn * esize % kSwizzleBytes == 0;
+}
+inline int64_t EpilogueBytes(int64_t bn, int64_t esize, int64_t consumers) {
+  return TmaStoreEpilogue(bn, esize) ? consumers * kEpilogueBytesPerConsumer
+                                     : 0;
+}
 
 // The shared tiles of one stage. Every TMA box is 128 bytes wide (`atom`
 // elements) and lands in one "panel": rows of 128 bytes one after another.
@@ -35,10 +46,9 @@ inline constexpr int64_t kEpilogueBytesPerConsumer = 2 * kEpilogueBufferBytes;
 //   M/N-major operand (A T, B N): panels of rows = K indices, one panel per
 //     64 (bf16/fp16) columns of M (N): bm / 64 (bn / 64) panels of bk rows.
 // A stage is the A panels, then the B panels; the ring is `stages` stages,
-// then the epilogue's buffers (kEpilogueBytesPerConsumer per consumer
-// warpgroup, where tma_store), then the full and the empty mbarriers (8 bytes each). With a cluster pair
-// (cm = 2) the layout is the same; the B panels are filled half by each
-// program of the pair.
+// then the epilogue's buffers (EpilogueBytes), then the full and the empty
+// mbarriers (8 bytes each). With a cluster pair (cm = 2) the layout is the
+// same; the B panels are filled half by each program of the pair.
 struct Tiling {
   DType prec;
   int64_t esize;  // bytes per element of A, B, C
@@ -48,10 +58,7 @@ struct Tiling {
   int64_t bm, bn, bk, stages, consumers, group_m, kg, cm, mt, rows_per_consumer;
   int64_t a_panels, b_panels, a_panel_bytes, b_panel_bytes;
   int64_t a_stage, b_stage, stage, ring, epilogue;
-  // The TMA-store epilogue stores whole 128-byte boxes of a row: only where
-  // bn is a multiple of `atom`; other tiles keep the register epilogue and
-  // need no buffers.
-  bool tma_store;
+  bool tma_store;  // TmaStoreEpilogue
 
   Tiling(DType precision, bool a_t, bool b_t, const WgmmaParams& p)
       : prec(precision),
@@ -79,8 +86,8 @@ struct Tiling {
     b_stage = b_panels * b_panel_bytes;
     stage = a_stage + b_stage;
     ring = stages * stage;
-    tma_store = bn % atom == 0;
-    epilogue = tma_store ? consumers * kEpilogueBytesPerConsumer : 0;
+    tma_store = TmaStoreEpilogue(bn, esize);
+    epilogue = EpilogueBytes(bn, esize, consumers);
     b_box_rows = (b_kmajor ? bn : bk) / cm;
   }
   // Rows of one B TMA box: a whole panel, or with a cluster pair (cm = 2)
