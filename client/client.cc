@@ -376,9 +376,21 @@ struct Client::Impl {
       m.param_index = t.param_index();
       m.operand = t.operand().empty() ? '?' : t.operand()[0];
       m.data_type = t.data_type();
-      for (int i = 0; i < 2 && i < t.dims_size(); ++i) m.dims[i] = t.dims(i);
+      if (!t.mode().empty()) m.mode = t.mode();
+      m.dims.assign(t.dims().begin(), t.dims().end());
+      m.strides.assign(t.strides().begin(), t.strides().end());
+      // A server older than the strides field sent the row stride alone.
+      if (m.strides.empty() && t.row_stride_bytes() != 0)
+        m.strides.push_back(t.row_stride_bytes());
       m.row_stride_bytes = t.row_stride_bytes();
-      for (int i = 0; i < 2 && i < t.box_size(); ++i) m.box[i] = t.box(i);
+      m.box.assign(t.box().begin(), t.box().end());
+      m.lower_corner.assign(t.lower_corner().begin(), t.lower_corner().end());
+      m.upper_corner.assign(t.upper_corner().begin(), t.upper_corner().end());
+      m.channels_per_pixel = t.channels_per_pixel();
+      m.pixels_per_column = t.pixels_per_column();
+      m.element_strides.assign(t.element_strides().begin(),
+                               t.element_strides().end());
+      if (m.element_strides.empty()) m.element_strides.assign(m.dims.size(), 1);
       k.tensor_maps.push_back(m);
     }
     if (resp.has_query()) {

@@ -104,7 +104,33 @@ TEST_F(FamilyCmdTest, FamiliesJsonListsGemmMmaWithBf16) {
   EXPECT_THAT(r.out, HasSubstr("conv.ffma (conv; fp32"));
   EXPECT_THAT(r.out, HasSubstr("gemm.mma (gemm; bf16, fp16, tf32"));
   EXPECT_THAT(r.out, HasSubstr("gemm.wgmma (gemm; bf16, fp16, tf32"));
+  EXPECT_THAT(r.out, HasSubstr("conv.wgmma (conv; bf16, fp16, tf32"));
   EXPECT_THAT(r.out, HasSubstr("rules:"));
+}
+
+// conv.wgmma: the input read by im2col TMA copies; its map says so.
+TEST_F(FamilyCmdTest, KernelWithConvWgmmaWritesIm2colPtx) {
+  const std::string ptx = dir_ + "/cw.ptx";
+  CommandResult r = Cli("kernel conv --n 32 --h 28 --w 28 --c 128 --k 256 "
+                        "--r 3 --s 3 --pad 1 --stride 2 --dtype bf16 "
+                        "--family conv.wgmma -o " + ptx);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string text = ReadFile(ptx);
+  EXPECT_THAT(text, HasSubstr("wgmma.mma_async"));
+  EXPECT_THAT(text, HasSubstr(".global.im2col.mbarrier::complete_tx::bytes"));
+  EXPECT_THAT(text, HasSubstr(".target sm_90a"));
+  EXPECT_THAT(r.out, HasSubstr("family: conv.wgmma (version "));
+  EXPECT_THAT(r.out, HasSubstr("tensor map: tmap_a = A, bf16 im2col dims "
+                               "128x28x28x32 strides 256,7168,200704 B "
+                               "corners -1,-1..-1,-1 64 ch x 128 px steps "
+                               "1,2,2,1"));
+  EXPECT_THAT(r.out, HasSubstr("tensor map: tmap_b = B, bf16 tiled dims "
+                               "128x9x256"));
+  // C = 3 (the stem) is conv.mma's: TMA needs 16-byte strides.
+  r = Cli("kernel conv --n 1 --h 32 --w 32 --c 3 --k 64 --r 7 --s 7 "
+          "--pad 3 --stride 2 --dtype bf16 --family conv.wgmma -o " + ptx);
+  EXPECT_EQ(r.code, 4) << r.out;  // FAILED_PRECONDITION: no configuration
+  EXPECT_THAT(r.out, HasSubstr("alignment: TMA needs 16-byte strides"));
 }
 
 TEST_F(FamilyCmdTest, KernelWithGemmWgmmaWritesHopperPtx) {
@@ -118,8 +144,10 @@ TEST_F(FamilyCmdTest, KernelWithGemmWgmmaWritesHopperPtx) {
   EXPECT_THAT(text, HasSubstr(".target sm_90a"));
   EXPECT_THAT(r.out, HasSubstr("family: gemm.wgmma (version "));
   EXPECT_THAT(r.out, HasSubstr("device profile: h100-sxm, sm_90a"));
-  EXPECT_THAT(r.out, HasSubstr("tensor map: tmap_a = A, bf16 dims 4096x1000"));
-  EXPECT_THAT(r.out, HasSubstr("tensor map: tmap_b = B, bf16 dims 4096x512"));
+  EXPECT_THAT(r.out,
+              HasSubstr("tensor map: tmap_a = A, bf16 tiled dims 4096x1000"));
+  EXPECT_THAT(r.out,
+              HasSubstr("tensor map: tmap_b = B, bf16 tiled dims 4096x512"));
   // Only compute capability 9.0 runs it.
   r = Cli("kernel gemm --m 1000 --n 512 --k 4096 --layout NT --dtype bf16 "
           "--family gemm.wgmma --device a100 -o " + ptx);
@@ -217,8 +245,8 @@ TEST_F(FamilyCmdTest, BadFlagsAreUsageErrorsThatNameTheFlag) {
   r = Cli(gemm + "--dtype bf16 --family gemm.nope");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_THAT(r.out, HasSubstr("--family: family must be one of gemm.ffma, "
-                               "conv.ffma, gemm.mma, conv.mma, gemm.wgmma; got "
-                               "'gemm.nope'"));
+                               "conv.ffma, gemm.mma, conv.mma, gemm.wgmma, "
+                               "conv.wgmma; got 'gemm.nope'"));
   r = Cli(gemm + "--family conv.ffma");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_THAT(r.out, HasSubstr("--family conv.ffma computes conv, not gemm"));

@@ -267,13 +267,31 @@ void PrintKernelSummary(const v1::GetKernelResponse& k, std::ostream& out) {
   for (const v1::KernelParam& p : k.params()) out << " " << p.type() << " " << p.name();
   out << "\n";
   for (const v1::TensorMapDesc& t : k.tensor_maps()) {
+    const bool im2col = t.mode() == "im2col";
     out << "tensor map: param " << t.param_index() << " = " << t.operand()
-        << " (" << t.element_type() << ", dims";
+        << " (" << t.element_type() << (im2col ? " im2col" : "") << ", dims";
     for (uint64_t d : t.dims()) out << " " << d;
-    out << ", row stride " << t.row_stride_bytes() << " B, box";
-    for (uint32_t b : t.box()) out << " " << b;
-    out << ", 128B swizzle): cuTensorMapEncodeTiled for " << t.operand()
-        << "'s address at launch\n";
+    if (t.strides_size() > 1) {
+      out << ", strides";
+      for (uint64_t d : t.strides()) out << " " << d;
+      out << " B";
+    } else {
+      out << ", row stride " << t.row_stride_bytes() << " B";
+    }
+    if (im2col) {
+      out << ", corners";
+      for (int32_t c : t.lower_corner()) out << " " << c;
+      out << " ..";
+      for (int32_t c : t.upper_corner()) out << " " << c;
+      out << ", " << t.channels_per_pixel() << " channels x "
+          << t.pixels_per_column() << " pixels, steps";
+      for (uint32_t e : t.element_strides()) out << " " << e;
+    } else {
+      out << ", box";
+      for (uint32_t b : t.box()) out << " " << b;
+    }
+    out << ", 128B swizzle): cuTensorMapEncode" << (im2col ? "Im2col" : "Tiled")
+        << " for " << t.operand() << "'s address at launch\n";
   }
   if (!k.reduce_entry().empty()) {
     out << "then: " << k.reduce_entry() << "  grid " << dims(k.reduce_grid())

@@ -1,25 +1,30 @@
-// conv.mma on the GPU (ctest label gpu) against a float64 reference from
-// the same rounded inputs: random convolutions with pad, stride and
-// dilation per axis, C = 3 and odd C (narrow copies), 1x1 and 7x7 filters,
-// batch 1 and 32, every precision, K_G > 1 (launched twice: the same bits),
-// beta zero and not. The output (and the split-K workspace) is poisoned
-// with NaN where beta == 0, so an element the kernel never wrote fails.
-// Every output element is checked with the bound of test_numerics.h
-// (MmaBound: c = 1).
+// conv.mma and conv.wgmma on the GPU (ctest label gpu) against a float64
+// reference from the same rounded inputs: random convolutions with pad,
+// stride and dilation per axis, C = 3 and odd C (conv.mma's narrow
+// copies), 1x1 and 7x7 filters, batch 1 and 32, every precision, K_G > 1
+// (launched twice: the same bits), beta zero and not. The output (and the
+// split-K workspace) is poisoned with NaN where beta == 0, so an element
+// the kernel never wrote fails. Every output element is checked with the
+// bound of test_numerics.h (MmaBound; conv.wgmma's tf32 truncates its
+// operands, as gemm.wgmma's: input_scale 4).
 //
-// The kernel is generated through the family seam (conv.mma's Generate)
+// The kernel is generated through the family seam (the family's Generate)
 // and launched with the driver as GeneratedKernel describes it: the main
-// entry with conv.ffma's parameters, then the reduce entry where K_G > 1.
+// entry's parameters by name (conv.mma: conv.ffma's; conv.wgmma: its own
+// and three tensor maps, encoded here), then the reduce entry where
+// K_G > 1.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 #include <vector>
 
 #include "kernels/conv_mma.h"
 #include "kernels/cuda_driver.h"
 #include "kernels/family.h"
+#include "kernels/tensor_map.h"
 #include "kernels/test_numerics.h"
 
 namespace blocktune {
@@ -32,6 +37,7 @@ using test_numerics::OutputValue;
 using test_numerics::Random;
 
 struct Case {
+  std::string family = "conv.mma";
   ConvContext conv;  // dtype: the storage type
   MmaPrecision precision = MmaPrecision::kBf16;
   std::string params;
@@ -53,7 +59,8 @@ struct Outcome {
 StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
   const ConvContext& cv = c.conv;
   const MmaPrecision prec = c.precision;
-  const KernelFamily& family = **FindFamily("conv.mma");
+  BT_ASSIGN_OR_RETURN(const KernelFamily* found, FindFamily(c.family));
+  const KernelFamily& family = *found;
   ConvContext ctx = cv;
   ctx.dtype = DTypeOfPrecision(prec);
   const Problem problem{Context(ctx)};
@@ -96,22 +103,46 @@ StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
 
   uint64_t a = dx.address(), b = df.address(), out = dy.address(),
            w = k.workspace_bytes > 0 ? dw.address() : 0;
-  uint32_t u32[18] = {
-      uint32_t(M),       uint32_t(Nn),          uint32_t(K),
-      uint32_t(cv.c),    uint32_t(K),           uint32_t(Nn),
-      uint32_t(cv.h),    uint32_t(cv.w),        uint32_t(cv.c),
-      uint32_t(P),       uint32_t(Q),           uint32_t(cv.s),
-      uint32_t(cv.pad_h), uint32_t(cv.pad_w),   uint32_t(cv.stride_h),
-      uint32_t(cv.stride_w), uint32_t(cv.dilation_h), uint32_t(cv.dilation_w)};
   float alpha = c.alpha, beta = c.beta;
-  std::vector<void*> args = {&a, &b, &out, &w};
-  for (int i = 0; i < 6; ++i) args.push_back(&u32[i]);
-  args.push_back(&alpha);
-  args.push_back(&beta);
-  for (int i = 6; i < 18; ++i) args.push_back(&u32[i]);
-  if (args.size() != k.entry_params.size())
-    return Internal("conv.mma's entry takes " +
-                    std::to_string(k.entry_params.size()) + " parameters");
+  // The entry's arguments by parameter name.
+  std::map<std::string, uint64_t> u64 = {
+      {"A", a}, {"B", b}, {"C", out}, {"W", w}};
+  std::map<std::string, uint32_t> u32 = {
+      {"M", uint32_t(M)},         {"N", uint32_t(Nn)},
+      {"K", uint32_t(K)},         {"lda", uint32_t(cv.c)},
+      {"ldb", uint32_t(K)},       {"ldc", uint32_t(Nn)},
+      {"H", uint32_t(cv.h)},      {"W_in", uint32_t(cv.w)},
+      {"C_in", uint32_t(cv.c)},   {"P", uint32_t(P)},
+      {"Q", uint32_t(Q)},         {"S", uint32_t(cv.s)},
+      {"pad_h", uint32_t(cv.pad_h)}, {"pad_w", uint32_t(cv.pad_w)},
+      {"stride_h", uint32_t(cv.stride_h)},
+      {"stride_w", uint32_t(cv.stride_w)},
+      {"dilation_h", uint32_t(cv.dilation_h)},
+      {"dilation_w", uint32_t(cv.dilation_w)}};
+  std::vector<EncodedTensorMap> maps(k.tensor_maps.size());
+  std::vector<void*> args;
+  for (size_t i = 0; i < k.entry_params.size(); ++i) {
+    const KernelParam& q = k.entry_params[i];
+    const std::string name = q.name;
+    void* arg = nullptr;
+    for (size_t j = 0; j < k.tensor_maps.size(); ++j) {
+      const TensorMapParam& t = k.tensor_maps[j];
+      if (t.param_index != static_cast<int>(i)) continue;
+      BT_ASSIGN_OR_RETURN(maps[j],
+                          EncodeTensorMap(t.map, t.operand == 'A'   ? a
+                                                 : t.operand == 'B' ? b
+                                                                    : out));
+      arg = maps[j].bytes;
+    }
+    if (arg == nullptr && name == "alpha") arg = &alpha;
+    if (arg == nullptr && name == "beta") arg = &beta;
+    if (arg == nullptr && u64.count(name) && q.size == 8) arg = &u64[name];
+    if (arg == nullptr && u32.count(name) && q.size == 4) arg = &u32[name];
+    if (arg == nullptr)
+      return Internal(c.family + "'s entry parameter " + name +
+                      " has no value in this test");
+    args.push_back(arg);
+  }
 
   cuda::Function reduce;
   uint32_t kg = static_cast<uint32_t>(family.Shape(problem, params).split_k);
@@ -129,7 +160,7 @@ StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
     return cuda::Launch(
         reduce, {dim(k.reduce_grid[0]), dim(k.reduce_grid[1]), 1},
         {dim(k.reduce_block[0]), 1, 1}, 0,
-        {&w, &out, &m32, &n32, &ldc, &kg, &alpha, &beta});
+        {&u64["W"], &u64["C"], &m32, &n32, &ldc, &kg, &alpha, &beta});
   };
   BT_RETURN_IF_ERROR(reset_output());
   BT_RETURN_IF_ERROR(launch());
@@ -144,7 +175,10 @@ StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
       return Internal("K_G > 1: a second launch gave different bits");
   }
 
-  const test_numerics::MmaBound bound_of(prec);
+  // conv.wgmma's tf32 truncates the operands (gemm_wgmma.h), as
+  // gemm_wgmma_gpu_test bounds it.
+  const test_numerics::MmaBound bound_of(
+      prec, c.family == "conv.wgmma" && prec == MmaPrecision::kTf32 ? 4 : 1);
   Outcome o;
   for (int64_t n = 0; n < cv.n; ++n) {
     for (int64_t p = 0; p < P; ++p) {
@@ -211,7 +245,8 @@ class ConvMmaGpuTest : public ::testing::Test {
 std::string Describe(const Case& c) {
   ConvContext ctx = c.conv;
   ctx.dtype = DTypeOfPrecision(c.precision);
-  return ToString(Context(ctx)) + " [" + c.params + "] alpha " +
+  return c.family + " " + ToString(Context(ctx)) + " [" + c.params +
+         "] alpha " +
          std::to_string(c.alpha) + " beta " + std::to_string(c.beta);
 }
 
@@ -225,24 +260,44 @@ std::string RandomParams(std::mt19937& rng) {
          " kg=" + pick({1, 1, 1, 2, 3, 8}) + " gm=" + pick({1, 2, 8});
 }
 
-// Random convolutions of one precision: `cases` that conv.mma implements.
-void RunRandom(MmaPrecision prec, uint32_t seed, int cases) {
+std::string RandomWgmmaParams(std::mt19937& rng) {
+  auto pick = [&](std::initializer_list<int64_t> v) {
+    return std::to_string(*(v.begin() + rng() % v.size()));
+  };
+  return "bm=" + pick({64, 128, 128, 256}) +
+         " bn=" + pick({16, 32, 64, 128, 192, 256}) +
+         " bk=" + pick({32, 64, 128}) + " st=" + pick({2, 3, 4, 5}) +
+         " wg=" + pick({1, 2}) + " gm=" + pick({1, 2, 8});
+}
+
+// Random convolutions of one precision: `cases` that the family implements
+// on an H100. conv.wgmma's take C and K in whole 16-byte units (its rule
+// alignment).
+void RunRandom(const std::string& family_name, MmaPrecision prec,
+               uint32_t seed, int cases) {
   std::mt19937 rng(seed);
-  const int64_t channels[] = {1, 2, 3, 4, 5, 7, 8, 12, 16, 24, 33, 64};
-  const int64_t outs[] = {1, 3, 8, 16, 24, 33, 64};
+  const bool wgmma = family_name == "conv.wgmma";
+  const std::vector<int64_t> channels =
+      wgmma ? std::vector<int64_t>{8, 16, 24, 40, 64, 72, 128, 136}
+            : std::vector<int64_t>{1, 2, 3, 4, 5, 7, 8, 12, 16, 24, 33, 64};
+  const std::vector<int64_t> outs =
+      wgmma ? std::vector<int64_t>{8, 16, 24, 40, 64, 72, 136}
+            : std::vector<int64_t>{1, 3, 8, 16, 24, 33, 64};
   const int64_t sizes[] = {1, 2, 3, 5, 7, 9, 12, 17};
   const int64_t filters[] = {1, 1, 2, 3, 3, 5, 7};
+  const KernelFamily& family = **FindFamily(family_name);
   Outcome worst;
   int ran = 0;
   for (int tries = 0; ran < cases && tries < 50 * cases; ++tries) {
     Case c;
+    c.family = family_name;
     c.precision = prec;
     ConvContext& cv = c.conv;
     cv.n = rng() % 4 == 0 ? 32 : 1 + rng() % 3;
     cv.h = sizes[rng() % std::size(sizes)];
     cv.w = sizes[rng() % std::size(sizes)];
-    cv.c = channels[rng() % std::size(channels)];
-    cv.k = outs[rng() % std::size(outs)];
+    cv.c = channels[rng() % channels.size()];
+    cv.k = outs[rng() % outs.size()];
     cv.r = filters[rng() % std::size(filters)];
     cv.s = filters[rng() % std::size(filters)];
     cv.pad_h = rng() % (cv.r / 2 + 2);
@@ -255,11 +310,10 @@ void RunRandom(MmaPrecision prec, uint32_t seed, int cases) {
     if (cv.P() < 1 || cv.Q() < 1) continue;
     if (cv.n * cv.P() * cv.Q() * cv.k * cv.c * cv.r * cv.s > 60'000'000)
       continue;
-    c.params = RandomParams(rng);
+    c.params = wgmma ? RandomWgmmaParams(rng) : RandomParams(rng);
     c.alpha = rng() % 2 ? 1.0f : -0.75f;
     c.beta = rng() % 3 ? 0.0f : 0.5f;
-    // Only what conv.mma implements on an H100.
-    const KernelFamily& family = **FindFamily("conv.mma");
+    // Only what the family implements on an H100.
     ConvContext ctx = cv;
     ctx.dtype = DTypeOfPrecision(prec);
     auto params = family.Parse(c.params);
@@ -276,20 +330,75 @@ void RunRandom(MmaPrecision prec, uint32_t seed, int cases) {
   }
   EXPECT_EQ(ran, cases);
   std::printf(
-      "%s: %d random convolutions pass; max err/bound %.3g, max err / "
+      "%s %s: %d random convolutions pass; max err/bound %.3g, max err / "
       "(K 2^-24 sum|a||b| + u_out|ref|) %.3g\n",
-      std::string(ToString(prec)).c_str(), ran, worst.worst_bound_ratio,
-      worst.worst_acc_ratio);
+      family_name.c_str(), std::string(ToString(prec)).c_str(), ran,
+      worst.worst_bound_ratio, worst.worst_acc_ratio);
 }
 
 TEST_F(ConvMmaGpuTest, Bf16RandomConvolutionsMatchFloat64) {
-  RunRandom(MmaPrecision::kBf16, 18, 40);
+  RunRandom("conv.mma", MmaPrecision::kBf16, 18, 40);
 }
 TEST_F(ConvMmaGpuTest, Fp16RandomConvolutionsMatchFloat64) {
-  RunRandom(MmaPrecision::kFp16, 19, 40);
+  RunRandom("conv.mma", MmaPrecision::kFp16, 19, 40);
 }
 TEST_F(ConvMmaGpuTest, Tf32RandomConvolutionsMatchFloat64) {
-  RunRandom(MmaPrecision::kTf32, 20, 40);
+  RunRandom("conv.mma", MmaPrecision::kTf32, 20, 40);
+}
+TEST_F(ConvMmaGpuTest, WgmmaBf16RandomConvolutionsMatchFloat64) {
+  RunRandom("conv.wgmma", MmaPrecision::kBf16, 28, 40);
+}
+TEST_F(ConvMmaGpuTest, WgmmaFp16RandomConvolutionsMatchFloat64) {
+  RunRandom("conv.wgmma", MmaPrecision::kFp16, 29, 40);
+}
+TEST_F(ConvMmaGpuTest, WgmmaTf32RandomConvolutionsMatchFloat64) {
+  RunRandom("conv.wgmma", MmaPrecision::kTf32, 30, 40);
+}
+
+// conv.wgmma on layers of the shapes it is for, each precision: ResNet 3x3
+// at batch 8, a strided 3x3 (the copy engine's element strides), a 1x1, a
+// dilated 3x3 with padding 2, 7x7 with C past one channel step, and M, N
+// not multiples of the tile; beta 0 (TMA stores) and 0.5 (register
+// epilogue).
+TEST_F(ConvMmaGpuTest, WgmmaLayersEveryPrecision) {
+  struct Layer {
+    const char* ctx;
+    const char* params;
+  };
+  const Layer layers[] = {
+      {"conv n=8 h=14 w=14 c=128 k=128 r=3 s=3 pad=1 stride=1 dilation=1",
+       "bm=128 bn=128 bk=64 st=4 wg=1 gm=8"},
+      {"conv n=4 h=28 w=28 c=64 k=128 r=3 s=3 pad=1 stride=2 dilation=1",
+       "bm=128 bn=256 bk=64 st=4 wg=2 gm=8"},
+      {"conv n=8 h=14 w=14 c=256 k=64 r=1 s=1 pad=0 stride=1 dilation=1",
+       "bm=256 bn=64 bk=64 st=4 wg=2 gm=1"},
+      {"conv n=2 h=20 w=20 c=64 k=48 r=3 s=3 pad=2 stride=1 dilation=2",
+       "bm=64 bn=64 bk=64 st=3 wg=1 gm=1"},
+      {"conv n=2 h=23 w=23 c=72 k=40 r=7 s=7 pad=3 stride=2 dilation=1",
+       "bm=128 bn=64 bk=64 st=4 wg=1 gm=2"},
+  };
+  std::mt19937 rng(8);
+  for (MmaPrecision prec :
+       {MmaPrecision::kBf16, MmaPrecision::kFp16, MmaPrecision::kTf32}) {
+    for (const Layer& l : layers) {
+      for (float beta : {0.0f, 0.5f}) {
+        auto ctx = ContextFromString(std::string(l.ctx) + " dtype=bf16");
+        ASSERT_TRUE(ctx.ok()) << l.ctx;
+        Case c;
+        c.family = "conv.wgmma";
+        c.conv = std::get<ConvContext>(*ctx);
+        c.conv.dtype = StorageType(prec);
+        c.precision = prec;
+        // tf32: 32 channels a step, so the ring fits as bf16's does.
+        c.params = l.params;
+        if (prec == MmaPrecision::kTf32)
+          c.params.replace(c.params.find("bk=64"), 5, "bk=32");
+        c.beta = beta;
+        auto o = RunCase(c, rng);
+        ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
+      }
+    }
+  }
 }
 
 // The layers the issue names, each precision: the stem (7x7 stride 2, C =
@@ -349,6 +458,29 @@ TEST_F(ConvMmaGpuTest, SmokeUnderMemcheck) {
       c.precision = prec;
       c.params = "bm=32 bn=16 bk=16 wm=2 wn=1 st=3 kg=2 gm=1";
       c.beta = 0.5f;
+      auto o = RunCase(c, rng);
+      ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
+    }
+  }
+}
+
+// conv.wgmma under compute-sanitizer too: padding on every side, a stride,
+// a ragged M and N, the TMA-store epilogue (beta 0) and the register one.
+TEST_F(ConvMmaGpuTest, WgmmaSmokeUnderMemcheck) {
+  std::mt19937 rng(4);
+  for (MmaPrecision prec : {MmaPrecision::kBf16, MmaPrecision::kTf32}) {
+    for (float beta : {0.0f, 0.5f}) {
+      auto ctx = ContextFromString(
+          "conv n=2 h=9 w=7 c=24 k=40 r=3 s=3 pad=2 stride=2x1 dilation=1 "
+          "dtype=bf16");
+      ASSERT_TRUE(ctx.ok());
+      Case c;
+      c.family = "conv.wgmma";
+      c.conv = std::get<ConvContext>(*ctx);
+      c.conv.dtype = StorageType(prec);
+      c.precision = prec;
+      c.params = "bm=64 bn=32 bk=64 st=3 wg=1 gm=1";
+      c.beta = beta;
       auto o = RunCase(c, rng);
       ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
     }

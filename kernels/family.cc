@@ -18,6 +18,7 @@ const KernelFamily& ConvMmaFamily();   // kernels/family_mma.cc
 // family that runs on every tensor-core GPU; its rules keep it off every
 // device but compute capability 9.0.
 const KernelFamily& GemmWgmmaFamily(); // kernels/family_wgmma.cc
+const KernelFamily& ConvWgmmaFamily(); // kernels/family_wgmma.cc
 
 const std::vector<const KernelFamily*>& Families() {
   static const std::vector<const KernelFamily*> families = {
@@ -26,6 +27,7 @@ const std::vector<const KernelFamily*>& Families() {
       &GemmMmaFamily(),
       &ConvMmaFamily(),
       &GemmWgmmaFamily(),
+      &ConvWgmmaFamily(),
   };
   return families;
 }

@@ -44,6 +44,8 @@ constexpr Golden kGolden[] = {
      "kGemmWgmmaGeneratorVersion (kernels/gemm_wgmma.h)"},
     {"conv.mma", 1, 0x2e97834786f4ae0full,
      "kConvMmaGeneratorVersion (kernels/conv_mma.h)"},
+    {"conv.wgmma", 1, 0x4d1412ada63936cbull,
+     "kConvWgmmaGeneratorVersion (kernels/conv_wgmma.h)"},
 };
 
 struct Case {
@@ -207,12 +209,42 @@ std::vector<Case> ConvMmaCases() {
   return out;
 }
 
+// Every precision; one and two consumer warpgroups, bk of one and two
+// 128-byte steps, tiles with and without the TMA-store epilogue (bn 96 is
+// not whole 128-byte boxes in bf16); the PTX does not depend on the geometry, which
+// the cases vary anyway.
+std::vector<Case> ConvWgmmaCases() {
+  std::vector<Case> out;
+  for (const char* dtype : {"bf16", "fp16", "tf32"}) {
+    const std::string tail = std::string(" dtype=") + dtype;
+    const bool tf32 = std::string(dtype) == "tf32";
+    for (const char* shape : {
+             "conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1",
+             "conv n=32 h=28 w=28 c=256 k=512 r=1 s=1 pad=0 stride=2 "
+             "dilation=1",
+             "conv n=2 h=17 w=19 c=24 k=40 r=3 s=5 pad=1x2 stride=2x1 "
+             "dilation=1x2",
+         }) {
+      const Problem p = ParseProblem(std::string(shape) + tail);
+      out.push_back({p, tf32 ? "bm=128 bn=256 bk=32 st=4 wg=2 gm=8"
+                             : "bm=128 bn=256 bk=64 st=4 wg=2 gm=8",
+                     "sm_90a"});
+      out.push_back({p, "bm=64 bn=96 bk=64 st=3 wg=1 gm=1", "sm_90a"});
+      out.push_back({p, tf32 ? "bm=128 bn=64 bk=64 st=4 wg=1 gm=4"
+                             : "bm=128 bn=64 bk=128 st=4 wg=1 gm=4",
+                     "sm_90a"});
+    }
+  }
+  return out;
+}
+
 std::vector<Case> CasesOf(std::string_view family) {
   if (family == "gemm.ffma") return GemmFfmaCases();
   if (family == "conv.ffma") return ConvFfmaCases();
   if (family == "gemm.mma") return GemmMmaCases();
   if (family == "gemm.wgmma") return GemmWgmmaCases();
   if (family == "conv.mma") return ConvMmaCases();
+  if (family == "conv.wgmma") return ConvWgmmaCases();
   return {};
 }
 

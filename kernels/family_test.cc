@@ -361,20 +361,20 @@ TEST(WgmmaFamilyTest, GenerateDescribesItsTensorMapsAndTarget) {
       EXPECT_TRUE(CheckTensorMap(t.map, 0).ok())
           << ToString(t.map) << ": " << CheckTensorMap(t.map, 0).ToString();
     }
-    const TensorMap2d& a = k->tensor_maps[0].map;
+    const TensorMapSpec& a = k->tensor_maps[0].map;
     EXPECT_EQ(a.type, TensorMapType::kBf16);
     EXPECT_EQ(a.dims[0], 1000u);
     EXPECT_EQ(a.dims[1], 515u);
-    EXPECT_EQ(a.row_stride_bytes, 2u * 1000);
-    const TensorMap2d& b = k->tensor_maps[1].map;
+    EXPECT_EQ(a.strides[0], 2u * 1000);
+    const TensorMapSpec& b = k->tensor_maps[1].map;
     EXPECT_EQ(b.dims[0], 1023u);
     EXPECT_EQ(b.dims[1], 515u);
-    EXPECT_EQ(b.row_stride_bytes, 2u * 1024);
+    EXPECT_EQ(b.strides[0], 2u * 1024);
     // C: M rows of N, stored in boxes of 64 columns by an m64 tile's rows.
-    const TensorMap2d& c = k->tensor_maps[2].map;
+    const TensorMapSpec& c = k->tensor_maps[2].map;
     EXPECT_EQ(c.dims[0], 1023u);
     EXPECT_EQ(c.dims[1], 1000u);
-    EXPECT_EQ(c.row_stride_bytes, 2u * 1024);
+    EXPECT_EQ(c.strides[0], 2u * 1024);
     EXPECT_EQ(c.box[0], 64u);
     EXPECT_EQ(c.box[1], 64u);
   }

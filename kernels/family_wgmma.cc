@@ -1,8 +1,10 @@
-// The family `gemm.wgmma` (gemm_wgmma.h): Hopper GEMM with TMA and
-// wgmma for bf16, fp16 and tf32, behind the family interface, registered
-// in family.cc after gemm.mma.
+// The families `gemm.wgmma` (gemm_wgmma.h): Hopper GEMM with TMA and
+// wgmma for bf16, fp16 and tf32, and `conv.wgmma` (conv_wgmma.h): the
+// implicit-GEMM convolution on the same kernel, behind the family
+// interface, registered in family.cc after gemm.mma and conv.mma.
 #include <iterator>
 
+#include "kernels/conv_wgmma.h"
 #include "kernels/family.h"
 #include "kernels/gemm_ptx.h"
 #include "kernels/gemm_wgmma.h"
@@ -10,6 +12,7 @@
 namespace blocktune {
 
 const KernelFamily& GemmWgmmaFamily();
+const KernelFamily& ConvWgmmaFamily();
 
 namespace {
 
@@ -20,30 +23,53 @@ constexpr int64_t WgmmaParams::*kMembers[] = {
     &WgmmaParams::group_m,   &WgmmaParams::kg,      &WgmmaParams::cluster_m};
 constexpr int kFieldCount = static_cast<int>(std::size(kMembers));
 
-WgmmaParams ToWgmma(const Params& p) {
+// conv.wgmma's are the first kConvWgmmaParamCount (no kg, no cm).
+WgmmaParams ToWgmma(const Params& p, int fields = kFieldCount) {
   WgmmaParams w;
-  for (int i = 0; i < kFieldCount; ++i) w.*(kMembers[i]) = p[i];
+  for (int i = 0; i < fields; ++i) w.*(kMembers[i]) = p[i];
   return w;
 }
 
-Params FromWgmma(const WgmmaParams& w) {
+Params FromWgmma(const WgmmaParams& w, int fields = kFieldCount) {
   Params p;
-  p.size = kFieldCount;
-  for (int i = 0; i < kFieldCount; ++i) p[i] = w.*(kMembers[i]);
+  p.size = fields;
+  for (int i = 0; i < fields; ++i) p[i] = w.*(kMembers[i]);
   return p;
+}
+
+std::vector<ParamSpec> WgmmaSpecs(int fields) {
+  std::vector<ParamSpec> specs;
+  for (int i = 0; i < fields; ++i) {
+    const WgmmaParamDomain& d = WgmmaParamDomains()[i];
+    ParamSpec s;
+    s.name = d.name;
+    s.values = d.values;
+    s.meaning = d.meaning;
+    s.power_of_two = d.power_of_two;
+    specs.push_back(std::move(s));
+  }
+  return specs;
+}
+
+// ValidateWgmmaParams names the field "params"; name the caller's.
+Status Renamed(const Status& s, std::string_view field) {
+  const std::string_view message = s.message();
+  if (s.ok() || field == "params" || message.substr(0, 6) != "params")
+    return s;
+  return InvalidArgument(std::string(field) + std::string(message.substr(6)));
+}
+
+Status CheckFieldCount(const Params& params, int fields,
+                       std::string_view field) {
+  if (params.size == fields) return OkStatus();
+  return InvalidArgument(std::string(field) + " must have " +
+                         std::to_string(fields) + " values, got " +
+                         std::to_string(params.size));
 }
 
 class WgmmaFamily : public KernelFamily {
  public:
-  WgmmaFamily() {
-    for (const WgmmaParamDomain& d : WgmmaParamDomains()) {
-      ParamSpec s;
-      s.name = d.name;
-      s.values = d.values;
-      s.meaning = d.meaning;
-      s.power_of_two = d.power_of_two;
-      specs_.push_back(std::move(s));
-    }
+  WgmmaFamily() : specs_(WgmmaSpecs(kFieldCount)) {
     for (WgmmaRule r : kWgmmaRules) rules_.push_back(ToString(r));
   }
 
@@ -66,18 +92,8 @@ class WgmmaFamily : public KernelFamily {
 
   Status ValidateParams(const Params& params,
                         std::string_view field) const override {
-    if (params.size != kFieldCount) {
-      return InvalidArgument(std::string(field) + " must have " +
-                             std::to_string(kFieldCount) + " values, got " +
-                             std::to_string(params.size));
-    }
-    Status s = ValidateWgmmaParams(ToWgmma(params));
-    // ValidateWgmmaParams names the field "params"; name the caller's.
-    const std::string_view message = s.message();
-    if (s.ok() || field == "params" || message.substr(0, 6) != "params")
-      return s;
-    return InvalidArgument(std::string(field) +
-                           std::string(message.substr(6)));
+    BT_RETURN_IF_ERROR(CheckFieldCount(params, kFieldCount, field));
+    return Renamed(ValidateWgmmaParams(ToWgmma(params)), field);
   }
 
   bool Passes(int rule, const Problem& problem, const Params& params,
@@ -173,10 +189,119 @@ class WgmmaFamily : public KernelFamily {
   std::vector<std::string> rules_;
 };
 
+
+// conv.wgmma: gemm.wgmma's kernel with im2col copies (conv_wgmma.h).
+class ConvWgmmaKernelFamily : public KernelFamily {
+ public:
+  ConvWgmmaKernelFamily() : specs_(WgmmaSpecs(kConvWgmmaParamCount)) {
+    for (ConvWgmmaRule r : kConvWgmmaRules) rules_.push_back(ToString(r));
+  }
+
+  std::string_view name() const override { return kConvWgmmaFamily; }
+  int version() const override { return kConvWgmmaGeneratorVersion; }
+  Op op() const override { return Op::kConv; }
+  const std::vector<DType>& precisions() const override {
+    static const std::vector<DType> p = {DType::kBf16, DType::kFp16,
+                                         DType::kTf32};
+    return p;
+  }
+  const std::vector<ParamSpec>& params() const override { return specs_; }
+  const std::vector<std::string>& rules() const override { return rules_; }
+  std::string_view summary() const override {
+    return "Hopper implicit-GEMM convolution (sm_90a, NHWC, KRSC): "
+           "gemm.wgmma's TMA ring and wgmma consumers, the input read by "
+           "im2col TMA copies (pad, stride, dilation in the copy engine)";
+  }
+  int min_compute_capability() const override { return 90; }
+
+  Status ValidateParams(const Params& params,
+                        std::string_view field) const override {
+    BT_RETURN_IF_ERROR(CheckFieldCount(params, kConvWgmmaParamCount, field));
+    return Renamed(ValidateWgmmaParams(ToWgmma(params, kConvWgmmaParamCount)),
+                   field);
+  }
+
+  bool Passes(int rule, const Problem& problem, const Params& params,
+              const KernelLimits& limits) const override {
+    return PassesConvWgmmaRule(kConvWgmmaRules[rule],
+                               std::get<ConvContext>(problem.ctx),
+                               ToWgmma(params, kConvWgmmaParamCount), limits);
+  }
+
+  Status CanImplement(const Problem& problem, const Params& params,
+                      const KernelLimits& limits) const override {
+    BT_RETURN_IF_ERROR(CheckProblem(problem));
+    BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
+    return CanImplementConvWgmma(std::get<ConvContext>(problem.ctx),
+                                 ToWgmma(params, kConvWgmmaParamCount),
+                                 limits);
+  }
+
+  ConfigShape Shape(const Problem& problem,
+                    const Params& params) const override {
+    const WgmmaParams w = ToWgmma(params, kConvWgmmaParamCount);
+    const GemmShape g = ImplicitGemm(problem.ctx);
+    ConfigShape s;
+    s.tile_m = w.bm;
+    s.tile_n = w.bn;
+    s.step_k = w.bk;
+    s.split_k = 1;
+    s.threads = w.Threads();
+    s.programs = ((g.m + w.bm - 1) / w.bm) * ((g.n + w.bn - 1) / w.bn);
+    return s;
+  }
+
+  std::vector<Params> DefaultCandidates() const override {
+    auto make = [](int64_t bm, int64_t bn, int64_t bk, int64_t st,
+                   int64_t wg) {
+      WgmmaParams w;
+      w.bm = bm;
+      w.bn = bn;
+      w.bk = bk;
+      w.stages = st;
+      w.consumers = wg;
+      return FromWgmma(w, kConvWgmmaParamCount);
+    };
+    return {make(128, 256, 64, 4, 2), make(128, 128, 64, 4, 1),
+            make(128, 64, 64, 4, 1), make(64, 64, 64, 4, 1),
+            make(128, 128, 32, 4, 1), make(64, 64, 32, 4, 1)};
+  }
+
+  StatusOr<GeneratedKernel> Generate(const Problem& problem,
+                                     const Params& params,
+                                     const std::string& arch) const override {
+    BT_RETURN_IF_ERROR(CheckProblem(problem));
+    BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
+    const std::string target = arch == "sm_90" ? "sm_90a" : arch;
+    BT_ASSIGN_OR_RETURN(
+        ConvWgmmaKernel k,
+        GenerateConvWgmma(std::get<ConvContext>(problem.ctx),
+                          ToWgmma(params, kConvWgmmaParamCount), target));
+    GeneratedKernel out = ToGenerated(*this, k);
+    out.dynamic_shared_bytes = k.shared_bytes;
+    // C and K multiples of 16 bytes (rule alignment); the input, filter and
+    // output addresses 16-byte aligned.
+    out.align_bytes = 16;
+    out.target = target;
+    out.entry_params = ConvWgmmaEntryParams();
+    out.tensor_maps = {{0, 'A', k.map_a}, {1, 'B', k.map_b}, {2, 'C', k.map_c}};
+    return out;
+  }
+
+ private:
+  std::vector<ParamSpec> specs_;
+  std::vector<std::string> rules_;
+};
+
 }  // namespace
 
 const KernelFamily& GemmWgmmaFamily() {
   static const WgmmaFamily family;
+  return family;
+}
+
+const KernelFamily& ConvWgmmaFamily() {
+  static const ConvWgmmaKernelFamily family;
   return family;
 }
 

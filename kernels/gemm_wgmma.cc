@@ -251,11 +251,11 @@ int64_t WgmmaWorkspaceBytes(const Problem& problem, const WgmmaParams& p) {
   return p.kg > 1 ? p.kg * g.m * g.n * 4 : 0;
 }
 
-TensorMap2d WgmmaTensorMap(const Problem& problem, const WgmmaParams& p,
-                           char operand) {
+TensorMapSpec WgmmaTensorMap(const Problem& problem, const WgmmaParams& p,
+                             char operand) {
   const GemmContext& g = std::get<GemmContext>(problem.ctx);
   const Tiling t = TilingOf(problem, p);
-  TensorMap2d m;
+  TensorMapSpec m;
   m.type = g.dtype == DType::kFp16   ? TensorMapType::kFp16
            : g.dtype == DType::kBf16 ? TensorMapType::kBf16
                                      : TensorMapType::kFp32;
@@ -263,7 +263,7 @@ TensorMap2d WgmmaTensorMap(const Problem& problem, const WgmmaParams& p,
     // C is M rows of N; one box is 128 bytes of a row by an m64 tile's rows.
     m.dims[0] = static_cast<uint64_t>(g.n);
     m.dims[1] = static_cast<uint64_t>(g.m);
-    m.row_stride_bytes = static_cast<uint64_t>(LeadingDims(problem)[2] * t.esize);
+    m.strides[0] = static_cast<uint64_t>(LeadingDims(problem)[2] * t.esize);
     m.box[0] = static_cast<uint32_t>(t.atom);
     m.box[1] = 64;
     return m;
@@ -276,7 +276,7 @@ TensorMap2d WgmmaTensorMap(const Problem& problem, const WgmmaParams& p,
   const int64_t ld = a ? Lda(problem) : Ldb(problem);
   m.dims[0] = static_cast<uint64_t>(kmajor ? g.k : mn);
   m.dims[1] = static_cast<uint64_t>(kmajor ? mn : g.k);
-  m.row_stride_bytes = static_cast<uint64_t>(ld * t.esize);
+  m.strides[0] = static_cast<uint64_t>(ld * t.esize);
   m.box[0] = static_cast<uint32_t>(t.atom);
   // A cluster pair loads half of every B box each (Tiling::b_box_rows).
   m.box[1] = static_cast<uint32_t>(a ? (kmajor ? t.bm : t.bk) : t.b_box_rows);

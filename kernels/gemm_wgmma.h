@@ -236,7 +236,7 @@ struct WgmmaKernel {
   unsigned shared_bytes = 0;  // dynamic; always past 48 KiB: needs opt-in
   // The tensor maps of A, B and C (kernel parameters 0, 1 and 10), to be
   // encoded for the operands' device addresses at launch.
-  TensorMap2d map_a, map_b, map_c;
+  TensorMapSpec map_a, map_b, map_c;
   int64_t align_elements = 8;  // lda, ldb, ldc must be multiples of this
   int element_bytes = 2;
   // K_G > 1: the fp32 partial sums W[z][M][N] (kg * M * N * 4 bytes) and
@@ -254,8 +254,8 @@ int64_t WgmmaWorkspaceBytes(const Problem& problem, const WgmmaParams& p);
 // The tensor map the kernel of (problem, p) expects for A ('a'), B ('b')
 // or C ('c'): the stored matrix's extents and row stride, and the TMA box
 // (C: 128 bytes of a row by the 64 rows of one m64 tile).
-TensorMap2d WgmmaTensorMap(const Problem& problem, const WgmmaParams& p,
-                           char operand);
+TensorMapSpec WgmmaTensorMap(const Problem& problem, const WgmmaParams& p,
+                             char operand);
 
 // Parameters of `entry`:
 //   .param .align 64 .b8 tmap_a[128], tmap_b[128] (CUtensorMap, by value),

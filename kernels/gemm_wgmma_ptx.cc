@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "kernels/conv_wgmma.h"
 #include "kernels/ptx_text.h"
 
 namespace blocktune::wgmma_internal {
@@ -174,6 +175,50 @@ void EmitUnit(Ptx& p, const Tiling& t) {
     << N(t.kg) << ";\n";
 }
 
+// conv.wgmma, at a tile's start: the coordinates of its first output pixel
+// %m0 = (n, p, q) for the im2col copies (%cwc, %chc, %cnc: the input pixel
+// under the filter's first tap, (q * stride_w - pad_w, p * stride_h -
+// pad_h) of image n), and the tap and channel walk from the start:
+// %tr, %ts the tap, %k0 the first channel of the stage.
+void EmitConvTileStart(Ptx& p) {
+  p << "\tdiv.u32 %cnc, %m0, %PQ;\n\trem.u32 %tmp, %m0, %PQ;\n"
+    << "\tdiv.u32 %chc, %tmp, %Qout;\n\trem.u32 %cwc, %tmp, %Qout;\n"
+    << "\tmul.lo.u32 %chc, %chc, %sth;\n\tsub.s32 %chc, %chc, %padh;\n"
+    << "\tmul.lo.u32 %cwc, %cwc, %stw;\n\tsub.s32 %cwc, %cwc, %padw;\n"
+    << "\tmov.u32 %tr, 0;\n\tmov.u32 %ts, 0;\n\tmov.u32 %k0, 0;\n";
+}
+
+// conv.wgmma, one stage: tap (%tr, %ts), channels [%k0, %k0 + bk). A: one
+// im2col copy per 128 bytes of channels (bm pixels each), the tap as the
+// copy's offsets (W, then H); B: one tiled copy of the filter's (C, R*S,
+// K) map per 128 bytes of channels, {channels, tap, output channels}.
+void EmitConvCopies(Ptx& p, const Tiling& t) {
+  p << "\tmul.lo.u32 %tmp, %ts, %dlw;\n\tcvt.u16.u32 %ow, %tmp;\n"
+    << "\tmul.lo.u32 %tmp, %tr, %dlh;\n\tcvt.u16.u32 %oh, %tmp;\n"
+    << "\tmad.lo.u32 %rs, %tr, %Sf, %ts;\n";
+  for (int64_t i = 0; i < t.a_panels; ++i) {
+    p << "\tadd.u32 %cx, %k0, " << N(i * t.atom) << ";\n"
+      << "\tadd.u32 %dst, %sbuf, " << N(i * t.a_panel_bytes) << ";\n"
+      << "\tcp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::"
+         "complete_tx::bytes [%dst], [%tma, {%cx, %cwc, %chc, %cnc}], [%fb], "
+         "{%ow, %oh};\n";
+  }
+  for (int64_t i = 0; i < t.b_panels; ++i) {
+    p << "\tadd.u32 %cx, %k0, " << N(i * t.atom) << ";\n"
+      << "\tadd.u32 %dst, %sbuf, " << N(t.a_stage + i * t.b_panel_bytes)
+      << ";\n"
+      << "\tcp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::"
+         "complete_tx::bytes [%dst], [%tmb, {%cx, %rs, %n0}], [%fb];\n";
+  }
+  p << "\t// the next stage: the next channels, or the next tap\n"
+    << "\tadd.u32 %k0, %k0, " << N(t.bk) << ";\n"
+    << "\tsetp.lt.u32 %pp, %k0, %Cin;\n\t@%pp bra PTAP;\n"
+    << "\tmov.u32 %k0, 0;\n\tadd.u32 %ts, %ts, 1;\n"
+    << "\tsetp.lt.u32 %pp, %ts, %Sf;\n\t@%pp bra PTAP;\n"
+    << "\tmov.u32 %ts, 0;\n\tadd.u32 %tr, %tr, 1;\n"
+    << "PTAP:\n";
+}
+
 void EmitProducer(Ptx& p, const Tiling& t) {
   p << "\t// ==== producer warpgroup: one thread streams A and B tiles into "
        "the ring with TMA\n";
@@ -196,8 +241,12 @@ void EmitProducer(Ptx& p, const Tiling& t) {
   p << "PTILE:\n"
     << "\tsetp.ge.u32 %pp, %unit, %units;\n\t@%pp bra DONE;\n";
   EmitUnit(p, t);
-  p << "\tmov.u32 %kt, %kb;\n\tmul.lo.u32 %k0, %kb, " << N(t.bk) << ";\n"
-    << "PLOOP:\n"
+  p << "\tmov.u32 %kt, %kb;\n";
+  if (t.conv)
+    EmitConvTileStart(p);
+  else
+    p << "\tmul.lo.u32 %k0, %kb, " << N(t.bk) << ";\n";
+  p << "PLOOP:\n"
     << "\tsetp.ge.u32 %pp, %kt, %kend;\n\t@%pp bra PNEXT;\n"
     << "\tmad.lo.u32 %sbuf, %st, " << N(t.stage) << ", %sm;\n"
     << "\tshl.b32 %boff, %st, 3;\n"
@@ -208,10 +257,15 @@ void EmitProducer(Ptx& p, const Tiling& t) {
   EmitWait(p, "PWAIT", "%eb", "%par");
   p << "\tmbarrier.arrive.expect_tx.shared::cta.b64 _, [%fb], " << N(t.stage)
     << ";\n";
-  EmitCopies(p, t, 'a');
-  EmitCopies(p, t, 'b');
-  p << "\tadd.u32 %kt, %kt, 1;\n\tadd.u32 %k0, %k0, " << N(t.bk) << ";\n"
-    << "\tadd.u32 %st, %st, 1;\n"
+  if (t.conv) {
+    EmitConvCopies(p, t);
+    p << "\tadd.u32 %kt, %kt, 1;\n";
+  } else {
+    EmitCopies(p, t, 'a');
+    EmitCopies(p, t, 'b');
+    p << "\tadd.u32 %kt, %kt, 1;\n\tadd.u32 %k0, %k0, " << N(t.bk) << ";\n";
+  }
+  p << "\tadd.u32 %st, %st, 1;\n"
     << "\tsetp.eq.u32 %pp, %st, " << N(t.stages) << ";\n"
     << "\tselp.u32 %st, 0, %st, %pp;\n"
     << "\txor.b32 %tmp, %ph, 1;\n\tselp.u32 %ph, %tmp, %ph, %pp;\n"
@@ -531,9 +585,18 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
   Ptx p;
   const int64_t threads = 128 * (1 + t.consumers);
   const int64_t acc = t.mt * t.bn / 2;
-  p << "//\n// blocktune gemm.wgmma v" << N(kGemmWgmmaGeneratorVersion) << ": "
-    << ToString(t.prec) << ", A " << (t.a_kmajor ? "K-major (N)" : "M-major (T)")
-    << ", B " << (t.b_kmajor ? "K-major (T)" : "N-major (N)") << "\n"
+  if (t.conv) {
+    p << "//\n// blocktune conv.wgmma v" << N(kConvWgmmaGeneratorVersion) << ": "
+      << ToString(t.prec)
+      << ", implicit GEMM: A the NHWC input by im2col TMA, B the KRSC filter "
+         "(C, R*S, K)\n";
+  } else {
+    p << "//\n// blocktune gemm.wgmma v" << N(kGemmWgmmaGeneratorVersion)
+      << ": " << ToString(t.prec) << ", A "
+      << (t.a_kmajor ? "K-major (N)" : "M-major (T)") << ", B "
+      << (t.b_kmajor ? "K-major (T)" : "N-major (N)") << "\n";
+  }
+  p
     << "// bm=" << N(t.bm) << " bn=" << N(t.bn) << " bk=" << N(t.bk)
     << " stages=" << N(t.stages) << " consumers=" << N(t.consumers)
     << " group_m=" << N(t.group_m) << " K_G=" << N(t.kg)
@@ -545,16 +608,31 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << " B, then full[" << N(t.stages) << "], empty[" << N(t.stages)
     << "] mbarriers\n//\n"
     << ".version 8.0\n.target " << arch << "\n.address_size 64\n\n"
-    << ".extern .shared .align 1024 .b8 smem[];\n\n"
-    << ".visible .entry blocktune_gemm_wgmma(\n"
-    << "\t.param .align 64 .b8 tmap_a[128],\n"
-    << "\t.param .align 64 .b8 tmap_b[128],\n"
-    << "\t.param .u64 param_C,\n\t.param .u32 param_M,\n\t.param .u32 param_N,\n"
-    << "\t.param .u32 param_K,\n\t.param .u32 param_ldc,\n"
-    << "\t.param .f32 param_alpha,\n\t.param .f32 param_beta,\n"
-    << "\t.param .u64 param_W,\n"
-    << "\t.param .align 64 .b8 tmap_c[128])\n"
-    << ".maxntid " << N(threads) << ", 1, 1\n.minnctapersm 1\n"
+    << ".extern .shared .align 1024 .b8 smem[];\n\n";
+  if (t.conv) {
+    p << ".visible .entry blocktune_conv_wgmma(\n"
+      << "\t.param .align 64 .b8 tmap_a[128],\n"
+      << "\t.param .align 64 .b8 tmap_b[128],\n"
+      << "\t.param .align 64 .b8 tmap_c[128],\n"
+      << "\t.param .u64 param_C,\n\t.param .u32 param_M,\n"
+      << "\t.param .u32 param_N,\n\t.param .u32 param_K,\n"
+      << "\t.param .u32 param_ldc,\n"
+      << "\t.param .f32 param_alpha,\n\t.param .f32 param_beta,\n"
+      << "\t.param .u32 pCin,\n\t.param .u32 pP,\n\t.param .u32 pQ,\n"
+      << "\t.param .u32 pS,\n\t.param .u32 ppadh,\n\t.param .u32 ppadw,\n"
+      << "\t.param .u32 psth,\n\t.param .u32 pstw,\n"
+      << "\t.param .u32 pdlh,\n\t.param .u32 pdlw)\n";
+  } else {
+    p << ".visible .entry blocktune_gemm_wgmma(\n"
+      << "\t.param .align 64 .b8 tmap_a[128],\n"
+      << "\t.param .align 64 .b8 tmap_b[128],\n"
+      << "\t.param .u64 param_C,\n\t.param .u32 param_M,\n\t.param .u32 param_N,\n"
+      << "\t.param .u32 param_K,\n\t.param .u32 param_ldc,\n"
+      << "\t.param .f32 param_alpha,\n\t.param .f32 param_beta,\n"
+      << "\t.param .u64 param_W,\n"
+      << "\t.param .align 64 .b8 tmap_c[128])\n";
+  }
+  p << ".maxntid " << N(threads) << ", 1, 1\n.minnctapersm 1\n"
     << (t.cm == 2 ? ".reqnctapercluster 2, 1, 1\n" : "") << "{\n"
     << "\t.reg .pred %pp, %pw, %plane, %pone, %prow, %pe, %pe1, %pv, %pnv, "
        "%ps0, %ps1, %pvec, %pbeta, %pwvec;\n"
@@ -574,10 +652,24 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << "\t.reg .pred %pel, %ptma, %pl0, %pl1;\n"
     << "\t.reg .f32 %alpha, %beta, %v, %v1, %cf, %cf1;\n"
     << "\t.reg .b16 %hs, %hs1;\n"
-    << "\t.reg .f32 %acc<" << N(acc) << ">;\n\n"
-    << "\tmov.u32 %thr, %tid.x;\n"
+    << "\t.reg .f32 %acc<" << N(acc) << ">;\n\n";
+  if (t.conv) {
+    p << "\t.reg .b32 %Cin, %Pout, %Qout, %Sf, %padh, %padw, %sth, %stw, "
+         "%dlh, %dlw, %PQ, %CB, %cnc, %chc, %cwc, %tr, %ts, %rs;\n"
+      << "\t.reg .b16 %ow, %oh;\n\n";
+  }
+  p << "\tmov.u32 %thr, %tid.x;\n"
     << "\tld.param.u32 %M, [param_M];\n\tld.param.u32 %N, [param_N];\n"
-    << "\tld.param.u32 %K, [param_K];\n"
+    << "\tld.param.u32 %K, [param_K];\n";
+  if (t.conv) {
+    p << "\tld.param.u32 %Cin, [pCin];\n\tld.param.u32 %Pout, [pP];\n"
+      << "\tld.param.u32 %Qout, [pQ];\n\tld.param.u32 %Sf, [pS];\n"
+      << "\tld.param.u32 %padh, [ppadh];\n\tld.param.u32 %padw, [ppadw];\n"
+      << "\tld.param.u32 %sth, [psth];\n\tld.param.u32 %stw, [pstw];\n"
+      << "\tld.param.u32 %dlh, [pdlh];\n\tld.param.u32 %dlw, [pdlw];\n"
+      << "\tmul.lo.u32 %PQ, %Pout, %Qout;\n";
+  }
+  p
     << "\t// ---- tiles of C: programs take tiles %ctaid.x, + %nctaid.x, ... "
        "(one each when the grid has one program per tile), in a grouped "
        "raster of "
@@ -590,7 +682,13 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
   }
   EmitCeilDiv(p, "%tiles_m", "%M", t.bm * t.cm);
   EmitCeilDiv(p, "%tiles_n", "%N", t.bn);
-  EmitCeilDiv(p, "%ktiles", "%K", t.bk);
+  if (t.conv) {
+    p << "\t// k tiles: R*S taps (K / C) of ceil(C / bk) channel steps\n";
+    EmitCeilDiv(p, "%CB", "%Cin", t.bk);
+    p << "\tdiv.u32 %tmp, %K, %Cin;\n\tmul.lo.u32 %ktiles, %tmp, %CB;\n";
+  } else {
+    EmitCeilDiv(p, "%ktiles", "%K", t.bk);
+  }
   p << "\tmul.lo.u32 %tiles, %tiles_m, %tiles_n;\n"
     << "\tmul.lo.u32 %units, %tiles, " << N(t.kg) << ";\n"
     << "\tmul.lo.u32 %in_group, %tiles_n, " << N(t.group_m) << ";\n"

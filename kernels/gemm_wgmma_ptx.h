@@ -59,6 +59,10 @@ struct Tiling {
   int64_t a_panels, b_panels, a_panel_bytes, b_panel_bytes;
   int64_t a_stage, b_stage, stage, ring, epilogue;
   bool tma_store;  // TmaStoreEpilogue
+  // conv.wgmma (conv_wgmma.h): A is the input read by im2col copies, B the
+  // filter by rank-3 tiled copies, the entry and its parameters are the
+  // convolution's. Both operands are K-major.
+  bool conv = false;
 
   Tiling(DType precision, bool a_t, bool b_t, const WgmmaParams& p)
       : prec(precision),
@@ -113,8 +117,8 @@ struct Tiling {
   }
 };
 
-// The main entry "blocktune_gemm_wgmma" (gemm_wgmma.h lists its
-// parameters).
+// The main entry: "blocktune_gemm_wgmma" (gemm_wgmma.h lists its
+// parameters) or, where t.conv, "blocktune_conv_wgmma" (conv_wgmma.h).
 std::string MainEntry(const Tiling& t, const std::string& arch);
 
 }  // namespace blocktune::wgmma_internal

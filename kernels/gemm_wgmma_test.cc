@@ -235,21 +235,21 @@ TEST(GemmWgmmaTest, TensorMapsFollowTheLayouts) {
   const WgmmaParams p = Make(128, 256, 64, 4, 2);
   // A N: M rows of K (K-major, box 64 x bm); B T: N rows of K.
   Problem nt = Gemm(DType::kBf16, 300, 500, 700, Layout::kN, Layout::kT);
-  TensorMap2d a = WgmmaTensorMap(nt, p, 'a'), b = WgmmaTensorMap(nt, p, 'b');
+  TensorMapSpec a = WgmmaTensorMap(nt, p, 'a'), b = WgmmaTensorMap(nt, p, 'b');
   EXPECT_EQ(a.dims[0], 700u);
   EXPECT_EQ(a.dims[1], 300u);
   EXPECT_EQ(a.box[0], 64u);
   EXPECT_EQ(a.box[1], 128u);
-  EXPECT_EQ(a.row_stride_bytes, 1400u);
+  EXPECT_EQ(a.strides[0], 1400u);
   EXPECT_EQ(b.dims[0], 700u);
   EXPECT_EQ(b.dims[1], 500u);
   EXPECT_EQ(b.box[1], 256u);
   // C: M rows of N (ldc), boxes of 128 bytes by an m64 tile's 64 rows.
   nt.ldc = 504;
-  const TensorMap2d c = WgmmaTensorMap(nt, p, 'c');
+  const TensorMapSpec c = WgmmaTensorMap(nt, p, 'c');
   EXPECT_EQ(c.dims[0], 500u);
   EXPECT_EQ(c.dims[1], 300u);
-  EXPECT_EQ(c.row_stride_bytes, 1008u);
+  EXPECT_EQ(c.strides[0], 1008u);
   EXPECT_EQ(c.box[0], 64u);
   EXPECT_EQ(c.box[1], 64u);
   EXPECT_TRUE(CheckTensorMap(c, 256).ok());
@@ -262,7 +262,7 @@ TEST(GemmWgmmaTest, TensorMapsFollowTheLayouts) {
   EXPECT_EQ(a.dims[1], 700u);
   EXPECT_EQ(a.box[1], 64u);
   EXPECT_EQ(b.dims[0], 512u);
-  EXPECT_EQ(b.row_stride_bytes, 1024u);
+  EXPECT_EQ(b.strides[0], 1024u);
   EXPECT_TRUE(CheckTensorMap(a, 256).ok());
   EXPECT_TRUE(CheckTensorMap(b, 256).ok());
   EXPECT_EQ(CheckTensorMap(b, 8).code(), StatusCode::kInvalidArgument);

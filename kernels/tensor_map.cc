@@ -8,19 +8,24 @@
 namespace blocktune {
 namespace {
 
-// The driver's cuTensorMapEncodeTiled, declared by hand (cuda.h types:
-// CUtensorMap* , enum, cuuint32_t, void*, const cuuint64_t*, const
-// cuuint64_t*, const cuuint32_t*, const cuuint32_t*, then four enums).
+// The driver's encoders, declared by hand (cuda.h types: CUtensorMap*,
+// enum, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*, then the
+// mode's own arguments and four enums).
 using EncodeTiledFn = int (*)(void*, int, uint32_t, void*, const uint64_t*,
                               const uint64_t*, const uint32_t*,
                               const uint32_t*, int, int, int, int);
+using EncodeIm2colFn = int (*)(void*, int, uint32_t, void*, const uint64_t*,
+                               const uint64_t*, const int*, const int*,
+                               uint32_t, uint32_t, const uint32_t*, int, int,
+                               int, int);
 constexpr int kInterleaveNone = 0;
 constexpr int kSwizzle128B = 3;
 constexpr int kL2Promotion256B = 3;
 constexpr int kOobFillZero = 0;  // CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE
 
 struct Encoder {
-  EncodeTiledFn fn = nullptr;
+  EncodeTiledFn tiled = nullptr;
+  EncodeIm2colFn im2col = nullptr;
   std::string why;
 };
 
@@ -39,17 +44,34 @@ const Encoder& GetEncoder() {
                     (why ? why : path) + ")";
       return;
     }
-    encoder.fn =
+    encoder.tiled =
         reinterpret_cast<EncodeTiledFn>(dlsym(lib, "cuTensorMapEncodeTiled"));
-    if (encoder.fn == nullptr) {
+    encoder.im2col = reinterpret_cast<EncodeIm2colFn>(
+        dlsym(lib, "cuTensorMapEncodeIm2col"));
+    if (encoder.tiled == nullptr || encoder.im2col == nullptr) {
+      encoder.tiled = nullptr;
       encoder.why = std::string("no GPU: ") + path +
-                    " has no cuTensorMapEncodeTiled (driver older than 12.0)";
+                    " has no cuTensorMapEncodeTiled / cuTensorMapEncodeIm2col "
+                    "(driver older than 12.0)";
     }
   });
   return encoder;
 }
 
-std::string N(uint64_t v) { return std::to_string(v); }
+std::string N(int64_t v) { return std::to_string(v); }
+
+template <typename T>
+std::string Join(const T* v, int n, const char* sep) {
+  std::string s;
+  for (int i = 0; i < n; ++i) s += (i ? sep : "") + N(static_cast<int64_t>(v[i]));
+  return s;
+}
+
+// The corners' range for an im2col map of this rank (cuda.h: 16 bits for
+// rank 3, 8 for rank 4, 5 for rank 5).
+int32_t CornerLimit(int rank) {
+  return rank == 3 ? 32768 : rank == 4 ? 128 : 16;
+}
 
 }  // namespace
 
@@ -69,54 +91,128 @@ const char* ToString(TensorMapType t) {
   return "?";
 }
 
-std::string ToString(const TensorMap2d& m) {
-  return std::string(ToString(m.type)) + " dims " + N(m.dims[0]) + "x" +
-         N(m.dims[1]) + " stride " + N(m.row_stride_bytes) + " B box " +
-         N(m.box[0]) + "x" + N(m.box[1]);
+const char* ToString(TensorMapMode m) {
+  return m == TensorMapMode::kIm2col ? "im2col" : "tiled";
 }
 
-Status CheckTensorMap(const TensorMap2d& m, uint64_t address) {
+TensorMapSpec TensorMapSpec::Matrix(TensorMapType type, uint64_t cols,
+                                    uint64_t rows, uint64_t row_stride,
+                                    uint32_t box_cols, uint32_t box_rows) {
+  TensorMapSpec m;
+  m.type = type;
+  m.rank = 2;
+  m.dims[0] = cols;
+  m.dims[1] = rows;
+  m.strides[0] = row_stride;
+  m.box[0] = box_cols;
+  m.box[1] = box_rows;
+  return m;
+}
+
+std::string ToString(const TensorMapSpec& m) {
+  const int r = m.rank >= 2 && m.rank <= kTensorMapMaxRank ? m.rank : 2;
+  std::string s = std::string(ToString(m.type)) + " " + ToString(m.mode) +
+                  " dims " + Join(m.dims, r, "x") + " strides " +
+                  Join(m.strides, r - 1, ",") + " B";
+  if (m.mode == TensorMapMode::kTiled) return s + " box " + Join(m.box, r, "x");
+  return s + " corners " + Join(m.lower, r - 2, ",") + ".." +
+         Join(m.upper, r - 2, ",") + " " + N(m.channels) + " ch x " +
+         N(m.pixels) + " px steps " + Join(m.element_strides, r, ",");
+}
+
+Status CheckTensorMap(const TensorMapSpec& m, uint64_t address) {
   const uint64_t esize = TensorMapTypeBytes(m.type);
+  const bool im2col = m.mode == TensorMapMode::kIm2col;
   if (address % 16 != 0)
     return InvalidArgument("tensor map: the address must be 16-byte aligned, "
                            "got " + N(address));
-  for (int i = 0; i < 2; ++i) {
+  const int min_rank = im2col ? 3 : 2;
+  if (m.rank < min_rank || m.rank > kTensorMapMaxRank)
+    return InvalidArgument(std::string("tensor map: rank must be in [") +
+                           N(min_rank) + ", 5] for a " + ToString(m.mode) +
+                           " map, got " + N(m.rank));
+  for (int i = 0; i < m.rank; ++i) {
     if (m.dims[i] == 0 || m.dims[i] > (uint64_t{1} << 32))
       return InvalidArgument("tensor map: dims[" + N(i) +
                              "] must be in [1, 2^32], got " + N(m.dims[i]));
-    if (m.box[i] == 0 || m.box[i] > 256)
+    if (!im2col && (m.box[i] == 0 || m.box[i] > 256))
       return InvalidArgument("tensor map: box[" + N(i) +
                              "] must be in [1, 256], got " + N(m.box[i]));
+    if (m.element_strides[i] == 0 || m.element_strides[i] > 8)
+      return InvalidArgument("tensor map: element_strides[" + N(i) +
+                             "] must be in [1, 8], got " +
+                             N(m.element_strides[i]));
   }
-  if (m.row_stride_bytes % 16 != 0 || m.row_stride_bytes >= (uint64_t{1} << 40))
-    return InvalidArgument(
-        "tensor map: the row stride must be a multiple of 16 bytes below "
-        "2^40, got " + N(m.row_stride_bytes));
-  if (m.row_stride_bytes < m.dims[0] * esize)
-    return InvalidArgument("tensor map: the row stride " +
-                           N(m.row_stride_bytes) + " B is shorter than a row (" +
-                           N(m.dims[0] * esize) + " B)");
-  if (m.box[0] * esize != 128)
-    return InvalidArgument("tensor map: the 128-byte swizzle needs an inner "
-                           "box of 128 bytes, got " + N(m.box[0] * esize));
+  uint64_t extent = m.dims[0] * esize;  // bytes the previous dim spans
+  for (int i = 1; i < m.rank; ++i) {
+    const uint64_t st = m.strides[i - 1];
+    if (st % 16 != 0 || st >= (uint64_t{1} << 40))
+      return InvalidArgument("tensor map: strides[" + N(i - 1) +
+                             "] must be a multiple of 16 bytes below 2^40, "
+                             "got " + N(st));
+    if (st < extent)
+      return InvalidArgument("tensor map: strides[" + N(i - 1) + "] " +
+                             N(st) + " B is shorter than dim " + N(i - 1) +
+                             " (" + N(extent) + " B)");
+    extent = st * m.dims[i];
+  }
+  if (!im2col) {
+    if (m.box[0] * esize != 128)
+      return InvalidArgument("tensor map: the 128-byte swizzle needs an "
+                             "inner box of 128 bytes, got " +
+                             N(m.box[0] * esize));
+    return OkStatus();
+  }
+  const int32_t lim = CornerLimit(m.rank);
+  for (int i = 0; i < m.rank - 2; ++i) {
+    for (int32_t c : {m.lower[i], m.upper[i]}) {
+      if (c < -lim || c >= lim)
+        return InvalidArgument("tensor map: im2col corners of a rank-" +
+                               N(m.rank) + " map must be in [" + N(-lim) +
+                               ", " + N(lim - 1) + "], got " + N(c));
+    }
+    if (static_cast<int64_t>(m.dims[i + 1]) + m.upper[i] - m.lower[i] <= 0)
+      return InvalidArgument("tensor map: the im2col bounding box of spatial "
+                             "dim " + N(i) + " is empty");
+  }
+  if (m.channels * esize != 128)
+    return InvalidArgument("tensor map: the 128-byte swizzle needs 128 bytes "
+                           "of channels per pixel, got " +
+                           N(m.channels * esize));
+  if (m.pixels == 0 || m.pixels > 1024)
+    return InvalidArgument("tensor map: pixels must be in [1, 1024], got " +
+                           N(m.pixels));
   return OkStatus();
 }
 
-StatusOr<EncodedTensorMap> EncodeTensorMap(const TensorMap2d& m,
+StatusOr<EncodedTensorMap> EncodeTensorMap(const TensorMapSpec& m,
                                            uint64_t address) {
   BT_RETURN_IF_ERROR(CheckTensorMap(m, address));
   const Encoder& e = GetEncoder();
-  if (e.fn == nullptr) return Unavailable(e.why);
+  if (e.tiled == nullptr) return Unavailable(e.why);
   EncodedTensorMap out{};
-  const uint64_t strides[1] = {m.row_stride_bytes};
-  const uint32_t element_strides[2] = {1, 1};
-  const int result = e.fn(out.bytes, static_cast<int>(m.type), 2,
-                          reinterpret_cast<void*>(address), m.dims, strides,
-                          m.box, element_strides, kInterleaveNone,
-                          kSwizzle128B, kL2Promotion256B, kOobFillZero);
+  void* at = reinterpret_cast<void*>(address);
+  const uint32_t rank = static_cast<uint32_t>(m.rank);
+  int result = 0;
+  if (m.mode == TensorMapMode::kTiled) {
+    result = e.tiled(out.bytes, static_cast<int>(m.type), rank, at, m.dims,
+                     m.strides, m.box, m.element_strides, kInterleaveNone,
+                     kSwizzle128B, kL2Promotion256B, kOobFillZero);
+  } else {
+    int lower[kTensorMapMaxRank - 2], upper[kTensorMapMaxRank - 2];
+    for (int i = 0; i < kTensorMapMaxRank - 2; ++i) {
+      lower[i] = m.lower[i];
+      upper[i] = m.upper[i];
+    }
+    result = e.im2col(out.bytes, static_cast<int>(m.type), rank, at, m.dims,
+                      m.strides, lower, upper, m.channels, m.pixels,
+                      m.element_strides, kInterleaveNone, kSwizzle128B,
+                      kL2Promotion256B, kOobFillZero);
+  }
   if (result != 0) {
-    return Internal("cuTensorMapEncodeTiled: CUresult " + N(result) + " for " +
-                    ToString(m));
+    return Internal(std::string("cuTensorMapEncode") +
+                    (m.mode == TensorMapMode::kTiled ? "Tiled" : "Im2col") +
+                    ": CUresult " + N(result) + " for " + ToString(m));
   }
   return out;
 }

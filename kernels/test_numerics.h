@@ -107,9 +107,12 @@ inline double OutputValue(MmaPrecision prec, const std::vector<uint8_t>& bytes,
 // round absolutely: fp16 2^-25).
 struct MmaBound {
   double u, u_out, abs_out;
-  explicit MmaBound(MmaPrecision prec)
-      : u(prec == MmaPrecision::kBf16 ? std::ldexp(1.0, -8)
-                                      : std::ldexp(1.0, -11)),
+  // `input_scale` widens the inputs' part: 4 for tf32 operands that are
+  // truncated instead of rounded (wgmma: each off by up to 2^-10, their
+  // product by 2 * 2^-10 = 4 * 2^-11).
+  explicit MmaBound(MmaPrecision prec, double input_scale = 1)
+      : u(input_scale * (prec == MmaPrecision::kBf16 ? std::ldexp(1.0, -8)
+                                                     : std::ldexp(1.0, -11))),
         u_out(prec == MmaPrecision::kBf16   ? std::ldexp(1.0, -8)
               : prec == MmaPrecision::kFp16 ? std::ldexp(1.0, -11)
                                             : std::ldexp(1.0, -24)),

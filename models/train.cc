@@ -175,7 +175,8 @@ StatusOr<TrainedModel> TrainOne(
   }
   const int64_t n = static_cast<int64_t>(rows.size());
   const int feature_set =
-      options.feature_set > 0 ? options.feature_set : DefaultFeatureSet(op);
+      options.feature_set > 0 ? options.feature_set
+                               : DefaultFeatureSet(op, family.name());
   const int64_t f = static_cast<int64_t>(family.FeatureNames(feature_set).size());
 
   // Features, targets, and the parameter values the data covers.

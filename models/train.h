@@ -41,7 +41,7 @@ struct TrainOptions {
   int members = 1;
   // The input features (KernelFamily::FeatureNames): kLogFeatures, or
   // kShapeFeatures, which adds the tiling's (waves, edge fill, loop length);
-  // 0: DefaultFeatureSet of the family's op.
+  // 0: DefaultFeatureSet(op, family) (kernels/family.h).
   int feature_set = 0;
 };
 

@@ -21,6 +21,8 @@
 #   MINUTES=M    a time budget for each campaign too (whichever ends first)
 #   FAKE=1       a fake GPU (a check of this script where there is none)
 #   IMPORT=FILES datasets (`blocktune export --samples`) imported first
+#   FAMILIES=F,.. the families to sample (`campaign start --family`;
+#                default: every family of the op and precision)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/campaigns_device.sh OUT BUILD OP:DTYPE:SAMPLES ...}
@@ -61,6 +63,7 @@ for spec in "$@"; do
   fi
   id=$(cli --json campaign start --op "$op" --dtype "$dtype" \
          "${what[@]}" ${MINUTES:+--minutes "$MINUTES"} \
+         ${FAMILIES:+--family "$FAMILIES"} \
          --seed "$seed" --label "$name" |
        python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
   seed=$((seed + 1))

@@ -70,7 +70,7 @@ if [[ $code -eq 0 ]]; then
   echo
   echo "\$ blocktune query gemm --m 4096 --n 4096 --k 4096 --layout NT --dtype bf16 --top 3"
   "${cli[@]}" query gemm --m 4096 --n 4096 --k 4096 --layout NT --dtype bf16 --top 3
-  # ... and conv.mma, in bf16 and tf32.
+  # ... and conv.mma and conv.wgmma, each its own model.
   echo
   echo "\$ blocktune query conv --n 32 --h 28 --w 28 --c 128 --k 128 --r 3 --s 3 --pad 1 --dtype bf16"
   "${cli[@]}" query conv --n 32 --h 28 --w 28 --c 128 --k 128 --r 3 --s 3 --pad 1 --dtype bf16

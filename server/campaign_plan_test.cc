@@ -86,10 +86,14 @@ TEST(CampaignFamiliesTest, RefusesWhatTheGpuCannotRun) {
   EXPECT_EQ(wrong.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(wrong.status().message(), HasSubstr("spec.families[0]"));
   spec.families.clear();
-  spec.op = Op::kConv;  // conv.mma: bf16 convolutions
+  spec.op = Op::kConv;  // bf16 convolutions: conv.mma, and on 9.0 conv.wgmma
   auto conv = CampaignFamilies(spec, Profile("h100"));
   ASSERT_TRUE(conv.ok()) << conv.status().ToString();
-  EXPECT_EQ(Names(*conv), std::vector<std::string>{"conv.mma"});
+  EXPECT_EQ(Names(*conv),
+            (std::vector<std::string>{"conv.mma", "conv.wgmma"}));
+  auto conv_a100 = CampaignFamilies(spec, Profile("a100"));
+  ASSERT_TRUE(conv_a100.ok()) << conv_a100.status().ToString();
+  EXPECT_EQ(Names(*conv_a100), std::vector<std::string>{"conv.mma"});
   spec.families = {"gemm.mma"};  // a family of another op
   auto other_op = CampaignFamilies(spec, Profile("h100"));
   EXPECT_EQ(other_op.status().code(), StatusCode::kInvalidArgument);

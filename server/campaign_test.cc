@@ -400,9 +400,9 @@ TEST_F(CampaignTest, ABf16CampaignMeasuresGemmMmaInBf16) {
   EXPECT_EQ(ok, 300 - 12);
 }
 
-// A bf16 convolution campaign measures conv.mma (issue 18): every sample
-// a conv.mma kernel of today's generator, in a bf16 convolution context,
-// with parameters the family accepts on the H100.
+// A bf16 convolution campaign of conv.mma (issue 18): every sample a
+// conv.mma kernel of today's generator, in a bf16 convolution context, with
+// parameters the family accepts on the H100.
 TEST_F(CampaignTest, ABf16ConvCampaignMeasuresConvMma) {
   auto d = Start("measure_us=50");
   v1::CampaignSpec spec;
@@ -410,6 +410,7 @@ TEST_F(CampaignTest, ABf16ConvCampaignMeasuresConvMma) {
   spec.set_dtype(v1::DTYPE_BF16);
   spec.set_max_samples(120);
   spec.set_seed(5);
+  spec.add_families("conv.mma");
   const v1::Campaign started = StartSpec(*d, spec);
   const v1::CampaignProgress last = WatchToTheEnd(*d, started.id());
   ASSERT_EQ(last.campaign().state(), v1::CAMPAIGN_STATE_DONE)
@@ -418,17 +419,18 @@ TEST_F(CampaignTest, ABf16ConvCampaignMeasuresConvMma) {
   EXPECT_EQ(last.done(), 120);
   ASSERT_EQ(last.samples_by_family_size(), 1);
   EXPECT_EQ(last.samples_by_family().at("conv.mma"), 120);
-  const KernelFamily& conv_mma = **FindFamily("conv.mma");
   const KernelLimits h100 = ProfileByName("h100")->Limits();
   const std::vector<SampleRecord> samples = Samples();
   ASSERT_EQ(samples.size(), 120u);
   for (const SampleRecord& s : samples) {
     EXPECT_EQ(s.kernel.family, "conv.mma") << s.seq;
-    EXPECT_EQ(s.kernel.generator_version, conv_mma.version()) << s.seq;
+    auto family = FindFamily(s.kernel.family);
+    ASSERT_TRUE(family.ok()) << s.seq;
+    EXPECT_EQ(s.kernel.generator_version, (*family)->version()) << s.seq;
     ASSERT_EQ(OpOf(s.context), Op::kConv) << s.seq;
     EXPECT_EQ(DTypeOf(s.context), DType::kBf16) << s.seq;
     EXPECT_TRUE(
-        conv_mma.CanImplement(Problem(s.context), s.kernel.params, h100).ok())
+        (*family)->CanImplement(Problem(s.context), s.kernel.params, h100).ok())
         << s.seq;
   }
   // Four contexts per kernel (the daemon's default): most samples after a
@@ -444,6 +446,36 @@ TEST_F(CampaignTest, ABf16ConvCampaignMeasuresConvMma) {
     EXPECT_FALSE(s->context == first.context) << seq;
   }
   EXPECT_GE(followers, 60) << "of 90";
+}
+
+// Without named families a bf16 convolution campaign on an H100 samples
+// both convolution families: conv.mma and conv.wgmma (sm_90a).
+TEST_F(CampaignTest, ABf16ConvCampaignOnAnH100SamplesBothConvFamilies) {
+  auto d = Start("measure_us=50");
+  v1::CampaignSpec spec;
+  spec.set_op(v1::OP_CONV);
+  spec.set_dtype(v1::DTYPE_BF16);
+  spec.set_max_samples(80);
+  spec.set_seed(6);
+  const v1::Campaign started = StartSpec(*d, spec);
+  const v1::CampaignProgress last = WatchToTheEnd(*d, started.id());
+  ASSERT_EQ(last.campaign().state(), v1::CAMPAIGN_STATE_DONE)
+      << last.campaign().message() << "\n"
+      << d->Log();
+  ASSERT_EQ(last.samples_by_family_size(), 2);
+  EXPECT_GT(last.samples_by_family().at("conv.mma"), 0);
+  EXPECT_GT(last.samples_by_family().at("conv.wgmma"), 0);
+  const KernelLimits h100 = ProfileByName("h100")->Limits();
+  for (const SampleRecord& s : Samples()) {
+    auto family = FindFamily(s.kernel.family);
+    ASSERT_TRUE(family.ok()) << s.seq;
+    EXPECT_EQ((*family)->op(), Op::kConv) << s.seq;
+    EXPECT_EQ(s.kernel.generator_version, (*family)->version()) << s.seq;
+    EXPECT_EQ(DTypeOf(s.context), DType::kBf16) << s.seq;
+    EXPECT_TRUE(
+        (*family)->CanImplement(Problem(s.context), s.kernel.params, h100).ok())
+        << s.seq << " " << s.kernel.family;
+  }
 }
 
 TEST_F(CampaignTest, AnFp32CampaignStillMeasuresGemmFfma) {

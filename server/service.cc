@@ -1027,9 +1027,24 @@ void ToProto(const std::vector<TensorMapParam>& maps,
     o->set_operand(std::string(1, t.operand));
     o->set_data_type(static_cast<int32_t>(t.map.type));
     o->set_element_type(ToString(t.map.type));
-    for (uint64_t d : t.map.dims) o->add_dims(d);
-    o->set_row_stride_bytes(t.map.row_stride_bytes);
-    for (uint32_t b : t.map.box) o->add_box(b);
+    const TensorMapSpec& m = t.map;
+    const bool im2col = m.mode == TensorMapMode::kIm2col;
+    o->set_mode(ToString(m.mode));
+    for (int i = 0; i < m.rank; ++i) {
+      o->add_dims(m.dims[i]);
+      o->add_element_strides(m.element_strides[i]);
+      if (!im2col) o->add_box(m.box[i]);
+      if (i > 0) o->add_strides(m.strides[i - 1]);
+      if (im2col && i > 0 && i < m.rank - 1) {
+        o->add_lower_corner(m.lower[i - 1]);
+        o->add_upper_corner(m.upper[i - 1]);
+      }
+    }
+    o->set_row_stride_bytes(m.strides[0]);
+    if (im2col) {
+      o->set_channels_per_pixel(m.channels);
+      o->set_pixels_per_column(m.pixels);
+    }
   }
 }
 

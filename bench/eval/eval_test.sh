@@ -38,8 +38,8 @@ for f in square conv56; do
 done
 grep -q $'^square\tgemm m=1000 n=1000 k=1000 layout=NN dtype=bf16\t1\tgemm\\.\\(mma\\|wgmma\\) v[0-9]* bm=' \
   "$tmp/plan.tsv" || fail "no bf16 GEMM configuration in the plan"
-grep -q $'^conv56\t.*dtype=bf16\t1\tconv\\.mma v[0-9]* bm=' "$tmp/plan.tsv" ||
-  fail "no conv.mma configuration in the plan"
+grep -q $'^conv56\t.*dtype=bf16\t1\tconv\\.\\(mma\\|wgmma\\) v[0-9]* bm=' "$tmp/plan.tsv" ||
+  fail "no bf16 convolution configuration in the plan"
 echo "square | gemm m=0 n=1 k=1" >"$tmp/bad.txt"
 set +e
 plan --shapes "$tmp/bad.txt" --out "$tmp/bad.tsv" 2>"$tmp/bad.err"

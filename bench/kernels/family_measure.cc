@@ -377,7 +377,22 @@ const std::vector<std::string>& Prior(std::string_view family) {
             "bm=64 bn=16 bk=128 st=6 wg=1 gm=1",
             "bm=128 bn=16 bk=128 st=4 wg=2 gm=1",
             "bm=128 bn=32 bk=128 st=4 wg=2 gm=1",
-            "bm=64 bn=64 bk=64 st=6 wg=1 gm=1"}}};
+            "bm=64 bn=64 bk=64 st=6 wg=1 gm=1"}},
+          // conv.wgmma: gemm.wgmma's large tiles (no cluster pairs, no
+          // split), and smaller ones for layers of few output pixels.
+          {"conv.wgmma",
+           {"bm=128 bn=256 bk=64 st=4 wg=2 gm=8",
+            "bm=128 bn=256 bk=64 st=3 wg=2 gm=8",
+            "bm=256 bn=128 bk=64 st=4 wg=2 gm=8",
+            "bm=128 bn=128 bk=64 st=5 wg=2 gm=8",
+            "bm=128 bn=128 bk=64 st=4 wg=1 gm=8",
+            "bm=128 bn=256 bk=32 st=6 wg=2 gm=8",
+            "bm=128 bn=128 bk=32 st=6 wg=2 gm=8",
+            "bm=128 bn=64 bk=64 st=6 wg=2 gm=8",
+            "bm=128 bn=64 bk=64 st=6 wg=1 gm=8",
+            "bm=64 bn=128 bk=64 st=5 wg=1 gm=8",
+            "bm=64 bn=64 bk=64 st=6 wg=1 gm=1",
+            "bm=64 bn=64 bk=128 st=4 wg=1 gm=1"}}};
   static const std::vector<std::string> kNone;
   auto it = kPrior.find(family);
   return it == kPrior.end() ? kNone : it->second;

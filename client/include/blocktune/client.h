@@ -155,19 +155,27 @@ struct KernelParam {
   int size = 0;
 };
 
-// A TMA tensor map parameter (gemm.wgmma's A and B): the application
-// encodes it for the operand's device address with cuTensorMapEncodeTiled
-// (rank 2, these dims, strides {row_stride_bytes}, box, element strides
-// {1, 1}, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-// CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
-// and passes the 128-byte CUtensorMap by value as params[param_index].
+// A TMA tensor map parameter (gemm.wgmma's A, B and C; conv.wgmma's input,
+// filter and output): the application encodes it for the operand's device
+// address and passes the 128-byte CUtensorMap by value as
+// params[param_index]. mode "tiled": cuTensorMapEncodeTiled(rank
+// dims.size(), dims, strides, box, element_strides, ...); mode "im2col":
+// cuTensorMapEncodeIm2col(rank dims.size(), dims, strides, lower_corner,
+// upper_corner, channels_per_pixel, pixels_per_column, element_strides,
+// ...); both with CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+// CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE.
 struct TensorMap {
   int param_index = -1;  // into Kernel::params (type "b8[128]")
-  char operand = 'A';    // 'A' or 'B'
+  char operand = 'A';    // 'A', 'B' or 'C'
   int data_type = 0;     // CUtensorMapDataType: 6 fp16, 7 fp32, 9 bf16
-  std::array<uint64_t, 2> dims{};  // elements: contiguous extent, rows
-  uint64_t row_stride_bytes = 0;
-  std::array<uint32_t, 2> box{};
+  std::string mode = "tiled";
+  std::vector<uint64_t> dims;     // elements, innermost (contiguous) first
+  std::vector<uint64_t> strides;  // bytes between indices of dims 1..
+  uint64_t row_stride_bytes = 0;  // strides[0]
+  std::vector<uint32_t> box;      // tiled
+  std::vector<int32_t> lower_corner, upper_corner;  // im2col
+  uint32_t channels_per_pixel = 0, pixels_per_column = 0;  // im2col
+  std::vector<uint32_t> element_strides;
 };
 
 // The kernel for one problem, ready to launch: cuModuleLoadData(ptx), then
