@@ -67,15 +67,14 @@ Status CheckFieldCount(const Params& params, int fields,
                          std::to_string(params.size));
 }
 
-class WgmmaFamily : public KernelFamily {
+// What the two Hopper families share: the precisions, the first `fields`
+// of gemm.wgmma's parameter domains, compute capability 9.0, and the
+// parameters' validation.
+class WgmmaFamilyBase : public KernelFamily {
  public:
-  WgmmaFamily() : specs_(WgmmaSpecs(kFieldCount)) {
-    for (WgmmaRule r : kWgmmaRules) rules_.push_back(ToString(r));
-  }
+  explicit WgmmaFamilyBase(int fields)
+      : fields_(fields), specs_(WgmmaSpecs(fields)) {}
 
-  std::string_view name() const override { return kGemmWgmmaFamily; }
-  int version() const override { return kGemmWgmmaGeneratorVersion; }
-  Op op() const override { return Op::kGemm; }
   const std::vector<DType>& precisions() const override {
     static const std::vector<DType> p = {DType::kBf16, DType::kFp16,
                                          DType::kTf32};
@@ -83,17 +82,38 @@ class WgmmaFamily : public KernelFamily {
   }
   const std::vector<ParamSpec>& params() const override { return specs_; }
   const std::vector<std::string>& rules() const override { return rules_; }
-  std::string_view summary() const override {
-    return "Hopper GEMM (sm_90a): TMA ring with mbarriers, producer "
-           "warpgroup, wgmma.mma_async consumers (bf16/fp16 m64nNk16, tf32 "
-           "m64nNk8 K-major only, fp32 accumulate), 128-byte swizzle";
-  }
   int min_compute_capability() const override { return 90; }
 
   Status ValidateParams(const Params& params,
                         std::string_view field) const override {
-    BT_RETURN_IF_ERROR(CheckFieldCount(params, kFieldCount, field));
-    return Renamed(ValidateWgmmaParams(ToWgmma(params)), field);
+    BT_RETURN_IF_ERROR(CheckFieldCount(params, fields_, field));
+    return Renamed(ValidateWgmmaParams(Wgmma(params)), field);
+  }
+
+ protected:
+  WgmmaParams Wgmma(const Params& params) const {
+    return ToWgmma(params, fields_);
+  }
+  std::vector<std::string> rules_;
+
+ private:
+  int fields_;
+  std::vector<ParamSpec> specs_;
+};
+
+class WgmmaFamily : public WgmmaFamilyBase {
+ public:
+  WgmmaFamily() : WgmmaFamilyBase(kFieldCount) {
+    for (WgmmaRule r : kWgmmaRules) rules_.push_back(ToString(r));
+  }
+
+  std::string_view name() const override { return kGemmWgmmaFamily; }
+  int version() const override { return kGemmWgmmaGeneratorVersion; }
+  Op op() const override { return Op::kGemm; }
+  std::string_view summary() const override {
+    return "Hopper GEMM (sm_90a): TMA ring with mbarriers, producer "
+           "warpgroup, wgmma.mma_async consumers (bf16/fp16 m64nNk16, tf32 "
+           "m64nNk8 K-major only, fp32 accumulate), 128-byte swizzle";
   }
 
   bool Passes(int rule, const Problem& problem, const Params& params,
@@ -184,48 +204,29 @@ class WgmmaFamily : public KernelFamily {
     return out;
   }
 
- private:
-  std::vector<ParamSpec> specs_;
-  std::vector<std::string> rules_;
 };
 
-
 // conv.wgmma: gemm.wgmma's kernel with im2col copies (conv_wgmma.h).
-class ConvWgmmaKernelFamily : public KernelFamily {
+class ConvWgmmaKernelFamily : public WgmmaFamilyBase {
  public:
-  ConvWgmmaKernelFamily() : specs_(WgmmaSpecs(kConvWgmmaParamCount)) {
+  ConvWgmmaKernelFamily() : WgmmaFamilyBase(kConvWgmmaParamCount) {
     for (ConvWgmmaRule r : kConvWgmmaRules) rules_.push_back(ToString(r));
   }
 
   std::string_view name() const override { return kConvWgmmaFamily; }
   int version() const override { return kConvWgmmaGeneratorVersion; }
   Op op() const override { return Op::kConv; }
-  const std::vector<DType>& precisions() const override {
-    static const std::vector<DType> p = {DType::kBf16, DType::kFp16,
-                                         DType::kTf32};
-    return p;
-  }
-  const std::vector<ParamSpec>& params() const override { return specs_; }
-  const std::vector<std::string>& rules() const override { return rules_; }
   std::string_view summary() const override {
     return "Hopper implicit-GEMM convolution (sm_90a, NHWC, KRSC): "
            "gemm.wgmma's TMA ring and wgmma consumers, the input read by "
            "im2col TMA copies (pad, stride, dilation in the copy engine)";
-  }
-  int min_compute_capability() const override { return 90; }
-
-  Status ValidateParams(const Params& params,
-                        std::string_view field) const override {
-    BT_RETURN_IF_ERROR(CheckFieldCount(params, kConvWgmmaParamCount, field));
-    return Renamed(ValidateWgmmaParams(ToWgmma(params, kConvWgmmaParamCount)),
-                   field);
   }
 
   bool Passes(int rule, const Problem& problem, const Params& params,
               const KernelLimits& limits) const override {
     return PassesConvWgmmaRule(kConvWgmmaRules[rule],
                                std::get<ConvContext>(problem.ctx),
-                               ToWgmma(params, kConvWgmmaParamCount), limits);
+                               Wgmma(params), limits);
   }
 
   Status CanImplement(const Problem& problem, const Params& params,
@@ -233,13 +234,13 @@ class ConvWgmmaKernelFamily : public KernelFamily {
     BT_RETURN_IF_ERROR(CheckProblem(problem));
     BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
     return CanImplementConvWgmma(std::get<ConvContext>(problem.ctx),
-                                 ToWgmma(params, kConvWgmmaParamCount),
+                                 Wgmma(params),
                                  limits);
   }
 
   ConfigShape Shape(const Problem& problem,
                     const Params& params) const override {
-    const WgmmaParams w = ToWgmma(params, kConvWgmmaParamCount);
+    const WgmmaParams w = Wgmma(params);
     const GemmShape g = ImplicitGemm(problem.ctx);
     ConfigShape s;
     s.tile_m = w.bm;
@@ -276,7 +277,7 @@ class ConvWgmmaKernelFamily : public KernelFamily {
     BT_ASSIGN_OR_RETURN(
         ConvWgmmaKernel k,
         GenerateConvWgmma(std::get<ConvContext>(problem.ctx),
-                          ToWgmma(params, kConvWgmmaParamCount), target));
+                          Wgmma(params), target));
     GeneratedKernel out = ToGenerated(*this, k);
     out.dynamic_shared_bytes = k.shared_bytes;
     // C and K multiples of 16 bytes (rule alignment); the input, filter and
@@ -288,9 +289,6 @@ class ConvWgmmaKernelFamily : public KernelFamily {
     return out;
   }
 
- private:
-  std::vector<ParamSpec> specs_;
-  std::vector<std::string> rules_;
 };
 
 }  // namespace
