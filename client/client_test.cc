@@ -163,6 +163,41 @@ TEST_F(ClientTest, Bf16OnAnEmptyStoreIsAGemmMmaDefaultThatGenerates) {
   EXPECT_EQ(w->tensor_maps[1].operand, 'B');
   EXPECT_TRUE(k->tensor_maps.empty());  // gemm.mma takes plain addresses
 
+  // conv.wgmma named: its input is an im2col map, its filter a rank-3 tiled
+  // map; GetKernel carries both whole.
+  KernelOptions conv_wgmma;
+  conv_wgmma.family = "conv.wgmma";
+  conv_wgmma.arch = "sm_90";
+  ConvProblem layer;
+  layer.n = 2;
+  layer.h = layer.w = 28;
+  layer.c = 64;
+  layer.k = 128;
+  layer.pad_h = layer.pad_w = 1;
+  layer.stride_h = layer.stride_w = 2;
+  layer.dtype = DType::kBf16;
+  auto cw = client.GetKernel(layer, conv_wgmma);
+  ASSERT_TRUE(cw.ok()) << cw.error().message;
+  EXPECT_EQ(cw->kernel_config.family, "conv.wgmma");
+  EXPECT_THAT(cw->ptx, HasSubstr(".im2col.mbarrier::complete_tx::bytes"));
+  ASSERT_EQ(cw->tensor_maps.size(), 3u);
+  const TensorMap& x = cw->tensor_maps[0];
+  EXPECT_EQ(x.operand, 'A');
+  EXPECT_EQ(x.mode, "im2col");
+  EXPECT_EQ(x.dims, (std::vector<uint64_t>{64, 28, 28, 2}));
+  EXPECT_EQ(x.strides, (std::vector<uint64_t>{128, 128 * 28, 128 * 28 * 28}));
+  EXPECT_EQ(x.lower_corner, (std::vector<int32_t>{-1, -1}));
+  EXPECT_EQ(x.upper_corner, (std::vector<int32_t>{-1, -1}));  // pad - 2
+  EXPECT_EQ(x.channels_per_pixel, 64u);
+  EXPECT_GT(x.pixels_per_column, 0u);
+  EXPECT_EQ(x.element_strides, (std::vector<uint32_t>{1, 2, 2, 1}));
+  const TensorMap& f = cw->tensor_maps[1];
+  EXPECT_EQ(f.mode, "tiled");
+  EXPECT_EQ(f.dims, (std::vector<uint64_t>{64, 9, 128}));
+  EXPECT_EQ(f.strides, (std::vector<uint64_t>{128, 128 * 9}));
+  EXPECT_EQ(f.box.size(), 3u);
+  EXPECT_EQ(cw->tensor_maps[2].operand, 'C');
+
   // An old caller's problem: fp32, the block-shape family.
   auto old = client.GetKernel(GemmProblem{64, 64, 64});
   ASSERT_TRUE(old.ok()) << old.error().message;
