@@ -181,7 +181,8 @@ Status LoadedKernel::Enqueue(const cuda::Function& fn,
                       shared_bytes, std::move(pointers));
 }
 
-Status LoadedKernel::Launch(const KernelOperands& ops) const {
+Status LoadedKernel::Launch(const KernelOperands& ops,
+                            unsigned programs) const {
   const GeneratedKernel& k = kernel_;
   const auto ld = LeadingDims(problem_);
   const bool gemm = std::holds_alternative<GemmContext>(problem_.ctx);
@@ -213,7 +214,9 @@ Status LoadedKernel::Launch(const KernelOperands& ops) const {
     return InvalidArgument("this kernel needs a workspace of " +
                            std::to_string(k.workspace_bytes) + " bytes");
   }
-  BT_RETURN_IF_ERROR(Enqueue(main_, main_args_, k.grid, k.block,
+  std::array<unsigned, 3> grid = k.grid;
+  if (programs > 0) grid[0] = std::min(grid[0], programs);
+  BT_RETURN_IF_ERROR(Enqueue(main_, main_args_, grid, k.block,
                              k.dynamic_shared_bytes, ops));
   if (k.reduce_entry.empty()) return OkStatus();
   return Enqueue(reduce_, reduce_args_, k.reduce_grid, k.reduce_block, 0, ops);

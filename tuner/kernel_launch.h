@@ -51,8 +51,12 @@ class LoadedKernel {
   // (counter_offset >= 0) needs them zero before its first launch; every
   // launch leaves them zero. A kernel with tensor maps: UNAVAILABLE
   // without a driver that encodes them (12.0 or later), INTERNAL where the
-  // driver refuses one.
-  Status Launch(const KernelOperands& ops) const;
+  // driver refuses one. `programs` > 0 launches min(grid, programs)
+  // programs of the main entry instead of one per work unit: only for
+  // kernels whose programs walk their work units grid-stride (gemm.wgmma
+  // without cluster pairs, conv.wgmma), which the caller must know; the
+  // benchmarks measure a persistent grid with it.
+  Status Launch(const KernelOperands& ops, unsigned programs = 0) const;
 
  private:
   LoadedKernel() = default;

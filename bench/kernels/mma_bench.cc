@@ -38,6 +38,9 @@
 // (for ptxas + cuobjdump -sass: HGMMA in gemm.wgmma's SASS).
 //   mma_bench --profile "bf16 NT 4096 16 4096" "bm=.. bn=.." [reps]
 // times one configuration of the first of --families (for ncu).
+// --programs N (before --profile): at most N programs, walking the tiles
+// grid-stride, for families whose kernels can (gemm.wgmma with cm = 1,
+// conv.wgmma): what a persistent grid would give.
 // ratio = cuBLASLt time / ours; > 1 means ours is faster.
 //
 //   mma_bench --op conv [flags as above]
@@ -226,6 +229,10 @@ int Main(int argc, char** argv) {
   bool read_flush = true;
   std::string profile_shape, profile_params;
   int profile_reps = 5;
+  // --programs N: at most N programs of the main entry, walking the tiles
+  // grid-stride (a persistent grid; gemm.wgmma without cluster pairs and
+  // conv.wgmma only). 0: one program per tile.
+  unsigned programs = 0;
   std::string triton_path;
   bool list_shapes = false, plan = false;
   Op op = Op::kGemm;
@@ -250,6 +257,8 @@ int Main(int argc, char** argv) {
       list_shapes = true;
     else if (!std::strcmp(argv[i], "--plan"))
       plan = true;
+    else if (!std::strcmp(argv[i], "--programs") && i + 1 < argc)
+      programs = static_cast<unsigned>(std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--profile") && i + 2 < argc) {
       profile_shape = argv[++i];
       profile_params = argv[++i];
@@ -543,7 +552,7 @@ int Main(int argc, char** argv) {
           ops.b = reinterpret_cast<uint64_t>(buf.b);
           ops.c = reinterpret_cast<uint64_t>(buf.c);
           ops.workspace = reinterpret_cast<uint64_t>(ws);
-          return k.Launch(ops).ok();
+          return k.Launch(ops, programs).ok();
         };
       };
       // Quick pass, then the fastest 4 again, each checked against the
