@@ -14,12 +14,6 @@ namespace {
 
 int64_t Esize(const ConvContext& c) { return WgmmaElementBytes(c.dtype); }
 
-TensorMapType MapType(DType d) {
-  return d == DType::kFp16   ? TensorMapType::kFp16
-         : d == DType::kBf16 ? TensorMapType::kBf16
-                             : TensorMapType::kFp32;
-}
-
 // The im2col box's corners per spatial dim (W, then H): the first output
 // pixel's input pixel is -pad from the image's origin; the last one's is
 // dilation * (R - 1) - pad before the far edge (the box spans the input
@@ -67,14 +61,14 @@ bool PassesConvWgmmaRule(ConvWgmmaRule rule, const ConvContext& c,
     case ConvWgmmaRule::kNone:
       return true;
     case ConvWgmmaRule::kComputeCapability:
-      return limits.compute_capability == 90;
+      return PassesWgmmaTileRule(WgmmaRule::kComputeCapability, c.dtype, p,
+                                 limits);
     case ConvWgmmaRule::kSwizzleRow:
-      return p.bk * esize % 128 == 0;
+      return PassesWgmmaTileRule(WgmmaRule::kSwizzleRow, c.dtype, p, limits);
     case ConvWgmmaRule::kSharedMemory:
-      return WgmmaSharedBytes(c.dtype, p) <= limits.max_dynamic_shared_bytes;
+      return PassesWgmmaTileRule(WgmmaRule::kSharedMemory, c.dtype, p, limits);
     case ConvWgmmaRule::kRegisters:
-      return WgmmaRegisterEstimate(p) <= WgmmaRegisterBudget(p) &&
-             WgmmaRegisterEstimate(p) <= limits.max_registers_per_thread;
+      return PassesWgmmaTileRule(WgmmaRule::kRegisters, c.dtype, p, limits);
     case ConvWgmmaRule::kAlignment:
       return c.c * esize % 16 == 0 && c.k * esize % 16 == 0;
     case ConvWgmmaRule::kStride:
@@ -156,7 +150,7 @@ TensorMapSpec ConvWgmmaTensorMap(const ConvContext& c, const WgmmaParams& p,
                                  char operand) {
   const int64_t esize = Esize(c);
   const uint32_t atom = static_cast<uint32_t>(128 / esize);
-  const TensorMapType type = MapType(c.dtype);
+  const TensorMapType type = wgmma_internal::MapTypeOf(c.dtype);
   const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
   if (operand == 'c' || operand == 'C') {
     // Y: N*P*Q rows of K, gemm.wgmma's C box.

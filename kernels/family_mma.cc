@@ -7,6 +7,7 @@
 
 #include "kernels/conv_mma.h"
 #include "kernels/family.h"
+#include "kernels/family_params.h"
 #include "kernels/gemm_mma.h"
 #include "kernels/gemm_ptx.h"
 #include "kernels/validate.h"
@@ -118,14 +119,6 @@ Status CheckComputeCapability(std::string_view family, int min,
       std::to_string(limits.compute_capability % 10));
 }
 
-// `field` in place of the "params" that ValidateMmaParams' messages start
-// with.
-Status Renamed(Status s, std::string_view field) {
-  if (!s.ok() && field != "params" && s.message().rfind("params", 0) == 0)
-    return InvalidArgument(std::string(field) + s.message().substr(6));
-  return s;
-}
-
 MmaPrecision PrecisionOf(DType d) {
   switch (d) {
     case DType::kFp16:
@@ -184,12 +177,8 @@ class MmaFamily : public KernelFamily {
 
   Status ValidateParams(const Params& params,
                         std::string_view field) const override {
-    if (params.size != kFieldCount) {
-      return InvalidArgument(std::string(field) + " must have " +
-                             std::to_string(kFieldCount) + " values, got " +
-                             std::to_string(params.size));
-    }
-    return Renamed(ValidateMmaParams(ToMma(params)), field);
+    BT_RETURN_IF_ERROR(CheckParamCount(params, kFieldCount, field));
+    return RenameParamsField(ValidateMmaParams(ToMma(params)), field);
   }
 
   bool Passes(int rule, const Problem& problem, const Params& params,
@@ -291,12 +280,9 @@ class ConvMmaKernelFamily : public KernelFamily {
 
   Status ValidateParams(const Params& params,
                         std::string_view field) const override {
-    if (params.size != kConvFieldCount) {
-      return InvalidArgument(std::string(field) + " must have " +
-                             std::to_string(kConvFieldCount) +
-                             " values, got " + std::to_string(params.size));
-    }
-    return Renamed(ValidateMmaParams(ToMma(params, kConvFieldCount)), field);
+    BT_RETURN_IF_ERROR(CheckParamCount(params, kConvFieldCount, field));
+    return RenameParamsField(ValidateMmaParams(ToMma(params, kConvFieldCount)),
+                             field);
   }
 
   bool Passes(int rule, const Problem& problem, const Params& params,

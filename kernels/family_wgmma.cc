@@ -6,6 +6,7 @@
 
 #include "kernels/conv_wgmma.h"
 #include "kernels/family.h"
+#include "kernels/family_params.h"
 #include "kernels/gemm_ptx.h"
 #include "kernels/gemm_wgmma.h"
 
@@ -51,22 +52,6 @@ std::vector<ParamSpec> WgmmaSpecs(int fields) {
   return specs;
 }
 
-// ValidateWgmmaParams names the field "params"; name the caller's.
-Status Renamed(const Status& s, std::string_view field) {
-  const std::string_view message = s.message();
-  if (s.ok() || field == "params" || message.substr(0, 6) != "params")
-    return s;
-  return InvalidArgument(std::string(field) + std::string(message.substr(6)));
-}
-
-Status CheckFieldCount(const Params& params, int fields,
-                       std::string_view field) {
-  if (params.size == fields) return OkStatus();
-  return InvalidArgument(std::string(field) + " must have " +
-                         std::to_string(fields) + " values, got " +
-                         std::to_string(params.size));
-}
-
 // What the two Hopper families share: the precisions, the first `fields`
 // of gemm.wgmma's parameter domains, compute capability 9.0, and the
 // parameters' validation.
@@ -86,8 +71,8 @@ class WgmmaFamilyBase : public KernelFamily {
 
   Status ValidateParams(const Params& params,
                         std::string_view field) const override {
-    BT_RETURN_IF_ERROR(CheckFieldCount(params, fields_, field));
-    return Renamed(ValidateWgmmaParams(Wgmma(params)), field);
+    BT_RETURN_IF_ERROR(CheckParamCount(params, fields_, field));
+    return RenameParamsField(ValidateWgmmaParams(Wgmma(params)), field);
   }
 
  protected:

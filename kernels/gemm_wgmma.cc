@@ -131,6 +131,23 @@ int64_t WgmmaRegisterBudget(const WgmmaParams& p) {
   return p.consumers == 2 ? 224 : 255;
 }
 
+bool PassesWgmmaTileRule(WgmmaRule rule, DType precision,
+                         const WgmmaParams& p, const KernelLimits& limits) {
+  switch (rule) {
+    case WgmmaRule::kComputeCapability:
+      return limits.compute_capability == 90;
+    case WgmmaRule::kSwizzleRow:
+      return p.bk * WgmmaElementBytes(precision) % 128 == 0;
+    case WgmmaRule::kSharedMemory:
+      return WgmmaSharedBytes(precision, p) <= limits.max_dynamic_shared_bytes;
+    case WgmmaRule::kRegisters:
+      return WgmmaRegisterEstimate(p) <= WgmmaRegisterBudget(p) &&
+             WgmmaRegisterEstimate(p) <= limits.max_registers_per_thread;
+    default:
+      return false;
+  }
+}
+
 bool PassesWgmmaRule(WgmmaRule rule, const Problem& problem,
                      const WgmmaParams& p, const KernelLimits& limits) {
   const GemmContext& g = std::get<GemmContext>(problem.ctx);
@@ -138,20 +155,16 @@ bool PassesWgmmaRule(WgmmaRule rule, const Problem& problem,
     case WgmmaRule::kNone:
       return true;
     case WgmmaRule::kComputeCapability:
-      return limits.compute_capability == 90;
+    case WgmmaRule::kSwizzleRow:
+    case WgmmaRule::kSharedMemory:
+    case WgmmaRule::kRegisters:
+      return PassesWgmmaTileRule(rule, g.dtype, p, limits);
     case WgmmaRule::kPrecisionLayout:
       return g.dtype != DType::kTf32 ||
              (g.layout_a == Layout::kN && g.layout_b == Layout::kT);
     case WgmmaRule::kTileLayout:
       return g.layout_b == Layout::kT ||
              p.bn % (128 / WgmmaElementBytes(g.dtype)) == 0;
-    case WgmmaRule::kSwizzleRow:
-      return p.bk * WgmmaElementBytes(g.dtype) % 128 == 0;
-    case WgmmaRule::kSharedMemory:
-      return WgmmaSharedBytes(g.dtype, p) <= limits.max_dynamic_shared_bytes;
-    case WgmmaRule::kRegisters:
-      return WgmmaRegisterEstimate(p) <= WgmmaRegisterBudget(p) &&
-             WgmmaRegisterEstimate(p) <= limits.max_registers_per_thread;
     case WgmmaRule::kAlignment: {
       const int64_t align = 16 / WgmmaElementBytes(g.dtype);
       return Lda(problem) % align == 0 && Ldb(problem) % align == 0 &&
@@ -255,18 +268,13 @@ TensorMapSpec WgmmaTensorMap(const Problem& problem, const WgmmaParams& p,
                              char operand) {
   const GemmContext& g = std::get<GemmContext>(problem.ctx);
   const Tiling t = TilingOf(problem, p);
-  TensorMapSpec m;
-  m.type = g.dtype == DType::kFp16   ? TensorMapType::kFp16
-           : g.dtype == DType::kBf16 ? TensorMapType::kBf16
-                                     : TensorMapType::kFp32;
+  const TensorMapType type = wgmma_internal::MapTypeOf(g.dtype);
+  const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
   if (operand == 'c' || operand == 'C') {
     // C is M rows of N; one box is 128 bytes of a row by an m64 tile's rows.
-    m.dims[0] = static_cast<uint64_t>(g.n);
-    m.dims[1] = static_cast<uint64_t>(g.m);
-    m.strides[0] = static_cast<uint64_t>(LeadingDims(problem)[2] * t.esize);
-    m.box[0] = static_cast<uint32_t>(t.atom);
-    m.box[1] = 64;
-    return m;
+    return TensorMapSpec::Matrix(type, u(g.n), u(g.m),
+                                 u(LeadingDims(problem)[2] * t.esize),
+                                 static_cast<uint32_t>(t.atom), 64);
   }
   const bool a = operand == 'a' || operand == 'A';
   const bool kmajor = a ? t.a_kmajor : t.b_kmajor;
@@ -274,13 +282,11 @@ TensorMapSpec WgmmaTensorMap(const Problem& problem, const WgmmaParams& p,
   // rows of N, B T is N rows of K.
   const int64_t mn = a ? g.m : g.n;
   const int64_t ld = a ? Lda(problem) : Ldb(problem);
-  m.dims[0] = static_cast<uint64_t>(kmajor ? g.k : mn);
-  m.dims[1] = static_cast<uint64_t>(kmajor ? mn : g.k);
-  m.strides[0] = static_cast<uint64_t>(ld * t.esize);
-  m.box[0] = static_cast<uint32_t>(t.atom);
   // A cluster pair loads half of every B box each (Tiling::b_box_rows).
-  m.box[1] = static_cast<uint32_t>(a ? (kmajor ? t.bm : t.bk) : t.b_box_rows);
-  return m;
+  return TensorMapSpec::Matrix(
+      type, u(kmajor ? g.k : mn), u(kmajor ? mn : g.k), u(ld * t.esize),
+      static_cast<uint32_t>(t.atom),
+      static_cast<uint32_t>(a ? (kmajor ? t.bm : t.bk) : t.b_box_rows));
 }
 
 StatusOr<WgmmaKernel> GenerateGemmWgmma(const Problem& problem,

@@ -215,6 +215,11 @@ int64_t WgmmaRegisterEstimate(const WgmmaParams& p);
 // warpgroups (setmaxnreg gives 232; see the definition), 255 with one.
 int64_t WgmmaRegisterBudget(const WgmmaParams& p);
 
+// The rules that look at the precision, the parameters and the device
+// alone (compute_capability, swizzle_row, shared_memory, registers), which
+// conv.wgmma shares; false for every other rule.
+bool PassesWgmmaTileRule(WgmmaRule rule, DType precision,
+                         const WgmmaParams& p, const KernelLimits& limits);
 // Whether one rule holds, with no allocation (samplers call it). The
 // problem is a GEMM whose dtype is bf16, fp16 or tf32.
 bool PassesWgmmaRule(WgmmaRule rule, const Problem& problem,

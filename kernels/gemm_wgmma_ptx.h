@@ -39,6 +39,13 @@ inline int64_t EpilogueBytes(int64_t bn, int64_t esize, int64_t consumers) {
                                      : 0;
 }
 
+// The tensor-map element type of a precision (tf32: fp32 storage).
+inline TensorMapType MapTypeOf(DType precision) {
+  return precision == DType::kFp16   ? TensorMapType::kFp16
+         : precision == DType::kBf16 ? TensorMapType::kBf16
+                                     : TensorMapType::kFp32;
+}
+
 // The shared tiles of one stage. Every TMA box is 128 bytes wide (`atom`
 // elements) and lands in one "panel": rows of 128 bytes one after another.
 //   K-major operand (A N, B T): panels of rows = M (N) indices, one panel
