@@ -88,10 +88,11 @@ void ToProto(const BlockConfig& b, v1::BlockShape* out) {
   out->set_ns(b.ns);
   out->set_u(b.u);
   out->set_kg(b.kg);
+  if (b.st != 1) out->set_st(b.st);
 }
 
 BlockConfig FromProto(const v1::BlockShape& b) {
-  return {b.ml(), b.nl(), b.ms(), b.ns(), b.u(), b.kg()};
+  return {b.ml(), b.nl(), b.ms(), b.ns(), b.u(), b.kg(), b.st() == 0 ? 1 : b.st()};
 }
 
 Error ToError(const grpc::Status& s) {
@@ -216,7 +217,8 @@ std::string KernelConfig::ToString() const {
 std::string BlockConfig::ToString() const {
   return "ML=" + std::to_string(ml) + " NL=" + std::to_string(nl) +
          " MS=" + std::to_string(ms) + " NS=" + std::to_string(ns) +
-         " U=" + std::to_string(u) + " KG=" + std::to_string(kg);
+         " U=" + std::to_string(u) + " KG=" + std::to_string(kg) +
+         (st != 1 ? " ST=" + std::to_string(st) : "");
 }
 
 const char* ToString(MatchQuality match) {

@@ -13,15 +13,17 @@ namespace {
 // convolution header can be included in one translation unit. V2: configs
 // of any kernel family, and precisions (V1 had block shapes of fp32 only).
 // V3: models of either feature set (Model::feature_set, ShapeFeatures).
+// V4: the block shape's st (ffma generator version 2).
 // Headers of different versions do not mix.
-constexpr char kCommon[] = R"(#ifndef BLOCKTUNE_TUNED_COMMON_V3_
-#define BLOCKTUNE_TUNED_COMMON_V3_
+constexpr char kCommon[] = R"(#ifndef BLOCKTUNE_TUNED_COMMON_V4_
+#define BLOCKTUNE_TUNED_COMMON_V4_
 namespace blocktune {
 namespace tuned {
 
 // x_B of thesis 4.1, the parameters of the CUDA-core families gemm.ffma and
 // conv.ffma: an ml x nl block of C per program, ms x ns per thread, u the
-// reduction step staged in shared memory, kg programs per reduction.
+// reduction step staged in shared memory, kg programs per reduction, st
+// shared-memory stages.
 struct BlockShape {
   int @BLOCK_FIELDS@;
 };
@@ -87,6 +89,7 @@ inline Config BlockConfig(const char* family, const BlockShape& block) {
   c.params[3] = block.ns;
   c.params[4] = block.u;
   c.params[5] = block.kg;
+  c.params[6] = block.st;
   return c;
 }
 
@@ -230,8 +233,7 @@ inline Config MakeConfig(const Family* families, const ConfigRow& row, Match mat
   c.param_names = f.param_names;
   for (int i = 0; i < f.param_count; ++i) c.params[i] = row.params[i];
   if (f.kind == Kind::kFfma) {
-    c.block = {int(row.params[0]), int(row.params[1]), int(row.params[2]),
-               int(row.params[3]), int(row.params[4]), int(row.params[5])};
+    c.block = {@BLOCK_INIT@};
   }
   return c;
 }
@@ -311,7 +313,7 @@ struct Model {
 }  // namespace detail
 }  // namespace tuned
 }  // namespace blocktune
-#endif  // BLOCKTUNE_TUNED_COMMON_V3_
+#endif  // BLOCKTUNE_TUNED_COMMON_V4_
 )";
 
 void ReplaceAll(std::string* text, const std::string& from, const std::string& to) {
@@ -353,6 +355,10 @@ std::string TunedCommonText() {
   bytes += std::to_string(SizeOf(DType::kFp32)) + ".0";
   std::string text = kCommon;
   ReplaceAll(&text, "@BLOCK_FIELDS@", fields);
+  std::string init;
+  for (size_t i = 0; i < family.params().size(); ++i)
+    init += (i ? ", " : "") + std::string("int(row.params[") + std::to_string(i) + "])";
+  ReplaceAll(&text, "@BLOCK_INIT@", init);
   ReplaceAll(&text, "@MAX_PARAMS@", std::to_string(kMaxFamilyParams));
   ReplaceAll(&text, "@PARTIAL_SUM_BYTES@", "4.0");  // fp32 sums, every family
   ReplaceAll(&text, "@MAX_WORKING_SET_BYTES@", limit);

@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +45,10 @@ struct ParamSpec {
   // Its surrogate feature: log2 of the value (values >= 1), or the value
   // itself (a switch such as 0/1).
   bool log_feature = true;
+  // A parameter added in a later generator version: a record that omits it
+  // (one made before it existed, or an older client's) means this value,
+  // which is what the older generator did. Unset: every record names it.
+  std::optional<int64_t> absent_means;
 
   // The name in lower case ("ml"): its feature's name, and how stored
   // models and exported headers name it.

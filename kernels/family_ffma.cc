@@ -32,6 +32,11 @@ class FfmaFamily : public KernelFamily {
          "U: reduction step staged in shared memory"},
         {"KG", Pow2(4096, {3, 6, 12, 24, 48}),
          "K_G: programs splitting one reduction"},
+        // Added in version 2; rows of version 1 are ST = 1.
+        {"ST", {1, 2, 3, 4, 5, 6, 8},
+         "ST: shared-memory stages; 1 stages through registers, >= 2 copy "
+         "by cp.async",
+         /*power_of_two=*/false, /*log_feature=*/true, /*absent_means=*/1},
     };
     for (HardwareRule r : kHardwareRules) rules_.push_back(ToString(r));
   }
@@ -59,9 +64,9 @@ class FfmaFamily : public KernelFamily {
 
   Status ValidateParams(const Params& params,
                         std::string_view field) const override {
-    if (params.size != 6) {
-      return InvalidArgument(std::string(field) + " must have the 6 values " +
-                             "ML NL MS NS U KG, got " +
+    if (params.size != kBlockShapeValues) {
+      return InvalidArgument(std::string(field) + " must have the 7 values " +
+                             "ML NL MS NS U KG ST, got " +
                              std::to_string(params.size));
     }
     return Validate(ToBlockShape(params), field);
@@ -76,7 +81,8 @@ class FfmaFamily : public KernelFamily {
   bool RuleUsesProblem(int rule) const override {
     const HardwareRule r = kHardwareRules[rule];
     return r != HardwareRule::kThreads && r != HardwareRule::kSharedMemory &&
-           r != HardwareRule::kInstructionCache;
+           r != HardwareRule::kInstructionCache &&
+           r != HardwareRule::kAsyncCopy;
   }
 
   Status CanImplement(const Problem& problem, const Params& params,

@@ -5,10 +5,11 @@
 // that changes without a version bump would mix old data with new kernels:
 // this test fails until the version is bumped and the table updated.
 //
-// gemm.ffma's and conv.ffma's hashes were computed at 7671ef6 (the family
-// seam), whose gemm_ptx.cc is unchanged since before the seam; the seam
-// keeps their PTX byte-identical, which FamiliesEmitWhatTheGeneratorsEmit
-// checks directly.
+// gemm.ffma's and conv.ffma's version-1 hashes were computed at 7671ef6
+// (the family seam), whose gemm_ptx.cc is unchanged since before the seam;
+// the seam keeps their PTX byte-identical, which
+// FamiliesEmitWhatTheGeneratorsEmit checks directly. Version 2 (ST) keeps
+// version 1's PTX for ST = 1 (FfmaStageOneIsVersionOne).
 #include <gtest/gtest.h>
 
 #include <cinttypes>
@@ -34,9 +35,9 @@ struct Golden {
 // Update a row only together with its family's generator version (the
 // test says what to write).
 constexpr Golden kGolden[] = {
-    {"gemm.ffma", 1, 0x8259040aee847e9full,
+    {"gemm.ffma", 2, 0x1b913f7d3261ce29ull,
      "kGemmFfmaGeneratorVersion (kernels/gemm_ptx.h)"},
-    {"conv.ffma", 1, 0x254ad1d6c4984dcbull,
+    {"conv.ffma", 2, 0xe83eb00fa3377695ull,
      "kConvFfmaGeneratorVersion (kernels/gemm_ptx.h)"},
     {"gemm.mma", 3, 0x1952e81621ed6825ull,
      "kGemmMmaGeneratorVersion (kernels/gemm_mma.h)"},
@@ -70,7 +71,9 @@ Problem ParseProblem(const std::string& text, int64_t align = 1) {
 
 const char* const kLayouts[] = {"NN", "NT", "TN", "TT"};
 
-std::vector<Case> GemmFfmaCases() {
+// `stages`: also kernels with ST > 1 (version 2); without them the cases
+// are version 1's, whose PTX ST = 1 keeps (FfmaStageOneIsVersionOne).
+std::vector<Case> GemmFfmaCases(bool stages = true) {
   std::vector<Case> out;
   for (const char* l : kLayouts) {
     const std::string layout = std::string(" layout=") + l + " dtype=fp32";
@@ -85,11 +88,17 @@ std::vector<Case> GemmFfmaCases() {
     out.push_back({p, "ML=96 NL=48 MS=6 NS=3 U=12 KG=1", "sm_80"});
     out.push_back({p, "ML=16 NL=16 MS=1 NS=1 U=4 KG=3", "sm_80"});
     out.push_back({p, "ML=128 NL=128 MS=8 NS=8 U=4 KG=2", "sm_90"});
+    if (!stages) continue;
+    const Problem q = ParseProblem("gemm m=100 n=72 k=300" + layout);
+    out.push_back({q, "ML=64 NL=64 MS=4 NS=4 U=8 KG=1 ST=3", "sm_90"});
+    out.push_back({q, "ML=32 NL=64 MS=2 NS=4 U=8 KG=4 ST=2", "sm_80"});
+    out.push_back({p, "ML=96 NL=48 MS=6 NS=3 U=12 KG=1 ST=4", "sm_90"});
+    out.push_back({p, "ML=16 NL=16 MS=1 NS=1 U=4 KG=3 ST=8", "sm_90"});
   }
   return out;
 }
 
-std::vector<Case> ConvFfmaCases() {
+std::vector<Case> ConvFfmaCases(bool stages = true) {
   std::vector<Case> out;
   for (const char* shape : {
            "conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1",
@@ -103,6 +112,9 @@ std::vector<Case> ConvFfmaCases() {
     out.push_back({p, "ML=64 NL=64 MS=4 NS=4 U=8 KG=1", "sm_90"});
     out.push_back({p, "ML=32 NL=32 MS=2 NS=2 U=8 KG=4", "sm_90"});
     out.push_back({p, "ML=128 NL=32 MS=4 NS=2 U=8 KG=1", "sm_80"});
+    if (!stages) continue;
+    out.push_back({p, "ML=64 NL=64 MS=4 NS=4 U=8 KG=1 ST=3", "sm_90"});
+    out.push_back({p, "ML=32 NL=32 MS=2 NS=2 U=12 KG=4 ST=2", "sm_80"});
   }
   return out;
 }
@@ -267,10 +279,11 @@ std::string Hex(uint64_t v) {
   return buf;
 }
 
-// The hash of everything `family` emits for its cases.
-uint64_t HashOf(const KernelFamily& family) {
+// The hash of everything `family` emits for `cases` (default: its own).
+uint64_t HashOf(const KernelFamily& family, const std::vector<Case>* cases = nullptr) {
   Fnv1a fnv;
-  for (const Case& c : CasesOf(family.name())) {
+  const std::vector<Case> own = cases ? std::vector<Case>() : CasesOf(family.name());
+  for (const Case& c : cases ? *cases : own) {
     auto params = family.Parse(c.params);
     EXPECT_TRUE(params.ok()) << c.params << ": " << params.status().ToString();
     if (!params.ok()) continue;
@@ -330,6 +343,17 @@ TEST(FamilyGoldenTest, EmittedPtxMatchesTheGoldenHashOfItsVersion) {
                     << " and set the golden hash to " << Hex(hash);
     }
   }
+}
+
+// ST = 1 is the generator before ST, byte for byte: version 1's cases hash
+// to version 1's golden hashes (computed at 7671ef6, unchanged until ST).
+TEST(FamilyGoldenTest, FfmaStageOneIsVersionOne) {
+  const std::vector<Case> gemm = GemmFfmaCases(/*stages=*/false);
+  const std::vector<Case> conv = ConvFfmaCases(/*stages=*/false);
+  EXPECT_EQ(Hex(HashOf(**FindFamily("gemm.ffma"), &gemm)),
+            Hex(0x8259040aee847e9full));
+  EXPECT_EQ(Hex(HashOf(**FindFamily("conv.ffma"), &conv)),
+            Hex(0x254ad1d6c4984dcbull));
 }
 
 // The seam adds nothing to the PTX: the families' Generate returns what

@@ -111,8 +111,10 @@ class GemmGpuTest : public ::testing::Test {
   std::unique_ptr<cuda::Context> ctx_;
 };
 
-TEST_F(GemmGpuTest, RandomShapesLayoutsAndSplitsMatchFloat64) {
-  std::mt19937 rng(7);
+// 160 random GEMMs against float64; `pipelined`: each with ST in 2..8
+// (cp.async stages), else ST = 1.
+void CheckRandomGemms(uint32_t seed, bool pipelined) {
+  std::mt19937 rng(seed);
   auto pick = [&](std::initializer_list<int64_t> v) {
     return *(v.begin() + rng() % v.size());
   };
@@ -148,6 +150,7 @@ TEST_F(GemmGpuTest, RandomShapesLayoutsAndSplitsMatchFloat64) {
       c.xb.u = pick({1, 2, 4, 8, 16});
       c.xb.kg = pick({1, 1, 2, 3, 4, 8, 16, 37, 64});  // 1, 2, 4, 8 reduce lanes
     }
+    if (pipelined) c.xb.st = pick({2, 3, 4, 5, 8});
     if (!Validate(c.xb).ok() || !CanImplement(c.ctx, c.xb, limits).ok())
       continue;
     const bool a_t = c.ctx.layout_a == Layout::kT;
@@ -176,6 +179,14 @@ TEST_F(GemmGpuTest, RandomShapesLayoutsAndSplitsMatchFloat64) {
   std::cout << cases << " cases (" << vector_cases
             << " with vector loads), worst relative error " << worst << "\n";
   EXPECT_GT(vector_cases, 20);
+}
+
+TEST_F(GemmGpuTest, RandomShapesLayoutsAndSplitsMatchFloat64) {
+  CheckRandomGemms(7, /*pipelined=*/false);
+}
+
+TEST_F(GemmGpuTest, CpAsyncStagesMatchFloat64) {
+  CheckRandomGemms(17, /*pipelined=*/true);
 }
 
 // Output of a convolution against float64; NaN-poisoned when beta == 0.
@@ -225,8 +236,8 @@ StatusOr<double> RunConvCase(const ConvContext& cv, const BlockShape& xb,
   return std::sqrt(err / std::max(norm, 1e-300));
 }
 
-TEST_F(GemmGpuTest, ConvolutionsWithPadStrideDilationMatchFloat64) {
-  std::mt19937 rng(11);
+void CheckRandomConvolutions(uint32_t seed, bool pipelined) {
+  std::mt19937 rng(seed);
   auto pick = [&](std::initializer_list<int64_t> v) {
     return *(v.begin() + rng() % v.size());
   };
@@ -260,6 +271,7 @@ TEST_F(GemmGpuTest, ConvolutionsWithPadStrideDilationMatchFloat64) {
     xb.ns = std::min<int64_t>(xb.nl, pick({1, 2, 4, 8}));
     xb.u = pick({1, 2, 4, 8, 16});
     xb.kg = pick({1, 1, 2, 3, 4, 16, 37});
+    if (pipelined) xb.st = pick({2, 3, 4, 6});
     if (!Validate(xb).ok() || !CanImplement(cv, xb, limits).ok()) continue;
     const float alpha = rng() % 2 ? 1.f : 0.75f;
     const float beta = rng() % 3 == 0 ? -0.5f : 0.f;
@@ -273,6 +285,14 @@ TEST_F(GemmGpuTest, ConvolutionsWithPadStrideDilationMatchFloat64) {
   }
   std::cout << cases << " convolution cases, worst relative error " << worst
             << "\n";
+}
+
+TEST_F(GemmGpuTest, ConvolutionsWithPadStrideDilationMatchFloat64) {
+  CheckRandomConvolutions(11, /*pipelined=*/false);
+}
+
+TEST_F(GemmGpuTest, ConvolutionCpAsyncStagesMatchFloat64) {
+  CheckRandomConvolutions(23, /*pipelined=*/true);
 }
 
 }  // namespace

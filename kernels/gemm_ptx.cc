@@ -1,6 +1,7 @@
 #include "kernels/gemm_ptx.h"
 
 #include <cctype>
+#include <cstdlib>
 #include <sstream>
 
 #include "kernels/validate.h"
@@ -17,6 +18,9 @@ std::string N(int64_t v) { return std::to_string(v); }
 // The derived sizes of one block shape, named as in the PTX comments.
 struct Tiling {
   int64_t ml, nl, ms, ns, u, kg;
+  // ST: 1 stages through registers into two shared buffers (Listing 4.2);
+  // ST >= 2 copies with cp.async into ST shared buffers.
+  int64_t st;
   int64_t tm, tn, threads;  // TM = M_L/M_S threads down, TN = N_L/N_S across
   int64_t loads_a, loads_b; // global loads per thread per step
   // Shared rows (one per reduction index) are M_L + pad_a floats apart
@@ -34,7 +38,7 @@ struct Tiling {
   int64_t vec_a, vec_b;
   explicit Tiling(const BlockShape& xb, int64_t vec_a = 1, int64_t vec_b = 1)
       : ml(xb.ml), nl(xb.nl), ms(xb.ms), ns(xb.ns), u(xb.u), kg(xb.kg),
-        tm(xb.ml / xb.ms), tn(xb.nl / xb.ns), threads(tm * tn),
+        st(xb.st), tm(xb.ml / xb.ms), tn(xb.nl / xb.ns), threads(tm * tn),
         loads_a(CeilDiv(xb.ml * xb.u / vec_a, threads)),
         loads_b(CeilDiv(xb.nl * xb.u / vec_b, threads)),
         va(VectorWidth(xb.ms)), vb(VectorWidth(xb.ns)),
@@ -44,6 +48,9 @@ struct Tiling {
     stage_a = xb.u * row_a * 4;
     stage_b = xb.u * row_b * 4;
   }
+  // Shared buffers per operand: two for the register-staged pipeline.
+  int64_t Buffers() const { return st == 1 ? 2 : st; }
+  bool Async() const { return st > 1; }
   static int64_t Pad(int64_t u, int64_t v) {
     const int64_t spread = u >= 32 ? 1 : CeilDiv(32, u);
     return CeilDiv(spread, v) * v;
@@ -154,6 +161,13 @@ std::string StagingRegs(char name, int64_t j, int64_t vec) {
 // and on K (past %kend nothing is read and zeros are staged), then the
 // pointers advance one step. A vector lies wholly inside or outside the
 // bounds: its width divides K (or M, N) and U (or M_L, N_L).
+//
+// With `async` (ST >= 2) the step goes straight to the shared stage at
+// offset `stage` by cp.async: what EmitStores would store, where it would
+// store it; past K the copy reads nothing (src-size 0, from the operand's
+// base) and zero-fills. Call EmitAsyncLoads for it.
+void EmitAsyncLoads(Ptx& p, char name, int64_t loads, int64_t vec,
+                    bool contiguous_k, int64_t row, const std::string& stage);
 void EmitLoads(Ptx& p, char name, int64_t loads, int64_t vec) {
   const std::string s(1, name);
   for (int64_t j = 0; j < loads; ++j) {
@@ -164,6 +178,33 @@ void EmitLoads(Ptx& p, char name, int64_t loads, int64_t vec) {
       p << "\tmov.f32 %l" << s << N(j * vec + v) << ", 0f00000000;\n";
     p << "\t@%pl ld.global.nc" << (vec > 1 ? ".v" + N(vec) : "") << ".f32 "
       << StagingRegs(name, j, vec) << ", [%p" << s << J << "];\n";
+    p << "\tadd.u64 %p" << s << J << ", %p" << s << J << ", %step_" << s
+      << ";\n";
+  }
+}
+
+void EmitAsyncLoads(Ptx& p, char name, int64_t loads, int64_t vec,
+                    bool contiguous_k, int64_t row, const std::string& stage) {
+  const std::string s(1, name);
+  const std::string base = name == 'a' ? "%A" : "%B";
+  const bool whole = vec > 1 && !contiguous_k && row % vec == 0;
+  for (int64_t j = 0; j < loads; ++j) {
+    const std::string J = N(j);
+    p << "\tadd.u32 %y, %k0, %k" << s << J << ";\n"
+      << "\tsetp.lt.and.u32 %pl, %y, %kend, %q" << s << J << ";\n"
+      << "\tselp.b64 %src, %p" << s << J << ", " << base << ", %pl;\n"
+      << "\tselp.u32 %cz, " << N(whole ? 4 * vec : 4) << ", 0, %pl;\n"
+      << "\tadd.u32 %y, %s" << s << J << ", " << stage << ";\n";
+    if (whole) {
+      p << "\t@%q" << s << J << " cp.async.cg.shared.global [%y], [%src], "
+        << N(4 * vec) << ", %cz;\n";
+    } else {
+      for (int64_t v = 0; v < vec; ++v) {
+        const int64_t offset = (contiguous_k ? v * row : v) * 4;
+        p << "\t@%q" << s << J << " cp.async.ca.shared.global [%y+"
+          << N(offset) << "], [%src+" << N(4 * v) << "], 4, %cz;\n";
+      }
+    }
     p << "\tadd.u64 %p" << s << J << ", %p" << s << J << ", %step_" << s
       << ";\n";
   }
@@ -271,7 +312,10 @@ void EmitConvSetup(Ptx& p, const Tiling& t, int64_t walks) {
 // One step of conv A gathers: zero outside the image (padding), past the
 // tile, past M and past this program's K; then every walk advances by U,
 // carrying c into s and s into r.
-void EmitConvLoads(Ptx& p, const Tiling& t, int64_t walks) {
+// With a non-empty `stage` (ST >= 2) each gather is a 4-byte cp.async to
+// that shared stage, zero-filled where the load would not read.
+void EmitConvLoads(Ptx& p, const Tiling& t, int64_t walks,
+                   const std::string& stage = "") {
   for (int64_t j = 0; j < t.loads_a; ++j) {
     const std::string J = N(j), W = N(walks == 1 ? 0 : j);
     p << "\tadd.u32 %y, %k0, %ka" << J << ";\n"
@@ -283,8 +327,15 @@ void EmitConvLoads(Ptx& p, const Tiling& t, int64_t walks) {
       << "\tmad.lo.u32 %y, %h, %iw, %w;\n"
       << "\tmad.lo.u32 %y, %y, %ic, %wc" << W << ";\n"
       << "\tmul.wide.u32 %o, %y, 4;\n"
-      << "\tadd.u64 %o, %o, %pa" << J << ";\n"
-      << "\tmov.f32 %la" << J << ", 0f00000000;\n"
+      << "\tadd.u64 %o, %o, %pa" << J << ";\n";
+    if (!stage.empty()) {
+      p << "\tselp.b64 %o, %o, %A, %pl;\n"
+        << "\tselp.u32 %cz, 4, 0, %pl;\n"
+        << "\tadd.u32 %y, %sa" << J << ", " << stage << ";\n"
+        << "\t@%qa" << J << " cp.async.ca.shared.global [%y], [%o], 4, %cz;\n";
+      continue;
+    }
+    p << "\tmov.f32 %la" << J << ", 0f00000000;\n"
       << "\t@%pl ld.global.nc.f32 %la" << J << ", [%o];\n";
   }
   for (int64_t w = 0; w < walks; ++w) {
@@ -311,6 +362,67 @@ void EmitALoads(Ptx& p, const Tiling& t, int64_t walks) {
   }
 }
 
+// One step of A and B by cp.async into the shared stages at `stage_a` and
+// `stage_b` (registers or immediates), then one commit group.
+void EmitAsyncStep(Ptx& p, const Tiling& t, int64_t walks, bool a_t, bool b_t,
+                   const std::string& stage_a, const std::string& stage_b) {
+  if (walks > 0) {
+    EmitConvLoads(p, t, walks, stage_a);
+  } else {
+    EmitAsyncLoads(p, 'a', t.loads_a, t.vec_a, !a_t, t.row_a, stage_a);
+  }
+  EmitAsyncLoads(p, 'b', t.loads_b, t.vec_b, b_t, t.row_b, stage_b);
+  p << "\tcp.async.commit_group;\n";
+}
+
+// `reg` += `bytes`, back to 0 at `buffers` * `bytes`: the next stage.
+void EmitNextStage(Ptx& p, const std::string& reg, int64_t bytes,
+                   int64_t buffers) {
+  p << "\tadd.u32 " << reg << ", " << reg << ", " << N(bytes) << ";\n"
+    << "\tsetp.eq.u32 %pst, " << reg << ", " << N(bytes * buffers) << ";\n"
+    << "\t@%pst mov.u32 " << reg << ", 0;\n";
+}
+
+// The main loop with ST >= 2 stages (multistage, one barrier a step):
+// ST - 1 steps are in flight when step t is computed. Step t + ST - 1 goes
+// to the stage step t - 1 was computed from, which every thread has left
+// once it passes step t's barrier.
+void EmitAsyncPipeline(Ptx& p, const Tiling& t, int64_t walks, bool a_t,
+                       bool b_t) {
+  p << "\t// ---- prologue: steps 0.." << N(t.st - 2) << " in flight, by "
+    << "cp.async (past K: zero-filled)\n"
+    << "\tmov.u32 %k0, %kbeg;\n";
+  for (int64_t s = 0; s + 1 < t.st; ++s) {
+    if (s > 0) p << "\tadd.u32 %k0, %k0, " << N(t.u) << ";\n";
+    EmitAsyncStep(p, t, walks, a_t, b_t, N(s * t.stage_a), N(s * t.stage_b));
+  }
+  p << "\tmov.u32 %wr_a, " << N((t.st - 1) * t.stage_a) << ";\n"
+    << "\tmov.u32 %wr_b, " << N((t.st - 1) * t.stage_b) << ";\n"
+    << "\tmov.u32 %rd_a, 0;\n\tmov.u32 %rd_b, 0;\n"
+    << "\tmov.u32 %t, 0;\n";
+  p << "$LOOP:\n"
+    << "\t// ---- step t has landed (this thread's copies), and every thread "
+    << "is past step t-1\n"
+    << "\tcp.async.wait_group " << N(t.st - 2) << ";\n"
+    << "\tbar.sync 0;\n"
+    << "\t// ---- step t+" << N(t.st - 1) << " into the stage step t-1 used\n"
+    << "\tadd.u32 %k0, %k0, " << N(t.u) << ";\n";
+  EmitAsyncStep(p, t, walks, a_t, b_t, "%wr_a", "%wr_b");
+  EmitNextStage(p, "%wr_a", t.stage_a, t.st);
+  EmitNextStage(p, "%wr_b", t.stage_b, t.st);
+  p << "\t// ---- compute step t from shared memory\n"
+    << "\tadd.u32 %cur_a, %sA_0, %rd_a;\n\tadd.u32 %cur_b, %sB_0, %rd_b;\n"
+    << "\tmad.lo.u32 %ra, %tm, " << N(4 * t.va) << ", %cur_a;\n"
+    << "\tmad.lo.u32 %rb, %tn, " << N(4 * t.vb) << ", %cur_b;\n";
+  EmitCompute(p, t);
+  EmitNextStage(p, "%rd_a", t.stage_a, t.st);
+  EmitNextStage(p, "%rd_b", t.stage_b, t.st);
+  p << "\tadd.u32 %t, %t, 1;\n"
+    << "\tsetp.lt.u32 %pmore, %t, %ntiles;\n"
+    << "\t@%pmore bra $LOOP;\n"
+    << "\tcp.async.wait_all;  // the zero-filled steps past K\n";
+}
+
 // `conv` selects the implicit-GEMM convolution: A is gathered from the
 // NHWC input and B is the KRSC filter, a transposed K x N operand.
 std::string GemmEntry(const GemmContext& ctx, const Tiling& t,
@@ -324,6 +436,7 @@ std::string GemmEntry(const GemmContext& ctx, const Tiling& t,
   p << "//\n// blocktune GEMM k(x_B), fp32: C = alpha * op(A) * op(B) + beta * C\n"
     << "// x_B: M_L=" << N(t.ml) << " N_L=" << N(t.nl) << " M_S=" << N(t.ms)
     << " N_S=" << N(t.ns) << " U=" << N(t.u) << " K_G=" << N(t.kg)
+    << (t.Async() ? " ST=" + N(t.st) + " (cp.async stages)" : "")
     << "; A " << (a_t ? "T" : "N") << ", B " << (b_t ? "T" : "N") << "\n"
     << "// " << N(t.threads) << " threads: thread (tm, tn) = (tid / "
     << N(t.tn) << ", tid % " << N(t.tn) << ") owns " << N(t.ms / t.va)
@@ -356,8 +469,8 @@ std::string GemmEntry(const GemmContext& ctx, const Tiling& t,
     // spills (seen: 40 registers and a 16-byte spill for 512 threads on
     // sm_80, where 44 registers and no spill fit).
     << "{\n";
-  p << "\t.shared .align 16 .b8 sA[" << N(2 * t.stage_a) << "];\n"
-    << "\t.shared .align 16 .b8 sB[" << N(2 * t.stage_b) << "];\n"
+  p << "\t.shared .align 16 .b8 sA[" << N(t.Buffers() * t.stage_a) << "];\n"
+    << "\t.shared .align 16 .b8 sB[" << N(t.Buffers() * t.stage_b) << "];\n"
     << "\t.reg .pred %pl, %pmore, %pcol<" << N(t.ns) << ">, %prow, %pc, %pld, "
     << "%pbeta;\n"
     << "\t.reg .pred %qa<" << N(t.loads_a) << ">, %qb<" << N(t.loads_b) << ">;\n"
@@ -381,6 +494,10 @@ std::string GemmEntry(const GemmContext& ctx, const Tiling& t,
       << "\t.reg .b32 %hb<" << N(t.loads_a) << ">, %wb<" << N(t.loads_a)
       << ">, %wr<" << N(walks) << ">, %ws<" << N(walks) << ">, %wc<"
       << N(walks) << ">;\n";
+  }
+  if (t.Async()) {
+    p << "\t.reg .pred %pst;\n\t.reg .b32 %cz, %wr_a, %wr_b, %rd_a, %rd_b;\n"
+      << "\t.reg .b64 %src;\n";
   }
   p << "\n";
 
@@ -443,37 +560,41 @@ std::string GemmEntry(const GemmContext& ctx, const Tiling& t,
   for (int64_t i = 0; i < t.ms * t.ns; ++i)
     p << "\tmov.f32 %c" << N(i) << ", 0f00000000;\n";
   p << "\tsetp.eq.u32 %pl, %ntiles, 0;\n\t@%pl bra $EPILOGUE;\n";
-  p << "\t// ---- prologue: the first step into stage 0\n"
-    << "\tmov.u32 %k0, %kbeg;\n";
-  EmitALoads(p, t, walks);
-  EmitLoads(p, 'b', t.loads_b, t.vec_b);
-  EmitStores(p, 'a', t.loads_a, "0", t.vec_a, !a_t, t.row_a);
-  EmitStores(p, 'b', t.loads_b, "0", t.vec_b, b_t, t.row_b);
-  p << "\tbar.sync 0;\n"
-    << "\tmov.u32 %cur_a, %sA_0;\n\tmov.u32 %cur_b, %sB_0;\n"
-    << "\tmov.u32 %nxt_a, " << N(t.stage_a) << ";\n"
-    << "\tmov.u32 %nxt_b, " << N(t.stage_b) << ";\n"
-    << "\tmov.u32 %t, 0;\n";
-  p << "$LOOP:\n"
-    << "\t// ---- prefetch step t+1 into registers (nothing past K)\n"
-    << "\tadd.u32 %k0, %k0, " << N(t.u) << ";\n";
-  EmitALoads(p, t, walks);
-  EmitLoads(p, 'b', t.loads_b, t.vec_b);
-  p << "\t// ---- compute step t from shared memory\n"
-    << "\tmad.lo.u32 %ra, %tm, " << N(4 * t.va) << ", %cur_a;\n"
-    << "\tmad.lo.u32 %rb, %tn, " << N(4 * t.vb) << ", %cur_b;\n";
-  EmitCompute(p, t);
-  p << "\t// ---- stage step t+1, then swap stages\n";
-  EmitStores(p, 'a', t.loads_a, "%nxt_a", t.vec_a, !a_t, t.row_a);
-  EmitStores(p, 'b', t.loads_b, "%nxt_b", t.vec_b, b_t, t.row_b);
-  p << "\tbar.sync 0;\n"
-    << "\tadd.u32 %cur_a, %sA_0, %nxt_a;\n"
-    << "\tadd.u32 %cur_b, %sB_0, %nxt_b;\n"
-    << "\txor.b32 %nxt_a, %nxt_a, " << N(t.stage_a) << ";\n"
-    << "\txor.b32 %nxt_b, %nxt_b, " << N(t.stage_b) << ";\n"
-    << "\tadd.u32 %t, %t, 1;\n"
-    << "\tsetp.lt.u32 %pmore, %t, %ntiles;\n"
-    << "\t@%pmore bra $LOOP;\n";
+  if (t.Async()) {
+    EmitAsyncPipeline(p, t, walks, a_t, b_t);
+  } else {
+    p << "\t// ---- prologue: the first step into stage 0\n"
+      << "\tmov.u32 %k0, %kbeg;\n";
+    EmitALoads(p, t, walks);
+    EmitLoads(p, 'b', t.loads_b, t.vec_b);
+    EmitStores(p, 'a', t.loads_a, "0", t.vec_a, !a_t, t.row_a);
+    EmitStores(p, 'b', t.loads_b, "0", t.vec_b, b_t, t.row_b);
+    p << "\tbar.sync 0;\n"
+      << "\tmov.u32 %cur_a, %sA_0;\n\tmov.u32 %cur_b, %sB_0;\n"
+      << "\tmov.u32 %nxt_a, " << N(t.stage_a) << ";\n"
+      << "\tmov.u32 %nxt_b, " << N(t.stage_b) << ";\n"
+      << "\tmov.u32 %t, 0;\n";
+    p << "$LOOP:\n"
+      << "\t// ---- prefetch step t+1 into registers (nothing past K)\n"
+      << "\tadd.u32 %k0, %k0, " << N(t.u) << ";\n";
+    EmitALoads(p, t, walks);
+    EmitLoads(p, 'b', t.loads_b, t.vec_b);
+    p << "\t// ---- compute step t from shared memory\n"
+      << "\tmad.lo.u32 %ra, %tm, " << N(4 * t.va) << ", %cur_a;\n"
+      << "\tmad.lo.u32 %rb, %tn, " << N(4 * t.vb) << ", %cur_b;\n";
+    EmitCompute(p, t);
+    p << "\t// ---- stage step t+1, then swap stages\n";
+    EmitStores(p, 'a', t.loads_a, "%nxt_a", t.vec_a, !a_t, t.row_a);
+    EmitStores(p, 'b', t.loads_b, "%nxt_b", t.vec_b, b_t, t.row_b);
+    p << "\tbar.sync 0;\n"
+      << "\tadd.u32 %cur_a, %sA_0, %nxt_a;\n"
+      << "\tadd.u32 %cur_b, %sB_0, %nxt_b;\n"
+      << "\txor.b32 %nxt_a, %nxt_a, " << N(t.stage_a) << ";\n"
+      << "\txor.b32 %nxt_b, %nxt_b, " << N(t.stage_b) << ";\n"
+      << "\tadd.u32 %t, %t, 1;\n"
+      << "\tsetp.lt.u32 %pmore, %t, %ntiles;\n"
+      << "\t@%pmore bra $LOOP;\n";
+  }
 
   p << "$EPILOGUE:\n";
   for (int64_t j = 0; j < t.ns; ++j) {
@@ -630,7 +751,7 @@ std::string ReduceEntry(int64_t lanes) {
 
 int64_t GemmSharedBytes(const BlockShape& xb) {
   Tiling t(xb);
-  return 2 * (t.stage_a + t.stage_b);
+  return t.Buffers() * (t.stage_a + t.stage_b);
 }
 
 int64_t KernelRegisterEstimate(const Context& ctx, const BlockShape& xb) {
@@ -680,6 +801,7 @@ const char* ToString(HardwareRule rule) {
     case HardwareRule::kInstructionCache: return "instruction_cache";
     case HardwareRule::kGrid: return "grid";
     case HardwareRule::kAddressing: return "addressing";
+    case HardwareRule::kAsyncCopy: return "async_copy";
   }
   return "?";
 }
@@ -716,6 +838,8 @@ bool Passes(HardwareRule rule, const Context& ctx, const BlockShape& xb,
       return conv->h * conv->w * conv->c <= kMax32 && g.m <= kMaxDim &&
              g.k <= kMaxDim;
     }
+    case HardwareRule::kAsyncCopy:
+      return xb.st == 1 || limits.compute_capability >= 80;
   }
   return false;
 }
@@ -737,7 +861,7 @@ Status CanImplement(const Context& ctx, const BlockShape& xb,
                                 N(xb.ThreadsPerProgram()) + " exceeds " +
                                 N(limits.max_threads_per_block));
     case HardwareRule::kSharedMemory:
-      return FailedPrecondition("shared memory 2*U*(M_L+N_L+padding)*4 = " +
+      return FailedPrecondition("shared memory max(2,ST)*U*(M_L+N_L+padding)*4 = " +
                                 N(GemmSharedBytes(xb)) + " B exceeds " +
                                 N(limits.max_static_shared_bytes) + " B");
     case HardwareRule::kRegisters:
@@ -759,6 +883,12 @@ Status CanImplement(const Context& ctx, const BlockShape& xb,
                                 "exceeds 2^31-1");
     case HardwareRule::kAddressing:
       return CheckConvAddressing(std::get<ConvContext>(ctx));
+    case HardwareRule::kAsyncCopy:
+      return FailedPrecondition("ST = " + N(xb.st) +
+                                " stages copy with cp.async, which needs "
+                                "compute capability >= 8.0; this device has " +
+                                N(limits.compute_capability / 10) + "." +
+                                N(limits.compute_capability % 10));
   }
   return Internal("unknown hardware rule");
 }
@@ -774,6 +904,11 @@ StatusOr<GemmKernel> Generate(const GemmContext& g, bool conv,
   }
   if (arch.rfind("sm_", 0) != 0) {
     return InvalidArgument("arch must look like sm_90, got '" + arch + "'");
+  }
+  if (xb.st > 1 && std::atoi(arch.c_str() + 3) < 80) {
+    return FailedPrecondition("block_shape.st = " + N(xb.st) +
+                              " needs cp.async, sm_80 or later; arch is " +
+                              arch);
   }
   // Vector loads of 4 where every vector lies wholly inside or outside the
   // bounds and starts 16-byte aligned: along K when the operand is

@@ -9,7 +9,10 @@
 // threads of M_S x N_S elements each. Per reduction step it stages an
 // M_L x U block of A and a U x N_L block of B in shared memory, double
 // buffered: the next step's global loads are in flight while the current
-// step's M_S*N_S*U FMAs run (thesis Listing 4.2). With K_G > 1 the
+// step's M_S*N_S*U FMAs run (thesis Listing 4.2). With ST > 1 stages the
+// steps go global -> shared by cp.async (16-byte copies where a vector
+// lands whole in a shared row, 4-byte ones where it is transposed or
+// gathered), ST - 1 steps in flight, with no staging registers. With K_G > 1 the
 // reduction is split over K_G programs; their partial sums go to a
 // workspace and a second kernel adds them in a fixed order, so results are
 // deterministic.
@@ -33,9 +36,10 @@ namespace blocktune {
 // Generator versions of the two families this file's generators implement
 // (kernels/family.h), bumped whenever the emitted PTX can change. Version 1
 // is the generator with the in-order K_G reduction kernel; data measured
-// before it is version 0.
-inline constexpr int kGemmFfmaGeneratorVersion = 1;
-inline constexpr int kConvFfmaGeneratorVersion = 1;
+// before it is version 0. Version 2 adds ST, the cp.async pipeline (ST = 1
+// emits version 1's PTX byte for byte; rows of version 1 read as ST = 1).
+inline constexpr int kGemmFfmaGeneratorVersion = 2;
+inline constexpr int kConvFfmaGeneratorVersion = 2;
 
 // The estimate for the kernel of `ctx`: a convolution adds its window
 // origins and reduction walks.
@@ -44,9 +48,9 @@ int64_t KernelRegisterEstimate(const Context& ctx, const BlockShape& xb);
 // 32-bit offsets (one image, the implicit GEMM's M and K).
 Status CheckConvAddressing(const ConvContext& ctx);
 
-// Shared memory the GEMM kernel of `xb` declares: two stages of
-// U rows of (M_L + pad_a) + (N_L + pad_b) floats, the pads against bank
-// conflicts.
+// Shared memory the GEMM kernel of `xb` declares: two stages (ST stages
+// where ST > 1) of U rows of (M_L + pad_a) + (N_L + pad_b) floats, the pads
+// against bank conflicts.
 int64_t GemmSharedBytes(const BlockShape& xb);
 // A register estimate per thread: accumulators, fragments, staged loads
 // and addressing.
@@ -61,11 +65,13 @@ enum class HardwareRule {
   kInstructionCache,  // 16*(M_S*U + N_S*U + M_S*N_S*U) <= S_IC
   kGrid,              // grid dimensions
   kAddressing,        // convolution offsets fit the kernel's 32 bits
+  kAsyncCopy,         // ST > 1 copies with cp.async: compute capability >= 8.0
 };
 inline constexpr HardwareRule kHardwareRules[] = {
     HardwareRule::kThreads,          HardwareRule::kSharedMemory,
     HardwareRule::kRegisters,        HardwareRule::kInstructionCache,
-    HardwareRule::kGrid,             HardwareRule::kAddressing};
+    HardwareRule::kGrid,             HardwareRule::kAddressing,
+    HardwareRule::kAsyncCopy};
 const char* ToString(HardwareRule rule);
 
 // The one place the hardware rules live. Passes: whether one rule holds,

@@ -49,7 +49,7 @@ TEST(LogFeaturesTest, ConvUsesOutputSizeAndPadding) {
 std::vector<float> ShippedLogFeatures(const Context& ctx, const BlockShape& xb) {
   auto lg = [](int64_t v) { return static_cast<float>(std::log2(double(v))); };
   std::vector<float> f = {lg(xb.ml), lg(xb.nl), lg(xb.ms),
-                          lg(xb.ns), lg(xb.u),  lg(xb.kg)};
+                          lg(xb.ns), lg(xb.u),  lg(xb.kg), lg(xb.st)};
   if (const auto* g = std::get_if<GemmContext>(&ctx)) {
     f.insert(f.end(), {lg(g->m), lg(g->n), lg(g->k),
                        g->layout_a == Layout::kT ? 1.f : 0.f,
@@ -64,10 +64,10 @@ std::vector<float> ShippedLogFeatures(const Context& ctx, const BlockShape& xb) 
 }
 
 const std::vector<std::string> kShippedGemmNames = {
-    "log2_ml", "log2_nl", "log2_ms", "log2_ns", "log2_u", "log2_kg",
+    "log2_ml", "log2_nl", "log2_ms", "log2_ns", "log2_u", "log2_kg", "log2_st",
     "log2_m",  "log2_n",  "log2_k",  "a_transposed", "b_transposed"};
 const std::vector<std::string> kShippedConvNames = {
-    "log2_ml", "log2_nl", "log2_ms", "log2_ns", "log2_u", "log2_kg",
+    "log2_ml", "log2_nl", "log2_ms", "log2_ns", "log2_u", "log2_kg", "log2_st",
     "log2_n", "log2_p", "log2_q", "log2_c", "log2_k", "log2_r", "log2_s",
     "log2_stride_h", "log2_stride_w", "log2_dilation_h", "log2_dilation_w",
     "log2_1p_pad_h", "log2_1p_pad_w"};

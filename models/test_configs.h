@@ -61,7 +61,8 @@ inline BlockShape RandomBlockShape(std::mt19937_64& rng, bool pow2 = false) {
     return pow2 ? int64_t{1} << AnyOf(rng, 0, max_log2) : AnySize(rng, max_log2);
   };
   while (true) {
-    const BlockShape xb{any(10), any(10), any(5), any(5), any(7), any(12)};
+    const BlockShape xb{any(10), any(10), any(5), any(5), any(7), any(12),
+                        1 + static_cast<int64_t>(rng() % kMaxStages)};
     if (Validate(xb).ok()) return xb;
   }
 }

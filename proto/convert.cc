@@ -159,6 +159,7 @@ StatusOr<BlockShape> FromProto(const v1::BlockShape& p,
   xb.ns = p.ns();
   xb.u = p.u();
   xb.kg = p.kg();
+  xb.st = p.st() == 0 ? 1 : p.st();  // absent: a client from before ST
   BT_RETURN_IF_ERROR(Validate(xb, field));
   return xb;
 }
@@ -170,6 +171,7 @@ void ToProto(const BlockShape& xb, v1::BlockShape* out) {
   out->set_ns(xb.ns);
   out->set_u(xb.u);
   out->set_kg(xb.kg);
+  if (xb.st != 1) out->set_st(xb.st);
 }
 
 StatusOr<DeviceFingerprint> FromProto(const v1::DeviceFingerprint& p,

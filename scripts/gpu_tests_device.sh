@@ -32,6 +32,14 @@ run() {  # name limit_s args...
 run cuda_driver_test 60
 run gemm_wgmma_test 90 --gtest_filter='*Sass*'
 run gemm_gpu_test 150
+# The fp32 families' cp.async stages under memcheck: zero-filled copies past
+# K read no memory (their source is the operand's base).
+if [ -x "$dir/bin/gemm_gpu_test" ] && [[ gemm_gpu_test =~ $filter ]]; then
+  timeout 240 compute-sanitizer --tool memcheck "$dir/bin/gemm_gpu_test" \
+    --gtest_filter='*CpAsync*' >"$out/gemm_gpu_test_memcheck.txt" 2>&1
+  echo "gemm_gpu_test cp.async memcheck rc $? ($(grep -m1 'ERROR SUMMARY' "$out/gemm_gpu_test_memcheck.txt"))" |
+    tee -a "$out/summary.txt"
+fi
 run gemm_mma_gpu_test 150
 for t in gemm_wgmma_gpu_test conv_mma_gpu_test; do
   if [ -x "$dir/bin/$t" ] && [[ "$t" =~ $filter ]]; then

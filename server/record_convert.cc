@@ -75,7 +75,9 @@ StatusOr<KernelConfig> FromProto(const v1::KernelConfig& p, Op op,
     k.params.v[at] = p.params(i).value();
   }
   for (int i = 0; i < n; ++i) {
-    if (!seen[i]) {
+    if (!seen[i] && family.params()[i].absent_means) {
+      k.params.v[i] = *family.params()[i].absent_means;  // an older record
+    } else if (!seen[i]) {
       return InvalidArgument(params_field + " must name every parameter of " +
                              k.family + " (" + names + "); " +
                              family.params()[i].name + " is missing");

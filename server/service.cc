@@ -1268,7 +1268,11 @@ grpc::Status BlocktuneService::Import(
     BT_ASSIGN_OR_RETURN(WriteBatch batch, ReadImport(ctx, reader));
     // A model that cannot answer queries is refused before anything of the
     // dataset is stored: stored, it would take over its device's queries.
+    // A stale model (an older generator version) never answers: it is kept
+    // as the record of what was trained, and its features may be an older
+    // family's (ffma version 1 had no ST), so it is not loaded here.
     for (size_t i = 0; i < batch.models.size(); ++i) {
+      if (!batch.models[i].IsCurrent()) continue;
       BT_RETURN_IF_ERROR(SurrogateRegistry::Validate(batch.models[i])
                              .Annotate("dataset.models[" + std::to_string(i) +
                                        "]"));

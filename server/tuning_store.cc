@@ -116,7 +116,13 @@ StatusOr<Params> ParamsFromText(std::string_view family,
   const std::vector<std::string_view> words = SplitWords(text);
   const int size = f ? static_cast<int>(f->params().size())
                      : static_cast<int>(words.size());
-  if (static_cast<int>(words.size()) != size || size > kMaxFamilyParams) {
+  // A parameter added in a later version may be absent (an older row).
+  int optional = 0;
+  if (f) {
+    for (const ParamSpec& spec : f->params()) optional += spec.absent_means.has_value();
+  }
+  const int given = static_cast<int>(words.size());
+  if (given > size || given < size - optional || size > kMaxFamilyParams) {
     return InvalidArgument("params " + Quoted(text) + ": expected " +
                            std::to_string(size) + " key=value words");
   }
@@ -137,6 +143,15 @@ StatusOr<Params> ParamsFromText(std::string_view family,
     }
     seen[i] = true;
     BT_ASSIGN_OR_RETURN(p[i], ParseInt64("params", word.substr(eq + 1)));
+  }
+  for (int i = 0; i < size; ++i) {
+    if (seen[i]) continue;
+    const ParamSpec& spec = f->params()[i];  // only a family's can be absent
+    if (!spec.absent_means) {
+      return InvalidArgument("params " + Quoted(text) + ": " + spec.name +
+                             " is missing for family " + std::string(family));
+    }
+    p[i] = *spec.absent_means;
   }
   return p;
 }

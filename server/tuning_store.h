@@ -84,7 +84,8 @@ Status Validate(const KernelConfig& kernel, Op op, std::string_view field);
 
 // Stored parameters back from their text. By the family's names when it is
 // registered (keys in any order, each once, no domain check: a stale row may
-// hold values today's domain has dropped), else in the text's order.
+// hold values today's domain has dropped), else in the text's order. A
+// parameter with ParamSpec::absent_means may be missing: an older row.
 StatusOr<Params> ParamsFromText(std::string_view family, std::string_view text);
 
 // One benchmark of k(x_B) in context x_C on a device.

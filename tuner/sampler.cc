@@ -70,6 +70,9 @@ StatusOr<std::vector<int64_t>> Expand(const tuner::Parameter& p,
 struct Wanted {
   std::string name;
   int64_t lo, hi;
+  // A family parameter a domain may leave out (ParamSpec::absent_means):
+  // then it takes only this value.
+  std::optional<int64_t> absent_means = std::nullopt;
 };
 
 // Finds the parameters `wanted` in `params` (names case-insensitive), in
@@ -77,7 +80,10 @@ struct Wanted {
 Status Collect(const google::protobuf::RepeatedPtrField<tuner::Parameter>& params,
                const std::string& field, const std::vector<Wanted>& wanted,
                Domain* out) {
-  if (params.size() != static_cast<int>(wanted.size())) {
+  int optional = 0;
+  for (const Wanted& w : wanted) optional += w.absent_means.has_value();
+  if (params.size() > static_cast<int>(wanted.size()) ||
+      params.size() < static_cast<int>(wanted.size()) - optional) {
     std::string want;
     for (size_t i = 0; i < wanted.size(); ++i)
       want += std::string(i ? ", " : "") + wanted[i].name;
@@ -88,6 +94,11 @@ Status Collect(const google::protobuf::RepeatedPtrField<tuner::Parameter>& param
     int found = -1;
     for (int j = 0; j < params.size(); ++j)
       if (EqualsIgnoreCase(params[j].name(), w.name)) found = j;
+    if (found < 0 && w.absent_means) {
+      out->names.push_back(w.name);
+      out->values.push_back({*w.absent_means});
+      continue;
+    }
     if (found < 0) {
       return InvalidArgument(field + ": missing parameter '" + w.name + "'");
     }
@@ -193,7 +204,8 @@ StatusOr<Domain> CompileDomain(const tuner::SamplingDomain& proto) {
   const bool old_spelling = proto.block_shape_size() > 0;
   std::vector<Wanted> wanted;
   for (const ParamSpec& spec : d.family->params()) {
-    wanted.push_back({Lower(spec.name), spec.values.front(), spec.values.back()});
+    wanted.push_back({Lower(spec.name), spec.values.front(), spec.values.back(),
+                      spec.absent_means});
   }
   BT_RETURN_IF_ERROR(Collect(old_spelling ? proto.block_shape() : proto.params(),
                              old_spelling ? "domain.block_shape" : "domain.params",
@@ -358,17 +370,14 @@ StatusOr<BlockShape> BlockShapeOf(const Candidate& c) {
         "where a BlockShape is stored or sent (families through the store "
         "and the API are issue 19)");
   }
-  const Params& p = c.params;
-  return BlockShape{p[0], p[1], p[2], p[3], p[4], p[5]};
+  return ToBlockShape(c.params);
 }
 
 Candidate FfmaCandidate(const Context& ctx, const BlockShape& xb) {
   Candidate c;
   c.family = &FfmaFamily(OpOf(ctx));
   c.ctx = ctx;
-  c.params.size = kBlockParameters;
-  const int64_t v[kBlockParameters] = {xb.ml, xb.nl, xb.ms, xb.ns, xb.u, xb.kg};
-  for (int i = 0; i < kBlockParameters; ++i) c.params[i] = v[i];
+  c.params = ToParams(xb);
   return c;
 }
 
@@ -542,8 +551,12 @@ void UniformSampler::Propose(Rng& rng, Draw* draw) const {
   if (d.named_fraction > 0 && rng.Uniform01() < d.named_fraction)
     draw->named = static_cast<int>(rng.Below(d.named.size()));
   const size_t params = DrawnParameters(d, *draw);
+  // A parameter of one value takes no randomness, so pinning a new
+  // parameter to its old value keeps a domain's draws (ffma's ST = 1).
   for (size_t p = 0; p < params; ++p)
-    draw->index[p] = static_cast<int>(rng.Below(d.values[p].size()));
+    draw->index[p] = d.values[p].size() == 1
+                         ? 0
+                         : static_cast<int>(rng.Below(d.values[p].size()));
 }
 
 NaiveBayesSampler::NaiveBayesSampler(const Domain& domain, double alpha)
@@ -593,7 +606,8 @@ void NaiveBayesSampler::Propose(Rng& rng, Draw* draw) const {
   if (d.named_fraction > 0 && rng.Uniform01() < d.named_fraction)
     draw->named = Pick(named_cumulative_, rng);
   const size_t params = DrawnParameters(d, *draw);
-  for (size_t p = 0; p < params; ++p) draw->index[p] = Pick(cumulative_[p], rng);
+  for (size_t p = 0; p < params; ++p)
+    draw->index[p] = cumulative_[p].size() == 1 ? 0 : Pick(cumulative_[p], rng);
 }
 
 // ---- Running

@@ -24,9 +24,9 @@ namespace tuner {
 class SamplingDomain;
 }
 
-// x_B of the ffma families (ml nl ms ns u kg): what the store, the proto
+// x_B of the ffma families (ml nl ms ns u kg st): what the store, the proto
 // and the models still speak (issue 19 carries families through them).
-inline constexpr int kBlockParameters = 6;
+inline constexpr int kBlockParameters = kBlockShapeValues;
 // A draw's parameters at most: a family's, then the context's.
 inline constexpr int kMaxParameters = 16;
 

@@ -64,14 +64,17 @@ Status ResolveWorkItem(PreparedSample* s) {
   s->problem = Problem(ctx);
   if (item.family().empty()) {
     // An item from before families: op's ffma family and its x_B.
-    if (item.block_shape_size() != kBlockParameters) {
+    // Six values are from before ST: ST = 1.
+    if (item.block_shape_size() != kBlockParameters &&
+        item.block_shape_size() != kBlockParameters - 1) {
       return InvalidArgument(
-          "work item: without a family, block_shape needs 6 values, got " +
+          "work item: without a family, block_shape needs 6 or 7 values, got " +
           std::to_string(item.block_shape_size()));
     }
     const auto& b = item.block_shape();
-    const Candidate c =
-        FfmaCandidate(ctx, BlockShape{b[0], b[1], b[2], b[3], b[4], b[5]});
+    const Candidate c = FfmaCandidate(
+        ctx, BlockShape{b[0], b[1], b[2], b[3], b[4], b[5],
+                        b.size() > 6 ? b[6] : 1});
     s->family = c.family;
     s->params = c.params;
     return c.family->ValidateParams(c.params, "work item block_shape");

@@ -65,7 +65,7 @@ TEST(WorkItemTest, CarriesTheFamilyItsVersionAndItsParameters) {
       "gemm m=512 n=512 k=512 layout=NN dtype=fp32"), {64, 64, 4, 4, 8, 1});
   const tuner::WorkItem f = WorkMessage(1, ffma).work();
   EXPECT_EQ(f.family(), "gemm.ffma");
-  EXPECT_EQ(f.params(), "ML=64 NL=64 MS=4 NS=4 U=8 KG=1");
+  EXPECT_EQ(f.params(), "ML=64 NL=64 MS=4 NS=4 U=8 KG=1 ST=1");
   s = Parsed(f);
   ASSERT_TRUE(s.status.ok()) << s.status.message();
   EXPECT_EQ(*BlockShapeOf({s.family, s.problem.ctx, s.params}),
@@ -80,12 +80,17 @@ TEST(WorkItemTest, ItemsWithoutAFamilyAreTheFfmaFamilys) {
   PreparedSample s = Parsed(item);
   ASSERT_TRUE(s.status.ok()) << s.status.message();
   EXPECT_EQ(s.family->name(), "conv.ffma");
-  EXPECT_EQ(s.family->Format(s.params), "ML=32 NL=16 MS=2 NS=2 U=8 KG=1");
+  EXPECT_EQ(s.family->Format(s.params), "ML=32 NL=16 MS=2 NS=2 U=8 KG=1 ST=1");
+
+  item.add_block_shape(3);  // ST, since generator version 2
+  s = Parsed(item);
+  ASSERT_TRUE(s.status.ok()) << s.status.message();
+  EXPECT_EQ(s.family->Format(s.params), "ML=32 NL=16 MS=2 NS=2 U=8 KG=1 ST=3");
 
   item.add_block_shape(1);
   s = Parsed(item);
   EXPECT_EQ(s.failure, "compile_error");
-  EXPECT_THAT(s.status.message(), HasSubstr("block_shape needs 6 values"));
+  EXPECT_THAT(s.status.message(), HasSubstr("block_shape needs 6 or 7 values"));
 }
 
 TEST(WorkItemTest, WhatCannotBeResolvedIsACompileErrorSayingWhy) {

@@ -80,7 +80,8 @@ int RepsFor(const Context& ctx) {
 }
 
 std::vector<BlockShape> SweepCandidates(const Context& ctx, int sm_count,
-                                        size_t limit, std::mt19937& rng) {
+                                        size_t limit, std::mt19937& rng,
+                                        std::initializer_list<int64_t> stages) {
   const GemmShape g = ImplicitGemm(ctx);
   std::vector<BlockShape> out;
   KernelLimits limits;
@@ -89,17 +90,20 @@ std::vector<BlockShape> SweepCandidates(const Context& ctx, int sm_count,
       for (int64_t ms : {2, 4, 8, 16})
         for (int64_t ns : {1, 2, 4, 8})
           for (int64_t u : {4, 8, 16})
-            for (int64_t kg : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512}) {
-              BlockShape xb{ml, nl, ms, ns, u, kg};
-              if (!Validate(xb).ok() || !CanImplement(ctx, xb, limits).ok())
-                continue;
-              const int64_t threads = xb.ThreadsPerProgram();
-              if (threads < 32 || threads > 512) continue;
-              if (ml > 2 * g.m + 16 || nl > 2 * g.n + 16) continue;
-              if (ProgramsInGrid(ctx, xb) * 2 < sm_count) continue;
-              if (4 * kg * u > g.k) continue;
-              out.push_back(xb);
-            }
+            for (int64_t kg : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512})
+              for (int64_t st : stages) {
+                BlockShape xb{ml, nl, ms, ns, u, kg, st};
+                if (!Validate(xb).ok() || !CanImplement(ctx, xb, limits).ok())
+                  continue;
+                const int64_t threads = xb.ThreadsPerProgram();
+                if (threads < 32 || threads > 512) continue;
+                if (ml > 2 * g.m + 16 || nl > 2 * g.n + 16) continue;
+                if (ProgramsInGrid(ctx, xb) * 2 < sm_count) continue;
+                if (4 * kg * u > g.k) continue;
+                // More stages than the program has steps buy nothing.
+                if (st > 1 && (st - 1) * u * kg > g.k) continue;
+                out.push_back(xb);
+              }
   std::shuffle(out.begin(), out.end(), rng);
   // Up to 40 dense thread tiles (M_S*N_S >= 32, 128..256 threads) first:
   // on large shapes the time budget ends the sweep after a few dozen

@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <functional>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -44,9 +45,10 @@ int RepsFor(const Context& ctx);
 // The sweep's block shapes: CanImplement-valid, 32..512 threads, at least
 // half as many programs as SMs (thesis §4.2.1, rho = 0.5), at least 4 steps
 // of K per split; up to 40 dense thread tiles first, then random order;
-// at most `limit`.
+// at most `limit`; ST among `stages` (ST > 1 only where K has the steps).
 std::vector<BlockShape> SweepCandidates(const Context& ctx, int sm_count,
-                                        size_t limit, std::mt19937& rng);
+                                        size_t limit, std::mt19937& rng,
+                                        std::initializer_list<int64_t> stages = {1});
 
 // Median milliseconds of `reps` event-timed launches after 2 warm-ups;
 // launch(i) uses input copy i % copies.

@@ -81,11 +81,12 @@ struct ConvProblem {
 // splitting one reduction.
 struct BlockConfig {
   int64_t ml = 0, nl = 0, ms = 0, ns = 0, u = 0, kg = 1;
-  // "ML=64 NL=64 MS=4 NS=4 U=8 KG=1"
+  int64_t st = 1;  // shared-memory stages (cp.async where > 1)
+  // "ML=64 NL=64 MS=4 NS=4 U=8 KG=1" (" ST=3" follows where ST != 1)
   BLOCKTUNE_CLIENT_API std::string ToString() const;
   friend bool operator==(const BlockConfig& a, const BlockConfig& b) {
     return a.ml == b.ml && a.nl == b.nl && a.ms == b.ms && a.ns == b.ns &&
-           a.u == b.u && a.kg == b.kg;
+           a.u == b.u && a.kg == b.kg && a.st == b.st;
   }
 };
 
