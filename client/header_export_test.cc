@@ -96,7 +96,7 @@ bool ReadConfig(std::istream& in, const detail::Family* families, Config* c) {
 }
 BlockShape Block(const Config& c) {
   return {int(c.params[0]), int(c.params[1]), int(c.params[2]), int(c.params[3]),
-          int(c.params[4]), int(c.params[5])};
+          int(c.params[4]), int(c.params[5]), int(c.params[6])};
 }
 int main() {
   std::string line;

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "kernels/gemm_ptx.h"
+
 namespace blocktune {
 namespace {
 
@@ -65,6 +67,67 @@ TEST(BlockShapeTest, StringRoundTrip) {
   EXPECT_FALSE(BlockShapeFromString("ML=64 NL=32 MS=4 NS=2 U=8 KG=x").ok());
   EXPECT_FALSE(BlockShapeFromString("ML=64 ML=32 MS=4 NS=2 U=8 KG=1").ok());
   EXPECT_FALSE(BlockShapeFromString("ML=64 NL=32 MS=5 NS=2 U=8 KG=1").ok());
+}
+
+TEST(BlockShapeTest, StagesParseValidateAndDefaultToOne) {
+  // ST= is optional (absent: 1, the register-staged kernel of version 1)
+  // and printed only where it is not 1, so version-1 text reads the same.
+  auto one = BlockShapeFromString("ML=64 NL=32 MS=4 NS=2 U=8 KG=4");
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->st, 1);
+  auto three = BlockShapeFromString("ML=64 NL=32 MS=4 NS=2 U=8 KG=4 st=3");
+  ASSERT_TRUE(three.ok()) << three.status().ToString();
+  EXPECT_EQ(three->st, 3);
+  EXPECT_EQ(ToString(*three), "ML=64 NL=32 MS=4 NS=2 U=8 KG=4 ST=3");
+  EXPECT_FALSE(*three == *one);
+  BlockShape bad = *three;
+  bad.st = 9;
+  EXPECT_EQ(Validate(bad).message(), "block_shape.st must be in [1, 8], got 9");
+  // The family's parameters carry ST seventh; six values mean ST = 1.
+  EXPECT_EQ(ToParams(*three).size, 7);
+  EXPECT_EQ(ToBlockShape(ToParams(*three)), *three);
+  Params six = ToParams(*three);
+  six.size = 6;
+  EXPECT_EQ(ToBlockShape(six).st, 1);
+}
+
+TEST(BlockShapeTest, StagesEmitACpAsyncPipelineOnSm80AndLater) {
+  GemmContext g;
+  g.m = 100;
+  g.n = 72;
+  g.k = 300;
+  BlockShape xb = Shape(64, 64, 4, 4, 8, 1);
+  auto reg = GenerateGemm(g, xb, "sm_90");
+  ASSERT_TRUE(reg.ok());
+  EXPECT_EQ(reg->ptx.find("cp.async"), std::string::npos);
+  xb.st = 3;
+  auto async = GenerateGemm(g, xb, "sm_90");
+  ASSERT_TRUE(async.ok()) << async.status().ToString();
+  EXPECT_THAT(async->ptx, HasSubstr("cp.async.commit_group;"));
+  EXPECT_THAT(async->ptx, HasSubstr("cp.async.wait_group 1;"));
+  EXPECT_THAT(async->ptx, HasSubstr("cp.async.wait_all;"));
+  // Three buffers of U rows of (M_L + pad) floats, where ST = 1 has two.
+  EXPECT_EQ(GemmSharedBytes(xb) * 2, GemmSharedBytes(Shape(64, 64, 4, 4, 8, 1)) * 3);
+  // Layout T puts A's vectors whole into shared rows: 16-byte copies;
+  // layout N transposes them: 4-byte copies.
+  g.layout_a = Layout::kT;
+  g.m = 128;
+  auto whole = GenerateGemm(g, xb, "sm_90");
+  ASSERT_TRUE(whole.ok());
+  EXPECT_THAT(whole->ptx, HasSubstr("cp.async.cg.shared.global"));
+  EXPECT_THAT(async->ptx, HasSubstr("cp.async.ca.shared.global"));
+
+  // cp.async needs sm_80: the generator and the async_copy rule say so.
+  auto old = GenerateGemm(g, xb, "sm_75");
+  EXPECT_EQ(old.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(old.status().message(), HasSubstr("sm_80 or later"));
+  KernelLimits volta;
+  volta.compute_capability = 70;
+  EXPECT_EQ(FirstFailingHardwareRule(g, xb, volta), HardwareRule::kAsyncCopy);
+  EXPECT_THAT(CanImplement(g, xb, volta).message(),
+              HasSubstr("compute capability >= 8.0; this device has 7.0"));
+  xb.st = 1;
+  EXPECT_TRUE(CanImplement(g, xb, volta).ok());
 }
 
 }  // namespace

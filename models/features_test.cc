@@ -23,7 +23,7 @@ TEST(LogFeaturesTest, GemmFeaturesAreLog2OfEveryComponent) {
   BlockShape xb{128, 16, 8, 2, 8, 4};
   std::vector<float> f = LogFeatures(g, xb);
   ASSERT_EQ(f.size(), FeatureNames(Op::kGemm).size());
-  std::vector<float> want = {7, 4, 3, 1, 3, 2, 12, 4, 10, 0, 1};
+  std::vector<float> want = {7, 4, 3, 1, 3, 2, 0, 12, 4, 10, 0, 1};  // ST = 1: 0
   EXPECT_EQ(f, want);
 }
 
@@ -38,9 +38,9 @@ TEST(LogFeaturesTest, ConvUsesOutputSizeAndPadding) {
   c.stride_h = c.stride_w = 2;
   std::vector<float> f = LogFeatures(c, BlockShape{64, 64, 4, 4, 8, 1});
   ASSERT_EQ(f.size(), FeatureNames(Op::kConv).size());
-  EXPECT_FLOAT_EQ(f[7], std::log2(28.f));  // P
-  EXPECT_FLOAT_EQ(f[13], 1.f);             // stride_h
-  EXPECT_FLOAT_EQ(f[17], 1.f);             // log2(1 + pad_h)
+  EXPECT_FLOAT_EQ(f[8], std::log2(28.f));  // P
+  EXPECT_FLOAT_EQ(f[14], 1.f);             // stride_h
+  EXPECT_FLOAT_EQ(f[18], 1.f);             // log2(1 + pad_h)
 }
 
 // The features the shipped models (models/pretrained) were trained on, as

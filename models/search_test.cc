@@ -34,7 +34,7 @@ struct StoredModel {
     }
     normalization.set_target_mean(kLnTeraflop);
     const std::vector<std::vector<int64_t>> values = {
-        {32, 64, 128}, {32, 64, 128}, {4, 8}, {4, 8}, {8}, {1}};
+        {32, 64, 128}, {32, 64, 128}, {4, 8}, {4, 8}, {8}, {1}, {1}};
     for (int p = 0; p < static_cast<int>(values.size()); ++p) {
       auto* v = normalization.mutable_search_values(p)->mutable_values();
       v->Clear();
@@ -143,7 +143,8 @@ SearchValues ShippedSearchValues() {
     for (int64_t x = 1; x <= hi; x *= 2) v.push_back(x);
     return v;
   };
-  return {pow2(1024), pow2(1024), pow2(32), pow2(32), pow2(128), pow2(4096)};
+  // ST = 1 alone: version 1's range, which ST = 1 keeps.
+  return {pow2(1024), pow2(1024), pow2(32), pow2(32), pow2(128), pow2(4096), {1}};
 }
 
 // The fp32 context of ToString's text without its dtype.

@@ -215,11 +215,12 @@ def campaigns(r):
     else:
         checked = f"Failures and checks: {failures}."
     (g, g_rate), (c, c_rate) = runs["gemm"], runs["conv"]
+    note = r.search(rel, r"^# note: (.*)$", "'# note:' line").group(1)
     return fill(
         f"`models/pretrained/h100-sxm/` holds what the campaign code measured on "
-        f"an H100 SXM: {thousands(g)} GEMM samples at {g_rate} samples/s and "
+        f"an H100 SXM in fp32: {thousands(g)} GEMM samples at {g_rate} samples/s and "
         f"{thousands(c)} convolution samples at {c_rate} samples/s. {checked} "
-        f"Each campaign was stopped once and resumed by a restarted daemon "
+        f"{note} "
         f"(`bench/results/h100/campaigns.txt`). `blocktune import "
         f"models/pretrained/h100-sxm/gemm-samples.json.gz` loads a dataset into "
         f"any store.")
@@ -297,8 +298,9 @@ def surrogate(r):
             raise ResultsError(f"{rel}: no {thesis} row for {op}")
     cold_p50, cores, load = query_bench_cold(r)
     return fill(
-        f"Shipped H100 models (`models/pretrained/h100-sxm/models.json.gz`): for "
-        f"each op an ensemble of {number_word(members)} {hidden} networks "
+        f"The H100 fp32 models shipped until ST (generator version 1, stale "
+        f"since; the fp32 rows of the table below replaced them) were, for "
+        f"each op, an ensemble of {number_word(members)} {hidden} networks "
         f"(`blocktune train --hidden {hidden} --members {members}`, seeds 1 to "
         f"{members}), whose mean ln(flop/s) is the prediction. Member validation "
         f"MSE: GEMM {gemm_mse} on average ({thousands(samples['gemm'])} samples), "

@@ -462,6 +462,18 @@ TEST_F(LimitsTest, ImportRefusesModelsThatCannotAnswerQueries) {
   grpc::Status s = Import(*d, shipped);
   EXPECT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(Health(*d).models(), 2);
+  // A stale model (an older generator version: gemm.ffma v1 had no ST, so
+  // its features are not today's) is stored as the record it is, without
+  // loading: it never answers, so it cannot take over queries.
+  v1::Dataset stale;
+  stale.set_format(shipped.format());
+  *stale.add_models() = shipped.models(0);
+  stale.mutable_models(0)->set_generator_version(1);
+  stale.mutable_models(0)->set_data_version(1);
+  stale.mutable_models(0)->set_weights("\xff an older network");
+  s = Import(*d, stale);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(Health(*d).models(), 2);
   EXPECT_EQ(d->Stop(SIGTERM), 0) << d->Log();
 }
 

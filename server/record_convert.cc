@@ -112,6 +112,9 @@ StatusOr<KernelConfig> KernelOf(const v1::KernelConfig* kernel,
   BT_ASSIGN_OR_RETURN(BlockShape xb,
                       FromProto(block_shape ? *block_shape : v1::BlockShape(),
                                 JoinField(field, "block_shape")));
+  // A block shape alone (a record from before families) is the current
+  // block-shape kernel: its ST is 1 unless it says otherwise, and ST = 1
+  // emits what version 1 did.
   return KernelConfig::OfBlockShape(op, xb);
 }
 
@@ -248,9 +251,10 @@ StatusOr<ModelRecord> FromProto(const v1::Model& p, std::string_view field) {
                                        p.dtype(), JoinField(field, "dtype")));
   if (p.family().empty()) {
     // A dataset older than families: the fp32 block-shape model of the
-    // generators current when it was written.
+    // generators current when it was written, version 1 at the latest
+    // (families came with version 1; ST, version 2, came after them).
     m.family = std::string(BlockShapeFamily(m.op).name());
-    m.generator_version = m.data_version = BlockShapeFamily(m.op).version();
+    m.generator_version = m.data_version = 1;
   } else {
     m.family = p.family();
     m.generator_version = p.generator_version();

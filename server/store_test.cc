@@ -379,5 +379,22 @@ TYPED_TEST(StoreTest, ReadersSeeWholeBatchesWhileAWriterCommits) {
   EXPECT_EQ(*this->store_->CountSamples({}), kBatches * kBatchSize);
 }
 
+// A row of gemm.ffma version 1 has no ST: it reads as ST = 1, what the
+// version-1 generator did (ParamSpec::absent_means). A parameter without
+// absent_means is still required.
+TEST(ParamsFromTextTest, AParameterAddedLaterReadsAsItsOldValue) {
+  auto v1 = ParamsFromText("gemm.ffma", "ML=64 NL=32 MS=4 NS=2 U=8 KG=1");
+  ASSERT_TRUE(v1.ok()) << v1.status().ToString();
+  EXPECT_EQ(v1->size, 7);
+  EXPECT_EQ((*v1)[6], 1);
+  auto v2 = ParamsFromText("gemm.ffma", "ML=64 NL=32 MS=4 NS=2 U=8 KG=1 ST=4");
+  ASSERT_TRUE(v2.ok());
+  EXPECT_EQ((*v2)[6], 4);
+  EXPECT_THAT(ParamsFromText("gemm.ffma", "ML=64 NL=32 MS=4 NS=2 U=8 ST=4")
+                  .status().message(),
+              ::testing::HasSubstr("KG is missing for family gemm.ffma"));
+  EXPECT_FALSE(ParamsFromText("gemm.ffma", "ML=64 NL=32 MS=4 NS=2 KG=1").ok());
+}
+
 }  // namespace
 }  // namespace blocktune
