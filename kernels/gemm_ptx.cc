@@ -161,13 +161,6 @@ std::string StagingRegs(char name, int64_t j, int64_t vec) {
 // and on K (past %kend nothing is read and zeros are staged), then the
 // pointers advance one step. A vector lies wholly inside or outside the
 // bounds: its width divides K (or M, N) and U (or M_L, N_L).
-//
-// With `async` (ST >= 2) the step goes straight to the shared stage at
-// offset `stage` by cp.async: what EmitStores would store, where it would
-// store it; past K the copy reads nothing (src-size 0, from the operand's
-// base) and zero-fills. Call EmitAsyncLoads for it.
-void EmitAsyncLoads(Ptx& p, char name, int64_t loads, int64_t vec,
-                    bool contiguous_k, int64_t row, const std::string& stage);
 void EmitLoads(Ptx& p, char name, int64_t loads, int64_t vec) {
   const std::string s(1, name);
   for (int64_t j = 0; j < loads; ++j) {
@@ -183,11 +176,26 @@ void EmitLoads(Ptx& p, char name, int64_t loads, int64_t vec) {
   }
 }
 
+// Where a staged vector of `vec` elements goes in a shared stage whose
+// rows are `row` floats apart: whole (one vector store or copy) when it runs
+// across M or N and rows stay aligned; else element v at byte
+// StagedElementOffset (along K: `vec` rows; across: `vec` neighbours).
+bool StagedVectorIsWhole(int64_t vec, bool contiguous_k, int64_t row) {
+  return vec > 1 && !contiguous_k && row % vec == 0;
+}
+int64_t StagedElementOffset(int64_t v, bool contiguous_k, int64_t row) {
+  return (contiguous_k ? v * row : v) * 4;
+}
+
+// EmitLoads and EmitStores in one, for ST >= 2: the step goes straight to
+// the shared stage at offset `stage` by cp.async, what EmitStores would
+// store where it would store it; past K the copy reads nothing (src-size 0,
+// from the operand's base) and zero-fills.
 void EmitAsyncLoads(Ptx& p, char name, int64_t loads, int64_t vec,
                     bool contiguous_k, int64_t row, const std::string& stage) {
   const std::string s(1, name);
   const std::string base = name == 'a' ? "%A" : "%B";
-  const bool whole = vec > 1 && !contiguous_k && row % vec == 0;
+  const bool whole = StagedVectorIsWhole(vec, contiguous_k, row);
   for (int64_t j = 0; j < loads; ++j) {
     const std::string J = N(j);
     p << "\tadd.u32 %y, %k0, %k" << s << J << ";\n"
@@ -200,9 +208,9 @@ void EmitAsyncLoads(Ptx& p, char name, int64_t loads, int64_t vec,
         << N(4 * vec) << ", %cz;\n";
     } else {
       for (int64_t v = 0; v < vec; ++v) {
-        const int64_t offset = (contiguous_k ? v * row : v) * 4;
         p << "\t@%q" << s << J << " cp.async.ca.shared.global [%y+"
-          << N(offset) << "], [%src+" << N(4 * v) << "], 4, %cz;\n";
+          << N(StagedElementOffset(v, contiguous_k, row)) << "], [%src+"
+          << N(4 * v) << "], 4, %cz;\n";
       }
     }
     p << "\tadd.u64 %p" << s << J << ", %p" << s << J << ", %step_" << s
@@ -221,15 +229,15 @@ void EmitStores(Ptx& p, char name, int64_t loads, const std::string& stage,
   const std::string s(1, name);
   for (int64_t j = 0; j < loads; ++j) {
     p << "\tadd.u32 %y, %s" << s << N(j) << ", " << stage << ";\n";
-    if (vec > 1 && !contiguous_k && row % vec == 0) {
+    if (StagedVectorIsWhole(vec, contiguous_k, row)) {
       p << "\t@%q" << s << N(j) << " st.shared.v" << N(vec) << ".f32 [%y], "
         << StagingRegs(name, j, vec) << ";\n";
       continue;
     }
     for (int64_t v = 0; v < vec; ++v) {
-      const int64_t offset = (contiguous_k ? v * row : v) * 4;
-      p << "\t@%q" << s << N(j) << " st.shared.f32 [%y+" << N(offset)
-        << "], %l" << s << N(j * vec + v) << ";\n";
+      p << "\t@%q" << s << N(j) << " st.shared.f32 [%y+"
+        << N(StagedElementOffset(v, contiguous_k, row)) << "], %l" << s
+        << N(j * vec + v) << ";\n";
     }
   }
 }

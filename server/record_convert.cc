@@ -74,14 +74,11 @@ StatusOr<KernelConfig> FromProto(const v1::KernelConfig& p, Op op,
     seen[at] = true;
     k.params.v[at] = p.params(i).value();
   }
-  for (int i = 0; i < n; ++i) {
-    if (!seen[i] && family.params()[i].absent_means) {
-      k.params.v[i] = *family.params()[i].absent_means;  // an older record
-    } else if (!seen[i]) {
-      return InvalidArgument(params_field + " must name every parameter of " +
-                             k.family + " (" + names + "); " +
-                             family.params()[i].name + " is missing");
-    }
+  // An older record may lack a parameter added since (absent_means).
+  if (const int missing = FillAbsentParams(family, seen, &k.params); missing >= 0) {
+    return InvalidArgument(params_field + " must name every parameter of " +
+                           k.family + " (" + names + "); " +
+                           family.params()[missing].name + " is missing");
   }
   BT_RETURN_IF_ERROR(Validate(k, op, field));
   return k;

@@ -144,16 +144,24 @@ StatusOr<Params> ParamsFromText(std::string_view family,
     seen[i] = true;
     BT_ASSIGN_OR_RETURN(p[i], ParseInt64("params", word.substr(eq + 1)));
   }
-  for (int i = 0; i < size; ++i) {
-    if (seen[i]) continue;
-    const ParamSpec& spec = f->params()[i];  // only a family's can be absent
-    if (!spec.absent_means) {
-      return InvalidArgument("params " + Quoted(text) + ": " + spec.name +
-                             " is missing for family " + std::string(family));
-    }
-    p[i] = *spec.absent_means;
+  // Only a family's parameters can be absent (the count check above).
+  if (const int missing = f ? FillAbsentParams(*f, seen, &p) : -1; missing >= 0) {
+    return InvalidArgument("params " + Quoted(text) + ": " +
+                           f->params()[missing].name + " is missing for family " +
+                           std::string(family));
   }
   return p;
+}
+
+int FillAbsentParams(const KernelFamily& family, const std::vector<bool>& seen,
+                     Params* params) {
+  for (size_t i = 0; i < family.params().size(); ++i) {
+    if (seen[i]) continue;
+    const ParamSpec& spec = family.params()[i];
+    if (!spec.absent_means) return static_cast<int>(i);
+    (*params)[static_cast<int>(i)] = *spec.absent_means;
+  }
+  return -1;
 }
 
 bool ModelRecord::IsCurrent() const {

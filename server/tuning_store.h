@@ -88,6 +88,12 @@ Status Validate(const KernelConfig& kernel, Op op, std::string_view field);
 // parameter with ParamSpec::absent_means may be missing: an older row.
 StatusOr<Params> ParamsFromText(std::string_view family, std::string_view text);
 
+// Gives each parameter of `family` that `seen` lacks its
+// ParamSpec::absent_means (a record from before the parameter existed).
+// Returns the index of the first missing one that has none, or -1.
+int FillAbsentParams(const KernelFamily& family, const std::vector<bool>& seen,
+                     Params* params);
+
 // One benchmark of k(x_B) in context x_C on a device.
 struct SampleRecord {
   DeviceFingerprint device;
