@@ -49,6 +49,13 @@ struct ParamSpec {
   // (one made before it existed, or an older client's) means this value,
   // which is what the older generator did. Unset: every record names it.
   std::optional<int64_t> absent_means;
+  // A refinement (needs absent_means): the model search (models/search.h)
+  // ranks the configurations with this parameter at absent_means first and
+  // scores its other values only for the best of them. For a parameter
+  // that tunes a configuration rather than defines it (ffma's ST: how deep
+  // the copies run ahead), so that it multiplies the search's cost by a
+  // shortlist's, not by its value count.
+  bool refines = false;
 
   // The name in lower case ("ml"): its feature's name, and how stored
   // models and exported headers name it.

@@ -36,7 +36,8 @@ class FfmaFamily : public KernelFamily {
         {"ST", {1, 2, 3, 4, 5, 6, 8},
          "ST: shared-memory stages; 1 stages through registers, >= 2 copy "
          "by cp.async",
-         /*power_of_two=*/false, /*log_feature=*/true, /*absent_means=*/1},
+         /*power_of_two=*/false, /*log_feature=*/true, /*absent_means=*/1,
+         /*refines=*/true},
     };
     for (HardwareRule r : kHardwareRules) rules_.push_back(ToString(r));
   }

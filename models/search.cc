@@ -33,12 +33,14 @@ SearchRange::SearchRange(const KernelFamily& family, const SearchValues& values,
   if (static_cast<int>(values.size()) != n) return;
   for (const std::vector<int64_t>& v : values)
     if (v.empty()) return;
-  // Every combination, the last parameter varying fastest.
+  // Every combination, the last parameter varying fastest; `codes` numbers
+  // each kept one by its value positions (mixed radix, so ascending).
   std::vector<size_t> at(n, 0);
+  std::vector<int64_t> codes;
   Params p;
   p.size = n;
   const Problem any;  // the rules in `once` do not look at it
-  while (true) {
+  for (int64_t code = 0;; ++code) {
     for (int i = 0; i < n; ++i) p[i] = values[i][at[i]];
     bool ok = family.ValidateParams(p).ok();
     for (size_t r = 0; ok && r < once.size(); ++r)
@@ -46,39 +48,117 @@ SearchRange::SearchRange(const KernelFamily& family, const SearchValues& values,
     if (ok) {
       grid_values_.insert(grid_values_.end(), p.v.begin(), p.v.begin() + n);
       family.ParamFeatures(p, &grid_features_);
+      codes.push_back(code);
     }
     int i = n - 1;
     while (i >= 0 && ++at[i] == values[i].size()) at[i--] = 0;
     if (i < 0) break;
   }
+  IndexRefinements(values, codes);
+}
+
+void SearchRange::IndexRefinements(
+    const std::vector<std::vector<int64_t>>& values,
+    const std::vector<int64_t>& codes) {
+  const std::vector<ParamSpec>& specs = family_->params();
+  const int n = params_;
+  // Each refining parameter's radix stride and base value position.
+  std::vector<int64_t> stride(n, 1);
+  for (int i = n - 2; i >= 0; --i)
+    stride[i] = stride[i + 1] * static_cast<int64_t>(values[i + 1].size());
+  std::vector<std::pair<int, int64_t>> refining;
+  for (int i = 0; i < n; ++i) {
+    if (!specs[i].refines || values[i].size() < 2) continue;
+    const auto& v = values[i];
+    const auto base = specs[i].absent_means
+                          ? std::find(v.begin(), v.end(), *specs[i].absent_means)
+                          : v.end();
+    refining.push_back({i, base == v.end() ? 0 : base - v.begin()});
+  }
+  if (refining.empty()) return;
+  const int32_t size = static_cast<int32_t>(codes.size());
+  std::vector<int32_t> base_of(size);
+  is_base_.assign(size, 0);
+  for (int32_t g = 0; g < size; ++g) {
+    int64_t code = codes[g];
+    for (const auto& [i, base] : refining) {
+      const int64_t digit = (code / stride[i]) % int64_t(values[i].size());
+      code += (base - digit) * stride[i];
+    }
+    const auto it = std::lower_bound(codes.begin(), codes.end(), code);
+    const bool held = it != codes.end() && *it == code;
+    base_of[g] = held ? static_cast<int32_t>(it - codes.begin()) : g;
+    is_base_[g] = base_of[g] == g;
+  }
+  variant_begin_.assign(size_t(size) + 1, 0);
+  for (int32_t g = 0; g < size; ++g)
+    if (!is_base_[g]) ++variant_begin_[base_of[g] + 1];
+  std::partial_sum(variant_begin_.begin(), variant_begin_.end(),
+                   variant_begin_.begin());
+  variant_index_.resize(variant_begin_.back());
+  std::vector<int32_t> next(variant_begin_.begin(), variant_begin_.end() - 1);
+  for (int32_t g = 0; g < size; ++g)
+    if (!is_base_[g]) variant_index_[next[base_of[g]]++] = g;
+}
+
+namespace {
+
+// The K_G partial sums live in a workspace beside the operands: all of it
+// must fit where the operands do (1 GiB, or the operands alone when they
+// are larger, which then allows no split). The bytes left for it.
+int64_t WorkspaceRoom(const Problem& problem) {
+  // operands + workspace_bytes is WorkingSetBytes(problem, shape).
+  const int64_t operands = WorkingSetBytes(problem, ConfigShape{});
+  return std::max(kDefaultMaxBytes, operands) - operands;
+}
+
+}  // namespace
+
+bool SearchRange::Admits(const Problem& problem, int64_t room, int32_t g,
+                         ConfigShape* shape) const {
+  const Params p = grid(g);
+  for (int rule : problem_rules_)
+    if (!family_->Passes(rule, problem, p, limits_)) return false;
+  *shape = family_->Shape(problem, p);
+  return shape->tile_m * shape->tile_n >= 32 &&
+         SplitHasWork(problem, *shape) && shape->workspace_bytes <= room;
 }
 
 std::vector<int32_t> SearchRange::CandidateIndices(
-    const Context& ctx, std::vector<ConfigShape>* shapes) const {
+    const Context& ctx, std::vector<ConfigShape>* shapes,
+    bool bases_only) const {
   std::vector<int32_t> out;
   if (shapes) shapes->clear();
   const Problem problem(ctx);
-  // The K_G partial sums live in a workspace beside the operands: all of it
-  // must fit where the operands do (1 GiB, or the operands alone when they
-  // are larger, which then allows no split).
-  const int64_t operands = WorkingSetBytes(problem, ConfigShape{});
-  const int64_t limit = std::max(kDefaultMaxBytes, operands);
+  const int64_t room = WorkspaceRoom(problem);
+  const bool bases = bases_only && refines();
   const int32_t size = static_cast<int32_t>(grid_size());
+  ConfigShape shape;
   for (int32_t g = 0; g < size; ++g) {
-    const Params p = grid(g);
-    bool ok = true;
-    for (size_t r = 0; ok && r < problem_rules_.size(); ++r)
-      ok = family_->Passes(problem_rules_[r], problem, p, limits_);
-    if (!ok) continue;
-    const ConfigShape shape = family_->Shape(problem, p);
-    // operands + workspace_bytes is WorkingSetBytes(problem, shape).
-    if (shape.tile_m * shape.tile_n >= 32 && SplitHasWork(problem, shape) &&
-        operands + shape.workspace_bytes <= limit) {
-      out.push_back(g);
+    if (bases && !is_base_[g]) continue;
+    if (!Admits(problem, room, g, &shape)) continue;
+    out.push_back(g);
+    if (shapes) shapes->push_back(shape);
+  }
+  return out;
+}
+
+void SearchRange::AppendVariants(const Context& ctx,
+                                 const std::vector<int32_t>& bases,
+                                 std::vector<int32_t>* out,
+                                 std::vector<ConfigShape>* shapes) const {
+  if (!refines()) return;
+  const Problem problem(ctx);
+  const int64_t room = WorkspaceRoom(problem);
+  ConfigShape shape;
+  for (int32_t b : bases) {
+    for (int32_t i = variant_begin_[b]; i < variant_begin_[b + 1]; ++i) {
+      const int32_t g = variant_index_[i];
+      if (!Admits(problem, room, g, &shape)) continue;
+      out->push_back(g);
       if (shapes) shapes->push_back(shape);
     }
   }
-  return out;
 }
 
 std::vector<Params> SearchRange::Candidates(const Context& ctx) const {
@@ -166,24 +246,32 @@ std::vector<size_t> Fastest(const std::vector<double>& seconds,
 }  // namespace
 
 std::vector<ScoredConfig> BlockSearch::Top(const Context& ctx, int k,
-                                          SearchStats* stats) const {
+                                          SearchStats* stats,
+                                          Refinement refinement) const {
   const auto start = std::chrono::steady_clock::now();
   const size_t want = static_cast<size_t>(std::max(k, 1));
+  const bool refine =
+      refinement == Refinement::kShortlist && range_.refines();
   // Positions in the range's grid, and (for a model that takes the tiling's
   // features) each one's ConfigShape, which the range's rules computed.
+  const bool with_shapes = model_.feature_set() >= kShapeFeatures;
   std::vector<ConfigShape> shapes;
   std::vector<int32_t> index = range_.CandidateIndices(
-      ctx, model_.feature_set() >= kShapeFeatures ? &shapes : nullptr);
-  const int64_t candidates = static_cast<int64_t>(index.size());
+      ctx, with_shapes ? &shapes : nullptr, /*bases_only=*/refine);
+  int64_t candidates = static_cast<int64_t>(index.size());
   // The parameters' features come precomputed with the grid.
   const size_t pf = family().params().size();
-  auto score = [&](const Surrogate& model) {
+  auto score_at = [&](const Surrogate& model, const std::vector<int32_t>& at,
+                      const std::vector<ConfigShape>& at_shapes) {
     return Score(
-        model, ctx, index.size(),
+        model, ctx, at.size(),
         [&](size_t i, float* row) {
-          std::copy_n(range_.grid_features(index[i]), pf, row);
+          std::copy_n(range_.grid_features(at[i]), pf, row);
         },
-        [&](size_t i) { return shapes[i]; });
+        [&](size_t i) { return at_shapes[i]; });
+  };
+  auto score = [&](const Surrogate& model) {
+    return score_at(model, index, shapes);
   };
   // A broken model's NaN or absurd times would poison the ranking (NaN
   // compares false with everything): such configurations are dropped here.
@@ -205,6 +293,24 @@ std::vector<ScoredConfig> BlockSearch::Top(const Context& ctx, int k,
   };
   std::vector<double> seconds = score(model_.Member(0));
   drop_implausible(&seconds);
+  if (refine) {
+    // The other values of the refining parameters, for the best bases.
+    std::vector<int32_t> best;
+    for (size_t i : Fastest(seconds, index, range_,
+                            std::max(kRefineShortlist, 8 * want)))
+      best.push_back(index[i]);
+    std::vector<int32_t> more;
+    std::vector<ConfigShape> more_shapes;
+    range_.AppendVariants(ctx, best, &more,
+                          with_shapes ? &more_shapes : nullptr);
+    const std::vector<double> more_seconds =
+        score_at(model_.Member(0), more, more_shapes);
+    index.insert(index.end(), more.begin(), more.end());
+    shapes.insert(shapes.end(), more_shapes.begin(), more_shapes.end());
+    seconds.insert(seconds.end(), more_seconds.begin(), more_seconds.end());
+    candidates += static_cast<int64_t>(more.size());
+    drop_implausible(&seconds);
+  }
   if (model_.members() > 1) {
     // An ensemble costs one network's scoring per member. Its first member
     // ranks the whole range; the ensemble re-scores that ranking's best

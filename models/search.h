@@ -14,6 +14,16 @@
 // larger, which then allows no split). The rules that do not look at the
 // problem (KernelFamily::RuleUsesProblem) are applied once, at construction.
 //
+// A family's refining parameters (ParamSpec::refines, ffma's ST) are
+// searched in two stages too: the model scores the configurations with
+// every refining parameter at its base value (absent_means) first, then the
+// other values of the best kRefineShortlist (or 8k) of them, and ranks the
+// two sets together. A configuration whose base the range does not hold
+// (a rule refuses it) is scored in the first stage. This costs the search
+// a grid of one value per refining parameter plus a shortlist, and can
+// miss the exhaustive best where that best's base ranks below the
+// shortlist (search_refine_test measures it on the shipped models).
+//
 // An ensemble model is searched in two stages: its first member scores the
 // whole range and the ensemble re-scores that member's best 512 (or 8k), so
 // a query costs about one network's scoring instead of one per member. That
@@ -67,9 +77,24 @@ class SearchRange {
               const DeviceProfile& profile);
   // The configurations of the range for `ctx` (which must have validated,
   // and be of the family's op), as positions in the grid, ascending; with
-  // `shapes`, each one's KernelFamily::Shape too, in the same order.
+  // `shapes`, each one's KernelFamily::Shape too, in the same order. With
+  // `bases_only`, those of them that are bases (see refines()).
   std::vector<int32_t> CandidateIndices(
-      const Context& ctx, std::vector<ConfigShape>* shapes = nullptr) const;
+      const Context& ctx, std::vector<ConfigShape>* shapes = nullptr,
+      bool bases_only = false) const;
+  // Whether the family has refining parameters (ParamSpec::refines) with
+  // more than one value in the range. A base is a configuration with each
+  // of them at its base value (absent_means where the range has it, else
+  // its first value), or one whose base the range does not hold; the
+  // variants of a base are the range's configurations that differ from it
+  // in refining parameters alone.
+  bool refines() const { return !variant_begin_.empty(); }
+  // The variants of the bases `bases` (grid positions) that are candidates
+  // for `ctx`, as CandidateIndices gives them, appended to `out` (and their
+  // shapes to `shapes`, where given).
+  void AppendVariants(const Context& ctx, const std::vector<int32_t>& bases,
+                      std::vector<int32_t>* out,
+                      std::vector<ConfigShape>* shapes = nullptr) const;
   // The same as configurations.
   std::vector<Params> Candidates(const Context& ctx) const;
   int64_t grid_size() const {
@@ -96,6 +121,31 @@ class SearchRange {
   // The configurations the other rules accept, `params_` values each.
   std::vector<int64_t> grid_values_;
   std::vector<float> grid_features_;
+  // Refinement (empty where refines() is false): whether grid position g
+  // is a base, and its variants, variant_index_[variant_begin_[g] ..
+  // variant_begin_[g + 1]).
+  std::vector<char> is_base_;
+  std::vector<int32_t> variant_begin_;
+  std::vector<int32_t> variant_index_;
+
+  // Whether grid position g passes the per-problem rules and the range's
+  // tile, split and memory bounds for `problem` (a K_G workspace of at most
+  // `room` bytes); its shape in *shape.
+  bool Admits(const Problem& problem, int64_t room, int32_t g,
+              ConfigShape* shape) const;
+  void IndexRefinements(const std::vector<std::vector<int64_t>>& values,
+                        const std::vector<int64_t>& codes);
+};
+
+// The number of bases whose variants the search scores (at least 8k). 512
+// missed the exhaustive best by 5% on one of search_refine_test's 12
+// contexts (gemm 35x8457x2560); 2048 matched on all of them.
+inline constexpr size_t kRefineShortlist = 2048;
+
+// How BlockSearch::Top treats refining parameters.
+enum class Refinement {
+  kShortlist,   // bases first, then the best bases' variants
+  kExhaustive,  // every configuration of the range (for comparisons)
 };
 
 class BlockSearch {
@@ -111,8 +161,9 @@ class BlockSearch {
   // The k best by predicted time, fastest first (k >= 1). Configurations
   // whose prediction is not PlausibleSeconds are left out and counted in
   // stats.
-  std::vector<ScoredConfig> Top(const Context& ctx, int k,
-                                SearchStats* stats = nullptr) const;
+  std::vector<ScoredConfig> Top(
+      const Context& ctx, int k, SearchStats* stats = nullptr,
+      Refinement refinement = Refinement::kShortlist) const;
   // Scores given configurations of the family for `ctx`, in order.
   std::vector<double> PredictSeconds(const Context& ctx,
                                      const std::vector<Params>& configs) const;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -241,6 +242,85 @@ TEST(SearchRangeTest, RulesAppliedOnceIgnoreTheProblem) {
     }
   }
   EXPECT_GT(checked, 1000);
+}
+
+// ffma's ST refines (ParamSpec::refines): the bases are the configurations
+// at ST = 1 (and those whose ST = 1 twin a rule refuses), the variants of a
+// base differ from it in ST alone, and bases and variants together are the
+// whole range, context by context.
+TEST(SearchRangeTest, RefinementSplitsTheRangeIntoBasesAndVariants) {
+  SearchValues values = ShippedSearchValues();
+  values[6] = {1, 2, 4};
+  const DeviceProfile h100 = ProfileByName("h100-sxm").value();
+  for (const char* text :
+       {"gemm m=1024 n=1024 k=1024 layout=NN", "gemm m=4096 n=16 k=4096 layout=TN",
+        "gemm m=64 n=64 k=131072 layout=NN",
+        "conv n=8 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1"}) {
+    const Context ctx = Fp32(text);
+    const SearchRange range(BlockShapeFamily(OpOf(ctx)), values, h100);
+    ASSERT_TRUE(range.refines());
+    const std::vector<int32_t> all = range.CandidateIndices(ctx);
+    const std::vector<int32_t> bases = range.CandidateIndices(ctx, nullptr, true);
+    std::vector<int32_t> variants;
+    range.AppendVariants(ctx, bases, &variants);
+    int64_t orphans = 0;
+    for (int32_t b : bases) orphans += range.grid(b)[6] != 1;
+    for (int32_t v : variants) {
+      EXPECT_NE(range.grid(v)[6], 1) << text;
+    }
+    std::vector<int32_t> both = bases;
+    both.insert(both.end(), variants.begin(), variants.end());
+    std::sort(both.begin(), both.end());
+    EXPECT_EQ(both, all) << text;
+    // ST = 2 and 4 roughly double the range; few configurations lack a twin.
+    EXPECT_GT(variants.size(), bases.size()) << text;
+    EXPECT_LT(orphans * 20, static_cast<int64_t>(bases.size())) << text;
+    // A variant is its base with another ST.
+    std::vector<int32_t> one;
+    for (int32_t b : bases) {
+      one.assign(1, b);
+      std::vector<int32_t> of;
+      range.AppendVariants(ctx, one, &of);
+      for (int32_t v : of) {
+        Params p = range.grid(v);
+        p[6] = range.grid(b)[6];
+        ASSERT_EQ(p, range.grid(b)) << text;
+      }
+    }
+  }
+  // One ST value: nothing to refine.
+  EXPECT_FALSE(SearchRange(BlockShapeFamily(Op::kGemm), ShippedSearchValues(), h100)
+                   .refines());
+}
+
+// A model that only cares for ST (faster the deeper): the shortlist search
+// answers with the deepest ST, as the exhaustive one does. (This range is
+// smaller than the shortlist, so both score all of it.)
+TEST(SearchRangeTest, ShortlistFindsTheRefinementTheModelPrefers) {
+  StoredModel stored;
+  auto* st = stored.normalization.mutable_search_values(6)->mutable_values();
+  st->Clear();
+  for (int64_t v : {1, 2, 4}) st->Add(v);
+  models::Layer* first = stored.weights.mutable_layers(0);
+  const int inputs = first->weight_size() / first->bias_size();
+  first->set_weight(6, 1);  // hidden unit 0 reads feature 6, log2(ST)
+  stored.weights.mutable_layers(1)->set_weight(0, 1);
+  auto model = stored.Load();
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  ASSERT_GT(inputs, 6);
+  const BlockSearch search(*model, ProfileByName("h100").value());
+  for (const GemmContext& g :
+       {Gemm(1024, 1024, 1024), Gemm(4096, 16, 4096), Gemm(64, 64, 65536)}) {
+    SearchStats shortlist, exhaustive;
+    auto a = search.Top(g, 10, &shortlist, Refinement::kShortlist);
+    auto b = search.Top(g, 10, &exhaustive, Refinement::kExhaustive);
+    ASSERT_FALSE(a.empty());
+    ASSERT_FALSE(b.empty());
+    EXPECT_EQ(a[0].params[6], 4);
+    EXPECT_EQ(b[0].params[6], 4);
+    EXPECT_DOUBLE_EQ(a[0].predicted_s, b[0].predicted_s);
+    EXPECT_EQ(shortlist.candidates, exhaustive.candidates);
+  }
 }
 
 TEST(ModelValidationTest, TrainingSizeIsBounded) {

@@ -1,0 +1,99 @@
+// The search's refinement (models/search.h, ParamSpec::refines) against the
+// exhaustive search, with the shipped H100 fp32 models (gemm.ffma and
+// conv.ffma, whose ST refines): over a spread of contexts, the shortlist's
+// top 1 must be the exhaustive top 1's predicted time within 0.5% and its
+// top 10 share at least 8 of the exhaustive top 10, at a fraction of the
+// configurations scored. Prints what it measured.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "models/search.h"
+#include "proto/dataset_file.h"
+#include "server/record_convert.h"
+#include "server/surrogates.h"
+
+namespace blocktune {
+namespace {
+
+std::unique_ptr<BlockSearch> ShippedSearch(const std::string& family) {
+  auto dataset = ReadDatasetFile(std::string(BLOCKTUNE_SOURCE_DIR) +
+                                 "/models/pretrained/h100-sxm/models.json.gz");
+  EXPECT_TRUE(dataset.ok()) << dataset.status().ToString();
+  if (!dataset.ok()) return nullptr;
+  for (const v1::Model& m : dataset->models()) {
+    auto r = FromProto(m, "models");
+    if (!r.ok() || r->family != family || !r->IsCurrent()) continue;
+    auto f = FindFamily(r->family);
+    auto s = Surrogate::Load(**f, r->precision, r->architecture, r->weights,
+                             r->normalization);
+    auto profile = ProfileForFingerprint(r->device);
+    EXPECT_TRUE(s.ok() && profile.ok());
+    if (!s.ok() || !profile.ok()) return nullptr;
+    return std::make_unique<BlockSearch>(std::move(*s), *profile);
+  }
+  ADD_FAILURE() << "no current " << family << " model in models.json.gz";
+  return nullptr;
+}
+
+TEST(SearchRefineTest, ShortlistMatchesExhaustiveOnShippedModels) {
+  const char* contexts[] = {
+      "gemm m=1024 n=1024 k=1024 layout=NN dtype=fp32",
+      "gemm m=4096 n=4096 k=4096 layout=NT dtype=fp32",
+      "gemm m=7168 n=16 k=7168 layout=NN dtype=fp32",
+      "gemm m=4096 n=16 k=4096 layout=TN dtype=fp32",
+      "gemm m=64 n=64 k=65536 layout=TN dtype=fp32",
+      "gemm m=1000 n=3000 k=700 layout=NT dtype=fp32",
+      "gemm m=35 n=8457 k=2560 layout=NN dtype=fp32",
+      "gemm m=1 n=4096 k=4096 layout=NN dtype=fp32",
+      "conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1 "
+      "dtype=fp32",
+      "conv n=32 h=14 w=14 c=256 k=256 r=1 s=1 pad=0 stride=1 dilation=1 "
+      "dtype=fp32",
+      "conv n=1 h=224 w=224 c=3 k=64 r=7 s=7 pad=3 stride=2 dilation=1 "
+      "dtype=fp32",
+      "conv n=8 h=28 w=28 c=128 k=128 r=3 s=3 pad=1 stride=2 dilation=1 "
+      "dtype=fp32",
+  };
+  std::unique_ptr<BlockSearch> gemm = ShippedSearch("gemm.ffma");
+  std::unique_ptr<BlockSearch> conv = ShippedSearch("conv.ffma");
+  ASSERT_TRUE(gemm && conv);
+  ASSERT_TRUE(gemm->range().refines());
+  ASSERT_TRUE(conv->range().refines());
+  double worst = 1;
+  for (const char* text : contexts) {
+    auto ctx = ContextFromString(text);
+    ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+    const BlockSearch& search = OpOf(*ctx) == Op::kGemm ? *gemm : *conv;
+    SearchStats s, e;
+    const auto shortlist = search.Top(*ctx, 10, &s, Refinement::kShortlist);
+    const auto exhaustive = search.Top(*ctx, 10, &e, Refinement::kExhaustive);
+    ASSERT_EQ(shortlist.size(), 10u) << text;
+    ASSERT_EQ(exhaustive.size(), 10u) << text;
+    int shared = 0;
+    for (const ScoredConfig& a : shortlist)
+      for (const ScoredConfig& b : exhaustive) shared += a.params == b.params;
+    const double ratio = exhaustive[0].predicted_s / shortlist[0].predicted_s;
+    worst = std::min(worst, ratio);
+    std::printf(
+        "%-78s scored %6lld of %6lld (%4.1f ms of %5.1f ms); top-1 %s ST=%lld "
+        "vs %s ST=%lld, predicted ratio %.4f; top-10 shared %d\n",
+        text, static_cast<long long>(s.candidates),
+        static_cast<long long>(e.candidates), 1e3 * s.seconds, 1e3 * e.seconds,
+        shortlist[0].params == exhaustive[0].params ? "same" : "differs",
+        static_cast<long long>(shortlist[0].params[6]),
+        shortlist[0].params == exhaustive[0].params ? "" : "exhaustive's",
+        static_cast<long long>(exhaustive[0].params[6]), ratio, shared);
+    EXPECT_GE(ratio, 0.995) << text;
+    EXPECT_GE(shared, 8) << text;
+    EXPECT_LT(s.candidates * 2, e.candidates) << text;
+  }
+  std::printf("worst predicted top-1 ratio (exhaustive / shortlist): %.4f\n",
+              worst);
+}
+
+}  // namespace
+}  // namespace blocktune
