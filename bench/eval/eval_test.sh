@@ -9,6 +9,8 @@
 #      generator version this build does not make is refused.
 #   3. report.py computes the headline ratios, targets and model quality of
 #      a small hand-made result set correctly and draws its plots.
+#   4. run.sh gpu hands SWEEP and EVAL_GROUPS to eval_bench and names its
+#      files after PART.
 #   eval_test.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -108,4 +110,18 @@ for f in square conv56; do
   [[ -s "$tmp/r/$f.png" ]] || fail "no $f.png"
   head -c 8 "$tmp/r/$f.png" | grep -q PNG || fail "$f.png is not a PNG"
 done
-echo "eval_test: plan, plan read-back and report OK"
+# 4. run.sh gpu passes EVAL_GROUPS and SWEEP on and writes eval-PART.*, with a
+#    stand-in eval_bench that prints its arguments (no GPU here).
+mkdir -p "$tmp/bin" "$tmp/res/fp32"
+printf '#!/bin/sh\necho "args: $*"\necho "a log line" >&2\n' >"$tmp/bin/eval_bench"
+chmod +x "$tmp/bin/eval_bench"
+: >"$tmp/res/fp32/plan.tsv"
+RESULTS=$tmp/res EVAL_GROUPS="square mlp" PART=2 SWEEP=150 \
+  bench/eval/run.sh gpu fp32 "$tmp/bin" >/dev/null
+grep -q -- "--csv $tmp/res/fp32/eval-2.csv --sweep 150 --group square --group mlp\$" \
+  "$tmp/res/fp32/eval-2.txt" || fail "run.sh gpu: $(cat "$tmp/res/fp32/eval-2.txt")"
+zcat "$tmp/res/fp32/eval-2.err.gz" | grep -q "a log line" || fail "run.sh gpu: eval-2.err.gz"
+RESULTS=$tmp/res bench/eval/run.sh gpu fp32 "$tmp/bin" >/dev/null
+grep -q -- "--csv $tmp/res/fp32/eval.csv --sweep 40\$" "$tmp/res/fp32/eval.txt" \
+  || fail "run.sh gpu defaults: $(cat "$tmp/res/fp32/eval.txt")"
+echo "eval_test: plan, plan read-back, report and run.sh gpu OK"

@@ -12,6 +12,10 @@
 #   bench/eval/run.sh report            # any machine: summary.md, headline.json
 #                                       # and the PNGs of every precision
 #
+# gpu takes SWEEP (random configurations per family, default 40), EVAL_GROUPS
+# (a space-separated list of shapes.txt groups; default all) and PART (N:
+# the files are eval-N.*), so that a long evaluation runs in several calls.
+#
 # PREC: bf16, fp16, tf32 or fp32. BIN holds eval_bench (bench/kernels/, from
 # a build with the CUDA toolkit; it needs no gRPC, SQLite or libtorch, so it
 # is built elsewhere and carried: scripts/gpu_carry.sh) and may hold
@@ -19,7 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 results=${RESULTS:-bench/results/h100/eval}
-usage() { sed -n '2,18p' "$0" >&2; exit 2; }
+usage() { sed -n '2,22p' "$0" >&2; exit 2; }
 prec_dir() {
   case "$1" in
     bf16 | fp16 | tf32 | fp32) echo "$results/$1" ;;
@@ -77,9 +81,14 @@ case "${1:-}" in
         echo "triton_bench.py: exit $?" >&2
       [[ -s $dir/triton.tsv ]] && triton=(--triton "$dir/triton.tsv")
     fi
-    "$bin/eval_bench" --plan "$dir/plan.tsv" --csv "$dir/eval.csv" \
-      --sweep "${SWEEP:-40}" "${triton[@]}" 2>"$dir/eval.err" | tee "$dir/eval.txt"
-    gzip -f "$dir/eval.err"
+    # EVAL_GROUPS="square mlp": those groups only; PART=N: write eval-N.* (report
+    # reads every eval*.csv), so that one evaluation can span device calls.
+    groups=()
+    for g in ${EVAL_GROUPS:-}; do groups+=(--group "$g"); done
+    out=$dir/eval${PART:+-$PART}
+    "$bin/eval_bench" --plan "$dir/plan.tsv" --csv "$out.csv" \
+      --sweep "${SWEEP:-40}" "${groups[@]}" "${triton[@]}" 2>"$out.err" | tee "$out.txt"
+    gzip -f "$out.err"
     ;;
   report)
     python=python3
