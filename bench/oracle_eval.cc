@@ -66,7 +66,7 @@ StatusOr<std::vector<Context>> ReadContexts(const std::string& path,
 
 // One family model, ready to score.
 struct FamilyModel {
-  std::unique_ptr<BlockSearch> search;
+  std::shared_ptr<const BlockSearch> search;
   const KernelFamily* family() const { return &search->family(); }
   DType precision() const { return search->model().precision(); }
 };
@@ -92,14 +92,10 @@ StatusOr<std::vector<FamilyModel>> ReadModels(
   }
   std::vector<FamilyModel> out;
   for (const auto& [key, r] : newest) {
-    BT_ASSIGN_OR_RETURN(const KernelFamily* family, FindFamily(r.family));
-    BT_ASSIGN_OR_RETURN(Surrogate s, Surrogate::Load(*family, r.precision,
-                                                     r.architecture, r.weights,
-                                                     r.normalization));
-    BT_ASSIGN_OR_RETURN(DeviceProfile profile, ProfileForFingerprint(r.device));
-    FamilyModel m;
-    m.search = std::make_unique<BlockSearch>(std::move(s), profile);
-    out.push_back(std::move(m));
+    // As the daemon loads it.
+    BT_ASSIGN_OR_RETURN(LoadedModel loaded,
+                        SurrogateRegistry::Load(r, /*use_cuda=*/false));
+    out.push_back(FamilyModel{loaded.search});
   }
   return out;
 }

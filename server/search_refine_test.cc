@@ -19,7 +19,8 @@
 namespace blocktune {
 namespace {
 
-std::unique_ptr<BlockSearch> ShippedSearch(const std::string& family) {
+// The shipped H100 model of `family`, loaded as the daemon loads it.
+std::shared_ptr<const BlockSearch> ShippedSearch(const std::string& family) {
   auto dataset = ReadDatasetFile(std::string(BLOCKTUNE_SOURCE_DIR) +
                                  "/models/pretrained/h100-sxm/models.json.gz");
   EXPECT_TRUE(dataset.ok()) << dataset.status().ToString();
@@ -27,13 +28,9 @@ std::unique_ptr<BlockSearch> ShippedSearch(const std::string& family) {
   for (const v1::Model& m : dataset->models()) {
     auto r = FromProto(m, "models");
     if (!r.ok() || r->family != family || !r->IsCurrent()) continue;
-    auto f = FindFamily(r->family);
-    auto s = Surrogate::Load(**f, r->precision, r->architecture, r->weights,
-                             r->normalization);
-    auto profile = ProfileForFingerprint(r->device);
-    EXPECT_TRUE(s.ok() && profile.ok());
-    if (!s.ok() || !profile.ok()) return nullptr;
-    return std::make_unique<BlockSearch>(std::move(*s), *profile);
+    auto loaded = SurrogateRegistry::Load(*r, /*use_cuda=*/false);
+    EXPECT_TRUE(loaded.ok()) << loaded.status().ToString();
+    return loaded.ok() ? loaded->search : nullptr;
   }
   ADD_FAILURE() << "no current " << family << " model in models.json.gz";
   return nullptr;
@@ -58,8 +55,8 @@ TEST(SearchRefineTest, ShortlistMatchesExhaustiveOnShippedModels) {
       "conv n=8 h=28 w=28 c=128 k=128 r=3 s=3 pad=1 stride=2 dilation=1 "
       "dtype=fp32",
   };
-  std::unique_ptr<BlockSearch> gemm = ShippedSearch("gemm.ffma");
-  std::unique_ptr<BlockSearch> conv = ShippedSearch("conv.ffma");
+  const auto gemm = ShippedSearch("gemm.ffma");
+  const auto conv = ShippedSearch("conv.ffma");
   ASSERT_TRUE(gemm && conv);
   ASSERT_TRUE(gemm->range().refines());
   ASSERT_TRUE(conv->range().refines());

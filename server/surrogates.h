@@ -46,6 +46,10 @@ class SurrogateRegistry {
   // finite, and plausible predictions (BlockSearch::Probe). INVALID_ARGUMENT
   // saying what is wrong. Import calls it before anything is stored.
   static Status Validate(const ModelRecord& record);
+  // The model of `record`, validated as Validate says, ready to search
+  // (use_cuda: score on the GPU when libtorch has one). Stale or not: the
+  // caller decides (ModelRecord::IsCurrent).
+  static StatusOr<LoadedModel> Load(const ModelRecord& record, bool use_cuda);
 
   // Loads the newest valid current model of every (device name, op,
   // precision, family) in the store. A model that fails Validate (stored by
@@ -74,9 +78,6 @@ class SurrogateRegistry {
   int size() const;
 
  private:
-  // The model of `record`, validated, ready to search.
-  static StatusOr<LoadedModel> Load(const ModelRecord& record, bool use_cuda);
-
   TuningStore* const store_;
   const bool use_cuda_;
   std::mutex refresh_mu_;  // one LoadAll or Refresh at a time
