@@ -496,7 +496,11 @@ int RunCli(int argc, char** argv) {
                     "--max-samples)");
   c_start->add_option("--gpus", gpus, "GPU ordinals, e.g. 0,1 (default: all)")
       ->delimiter(',');
-  c_start->add_option("--sampler", sampler, "bayes or uniform")
+  c_start->add_option("--sampler", sampler,
+                      "bayes, uniform, or guided: measure the current "
+                      "models' own 8 fastest predictions in contexts drawn "
+                      "from each family's domain (needs --max-samples and a "
+                      "trained model of the GPU)")
       ->capture_default_str();
   c_start->add_flag("--watch", watch_after_start,
                     "follow its progress until it ends");

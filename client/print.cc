@@ -136,6 +136,7 @@ void Print(const v1::Campaign& c, std::ostream& out) {
   for (int i = 0; i < c.spec().families_size(); ++i)
     out << (i ? "," : " ") << c.spec().families(i);
   if (c.spec().retune_stale()) out << ", retune stale";
+  if (c.spec().sampler() == "guided") out << ", guided";
   out << "): " << c.samples_ok() << " ok, " << c.samples_failed() << " failed";
   if (!c.spec().label().empty()) out << " [" << c.spec().label() << "]";
   if (!c.message().empty()) out << " (" << c.message() << ")";

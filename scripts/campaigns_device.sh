@@ -23,6 +23,11 @@
 #   IMPORT=FILES datasets (`blocktune export --samples`) imported first
 #   FAMILIES=F,.. the families to sample (`campaign start --family`;
 #                default: every family of the op and precision)
+#   SAMPLER=S    `campaign start --sampler S` (default bayes); guided measures
+#                the models' own top 8 per context, so IMPORT a models file
+#                of the GPU first:
+#   SAMPLER=guided IMPORT=models/pretrained/h100-sxm/models.json.gz \
+#     scripts/campaigns_device.sh out build-gpu gemm:fp32:12000
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/campaigns_device.sh OUT BUILD OP:DTYPE:SAMPLES ...}
@@ -63,7 +68,7 @@ for spec in "$@"; do
   fi
   id=$(cli --json campaign start --op "$op" --dtype "$dtype" \
          "${what[@]}" ${MINUTES:+--minutes "$MINUTES"} \
-         ${FAMILIES:+--family "$FAMILIES"} \
+         ${FAMILIES:+--family "$FAMILIES"} ${SAMPLER:+--sampler "$SAMPLER"} \
          --seed "$seed" --label "$name" |
        python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
   seed=$((seed + 1))

@@ -1,7 +1,9 @@
 #include "server/campaign_plan.h"
 
 #include <algorithm>
+#include <atomic>
 #include <set>
+#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -274,6 +276,112 @@ StatusOr<RetunePlan> PlanRetune(TuningStore& store, const CampaignSpec& spec,
               return Key{std::string(a.family->name()), a.ctx, a.params} <
                      Key{std::string(b.family->name()), b.ctx, b.params};
             });
+  return plan;
+}
+
+StatusOr<GuidedPlan> PlanGuided(const CampaignSpec& spec,
+                                const DeviceProfile& profile,
+                                const std::string& device_name,
+                                const GuideFinder& find, int threads) {
+  if (spec.max_samples <= 0) {
+    return InvalidArgument(
+        "spec.max_samples must be at least 1 for a guided campaign (it plans "
+        "that many of the models' answers), got " +
+        std::to_string(spec.max_samples));
+  }
+  BT_ASSIGN_OR_RETURN(auto families, CampaignFamilies(spec, profile));
+  GuidedPlan plan;
+  struct Guided {
+    const KernelFamily* family;
+    GuideModel model;
+    std::unique_ptr<CandidateStream> stream;
+    std::set<std::string> seen;  // contexts drawn so far
+  };
+  std::vector<Guided> guided;
+  std::string ids;
+  for (size_t i = 0; i < families.size(); ++i) {
+    const KernelFamily* f = families[i];
+    auto model = find(*f, spec.dtype, device_name);
+    if (!model.ok()) {
+      plan.unguided.push_back(std::string(f->name()) + ": " +
+                              model.status().message());
+      continue;
+    }
+    BT_ASSIGN_OR_RETURN(Domain domain, DefaultDomain(*f));
+    BT_RETURN_IF_ERROR(SetPrecision(&domain, spec.dtype));
+    BT_ASSIGN_OR_RETURN(auto stream,
+                        CandidateStream::Make(std::move(domain), profile,
+                                              "uniform", FamilySeed(spec.seed, i)));
+    ids += (ids.empty() ? "" : ", ") + std::to_string(model->id) + " (" +
+           std::string(f->name()) + ")";
+    guided.push_back({f, std::move(*model), std::move(stream), {}});
+  }
+  if (guided.empty()) {
+    std::string why;
+    for (const std::string& u : plan.unguided)
+      why += (why.empty() ? "" : "; ") + u;
+    return FailedPrecondition(
+        "a guided " + std::string(ToString(spec.op)) + " " +
+        std::string(ToString(spec.dtype)) +
+        " campaign needs a trained model of the device '" + device_name +
+        "' to guide it, and there is none (" + why +
+        "): train one on sampled data first (blocktune train --op " +
+        std::string(ToString(spec.op)) + " --dtype " +
+        std::string(ToString(spec.dtype)) + "), or import one");
+  }
+  // The contexts, family by family in rotation, each new to its family.
+  const int64_t n_contexts =
+      (spec.max_samples + kGuidedTopK - 1) / kGuidedTopK;
+  struct Job {
+    size_t family;
+    Context ctx;
+  };
+  std::vector<Job> jobs;
+  for (int64_t j = 0; j < n_contexts; ++j) {
+    const size_t g = static_cast<size_t>(j) % guided.size();
+    Guided& gd = guided[g];
+    for (int tries = 0;; ++tries) {
+      BT_ASSIGN_OR_RETURN(Candidate c, gd.stream->Next());
+      if (gd.seen.insert(ToString(c.ctx)).second) {
+        jobs.push_back({g, c.ctx});
+        break;
+      }
+      if (tries == 10000) {
+        return FailedPrecondition(
+            std::string(gd.family->name()) + "'s domain gave no new context "
+            "in 10,000 draws after " + std::to_string(gd.seen.size()) +
+            "; ask for fewer samples");
+      }
+    }
+  }
+  // The searches, on `threads` threads; each job's answer has its slot.
+  std::vector<std::vector<Params>> tops(jobs.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t j; (j = next.fetch_add(1)) < jobs.size();)
+      tops[j] = guided[jobs[j].family].model.top(jobs[j].ctx, kGuidedTopK);
+  };
+  std::vector<std::thread> pool;
+  const int n_threads = std::clamp(threads, 1, 64);
+  for (int t = 1; t < n_threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    if (!tops[j].empty()) ++plan.contexts;
+    for (Params& p : tops[j]) {
+      if (static_cast<int64_t>(plan.candidates.size()) == spec.max_samples)
+        break;
+      plan.candidates.push_back(
+          {guided[jobs[j].family].family, jobs[j].ctx, std::move(p)});
+    }
+  }
+  plan.summary = "guided by model" + std::string(guided.size() > 1 ? "s " : " ") +
+                 ids + ": " + Plural(plan.contexts, "context", "contexts") +
+                 " x top " + std::to_string(kGuidedTopK) + " = " +
+                 Plural(static_cast<int64_t>(plan.candidates.size()),
+                        "candidate", "candidates");
+  for (const std::string& u : plan.unguided)
+    plan.summary += "; not guided: " + u;
   return plan;
 }
 

@@ -9,7 +9,11 @@
 //     campaign resumes exactly when it restores each family's Rng;
 //   - a retune_stale campaign re-measures, with today's generators, the
 //     (context, family, parameters) of the stale samples (VersionFilter
-//     kStale) of its (op, dtype) on its device, once each, in a fixed order.
+//     kStale) of its (op, dtype) on its device, once each, in a fixed order;
+//   - a guided campaign (sampler "guided") measures, in contexts drawn from
+//     each family's domain, the configurations that family's current model
+//     predicts fastest: where a model is wrong about its own best answers,
+//     it learns it from the next training (issue 20, model quality).
 //
 // The scheduler (server/campaigns.h) runs what these produce; nothing here
 // talks to a GPU.
@@ -18,6 +22,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -140,6 +145,53 @@ struct RetunePlan {
 StatusOr<RetunePlan> PlanRetune(TuningStore& store, const CampaignSpec& spec,
                                 std::string_view device_name,
                                 const DeviceProfile& profile);
+
+// ---------------------------------------------------------------- guided --
+
+// How many of a model's fastest predictions a guided campaign measures in
+// each context. Eight is the re-benchmarked top 10 of a query with room for
+// more contexts: the errors that matter are the model's optimism about its
+// own first few answers.
+inline constexpr int kGuidedTopK = 8;
+
+// A family's current model, as a guided campaign asks it.
+struct GuideModel {
+  int64_t id = 0;  // the model's id in the store, for the campaign's summary
+  // The k configurations the model predicts fastest for `ctx` (in the
+  // model's precision), fastest first; fewer when the range has fewer.
+  std::function<std::vector<Params>(const Context& ctx, int k)> top;
+};
+// The current model of `family` for `dtype` on the device named `device`;
+// NOT_FOUND, saying so, when there is none.
+using GuideFinder = std::function<StatusOr<GuideModel>(
+    const KernelFamily& family, DType dtype, const std::string& device)>;
+
+// What a guided campaign measures.
+struct GuidedPlan {
+  // In order: context after context (the families' contexts interleaved,
+  // family i's j-th context at position j * F + i), each context's
+  // configurations fastest predicted first; spec.max_samples of them.
+  std::vector<Candidate> candidates;
+  int64_t contexts = 0;
+  // Families left out for want of a model on the device, with the reason.
+  std::vector<std::string> unguided;
+  // One line for the campaign's message, e.g. "guided by model 12
+  // (gemm.ffma): 1000 contexts x top 8 = 8000 candidates".
+  std::string summary;
+};
+
+// Plans a guided campaign of `spec` (sampler "guided", max_samples > 0) on
+// a GPU of `profile` named `device_name`: the contexts of family i come from
+// its built-in domain in spec.dtype, drawn by a uniform candidate stream
+// seeded FamilySeed(spec.seed, i), each context once; in each, the family's
+// model names its kGuidedTopK fastest configurations. The searches run on
+// `threads` threads; the plan depends on the spec and the models alone.
+// FAILED_PRECONDITION, saying how to get one, when no family has a model
+// on the device; the errors of CampaignFamilies.
+StatusOr<GuidedPlan> PlanGuided(const CampaignSpec& spec,
+                                const DeviceProfile& profile,
+                                const std::string& device_name,
+                                const GuideFinder& find, int threads);
 
 }  // namespace blocktune
 

@@ -1,7 +1,12 @@
 // What campaigns measure (server/campaign_plan.h): the families a spec
-// samples on a GPU, their rotation and its resume, and the list a
-// retune_stale campaign re-measures, against both stores.
+// samples on a GPU, their rotation and its resume, the list a
+// retune_stale campaign re-measures, against both stores, and the list a
+// guided campaign measures.
 #include "server/campaign_plan.h"
+
+#include <atomic>
+#include <functional>
+#include <set>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -98,6 +103,153 @@ TEST(CampaignFamiliesTest, RefusesWhatTheGpuCannotRun) {
   auto other_op = CampaignFamilies(spec, Profile("h100"));
   EXPECT_EQ(other_op.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(other_op.status().message(), HasSubstr("spec.families[0]"));
+}
+
+// A stand-in for a family's model: its "top k" for a context are k of a
+// fixed pool of configurations, starting at a place the context decides,
+// and it counts the contexts it was asked about.
+struct FakeGuide {
+  std::vector<Params> pool;
+  std::shared_ptr<std::atomic<int>> asked = std::make_shared<std::atomic<int>>(0);
+
+  GuideModel Model(int64_t id) const {
+    GuideModel g;
+    g.id = id;
+    g.top = [pool = pool, asked = asked](const Context& ctx, int k) {
+      ++*asked;
+      const size_t start = std::hash<std::string>()(ToString(ctx)) % pool.size();
+      std::vector<Params> out;
+      for (int i = 0; i < k && i < static_cast<int>(pool.size()); ++i)
+        out.push_back(pool[(start + i) % pool.size()]);
+      return out;
+    };
+    return g;
+  }
+};
+
+FakeGuide GuideOf(const KernelFamily& family, DType dtype, size_t n) {
+  FakeGuide g;
+  Domain domain = *DefaultDomain(family);
+  EXPECT_TRUE(SetPrecision(&domain, dtype).ok());
+  auto stream = CandidateStream::Make(domain, Profile("h100"), "uniform", 7);
+  EXPECT_TRUE(stream.ok());
+  while (g.pool.size() < n) g.pool.push_back((*stream)->Next()->params);
+  return g;
+}
+
+TEST(PlanGuidedTest, MeasuresTheModelsTopKInDistinctContextsOfTheDomain) {
+  CampaignSpec spec;
+  spec.dtype = DType::kBf16;
+  spec.sampler = "guided";
+  spec.max_samples = 8 * 25 + 3;  // the last context gives 3 of its 8
+  spec.seed = 5;
+  const KernelFamily& mma = **FindFamily("gemm.mma");
+  const FakeGuide guide = GuideOf(mma, DType::kBf16, 20);
+  std::vector<std::string> asked_for;
+  const GuideFinder find = [&](const KernelFamily& f, DType dtype,
+                               const std::string& device)
+      -> StatusOr<GuideModel> {
+    asked_for.push_back(std::string(f.name()) + " " +
+                        std::string(ToString(dtype)) + " " + device);
+    if (&f != &mma) return NotFound("no current gemm.wgmma bf16 model");
+    return guide.Model(12);
+  };
+  auto plan = PlanGuided(spec, Profile("h100"), "GPU X", find, 4);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  // Both Hopper families were asked for on this device; gemm.wgmma has no
+  // model, so gemm.mma takes every context, and the summary says so.
+  EXPECT_EQ(asked_for, (std::vector<std::string>{"gemm.mma bf16 GPU X",
+                                                 "gemm.wgmma bf16 GPU X"}));
+  ASSERT_EQ(plan->candidates.size(), 203u);
+  EXPECT_EQ(plan->contexts, 26);
+  EXPECT_EQ(*guide.asked, 26);
+  EXPECT_THAT(plan->summary, HasSubstr("guided by model 12 (gemm.mma): 26 "
+                                       "contexts x top 8 = 203 candidates"));
+  EXPECT_THAT(plan->summary, HasSubstr("not guided: gemm.wgmma: no current"));
+  ASSERT_EQ(plan->unguided.size(), 1u);
+  // Context after context, each the model's answers in its order, each
+  // context new, in the campaign's precision.
+  std::set<std::string> contexts;
+  for (size_t c = 0; c * 8 < plan->candidates.size(); ++c) {
+    const Candidate& first = plan->candidates[c * 8];
+    EXPECT_TRUE(contexts.insert(ToString(first.ctx)).second) << c;
+    EXPECT_EQ(DTypeOf(first.ctx), DType::kBf16);
+    const std::vector<Params> top = guide.Model(0).top(first.ctx, 8);
+    for (size_t i = c * 8; i < std::min<size_t>(c * 8 + 8, 203); ++i) {
+      EXPECT_EQ(plan->candidates[i].family, &mma);
+      EXPECT_EQ(plan->candidates[i].ctx, first.ctx);
+      EXPECT_EQ(plan->candidates[i].params, top[i - c * 8]) << i;
+    }
+  }
+  // The plan is the spec's and the models': other thread counts, the same.
+  auto again = PlanGuided(spec, Profile("h100"), "GPU X", find, 1);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->candidates, plan->candidates);
+  spec.seed = 6;
+  auto other = PlanGuided(spec, Profile("h100"), "GPU X", find, 4);
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(other->candidates, plan->candidates);
+}
+
+TEST(PlanGuidedTest, InterleavesFamiliesThatHaveModels) {
+  CampaignSpec spec;
+  spec.dtype = DType::kBf16;
+  spec.sampler = "guided";
+  spec.max_samples = 32;
+  const KernelFamily& mma = **FindFamily("gemm.mma");
+  const KernelFamily& wgmma = **FindFamily("gemm.wgmma");
+  const FakeGuide a = GuideOf(mma, DType::kBf16, 10);
+  const FakeGuide b = GuideOf(wgmma, DType::kBf16, 10);
+  auto plan = PlanGuided(
+      spec, Profile("h100"), "GPU X",
+      [&](const KernelFamily& f, DType, const std::string&) {
+        return StatusOr<GuideModel>(&f == &mma ? a.Model(1) : b.Model(2));
+      },
+      2);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->candidates.size(), 32u);
+  for (size_t i = 0; i < 32; ++i)
+    EXPECT_EQ(plan->candidates[i].family, (i / 8) % 2 == 0 ? &mma : &wgmma) << i;
+  EXPECT_THAT(plan->summary,
+              HasSubstr("guided by models 1 (gemm.mma), 2 (gemm.wgmma)"));
+  EXPECT_TRUE(plan->unguided.empty());
+}
+
+TEST(PlanGuidedTest, RefusesWithoutAModelOrABudget) {
+  CampaignSpec spec;
+  spec.op = Op::kConv;
+  spec.sampler = "guided";
+  spec.max_samples = 16;
+  const GuideFinder none = [](const KernelFamily&, DType,
+                              const std::string& device)
+      -> StatusOr<GuideModel> {
+    return NotFound("no current conv.ffma fp32 model of '" + device + "'");
+  };
+  auto plan = PlanGuided(spec, Profile("h100"), "GPU X", none, 2);
+  ASSERT_EQ(plan.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(plan.status().message(), HasSubstr("no current conv.ffma fp32 "
+                                                 "model of 'GPU X'"));
+  EXPECT_THAT(plan.status().message(),
+              HasSubstr("blocktune train --op conv --dtype fp32"));
+  spec.max_samples = 0;
+  plan = PlanGuided(spec, Profile("h100"), "GPU X", none, 2);
+  EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(plan.status().message(), HasSubstr("spec.max_samples"));
+  // The spec's own check says it first (a time budget alone is not
+  // enough), and what excludes it.
+  spec.minutes = 5;
+  Status s = Validate(spec);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("spec.max_samples must be in [1, "));
+  spec.max_samples = 16;
+  EXPECT_TRUE(Validate(spec).ok());
+  spec.retune_stale = true;
+  EXPECT_THAT(Validate(spec).message(),
+              HasSubstr("guided and retune_stale exclude each other"));
+  spec.retune_stale = false;
+  spec.sampler = "greedy";
+  EXPECT_THAT(Validate(spec).message(),
+              HasSubstr("must be bayes, uniform or guided"));
 }
 
 // Two streams of the same family stand in for two families (only one

@@ -12,7 +12,9 @@
 #include <set>
 #include <thread>
 
+#include "proto/convert.h"
 #include "server/daemon_process.h"
+#include "server/record_convert.h"
 #include "server/store_test_util.h"
 #include "server/tuning_store.h"
 #include "tuner/device_profile.h"
@@ -614,6 +616,85 @@ TEST_F(CampaignTest, RetuneStaleReMeasuresTheStaleConfigurationsOnce) {
   EXPECT_EQ(none.state(), v1::CAMPAIGN_STATE_DONE) << none.message();
   EXPECT_EQ(none.message(),
             "no stale samples of gemm fp32 on Fake GPU: nothing to re-measure");
+}
+
+// Issue 20, model quality: a guided campaign measures what the GPU's model
+// predicts fastest, context by context, so that the next training sees
+// where the model is too optimistic about its own answers. Without a model
+// it fails and says how to get one.
+TEST_F(CampaignTest, AGuidedCampaignMeasuresTheModelsOwnTopAnswers) {
+  auto d = Start("measure_us=20");
+  v1::CampaignSpec spec;
+  spec.set_op(v1::OP_GEMM);
+  spec.set_dtype(v1::DTYPE_FP32);
+  spec.set_sampler("guided");
+  spec.set_max_samples(40);
+  spec.set_seed(9);
+  const v1::Campaign unguided = WaitFor(*d, StartSpec(*d, spec).id(), Ended);
+  EXPECT_EQ(unguided.state(), v1::CAMPAIGN_STATE_FAILED);
+  EXPECT_THAT(unguided.message(),
+              HasSubstr("needs a trained model of the device 'Fake GPU'"));
+  EXPECT_THAT(unguided.message(), HasSubstr("blocktune train --op gemm"));
+  EXPECT_EQ(unguided.samples_ok() + unguided.samples_failed(), 0);
+
+  // Sampled data, and a small model of the fake GPU trained on it.
+  ASSERT_EQ(WaitFor(*d, StartCampaign(*d, 600, 3).id(), Ended).state(),
+            v1::CAMPAIGN_STATE_DONE);
+  v1::TrainModelRequest train;
+  train.set_op(v1::OP_GEMM);
+  for (int h : {16, 16}) train.add_hidden_layers(h);
+  train.set_epochs(5);
+  auto ctx = Ctx();
+  auto reader = d->NewStub()->TrainModel(ctx.get(), train);
+  v1::TrainProgress p;
+  int64_t model_id = 0;
+  while (reader->Read(&p)) model_id = p.model_id();
+  ASSERT_TRUE(reader->Finish().ok()) << d->Log();
+  ASSERT_GT(model_id, 0);
+
+  const int64_t id = StartSpec(*d, spec).id();
+  const v1::CampaignProgress last = WatchToTheEnd(*d, id);
+  ASSERT_EQ(last.campaign().state(), v1::CAMPAIGN_STATE_DONE)
+      << last.campaign().message() << "\n" << d->Log();
+  EXPECT_EQ(last.target(), 40);
+  EXPECT_THAT(last.campaign().message(),
+              HasSubstr("guided by model " + std::to_string(model_id) +
+                        " (gemm.ffma): 5 contexts x top 8 = 40 candidates; "
+                        "measured 40"));
+  StoreFilter mine;
+  mine.campaign_id = id;
+  auto store = OpenSqliteStore(dir_.path() + "/b.db");
+  ASSERT_TRUE(store.ok());
+  std::vector<SampleRecord> measured = *(*store)->ListSamples(mine);
+  ASSERT_EQ(measured.size(), 40u);
+  std::sort(measured.begin(), measured.end(),
+            [](const SampleRecord& a, const SampleRecord& b) {
+              return a.seq < b.seq;
+            });
+  // Eight per context, each context once; and they are the model's: a
+  // query of the same context's top 8 answers exactly those, in order.
+  std::set<std::string> contexts;
+  for (size_t c = 0; c < 5; ++c) {
+    const SampleRecord& first = measured[c * 8];
+    EXPECT_TRUE(contexts.insert(ToString(first.context)).second);
+    v1::QueryRequest q;
+    ToProto(first.context, q.mutable_context());
+    q.set_top(8);
+    v1::QueryResponse r;
+    grpc::Status s = d->NewStub()->Query(Ctx().get(), q, &r);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    ASSERT_EQ(r.answers_size(), 8);
+    for (int i = 0; i < 8; ++i) {
+      const SampleRecord& m = measured[c * 8 + i];
+      EXPECT_EQ(ToString(m.context), ToString(first.context));
+      EXPECT_EQ(m.kernel.family, "gemm.ffma");
+      EXPECT_EQ(m.measurement.status, SampleStatus::kOk);
+      auto answer = FromProto(r.answers(i).kernel(), Op::kGemm,
+                              KernelVersions::kCurrent, "kernel");
+      ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+      EXPECT_EQ(answer->params, m.kernel.params) << c << " " << i;
+    }
+  }
 }
 
 }  // namespace

@@ -73,7 +73,8 @@ void FillFromCursor(const tuner::CampaignCursor& cursor,
   p->done = p->record.samples_ok + p->record.samples_failed;
   const CampaignSpec& spec = p->record.spec;
   p->target = spec.max_samples;
-  if (spec.retune_stale && cursor.retune_total() > 0) {
+  if ((spec.retune_stale || spec.sampler == "guided") &&
+      cursor.retune_total() > 0) {
     p->target = spec.max_samples > 0
                     ? std::min(spec.max_samples, cursor.retune_total())
                     : cursor.retune_total();
@@ -179,7 +180,8 @@ class CampaignManager::Run {
   Status Prepare() {
     BT_ASSIGN_OR_RETURN(tuner::CampaignCursor cursor, ReadCursor(record_));
     BT_ASSIGN_OR_RETURN(profile_, CampaignProfile(options_, record_.spec));
-    if (!record_.spec.retune_stale) BT_RETURN_IF_ERROR(PrepareSampling(cursor));
+    if (!record_.spec.retune_stale && !Guided())
+      BT_RETURN_IF_ERROR(PrepareSampling(cursor));
     for (int gpu : record_.spec.gpus.empty() ? options_.gpus
                                              : record_.spec.gpus) {
       if (std::find(options_.gpus.begin(), options_.gpus.end(), gpu) ==
@@ -347,12 +349,33 @@ class CampaignManager::Run {
   // closed plan whose items are all done ends the campaign.
   Status Plan(bool add) {
     const TimeInto timed(&plan_s_);
-    std::optional<RetunePlan> retune;
-    if (add && record_.spec.retune_stale) {
+    // A retune or a guided campaign plans its whole list at once.
+    struct ListPlan {
+      std::vector<Candidate> candidates;
+      std::string summary;
+    };
+    std::optional<ListPlan> retune;
+    if (add && (record_.spec.retune_stale || Guided())) {
       BT_ASSIGN_OR_RETURN(tuner::CampaignCursor c, ReadCursor(record_));
-      if (!c.plan_closed()) {
-        BT_ASSIGN_OR_RETURN(retune, PlanRetune(*store_, record_.spec,
-                                               device_name(), profile_));
+      if (!c.plan_closed() && record_.spec.retune_stale) {
+        BT_ASSIGN_OR_RETURN(RetunePlan r, PlanRetune(*store_, record_.spec,
+                                                     device_name(), profile_));
+        retune = ListPlan{std::move(r.candidates),
+                          r.Summary(record_.spec, device_name())};
+      } else if (!c.plan_closed()) {
+        if (!options_.guide) {
+          return FailedPrecondition(
+              "a guided campaign needs the daemon's models, and this "
+              "campaign manager has none");
+        }
+        const auto started = Clock::now();
+        BT_ASSIGN_OR_RETURN(
+            GuidedPlan g,
+            PlanGuided(record_.spec, profile_, device_name(), options_.guide,
+                       options_.guide_threads));
+        BT_LOG(kInfo) << "campaign " << record_.id << ": " << g.summary
+                      << " (planned in " << Since(started) << " s)";
+        retune = ListPlan{std::move(g.candidates), std::move(g.summary)};
       }
     }
     auto plan = [&](CampaignRecord& record, const WorkTotals& totals)
@@ -379,8 +402,7 @@ class CampaignManager::Run {
       if (add && !cursor.plan_closed()) {
         if (retune) {
           cursor.set_retune_total(static_cast<int64_t>(retune->candidates.size()));
-          cursor.set_retune_summary(
-              retune->Summary(record.spec, device_name()));
+          cursor.set_retune_summary(retune->summary);
           size_t n = retune->candidates.size();
           if (record.spec.max_samples > 0)
             n = std::min<size_t>(n, record.spec.max_samples);
@@ -391,7 +413,8 @@ class CampaignManager::Run {
           }
           cursor.set_next_seq(planned + static_cast<int64_t>(n));
           cursor.set_plan_closed(true);
-        } else if (record.spec.retune_stale || BudgetSpent(cursor, planned)) {
+        } else if (record.spec.retune_stale || Guided() ||
+                   BudgetSpent(cursor, planned)) {
           cursor.set_plan_closed(true);
         } else {
           int64_t n = options_.item_size;
@@ -420,7 +443,10 @@ class CampaignManager::Run {
   void EndDone(CampaignRecord& record, const tuner::CampaignCursor& cursor) {
     record.state = CampaignState::kDone;
     std::string m;
-    if (record.spec.retune_stale) {
+    if (Guided()) {
+      m = cursor.retune_summary() + "; measured " +
+          std::to_string(record.samples_ok + record.samples_failed);
+    } else if (record.spec.retune_stale) {
       m = cursor.retune_summary();
       if (cursor.retune_total() > 0) {
         const int64_t stored = record.samples_ok + record.samples_failed;
@@ -442,6 +468,8 @@ class CampaignManager::Run {
     if (auto c = ReadCursor(record_); c.ok()) cursor_ = *c;
     PublishProgress();
   }
+
+  bool Guided() const { return record_.spec.sampler == "guided"; }
 
   std::string device_name() const {
     if (record_.device) return record_.device->name;

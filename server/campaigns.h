@@ -25,7 +25,10 @@
 // so the guarantee above holds family by family. A retune_stale campaign
 // instead re-measures its planned list of stale configurations (PlanRetune)
 // in order; a resume plans again, and what the campaign already stored is
-// current by then, so it carries on with the next one.
+// current by then, so it carries on with the next one. A guided campaign
+// (sampler "guided") plans its list once, when it first runs: the current
+// models' fastest predictions in contexts of each family's domain
+// (PlanGuided); its items are stored, so a resume measures the same list.
 //
 // Failures. A worker that crashes, exits after a sticky CUDA error, or is
 // killed by the watchdog (a sample running past kernel_timeout_s) costs
@@ -49,6 +52,7 @@
 
 #include "kernels/device.h"
 #include "server/bench_list.h"
+#include "server/campaign_plan.h"
 #include "server/tuning_store.h"
 
 namespace blocktune {
@@ -79,6 +83,11 @@ struct CampaignOptions {
   // campaign's cursor when it first runs, so every daemon of a fleet and
   // every resume plans the same way; campaigns from before it plan with 1.
   int contexts_per_kernel = 4;
+  // The models that guide a guided campaign (sampler "guided"; the daemon's
+  // SurrogateRegistry), and the threads its plan's searches run on. Without
+  // one, a guided campaign fails, saying so.
+  GuideFinder guide;
+  int guide_threads = 4;
 };
 
 // What WatchCampaign streams, besides the stored record.

@@ -409,6 +409,30 @@ int RunDaemon(const DaemonOptions& options) {
   policy.search_threads = options.search_threads;
   policy.search_queue = options.search_queue;
   service.SetSurrogates(&surrogates, policy);
+  // Guided campaigns ask the models the queries use, models imported or
+  // trained since the start included.
+  campaign_options.guide =
+      [&surrogates](const KernelFamily& family, DType dtype,
+                    const std::string& device) -> StatusOr<GuideModel> {
+    if (Status s = surrogates.Refresh(); !s.ok()) return s;
+    auto found = surrogates.Find(family.op(), dtype, device, family.name());
+    if (found.empty()) {
+      return NotFound("no current " + std::string(family.name()) + " " +
+                      std::string(ToString(dtype)) + " model of '" + device +
+                      "'");
+    }
+    GuideModel guide;
+    guide.id = found.front().id;
+    guide.top = [search = found.front().search](const Context& ctx, int k) {
+      std::vector<Params> out;
+      for (ScoredConfig& c : search->Top(ctx, k))
+        out.push_back(std::move(c.params));
+      return out;
+    };
+    return guide;
+  };
+  campaign_options.guide_threads =
+      std::max(1u, std::thread::hardware_concurrency() / 2);
   // The campaign manager exists before the server accepts a call, so that no
   // request sees a service without one.
   CampaignManager campaigns(store->get(), campaign_options);

@@ -275,7 +275,7 @@ std::vector<OverLimit> OverLimitRequests() {
   campaign = Campaign();
   campaign.mutable_spec()->set_sampler(big);
   cases.push_back(Case("StartCampaign 1 MiB sampler", campaign,
-                       {"spec.sampler", "bayes or uniform", "more bytes"}));
+                       {"spec.sampler", "bayes, uniform or guided", "more bytes"}));
   campaign = Campaign();
   for (int i = 0; i < 65; ++i) campaign.mutable_spec()->add_gpus(i);
   cases.push_back(

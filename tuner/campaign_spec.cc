@@ -69,9 +69,10 @@ Status Validate(const CampaignSpec& spec, std::string_view field) {
       }
     }
   }
-  if (spec.sampler != "bayes" && spec.sampler != "uniform") {
+  if (spec.sampler != "bayes" && spec.sampler != "uniform" &&
+      spec.sampler != "guided") {
     return InvalidArgument(JoinField(field, "sampler") +
-                           " must be bayes or uniform, got " +
+                           " must be bayes, uniform or guided, got " +
                            Quoted(spec.sampler));
   }
   BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "minutes"), spec.minutes, 0,
@@ -88,6 +89,19 @@ Status Validate(const CampaignSpec& spec, std::string_view field) {
         std::to_string(kMaxCampaignSamples) +
         "] (only a retune_stale campaign may have neither: it re-measures "
         "every stale sample)");
+  }
+  if (spec.sampler == "guided" && spec.retune_stale) {
+    return InvalidArgument(
+        JoinField(field, "sampler") +
+        " guided and retune_stale exclude each other: a retune re-measures "
+        "stale samples, a guided campaign the models' answers");
+  }
+  if (spec.sampler == "guided" && spec.max_samples == 0) {
+    return InvalidArgument(
+        JoinField(field, "max_samples") +
+        " must be in [1, " + std::to_string(kMaxCampaignSamples) +
+        "] for a guided campaign: it plans that many of the models' answers "
+        "at its start");
   }
   BT_RETURN_IF_ERROR(ValidateFamilies(spec, field));
   return CheckText(JoinField(field, "label"), spec.label, 0, 128);

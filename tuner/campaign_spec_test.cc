@@ -25,7 +25,7 @@ TEST(CampaignSpecTest, NeedsABudgetAndBoundedFields) {
   spec.gpus = {0, 1};
   spec.sampler = "random";
   EXPECT_EQ(Validate(spec).message(),
-            "spec.sampler must be bayes or uniform, got 'random'");
+            "spec.sampler must be bayes, uniform or guided, got 'random'");
   spec.sampler = "uniform";
   spec.minutes = -1;
   EXPECT_THAT(Validate(spec).message(), HasSubstr("spec.minutes must be in"));
