@@ -249,9 +249,12 @@ def datasets(r):
         except (ValueError, KeyError) as e:
             raise ResultsError(f"{rel}: not a campaign's final progress: {e}") from e
         failed = sum(int(v) for v in (d.get("failures") or {}).values())
+        # A guided campaign draws nothing: its candidates are the models'.
+        accepted = ("guided" if spec.get("sampler") == "guided"
+                    else f"{acceptance:.1f}%")
         rows.append((path.parent.name, device, spec["op"][3:].lower(),
                      spec["dtype"][6:].lower(), thousands(done),
-                     f"{done / elapsed:.1f}", f"{acceptance:.1f}%",
+                     f"{done / elapsed:.1f}", accepted,
                      str(failed), f"{verified}/{done}"))
     return table(["run", "GPU", "op", "precision", "samples", "samples/s",
                   "acceptance", "failed", "verified"], rows)

@@ -360,8 +360,8 @@ class CampaignManager::Run {
       if (!c.plan_closed() && record_.spec.retune_stale) {
         BT_ASSIGN_OR_RETURN(RetunePlan r, PlanRetune(*store_, record_.spec,
                                                      device_name(), profile_));
-        retune = ListPlan{std::move(r.candidates),
-                          r.Summary(record_.spec, device_name())};
+        std::string summary = r.Summary(record_.spec, device_name());
+        retune = ListPlan{std::move(r.candidates), std::move(summary)};
       } else if (!c.plan_closed()) {
         if (!options_.guide) {
           return FailedPrecondition(
