@@ -695,6 +695,30 @@ TEST_F(CampaignTest, AGuidedCampaignMeasuresTheModelsOwnTopAnswers) {
       EXPECT_EQ(answer->params, m.kernel.params) << c << " " << i;
     }
   }
+
+  // Its list is planned at once, so its time budget is what ends it: a
+  // 1-minute guided campaign on a slow fake GPU (50 ms a sample) stops
+  // with most of 4,000 candidates left, and says so.
+  d->Stop(SIGTERM);
+  auto slow = Start("measure_us=50000");
+  spec.set_minutes(1);
+  spec.set_max_samples(4000);
+  spec.set_seed(10);
+  const auto started = std::chrono::steady_clock::now();
+  const v1::Campaign timed =
+      WaitFor(*slow, StartSpec(*slow, spec).id(), Ended, 150);
+  const double took = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - started)
+                          .count();
+  EXPECT_EQ(timed.state(), v1::CAMPAIGN_STATE_DONE) << timed.message();
+  const int64_t done = timed.samples_ok() + timed.samples_failed();
+  EXPECT_GT(done, 0);
+  EXPECT_LT(done, 4000);
+  EXPECT_THAT(timed.message(),
+              HasSubstr("; measured " + std::to_string(done) +
+                        "; its 1-minute budget ended it with " +
+                        std::to_string(4000 - done) + " left"));
+  EXPECT_LT(took, 100) << timed.message();
 }
 
 }  // namespace

@@ -470,6 +470,12 @@ class CampaignManager::Run {
   }
 
   bool Guided() const { return record_.spec.sampler == "guided"; }
+  // A list campaign whose whole list is planned and whose time is up.
+  bool ListTimeSpent() const {
+    const CampaignSpec& spec = record_.spec;
+    return (spec.retune_stale || Guided()) && spec.minutes > 0 &&
+           cursor_.plan_closed() && cursor_.elapsed_s() >= 60.0 * spec.minutes;
+  }
 
   std::string device_name() const {
     if (record_.device) return record_.device->name;
@@ -570,6 +576,24 @@ class CampaignManager::Run {
       if (!held_.empty() && Since(last_renew) >= options_.lease_s / 3.0) {
         BT_RETURN_IF_ERROR(Renew());
         last_renew = Clock::now();
+      }
+      if (!IsTerminal(record_.state) && ListTimeSpent()) {
+        // A retune or guided campaign planned its whole list at its start,
+        // so no plan step stops it: its time budget ends it here, and the
+        // rest of the list stays unmeasured.
+        BT_RETURN_IF_ERROR(CommitDone());
+        ReleaseHeld();
+        if (!IsTerminal(record_.state)) {
+          const int64_t stored = record_.samples_ok + record_.samples_failed;
+          const int64_t left =
+              std::max<int64_t>(0, cursor_.retune_total() - stored);
+          Finish(CampaignState::kDone,
+                 cursor_.retune_summary() + "; measured " +
+                     std::to_string(stored) + "; its " +
+                     std::to_string(record_.spec.minutes) +
+                     "-minute budget ended it with " + std::to_string(left) +
+                     " left");
+        }
       }
       if (IsTerminal(record_.state)) {
         // Ended elsewhere (done, or cancelled on another daemon), or here.
