@@ -699,8 +699,10 @@ TEST_F(CampaignTest, AGuidedCampaignMeasuresTheModelsOwnTopAnswers) {
   // Its list is planned at once, so its time budget is what ends it: a
   // 1-minute guided campaign on a slow fake GPU (50 ms a sample) stops
   // with most of 4,000 candidates left, and says so.
+  // A short watchdog: the worker, idle while the plan is made, must not
+  // be taken for a hung one when its first samples arrive.
   d->Stop(SIGTERM);
-  auto slow = Start("measure_us=50000");
+  auto slow = Start("measure_us=50000,compile_us=300000", {"--kernel-timeout", "2"});
   spec.set_minutes(1);
   spec.set_max_samples(4000);
   spec.set_seed(10);
@@ -719,6 +721,9 @@ TEST_F(CampaignTest, AGuidedCampaignMeasuresTheModelsOwnTopAnswers) {
                         "; its 1-minute budget ended it with " +
                         std::to_string(4000 - done) + " left"));
   EXPECT_LT(took, 100) << timed.message();
+  EXPECT_THAT(slow->Log(), HasSubstr("planned in"));
+  EXPECT_THAT(slow->Log(), ::testing::Not(HasSubstr("said nothing")))
+      << slow->Log();
 }
 
 }  // namespace

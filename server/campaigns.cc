@@ -724,6 +724,10 @@ class CampaignManager::Run {
             ++j;
           }
         }
+        // An idle worker's silence counts from when it gets work: it said
+        // nothing while a guided campaign's plan took 44 s, and the
+        // watchdog killed it for that (run13).
+        if (slot.sent.empty()) slot.last_heard = Clock::now();
         // All in sent first: a worker going away has its exit event requeue
         // what it had, sent or not.
         slot.sent.insert(slot.sent.end(), group.begin(), group.end());
