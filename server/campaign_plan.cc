@@ -283,11 +283,10 @@ StatusOr<GuidedPlan> PlanGuided(const CampaignSpec& spec,
                                 const DeviceProfile& profile,
                                 const std::string& device_name,
                                 const GuideFinder& find, int threads) {
-  if (spec.max_samples <= 0) {
-    return InvalidArgument(
-        "spec.max_samples must be at least 1 for a guided campaign (it plans "
-        "that many of the models' answers), got " +
-        std::to_string(spec.max_samples));
+  BT_RETURN_IF_ERROR(Validate(spec));
+  if (!IsGuided(spec)) {
+    return InvalidArgument("spec.sampler must be guided to plan a guided "
+                           "campaign, got " + spec.sampler);
   }
   BT_ASSIGN_OR_RETURN(auto families, CampaignFamilies(spec, profile));
   GuidedPlan plan;

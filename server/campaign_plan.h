@@ -187,7 +187,8 @@ struct GuidedPlan {
 // model names its kGuidedTopK fastest configurations. The searches run on
 // `threads` threads; the plan depends on the spec and the models alone.
 // FAILED_PRECONDITION, saying how to get one, when no family has a model
-// on the device; the errors of CampaignFamilies.
+// on the device; INVALID_ARGUMENT as Validate(spec) says, or for a spec that
+// is not guided; the errors of CampaignFamilies.
 StatusOr<GuidedPlan> PlanGuided(const CampaignSpec& spec,
                                 const DeviceProfile& profile,
                                 const std::string& device_name,

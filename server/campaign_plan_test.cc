@@ -247,6 +247,10 @@ TEST(PlanGuidedTest, RefusesWithoutAModelOrABudget) {
   EXPECT_THAT(Validate(spec).message(),
               HasSubstr("guided and retune_stale exclude each other"));
   spec.retune_stale = false;
+  spec.sampler = "bayes";  // valid, but not a guided campaign
+  plan = PlanGuided(spec, Profile("h100"), "GPU X", none, 2);
+  EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(plan.status().message(), HasSubstr("must be guided"));
   spec.sampler = "greedy";
   EXPECT_THAT(Validate(spec).message(),
               HasSubstr("must be bayes, uniform or guided"));

@@ -73,8 +73,7 @@ void FillFromCursor(const tuner::CampaignCursor& cursor,
   p->done = p->record.samples_ok + p->record.samples_failed;
   const CampaignSpec& spec = p->record.spec;
   p->target = spec.max_samples;
-  if ((spec.retune_stale || spec.sampler == "guided") &&
-      cursor.retune_total() > 0) {
+  if (PlansListAtOnce(spec) && cursor.retune_total() > 0) {
     p->target = spec.max_samples > 0
                     ? std::min(spec.max_samples, cursor.retune_total())
                     : cursor.retune_total();
@@ -180,7 +179,7 @@ class CampaignManager::Run {
   Status Prepare() {
     BT_ASSIGN_OR_RETURN(tuner::CampaignCursor cursor, ReadCursor(record_));
     BT_ASSIGN_OR_RETURN(profile_, CampaignProfile(options_, record_.spec));
-    if (!record_.spec.retune_stale && !Guided())
+    if (!PlansListAtOnce(record_.spec))
       BT_RETURN_IF_ERROR(PrepareSampling(cursor));
     for (int gpu : record_.spec.gpus.empty() ? options_.gpus
                                              : record_.spec.gpus) {
@@ -355,7 +354,7 @@ class CampaignManager::Run {
       std::string summary;
     };
     std::optional<ListPlan> retune;
-    if (add && (record_.spec.retune_stale || Guided())) {
+    if (add && PlansListAtOnce(record_.spec)) {
       BT_ASSIGN_OR_RETURN(tuner::CampaignCursor c, ReadCursor(record_));
       if (!c.plan_closed() && record_.spec.retune_stale) {
         BT_ASSIGN_OR_RETURN(RetunePlan r, PlanRetune(*store_, record_.spec,
@@ -413,7 +412,7 @@ class CampaignManager::Run {
           }
           cursor.set_next_seq(planned + static_cast<int64_t>(n));
           cursor.set_plan_closed(true);
-        } else if (record.spec.retune_stale || Guided() ||
+        } else if (PlansListAtOnce(record.spec) ||
                    BudgetSpent(cursor, planned)) {
           cursor.set_plan_closed(true);
         } else {
@@ -443,7 +442,7 @@ class CampaignManager::Run {
   void EndDone(CampaignRecord& record, const tuner::CampaignCursor& cursor) {
     record.state = CampaignState::kDone;
     std::string m;
-    if (Guided()) {
+    if (IsGuided(record.spec)) {
       m = cursor.retune_summary() + "; measured " +
           std::to_string(record.samples_ok + record.samples_failed);
     } else if (record.spec.retune_stale) {
@@ -469,11 +468,10 @@ class CampaignManager::Run {
     PublishProgress();
   }
 
-  bool Guided() const { return record_.spec.sampler == "guided"; }
   // A list campaign whose whole list is planned and whose time is up.
   bool ListTimeSpent() const {
     const CampaignSpec& spec = record_.spec;
-    return (spec.retune_stale || Guided()) && spec.minutes > 0 &&
+    return PlansListAtOnce(spec) && spec.minutes > 0 &&
            cursor_.plan_closed() && cursor_.elapsed_s() >= 60.0 * spec.minutes;
   }
 

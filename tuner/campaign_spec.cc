@@ -90,13 +90,13 @@ Status Validate(const CampaignSpec& spec, std::string_view field) {
         "] (only a retune_stale campaign may have neither: it re-measures "
         "every stale sample)");
   }
-  if (spec.sampler == "guided" && spec.retune_stale) {
+  if (IsGuided(spec) && spec.retune_stale) {
     return InvalidArgument(
         JoinField(field, "sampler") +
         " guided and retune_stale exclude each other: a retune re-measures "
         "stale samples, a guided campaign the models' answers");
   }
-  if (spec.sampler == "guided" && spec.max_samples == 0) {
+  if (IsGuided(spec) && spec.max_samples == 0) {
     return InvalidArgument(
         JoinField(field, "max_samples") +
         " must be in [1, " + std::to_string(kMaxCampaignSamples) +

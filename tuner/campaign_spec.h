@@ -50,6 +50,16 @@ struct CampaignSpec {
   }
 };
 
+// A guided campaign (sampler "guided") measures the models' own answers.
+inline bool IsGuided(const CampaignSpec& spec) {
+  return spec.sampler == "guided";
+}
+// A retune_stale or guided campaign plans its whole list when it first runs,
+// instead of drawing item after item.
+inline bool PlansListAtOnce(const CampaignSpec& spec) {
+  return spec.retune_stale || IsGuided(spec);
+}
+
 // At least one budget must be set, so no campaign runs forever by accident;
 // a retune_stale campaign may have none (it ends when every stale sample is
 // re-measured). Each of `families` must be a registered family of the op
