@@ -19,6 +19,7 @@ const KernelFamily& ConvMmaFamily();   // kernels/family_mma.cc
 // device but compute capability 9.0.
 const KernelFamily& GemmWgmmaFamily(); // kernels/family_wgmma.cc
 const KernelFamily& ConvWgmmaFamily(); // kernels/family_wgmma.cc
+const KernelFamily& GemmWgmmaRsFamily(); // kernels/family_wgmma.cc
 
 const std::vector<const KernelFamily*>& Families() {
   static const std::vector<const KernelFamily*> families = {
@@ -28,6 +29,7 @@ const std::vector<const KernelFamily*>& Families() {
       &ConvMmaFamily(),
       &GemmWgmmaFamily(),
       &ConvWgmmaFamily(),
+      &GemmWgmmaRsFamily(),
   };
   return families;
 }

@@ -47,6 +47,8 @@ constexpr Golden kGolden[] = {
      "kConvMmaGeneratorVersion (kernels/conv_mma.h)"},
     {"conv.wgmma", 1, 0x4d1412ada63936cbull,
      "kConvWgmmaGeneratorVersion (kernels/conv_wgmma.h)"},
+    {"gemm.wgmma_rs", 1, 0x02ae481040a3d59dull,
+     "kGemmWgmmaRsGeneratorVersion (kernels/gemm_wgmma_rs.h)"},
 };
 
 struct Case {
@@ -250,6 +252,28 @@ std::vector<Case> ConvWgmmaCases() {
   return out;
 }
 
+// gemm.wgmma_rs: tf32 NN (swapped, C stored transposed) and TT, one and
+// two consumer warpgroups, a deep k (banks alternate many times), beta's
+// register epilogue; TT with a split (the reduce entry) and a cluster pair.
+std::vector<Case> GemmWgmmaRsCases() {
+  std::vector<Case> out;
+  for (const char* l : {"NN", "TT"}) {
+    const std::string tail = std::string(" layout=") + l + " dtype=tf32";
+    const Problem p = WgmmaProblem("gemm m=100 n=72 k=300" + tail, 4);
+    out.push_back({p, "bm=128 bn=128 bk=32 st=4 wg=1 gm=8 kg=1", "sm_90"});
+    out.push_back({p, "bm=128 bn=256 bk=32 st=4 wg=2 gm=8 kg=1", "sm_90a"});
+    out.push_back({WgmmaProblem("gemm m=1000 n=1023 k=515" + tail, 4),
+                   "bm=64 bn=64 bk=64 st=3 wg=1 gm=1 kg=1", "sm_90"});
+    out.push_back({p, "bm=128 bn=64 bk=32 st=4 wg=1 gm=8 kg=1 cm=2",
+                   "sm_90a"});
+  }
+  out.push_back({WgmmaProblem("gemm m=64 n=64 k=4096 layout=TT dtype=tf32", 4),
+                 "bm=64 bn=64 bk=32 st=4 wg=1 gm=8 kg=6", "sm_90"});
+  out.push_back({WgmmaProblem("gemm m=33 n=17 k=7 layout=NN dtype=tf32", 4),
+                 "bm=64 bn=32 bk=128 st=2 wg=1 gm=2 kg=1", "sm_90"});
+  return out;
+}
+
 std::vector<Case> CasesOf(std::string_view family) {
   if (family == "gemm.ffma") return GemmFfmaCases();
   if (family == "conv.ffma") return ConvFfmaCases();
@@ -257,6 +281,7 @@ std::vector<Case> CasesOf(std::string_view family) {
   if (family == "gemm.wgmma") return GemmWgmmaCases();
   if (family == "conv.mma") return ConvMmaCases();
   if (family == "conv.wgmma") return ConvWgmmaCases();
+  if (family == "gemm.wgmma_rs") return GemmWgmmaRsCases();
   return {};
 }
 

@@ -252,6 +252,11 @@ std::vector<Target> Targets() {
           probe = Problem(Context(c));
         }
         auto k = f->Generate(probe, f->DefaultCandidates().front(), arch);
+        if (!k.ok() && f->op() == Op::kGemm) {
+          // A family that refuses NT (gemm.wgmma_rs takes tf32 NN and TT).
+          std::get<GemmContext>(probe.ctx).layout_b = Layout::kN;
+          k = f->Generate(probe, f->DefaultCandidates().front(), arch);
+        }
         if (k.ok()) name = TargetOf(*k, arch);
         out.push_back({std::string(f->name()), d, name});
       }

@@ -1,7 +1,9 @@
 // The families `gemm.wgmma` (gemm_wgmma.h): Hopper GEMM with TMA and
-// wgmma for bf16, fp16 and tf32, and `conv.wgmma` (conv_wgmma.h): the
-// implicit-GEMM convolution on the same kernel, behind the family
-// interface, registered in family.cc after gemm.mma and conv.mma.
+// wgmma for bf16, fp16 and tf32; `gemm.wgmma_rs` (gemm_wgmma_rs.h): its
+// kernel with A from registers, for tf32 NN and TT; and `conv.wgmma`
+// (conv_wgmma.h): the implicit-GEMM convolution on the same kernel. Behind
+// the family interface, registered in family.cc after gemm.mma and
+// conv.mma.
 #include <iterator>
 
 #include "kernels/conv_wgmma.h"
@@ -9,10 +11,12 @@
 #include "kernels/family_params.h"
 #include "kernels/gemm_ptx.h"
 #include "kernels/gemm_wgmma.h"
+#include "kernels/gemm_wgmma_rs.h"
 
 namespace blocktune {
 
 const KernelFamily& GemmWgmmaFamily();
+const KernelFamily& GemmWgmmaRsFamily();
 const KernelFamily& ConvWgmmaFamily();
 
 namespace {
@@ -85,6 +89,48 @@ class WgmmaFamilyBase : public KernelFamily {
   int fields_;
   std::vector<ParamSpec> specs_;
 };
+
+// A gemm.wgmma or gemm.wgmma_rs kernel's launch description: shared
+// memory, alignment, the entry's parameters (gemm_wgmma.h), the tensor maps
+// and split-K's reduce entry. A swapped kernel (gemm.wgmma_rs on NN)
+// computes C^T = B^T A^T: its M and N parameters take the problem's N and
+// M, and its A and B maps are encoded for B's and A's addresses.
+void FillGemmEntry(const WgmmaKernel& k, GeneratedKernel* out) {
+  out->dynamic_shared_bytes = k.shared_bytes;
+  out->align_a = k.align_elements;
+  out->align_b = k.align_elements;
+  out->align_c = k.align_elements;
+  out->align_bytes = 16;
+  // The tensor maps are 128-byte parameters (CUtensorMap by value); the
+  // launcher encodes tensor_maps[i].map for the operand's address into
+  // entry parameter tensor_maps[i].param_index.
+  const bool s = k.swapped;
+  out->entry_params = {
+      {"tmap_a", "b8[128]", 0, 128,
+       s ? "CUtensorMap of B (by value), read as the kernel's A = B^T"
+         : "CUtensorMap of A (by value)"},
+      {"tmap_b", "b8[128]", 128, 128,
+       s ? "CUtensorMap of A (by value), read as the kernel's B = A^T"
+         : "CUtensorMap of B (by value)"},
+      {"C", "u64", 256, 8, "C device address"},
+      {s ? "N" : "M", "u32", 264, 4,
+       s ? "the kernel's rows: columns of C" : "rows of C"},
+      {s ? "M" : "N", "u32", 268, 4,
+       s ? "the kernel's columns: rows of C" : "columns of C"},
+      {"K", "u32", 272, 4, "reduction length"},
+      {"ldc", "u32", 276, 4, "leading dimension of C"},
+      {"alpha", "f32", 280, 4, "scale of A*B"},
+      {"beta", "f32", 284, 4, "scale of C"},
+      {"W", "u64", 288, 8, "workspace (K_G partial sums; kg > 1)"},
+      {"tmap_c", "b8[128]", 320, 128, "CUtensorMap of C (by value)"}};
+  out->reduce_entry = k.reduce_entry;
+  out->reduce_grid = k.reduce_grid;
+  out->reduce_block = k.reduce_block;
+  if (!out->reduce_entry.empty()) out->reduce_params = ReduceParams();
+  out->tensor_maps = {{0, s ? 'B' : 'A', k.map_a},
+                      {1, s ? 'A' : 'B', k.map_b},
+                      {10, 'C', k.map_c}};
+}
 
 class WgmmaFamily : public WgmmaFamilyBase {
  public:
@@ -160,35 +206,95 @@ class WgmmaFamily : public WgmmaFamilyBase {
     BT_ASSIGN_OR_RETURN(WgmmaKernel k,
                         GenerateGemmWgmma(problem, ToWgmma(params), target));
     GeneratedKernel out = ToGenerated(*this, k);
-    out.dynamic_shared_bytes = k.shared_bytes;
-    out.align_a = k.align_elements;
-    out.align_b = k.align_elements;
-    out.align_c = k.align_elements;
-    out.align_bytes = 16;
     out.target = target;
-    // The tensor maps are 128-byte parameters (CUtensorMap by value); the
-    // launcher encodes tensor_maps[i].map for the operand's address into
-    // entry parameter tensor_maps[i].param_index.
-    out.entry_params = {
-        {"tmap_a", "b8[128]", 0, 128, "CUtensorMap of A (by value)"},
-        {"tmap_b", "b8[128]", 128, 128, "CUtensorMap of B (by value)"},
-        {"C", "u64", 256, 8, "C device address"},
-        {"M", "u32", 264, 4, "rows of C"},
-        {"N", "u32", 268, 4, "columns of C"},
-        {"K", "u32", 272, 4, "reduction length"},
-        {"ldc", "u32", 276, 4, "leading dimension of C"},
-        {"alpha", "f32", 280, 4, "scale of A*B"},
-        {"beta", "f32", 284, 4, "scale of C"},
-        {"W", "u64", 288, 8, "workspace (K_G partial sums; kg > 1)"},
-        {"tmap_c", "b8[128]", 320, 128, "CUtensorMap of C (by value)"}};
-    out.reduce_entry = k.reduce_entry;
-    out.reduce_grid = k.reduce_grid;
-    out.reduce_block = k.reduce_block;
-    if (!out.reduce_entry.empty()) out.reduce_params = ReduceParams();
-    out.tensor_maps = {{0, 'A', k.map_a}, {1, 'B', k.map_b}, {10, 'C', k.map_c}};
+    FillGemmEntry(k, &out);
     return out;
   }
 
+};
+
+// gemm.wgmma_rs (gemm_wgmma_rs.h): gemm.wgmma's kernel with A from
+// registers, for tf32 NN (computed as C^T = B^T A^T) and TT.
+class WgmmaRsFamily : public WgmmaFamilyBase {
+ public:
+  WgmmaRsFamily() : WgmmaFamilyBase(kFieldCount) {
+    for (WgmmaRsRule r : kWgmmaRsRules) rules_.push_back(ToString(r));
+  }
+
+  std::string_view name() const override { return kGemmWgmmaRsFamily; }
+  int version() const override { return kGemmWgmmaRsGeneratorVersion; }
+  Op op() const override { return Op::kGemm; }
+  const std::vector<DType>& precisions() const override {
+    static const std::vector<DType> p = {DType::kTf32};
+    return p;
+  }
+  std::string_view summary() const override {
+    return "Hopper tf32 GEMM for layouts NN and TT (sm_90a): gemm.wgmma's "
+           "TMA ring, A read from shared memory into registers and rounded "
+           "to tf32 (wgmma has no tf32 transpose), B by descriptor; NN runs "
+           "as C^T = B^T A^T";
+  }
+
+  bool Passes(int rule, const Problem& problem, const Params& params,
+              const KernelLimits& limits) const override {
+    return PassesWgmmaRsRule(kWgmmaRsRules[rule], problem, ToWgmma(params),
+                             limits);
+  }
+
+  Status CanImplement(const Problem& problem, const Params& params,
+                      const KernelLimits& limits) const override {
+    BT_RETURN_IF_ERROR(CheckProblem(problem));
+    BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
+    return CanImplementWgmmaRs(problem, ToWgmma(params), limits);
+  }
+
+  // In the problem's frame: for NN the kernel's bm tiles N and bn tiles M.
+  ConfigShape Shape(const Problem& problem,
+                    const Params& params) const override {
+    const WgmmaParams w = ToWgmma(params);
+    const GemmContext& g = std::get<GemmContext>(problem.ctx);
+    const bool swap = WgmmaRsSwaps(g);
+    const int64_t km = swap ? g.n : g.m, kn = swap ? g.m : g.n;
+    ConfigShape s;
+    s.tile_m = swap ? w.bn : w.bm;
+    s.tile_n = swap ? w.bm : w.bn;
+    s.step_k = w.bk;
+    s.split_k = w.kg;
+    s.threads = w.Threads();
+    s.programs = w.cluster_m *
+                 ((km + w.bm * w.cluster_m - 1) / (w.bm * w.cluster_m)) *
+                 ((kn + w.bn - 1) / w.bn) * w.kg;
+    s.workspace_bytes = WgmmaWorkspaceBytes(WgmmaRsKernelProblem(problem), w);
+    return s;
+  }
+
+  std::vector<Params> DefaultCandidates() const override {
+    auto make = [](int64_t bm, int64_t bn, int64_t st, int64_t wg) {
+      WgmmaParams w;
+      w.bm = bm;
+      w.bn = bn;
+      w.bk = 32;
+      w.stages = st;
+      w.consumers = wg;
+      return FromWgmma(w);
+    };
+    return {make(128, 256, 4, 2), make(128, 128, 4, 1), make(64, 128, 4, 1),
+            make(64, 64, 4, 1)};
+  }
+
+  StatusOr<GeneratedKernel> Generate(const Problem& problem,
+                                     const Params& params,
+                                     const std::string& arch) const override {
+    BT_RETURN_IF_ERROR(CheckProblem(problem));
+    BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
+    const std::string target = arch == "sm_90" ? "sm_90a" : arch;
+    BT_ASSIGN_OR_RETURN(WgmmaKernel k,
+                        GenerateGemmWgmmaRs(problem, ToWgmma(params), target));
+    GeneratedKernel out = ToGenerated(*this, k);
+    out.target = target;
+    FillGemmEntry(k, &out);
+    return out;
+  }
 };
 
 // conv.wgmma: gemm.wgmma's kernel with im2col copies (conv_wgmma.h).
@@ -280,6 +386,11 @@ class ConvWgmmaKernelFamily : public WgmmaFamilyBase {
 
 const KernelFamily& GemmWgmmaFamily() {
   static const WgmmaFamily family;
+  return family;
+}
+
+const KernelFamily& GemmWgmmaRsFamily() {
+  static const WgmmaRsFamily family;
   return family;
 }
 

@@ -314,11 +314,19 @@ StatusOr<WgmmaKernel> GenerateGemmWgmma(const Problem& problem,
       return CanImplementWgmma(problem, p, KernelLimits{});
     }
   }
-  const Tiling t = TilingOf(problem, p);
-  WgmmaKernel k;
-  k.ptx = wgmma_internal::MainEntry(t, arch);
   if (!PassesWgmmaRule(WgmmaRule::kSplitHasWork, problem, p, KernelLimits{}))
     return CanImplementWgmma(problem, p, KernelLimits{});
+  return wgmma_internal::AssembleGemmWgmma(problem, p, TilingOf(problem, p),
+                                           arch);
+}
+
+namespace wgmma_internal {
+
+WgmmaKernel AssembleGemmWgmma(const Problem& problem, const WgmmaParams& p,
+                              const Tiling& t, const std::string& arch) {
+  const GemmContext& g = std::get<GemmContext>(problem.ctx);
+  WgmmaKernel k;
+  k.ptx = MainEntry(t, arch);
   // One program per (tile, split); with clusters, whole pairs (a pair past
   // M computes nothing but still loads its half of B for its partner).
   k.grid = {static_cast<unsigned>(p.cluster_m *
@@ -348,5 +356,7 @@ StatusOr<WgmmaKernel> GenerateGemmWgmma(const Problem& problem,
   k.element_bytes = static_cast<int>(t.esize);
   return k;
 }
+
+}  // namespace wgmma_internal
 
 }  // namespace blocktune

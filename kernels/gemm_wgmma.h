@@ -242,6 +242,10 @@ struct WgmmaKernel {
   // The tensor maps of A, B and C (kernel parameters 0, 1 and 10), to be
   // encoded for the operands' device addresses at launch.
   TensorMapSpec map_a, map_b, map_c;
+  // gemm.wgmma_rs on an NN problem (gemm_wgmma_rs.h): the kernel computes
+  // C^T = B^T A^T, so map_a is encoded for B's address, map_b for A's, and
+  // the M and N parameters take the problem's N and M.
+  bool swapped = false;
   int64_t align_elements = 8;  // lda, ldb, ldc must be multiples of this
   int element_bytes = 2;
   // K_G > 1: the fp32 partial sums W[z][M][N] (kg * M * N * 4 bytes) and

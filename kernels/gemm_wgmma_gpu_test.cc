@@ -91,6 +91,7 @@ struct Case {
   WgmmaParams params;
   float alpha = 1, beta = 0;
   unsigned programs = 0;  // LoadedWgmma::Launch: 0 one per tile
+  bool rs = false;        // gemm.wgmma_rs (tf32 NN, TT) instead of gemm.wgmma
 };
 
 std::string Describe(const Case& c) {
@@ -98,7 +99,8 @@ std::string Describe(const Case& c) {
   return ToString(c.problem.ctx) + " ld " + std::to_string(ld[0]) + "/" +
          std::to_string(ld[1]) + "/" + std::to_string(ld[2]) + " " +
          ToString(c.params) + " alpha " + std::to_string(c.alpha) + " beta " +
-         std::to_string(c.beta) + " programs " + std::to_string(c.programs);
+         std::to_string(c.beta) + " programs " + std::to_string(c.programs) +
+         (c.rs ? " (gemm.wgmma_rs)" : "");
 }
 
 // Elements past C's last row, poisoned and checked: a store past M fails.
@@ -119,7 +121,8 @@ StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
   HostMatrix b = Random(dtype, b_rows * ldb, rng);
   HostMatrix cm = Random(dtype, g.m * ldc, rng);
 
-  BT_ASSIGN_OR_RETURN(auto wg, LoadedWgmma::Create(c.problem, c.params));
+  BT_ASSIGN_OR_RETURN(auto wg, c.rs ? LoadedWgmma::CreateRs(c.problem, c.params)
+                                    : LoadedWgmma::Create(c.problem, c.params));
   BT_ASSIGN_OR_RETURN(DeviceBuffer da,
                       DeviceBuffer::Allocate(a.value.size() * es));
   BT_ASSIGN_OR_RETURN(DeviceBuffer db,
@@ -310,6 +313,67 @@ TEST_F(GemmWgmmaGpuTest, SmokeOneTilePerLayout) {
   c.params.kg = 2;
   auto o = RunCase(c, rng);
   ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
+}
+
+// gemm.wgmma_rs: tf32 NN (the kernel computes C^T = B^T A^T and stores C
+// transposed from its registers) and TT (A M-major into registers, the
+// TMA-store epilogue where beta == 0). A from registers is rounded to
+// nearest and B truncated, inside the bound above. One tile; edges in M, N
+// and K; a deep k (the two register banks alternate, odd and even k-tile
+// counts); one and two consumers and two m tiles per consumer; beta; wide
+// leading dimensions; a cluster pair; TT split-K; a persistent grid.
+TEST_F(GemmWgmmaGpuTest, RegisterAFamilyTf32NnAndTt) {
+  std::mt19937 rng(5);
+  int failed = 0, run = 0;
+  for (Layout l : {Layout::kN, Layout::kT}) {
+    std::vector<Case> cases = {
+        Make(DType::kTf32, 64, 64, 32, l, l, "64 64 32 2 1"),
+        Make(DType::kTf32, 1, 1, 1, l, l, "64 64 32 2 1"),
+        Make(DType::kTf32, 100, 72, 300, l, l, "128 128 32 4 1"),
+        Make(DType::kTf32, 100, 72, 300, l, l, "128 256 32 4 2"),
+        Make(DType::kTf32, 257, 129, 1000, l, l, "128 64 64 3 1"),
+        Make(DType::kTf32, 1000, 1023, 515, l, l, "128 256 32 4 2"),
+        Make(DType::kTf32, 333, 777, 1555, l, l, "64 128 128 2 1"),
+        Make(DType::kTf32, 512, 384, 2048, l, l, "256 64 32 4 2"),
+        Make(DType::kTf32, 300, 200, 96, l, l, "128 64 32 4 1 2"),
+    };
+    Case beta = Make(DType::kTf32, 190, 260, 200, l, l, "128 128 32 3 1");
+    beta.alpha = -0.5f;
+    beta.beta = 1.5f;
+    cases.push_back(beta);
+    Case wide = Make(DType::kTf32, 130, 70, 90, l, l, "64 64 32 4 1");
+    wide.problem.lda = l == Layout::kN ? 96 : 136;
+    wide.problem.ldb = l == Layout::kN ? 76 : 100;
+    wide.problem.ldc = 80;
+    cases.push_back(wide);
+    Case persistent = Make(DType::kTf32, 700, 600, 256, l, l, "128 128 32 4 1");
+    persistent.programs = 7;
+    cases.push_back(persistent);
+    if (l == Layout::kT) {
+      Case split = Make(DType::kTf32, 96, 80, 2000, l, l, "64 64 32 4 1");
+      split.params.kg = 3;
+      cases.push_back(split);
+    }
+    for (Case& c : cases) {
+      c.rs = true;
+      // TMA: leading dimensions of whole 16-byte units (4 floats).
+      const auto ld = LeadingDims(c.problem);
+      c.problem.lda = (ld[0] + 3) / 4 * 4;
+      c.problem.ldb = (ld[1] + 3) / 4 * 4;
+      c.problem.ldc = (ld[2] + 3) / 4 * 4;
+      ++run;
+      auto o = RunCase(c, rng);
+      if (!o.ok()) {
+        ++failed;
+        std::printf("FAILED %s: %s\n", Describe(c).c_str(),
+                    o.status().ToString().c_str());
+      } else {
+        std::printf("ok %s: worst err/bound %.3f\n", Describe(c).c_str(),
+                    o->worst_bound_ratio);
+      }
+    }
+  }
+  EXPECT_EQ(failed, 0) << failed << " of " << run << " cases";
 }
 
 // A cluster pair (v2): two tiles along M sharing B by multicast, one of

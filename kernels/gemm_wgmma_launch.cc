@@ -9,9 +9,24 @@ StatusOr<std::unique_ptr<LoadedWgmma>> LoadedWgmma::Create(
     const KernelLimits& limits) {
   BT_RETURN_IF_ERROR(ValidateWgmmaParams(params));
   BT_RETURN_IF_ERROR(CanImplementWgmma(problem, params, limits));
+  BT_ASSIGN_OR_RETURN(WgmmaKernel k, GenerateGemmWgmma(problem, params));
+  return Load(problem, std::move(k));
+}
+
+StatusOr<std::unique_ptr<LoadedWgmma>> LoadedWgmma::CreateRs(
+    const Problem& problem, const WgmmaParams& params,
+    const KernelLimits& limits) {
+  BT_RETURN_IF_ERROR(ValidateWgmmaParams(params));
+  BT_RETURN_IF_ERROR(CanImplementWgmmaRs(problem, params, limits));
+  BT_ASSIGN_OR_RETURN(WgmmaKernel k, GenerateGemmWgmmaRs(problem, params));
+  return Load(problem, std::move(k));
+}
+
+StatusOr<std::unique_ptr<LoadedWgmma>> LoadedWgmma::Load(const Problem& problem,
+                                                         WgmmaKernel kernel) {
   std::unique_ptr<LoadedWgmma> w(new LoadedWgmma);
   w->problem_ = problem;
-  BT_ASSIGN_OR_RETURN(w->kernel_, GenerateGemmWgmma(problem, params));
+  w->kernel_ = std::move(kernel);
   BT_ASSIGN_OR_RETURN(w->module_, cuda::Module::Load(w->kernel_.ptx));
   BT_ASSIGN_OR_RETURN(w->function_,
                       w->module_->GetFunction(w->kernel_.entry));
@@ -33,12 +48,17 @@ Status LoadedWgmma::Launch(const WgmmaOperands& ops,
         "gemm.wgmma reads A and B and stores C through TMA: all three must "
         "be 16-byte aligned");
   }
-  BT_ASSIGN_OR_RETURN(EncodedTensorMap map_a, EncodeTensorMap(k.map_a, ops.a));
-  BT_ASSIGN_OR_RETURN(EncodedTensorMap map_b, EncodeTensorMap(k.map_b, ops.b));
+  // A swapped kernel (gemm.wgmma_rs, NN) computes C^T = B^T A^T: its A is
+  // B, its B is A, its M and N are N and M.
+  BT_ASSIGN_OR_RETURN(EncodedTensorMap map_a,
+                      EncodeTensorMap(k.map_a, k.swapped ? ops.b : ops.a));
+  BT_ASSIGN_OR_RETURN(EncodedTensorMap map_b,
+                      EncodeTensorMap(k.map_b, k.swapped ? ops.a : ops.b));
   BT_ASSIGN_OR_RETURN(EncodedTensorMap map_c, EncodeTensorMap(k.map_c, ops.c));
   const GemmContext& g = std::get<GemmContext>(problem_.ctx);
   uint64_t c = ops.c;
-  uint32_t m = static_cast<uint32_t>(g.m), n = static_cast<uint32_t>(g.n),
+  uint32_t m = static_cast<uint32_t>(k.swapped ? g.n : g.m),
+           n = static_cast<uint32_t>(k.swapped ? g.m : g.n),
            kk = static_cast<uint32_t>(g.k);
   uint32_t ldc = static_cast<uint32_t>(LeadingDims(problem_)[2]);
   float alpha = ops.alpha, beta = ops.beta;

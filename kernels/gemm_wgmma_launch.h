@@ -15,6 +15,7 @@
 
 #include "kernels/cuda_driver.h"
 #include "kernels/gemm_wgmma.h"
+#include "kernels/gemm_wgmma_rs.h"
 
 namespace blocktune {
 
@@ -33,6 +34,17 @@ class LoadedWgmma {
   // loads it (driver JIT for sm_90a); raises the dynamic shared-memory
   // limit. Needs a current context on a compute capability 9.0 device.
   static StatusOr<std::unique_ptr<LoadedWgmma>> Create(
+      const Problem& problem, const WgmmaParams& params,
+      const KernelLimits& limits = {});
+
+ private:
+  static StatusOr<std::unique_ptr<LoadedWgmma>> Load(const Problem& problem,
+                                                     WgmmaKernel kernel);
+
+ public:
+
+  // The same for gemm.wgmma_rs (gemm_wgmma_rs.h): tf32 NN and TT.
+  static StatusOr<std::unique_ptr<LoadedWgmma>> CreateRs(
       const Problem& problem, const WgmmaParams& params,
       const KernelLimits& limits = {});
 

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "kernels/conv_wgmma.h"
+#include "kernels/gemm_wgmma_rs.h"
 #include "kernels/ptx_text.h"
 
 namespace blocktune::wgmma_internal {
@@ -355,6 +356,179 @@ void EmitMainLoop(Ptx& p, const Tiling& t) {
   EmitRelease(p, t, "%plane");
 }
 
+// gemm.wgmma_rs: A from registers. The consumers' A tile is M-major in
+// shared memory (TMA panels of 32 rows of M, bk rows of K of 128 bytes
+// each, 128-byte swizzle: row k's 16-byte unit u at (u ^ (k % 8)) * 16).
+// wgmma's m64nNk8 tf32 register fragment of warp w holds rows 16 w + g and
+// 16 w + g + 8, columns t and t + 4 of its m64 x k8 slice (g = lane / 4,
+// t = lane % 4): a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4).
+// Each thread's four byte offsets inside a stage (%ao0..3) are fixed: a k8
+// step adds 8 rows (1024 bytes), an m tile two panels; the XOR depends on
+// k % 8 alone, which is t or t + 4 at every step.
+void EmitRegsSetup(Ptx& p, const Tiling& t) {
+  p << "\t// A fragments: this thread's byte offsets in a stage's A panels\n"
+    << "\tshr.u32 %tmp, %warp, 1;\n"
+    << "\tmad.lo.u32 %apan, %cw, " << N(t.mt * 64 / t.atom) << ", %tmp;\n"
+    << "\tmul.lo.u32 %apan, %apan, " << N(t.a_panel_bytes) << ";\n"
+    << "\t// byte in the unit: 4 * (row % 4) = 4 * (g % 4)\n"
+    << "\tshr.u32 %tmp, %lane, 2;\n\tand.b32 %tmp, %tmp, 3;\n"
+    << "\tshl.b32 %tmp, %tmp, 2;\n"
+    << "\tadd.u32 %apan, %apan, %tmp;\n"
+    << "\t// unit of rows g and g + 8: 4 * (warp % 2) + g / 4, + 2\n"
+    << "\tand.b32 %au, %warp, 1;\n\tshl.b32 %au, %au, 2;\n"
+    << "\tshr.u32 %tmp, %lane, 4;\n\tadd.u32 %au, %au, %tmp;\n"
+    << "\tand.b32 %at, %lane, 3;\n";
+  for (int q = 0; q < 4; ++q) {
+    // q: a0 (u, t), a1 (u + 2, t), a2 (u, t + 4), a3 (u + 2, t + 4).
+    const int du = (q & 1) ? 2 : 0, dk = (q & 2) ? 4 : 0;
+    const std::string ao = "%ao" + N(q);
+    p << "\tadd.u32 %tmp, %at, " << N(dk) << ";\n"
+      << "\tadd.u32 " << ao << ", %au, " << N(du) << ";\n"
+      << "\txor.b32 " << ao << ", " << ao << ", %tmp;\n"
+      << "\tshl.b32 " << ao << ", " << ao << ", 4;\n"
+      << "\tmad.lo.u32 " << ao << ", %tmp, " << N(kSwizzleBytes) << ", "
+      << ao << ";\n"
+      << "\tadd.u32 " << ao << ", " << ao << ", %apan;\n";
+  }
+}
+
+// Register A of k step kk, m tile i, in bank `bank`: the four fragment
+// registers' names.
+std::string FragRegs(const Tiling& t, int bank, int64_t kk, int64_t i) {
+  const int64_t base = ((bank * (t.bk / t.wk) + kk) * t.mt + i) * 4;
+  return "{%fa" + N(base) + ", %fa" + N(base + 1) + ", %fa" + N(base + 2) +
+         ", %fa" + N(base + 3) + "}";
+}
+
+// One k tile with A from registers bank `bank`. wgmma reads its register
+// operand until its group completes, so consecutive k tiles use the two
+// banks in turn: a bank is written again only after wait_group 1 has
+// retired the group (two k tiles back) that read it.
+void EmitRegsStep(Ptx& p, const Tiling& t, int bank) {
+  const int64_t ksteps = t.bk / t.wk;
+  const std::string b = N(bank);
+  p << "\tmad.lo.u32 %sbuf, %st, " << N(t.stage) << ", %sm;\n"
+    << "\tshl.b32 %boff, %st, 3;\n\tadd.u32 %fb, %full, %boff;\n";
+  EmitWait(p, "CWAIT" + b, "%fb", "%ph");
+  for (int q = 0; q < 4; ++q)
+    p << "\tadd.u32 %ab" << q << ", %sbuf, %ao" << q << ";\n";
+  for (int64_t kk = 0; kk < ksteps; ++kk) {
+    for (int64_t i = 0; i < t.mt; ++i) {
+      const int64_t base = ((bank * ksteps + kk) * t.mt + i) * 4;
+      const int64_t off = kk * t.wk * kSwizzleBytes +
+                          i * (64 / t.atom) * t.a_panel_bytes;
+      for (int q = 0; q < 4; ++q) {
+        const std::string r = "%fa" + N(base + q);
+        p << "\tld.shared.b32 " << r << ", [%ab" << q << "+" << N(off)
+          << "];\n"
+          << "\tcvt.rna.tf32.f32 " << r << ", " << r << ";\n";
+      }
+    }
+  }
+  p << "\tadd.u32 %tmp, %sbuf, " << N(t.a_stage) << ";\n"
+    << "\tshr.u32 %tmp, %tmp, 4;\n\tcvt.u64.u32 %db, %tmp;\n"
+    << "\tor.b64 %db, %db, " << Hex(DescriptorBits(t.b_kmajor, t.b_panel_bytes))
+    << ";\n"
+    << "\twgmma.fence.sync.aligned;\n";
+  for (int64_t kk = 0; kk < ksteps; ++kk) {
+    p << "\tadd.s64 %dbk, %db, " << N(t.BOffset(kk) >> 4) << ";\n";
+    for (int64_t i = 0; i < t.mt; ++i) {
+      p << "\twgmma.mma_async.sync.aligned.m64n" << N(t.bn) << "k" << N(t.wk)
+        << "." << MmaTypes(t.prec) << " " << AccList(t, i) << ", "
+        << FragRegs(t, bank, kk, i) << ", %dbk, %pone, 1, 1;\n";
+    }
+  }
+  p << "\twgmma.commit_group.sync.aligned;\n"
+    << "\twgmma.wait_group.sync.aligned 1;\n"
+    << "\tsetp.ne.u32 %pp, %kt, %kb;\n\tand.pred %pp, %pp, %plane;\n";
+  EmitRelease(p, t, "%pp");
+  p << "\tadd.u32 %prev, %empty, %boff;\n"
+    << "\tadd.u32 %kt, %kt, 1;\n\tadd.u32 %st, %st, 1;\n"
+    << "\tsetp.eq.u32 %pp, %st, " << N(t.stages) << ";\n"
+    << "\tselp.u32 %st, 0, %st, %pp;\n"
+    << "\txor.b32 %tmp, %ph, 1;\n\tselp.u32 %ph, %tmp, %ph, %pp;\n";
+}
+
+void EmitMainLoopRegs(Ptx& p, const Tiling& t) {
+  const int64_t per_row = t.bn / 2;
+  p << "\t// ==== consumer warpgroups: A from shared memory into registers "
+       "(two banks, k tiles alternating), wgmma with B from shared memory, "
+       "one group in flight\n"
+    << "CONSUMER:\n";
+  if (t.consumers == 2) p << "\tsetmaxnreg.inc.sync.aligned.u32 232;\n";
+  p << "\tsub.u32 %cw, %wg, 1;\n"
+    << "\tand.b32 %ctid, %thr, 127;\n"
+    << "\tshr.u32 %warp, %ctid, 5;\n\tand.b32 %lane, %ctid, 31;\n"
+    << "\tsetp.eq.u32 %plane, %lane, 0;\n"
+    << "\tsetp.eq.u32 %pone, 0, 0;\n";
+  EmitRegsSetup(p, t);
+  EmitEpilogueSetup(p, t);
+  p << "\tmov.u32 %st, 0;\n\tmov.u32 %ph, 0;\n\tmov.u32 %prev, 0;\n";
+  EmitFirstUnit(p, t);
+  p << "CTILE:\n"
+    << "\tsetp.ge.u32 %pp, %unit, %units;\n\t@%pp bra CEXIT;\n";
+  EmitUnit(p, t);
+  for (int64_t i = 0; i < t.mt * per_row; ++i)
+    p << "\tmov.f32 %acc" << N(i) << ", 0f00000000;\n";
+  p << "\tmov.u32 %kt, %kb;\n"
+    << "CLOOP:\n"
+    << "\tsetp.ge.u32 %pp, %kt, %kend;\n\t@%pp bra CDONE;\n";
+  EmitRegsStep(p, t, 0);
+  p << "\tsetp.ge.u32 %pp, %kt, %kend;\n\t@%pp bra CDONE;\n";
+  EmitRegsStep(p, t, 1);
+  p << "\tbra CLOOP;\n"
+    << "CDONE:\n\twgmma.wait_group.sync.aligned 0;\n"
+    << "\t// release the tile's last buffer: the producer fills it for the "
+       "next tile\n";
+  EmitRelease(p, t, "%plane");
+}
+
+// gemm.wgmma_rs with c_transposed: the kernel's element (row, col) goes to
+// C[col * ldc + row]. A thread's pair of columns (col, col + 1) are two
+// rows of C: two 4-byte stores, %ptr and %ptr1 a row of C apart. For one
+// register the warp's lanes write 8 consecutive floats (32 bytes) in each
+// of 4 rows of C: whole 32-byte sectors.
+void EmitEpilogueTransposed(Ptx& p, const Tiling& t) {
+  const int64_t per_row = t.bn / 2;
+  p << "\t// ---- C transposed: kernel (row, col) to C[col * ldc + row]\n"
+    << "\tmul.wide.u32 %ldc4, %ldc, 4;\n"
+    << "\tshl.b64 %ldc32, %ldc4, 3;\n";
+  for (int64_t i = 0; i < t.mt; ++i) {
+    for (int64_t h = 0; h < 2; ++h) {
+      p << "\tadd.u32 %row, %rbase, " << N(i * 64 + 8 * h) << ";\n"
+        << "\tsetp.lt.u32 %prow, %row, %M;\n"
+        << "\tmul.wide.u32 %d0, %cbase, %ldc;\n"
+        << "\tcvt.u64.u32 %ptr, %row;\n"
+        << "\tadd.u64 %d0, %d0, %ptr;\n"
+        << "\tshl.b64 %d0, %d0, 2;\n"
+        << "\tadd.u64 %ptr, %C, %d0;\n"
+        << "\tadd.u64 %ptr1, %ptr, %ldc4;\n";
+      for (int64_t j = 0; j < t.bn / 8; ++j) {
+        const int64_t col = 8 * j;
+        const std::string acc0 = "%acc" + N(i * per_row + 4 * j + 2 * h);
+        const std::string acc1 = "%acc" + N(i * per_row + 4 * j + 2 * h + 1);
+        if (j > 0) {
+          p << "\tadd.u64 %ptr, %ptr, %ldc32;\n"
+            << "\tadd.u64 %ptr1, %ptr1, %ldc32;\n";
+        }
+        p << "\tsetp.gt.and.s32 %pe, %nrem, " << N(col) << ", %prow;\n"
+          << "\tsetp.gt.and.s32 %pe1, %nrem, " << N(col + 1) << ", %prow;\n"
+          << "\tmul.f32 %v, " << acc0 << ", %alpha;\n"
+          << "\tmul.f32 %v1, " << acc1 << ", %alpha;\n"
+          << "\tand.pred %pl0, %pe, %pbeta;\n"
+          << "\tand.pred %pl1, %pe1, %pbeta;\n"
+          << "\tmov.f32 %cf, 0f00000000;\n\tmov.f32 %cf1, 0f00000000;\n"
+          << "\t@%pl0 ld.global.f32 %cf, [%ptr];\n"
+          << "\t@%pl1 ld.global.f32 %cf1, [%ptr1];\n"
+          << "\tfma.rn.f32 %v, %cf, %beta, %v;\n"
+          << "\tfma.rn.f32 %v1, %cf1, %beta, %v1;\n"
+          << "\t@%pe st.global.f32 [%ptr], %v;\n"
+          << "\t@%pe1 st.global.f32 [%ptr1], %v1;\n";
+      }
+    }
+  }
+}
+
 // Accumulator register r of m tile i holds row 16*warp + lane/4 + 8*h and
 // column 8*j + 2*(lane%4) + c of the tile, r = 4*j + 2*h + c: each thread
 // owns pairs of adjacent columns.
@@ -590,6 +764,12 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
       << ToString(t.prec)
       << ", implicit GEMM: A the NHWC input by im2col TMA, B the KRSC filter "
          "(C, R*S, K)\n";
+  } else if (t.a_regs) {
+    p << "//\n// blocktune gemm.wgmma_rs v" << N(kGemmWgmmaRsGeneratorVersion)
+      << ": " << ToString(t.prec)
+      << ", A M-major in shared memory, read into registers; B K-major"
+      << (t.c_transposed ? "; C stored transposed (C^T = B^T A^T)" : "")
+      << "\n";
   } else {
     p << "//\n// blocktune gemm.wgmma v" << N(kGemmWgmmaGeneratorVersion)
       << ": " << ToString(t.prec) << ", A "
@@ -623,7 +803,8 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
       << "\t.param .u32 psth,\n\t.param .u32 pstw,\n"
       << "\t.param .u32 pdlh,\n\t.param .u32 pdlw)\n";
   } else {
-    p << ".visible .entry blocktune_gemm_wgmma(\n"
+    p << ".visible .entry blocktune_gemm_wgmma" << (t.a_regs ? "_rs" : "")
+      << "(\n"
       << "\t.param .align 64 .b8 tmap_a[128],\n"
       << "\t.param .align 64 .b8 tmap_b[128],\n"
       << "\t.param .u64 param_C,\n\t.param .u32 param_M,\n\t.param .u32 param_N,\n"
@@ -652,7 +833,14 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << "\t.reg .pred %pel, %ptma, %pl0, %pl1;\n"
     << "\t.reg .f32 %alpha, %beta, %v, %v1, %cf, %cf1;\n"
     << "\t.reg .b16 %hs, %hs1;\n"
-    << "\t.reg .f32 %acc<" << N(acc) << ">;\n\n";
+    << "\t.reg .f32 %acc<" << N(acc) << ">;\n";
+  if (t.a_regs) {
+    p << "\t.reg .b32 %fa<" << N(2 * (t.bk / t.wk) * t.mt * 4)
+      << ">, %ab0, %ab1, %ab2, %ab3, %ao0, %ao1, %ao2, %ao3, %apan, %au, "
+         "%at;\n";
+  }
+  if (t.c_transposed) p << "\t.reg .b64 %ptr1, %ldc4, %ldc32;\n";
+  p << "\n";
   if (t.conv) {
     p << "\t.reg .b32 %Cin, %Pout, %Qout, %Sf, %padh, %padw, %sth, %stw, "
          "%dlh, %dlw, %PQ, %CB, %cnc, %chc, %cwc, %tr, %ts, %rs;\n"
@@ -713,7 +901,10 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
   p << "\tshr.u32 %wg, %thr, 7;\n"
     << "\tsetp.ne.u32 %pp, %wg, 0;\n\t@%pp bra CONSUMER;\n";
   EmitProducer(p, t);
-  EmitMainLoop(p, t);
+  if (t.a_regs)
+    EmitMainLoopRegs(p, t);
+  else
+    EmitMainLoop(p, t);
   p << "\t// ==== epilogue: C = alpha * acc + beta * C (beta == 0 never "
        "reads C), through shared memory and TMA where %ptma, else from the "
        "registers\n"
@@ -734,7 +925,10 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     EmitTmaStoreEpilogue(p, t);
     p << "\tbra CNEXT;\nEPI_REGS:\n";
   }
-  EmitEpilogue(p, t);
+  if (t.c_transposed)
+    EmitEpilogueTransposed(p, t);
+  else
+    EmitEpilogue(p, t);
   p << "CNEXT:\n";
   EmitNextUnit(p, t);
   p << "\tbra CTILE;\n"

@@ -70,6 +70,15 @@ struct Tiling {
   // filter by rank-3 tiled copies, the entry and its parameters are the
   // convolution's. Both operands are K-major.
   bool conv = false;
+  // gemm.wgmma_rs (gemm_wgmma_rs.h), tf32 only: the consumers read A, an
+  // M-major tile in shared memory, into registers (wgmma's register
+  // operand has no layout restriction) and round it to tf32; B stays a
+  // K-major shared operand. Where c_transposed, the kernel's C is stored
+  // transposed: its element (i, j) goes to C[j * ldc + i] (the swapped
+  // product C^T = B^T A^T of an NN problem), through the register
+  // epilogue alone.
+  bool a_regs = false;
+  bool c_transposed = false;
 
   Tiling(DType precision, bool a_t, bool b_t, const WgmmaParams& p)
       : prec(precision),
@@ -123,6 +132,12 @@ struct Tiling {
     return kk * wk * kSwizzleBytes;
   }
 };
+
+// GenerateGemmWgmma's kernel for a problem that passed its rules, with the
+// tiling `t` (gemm.wgmma_rs passes its own): the PTX, the grid, split-K's
+// reduce entry, the tensor maps of `problem`'s A, B and C.
+WgmmaKernel AssembleGemmWgmma(const Problem& problem, const WgmmaParams& p,
+                              const Tiling& t, const std::string& arch);
 
 // The main entry: "blocktune_gemm_wgmma" (gemm_wgmma.h lists its
 // parameters) or, where t.conv, "blocktune_conv_wgmma" (conv_wgmma.h).

@@ -378,6 +378,20 @@ const std::vector<std::string>& Prior(std::string_view family) {
             "bm=128 bn=16 bk=128 st=4 wg=2 gm=1",
             "bm=128 bn=32 bk=128 st=4 wg=2 gm=1",
             "bm=64 bn=64 bk=64 st=6 wg=1 gm=1"}},
+          // gemm.wgmma_rs (tf32 only, bk 32 = one 128-byte row): the
+          // large tiles whose two banks of A fragments fit the registers.
+          {"gemm.wgmma_rs",
+           {"bm=128 bn=256 bk=32 st=4 wg=2 gm=8 cm=2",
+            "bm=128 bn=256 bk=32 st=4 wg=2 gm=8",
+            "bm=128 bn=256 bk=32 st=4 wg=2 gm=16",
+            "bm=128 bn=256 bk=32 st=3 wg=2 gm=8",
+            "bm=128 bn=192 bk=32 st=4 wg=2 gm=8",
+            "bm=128 bn=128 bk=32 st=6 wg=2 gm=8",
+            "bm=128 bn=128 bk=64 st=3 wg=2 gm=8",
+            "bm=128 bn=128 bk=32 st=4 wg=1 gm=8",
+            "bm=256 bn=64 bk=32 st=4 wg=2 gm=8",
+            "bm=64 bn=128 bk=32 st=6 wg=1 gm=8",
+            "bm=64 bn=64 bk=32 st=6 wg=1 gm=1"}},
           // conv.wgmma: gemm.wgmma's large tiles (no cluster pairs, no
           // split), and smaller ones for layers of few output pixels.
           {"conv.wgmma",

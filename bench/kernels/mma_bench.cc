@@ -117,6 +117,14 @@ std::vector<Case> Shapes(bool quick) {
   for (int64_t n : {1024, 2048, 4096, 8192})
     if (!quick || n == 4096)
       s.push_back(Make("square", tf, n, n, n, L::kN, L::kT));
+  // tf32 NN (two row-major matrices) and TT: gemm.wgmma_rs, A read into
+  // registers (NN as C^T = B^T A^T); before it, gemm.mma's alone.
+  for (int64_t n : {1024, 2048, 4096, 6144, 8192})
+    if (!quick || n == 4096)
+      s.push_back(Make("square", tf, n, n, n, L::kN, L::kN));
+  s.push_back(Make("square", tf, 4096, 4096, 4096, L::kT, L::kT));
+  s.push_back(Make("deepbench", tf, 5124, 700, 2048, L::kN, L::kN));
+  s.push_back(Make("deepbench", tf, 2560, 7000, 2560, L::kN, L::kN));
   // transformer projections, bf16: Y (tokens x out) = X (tokens x in) *
   // W^T with W stored out x in as a linear layer keeps it (NT); BERT-base
   // (768, FFN 3072), 7B-class attention (4096) and MLP (11008), 70B-class
@@ -310,8 +318,10 @@ int Main(int argc, char** argv) {
     for (const Case& c : all_shapes()) {
       if (!selected(c)) continue;
       for (const KernelFamily* f : FamiliesFor(op, c.prec())) {
+        // Whole names: "gemm.wgmma" is a prefix of "gemm.wgmma_rs".
         if (!families_arg.empty() &&
-            families_arg.find(f->name()) == std::string::npos)
+            ("," + families_arg + ",").find("," + std::string(f->name()) +
+                                            ",") == std::string::npos)
           continue;
         const auto cands = Candidates(*f, c, h100, 132, configs, 17);
         std::printf("%s %s %s %s: %zu candidates%s%s\n", c.group.c_str(),
@@ -361,9 +371,12 @@ int Main(int argc, char** argv) {
       families.push_back(*f);
     }
   } else {
-    for (const KernelFamily* f : FamiliesFor(op, DType::kBf16))
-      if (f->min_compute_capability() <= limits.compute_capability)
-        families.push_back(f);
+    // bf16's, then those of tf32 alone (gemm.wgmma_rs).
+    for (DType d : {DType::kBf16, DType::kTf32})
+      for (const KernelFamily* f : FamiliesFor(op, d))
+        if (f->min_compute_capability() <= limits.compute_capability &&
+            std::find(families.begin(), families.end(), f) == families.end())
+          families.push_back(f);
   }
 
   CHECK_CUDA(cudaSetDevice(0));
