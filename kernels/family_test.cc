@@ -169,8 +169,10 @@ TEST(FamilyRegistryTest, FamiliesForMatchesOpAndPrecision) {
   for (DType d : {DType::kBf16, DType::kFp16, DType::kTf32}) {
     EXPECT_EQ(DefaultFamily(Op::kGemm, d).value()->name(), "gemm.mma");
     const auto all = FamiliesFor(Op::kGemm, d);
-    ASSERT_EQ(all.size(), 2u) << ToString(d);
+    // tf32 has gemm.wgmma_rs too (NN and TT, A from registers), last.
+    ASSERT_EQ(all.size(), d == DType::kTf32 ? 3u : 2u) << ToString(d);
     EXPECT_EQ(all[1]->name(), "gemm.wgmma");
+    if (d == DType::kTf32) EXPECT_EQ(all[2]->name(), "gemm.wgmma_rs");
   }
 }
 
