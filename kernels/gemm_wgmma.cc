@@ -212,7 +212,8 @@ Status CanImplementWgmma(const Problem& problem, const WgmmaParams& p,
           name + ": wgmma reads tf32 operands K-major only (no transpose), so "
           "tf32 needs layout A N and B T; got A " +
           std::string(ToString(g.layout_a)) + ", B " +
-          std::string(ToString(g.layout_b)));
+          std::string(ToString(g.layout_b)) +
+          " (tf32 NN and TT: family gemm.wgmma_rs)");
     case WgmmaRule::kTileLayout:
       return FailedPrecondition(
           name + ": B in layout N is read N-major in panels of " +

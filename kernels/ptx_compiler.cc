@@ -1,9 +1,19 @@
 #include "kernels/ptx_compiler.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <mutex>
+#include <sstream>
+
+extern char** environ;
 
 namespace blocktune {
 
@@ -21,6 +31,8 @@ struct PtxCompiler::Api {
   int (*cubin)(Handle, void*);
   int (*error_log_size)(Handle, size_t*);
   int (*error_log)(Handle, char*);
+  int (*info_log_size)(Handle, size_t*);
+  int (*info_log)(Handle, char*);
   int (*version)(unsigned*, unsigned*);
 };
 
@@ -66,6 +78,8 @@ StatusOr<std::unique_ptr<PtxCompiler::Api>> LoadApi() {
     ok &= Resolve(lib, &api->cubin, "__nvJitLinkGetLinkedCubin" + s);
     ok &= Resolve(lib, &api->error_log_size, "__nvJitLinkGetErrorLogSize" + s);
     ok &= Resolve(lib, &api->error_log, "__nvJitLinkGetErrorLog" + s);
+    ok &= Resolve(lib, &api->info_log_size, "__nvJitLinkGetInfoLogSize" + s);
+    ok &= Resolve(lib, &api->info_log, "__nvJitLinkGetInfoLog" + s);
     ok &= Resolve(lib, &api->version, "nvJitLinkVersion");
     if (ok) {
       api->library = lib;
@@ -102,8 +116,81 @@ StatusOr<const PtxCompiler*> PtxCompiler::Get() {
   return result;
 }
 
+std::string FindPtxas() {
+  if (const char* env = std::getenv("BLOCKTUNE_PTXAS")) return env;
+  for (const char* path : {"/usr/local/cuda/bin/ptxas", "/usr/bin/ptxas"})
+    if (access(path, X_OK) == 0) return path;
+  return "";
+}
+
+StatusOr<std::string> AssembleWholeProgram(const std::string& ptxas,
+                                           const std::string& ptx,
+                                           const std::string& arch,
+                                           std::string* log) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::string pattern = (fs::temp_directory_path(ec) / "blocktune-ptxas-XXXXXX")
+                            .string();
+  if (mkdtemp(pattern.data()) == nullptr)
+    return Internal("ptxas: cannot make a temporary folder " + pattern);
+  const fs::path dir = pattern;
+  const std::string in = (dir / "kernel.ptx").string(),
+                    out = (dir / "kernel.cubin").string(),
+                    messages = (dir / "ptxas.log").string();
+  StatusOr<std::string> result = Internal("ptxas: no output");
+  {
+    std::ofstream(in, std::ios::binary) << ptx;
+    const std::string arch_option = "-arch=" + arch;
+    const char* argv[] = {ptxas.c_str(), arch_option.c_str(), "-O3", "-o",
+                          out.c_str(),   in.c_str(),          nullptr};
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, messages.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    pid_t pid = 0;
+    int rc = posix_spawn(&pid, ptxas.c_str(), &actions, nullptr,
+                         const_cast<char* const*>(argv), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    int status = 0;
+    if (rc == 0 && waitpid(pid, &status, 0) != pid) rc = -1;
+    std::ifstream m(messages);
+    const std::string text((std::istreambuf_iterator<char>(m)),
+                           std::istreambuf_iterator<char>());
+    if (log != nullptr) *log += text;
+    if (rc != 0) {
+      result = Internal("ptxas: cannot run " + ptxas);
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      result = Internal("PTX does not compile for " + arch + " (" + ptxas +
+                        "): " + text);
+    } else {
+      std::ifstream c(out, std::ios::binary);
+      std::string cubin((std::istreambuf_iterator<char>(c)),
+                        std::istreambuf_iterator<char>());
+      if (cubin.empty())
+        result = Internal("ptxas: " + out + " is empty");
+      else
+        result = std::move(cubin);
+    }
+  }
+  fs::remove_all(dir, ec);
+  return result;
+}
+
 StatusOr<std::string> PtxCompiler::Compile(const std::string& ptx,
-                                           const std::string& arch) const {
+                                           const std::string& arch,
+                                           Report* report) const {
+  Report local;
+  Report& rep = report != nullptr ? *report : local;
+  rep = Report{};
+  // A kernel that sets its registers goes to ptxas at once where there is
+  // one (nvJitLink would drop setmaxnreg, below, and compile it twice).
+  if (ptx.find("setmaxnreg") != std::string::npos) {
+    if (const std::string ptxas = FindPtxas(); !ptxas.empty()) {
+      rep.path = "ptxas";
+      return AssembleWholeProgram(ptxas, ptx, arch, &rep.ptxas_log);
+    }
+  }
   const Api& a = *api_;
   const std::string arch_option = "-arch=" + arch;
   const char* options[] = {arch_option.c_str(), "-O3"};
@@ -112,12 +199,13 @@ StatusOr<std::string> PtxCompiler::Compile(const std::string& ptx,
     return Internal("nvJitLinkCreate failed with code " + std::to_string(r) +
                     " for " + arch_option);
   }
-  auto error_log = [&]() {
+  auto read_log = [&](int (*size_of)(Api::Handle, size_t*),
+                      int (*read)(Api::Handle, char*)) {
     size_t size = 0;
     std::string log;
-    if (a.error_log_size(handle, &size) == 0 && size > 1) {
+    if (size_of(handle, &size) == 0 && size > 1) {
       log.resize(size);
-      a.error_log(handle, log.data());
+      read(handle, log.data());
       log.resize(size - 1);
     }
     return log;
@@ -134,9 +222,24 @@ StatusOr<std::string> PtxCompiler::Compile(const std::string& ptx,
   }
   if (r != 0) {
     out = Internal("PTX does not compile for " + arch + " (nvJitLink code " +
-                   std::to_string(r) + "): " + error_log());
+                   std::to_string(r) + "): " +
+                   read_log(a.error_log_size, a.error_log));
   }
+  const std::string info = read_log(a.info_log_size, a.info_log);
   a.destroy(&handle);
+  rep.path = "nvJitLink";
+  rep.info_log = info;
+  // nvJitLink compiled it as a separate unit and dropped setmaxnreg: the
+  // whole program from ptxas, or the PTX for the driver's JIT.
+  if (out.ok() && info.find("(C7504)") != std::string::npos) {
+    const std::string ptxas = FindPtxas();
+    if (ptxas.empty()) {
+      rep.path = "driver JIT";
+      return ptx;
+    }
+    rep.path = "ptxas";
+    return AssembleWholeProgram(ptxas, ptx, arch, &rep.ptxas_log);
+  }
   return out;
 }
 

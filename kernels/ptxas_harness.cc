@@ -13,13 +13,6 @@
 
 namespace blocktune {
 
-std::string FindPtxas() {
-  if (const char* env = std::getenv("BLOCKTUNE_PTXAS")) return env;
-  for (const char* path : {"/usr/local/cuda/bin/ptxas", "/usr/bin/ptxas"})
-    if (access(path, X_OK) == 0) return path;
-  return "";
-}
-
 const PtxasFunction* PtxasReport::Find(const std::string& name) const {
   for (const PtxasFunction& f : functions)
     if (f.name == name) return &f;

@@ -1,8 +1,9 @@
 // Test-only: runs NVIDIA's ptxas over generated PTX and reads its -v report
 // (registers and spills per function). The one copy of how the ptxas
-// checks (family_ptxas_test) find, invoke and read ptxas. Not part of blocktune_kernels: production code
-// assembles through the driver (cuda_driver.h) or nvJitLink
-// (ptx_compiler.h).
+// checks (family_ptxas_test) invoke and read ptxas. Not part of
+// blocktune_kernels: production code assembles through the driver
+// (cuda_driver.h), nvJitLink, or ptxas for kernels that set their own
+// registers (ptx_compiler.h).
 #ifndef BLOCKTUNE_KERNELS_PTXAS_HARNESS_H_
 #define BLOCKTUNE_KERNELS_PTXAS_HARNESS_H_
 
@@ -11,11 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "kernels/ptx_compiler.h"
+
 namespace blocktune {
 
-// $BLOCKTUNE_PTXAS, else /usr/local/cuda/bin/ptxas or /usr/bin/ptxas when
-// executable; "" when there is none (callers skip with a message).
-std::string FindPtxas();
+// FindPtxas (kernels/ptx_compiler.h): "" when there is none (callers skip
+// with a message).
 
 // What ptxas -v says of one function.
 struct PtxasFunction {

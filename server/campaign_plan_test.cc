@@ -47,13 +47,14 @@ TEST(CampaignFamiliesTest, EveryFamilyOfTheDtypeThatRunsOnTheGpu) {
     auto got = CampaignFamilies(spec, Profile("a100"));
     ASSERT_TRUE(got.ok()) << got.status().ToString();
     EXPECT_EQ(Names(*got), std::vector<std::string>{"gemm.mma"});
-    // Compute capability 9.0 runs gemm.wgmma too (sm_90a).
+    // Compute capability 9.0 runs gemm.wgmma too (sm_90a), and in tf32
+    // gemm.wgmma_rs.
+    std::vector<std::string> hopper_families = {"gemm.mma", "gemm.wgmma"};
+    if (d == DType::kTf32) hopper_families.push_back("gemm.wgmma_rs");
     for (const char* hopper : {"h100", "h200"}) {
       got = CampaignFamilies(spec, Profile(hopper));
       ASSERT_TRUE(got.ok()) << got.status().ToString();
-      EXPECT_EQ(Names(*got),
-                (std::vector<std::string>{"gemm.mma", "gemm.wgmma"}))
-          << hopper;
+      EXPECT_EQ(Names(*got), hopper_families) << hopper;
     }
   }
 }
