@@ -5,6 +5,7 @@
 // the family interface, registered in family.cc after gemm.mma and
 // conv.mma.
 #include <iterator>
+#include <utility>
 
 #include "kernels/conv_wgmma.h"
 #include "kernels/family.h"
@@ -90,6 +91,22 @@ class WgmmaFamilyBase : public KernelFamily {
   std::vector<ParamSpec> specs_;
 };
 
+// The tiling of a gemm.wgmma kernel on an m x n product (gemm.wgmma_rs:
+// the kernel's, M and N exchanged for NN): whole cluster pairs of tiles
+// along m, times the K splits.
+ConfigShape KernelShape(const WgmmaParams& w, int64_t m, int64_t n) {
+  ConfigShape s;
+  s.tile_m = w.bm;
+  s.tile_n = w.bn;
+  s.step_k = w.bk;
+  s.split_k = w.kg;
+  s.threads = w.Threads();
+  s.programs = w.cluster_m *
+               ((m + w.bm * w.cluster_m - 1) / (w.bm * w.cluster_m)) *
+               ((n + w.bn - 1) / w.bn) * w.kg;
+  return s;
+}
+
 // A gemm.wgmma or gemm.wgmma_rs kernel's launch description: shared
 // memory, alignment, the entry's parameters (gemm_wgmma.h), the tensor maps
 // and split-K's reduce entry. A swapped kernel (gemm.wgmma_rs on NN)
@@ -164,15 +181,7 @@ class WgmmaFamily : public WgmmaFamilyBase {
                     const Params& params) const override {
     const WgmmaParams w = ToWgmma(params);
     const GemmShape g = ImplicitGemm(problem.ctx);
-    ConfigShape s;
-    s.tile_m = w.bm;
-    s.tile_n = w.bn;
-    s.step_k = w.bk;
-    s.split_k = w.kg;
-    s.threads = w.Threads();
-    s.programs = w.cluster_m *
-                 ((g.m + w.bm * w.cluster_m - 1) / (w.bm * w.cluster_m)) *
-                 ((g.n + w.bn - 1) / w.bn) * w.kg;
+    ConfigShape s = KernelShape(w, g.m, g.n);
     s.workspace_bytes = WgmmaWorkspaceBytes(problem, w);
     return s;
   }
@@ -254,16 +263,8 @@ class WgmmaRsFamily : public WgmmaFamilyBase {
     const WgmmaParams w = ToWgmma(params);
     const GemmContext& g = std::get<GemmContext>(problem.ctx);
     const bool swap = WgmmaRsSwaps(g);
-    const int64_t km = swap ? g.n : g.m, kn = swap ? g.m : g.n;
-    ConfigShape s;
-    s.tile_m = swap ? w.bn : w.bm;
-    s.tile_n = swap ? w.bm : w.bn;
-    s.step_k = w.bk;
-    s.split_k = w.kg;
-    s.threads = w.Threads();
-    s.programs = w.cluster_m *
-                 ((km + w.bm * w.cluster_m - 1) / (w.bm * w.cluster_m)) *
-                 ((kn + w.bn - 1) / w.bn) * w.kg;
+    ConfigShape s = KernelShape(w, swap ? g.n : g.m, swap ? g.m : g.n);
+    if (swap) std::swap(s.tile_m, s.tile_n);
     s.workspace_bytes = WgmmaWorkspaceBytes(WgmmaRsKernelProblem(problem), w);
     return s;
   }

@@ -286,11 +286,10 @@ std::string AccList(const Tiling& t, int64_t tile) {
   return s + "}";
 }
 
-void EmitMainLoop(Ptx& p, const Tiling& t) {
-  const int64_t ksteps = t.bk / t.wk;
-  const int64_t per_row = t.bn / 2;
-  p << "\t// ==== consumer warpgroups: wgmma on the ring, one group in "
-       "flight\n"
+// The consumer warpgroups' start: registers set by setmaxnreg, the
+// warpgroup's index %cw, its thread %ctid, warp and lane.
+void EmitConsumerStart(Ptx& p, const Tiling& t, const char* what) {
+  p << "\t// ==== consumer warpgroups: " << what << "\n"
     << "CONSUMER:\n";
   if (t.consumers == 2) p << "\tsetmaxnreg.inc.sync.aligned.u32 232;\n";
   p << "\tsub.u32 %cw, %wg, 1;\n"
@@ -298,23 +297,65 @@ void EmitMainLoop(Ptx& p, const Tiling& t) {
     << "\tshr.u32 %warp, %ctid, 5;\n\tand.b32 %lane, %ctid, 31;\n"
     << "\tsetp.eq.u32 %plane, %lane, 0;\n"
     << "\tsetp.eq.u32 %pone, 0, 0;\n";
-  // The consumer's first m tile, counted over the block.
-  p << "\tmul.lo.u32 %aoff, %cw, " << N(t.AOffset(t.mt, 0) - t.AOffset(0, 0))
-    << ";\n";
-  EmitEpilogueSetup(p, t);
+}
+
+// From the ring's start to a tile's first k tile: the unit loop's head,
+// the accumulators zeroed.
+void EmitConsumerTileStart(Ptx& p, const Tiling& t) {
   p << "\tmov.u32 %st, 0;\n\tmov.u32 %ph, 0;\n\tmov.u32 %prev, 0;\n";
   EmitFirstUnit(p, t);
   p << "CTILE:\n"
     << "\tsetp.ge.u32 %pp, %unit, %units;\n\t@%pp bra CEXIT;\n";
   EmitUnit(p, t);
-  for (int64_t i = 0; i < t.mt * per_row; ++i)
+  for (int64_t i = 0; i < t.mt * t.bn / 2; ++i)
     p << "\tmov.f32 %acc" << N(i) << ", 0f00000000;\n";
-  p << "\tmov.u32 %kt, %kb;\n"
-    << "CLOOP:\n"
-    << "\tsetp.ge.u32 %pp, %kt, %kend;\n\t@%pp bra CDONE;\n"
-    << "\tmad.lo.u32 %sbuf, %st, " << N(t.stage) << ", %sm;\n"
+  p << "\tmov.u32 %kt, %kb;\n";
+}
+
+// Stage %st's buffer %sbuf, once its full barrier says the copies landed.
+void EmitStageWait(Ptx& p, const Tiling& t, const std::string& label) {
+  p << "\tmad.lo.u32 %sbuf, %st, " << N(t.stage) << ", %sm;\n"
     << "\tshl.b32 %boff, %st, 3;\n\tadd.u32 %fb, %full, %boff;\n";
-  EmitWait(p, "CWAIT", "%fb", "%ph");
+  EmitWait(p, label, "%fb", "%ph");
+}
+
+// After a k tile's wgmmas: commit them, wait for the previous k tile's
+// group and release its buffer, then the next stage.
+void EmitStepEnd(Ptx& p, const Tiling& t, bool comment) {
+  p << "\twgmma.commit_group.sync.aligned;\n";
+  if (comment) {
+    p << "\t// the group of the previous k tile has completed: release its "
+         "buffer (one arrival per warp)\n";
+  }
+  p << "\twgmma.wait_group.sync.aligned 1;\n"
+    << "\tsetp.ne.u32 %pp, %kt, %kb;\n\tand.pred %pp, %pp, %plane;\n";
+  EmitRelease(p, t, "%pp");
+  p << "\tadd.u32 %prev, %empty, %boff;\n"
+    << "\tadd.u32 %kt, %kt, 1;\n\tadd.u32 %st, %st, 1;\n"
+    << "\tsetp.eq.u32 %pp, %st, " << N(t.stages) << ";\n"
+    << "\tselp.u32 %st, 0, %st, %pp;\n"
+    << "\txor.b32 %tmp, %ph, 1;\n\tselp.u32 %ph, %tmp, %ph, %pp;\n";
+}
+
+// A tile's end: its last group, and the release of its last buffer.
+void EmitConsumerTileEnd(Ptx& p, const Tiling& t) {
+  p << "CDONE:\n\twgmma.wait_group.sync.aligned 0;\n"
+    << "\t// release the tile's last buffer: the producer fills it for the "
+       "next tile\n";
+  EmitRelease(p, t, "%plane");
+}
+
+void EmitMainLoop(Ptx& p, const Tiling& t) {
+  const int64_t ksteps = t.bk / t.wk;
+  EmitConsumerStart(p, t, "wgmma on the ring, one group in flight");
+  // The consumer's first m tile, counted over the block.
+  p << "\tmul.lo.u32 %aoff, %cw, " << N(t.AOffset(t.mt, 0) - t.AOffset(0, 0))
+    << ";\n";
+  EmitEpilogueSetup(p, t);
+  EmitConsumerTileStart(p, t);
+  p << "CLOOP:\n"
+    << "\tsetp.ge.u32 %pp, %kt, %kend;\n\t@%pp bra CDONE;\n";
+  EmitStageWait(p, t, "CWAIT");
   p << "\tadd.u32 %tmp, %sbuf, %aoff;\n\tshr.u32 %tmp, %tmp, 4;\n"
     << "\tcvt.u64.u32 %da, %tmp;\n"
     << "\tor.b64 %da, %da, " << Hex(DescriptorBits(t.a_kmajor, t.a_panel_bytes))
@@ -338,22 +379,9 @@ void EmitMainLoop(Ptx& p, const Tiling& t) {
       p << ";\n";
     }
   }
-  p << "\twgmma.commit_group.sync.aligned;\n"
-    << "\t// the group of the previous k tile has completed: release its "
-       "buffer (one arrival per warp)\n"
-    << "\twgmma.wait_group.sync.aligned 1;\n"
-    << "\tsetp.ne.u32 %pp, %kt, %kb;\n\tand.pred %pp, %pp, %plane;\n";
-  EmitRelease(p, t, "%pp");
-  p << "\tadd.u32 %prev, %empty, %boff;\n"
-    << "\tadd.u32 %kt, %kt, 1;\n\tadd.u32 %st, %st, 1;\n"
-    << "\tsetp.eq.u32 %pp, %st, " << N(t.stages) << ";\n"
-    << "\tselp.u32 %st, 0, %st, %pp;\n"
-    << "\txor.b32 %tmp, %ph, 1;\n\tselp.u32 %ph, %tmp, %ph, %pp;\n"
-    << "\tbra CLOOP;\n"
-    << "CDONE:\n\twgmma.wait_group.sync.aligned 0;\n"
-    << "\t// release the tile's last buffer: the producer fills it for the "
-       "next tile\n";
-  EmitRelease(p, t, "%plane");
+  EmitStepEnd(p, t, /*comment=*/true);
+  p << "\tbra CLOOP;\n";
+  EmitConsumerTileEnd(p, t);
 }
 
 // gemm.wgmma_rs: A from registers. The consumers' A tile is M-major in
@@ -407,9 +435,7 @@ std::string FragRegs(const Tiling& t, int bank, int64_t kk, int64_t i) {
 void EmitRegsStep(Ptx& p, const Tiling& t, int bank) {
   const int64_t ksteps = t.bk / t.wk;
   const std::string b = N(bank);
-  p << "\tmad.lo.u32 %sbuf, %st, " << N(t.stage) << ", %sm;\n"
-    << "\tshl.b32 %boff, %st, 3;\n\tadd.u32 %fb, %full, %boff;\n";
-  EmitWait(p, "CWAIT" + b, "%fb", "%ph");
+  EmitStageWait(p, t, "CWAIT" + b);
   for (int q = 0; q < 4; ++q)
     p << "\tadd.u32 %ab" << q << ", %sbuf, %ao" << q << ";\n";
   for (int64_t kk = 0; kk < ksteps; ++kk) {
@@ -438,49 +464,24 @@ void EmitRegsStep(Ptx& p, const Tiling& t, int bank) {
         << FragRegs(t, bank, kk, i) << ", %dbk, %pone, 1, 1;\n";
     }
   }
-  p << "\twgmma.commit_group.sync.aligned;\n"
-    << "\twgmma.wait_group.sync.aligned 1;\n"
-    << "\tsetp.ne.u32 %pp, %kt, %kb;\n\tand.pred %pp, %pp, %plane;\n";
-  EmitRelease(p, t, "%pp");
-  p << "\tadd.u32 %prev, %empty, %boff;\n"
-    << "\tadd.u32 %kt, %kt, 1;\n\tadd.u32 %st, %st, 1;\n"
-    << "\tsetp.eq.u32 %pp, %st, " << N(t.stages) << ";\n"
-    << "\tselp.u32 %st, 0, %st, %pp;\n"
-    << "\txor.b32 %tmp, %ph, 1;\n\tselp.u32 %ph, %tmp, %ph, %pp;\n";
+  EmitStepEnd(p, t, /*comment=*/false);
 }
 
 void EmitMainLoopRegs(Ptx& p, const Tiling& t) {
-  const int64_t per_row = t.bn / 2;
-  p << "\t// ==== consumer warpgroups: A from shared memory into registers "
-       "(two banks, k tiles alternating), wgmma with B from shared memory, "
-       "one group in flight\n"
-    << "CONSUMER:\n";
-  if (t.consumers == 2) p << "\tsetmaxnreg.inc.sync.aligned.u32 232;\n";
-  p << "\tsub.u32 %cw, %wg, 1;\n"
-    << "\tand.b32 %ctid, %thr, 127;\n"
-    << "\tshr.u32 %warp, %ctid, 5;\n\tand.b32 %lane, %ctid, 31;\n"
-    << "\tsetp.eq.u32 %plane, %lane, 0;\n"
-    << "\tsetp.eq.u32 %pone, 0, 0;\n";
+  EmitConsumerStart(p, t,
+                    "A from shared memory into registers (two banks, k tiles "
+                    "alternating), wgmma with B from shared memory, one group "
+                    "in flight");
   EmitRegsSetup(p, t);
   EmitEpilogueSetup(p, t);
-  p << "\tmov.u32 %st, 0;\n\tmov.u32 %ph, 0;\n\tmov.u32 %prev, 0;\n";
-  EmitFirstUnit(p, t);
-  p << "CTILE:\n"
-    << "\tsetp.ge.u32 %pp, %unit, %units;\n\t@%pp bra CEXIT;\n";
-  EmitUnit(p, t);
-  for (int64_t i = 0; i < t.mt * per_row; ++i)
-    p << "\tmov.f32 %acc" << N(i) << ", 0f00000000;\n";
-  p << "\tmov.u32 %kt, %kb;\n"
-    << "CLOOP:\n"
+  EmitConsumerTileStart(p, t);
+  p << "CLOOP:\n"
     << "\tsetp.ge.u32 %pp, %kt, %kend;\n\t@%pp bra CDONE;\n";
   EmitRegsStep(p, t, 0);
   p << "\tsetp.ge.u32 %pp, %kt, %kend;\n\t@%pp bra CDONE;\n";
   EmitRegsStep(p, t, 1);
-  p << "\tbra CLOOP;\n"
-    << "CDONE:\n\twgmma.wait_group.sync.aligned 0;\n"
-    << "\t// release the tile's last buffer: the producer fills it for the "
-       "next tile\n";
-  EmitRelease(p, t, "%plane");
+  p << "\tbra CLOOP;\n";
+  EmitConsumerTileEnd(p, t);
 }
 
 // gemm.wgmma_rs with c_transposed: the kernel's element (row, col) goes to
