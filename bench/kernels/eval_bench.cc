@@ -154,6 +154,18 @@ class Loader {
     if (c.ok()) compiler_ = *c;
   }
 
+  // How kernels are compiled, for the results' header: since 2026-11-27
+  // kernels that set their registers go to ptxas (ptx_compiler.h), and
+  // results from before measured them through nvJitLink, which drops
+  // setmaxnreg.
+  std::string Describe() const {
+    if (compiler_ == nullptr) return "compiled by the driver's JIT";
+    const std::string ptxas = FindPtxas();
+    return "compiled by " + compiler_->version() +
+           (ptxas.empty() ? ", setmaxnreg kernels by the driver's JIT"
+                          : ", setmaxnreg kernels by " + ptxas);
+  }
+
   std::vector<std::unique_ptr<LoadedKernel>> Load(
       const Problem& problem, const std::vector<Config>& configs) {
     const size_t n = configs.size();
@@ -364,9 +376,9 @@ int Main(int argc, char** argv) {
   }
   std::fprintf(csv,
                "# %s; cuBLASLt %zu; sweep %ld per family, %ld repetitions; "
-               "L2 read-flushed before each launch\n%s\n",
+               "L2 read-flushed before each launch; %s\n%s\n",
                ToString(*fp).c_str(), cublasLtGetVersion(), sweep, reps,
-               kCsvHeader);
+               loader.Describe().c_str(), kCsvHeader);
   std::printf("# %s; sweep %ld per family; %zu Triton times\n",
               ToString(*fp).c_str(), sweep, triton.size());
   std::printf("%-12s %-28s %-5s %9s %9s %9s %9s %6s %6s %6s %5s\n", "group",
