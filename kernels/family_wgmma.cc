@@ -241,7 +241,8 @@ class WgmmaRsFamily : public WgmmaFamilyBase {
     return "Hopper tf32 GEMM for layouts NN and TT (sm_90a): gemm.wgmma's "
            "TMA ring, A read from shared memory into registers and rounded "
            "to tf32 (wgmma has no tf32 transpose), B by descriptor; NN runs "
-           "as C^T = B^T A^T";
+           "as C^T = B^T A^T, so there the parameters are the kernel's: bm "
+           "tiles C's columns (N), bn its rows (M)";
   }
 
   bool Passes(int rule, const Problem& problem, const Params& params,
