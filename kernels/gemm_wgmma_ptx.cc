@@ -420,10 +420,13 @@ void EmitRegsSetup(Ptx& p, const Tiling& t) {
   }
 }
 
-// Register A of k step kk, m tile i, in bank `bank`: the four fragment
-// registers' names.
+// Register A of k step kk, m tile i, in bank `bank`: the index of its first
+// of four fragment registers (%fa), and their names.
+int64_t FragBase(const Tiling& t, int bank, int64_t kk, int64_t i) {
+  return ((bank * (t.bk / t.wk) + kk) * t.mt + i) * 4;
+}
 std::string FragRegs(const Tiling& t, int bank, int64_t kk, int64_t i) {
-  const int64_t base = ((bank * (t.bk / t.wk) + kk) * t.mt + i) * 4;
+  const int64_t base = FragBase(t, bank, kk, i);
   return "{%fa" + N(base) + ", %fa" + N(base + 1) + ", %fa" + N(base + 2) +
          ", %fa" + N(base + 3) + "}";
 }
@@ -440,7 +443,7 @@ void EmitRegsStep(Ptx& p, const Tiling& t, int bank) {
     p << "\tadd.u32 %ab" << q << ", %sbuf, %ao" << q << ";\n";
   for (int64_t kk = 0; kk < ksteps; ++kk) {
     for (int64_t i = 0; i < t.mt; ++i) {
-      const int64_t base = ((bank * ksteps + kk) * t.mt + i) * 4;
+      const int64_t base = FragBase(t, bank, kk, i);
       const int64_t off = kk * t.wk * kSwizzleBytes +
                           i * (64 / t.atom) * t.a_panel_bytes;
       for (int q = 0; q < 4; ++q) {

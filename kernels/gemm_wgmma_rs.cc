@@ -80,11 +80,11 @@ int64_t WgmmaRsRegisterEstimate(const WgmmaParams& p) {
 bool PassesWgmmaRsRule(WgmmaRsRule rule, const Problem& problem,
                        const WgmmaParams& p, const KernelLimits& limits) {
   const GemmContext& g = std::get<GemmContext>(problem.ctx);
-  if (rule == WgmmaRsRule::kPrecisionLayout) return TfLayoutOk(g);
-  if (rule == WgmmaRsRule::kNone) return true;
-  // The rest look at the kernel's (TT) problem, as gemm.wgmma's would.
-  const Problem kp = TfLayoutOk(g) ? WgmmaRsKernelProblem(problem) : problem;
   switch (rule) {
+    case WgmmaRsRule::kNone:
+      return true;
+    case WgmmaRsRule::kPrecisionLayout:
+      return TfLayoutOk(g);
     case WgmmaRsRule::kComputeCapability:
       return PassesWgmmaTileRule(WgmmaRule::kComputeCapability, DType::kTf32,
                                  p, limits);
@@ -94,19 +94,22 @@ bool PassesWgmmaRsRule(WgmmaRsRule rule, const Problem& problem,
     case WgmmaRsRule::kRegisters:
       return WgmmaRsRegisterEstimate(p) <= WgmmaRegisterBudget(p) &&
              WgmmaRsRegisterEstimate(p) <= limits.max_registers_per_thread;
+    // gemm.wgmma's rules. The swap of NN exchanges lda with ldb and M with
+    // N and keeps K, so alignment and split_has_work read the problem as it
+    // is; the grid is the kernel's (samplers call this: no copy elsewhere).
     case WgmmaRsRule::kAlignment:
-      return PassesWgmmaRule(WgmmaRule::kAlignment, kp, p, limits);
+      return PassesWgmmaRule(WgmmaRule::kAlignment, problem, p, limits);
     case WgmmaRsRule::kGrid:
-      return PassesWgmmaRule(WgmmaRule::kGrid, kp, p, limits);
+      return PassesWgmmaRule(WgmmaRule::kGrid, WgmmaRsKernelProblem(problem),
+                             p, limits);
     case WgmmaRsRule::kSplitHasWork:
-      return PassesWgmmaRule(WgmmaRule::kSplitHasWork, kp, p, limits);
+      return PassesWgmmaRule(WgmmaRule::kSplitHasWork, problem, p, limits);
     case WgmmaRsRule::kSwapSplit:
       return p.kg == 1 || !WgmmaRsSwaps(g);
     case WgmmaRsRule::kClusterBox:
       return p.cluster_m == 1 || p.bk * 4 == 128;
-    default:
-      return false;
   }
+  return false;
 }
 
 WgmmaRsRule FirstFailingWgmmaRsRule(const Problem& problem,

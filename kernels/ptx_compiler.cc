@@ -11,7 +11,6 @@
 #include <fstream>
 #include <iterator>
 #include <mutex>
-#include <sstream>
 
 extern char** environ;
 
@@ -114,6 +113,11 @@ StatusOr<const PtxCompiler*> PtxCompiler::Get() {
     result = compiler;
   });
   return result;
+}
+
+std::string SetmaxnregCompiler() {
+  const std::string ptxas = FindPtxas();
+  return ptxas.empty() ? "the driver's JIT" : ptxas;
 }
 
 std::string FindPtxas() {
@@ -229,16 +233,11 @@ StatusOr<std::string> PtxCompiler::Compile(const std::string& ptx,
   a.destroy(&handle);
   rep.path = "nvJitLink";
   rep.info_log = info;
-  // nvJitLink compiled it as a separate unit and dropped setmaxnreg: the
-  // whole program from ptxas, or the PTX for the driver's JIT.
+  // nvJitLink compiled it as a separate unit and dropped setmaxnreg (with a
+  // ptxas, such PTX went there above): the PTX, for the driver's JIT.
   if (out.ok() && info.find("(C7504)") != std::string::npos) {
-    const std::string ptxas = FindPtxas();
-    if (ptxas.empty()) {
-      rep.path = "driver JIT";
-      return ptx;
-    }
-    rep.path = "ptxas";
-    return AssembleWholeProgram(ptxas, ptx, arch, &rep.ptxas_log);
+    rep.path = "driver JIT";
+    return ptx;
   }
   return out;
 }

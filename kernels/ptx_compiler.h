@@ -34,6 +34,10 @@ namespace blocktune {
 // executable; "" when there is none.
 std::string FindPtxas();
 
+// What Compile gives a kernel that sets its registers to: the ptxas path,
+// or "the driver's JIT" where there is none (for results' provenance).
+std::string SetmaxnregCompiler();
+
 // A whole-program cubin of `ptx` for `arch` from the ptxas at `ptxas`
 // (-O3), through files in a temporary folder; *log gets ptxas' output.
 // INTERNAL with that output when ptxas fails.
@@ -51,9 +55,9 @@ class PtxCompiler {
 
   // How Compile made its image.
   struct Report {
-    // "nvJitLink"; "ptxas" (a whole program: nvJitLink dropped setmaxnreg);
-    // "driver JIT" (the image is the PTX itself: nvJitLink dropped
-    // setmaxnreg and there is no ptxas).
+    // "nvJitLink"; "ptxas" (PTX that holds setmaxnreg, as a whole
+    // program); "driver JIT" (the image is the PTX itself: there is no
+    // ptxas and nvJitLink dropped setmaxnreg).
     std::string path;
     std::string info_log;   // nvJitLink's
     std::string ptxas_log;  // ptxas' output, where it ran

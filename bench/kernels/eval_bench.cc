@@ -160,10 +160,8 @@ class Loader {
   // setmaxnreg.
   std::string Describe() const {
     if (compiler_ == nullptr) return "compiled by the driver's JIT";
-    const std::string ptxas = FindPtxas();
-    return "compiled by " + compiler_->version() +
-           (ptxas.empty() ? ", setmaxnreg kernels by the driver's JIT"
-                          : ", setmaxnreg kernels by " + ptxas);
+    return "compiled by " + compiler_->version() + ", setmaxnreg kernels by " +
+           SetmaxnregCompiler();
   }
 
   std::vector<std::unique_ptr<LoadedKernel>> Load(
