@@ -41,13 +41,13 @@ constexpr Golden kGolden[] = {
      "kConvFfmaGeneratorVersion (kernels/gemm_ptx.h)"},
     {"gemm.mma", 3, 0x1952e81621ed6825ull,
      "kGemmMmaGeneratorVersion (kernels/gemm_mma.h)"},
-    {"gemm.wgmma", 4, 0xe5b40e92c7a9868aull,
+    {"gemm.wgmma", 5, 0x55bd741671fcea02ull,
      "kGemmWgmmaGeneratorVersion (kernels/gemm_wgmma.h)"},
     {"conv.mma", 1, 0x2e97834786f4ae0full,
      "kConvMmaGeneratorVersion (kernels/conv_mma.h)"},
-    {"conv.wgmma", 1, 0x4d1412ada63936cbull,
+    {"conv.wgmma", 2, 0x27ab48cf3475d4aeull,
      "kConvWgmmaGeneratorVersion (kernels/conv_wgmma.h)"},
-    {"gemm.wgmma_rs", 1, 0x02ae481040a3d59dull,
+    {"gemm.wgmma_rs", 2, 0x2f685f953adabad9ull,
      "kGemmWgmmaRsGeneratorVersion (kernels/gemm_wgmma_rs.h)"},
 };
 

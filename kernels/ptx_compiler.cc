@@ -108,8 +108,12 @@ StatusOr<const PtxCompiler*> PtxCompiler::Get() {
     compiler->api_ = std::move(*api);
     unsigned major = 0, minor = 0;
     compiler->api_->version(&major, &minor);
-    compiler->version_ =
-        "nvJitLink " + std::to_string(major) + "." + std::to_string(minor);
+    // The fingerprint names both paths: "nvJitLink 13.0; setmaxnreg: ptxas"
+    // (or "driver JIT"), so the store tells apart measurements of
+    // setmaxnreg kernels from before the whole-program path.
+    compiler->version_ = "nvJitLink " + std::to_string(major) + "." +
+                         std::to_string(minor) + "; setmaxnreg: " +
+                         (FindPtxas().empty() ? "driver JIT" : "ptxas");
     result = compiler;
   });
   return result;

@@ -67,7 +67,8 @@ class PtxCompiler {
   // does not compile.
   StatusOr<std::string> Compile(const std::string& ptx, const std::string& arch,
                                 Report* report = nullptr) const;
-  // "nvJitLink 13.0", for a device fingerprint's ptxas_version.
+  // "nvJitLink 13.0; setmaxnreg: ptxas" (or "...: driver JIT"), for a
+  // device fingerprint's ptxas_version.
   const std::string& version() const { return version_; }
 
   struct Api;

@@ -32,6 +32,9 @@ TEST(PtxCompilerTest, GeneratedKernelsCompileAndBadPtxSaysWhy) {
   EXPECT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), ::testing::HasSubstr("does not compile"));
   EXPECT_THAT((*compiler)->version(), ::testing::StartsWith("nvJitLink "));
+  EXPECT_THAT((*compiler)->version(),
+              ::testing::EndsWith(FindPtxas().empty() ? "; setmaxnreg: driver JIT"
+                                                      : "; setmaxnreg: ptxas"));
 }
 
 // nvJitLink compiles a separate unit and drops setmaxnreg (C7504): such a
