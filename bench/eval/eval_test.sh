@@ -110,6 +110,24 @@ for f in square conv56; do
   [[ -s "$tmp/r/$f.png" ]] || fail "no $f.png"
   head -c 8 "$tmp/r/$f.png" | grep -q PNG || fail "$f.png is not a PNG"
 done
+# A convolution's vendor is the faster of cudnnFind and PyTorch's cuDNN:
+# conv56 at 80 us in PyTorch (cudnnFind 100) gives 80/50 = 1.6, the thesis
+# geomean sqrt(1.25 * 1.6) = 1.41; a slower PyTorch time is not taken.
+mkdir "$tmp/t"
+cp "$tmp/r/eval.csv" "$tmp/t/"
+printf '# torch test\ncontext\ttorch_us\ttorch_us2\tmax_rel_err\n%s\t80\t81\t1e-3\n%s\t500\t500\t1e-3\n' \
+  "conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1x1 stride=1x1 dilation=1x1 dtype=bf16" \
+  "conv n=1 h=8 w=8 c=64 k=64 r=3 s=3 pad=1x1 stride=1x1 dilation=1x1 dtype=bf16" >"$tmp/t/torch_conv.tsv"
+"$python" bench/eval/report.py --results "$tmp/t" --out "$tmp/t" --no-plots >"$tmp/report.log"
+grep -qF '| **five thesis families** | 2 | 1.41x | 1.25x |' "$tmp/t/summary.md" ||
+  fail "torch vendor headline: $(grep five "$tmp/t/summary.md")"
+grep -qF '80.0 (PyTorch cuDNN, benchmark; cudnnFind 100.0)' "$tmp/t/summary.md" ||
+  fail "torch vendor row: $(grep conv56 "$tmp/t/summary.md")"
+grep -qF 'conv vendor: the faster of' "$tmp/t/summary.md" || fail "torch vendor header"
+sed -i 's/\t80\t81\t/\t120\t121\t/' "$tmp/t/torch_conv.tsv"
+"$python" bench/eval/report.py --results "$tmp/t" --out "$tmp/t" --no-plots >"$tmp/report.log"
+grep -qF '| **five thesis families** | 2 | 1.58x |' "$tmp/t/summary.md" ||
+  fail "slower torch time taken: $(grep five "$tmp/t/summary.md")"
 # 4. run.sh gpu passes EVAL_GROUPS and SWEEP on and writes eval-PART.*, with a
 #    stand-in eval_bench that prints its arguments (no GPU here).
 mkdir -p "$tmp/bin" "$tmp/res/fp32"

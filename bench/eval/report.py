@@ -71,8 +71,28 @@ def median(values):
     return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
 
+def read_torch_conv(results):
+    """torch_conv.tsv (bench/kernels/torch_conv_bench.py): context -> us, and
+    its '#' lines."""
+    path = os.path.join(results, "torch_conv.tsv")
+    if not os.path.exists(path):
+        return {}, []
+    times, header = {}, []
+    with open(path) as f:
+        lines = f.readlines()
+    header = [l[1:].strip() for l in lines if l.startswith("#")]
+    for r in csv.DictReader((l for l in lines if not l.startswith("#")), delimiter="\t"):
+        times[r["context"]] = float(r["torch_us"])
+    return times, header
+
+
 def read_rows(results):
+    """eval*.csv rows. A convolution's vendor is the faster of eval_bench's
+    cuDNN (cudnnFind, the legacy API) and PyTorch's cuDNN (torch_conv.tsv,
+    the graph API with benchmark mode), where that file is present:
+    cudnn_find_us keeps the first, torch_us the second."""
     rows, header = [], []
+    torch_us, torch_header = read_torch_conv(results)
     for path in sorted(glob.glob(os.path.join(results, "eval*.csv"))):
         with open(path) as f:
             lines = f.readlines()
@@ -80,6 +100,11 @@ def read_rows(results):
         for r in csv.DictReader(l for l in lines if not l.startswith("#")):
             for k in NUMBERS:
                 r[k] = number(r.get(k))
+            r["cudnn_find_us"] = r["vendor_us"] if r["vendor"] == "cuDNN" else float("nan")
+            r["torch_us"] = torch_us.get(r["context"], float("nan"))
+            if r["torch_us"] < r["vendor_us"]:
+                r["vendor_us"] = r["torch_us"]
+                r["vendor"], r["vendor_algos"] = "PyTorch cuDNN", "benchmark"
             r["oracle_rank"] = int(r["oracle_rank"])
             r["tried"], r["wrong"] = int(r["tried"]), int(r["wrong"])
             r["v_top10"] = r["vendor_us"] / r["top10_us"]
@@ -90,6 +115,9 @@ def read_rows(results):
             rows.append(r)
     rank = {g: i for i, g in enumerate(ORDER)}
     rows.sort(key=lambda r: rank.get(r["group"], len(ORDER)))
+    if torch_header:
+        header += ["conv vendor: the faster of cuDNN's cudnnFind (above) and PyTorch's "
+                   "cuDNN: " + "; ".join(torch_header)]
     return rows, header
 
 
@@ -192,6 +220,13 @@ def quality(rows):
     return out
 
 
+def find_note(r):
+    """For a convolution that PyTorch's cuDNN won: cudnnFind's time too."""
+    if r["vendor"] != "PyTorch cuDNN" or not math.isfinite(r["cudnn_find_us"]):
+        return ""
+    return f"; cudnnFind {r['cudnn_find_us']:.1f}"
+
+
 def shape_table(rows):
     out = ["| group | shape | GFLOP | model us | top-10 us | oracle us | vendor us | Triton us | "
            "vendor/top-10 | vendor/model | model/oracle | oracle rank | swept | max rel. err |",
@@ -201,7 +236,7 @@ def shape_table(rows):
         err = max(r["relerr_model"], r["relerr_top10"], r["relerr_oracle"])
         out.append(f"| {r['group']} | {r['shape']} | {r['gflop']:.3g} | {f1(r['model_us'])} | "
                    f"{f1(r['top10_us'])} | {f1(r['oracle_us'])} | {f1(r['vendor_us'])} "
-                   f"({r['vendor']}, {r['vendor_algos']}) | {f1(r['triton_us'])} | "
+                   f"({r['vendor']}, {r['vendor_algos']}{find_note(r)}) | {f1(r['triton_us'])} | "
                    f"{r['v_top10']:.2f} | {r['v_model']:.2f} | {r['model_vs_oracle']:.2f} | "
                    f"{r['oracle_rank'] or 'no'} | {r['tried']} | {err:.1e} |")
     return out
@@ -233,7 +268,9 @@ def plot(rows, out_dir, precision, device):
             if all(math.isnan(y) for y in ys):
                 continue
             if key == "vendor_us":
-                name = rs[0]["vendor"] + " (best algorithm)"
+                vendors = sorted({r["vendor"] for r in rs})
+                name = " or ".join(vendors) + " (the faster, best algorithm)" \
+                    if len(vendors) > 1 else vendors[0] + " (best algorithm)"
             ax.plot(xs, ys, color=color, marker=marker, linestyle="-" if key != "model_us" else "--",
                     label=name, markersize=5, linewidth=1)
         ax.set_xticks(xs)

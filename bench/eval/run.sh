@@ -8,7 +8,9 @@
 #                                       # models of GPU, default h100-sxm)
 #   bench/eval/run.sh gpu PREC BIN      # the GPU host: Triton (bf16, where
 #                                       # python3 imports torch and triton;
-#                                       # TRITON=0: not), then BIN/eval_bench
+#                                       # TRITON=0: not), PyTorch's cuDNN for
+#                                       # the convolutions (TORCH_CONV=0: not),
+#                                       # then BIN/eval_bench
 #   bench/eval/run.sh report            # any machine: summary.md, headline.json
 #                                       # and the PNGs of every precision
 #
@@ -80,6 +82,15 @@ case "${1:-}" in
         --budget-s "${TRITON_BUDGET:-150}" >"$dir/triton.json" 2>"$dir/triton.err" ||
         echo "triton_bench.py: exit $?" >&2
       [[ -s $dir/triton.tsv ]] && triton=(--triton "$dir/triton.tsv")
+    fi
+    # PyTorch's cuDNN for every convolution of the plan (where python3 imports
+    # torch; TORCH_CONV=0: not): report.py takes the faster of it and
+    # eval_bench's cudnnFind as the vendor.
+    if [[ ${TORCH_CONV:-1} != 0 ]] && grep -q $'\tconv ' "$dir/plan.tsv" &&
+       python3 -c "import torch" 2>/dev/null; then
+      timeout "${TORCH_TIMEOUT:-300}" python3 bench/kernels/torch_conv_bench.py \
+        --plan "$dir/plan.tsv" --tsv "$dir/torch_conv.tsv" 2>"$dir/torch_conv.err" ||
+        echo "torch_conv_bench.py: exit $?" >&2
     fi
     # EVAL_GROUPS="square mlp": those groups only; PART=N: write eval-N.* (report
     # reads every eval*.csv), so that one evaluation can span device calls.
