@@ -93,6 +93,7 @@ python=python3
 grep -qF '| **five thesis families** | 2 | 1.58x | 1.25x | 1.05x | 1.58x | 1.50x | 0/2 |' "$tmp/r/summary.md" \
   || fail "headline: $(grep five "$tmp/r/summary.md")"
 grep -qF 'blocktune top-10 time: **1.58x** (target >= 1.3x): met' "$tmp/r/summary.md" || fail "geomean target line"
+grep -qF 'conv vendor: cuDNN'"'"'s cudnnFind alone' "$tmp/r/summary.md" || fail "no warning of a cudnnFind-only conv vendor"
 grep -qF 'Model-only geomean: **1.05x** (target >= 1.2x): **missed**' "$tmp/r/summary.md" || fail "model target line"
 grep -qF 'Median model-only speed / oracle speed: **0.694**' "$tmp/r/summary.md" || fail "median model/oracle"
 grep -qF 'within 5% of the oracle on 0 of 2 shapes' "$tmp/r/summary.md" || fail "within-5% line"

@@ -118,6 +118,10 @@ def read_rows(results):
     if torch_header:
         header += ["conv vendor: the faster of cuDNN's cudnnFind (above) and PyTorch's "
                    "cuDNN: " + "; ".join(torch_header)]
+    elif any(r["vendor"] == "cuDNN" for r in rows):
+        header += ["conv vendor: cuDNN's cudnnFind alone (no torch_conv.tsv: PyTorch's "
+                   "cuDNN was not timed). cuDNN 9's legacy API offers few engines for "
+                   "NHWC tensor-core convolutions, so these conv ratios may overstate."]
     return rows, header
 
 

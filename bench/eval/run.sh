@@ -91,6 +91,9 @@ case "${1:-}" in
       timeout "${TORCH_TIMEOUT:-300}" python3 bench/kernels/torch_conv_bench.py \
         --plan "$dir/plan.tsv" --tsv "$dir/torch_conv.tsv" 2>"$dir/torch_conv.err" ||
         echo "torch_conv_bench.py: exit $?" >&2
+    elif [[ ${TORCH_CONV:-1} != 0 ]] && grep -q $'\tconv ' "$dir/plan.tsv"; then
+      echo "run.sh: python3 cannot import torch: the convolutions' vendor is" \
+        "cudnnFind alone (report.py says so in the summary)" >&2
     fi
     # EVAL_GROUPS="square mlp": those groups only; PART=N: write eval-N.* (report
     # reads every eval*.csv), so that one evaluation can span device calls.
