@@ -55,17 +55,11 @@
 namespace blocktune {
 
 // Bumped whenever the emitted PTX can change, and whenever the binary that
-// campaigns measure for the same PTX changes (the version is what makes
-// old measurements stale).
+// campaigns measure for the same PTX changes.
 //
-// v2: the PTX is v1's (only the version in its header line differs). Every
-// v1 measurement of a kernel with two consumer warpgroups (wg = 2, which
-// uses setmaxnreg) was compiled by nvJitLink, which compiles a separate unit
-// and drops setmaxnreg (C7504), so the wgmma were serialized (C7512) and
-// registers spilled: campaigns timed a slower binary than the one a user
-// loads. PtxCompiler now sends such PTX to ptxas as a whole program (or to
-// the driver's JIT); v2 makes the old measurements stale, and a
-// retune-stale campaign measures them again.
+// v2: the PTX is v1's; bumped with gemm.wgmma v5 for the same reason
+// (kGemmWgmmaGeneratorVersion): v1's two-consumer measurements were compiled
+// without setmaxnreg.
 inline constexpr int kConvWgmmaGeneratorVersion = 2;
 inline constexpr char kConvWgmmaFamily[] = "conv.wgmma";
 

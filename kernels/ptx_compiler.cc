@@ -119,11 +119,6 @@ StatusOr<const PtxCompiler*> PtxCompiler::Get() {
   return result;
 }
 
-std::string SetmaxnregCompiler() {
-  const std::string ptxas = FindPtxas();
-  return ptxas.empty() ? "the driver's JIT" : ptxas;
-}
-
 std::string FindPtxas() {
   if (const char* env = std::getenv("BLOCKTUNE_PTXAS")) return env;
   for (const char* path : {"/usr/local/cuda/bin/ptxas", "/usr/bin/ptxas"})

@@ -34,10 +34,6 @@ namespace blocktune {
 // executable; "" when there is none.
 std::string FindPtxas();
 
-// What Compile gives a kernel that sets its registers to: the ptxas path,
-// or "the driver's JIT" where there is none (for results' provenance).
-std::string SetmaxnregCompiler();
-
 // A whole-program cubin of `ptx` for `arch` from the ptxas at `ptxas`
 // (-O3), through files in a temporary folder; *log gets ptxas' output.
 // INTERNAL with that output when ptxas fails.

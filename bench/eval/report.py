@@ -77,7 +77,7 @@ def read_torch_conv(results):
     path = os.path.join(results, "torch_conv.tsv")
     if not os.path.exists(path):
         return {}, []
-    times, header = {}, []
+    times = {}
     with open(path) as f:
         lines = f.readlines()
     header = [l[1:].strip() for l in lines if l.startswith("#")]

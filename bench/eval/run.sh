@@ -86,14 +86,15 @@ case "${1:-}" in
     # PyTorch's cuDNN for every convolution of the plan (where python3 imports
     # torch; TORCH_CONV=0: not): report.py takes the faster of it and
     # eval_bench's cudnnFind as the vendor.
-    if [[ ${TORCH_CONV:-1} != 0 ]] && grep -q $'\tconv ' "$dir/plan.tsv" &&
-       python3 -c "import torch" 2>/dev/null; then
-      timeout "${TORCH_TIMEOUT:-300}" python3 bench/kernels/torch_conv_bench.py \
-        --plan "$dir/plan.tsv" --tsv "$dir/torch_conv.tsv" 2>"$dir/torch_conv.err" ||
-        echo "torch_conv_bench.py: exit $?" >&2
-    elif [[ ${TORCH_CONV:-1} != 0 ]] && grep -q $'\tconv ' "$dir/plan.tsv"; then
-      echo "run.sh: python3 cannot import torch: the convolutions' vendor is" \
-        "cudnnFind alone (report.py says so in the summary)" >&2
+    if [[ ${TORCH_CONV:-1} != 0 ]] && grep -q $'\tconv ' "$dir/plan.tsv"; then
+      if python3 -c "import torch" 2>/dev/null; then
+        timeout "${TORCH_TIMEOUT:-300}" python3 bench/kernels/torch_conv_bench.py \
+          --plan "$dir/plan.tsv" --tsv "$dir/torch_conv.tsv" 2>"$dir/torch_conv.err" ||
+          echo "torch_conv_bench.py: exit $?" >&2
+      else
+        echo "run.sh: python3 cannot import torch: the convolutions' vendor is" \
+          "cudnnFind alone (report.py says so in the summary)" >&2
+      fi
     fi
     # EVAL_GROUPS="square mlp": those groups only; PART=N: write eval-N.* (report
     # reads every eval*.csv), so that one evaluation can span device calls.

@@ -157,11 +157,12 @@ class Loader {
   // How kernels are compiled, for the results' header: since 2026-11-27
   // kernels that set their registers go to ptxas (ptx_compiler.h), and
   // results from before measured them through nvJitLink, which drops
-  // setmaxnreg.
+  // setmaxnreg. The version names that path; ptxas' location is added.
   std::string Describe() const {
     if (compiler_ == nullptr) return "compiled by the driver's JIT";
-    return "compiled by " + compiler_->version() + ", setmaxnreg kernels by " +
-           SetmaxnregCompiler();
+    const std::string ptxas = FindPtxas();
+    return "compiled by " + compiler_->version() +
+           (ptxas.empty() ? "" : " (" + ptxas + ")");
   }
 
   std::vector<std::unique_ptr<LoadedKernel>> Load(
