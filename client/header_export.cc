@@ -529,8 +529,13 @@ StatusOr<std::string> WriteTunedHeader(const HeaderSpec& given) {
   BT_ASSIGN_OR_RETURN(std::string context_features, ContextFeatures(spec.op));
   const int context_count = static_cast<int>(ContextFeatureNames(spec.op).size());
   const bool with_models = !models.empty();
-  const std::string feature_size = "kMaxParams + " + std::to_string(context_count) +
-                                   " + " + std::to_string(ShapeFeatureNames().size());
+  const int shape_count = static_cast<int>(ShapeFeatureNames().size());
+  const std::string feature_size =
+      "kMaxParams + " + std::to_string(context_count) + " + " +
+      std::to_string(shape_count) + " + " +
+      std::to_string(AlignFeatureNames(spec.op).size());
+  const std::string align_at =
+      "f.param_count + " + std::to_string(context_count + shape_count);
   if (gemm) {
     body << R"(
 inline double GemmOperandBytes(const GemmView& g) {
@@ -570,6 +575,16 @@ inline double GemmPredict(const Model& model, const std::int64_t* params, std::i
   if (model.feature_set >= 2)
     ShapeFeatures(f, params, m, n, k, features + f.param_count + )" +
                 std::to_string(context_count) + R"();
+  if (model.feature_set >= 3) {
+    // Tight rows: A N is m x k, A T k x m, B N k x n, B T n x k.
+    const bool a_t = layout == Layout::TN || layout == Layout::TT;
+    const bool b_t = layout == Layout::NT || layout == Layout::TT;
+    const double bytes = ElementBytes(model.dtype);
+    float* align = features + )" + align_at + R"(;
+    align[0] = AlignFeature(a_t ? m : k, bytes);
+    align[1] = AlignFeature(b_t ? k : n, bytes);
+    align[2] = AlignFeature(n, bytes);
+  }
   const double flops = 2.0 * double(m) * double(n) * double(k);
   return flops / std::exp(static_cast<double>(model.ln_flops(features)));
 }
@@ -678,6 +693,11 @@ inline double ConvPredict(const Model& model, const std::int64_t* params,
     ShapeFeatures(f, params, shape.n * p * q, shape.k, shape.c * shape.r * shape.s,
                   features + f.param_count + )" +
                 std::to_string(context_count) + R"();
+  if (model.feature_set >= 3) {
+    const double bytes = ElementBytes(model.dtype);
+    features[)" + align_at + R"(] = AlignFeature(shape.c, bytes);
+    features[)" + align_at + R"( + 1] = AlignFeature(shape.k, bytes);
+  }
   const double flops = 2.0 * double(shape.n * p * q) * double(shape.k) *
                        double(shape.c * shape.r * shape.s);
   return flops / std::exp(static_cast<double>(model.ln_flops(features)));

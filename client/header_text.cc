@@ -14,9 +14,10 @@ namespace {
 // of any kernel family, and precisions (V1 had block shapes of fp32 only).
 // V3: models of either feature set (Model::feature_set, ShapeFeatures).
 // V4: the block shape's st (ffma generator version 2).
+// V5: models of feature set 3 (AlignFeature, the rows' alignment).
 // Headers of different versions do not mix.
-constexpr char kCommon[] = R"(#ifndef BLOCKTUNE_TUNED_COMMON_V4_
-#define BLOCKTUNE_TUNED_COMMON_V4_
+constexpr char kCommon[] = R"(#ifndef BLOCKTUNE_TUNED_COMMON_V5_
+#define BLOCKTUNE_TUNED_COMMON_V5_
 namespace blocktune {
 namespace tuned {
 
@@ -300,9 +301,20 @@ inline void ShapeFeatures(const Family& f, const std::int64_t* params, std::int6
   out[4] = Log2f(steps);
 }
 
+// The alignment feature (feature set 3; kernels/family.h AlignFeature) of
+// a row of `elements` of `bytes` each: log2 of the largest power of two, at
+// most 16, that divides its bytes.
+inline float AlignFeature(std::int64_t elements, double bytes) {
+  const std::int64_t row = elements * static_cast<std::int64_t>(bytes);
+  int log2 = 0;
+  while (log2 < 4 && row % (std::int64_t{2} << log2) == 0) ++log2;
+  return static_cast<float>(log2);
+}
+
 // An embedded model: the surrogate of (dtype, families[family]); ln_flops
 // maps its features to ln(flop/s): the parameters', the context's, then
-// with feature_set 2 the tiling's (ShapeFeatures). family -1 ends a table.
+// from feature_set 2 the tiling's (ShapeFeatures), then with feature_set 3
+// the rows' alignment (AlignFeature). family -1 ends a table.
 struct Model {
   DType dtype;
   int family;
@@ -313,7 +325,7 @@ struct Model {
 }  // namespace detail
 }  // namespace tuned
 }  // namespace blocktune
-#endif  // BLOCKTUNE_TUNED_COMMON_V4_
+#endif  // BLOCKTUNE_TUNED_COMMON_V5_
 )";
 
 void ReplaceAll(std::string* text, const std::string& from, const std::string& to) {

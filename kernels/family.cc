@@ -161,6 +161,10 @@ std::vector<std::string> KernelFamily::FeatureNames(int set) const {
     const std::vector<std::string>& shape = ShapeFeatureNames();
     names.insert(names.end(), shape.begin(), shape.end());
   }
+  if (set >= kAlignFeatures) {
+    const std::vector<std::string>& align = AlignFeatureNames(op());
+    names.insert(names.end(), align.begin(), align.end());
+  }
   return names;
 }
 
@@ -179,6 +183,34 @@ void KernelFamily::Features(const Problem& problem, const Params& values,
     AppendShapeFeatures(ImplicitGemm(problem.ctx), s.tile_m, s.tile_n,
                         s.step_k, s.split_k, out);
   }
+  if (set >= kAlignFeatures) AppendAlignFeatures(problem, out);
+}
+
+const std::vector<std::string>& AlignFeatureNames(Op op) {
+  static const std::vector<std::string> kGemm = {
+      "log2_align_a", "log2_align_b", "log2_align_c"};
+  static const std::vector<std::string> kConv = {"log2_align_c",
+                                                 "log2_align_k"};
+  return op == Op::kGemm ? kGemm : kConv;
+}
+
+float AlignFeature(int64_t elements, int element_bytes) {
+  const int64_t bytes = elements * element_bytes;
+  int log2 = 0;
+  while (log2 < 4 && bytes % (int64_t{2} << log2) == 0) ++log2;
+  return static_cast<float>(log2);
+}
+
+void AppendAlignFeatures(const Problem& problem, std::vector<float>* out) {
+  const int e = SizeOf(DTypeOf(problem.ctx));
+  if (std::holds_alternative<GemmContext>(problem.ctx)) {
+    const auto ld = LeadingDims(problem);
+    out->insert(out->end(), {AlignFeature(ld[0], e), AlignFeature(ld[1], e),
+                             AlignFeature(ld[2], e)});
+    return;
+  }
+  const auto& c = std::get<ConvContext>(problem.ctx);
+  out->insert(out->end(), {AlignFeature(c.c, e), AlignFeature(c.k, e)});
 }
 
 const std::vector<std::string>& ShapeFeatureNames() {

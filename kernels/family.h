@@ -176,22 +176,31 @@ inline const std::string& TargetOf(const GeneratedKernel& kernel,
 // the set it was trained on; training uses DefaultFeatureSet unless told.
 inline constexpr int kLogFeatures = 1;    // parameters and context, log2
 inline constexpr int kShapeFeatures = 2;  // and the tiling's (ShapeFeatureNames)
-inline constexpr int kNewestFeatureSet = kShapeFeatures;
+inline constexpr int kAlignFeatures = 3;  // and the rows' alignment (AlignFeatureNames)
+inline constexpr int kNewestFeatureSet = kAlignFeatures;
 // The set that measured best for the op's models on the H100 oracles and
 // evaluation (issue 20): GEMM kShapeFeatures (median top-1 of the measured
 // set 0.903 -> 0.940 bf16, 0.958 -> 0.962 fp32, within 5% on more
-// contexts), convolution kLogFeatures (its tiling features bought a better
-// measured-set median but slower whole-range picks on large layers).
+// contexts), then kAlignFeatures (gemm.mma copies an operand whose rows are
+// not 16-byte aligned in 8-, 4- or 2-byte pieces, up to 3x slower, which
+// log2 M, N, K cannot tell from aligned neighbours); convolution
+// kLogFeatures (its tiling features bought a better measured-set median but
+// slower whole-range picks on large layers).
 inline constexpr int DefaultFeatureSet(Op op) {
-  return op == Op::kGemm ? kShapeFeatures : kLogFeatures;
+  return op == Op::kGemm ? kAlignFeatures : kLogFeatures;
 }
 // A family's: its op's, but conv.wgmma's models take the tiling's features
 // too (no split, one program per tile, so waves decide): on its first H100
 // campaigns (24,000 bf16 and 16,000 tf32 samples, one network each, the
 // same split) validation MSE 0.0165 -> 0.0119 in bf16, 0.0274 -> 0.0116 in
-// tf32.
+// tf32. gemm.ffma's stay without the alignment: none of the H100's 60,712
+// fp32 samples has a row that is not 16-byte aligned (gemm.textproto draws
+// none), so the features are constant there and a set-3 model differs by
+// training noise alone (on issue 6's fp32 oracle, the same measured set,
+// its median top 1 was 0.93 of the best, set 2's 0.965).
 inline int DefaultFeatureSet(Op op, std::string_view family) {
-  return family == "conv.wgmma" ? kShapeFeatures : DefaultFeatureSet(op);
+  if (family == "conv.wgmma" || family == "gemm.ffma") return kShapeFeatures;
+  return DefaultFeatureSet(op);
 }
 
 class KernelFamily {
@@ -259,8 +268,9 @@ class KernelFamily {
 
   // The surrogate's input (thesis §4.3.1) in feature set `set`: one
   // feature per parameter (ParamSpec::log_feature), then the context's
-  // (ContextFeatureNames), then in kShapeFeatures the tiling's
-  // (ShapeFeatureNames). A stored model lists the names it was trained on,
+  // (ContextFeatureNames), then from kShapeFeatures the tiling's
+  // (ShapeFeatureNames), then in kAlignFeatures the rows' alignment
+  // (AlignFeatureNames). A stored model lists the names it was trained on,
   // which says its set.
   std::vector<std::string> FeatureNames(int set = kLogFeatures) const;
   // The set whose FeatureNames are `names` (a stored model's), or
@@ -268,7 +278,8 @@ class KernelFamily {
   int FeatureSetNamed(const std::vector<std::string>& names) const;
   // Appends the features of (problem, params) in `set` to *out; both must
   // validate: ParamFeatures, AppendContextFeatures, then (kShapeFeatures)
-  // AppendShapeFeatures of Shape(problem, params).
+  // AppendShapeFeatures of Shape(problem, params), then (kAlignFeatures)
+  // AppendAlignFeatures.
   void Features(const Problem& problem, const Params& params,
                 std::vector<float>* out, int set = kLogFeatures) const;
   // The parameters' part of Features, one per parameter; a search computes
@@ -308,6 +319,19 @@ const std::vector<std::string>& ShapeFeatureNames();
 void AppendShapeFeatures(const GemmShape& gemm, int64_t tile_m, int64_t tile_n,
                          int64_t step_k, int64_t split_k,
                          std::vector<float>* out);
+
+// The rows' alignment (feature set kAlignFeatures): log2 of the largest
+// power of two, at most 16, of bytes that divides each operand's row
+// length (its leading dimension, LeadingDims, times the element's bytes),
+// so 1 (2-byte rows) to 4 (16-byte aligned rows, what cp.async.cg and TMA
+// take):
+//   GEMM         log2_align_a, log2_align_b, log2_align_c;
+//   convolution  log2_align_c (NHWC input and KRSC filter rows of C),
+//                log2_align_k (the NHWC output's rows of K).
+const std::vector<std::string>& AlignFeatureNames(Op op);
+void AppendAlignFeatures(const Problem& problem, std::vector<float>* out);
+// The feature of one row of `elements` of `element_bytes` each.
+float AlignFeature(int64_t elements, int element_bytes);
 
 // The context's features: GEMM log2 M, N, K and the two layouts as 0/1;
 // convolution log2 of N, P, Q, C, K, R, S, strides and dilations, then

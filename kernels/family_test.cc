@@ -844,6 +844,51 @@ TEST(FamilyTest, ShapeFeaturesOfATiling) {
                   float(double(g.m) / double((g.m + 63) / 64 * 64)));
 }
 
+// Feature set 3 adds the rows' alignment after the tiling's: log2 of the
+// largest power of two of bytes, at most 16, dividing each row, from the
+// problem's leading dimensions (tight when none is given).
+TEST(FamilyTest, AlignFeaturesOfTheRows) {
+  const KernelFamily& f = Family("gemm.mma");
+  std::vector<std::string> names = f.FeatureNames(kShapeFeatures);
+  names.insert(names.end(), {"log2_align_a", "log2_align_b", "log2_align_c"});
+  EXPECT_EQ(f.FeatureNames(kAlignFeatures), names);
+  EXPECT_EQ(f.FeatureSetNamed(names), kAlignFeatures);
+  auto params = f.Parse("bm=128 bn=64 bk=32");
+  ASSERT_TRUE(params.ok()) << params.status().ToString();
+  // bf16 NT: A's rows of K = 1555 (2 bytes), B's rows of K, C's of N = 332
+  // (664 bytes: 8).
+  Problem p(Gemm(777, 332, 1555, Layout::kN, Layout::kT, DType::kBf16));
+  std::vector<float> shape, all;
+  f.Features(p, *params, &shape, kShapeFeatures);
+  f.Features(p, *params, &all, kAlignFeatures);
+  ASSERT_EQ(all.size(), shape.size() + 3);
+  EXPECT_TRUE(std::equal(shape.begin(), shape.end(), all.begin()));
+  EXPECT_EQ(std::vector<float>(all.end() - 3, all.end()),
+            (std::vector<float>{1, 1, 3}));
+  // Leading dimensions given: 1560 elements (3120 bytes: 16), 1558 (4).
+  p.lda = 1560;
+  p.ldb = 1558;
+  p.ldc = 336;
+  all.clear();
+  f.Features(p, *params, &all, kAlignFeatures);
+  EXPECT_EQ(std::vector<float>(all.end() - 3, all.end()),
+            (std::vector<float>{4, 2, 4}));
+  // tf32 rows of 4-byte elements are 4-byte aligned at least.
+  EXPECT_EQ(AlignFeature(1555, 4), 2.f);
+  EXPECT_EQ(AlignFeature(1556, 4), 4.f);
+  EXPECT_EQ(AlignFeature(1, 2), 1.f);
+  // A convolution: its rows of C (input, filter) and K (output).
+  const KernelFamily& conv = Family("conv.mma");
+  EXPECT_EQ(conv.FeatureNames(kAlignFeatures).back(), "log2_align_k");
+  ConvContext c = ConvContexts().front();
+  c.dtype = DType::kBf16;
+  c.c = 3;
+  c.k = 12;
+  std::vector<float> cf;
+  AppendAlignFeatures(Problem(c), &cf);
+  EXPECT_EQ(cf, (std::vector<float>{1, 3}));
+}
+
 TEST(FamilyTest, WorkingSetCountsTheStorageType) {
   const KernelFamily& f = Family("gemm.mma");
   const Problem bf16(Gemm(64, 32, 128, Layout::kN, Layout::kN, DType::kBf16));

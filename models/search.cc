@@ -172,7 +172,8 @@ namespace {
 // Predicted seconds of `n` configurations in `ctx`: each row is the
 // configuration's ParamFeatures, which `param_features(i, row)` writes,
 // then the context's features, then (a model of kShapeFeatures) the
-// tiling's of configuration i, whose ConfigShape is `shape(i)`.
+// tiling's of configuration i, whose ConfigShape is `shape(i)`, then (of
+// kAlignFeatures) the rows' alignment.
 template <typename ParamFeaturesFn, typename ShapeFn>
 std::vector<double> Score(const Surrogate& model, const Context& ctx, size_t n,
                           ParamFeaturesFn&& param_features, ShapeFn&& shape_of) {
@@ -181,7 +182,10 @@ std::vector<double> Score(const Surrogate& model, const Context& ctx, size_t n,
   AppendContextFeatures(ctx, &context);
   const bool shape = model.feature_set() >= kShapeFeatures;
   const size_t sf = shape ? ShapeFeatureNames().size() : 0;
-  const size_t f = pf + context.size() + sf;
+  // The rows' alignment: the context's, tight leading dimensions.
+  std::vector<float> align;
+  if (model.feature_set() >= kAlignFeatures) AppendAlignFeatures(Problem(ctx), &align);
+  const size_t f = pf + context.size() + sf + align.size();
   const GemmShape gemm = ImplicitGemm(ctx);
   std::vector<float> x(n * f);
   std::vector<float> tiling;
@@ -189,6 +193,7 @@ std::vector<double> Score(const Surrogate& model, const Context& ctx, size_t n,
     float* row = x.data() + i * f;
     param_features(i, row);
     std::copy(context.begin(), context.end(), row + pf);
+    std::copy(align.begin(), align.end(), row + pf + context.size() + sf);
     if (!shape) continue;
     const ConfigShape s = shape_of(i);
     tiling.clear();
