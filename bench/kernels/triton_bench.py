@@ -35,7 +35,9 @@ types are part of Triton's key).
 Timing (/work/.library/device/METHOD.md, as mma_bench): the autotuner runs
 first (untimed; its own do_bench with a short warm-up), then 3 warm-up
 launches, then --reps timed launches: before each, a 256 MiB buffer is
-written (L2 flush, outside the events); CUDA events around the launch alone;
+written (L2 flush, outside the events), then a spin kernel
+(torch.cuda._sleep, ~100 us) so that the host has queued the launch before
+the start event fires; CUDA events around the launch alone;
 the median. Inputs are random in [-1, 1]. The output is poisoned with NaN
 before the checked launch.
 
@@ -450,6 +452,7 @@ def make_operand(rows, cols, ld, transposed, dtype, gen):
 
 
 FLUSH_READ = False
+SPIN_CYCLES = 200_000  # ~100 us at 1.98 GHz (torch_conv_bench.py's)
 
 
 def timed_median_us(launch, flush, reps):
@@ -460,6 +463,11 @@ def timed_median_us(launch, flush, reps):
             flush.sum(dtype=torch.int64)
         else:
             flush.zero_()  # 256 MiB written: A and B leave the 50 MB L2
+        # The launch goes through Triton's Python launcher and autotuner
+        # (tens of us of host time): a spin keeps the GPU busy while the host
+        # queues the start event and the kernel, so the events hold the
+        # kernel's GPU time, not the host's (without it, 512^3 read 31 us).
+        torch.cuda._sleep(SPIN_CYCLES)
         starts[i].record()
         launch()
         ends[i].record()
@@ -649,7 +657,8 @@ def main():
         "triton": triton.__version__, "device_info": info,
         "method": ("Triton matmul autotuned per shape (untimed; its do_bench "
                    "warmup 5 ms rep 20 ms), 3 warm-ups, then per timed launch "
-                   f"a 256 MiB buffer {'read' if FLUSH_READ else 'write'} (L2 flush, outside the events), CUDA "
+                   f"a 256 MiB buffer {'read' if FLUSH_READ else 'write'} (L2 flush, outside the events) and a "
+                   "~100 us spin (torch.cuda._sleep: the host queues the launch before the start event fires), CUDA "
                    "events around the launch alone, median of reps "
                    "(median2_us: a second batch); torch_us: torch.matmul "
                    "(cuBLAS) timed the same way; inputs uniform in [-1, 1]"),
