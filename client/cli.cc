@@ -498,9 +498,10 @@ int RunCli(int argc, char** argv) {
       ->delimiter(',');
   c_start->add_option("--sampler", sampler,
                       "bayes, uniform, or guided: measure the current "
-                      "models' own 8 fastest predictions in contexts drawn "
-                      "from each family's domain (needs --max-samples and a "
-                      "trained model of the GPU)")
+                      "models' own 6 fastest predictions and 2 of their "
+                      "ranks 7-64 in contexts drawn from each family's "
+                      "domain (needs --max-samples and a trained model of "
+                      "the GPU)")
       ->capture_default_str();
   c_start->add_flag("--watch", watch_after_start,
                     "follow its progress until it ends");

@@ -24,7 +24,8 @@
 #   FAMILIES=F,.. the families to sample (`campaign start --family`;
 #                default: every family of the op and precision)
 #   SAMPLER=S    `campaign start --sampler S` (default bayes); guided measures
-#                the models' own top 8 per context, so IMPORT a models file
+#                the models' own top 6 per context and 2 of their ranks 7-64
+#                (server/campaign_plan.h), so IMPORT a models file
 #                of the GPU first:
 #   SAMPLER=guided IMPORT=models/pretrained/h100-sxm/models.json.gz \
 #     scripts/campaigns_device.sh out build-gpu gemm:fp32:12000

@@ -279,6 +279,33 @@ StatusOr<RetunePlan> PlanRetune(TuningStore& store, const CampaignSpec& spec,
   return plan;
 }
 
+namespace {
+
+// Keeps of `ranked` (a model's configurations, fastest predicted first) the
+// first kGuidedTopK - kGuidedExplore and kGuidedExplore of the others,
+// drawn uniformly without replacement and kept in rank order, by an Rng of
+// `seed` and the context's place `j`; all of them when there are no more
+// than kGuidedTopK.
+void ExploreRanks(uint64_t seed, size_t j, std::vector<Params>* ranked) {
+  constexpr size_t kTop = kGuidedTopK - kGuidedExplore;
+  if (ranked->size() <= static_cast<size_t>(kGuidedTopK)) return;
+  std::vector<size_t> rest(ranked->size() - kTop);
+  for (size_t i = 0; i < rest.size(); ++i) rest[i] = kTop + i;
+  Rng rng(seed * 0x9E3779B97F4A7C15ull + j + 1);
+  for (size_t i = 0; i < static_cast<size_t>(kGuidedExplore); ++i) {
+    const size_t pick =
+        i + rng.Below(static_cast<uint32_t>(rest.size() - i));
+    std::swap(rest[i], rest[pick]);
+  }
+  rest.resize(kGuidedExplore);
+  std::sort(rest.begin(), rest.end());
+  std::vector<Params> kept(ranked->begin(), ranked->begin() + kTop);
+  for (size_t r : rest) kept.push_back((*ranked)[r]);
+  *ranked = std::move(kept);
+}
+
+}  // namespace
+
 StatusOr<GuidedPlan> PlanGuided(const CampaignSpec& spec,
                                 const DeviceProfile& profile,
                                 const std::string& device_name,
@@ -358,7 +385,7 @@ StatusOr<GuidedPlan> PlanGuided(const CampaignSpec& spec,
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t j; (j = next.fetch_add(1)) < jobs.size();)
-      tops[j] = guided[jobs[j].family].model.top(jobs[j].ctx, kGuidedTopK);
+      tops[j] = guided[jobs[j].family].model.top(jobs[j].ctx, kGuidedExploreRanks);
   };
   std::vector<std::thread> pool;
   const int n_threads = std::clamp(threads, 1, 64);
@@ -367,6 +394,7 @@ StatusOr<GuidedPlan> PlanGuided(const CampaignSpec& spec,
   for (std::thread& t : pool) t.join();
   for (size_t j = 0; j < jobs.size(); ++j) {
     if (!tops[j].empty()) ++plan.contexts;
+    ExploreRanks(spec.seed, j, &tops[j]);
     for (Params& p : tops[j]) {
       if (static_cast<int64_t>(plan.candidates.size()) == spec.max_samples)
         break;
@@ -376,7 +404,10 @@ StatusOr<GuidedPlan> PlanGuided(const CampaignSpec& spec,
   }
   plan.summary = "guided by model" + std::string(guided.size() > 1 ? "s " : " ") +
                  ids + ": " + Plural(plan.contexts, "context", "contexts") +
-                 " x top " + std::to_string(kGuidedTopK) + " = " +
+                 " x (top " + std::to_string(kGuidedTopK - kGuidedExplore) +
+                 " + " + std::to_string(kGuidedExplore) + " of ranks " +
+                 std::to_string(kGuidedTopK - kGuidedExplore + 1) + "-" +
+                 std::to_string(kGuidedExploreRanks) + ") = " +
                  Plural(static_cast<int64_t>(plan.candidates.size()),
                         "candidate", "candidates");
   for (const std::string& u : plan.unguided)

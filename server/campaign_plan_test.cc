@@ -4,6 +4,7 @@
 // guided campaign measures.
 #include "server/campaign_plan.h"
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <set>
@@ -164,24 +165,41 @@ TEST(PlanGuidedTest, MeasuresTheModelsTopKInDistinctContextsOfTheDomain) {
   ASSERT_EQ(plan->candidates.size(), 203u);
   EXPECT_EQ(plan->contexts, 26);
   EXPECT_EQ(*guide.asked, 26);
-  EXPECT_THAT(plan->summary, HasSubstr("guided by model 12 (gemm.mma): 26 "
-                                       "contexts x top 8 = 203 candidates"));
+  EXPECT_THAT(plan->summary,
+              HasSubstr("guided by model 12 (gemm.mma): 26 contexts x (top 6 "
+                        "+ 2 of ranks 7-64) = 203 candidates"));
   EXPECT_THAT(plan->summary, HasSubstr("not guided: gemm.wgmma: no current"));
   ASSERT_EQ(plan->unguided.size(), 1u);
-  // Context after context, each the model's answers in its order, each
-  // context new, in the campaign's precision.
+  // Context after context, each new, in the campaign's precision: the
+  // model's first 6 answers, then 2 more of its ranks 7 .. 64 (the fake
+  // ranks 20), distinct and in its order, not always ranks 7 and 8.
   std::set<std::string> contexts;
+  int explored = 0;
   for (size_t c = 0; c * 8 < plan->candidates.size(); ++c) {
     const Candidate& first = plan->candidates[c * 8];
     EXPECT_TRUE(contexts.insert(ToString(first.ctx)).second) << c;
     EXPECT_EQ(DTypeOf(first.ctx), DType::kBf16);
-    const std::vector<Params> top = guide.Model(0).top(first.ctx, 8);
+    const std::vector<Params> ranked = guide.Model(0).top(first.ctx, 64);
+    ASSERT_EQ(ranked.size(), 20u);
+    size_t last_rank = 0;
     for (size_t i = c * 8; i < std::min<size_t>(c * 8 + 8, 203); ++i) {
       EXPECT_EQ(plan->candidates[i].family, &mma);
       EXPECT_EQ(plan->candidates[i].ctx, first.ctx);
-      EXPECT_EQ(plan->candidates[i].params, top[i - c * 8]) << i;
+      const size_t k = i - c * 8;
+      if (k < 6) {
+        EXPECT_EQ(plan->candidates[i].params, ranked[k]) << i;
+        continue;
+      }
+      const auto at = std::find(ranked.begin() + 6, ranked.end(),
+                                plan->candidates[i].params);
+      ASSERT_NE(at, ranked.end()) << i;
+      const size_t rank = static_cast<size_t>(at - ranked.begin());
+      EXPECT_GT(rank, last_rank) << i;  // distinct, in the model's order
+      last_rank = rank;
+      if (rank >= 8) ++explored;
     }
   }
+  EXPECT_GT(explored, 0);
   // The plan is the spec's and the models': other thread counts, the same.
   auto again = PlanGuided(spec, Profile("h100"), "GPU X", find, 1);
   ASSERT_TRUE(again.ok());

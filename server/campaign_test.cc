@@ -8,6 +8,7 @@
 #include <map>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <thread>
@@ -659,7 +660,8 @@ TEST_F(CampaignTest, AGuidedCampaignMeasuresTheModelsOwnTopAnswers) {
   EXPECT_EQ(last.target(), 40);
   EXPECT_THAT(last.campaign().message(),
               HasSubstr("guided by model " + std::to_string(model_id) +
-                        " (gemm.ffma): 5 contexts x top 8 = 40 candidates; "
+                        " (gemm.ffma): 5 contexts x (top 6 + 2 of ranks "
+                        "7-64) = 40 candidates; "
                         "measured 40"));
   StoreFilter mine;
   mine.campaign_id = id;
@@ -672,27 +674,41 @@ TEST_F(CampaignTest, AGuidedCampaignMeasuresTheModelsOwnTopAnswers) {
               return a.seq < b.seq;
             });
   // Eight per context, each context once; and they are the model's: a
-  // query of the same context's top 8 answers exactly those, in order.
+  // query of the same context's top 64 answers the first 6 in order, and
+  // the other 2 among its ranks 7 .. 64, in order.
   std::set<std::string> contexts;
   for (size_t c = 0; c < 5; ++c) {
     const SampleRecord& first = measured[c * 8];
     EXPECT_TRUE(contexts.insert(ToString(first.context)).second);
     v1::QueryRequest q;
     ToProto(first.context, q.mutable_context());
-    q.set_top(8);
+    q.set_top(64);
     v1::QueryResponse r;
     grpc::Status s = d->NewStub()->Query(Ctx().get(), q, &r);
     ASSERT_TRUE(s.ok()) << s.error_message();
-    ASSERT_EQ(r.answers_size(), 8);
+    ASSERT_EQ(r.answers_size(), 64);
+    std::vector<Params> ranked;
+    for (int i = 0; i < 64; ++i) {
+      auto answer = FromProto(r.answers(i).kernel(), Op::kGemm,
+                              KernelVersions::kCurrent, "kernel");
+      ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+      ranked.push_back(answer->params);
+    }
+    size_t last_rank = 5;
     for (int i = 0; i < 8; ++i) {
       const SampleRecord& m = measured[c * 8 + i];
       EXPECT_EQ(ToString(m.context), ToString(first.context));
       EXPECT_EQ(m.kernel.family, "gemm.ffma");
       EXPECT_EQ(m.measurement.status, SampleStatus::kOk);
-      auto answer = FromProto(r.answers(i).kernel(), Op::kGemm,
-                              KernelVersions::kCurrent, "kernel");
-      ASSERT_TRUE(answer.ok()) << answer.status().ToString();
-      EXPECT_EQ(answer->params, m.kernel.params) << c << " " << i;
+      if (i < 6) {
+        EXPECT_EQ(ranked[i], m.kernel.params) << c << " " << i;
+        continue;
+      }
+      const auto at = std::find(ranked.begin() + 6, ranked.end(), m.kernel.params);
+      ASSERT_NE(at, ranked.end()) << c << " " << i;
+      const size_t rank = static_cast<size_t>(at - ranked.begin());
+      EXPECT_GT(rank, last_rank) << c << " " << i;
+      last_rank = rank;
     }
   }
 

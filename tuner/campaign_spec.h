@@ -23,10 +23,11 @@ struct CampaignSpec {
   Op op = Op::kGemm;
   DType dtype = DType::kFp32;
   std::vector<int> gpus;    // GPU ordinals; empty: every GPU the daemon owns
-  // "bayes", "uniform", or "guided": every candidate is one of the kGuidedTopK
-  // configurations the family's current model on the campaign's GPU
-  // predicts fastest, in contexts drawn from the family's domain
-  // (server/campaign_plan.h PlanGuided; needs max_samples).
+  // "bayes", "uniform", or "guided": every candidate is one of the
+  // configurations the family's current model on the campaign's GPU ranks
+  // fastest (its first 6 and 2 of its ranks 7-64), in contexts drawn from
+  // the family's domain (server/campaign_plan.h PlanGuided; needs
+  // max_samples).
   std::string sampler = "bayes";
   int64_t minutes = 0;      // time budget; 0 = no time limit
   int64_t max_samples = 0;  // sample budget; 0 = no sample limit
