@@ -577,12 +577,11 @@ inline double GemmPredict(const Model& model, const std::int64_t* params, std::i
                 std::to_string(context_count) + R"();
   if (model.feature_set >= 3) {
     // Tight rows: A N is m x k, A T k x m, B N k x n, B T n x k.
-    const bool a_t = layout == Layout::TN || layout == Layout::TT;
-    const bool b_t = layout == Layout::NT || layout == Layout::TT;
+    const GemmView v = GemmProblem(m, n, k, layout, model.dtype);
     const double bytes = ElementBytes(model.dtype);
     float* align = features + )" + align_at + R"(;
-    align[0] = AlignFeature(a_t ? m : k, bytes);
-    align[1] = AlignFeature(b_t ? k : n, bytes);
+    align[0] = AlignFeature(v.a_t ? m : k, bytes);
+    align[1] = AlignFeature(v.b_t ? k : n, bytes);
     align[2] = AlignFeature(n, bytes);
   }
   const double flops = 2.0 * double(m) * double(n) * double(k);
