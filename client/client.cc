@@ -355,6 +355,11 @@ struct Client::Impl {
     k.block = Dims(resp.block());
     k.shared_bytes = resp.shared_bytes();
     k.params = ToParams(resp.params());
+    k.pack_entry = resp.pack_entry();
+    if (!k.pack_entry.empty()) {
+      k.pack_grid = Dims(resp.pack_grid());
+      k.pack_block = Dims(resp.pack_block());
+    }
     k.reduce_entry = resp.reduce_entry();
     if (!k.reduce_entry.empty()) {
       k.reduce_grid = Dims(resp.reduce_grid());

@@ -246,6 +246,11 @@ int RunLocalKernel(const Context& ctx, const LocalKernelFlags& flags,
       << ", \"block\": " << Dim3Json(k.block)
       << ", \"dynamic_shared_bytes\": " << k.dynamic_shared_bytes
       << ", \"workspace_bytes\": " << k.workspace_bytes;
+    if (!k.pack_entry.empty()) {
+      o << ", \"pack_entry\": " << JsonString(k.pack_entry)
+        << ", \"pack_grid\": " << Dim3Json(k.pack_grid)
+        << ", \"pack_block\": " << Dim3Json(k.pack_block);
+    }
     if (!k.reduce_entry.empty()) {
       o << ", \"reduce_entry\": " << JsonString(k.reduce_entry)
         << ", \"reduce_grid\": " << Dim3Json(k.reduce_grid)
@@ -290,6 +295,11 @@ int RunLocalKernel(const Context& ctx, const LocalKernelFlags& flags,
       << (k.dynamic_shared_bytes > 48 * 1024 ? " (needs the opt-in)" : "")
       << "\n"
       << "workspace bytes: " << k.workspace_bytes << "\n";
+  if (!k.pack_entry.empty()) {
+    out << "pack entry: " << k.pack_entry << ", grid " << Dim3(k.pack_grid)
+        << ", block " << Dim3(k.pack_block)
+        << " (launch before entry, same stream, entry's arguments)\n";
+  }
   if (!k.reduce_entry.empty()) {
     out << "reduce entry: " << k.reduce_entry << ", grid "
         << Dim3(k.reduce_grid) << ", block " << Dim3(k.reduce_block)

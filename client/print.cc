@@ -294,6 +294,11 @@ void PrintKernelSummary(const v1::GetKernelResponse& k, std::ostream& out) {
     out << ", 128B swizzle): cuTensorMapEncode" << (im2col ? "Im2col" : "Tiled")
         << " for " << t.operand() << "'s address at launch\n";
   }
+  if (!k.pack_entry().empty()) {
+    out << "first: " << k.pack_entry() << "  grid " << dims(k.pack_grid())
+        << "  block " << dims(k.pack_block())
+        << "  (the entry's arguments; packs A or B into the workspace)\n";
+  }
   if (!k.reduce_entry().empty()) {
     out << "then: " << k.reduce_entry() << "  grid " << dims(k.reduce_grid())
         << "  block " << dims(k.reduce_block()) << "  workspace "

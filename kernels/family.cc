@@ -20,6 +20,9 @@ const KernelFamily& ConvMmaFamily();   // kernels/family_mma.cc
 const KernelFamily& GemmWgmmaFamily(); // kernels/family_wgmma.cc
 const KernelFamily& ConvWgmmaFamily(); // kernels/family_wgmma.cc
 const KernelFamily& GemmWgmmaRsFamily(); // kernels/family_wgmma.cc
+// Last: its rule offers it only where an operand's rows are not 16-byte
+// aligned.
+const KernelFamily& GemmMmaPackedFamily(); // kernels/family_mma.cc
 
 const std::vector<const KernelFamily*>& Families() {
   static const std::vector<const KernelFamily*> families = {
@@ -30,6 +33,7 @@ const std::vector<const KernelFamily*>& Families() {
       &GemmWgmmaFamily(),
       &ConvWgmmaFamily(),
       &GemmWgmmaRsFamily(),
+      &GemmMmaPackedFamily(),
   };
   return families;
 }

@@ -137,6 +137,13 @@ struct GeneratedKernel {
   int version = 0;
   std::string ptx;
   std::string entry;
+  // Present when a launch must come before `entry` on the same stream,
+  // with entry's own arguments (entry_params) and its own geometry:
+  // gemm.mma_pk's, which copies the operands whose rows are not 16-byte
+  // aligned into the workspace.
+  std::string pack_entry;
+  std::array<unsigned, 3> pack_grid{};
+  std::array<unsigned, 3> pack_block{};
   // Present when the partial sums of K_G > 1 are added by a second
   // launch after `entry` on the same stream.
   std::string reduce_entry;

@@ -49,6 +49,8 @@ constexpr Golden kGolden[] = {
      "kConvWgmmaGeneratorVersion (kernels/conv_wgmma.h)"},
     {"gemm.wgmma_rs", 2, 0x2f685f953adabad9ull,
      "kGemmWgmmaRsGeneratorVersion (kernels/gemm_wgmma_rs.h)"},
+    {"gemm.mma_pk", 1, 0x97e93db8022cd947ull,
+     "kGemmMmaPackedGeneratorVersion (kernels/gemm_mma.h)"},
 };
 
 struct Case {
@@ -274,7 +276,32 @@ std::vector<Case> GemmWgmmaRsCases() {
   return out;
 }
 
+// gemm.mma_pk: every precision and layout; A packed, B packed, both; K_G
+// > 1 by the reduce entry and by the tree; sm_80.
+std::vector<Case> GemmMmaPackedCases() {
+  std::vector<Case> out;
+  for (const char* dtype : {"bf16", "fp16", "tf32"}) {
+    const std::string tail = std::string(" dtype=") + dtype;
+    for (const char* l : {"NN", "NT", "TN", "TT"}) {
+      const std::string layout = std::string(" layout=") + l;
+      out.push_back({ParseProblem("gemm m=777 n=333 k=1555" + layout + tail),
+                     "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=1 gm=8 sk=0",
+                     "sm_90"});
+    }
+    // B's rows (N = 4097) only; A's (K = 520) are aligned.
+    out.push_back({ParseProblem("gemm m=1023 n=4097 k=520 layout=NN" + tail),
+                   "bm=128 bn=128 bk=32 wm=2 wn=4 st=3 kg=2 gm=8 sk=0",
+                   "sm_90"});
+    // A's rows (M = 3001, transposed) only.
+    out.push_back({ParseProblem("gemm m=3001 n=64 k=2048 layout=TN" + tail),
+                   "bm=64 bn=64 bk=32 wm=2 wn=2 st=4 kg=4 gm=4 sk=1",
+                   "sm_80"});
+  }
+  return out;
+}
+
 std::vector<Case> CasesOf(std::string_view family) {
+  if (family == "gemm.mma_pk") return GemmMmaPackedCases();
   if (family == "gemm.ffma") return GemmFfmaCases();
   if (family == "conv.ffma") return ConvFfmaCases();
   if (family == "gemm.mma") return GemmMmaCases();
@@ -324,6 +351,7 @@ uint64_t HashOf(const KernelFamily& family, const std::vector<Case>* cases = nul
     fnv.Add(k->ptx);
     fnv.Add(k->entry);
     fnv.Add(k->reduce_entry);
+    if (!k->pack_entry.empty()) fnv.Add(k->pack_entry);
   }
   return fnv.h;
 }

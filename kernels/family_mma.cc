@@ -13,6 +13,9 @@
 #include "kernels/validate.h"
 
 namespace blocktune {
+
+const KernelFamily& GemmMmaFamily();
+
 namespace {
 
 // MmaParams' fields in MmaParamDomains() order (family_test checks that
@@ -247,6 +250,106 @@ class MmaFamily : public KernelFamily {
   std::vector<std::string> rules_;
 };
 
+// gemm.mma on packed operands (gemm_mma.h MmaPacking): gemm.mma's
+// parameters and rules, the latter on the packed problem, after one of its
+// own: some operand's rows are not 16-byte aligned (else gemm.mma reads
+// them in place, and packing is a copy for nothing).
+class MmaPackedFamily : public KernelFamily {
+ public:
+  MmaPackedFamily() : specs_(MmaSpecs(kFieldCount)) {
+    rules_.push_back("compute_capability");
+    rules_.push_back("unaligned_rows");
+    for (MmaRule r : kMmaRules) rules_.push_back(ToString(r));
+  }
+
+  std::string_view name() const override { return kGemmMmaPackedFamily; }
+  int version() const override { return kGemmMmaPackedGeneratorVersion; }
+  Op op() const override { return Op::kGemm; }
+  const std::vector<DType>& precisions() const override {
+    return MmaPrecisions();
+  }
+  const std::vector<ParamSpec>& params() const override { return specs_; }
+  const std::vector<std::string>& rules() const override { return rules_; }
+  std::string_view summary() const override {
+    return "gemm.mma on packed operands: a first kernel copies A or B whose "
+           "rows are not 16-byte aligned into the workspace with padded "
+           "rows, so that the main loop reads 16-byte chunks";
+  }
+  int min_compute_capability() const override { return 80; }
+
+  Status ValidateParams(const Params& params,
+                        std::string_view field) const override {
+    BT_RETURN_IF_ERROR(CheckParamCount(params, kFieldCount, field));
+    return RenameParamsField(ValidateMmaParams(ToMma(params)), field);
+  }
+
+  bool Passes(int rule, const Problem& problem, const Params& params,
+              const KernelLimits& limits) const override {
+    if (rule == 0)
+      return limits.compute_capability >= min_compute_capability();
+    const MmaProblem m = ToMmaProblem(problem);
+    if (rule == 1) return NeedsMmaPacking(m);
+    const MmaParams p = ToMma(params);
+    return PassesMmaRule(kMmaRules[rule - 2],
+                         PackedMmaProblem(m, PlanMmaPacking(m, p)), p,
+                         ToMmaLimits(limits));
+  }
+
+  Status CanImplement(const Problem& problem, const Params& params,
+                      const KernelLimits& limits) const override {
+    BT_RETURN_IF_ERROR(CheckProblem(problem));
+    BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
+    BT_RETURN_IF_ERROR(
+        CheckComputeCapability(name(), min_compute_capability(), limits));
+    return CanImplementMmaPacked(ToMmaProblem(problem), ToMma(params),
+                                 ToMmaLimits(limits));
+  }
+
+  ConfigShape Shape(const Problem& problem,
+                    const Params& params) const override {
+    const MmaParams m = ToMma(params);
+    const MmaProblem q = ToMmaProblem(problem);
+    return MmaShape(m, ImplicitGemm(problem.ctx),
+                    NeedsMmaPacking(q) ? PlanMmaPacking(q, m).workspace_bytes
+                                       : MmaWorkspaceBytes(q, m));
+  }
+
+  std::vector<Params> DefaultCandidates() const override {
+    return GemmMmaFamily().DefaultCandidates();
+  }
+
+  StatusOr<GeneratedKernel> Generate(const Problem& problem,
+                                     const Params& params,
+                                     const std::string& arch) const override {
+    BT_RETURN_IF_ERROR(CheckProblem(problem));
+    BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
+    BT_ASSIGN_OR_RETURN(MmaKernel k,
+                        GenerateGemmMmaPacked(ToMmaProblem(problem),
+                                              ToMma(params), arch));
+    GeneratedKernel out = ToGenerated(*this, k);
+    out.pack_entry = std::move(k.pack_entry);
+    out.pack_grid = k.pack_grid;
+    out.pack_block = k.pack_block;
+    out.reduce_entry = std::move(k.reduce_entry);
+    out.dynamic_shared_bytes = k.shared_bytes;
+    out.reduce_grid = k.reduce_grid;
+    out.reduce_block = k.reduce_block;
+    out.counter_offset = ToMma(params).kg > 1 && out.reduce_entry.empty()
+                             ? k.counter_offset
+                             : -1;
+    out.align_a = k.a_copy_bytes / k.element_bytes;
+    out.align_b = k.b_copy_bytes / k.element_bytes;
+    out.align_bytes = std::min(k.a_copy_bytes, k.b_copy_bytes);
+    out.entry_params = EntryParams(Op::kGemm);
+    if (!out.reduce_entry.empty()) out.reduce_params = ReduceParams();
+    return out;
+  }
+
+ private:
+  std::vector<ParamSpec> specs_;
+  std::vector<std::string> rules_;
+};
+
 // Valid only for a convolution context; callers check the op first.
 ConvMmaProblem ToConvMmaProblem(const Problem& problem) {
   ConvMmaProblem m;
@@ -356,6 +459,11 @@ class ConvMmaKernelFamily : public KernelFamily {
 
 const KernelFamily& GemmMmaFamily() {
   static const MmaFamily family;
+  return family;
+}
+
+const KernelFamily& GemmMmaPackedFamily() {
+  static const MmaPackedFamily family;
   return family;
 }
 

@@ -169,10 +169,12 @@ TEST(FamilyRegistryTest, FamiliesForMatchesOpAndPrecision) {
   for (DType d : {DType::kBf16, DType::kFp16, DType::kTf32}) {
     EXPECT_EQ(DefaultFamily(Op::kGemm, d).value()->name(), "gemm.mma");
     const auto all = FamiliesFor(Op::kGemm, d);
-    // tf32 has gemm.wgmma_rs too (NN and TT, A from registers), last.
-    ASSERT_EQ(all.size(), d == DType::kTf32 ? 3u : 2u) << ToString(d);
+    // tf32 has gemm.wgmma_rs too (NN and TT, A from registers); last,
+    // gemm.mma_pk (offered only where rows are not 16-byte aligned).
+    ASSERT_EQ(all.size(), d == DType::kTf32 ? 4u : 3u) << ToString(d);
     EXPECT_EQ(all[1]->name(), "gemm.wgmma");
     if (d == DType::kTf32) EXPECT_EQ(all[2]->name(), "gemm.wgmma_rs");
+    EXPECT_EQ(all.back()->name(), "gemm.mma_pk");
   }
 }
 
@@ -586,6 +588,8 @@ TEST(FamilyTest, CanImplementRefusesTheWrongOpOrPrecisionNamingTheField) {
     }
     // Parameters that do not validate.
     Problem right = f->op() == Op::kGemm ? Problem(gemm) : Problem(conv);
+    // gemm.mma_pk takes only rows that are not 16-byte aligned.
+    if (f->name() == "gemm.mma_pk") std::get<GemmContext>(right.ctx).k = 63;
     if (f->op() == Op::kGemm)
       std::get<GemmContext>(right.ctx).dtype = f->precisions().front();
     else

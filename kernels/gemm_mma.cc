@@ -323,9 +323,13 @@ Status CanImplementMma(const MmaProblem& problem, const MmaParams& p,
   return Internal("unknown rule");
 }
 
-StatusOr<MmaKernel> GenerateGemmMma(const MmaProblem& problem,
-                                    const MmaParams& p,
-                                    const std::string& arch) {
+namespace {
+
+// GenerateGemmMma's, and with `pack` GenerateGemmMmaPacked's main kernel
+// (`problem` then PackedMmaProblem's).
+StatusOr<MmaKernel> GenerateMain(const MmaProblem& problem, const MmaParams& p,
+                                 const std::string& arch,
+                                 const MmaPacking* pack) {
   BT_RETURN_IF_ERROR(Validate(problem.ctx, "gemm"));
   BT_RETURN_IF_ERROR(ValidateMmaParams(p));
   if (problem.ctx.dtype != StorageType(problem.precision)) {
@@ -346,7 +350,7 @@ StatusOr<MmaKernel> GenerateGemmMma(const MmaProblem& problem,
   Tiling t = MakeTiling(problem, p);
   t.sm = number;
   MmaKernel k;
-  k.ptx = mma_internal::MainEntry(problem, t, arch);
+  k.ptx = mma_internal::MainEntry(problem, t, arch, pack);
   k.grid = {static_cast<unsigned>(CeilDiv(g.m, p.bm) * CeilDiv(g.n, p.bn)),
             static_cast<unsigned>(p.kg), 1};
   k.block = {static_cast<unsigned>(p.Threads()), 1, 1};
@@ -366,6 +370,103 @@ StatusOr<MmaKernel> GenerateGemmMma(const MmaProblem& problem,
     k.reduce_grid = r.grid;
     k.reduce_block = r.block;
   }
+  return k;
+}
+
+int64_t RoundUp(int64_t v, int64_t to) { return CeilDiv(v, to) * to; }
+
+}  // namespace
+
+StatusOr<MmaKernel> GenerateGemmMma(const MmaProblem& problem,
+                                    const MmaParams& p,
+                                    const std::string& arch) {
+  return GenerateMain(problem, p, arch, nullptr);
+}
+
+bool NeedsMmaPacking(const MmaProblem& problem) {
+  const int64_t es = ElementBytes(problem.precision);
+  return (problem.Lda() * es) % 16 != 0 || (problem.Ldb() * es) % 16 != 0;
+}
+
+MmaPacking PlanMmaPacking(const MmaProblem& problem, const MmaParams& p) {
+  const GemmContext& g = problem.ctx;
+  const int64_t es = ElementBytes(problem.precision), v = 16 / es;
+  MmaPacking pk;
+  // As stored: A N is M rows of K, A T K rows of M; B N K rows of N, B T
+  // N rows of K.
+  const bool a_t = g.layout_a == Layout::kT, b_t = g.layout_b == Layout::kT;
+  pk.rows_a = a_t ? g.k : g.m;
+  pk.cols_a = a_t ? g.m : g.k;
+  pk.rows_b = b_t ? g.n : g.k;
+  pk.cols_b = b_t ? g.k : g.n;
+  pk.a = (problem.Lda() * es) % 16 != 0;
+  pk.b = (problem.Ldb() * es) % 16 != 0;
+  pk.lda = pk.a ? RoundUp(pk.cols_a, v) : problem.Lda();
+  pk.ldb = pk.b ? RoundUp(pk.cols_b, v) : problem.Ldb();
+  // The split-K partials and counters (PackedMmaProblem's) stay at the
+  // workspace's start, where gemm.mma's reduce entry and tree find them.
+  int64_t at = RoundUp(MmaWorkspaceBytes(PackedMmaProblem(problem, pk), p), 256);
+  if (pk.a) {
+    pk.a_offset = at;
+    at += RoundUp(pk.rows_a * pk.lda * es, 256);
+  }
+  if (pk.b) {
+    pk.b_offset = at;
+    at += RoundUp(pk.rows_b * pk.ldb * es, 256);
+  }
+  pk.workspace_bytes = at;
+  return pk;
+}
+
+MmaProblem PackedMmaProblem(const MmaProblem& problem, const MmaPacking& pk) {
+  MmaProblem q = problem;
+  if (pk.a) q.lda = pk.lda;
+  if (pk.b) q.ldb = pk.ldb;
+  return q;
+}
+
+Status CanImplementMmaPacked(const MmaProblem& problem, const MmaParams& p,
+                             const MmaLimits& limits) {
+  if (!NeedsMmaPacking(problem)) {
+    const int64_t es = ElementBytes(problem.precision);
+    return FailedPrecondition(
+        "unaligned_rows: gemm.mma_pk packs operands whose rows are not "
+        "16-byte aligned, and A's (" +
+        N(problem.Lda()) + " x " + N(es) + " bytes) and B's (" +
+        N(problem.Ldb()) + " x " + N(es) +
+        " bytes) are: gemm.mma reads them in place");
+  }
+  return CanImplementMma(PackedMmaProblem(problem, PlanMmaPacking(problem, p)),
+                         p, limits);
+}
+
+StatusOr<MmaKernel> GenerateGemmMmaPacked(const MmaProblem& problem,
+                                          const MmaParams& p,
+                                          const std::string& arch) {
+  BT_RETURN_IF_ERROR(Validate(problem.ctx, "gemm"));
+  BT_RETURN_IF_ERROR(ValidateMmaParams(p));
+  if (!NeedsMmaPacking(problem)) {
+    return FailedPrecondition(
+        "gemm.mma_pk: no operand has rows that are not 16-byte aligned");
+  }
+  const MmaPacking pk = PlanMmaPacking(problem, p);
+  BT_ASSIGN_OR_RETURN(MmaKernel k,
+                      GenerateMain(PackedMmaProblem(problem, pk), p, arch, &pk));
+  k.ptx += mma_internal::PackEntry(problem.precision, pk);
+  k.pack_entry = "blocktune_gemm_mma_pack";
+  const int64_t chunks = (pk.a ? pk.rows_a * pk.lda : 0) / (16 / k.element_bytes) +
+                         (pk.b ? pk.rows_b * pk.ldb : 0) / (16 / k.element_bytes);
+  constexpr int64_t kPackThreads = 256;
+  k.pack_grid = {static_cast<unsigned>(std::min<int64_t>(
+                     CeilDiv(chunks, kPackThreads), 132 * 16)),
+                 1, 1};
+  k.pack_block = {static_cast<unsigned>(kPackThreads), 1, 1};
+  k.workspace_bytes = pk.workspace_bytes;
+  // The packed operands are read whole-chunk from the workspace; the
+  // others keep gemm.mma's in-place widths.
+  if (pk.a) k.a_copy_bytes = k.element_bytes;
+  if (pk.b) k.b_copy_bytes = k.element_bytes;
+  k.align_elements = 1;
   return k;
 }
 

@@ -65,6 +65,9 @@ namespace blocktune {
 // of branch mma-split and the pipelined-loop v2 of mma-square together).
 inline constexpr int kGemmMmaGeneratorVersion = 3;
 inline constexpr char kGemmMmaFamily[] = "gemm.mma";
+// gemm.mma on packed operands (GenerateGemmMmaPacked); its own version.
+inline constexpr int kGemmMmaPackedGeneratorVersion = 1;
+inline constexpr char kGemmMmaPackedFamily[] = "gemm.mma_pk";
 
 // The math and storage of one product. kBf16/kFp16: that type in and out,
 // fp32 accumulation. kTf32: fp32 in and out, tensor-core math on inputs
@@ -231,6 +234,11 @@ struct MmaKernel {
   // min(a_copy_bytes, b_copy_bytes) in elements.
   int64_t align_elements = 8;
   int element_bytes = 2;
+  // GenerateGemmMmaPacked: launched before `entry` on the same stream with
+  // entry's arguments; copies the packed operands into the workspace.
+  std::string pack_entry;
+  std::array<unsigned, 3> pack_grid{};
+  std::array<unsigned, 3> pack_block{};
 };
 
 // Parameters of `entry`, as GenerateGemm's (gemm_ptx.h):
@@ -243,6 +251,42 @@ struct MmaKernel {
 StatusOr<MmaKernel> GenerateGemmMma(const MmaProblem& problem,
                                     const MmaParams& p,
                                     const std::string& arch = "sm_90");
+
+// Packed operands (family gemm.mma_pk). gemm.mma copies an operand whose
+// rows are not 16-byte aligned in 8-, 4- or 2-byte pieces (see Alignment
+// above), up to 3x slower than 16-byte chunks: on the H100 its best bf16
+// kernel for 777 x 333 x 1555 NT ran at 0.73x of cuBLASLt. The packed
+// kernel first copies each such operand, in its own layout, into the
+// workspace with its rows padded to 16 bytes (a pack entry, launched before
+// the main one), and the main kernel reads it from there in 16-byte
+// chunks. Aligned operands are read in place.
+struct MmaPacking {
+  bool a = false, b = false;  // which operands are packed
+  int64_t rows_a = 0, cols_a = 0, rows_b = 0, cols_b = 0;  // as stored
+  int64_t lda = 0, ldb = 0;   // the packed rows, elements (multiples of 16 B)
+  int64_t a_offset = 0, b_offset = 0;  // bytes from the workspace
+  int64_t workspace_bytes = 0;  // gemm.mma's (split-K) first, then the packs
+};
+// Whether an operand of `problem` has rows that are not 16-byte aligned.
+bool NeedsMmaPacking(const MmaProblem& problem);
+// The packing of `problem` with `p`: the operands NeedsMmaPacking names.
+MmaPacking PlanMmaPacking(const MmaProblem& problem, const MmaParams& p);
+// What the main kernel reads: the problem with the packed operands'
+// leading dimensions.
+MmaProblem PackedMmaProblem(const MmaProblem& problem, const MmaPacking& pk);
+// gemm.mma's rules on the packed problem, and FAILED_PRECONDITION where no
+// operand needs packing (gemm.mma reads them in place).
+Status CanImplementMmaPacked(const MmaProblem& problem, const MmaParams& p,
+                             const MmaLimits& limits = {});
+// The main entry is gemm.mma's for PackedMmaProblem, reading the packed
+// operands from the workspace; `pack_entry` takes the same parameters.
+// Unlike gemm.mma's, the PTX is for this problem's M, N and K only (the
+// packs' sizes and offsets are constants in it). The workspace is needed
+// (workspace_bytes > 0); A and B may have any leading dimension, and the
+// operands read in place must keep their rows' 16-byte alignment.
+StatusOr<MmaKernel> GenerateGemmMmaPacked(const MmaProblem& problem,
+                                          const MmaParams& p,
+                                          const std::string& arch = "sm_90");
 
 }  // namespace blocktune
 

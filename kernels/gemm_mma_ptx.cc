@@ -995,7 +995,7 @@ void EmitMainBody(Ptx& p, const Tiling& t, const std::string& arch,
 }
 
 std::string MainEntry(const MmaProblem& prob, const Tiling& t,
-                      const std::string& arch) {
+                      const std::string& arch, const MmaPacking* pack) {
   const GemmContext& g = prob.ctx;
   const bool a_t = g.layout_a == Layout::kT, b_t = g.layout_b == Layout::kT;
   Ptx p;
@@ -1010,7 +1010,14 @@ std::string MainEntry(const MmaProblem& prob, const Tiling& t,
     << (b_t ? "T" : "N") << "\n"
     << "// shared ring: " << N(t.stages) << " x (A " << N(t.a_rows)
     << " rows x " << N(t.a_rb) << " B + B " << N(t.b_rows) << " rows x "
-    << N(t.b_rb) << " B), 16-byte chunks XOR-swizzled per row\n//\n"
+    << N(t.b_rb) << " B), 16-byte chunks XOR-swizzled per row\n";
+  if (pack != nullptr) {
+    p << "// gemm.mma_pk v" << N(kGemmMmaPackedGeneratorVersion)
+      << ": blocktune_gemm_mma_pack first copies "
+      << (pack->a && pack->b ? "A and B" : pack->a ? "A" : "B")
+      << " into the workspace, rows padded to 16 bytes\n";
+  }
+  p << "//\n"
     << ".version 8.0\n.target " << arch << "\n.address_size 64\n\n"
     << ".extern .shared .align 128 .b8 smem[];\n\n"
     << ".visible .entry blocktune_gemm_mma(\n"
@@ -1021,6 +1028,18 @@ std::string MainEntry(const MmaProblem& prob, const Tiling& t,
     << MaxRegisterDirective(t) << "{\n";
   EmitDeclarations(p, t);
   EmitCommonParams(p);
+  if (pack != nullptr) {
+    p << "\t// ---- packed operands: read from the workspace (after "
+         "gemm.mma's own part)\n";
+    if (pack->a) {
+      p << "\tadd.u64 %A, %W, " << N(pack->a_offset) << ";\n"
+        << "\tmov.u32 %lda, " << N(pack->lda) << ";\n";
+    }
+    if (pack->b) {
+      p << "\tadd.u64 %B, %W, " << N(pack->b_offset) << ";\n"
+        << "\tmov.u32 %ldb, " << N(pack->ldb) << ";\n";
+    }
+  }
   StageHooks h;
   h.k_range = [&](Ptx& q) {
     q << "\t// ---- this program's share of K (K_G = " << N(t.kg)
@@ -1087,6 +1106,94 @@ void EmitCommonParams(Ptx& p) {
     << "\tld.param.u32 %K, [pK];\n\tld.param.u32 %lda, [plda];\n"
     << "\tld.param.u32 %ldb, [pldb];\n\tld.param.u32 %ldc, [pldc];\n"
     << "\tld.param.f32 %alpha, [palpha];\n\tld.param.f32 %beta, [pbeta];\n";
+}
+
+std::string PackEntry(MmaPrecision prec, const MmaPacking& pack) {
+  const int64_t es = ElementBytes(prec), v = 16 / es;
+  const int64_t chunks_a = pack.a ? pack.rows_a * (pack.lda / v) : 0;
+  const int64_t chunks_b = pack.b ? pack.rows_b * (pack.ldb / v) : 0;
+  Ptx p;
+  p << "\n// ---- packing: " << (pack.a ? "A" : "") << (pack.a && pack.b ? ", " : "")
+    << (pack.b ? "B" : "") << " copied into the workspace in rows of "
+    << "16-byte chunks (A " << N(pack.rows_a) << " x " << N(pack.cols_a)
+    << " -> ld " << N(pack.lda) << " at W+" << N(pack.a_offset) << "; B "
+    << N(pack.rows_b) << " x " << N(pack.cols_b) << " -> ld "
+    << N(pack.ldb) << " at W+" << N(pack.b_offset) << ")\n"
+    << ".visible .entry blocktune_gemm_mma_pack(\n"
+    << "\t.param .u64 pA, .param .u64 pB, .param .u64 pC, .param .u64 pW,\n"
+    << "\t.param .u32 pM, .param .u32 pN, .param .u32 pK,\n"
+    << "\t.param .u32 plda, .param .u32 pldb, .param .u32 pldc,\n"
+    << "\t.param .f32 palpha, .param .f32 pbeta)\n{\n"
+    << "\t.reg .pred %p, %q;\n"
+    << "\t.reg .b32 %r, %nt, %w<4>;\n"
+    << "\t.reg .b16 %h<8>;\n"
+    << "\t.reg .b64 %A, %B, %W, %lda, %ldb, %c, %step, %i, %row, %col, %left, "
+       "%src, %dst, %x;\n"
+    << "\tld.param.u64 %A, [pA];\n\tcvta.to.global.u64 %A, %A;\n"
+    << "\tld.param.u64 %B, [pB];\n\tcvta.to.global.u64 %B, %B;\n"
+    << "\tld.param.u64 %W, [pW];\n\tcvta.to.global.u64 %W, %W;\n"
+    << "\tld.param.u32 %r, [plda];\n\tcvt.u64.u32 %lda, %r;\n"
+    << "\tld.param.u32 %r, [pldb];\n\tcvt.u64.u32 %ldb, %r;\n"
+    << "\tmov.u32 %r, %ctaid.x;\n\tmov.u32 %nt, %ntid.x;\n"
+    << "\tmul.wide.u32 %c, %r, %nt;\n"
+    << "\tmov.u32 %r, %tid.x;\n\tcvt.u64.u32 %x, %r;\n"
+    << "\tadd.u64 %c, %c, %x;\n"
+    << "\tmov.u32 %r, %nctaid.x;\n\tmul.wide.u32 %step, %r, %nt;\n"
+    << "$PACK_LOOP:\n"
+    << "\tsetp.ge.u64 %p, %c, " << N(chunks_a + chunks_b) << ";\n"
+    << "\t@%p bra $PACK_DONE;\n";
+  // One operand's chunk %i: row %i / (ld / v), first column v * the rest.
+  auto section = [&](const char* x, int64_t first, int64_t ld, int64_t cols,
+                     int64_t offset) {
+    const int64_t per_row = ld / v;
+    p << "\tsub.u64 %i, %c, " << N(first) << ";\n"
+      << "\tdiv.u64 %row, %i, " << N(per_row) << ";\n"
+      << "\trem.u64 %col, %i, " << N(per_row) << ";\n"
+      << "\tmul.lo.u64 %col, %col, " << N(v) << ";\n"
+      << "\tsub.s64 %left, " << N(cols) << ", %col;\n"
+      << "\tmad.lo.u64 %src, %row, %ld" << x << ", %col;\n"
+      << "\tmad.lo.u64 %src, %src, " << N(es) << ", %" << (x[0] == 'a' ? "A" : "B")
+      << ";\n"
+      << "\tmad.lo.u64 %dst, %i, 16, %W;\n"
+      << "\tadd.u64 %dst, %dst, " << N(offset) << ";\n";
+    for (int64_t j = 0; j < v; ++j) {
+      const std::string J = N(j);
+      p << "\tsetp.gt.s64 %q, %left, " << J << ";\n";
+      if (es == 2) {
+        p << "\tmov.b16 %h" << J << ", 0;\n"
+          << "\t@%q ld.global.nc.b16 %h" << J << ", [%src+" << N(2 * j)
+          << "];\n";
+      } else {
+        p << "\tmov.b32 %w" << J << ", 0;\n"
+          << "\t@%q ld.global.nc.b32 %w" << J << ", [%src+" << N(4 * j)
+          << "];\n";
+      }
+    }
+    if (es == 2) {
+      for (int j = 0; j < 4; ++j)
+        p << "\tmov.b32 %w" << N(j) << ", {%h" << N(2 * j) << ", %h"
+          << N(2 * j + 1) << "};\n";
+    }
+    p << "\tst.global.v4.b32 [%dst], {%w0, %w1, %w2, %w3};\n";
+  };
+  if (pack.a && pack.b) {
+    p << "\tsetp.ge.u64 %p, %c, " << N(chunks_a) << ";\n"
+      << "\t@%p bra $PACK_B;\n";
+  }
+  if (pack.a) {
+    section("a", 0, pack.lda, pack.cols_a, pack.a_offset);
+    p << "\tbra.uni $PACK_NEXT;\n";
+  }
+  if (pack.b) {
+    p << "$PACK_B:\n";
+    section("b", chunks_a, pack.ldb, pack.cols_b, pack.b_offset);
+  }
+  p << "$PACK_NEXT:\n"
+    << "\tadd.u64 %c, %c, %step;\n"
+    << "\tbra.uni $PACK_LOOP;\n"
+    << "$PACK_DONE:\n";
+  p << "\tret;\n}\n";
+  return p.str();
 }
 
 // Lanes per output: about eight partial sums per lane, 1..32 lanes (as the

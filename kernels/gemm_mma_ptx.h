@@ -200,9 +200,16 @@ std::string MaxRegisterDirective(const Tiling& t);
 void EmitMainBody(PtxText& p, const Tiling& t, const std::string& arch,
                   const StageHooks& h);
 
-// The main entry "blocktune_gemm_mma" for `prob` with tiling `t`.
+// The main entry "blocktune_gemm_mma" for `prob` with tiling `t`; with
+// `pack`, it reads the packed operands from the workspace (gemm.mma_pk;
+// `prob` is then PackedMmaProblem's).
 std::string MainEntry(const MmaProblem& prob, const Tiling& t,
-                      const std::string& arch);
+                      const std::string& arch,
+                      const MmaPacking* pack = nullptr);
+// The pack entry "blocktune_gemm_mma_pack": main entry's parameters; each
+// thread writes 16-byte chunks of the packed rows (zeros past the stored
+// ones), grid-stride over A's packed chunks, then B's.
+std::string PackEntry(MmaPrecision prec, const MmaPacking& pack);
 // The K_G reduction entry "blocktune_gemm_mma_reduce"; on sm_90 and later
 // it starts with griddepcontrol.wait (launched as a programmatic dependent
 // of the main entry).

@@ -361,7 +361,8 @@ TEST_F(CampaignTest, AGpuWhoseWorkerCannotStartFailsTheCampaign) {
 
 // The old defect: "campaign start --dtype bf16" measured fp32 kernels under
 // a bf16 label. Every sample of a bf16 campaign is a kernel of a bf16
-// family (on the fake's compute capability 9.0: gemm.mma and gemm.wgmma)
+// family (on the fake's compute capability 9.0: gemm.mma, gemm.wgmma and
+// gemm.mma_pk)
 // of today's generator, in a bf16 context, with parameters its family
 // accepts on that device.
 TEST_F(CampaignTest, ABf16CampaignMeasuresGemmMmaInBf16) {
@@ -373,12 +374,14 @@ TEST_F(CampaignTest, ABf16CampaignMeasuresGemmMmaInBf16) {
       << last.campaign().message() << "\n"
       << d->Log();
   EXPECT_EQ(last.done(), 300);
-  ASSERT_EQ(last.samples_by_family_size(), 2);
+  ASSERT_EQ(last.samples_by_family_size(), 3);
   EXPECT_EQ(last.samples_by_family().at("gemm.mma") +
-                last.samples_by_family().at("gemm.wgmma"),
+                last.samples_by_family().at("gemm.wgmma") +
+                last.samples_by_family().at("gemm.mma_pk"),
             300);
   EXPECT_GT(last.samples_by_family().at("gemm.mma"), 0);
   EXPECT_GT(last.samples_by_family().at("gemm.wgmma"), 0);
+  EXPECT_GT(last.samples_by_family().at("gemm.mma_pk"), 0);
   EXPECT_GT(last.best_tflops(), 20);  // past the fake's fp32 peak
   const std::vector<SampleRecord> samples = Samples();
   ASSERT_EQ(samples.size(), 300u);
@@ -387,7 +390,8 @@ TEST_F(CampaignTest, ABf16CampaignMeasuresGemmMmaInBf16) {
   for (const SampleRecord& s : samples) {
     EXPECT_NE(s.kernel.family, "gemm.ffma") << s.seq;
     EXPECT_TRUE(s.kernel.family == "gemm.mma" ||
-                s.kernel.family == "gemm.wgmma")
+                s.kernel.family == "gemm.wgmma" ||
+                s.kernel.family == "gemm.mma_pk")
         << s.seq << " " << s.kernel.family;
     auto family = FindFamily(s.kernel.family);
     ASSERT_TRUE(family.ok()) << s.seq;

@@ -1153,6 +1153,11 @@ grpc::Status BlocktuneService::GetKernel(grpc::ServerContext* ctx,
     resp->set_arch(TargetOf(k, arch));  // sm_90a for gemm.wgmma
     ToProto(k.entry_params, resp->mutable_params());
     ToProto(k.tensor_maps, resp->mutable_tensor_maps());
+    if (!k.pack_entry.empty()) {
+      resp->set_pack_entry(k.pack_entry);
+      for (unsigned d : k.pack_grid) resp->add_pack_grid(d);
+      for (unsigned d : k.pack_block) resp->add_pack_block(d);
+    }
     if (!k.reduce_entry.empty()) {
       resp->set_reduce_entry(k.reduce_entry);
       for (unsigned d : k.reduce_grid) resp->add_reduce_grid(d);

@@ -180,6 +180,53 @@ TEST_F(GpuWorkerTest, MmaInEveryPrecisionMeasuresAndPassesTheCheck) {
   }
 }
 
+// gemm.mma_pk through the worker: the pack entry before the main one, in
+// every precision; A packed, B packed, both, each layout, K_G > 1 both
+// ways, tiny and N = 1; then candidates the sampler draws from its domain.
+// Each corner is also measured as gemm.mma (narrow copies) and printed
+// beside it, for the record (no timing is asserted).
+TEST_F(GpuWorkerTest, MmaPackedInEveryPrecisionMeasuresAndPassesTheCheck) {
+  const KernelFamily& packed = **FindFamily("gemm.mma_pk");
+  const std::pair<std::string, std::string> corners[] = {
+      {"gemm m=777 n=333 k=1555 layout=NT", "bm=64 bn=64 bk=64 wm=2 wn=2 st=4"},
+      {"gemm m=777 n=333 k=1555 layout=NN", "bm=64 bn=64 bk=32 wm=2 wn=2 st=3 kg=4"},
+      {"gemm m=777 n=333 k=1555 layout=TN", "bm=64 bn=64 bk=32 wm=2 wn=2 st=3 kg=4 sk=1"},
+      {"gemm m=777 n=333 k=1555 layout=TT", "bm=128 bn=64 bk=32 wm=4 wn=2 st=4"},
+      {"gemm m=1023 n=4097 k=520 layout=NN", "bm=128 bn=128 bk=32 wm=2 wn=4 st=4 gm=4"},
+      {"gemm m=3001 n=64 k=2048 layout=TN", "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=2"},
+      {"gemm m=3000 n=50 k=3000 layout=TN", "bm=64 bn=32 bk=64 wm=2 wn=1 st=4 kg=4"},
+      {"gemm m=4097 n=1 k=4097 layout=NT", "bm=64 bn=8 bk=128 wm=4 wn=1 st=4 kg=4 sk=1"},
+      {"gemm m=17 n=3 k=7 layout=TT", "bm=16 bn=8 bk=16 wm=1 wn=1 st=2"},
+  };
+  auto profile = ProfileFromDevice(0);
+  ASSERT_TRUE(profile.ok()) << profile.status().message();
+  auto rules = RuleSet::ForSampling(packed, *profile);
+  ASSERT_TRUE(rules.ok()) << rules.status().message();
+  for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
+    const std::string precision(ToString(dtype));
+    for (const auto& [ctx, params] : corners) {
+      const std::string context = ctx + " dtype=" + precision;
+      SCOPED_TRACE(context + " | " + params);
+      Candidate c;
+      c.family = &packed;
+      c.ctx = *ContextFromString(context);
+      c.params = *packed.Parse(params);
+      if (!packed.CanImplement(Problem(c.ctx), c.params, profile->Limits()).ok()) {
+        // tf32 rows of 3000 or 520 elements are 16-byte aligned.
+        continue;
+      }
+      tuner::WorkResult r = RunMma(context, params, nullptr, packed);
+      ExpectOk(r);
+      EXPECT_EQ(r.family(), "gemm.mma_pk");
+      Print("pk  " + context + " | " + params, r);
+      tuner::WorkResult narrow = RunMma(context, params);
+      ExpectOk(narrow);
+      Print("mma " + context + " | " + params, narrow);
+    }
+    RunSampled(packed, dtype, *profile, *rules);
+  }
+}
+
 // conv.mma through the worker (issue 18): the daemon's launcher and its
 // float64 check at sampled points, in bf16, fp16 and tf32; corners (the
 // stem with C = 3, odd C, dilation, a split, 1x1 at batch 32) and

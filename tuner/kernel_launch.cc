@@ -88,6 +88,9 @@ StatusOr<std::unique_ptr<LoadedKernel>> LoadedKernel::Load(
         k->main_, static_cast<int>(g.dynamic_shared_bytes)));
   }
   BT_RETURN_IF_ERROR(cuda::PreferSharedCarveout(k->main_, 100));
+  if (!g.pack_entry.empty()) {
+    BT_ASSIGN_OR_RETURN(k->pack_, k->module_->GetFunction(g.pack_entry));
+  }
   if (!g.reduce_entry.empty()) {
     BT_ASSIGN_OR_RETURN(k->reduce_args_,
                         Resolve(g.reduce_params, {}, g.reduce_entry));
@@ -213,6 +216,11 @@ Status LoadedKernel::Launch(const KernelOperands& ops,
   if (k.workspace_bytes > 0 && ops.workspace == 0) {
     return InvalidArgument("this kernel needs a workspace of " +
                            std::to_string(k.workspace_bytes) + " bytes");
+  }
+  // The pack entry takes the main entry's arguments.
+  if (!k.pack_entry.empty()) {
+    BT_RETURN_IF_ERROR(
+        Enqueue(pack_, main_args_, k.pack_grid, k.pack_block, 0, ops));
   }
   std::array<unsigned, 3> grid = k.grid;
   if (programs > 0) grid[0] = std::min(grid[0], programs);

@@ -1,7 +1,8 @@
 // A generated kernel of any family (kernels/family.h GeneratedKernel)
 // loaded into the current CUDA context and launched as one operation: its
 // main entry and, where it has one, the entry that adds the K_G partial
-// sums after it on the same stream. The argument blocks are built from the
+// sums after it on the same stream, and the entry that packs the operands
+// before it (gemm.mma_pk). The argument blocks are built from the
 // entries' named parameters (GeneratedKernel::entry_params), so the worker
 // launches every family the same way. A tensor-map parameter
 // (GeneratedKernel::tensor_maps, gemm.wgmma's TMA operands) is encoded for
@@ -79,7 +80,7 @@ class LoadedKernel {
   GeneratedKernel kernel_;
   int64_t split_k_ = 1;
   std::unique_ptr<cuda::Module> module_;
-  cuda::Function main_, reduce_;
+  cuda::Function main_, reduce_, pack_;
   std::vector<Arg> main_args_, reduce_args_;
 };
 

@@ -380,8 +380,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "PTX does not load:\n%s\n", log);
     return 1;
   }
-  CUfunction entry, reduce = nullptr;
+  CUfunction entry, reduce = nullptr, pack = nullptr;
   CHECK_CU(cuModuleGetFunction(&entry, module, kernel->entry.c_str()));
+  if (!kernel->pack_entry.empty())
+    CHECK_CU(cuModuleGetFunction(&pack, module, kernel->pack_entry.c_str()));
   if (!kernel->reduce_entry.empty())
     CHECK_CU(cuModuleGetFunction(&reduce, module, kernel->reduce_entry.c_str()));
   const unsigned dynamic_shared = static_cast<unsigned>(kernel->dynamic_shared_bytes);
@@ -486,6 +488,12 @@ int main(int argc, char** argv) {
   std::vector<void*> main_args = args_for(kernel->params);
   std::vector<void*> reduce_args = args_for(kernel->reduce_params);
   auto ours = [&] {
+    if (pack) {  // gemm.mma_pk: the entry's arguments, before it
+      CHECK_CU(cuLaunchKernel(pack, kernel->pack_grid[0], kernel->pack_grid[1],
+                              kernel->pack_grid[2], kernel->pack_block[0],
+                              kernel->pack_block[1], kernel->pack_block[2], 0, nullptr,
+                              main_args.data(), nullptr));
+    }
     CHECK_CU(cuLaunchKernel(entry, kernel->grid[0], kernel->grid[1], kernel->grid[2],
                             kernel->block[0], kernel->block[1], kernel->block[2],
                             dynamic_shared, nullptr, main_args.data(), nullptr));

@@ -183,7 +183,9 @@ struct TensorMap {
 // `entry` with `grid`, `block`, `dynamic_shared_bytes` of dynamic shared
 // memory (above 48 KiB only after cuFuncSetAttribute(...,
 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, ...)) and `params`; when
-// `reduce_entry` is set, then it on the same stream. A workspace of
+// `reduce_entry` is set, then it on the same stream; when `pack_entry` is
+// set (gemm.mma_pk), it first, on the same stream, with `params` too. A
+// workspace of
 // `workspace_bytes` goes in the "W" parameter; where counter_offset >= 0,
 // the workspace bytes from that offset on must be zero before the first
 // launch (every launch leaves them zero). Operands are in `dtype` (tf32:
@@ -201,6 +203,9 @@ struct Kernel {
   std::array<unsigned, 3> block{};
   int64_t shared_bytes = 0;  // static, declared in the PTX
   std::vector<KernelParam> params;
+  std::string pack_entry;  // empty but for gemm.mma_pk
+  std::array<unsigned, 3> pack_grid{};
+  std::array<unsigned, 3> pack_block{};
   std::string reduce_entry;  // empty when K_G == 1
   std::array<unsigned, 3> reduce_grid{};
   std::array<unsigned, 3> reduce_block{};
