@@ -13,9 +13,6 @@
 #include "kernels/validate.h"
 
 namespace blocktune {
-
-const KernelFamily& GemmMmaFamily();
-
 namespace {
 
 // MmaParams' fields in MmaParamDomains() order (family_test checks that
@@ -155,6 +152,29 @@ MmaProblem ToMmaProblem(const Problem& problem) {
   return m;
 }
 
+// A GeneratedKernel of gemm.mma's generator (gemm.mma and gemm.mma_pk).
+GeneratedKernel FromMmaKernel(const KernelFamily& family, MmaKernel k,
+                              int64_t kg) {
+  GeneratedKernel out = ToGenerated(family, k);
+  out.pack_entry = std::move(k.pack_entry);
+  out.pack_grid = k.pack_grid;
+  out.pack_block = k.pack_block;
+  out.reduce_entry = std::move(k.reduce_entry);
+  out.dynamic_shared_bytes = k.shared_bytes;
+  out.reduce_grid = k.reduce_grid;
+  out.reduce_block = k.reduce_block;
+  // K_G > 1 adds its partial sums by a reduce entry or by a tree with
+  // counters.
+  out.counter_offset =
+      kg > 1 && out.reduce_entry.empty() ? k.counter_offset : -1;
+  out.align_a = k.a_copy_bytes / k.element_bytes;
+  out.align_b = k.b_copy_bytes / k.element_bytes;
+  out.align_bytes = std::min(k.a_copy_bytes, k.b_copy_bytes);
+  out.entry_params = EntryParams(Op::kGemm);
+  if (!out.reduce_entry.empty()) out.reduce_params = ReduceParams();
+  return out;
+}
+
 class MmaFamily : public KernelFamily {
  public:
   MmaFamily() : specs_(MmaSpecs(kFieldCount)) {
@@ -228,24 +248,10 @@ class MmaFamily : public KernelFamily {
     BT_ASSIGN_OR_RETURN(MmaKernel k,
                         GenerateGemmMma(ToMmaProblem(problem), ToMma(params),
                                         arch));
-    GeneratedKernel out = ToGenerated(*this, k);
-    out.reduce_entry = std::move(k.reduce_entry);
-    out.dynamic_shared_bytes = k.shared_bytes;
-    out.reduce_grid = k.reduce_grid;
-    out.reduce_block = k.reduce_block;
-    // k.reduce_entry was moved from above: ask `out`.
-    out.counter_offset = k.workspace_bytes > 0 && out.reduce_entry.empty()
-                             ? k.counter_offset
-                             : -1;
-    out.align_a = k.a_copy_bytes / k.element_bytes;
-    out.align_b = k.b_copy_bytes / k.element_bytes;
-    out.align_bytes = std::min(k.a_copy_bytes, k.b_copy_bytes);
-    out.entry_params = EntryParams(Op::kGemm);
-    if (!out.reduce_entry.empty()) out.reduce_params = ReduceParams();
-    return out;
+    return FromMmaKernel(*this, std::move(k), ToMma(params).kg);
   }
 
- private:
+ protected:
   std::vector<ParamSpec> specs_;
   std::vector<std::string> rules_;
 };
@@ -254,33 +260,16 @@ class MmaFamily : public KernelFamily {
 // parameters and rules, the latter on the packed problem, after one of its
 // own: some operand's rows are not 16-byte aligned (else gemm.mma reads
 // them in place, and packing is a copy for nothing).
-class MmaPackedFamily : public KernelFamily {
+class MmaPackedFamily : public MmaFamily {
  public:
-  MmaPackedFamily() : specs_(MmaSpecs(kFieldCount)) {
-    rules_.push_back("compute_capability");
-    rules_.push_back("unaligned_rows");
-    for (MmaRule r : kMmaRules) rules_.push_back(ToString(r));
-  }
+  MmaPackedFamily() { rules_.insert(rules_.begin() + 1, "unaligned_rows"); }
 
   std::string_view name() const override { return kGemmMmaPackedFamily; }
   int version() const override { return kGemmMmaPackedGeneratorVersion; }
-  Op op() const override { return Op::kGemm; }
-  const std::vector<DType>& precisions() const override {
-    return MmaPrecisions();
-  }
-  const std::vector<ParamSpec>& params() const override { return specs_; }
-  const std::vector<std::string>& rules() const override { return rules_; }
   std::string_view summary() const override {
     return "gemm.mma on packed operands: a first kernel copies A or B whose "
            "rows are not 16-byte aligned into the workspace with padded "
            "rows, so that the main loop reads 16-byte chunks";
-  }
-  int min_compute_capability() const override { return 80; }
-
-  Status ValidateParams(const Params& params,
-                        std::string_view field) const override {
-    BT_RETURN_IF_ERROR(CheckParamCount(params, kFieldCount, field));
-    return RenameParamsField(ValidateMmaParams(ToMma(params)), field);
   }
 
   bool Passes(int rule, const Problem& problem, const Params& params,
@@ -314,10 +303,6 @@ class MmaPackedFamily : public KernelFamily {
                                        : MmaWorkspaceBytes(q, m));
   }
 
-  std::vector<Params> DefaultCandidates() const override {
-    return GemmMmaFamily().DefaultCandidates();
-  }
-
   StatusOr<GeneratedKernel> Generate(const Problem& problem,
                                      const Params& params,
                                      const std::string& arch) const override {
@@ -326,28 +311,8 @@ class MmaPackedFamily : public KernelFamily {
     BT_ASSIGN_OR_RETURN(MmaKernel k,
                         GenerateGemmMmaPacked(ToMmaProblem(problem),
                                               ToMma(params), arch));
-    GeneratedKernel out = ToGenerated(*this, k);
-    out.pack_entry = std::move(k.pack_entry);
-    out.pack_grid = k.pack_grid;
-    out.pack_block = k.pack_block;
-    out.reduce_entry = std::move(k.reduce_entry);
-    out.dynamic_shared_bytes = k.shared_bytes;
-    out.reduce_grid = k.reduce_grid;
-    out.reduce_block = k.reduce_block;
-    out.counter_offset = ToMma(params).kg > 1 && out.reduce_entry.empty()
-                             ? k.counter_offset
-                             : -1;
-    out.align_a = k.a_copy_bytes / k.element_bytes;
-    out.align_b = k.b_copy_bytes / k.element_bytes;
-    out.align_bytes = std::min(k.a_copy_bytes, k.b_copy_bytes);
-    out.entry_params = EntryParams(Op::kGemm);
-    if (!out.reduce_entry.empty()) out.reduce_params = ReduceParams();
-    return out;
+    return FromMmaKernel(*this, std::move(k), ToMma(params).kg);
   }
-
- private:
-  std::vector<ParamSpec> specs_;
-  std::vector<std::string> rules_;
 };
 
 // Valid only for a convolution context; callers check the op first.
