@@ -281,5 +281,32 @@ TEST_F(FamilyCmdTest, UnalignedRowsTakeNarrowCopies) {
   EXPECT_THAT(r.out, HasSubstr("alignment: lda a multiple of 8"));
 }
 
+// gemm.mma_pk: the pack entry is named, with its geometry, in the summary
+// and the JSON; aligned rows are refused with the rule that says why.
+TEST_F(FamilyCmdTest, PackedFamilyNamesItsPackEntry) {
+  const std::string ptx = dir_ + "/k.ptx";
+  CommandResult r = Cli("kernel gemm --m 777 --n 333 --k 1555 --layout NT "
+                        "--dtype bf16 --family gemm.mma_pk -o " + ptx);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("family: gemm.mma_pk (version 1)"));
+  EXPECT_THAT(r.out, HasSubstr("pack entry: blocktune_gemm_mma_pack, grid "));
+  EXPECT_THAT(r.out, HasSubstr("(launch before entry, same stream, entry's "
+                               "arguments)"));
+  EXPECT_THAT(ReadFile(ptx), HasSubstr(".entry blocktune_gemm_mma_pack("));
+  r = Cli("kernel gemm --m 777 --n 333 --k 1555 --layout NT --dtype tf32 "
+          "--family gemm.mma_pk --json -o " + ptx);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const google::protobuf::Struct json = ParseJson(r.out);
+  const auto& f = json.fields();
+  EXPECT_EQ(f.at("pack_entry").string_value(), "blocktune_gemm_mma_pack");
+  EXPECT_EQ(f.at("pack_block").list_value().values(0).number_value(), 256);
+  EXPECT_GT(f.at("workspace_bytes").number_value(), 777 * 1556 * 4);
+  EXPECT_EQ(f.at("align_a").number_value(), 1);
+  r = Cli("kernel gemm --m 1024 --n 1024 --k 1024 --dtype bf16 "
+          "--family gemm.mma_pk -o " + ptx);
+  EXPECT_EQ(r.code, 4) << r.out;  // no configuration fits the context
+  EXPECT_THAT(r.out, HasSubstr("unaligned_rows"));
+}
+
 }  // namespace
 }  // namespace blocktune

@@ -98,6 +98,79 @@ TEST(GemmMmaTest, UnalignedLeadingDimensionsUseNarrowCopies) {
   EXPECT_EQ(k->ptx.find("ld.global.nc.b16"), std::string::npos);
 }
 
+// gemm.mma_pk: only operands whose rows are not 16-byte aligned are packed,
+// each in its own layout with its rows padded to 16 bytes, after gemm.mma's
+// own part of the workspace; the main loop then reads 16-byte chunks.
+TEST(GemmMmaTest, PackingPadsOnlyTheUnalignedRowsAfterTheSplitsPartials) {
+  // bf16 1023 x 4097 x 520 NN: A's rows (K = 520: 1,040 bytes) are aligned,
+  // B's (N = 4097) are not.
+  MmaProblem p =
+      Problem(MmaPrecision::kBf16, 1023, 4097, 520, Layout::kN, Layout::kN);
+  MmaParams params;
+  params.kg = 4;  // partial sums (reduce entry) first in the workspace
+  ASSERT_TRUE(NeedsMmaPacking(p));
+  MmaPacking pk = PlanMmaPacking(p, params);
+  EXPECT_FALSE(pk.a);
+  EXPECT_TRUE(pk.b);
+  EXPECT_EQ(pk.rows_b, 520);
+  EXPECT_EQ(pk.cols_b, 4097);
+  EXPECT_EQ(pk.ldb, 4104);
+  EXPECT_EQ(pk.lda, 520);  // read in place
+  const int64_t partials = MmaWorkspaceBytes(PackedMmaProblem(p, pk), params);
+  EXPECT_EQ(partials, 4 * 1023 * 4097 * 4);
+  EXPECT_GE(pk.b_offset, partials);
+  EXPECT_EQ(pk.b_offset % 256, 0);
+  EXPECT_GE(pk.workspace_bytes, pk.b_offset + 520 * 4104 * 2);
+  auto k = GenerateGemmMmaPacked(p, params);
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(k->pack_entry, "blocktune_gemm_mma_pack");
+  EXPECT_EQ(k->workspace_bytes, pk.workspace_bytes);
+  EXPECT_FALSE(k->reduce_entry.empty());
+  EXPECT_EQ(k->a_copy_bytes, 16);  // A in place, 16-byte chunks
+  EXPECT_EQ(k->b_copy_bytes, 2);   // B's base: any element
+  EXPECT_GT(k->pack_grid[0], 0u);
+  EXPECT_EQ(k->pack_block[0], 256u);
+  // The main entry reads B from the workspace with the padded rows, in
+  // 16-byte chunks only.
+  const std::string main = k->ptx.substr(0, k->ptx.find(".entry blocktune_gemm_mma_pack"));
+  EXPECT_NE(main.find("add.u64 %B, %W, " + std::to_string(pk.b_offset) + ";"),
+            std::string::npos);
+  EXPECT_NE(main.find("mov.u32 %ldb, 4104;"), std::string::npos);
+  EXPECT_EQ(main.find("add.u64 %A, %W"), std::string::npos);
+  EXPECT_NE(main.find("cp.async.cg"), std::string::npos);
+  EXPECT_EQ(main.find("ld.global.nc.b16"), std::string::npos);
+  EXPECT_EQ(main.find("cp.async.ca"), std::string::npos);
+  // The pack entry: B's 520 rows of 513 chunks, zeros past column 4097.
+  const std::string pack = k->ptx.substr(k->ptx.find(".entry blocktune_gemm_mma_pack"));
+  EXPECT_NE(pack.find("setp.ge.u64 %p, %c, " + std::to_string(520 * 513) + ";"),
+            std::string::npos);
+  EXPECT_NE(pack.find("sub.s64 %left, 4097, %col;"), std::string::npos);
+  EXPECT_NE(pack.find("st.global.v4.b32"), std::string::npos);
+
+  // tf32 777 x 333 x 1555 TT: A (T: K rows of M = 777) and B (T: N rows of
+  // K = 1555) both packed, to multiples of 4 elements.
+  MmaProblem t =
+      Problem(MmaPrecision::kTf32, 777, 333, 1555, Layout::kT, Layout::kT);
+  pk = PlanMmaPacking(t, MmaParams{});
+  EXPECT_TRUE(pk.a && pk.b);
+  EXPECT_EQ(pk.rows_a, 1555);
+  EXPECT_EQ(pk.lda, 780);
+  EXPECT_EQ(pk.rows_b, 333);
+  EXPECT_EQ(pk.ldb, 1556);
+  EXPECT_EQ(pk.a_offset, 0);  // K_G = 1: no partials
+  EXPECT_EQ(pk.b_offset, (1555 * 780 * 4 + 255) / 256 * 256);
+  EXPECT_TRUE(CanImplementMmaPacked(t, MmaParams{}).ok());
+
+  // Rows already aligned: nothing to pack, and the family says why.
+  MmaProblem aligned =
+      Problem(MmaPrecision::kBf16, 1000, 1024, 512, Layout::kN, Layout::kT);
+  EXPECT_FALSE(NeedsMmaPacking(aligned));
+  const Status s = CanImplementMmaPacked(aligned, MmaParams{});
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("unaligned_rows"), std::string::npos);
+  EXPECT_FALSE(GenerateGemmMmaPacked(aligned, MmaParams{}).ok());
+}
+
 TEST(GemmMmaTest, PtxNamesTheAlgorithmsInstructions) {
   for (MmaPrecision prec :
        {MmaPrecision::kBf16, MmaPrecision::kFp16, MmaPrecision::kTf32}) {
