@@ -218,6 +218,7 @@ TEST(PlanGuidedTest, InterleavesFamiliesThatHaveModels) {
   spec.dtype = DType::kBf16;
   spec.sampler = "guided";
   spec.max_samples = 32;
+  spec.families = {"gemm.mma", "gemm.wgmma"};
   const KernelFamily& mma = **FindFamily("gemm.mma");
   const KernelFamily& wgmma = **FindFamily("gemm.wgmma");
   const FakeGuide a = GuideOf(mma, DType::kBf16, 10);

@@ -223,8 +223,9 @@ TEST_P(CampaignResumeTest, ResumesAfterKill9WithNeitherDuplicatesNorGaps) {
     EXPECT_EQ(c.state(), v1::CAMPAIGN_STATE_DONE) << c.message();
     EXPECT_EQ(c.samples_ok() + c.samples_failed(), kSamples);
     // fp32: gemm.ffma alone; bf16 on the fake (compute capability 9.0):
-    // gemm.mma and gemm.wgmma, each its own stream in the cursor.
-    const int families = dtype == v1::DTYPE_FP32 ? 1 : 2;
+    // gemm.mma, gemm.wgmma and gemm.mma_pk, each its own stream in the
+    // cursor.
+    const int families = dtype == v1::DTYPE_FP32 ? 1 : 3;
     ASSERT_EQ(last.samples_by_family_size(), families);
     int64_t total = 0;
     for (const auto& [name, n] : last.samples_by_family()) {
@@ -250,7 +251,8 @@ TEST_P(CampaignResumeTest, ResumesAfterKill9WithNeitherDuplicatesNorGaps) {
   // fp32 (seed 11's first family keeps seed 11).
   const std::set<std::string> families =
       dtype == v1::DTYPE_FP32 ? std::set<std::string>{"gemm.ffma"}
-                              : std::set<std::string>{"gemm.mma", "gemm.wgmma"};
+                              : std::set<std::string>{"gemm.mma", "gemm.wgmma",
+                                                      "gemm.mma_pk"};
   for (const SampleRecord& r : resumed)
     EXPECT_TRUE(families.count(r.kernel.family)) << r.kernel.family;
 }

@@ -44,8 +44,8 @@ TEST(CampaignSpecTest, FamiliesMustImplementTheOpAndDtype) {
   spec.families = {"gemm.mma", "gemm.ffma"};
   EXPECT_EQ(Validate(spec).message(),
             "spec.families[1] must be one of the gemm families that implement "
-            "bf16: gemm.mma, gemm.wgmma; got 'gemm.ffma', which does not "
-            "implement bf16");
+            "bf16: gemm.mma, gemm.wgmma, gemm.mma_pk; got 'gemm.ffma', which "
+            "does not implement bf16");
   spec.families = {"conv.ffma"};
   spec.dtype = DType::kFp32;
   EXPECT_EQ(Validate(spec).message(),
