@@ -218,8 +218,8 @@ class MmaFamily : public KernelFamily {
     BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
     BT_RETURN_IF_ERROR(
         CheckComputeCapability(name(), min_compute_capability(), limits));
-    return CanImplementMma(ToMmaProblem(problem), ToMma(params),
-                           ToMmaLimits(limits));
+    return CanImplementGemm(ToMmaProblem(problem), ToMma(params),
+                            ToMmaLimits(limits));
   }
 
   ConfigShape Shape(const Problem& problem,
@@ -246,12 +246,25 @@ class MmaFamily : public KernelFamily {
     BT_RETURN_IF_ERROR(CheckProblem(problem));
     BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
     BT_ASSIGN_OR_RETURN(MmaKernel k,
-                        GenerateGemmMma(ToMmaProblem(problem), ToMma(params),
-                                        arch));
+                        GenerateGemm(ToMmaProblem(problem), ToMma(params),
+                                     arch));
     return FromMmaKernel(*this, std::move(k), ToMma(params).kg);
   }
 
  protected:
+  // What gemm.mma_pk changes besides its name, rules and workspace: the
+  // rules after the compute capability, and the generator.
+  virtual Status CanImplementGemm(const MmaProblem& problem,
+                                  const MmaParams& p,
+                                  const MmaLimits& limits) const {
+    return CanImplementMma(problem, p, limits);
+  }
+  virtual StatusOr<MmaKernel> GenerateGemm(const MmaProblem& problem,
+                                           const MmaParams& p,
+                                           const std::string& arch) const {
+    return GenerateGemmMma(problem, p, arch);
+  }
+
   std::vector<ParamSpec> specs_;
   std::vector<std::string> rules_;
 };
@@ -284,16 +297,6 @@ class MmaPackedFamily : public MmaFamily {
                          ToMmaLimits(limits));
   }
 
-  Status CanImplement(const Problem& problem, const Params& params,
-                      const KernelLimits& limits) const override {
-    BT_RETURN_IF_ERROR(CheckProblem(problem));
-    BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
-    BT_RETURN_IF_ERROR(
-        CheckComputeCapability(name(), min_compute_capability(), limits));
-    return CanImplementMmaPacked(ToMmaProblem(problem), ToMma(params),
-                                 ToMmaLimits(limits));
-  }
-
   ConfigShape Shape(const Problem& problem,
                     const Params& params) const override {
     const MmaParams m = ToMma(params);
@@ -303,15 +306,15 @@ class MmaPackedFamily : public MmaFamily {
                                        : MmaWorkspaceBytes(q, m));
   }
 
-  StatusOr<GeneratedKernel> Generate(const Problem& problem,
-                                     const Params& params,
-                                     const std::string& arch) const override {
-    BT_RETURN_IF_ERROR(CheckProblem(problem));
-    BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
-    BT_ASSIGN_OR_RETURN(MmaKernel k,
-                        GenerateGemmMmaPacked(ToMmaProblem(problem),
-                                              ToMma(params), arch));
-    return FromMmaKernel(*this, std::move(k), ToMma(params).kg);
+ protected:
+  Status CanImplementGemm(const MmaProblem& problem, const MmaParams& p,
+                          const MmaLimits& limits) const override {
+    return CanImplementMmaPacked(problem, p, limits);
+  }
+  StatusOr<MmaKernel> GenerateGemm(const MmaProblem& problem,
+                                   const MmaParams& p,
+                                   const std::string& arch) const override {
+    return GenerateGemmMmaPacked(problem, p, arch);
   }
 };
 
