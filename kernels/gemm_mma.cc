@@ -375,6 +375,18 @@ StatusOr<MmaKernel> GenerateMain(const MmaProblem& problem, const MmaParams& p,
 
 int64_t RoundUp(int64_t v, int64_t to) { return CeilDiv(v, to) * to; }
 
+// Whether rows of `ld` elements of `es` bytes are copied in pieces narrower
+// than 16 bytes (gemm.mma's copy width, CopyBytes): what packing is for.
+bool RowsUnaligned(int64_t ld, int64_t es) {
+  return mma_internal::CopyBytes(ld, es) < 16;
+}
+
+// The pack entry's grid: a grid-stride loop, so any size is correct; at
+// most 16 programs per SM of an H100 (132 SMs), enough to keep its loads
+// in flight.
+constexpr int64_t kPackThreads = 256;
+constexpr int64_t kMaxPackPrograms = 132 * 16;
+
 }  // namespace
 
 StatusOr<MmaKernel> GenerateGemmMma(const MmaProblem& problem,
@@ -385,7 +397,7 @@ StatusOr<MmaKernel> GenerateGemmMma(const MmaProblem& problem,
 
 bool NeedsMmaPacking(const MmaProblem& problem) {
   const int64_t es = ElementBytes(problem.precision);
-  return (problem.Lda() * es) % 16 != 0 || (problem.Ldb() * es) % 16 != 0;
+  return RowsUnaligned(problem.Lda(), es) || RowsUnaligned(problem.Ldb(), es);
 }
 
 MmaPacking PlanMmaPacking(const MmaProblem& problem, const MmaParams& p) {
@@ -399,8 +411,8 @@ MmaPacking PlanMmaPacking(const MmaProblem& problem, const MmaParams& p) {
   pk.cols_a = a_t ? g.m : g.k;
   pk.rows_b = b_t ? g.n : g.k;
   pk.cols_b = b_t ? g.k : g.n;
-  pk.a = (problem.Lda() * es) % 16 != 0;
-  pk.b = (problem.Ldb() * es) % 16 != 0;
+  pk.a = RowsUnaligned(problem.Lda(), es);
+  pk.b = RowsUnaligned(problem.Ldb(), es);
   pk.lda = pk.a ? RoundUp(pk.cols_a, v) : problem.Lda();
   pk.ldb = pk.b ? RoundUp(pk.cols_b, v) : problem.Ldb();
   // The split-K partials and counters (PackedMmaProblem's) stay at the
@@ -454,11 +466,10 @@ StatusOr<MmaKernel> GenerateGemmMmaPacked(const MmaProblem& problem,
                       GenerateMain(PackedMmaProblem(problem, pk), p, arch, &pk));
   k.ptx += mma_internal::PackEntry(problem.precision, pk);
   k.pack_entry = "blocktune_gemm_mma_pack";
-  const int64_t chunks = (pk.a ? pk.rows_a * pk.lda : 0) / (16 / k.element_bytes) +
-                         (pk.b ? pk.rows_b * pk.ldb : 0) / (16 / k.element_bytes);
-  constexpr int64_t kPackThreads = 256;
+  const int64_t chunks = mma_internal::PackChunksA(pk, k.element_bytes) +
+                         mma_internal::PackChunksB(pk, k.element_bytes);
   k.pack_grid = {static_cast<unsigned>(std::min<int64_t>(
-                     CeilDiv(chunks, kPackThreads), 132 * 16)),
+                     CeilDiv(chunks, kPackThreads), kMaxPackPrograms)),
                  1, 1};
   k.pack_block = {static_cast<unsigned>(kPackThreads), 1, 1};
   k.workspace_bytes = pk.workspace_bytes;

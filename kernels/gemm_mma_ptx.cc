@@ -1110,8 +1110,8 @@ void EmitCommonParams(Ptx& p) {
 
 std::string PackEntry(MmaPrecision prec, const MmaPacking& pack) {
   const int64_t es = ElementBytes(prec), v = 16 / es;
-  const int64_t chunks_a = pack.a ? pack.rows_a * (pack.lda / v) : 0;
-  const int64_t chunks_b = pack.b ? pack.rows_b * (pack.ldb / v) : 0;
+  const int64_t chunks_a = PackChunksA(pack, es);
+  const int64_t chunks_b = PackChunksB(pack, es);
   Ptx p;
   p << "\n// ---- packing: " << (pack.a ? "A" : "") << (pack.a && pack.b ? ", " : "")
     << (pack.b ? "B" : "") << " copied into the workspace in rows of "

@@ -210,6 +210,14 @@ std::string MainEntry(const MmaProblem& prob, const Tiling& t,
 // thread writes 16-byte chunks of the packed rows (zeros past the stored
 // ones), grid-stride over A's packed chunks, then B's.
 std::string PackEntry(MmaPrecision prec, const MmaPacking& pack);
+// The 16-byte chunks the pack entry writes for A and for B (0 for an
+// operand read in place).
+inline int64_t PackChunksA(const MmaPacking& pack, int64_t element_bytes) {
+  return pack.a ? pack.rows_a * pack.lda * element_bytes / 16 : 0;
+}
+inline int64_t PackChunksB(const MmaPacking& pack, int64_t element_bytes) {
+  return pack.b ? pack.rows_b * pack.ldb * element_bytes / 16 : 0;
+}
 // The K_G reduction entry "blocktune_gemm_mma_reduce"; on sm_90 and later
 // it starts with griddepcontrol.wait (launched as a programmatic dependent
 // of the main entry).

@@ -207,11 +207,10 @@ TEST_F(GpuWorkerTest, MmaPackedInEveryPrecisionMeasuresAndPassesTheCheck) {
     for (const auto& [ctx, params] : corners) {
       const std::string context = ctx + " dtype=" + precision;
       SCOPED_TRACE(context + " | " + params);
-      Candidate c;
-      c.family = &packed;
-      c.ctx = *ContextFromString(context);
-      c.params = *packed.Parse(params);
-      if (!packed.CanImplement(Problem(c.ctx), c.params, profile->Limits()).ok()) {
+      if (!packed
+               .CanImplement(Problem(*ContextFromString(context)),
+                             *packed.Parse(params), profile->Limits())
+               .ok()) {
         // tf32 rows of 3000 or 520 elements are 16-byte aligned.
         continue;
       }
