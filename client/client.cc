@@ -382,6 +382,7 @@ struct Client::Impl {
       TensorMap m;
       m.param_index = t.param_index();
       m.operand = t.operand().empty() ? '?' : t.operand()[0];
+      m.offset = t.offset();
       m.data_type = t.data_type();
       if (!t.mode().empty()) m.mode = t.mode();
       m.dims.assign(t.dims().begin(), t.dims().end());

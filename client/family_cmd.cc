@@ -263,7 +263,7 @@ int RunLocalKernel(const Context& ctx, const LocalKernelFlags& flags,
         o << (i ? ", " : "") << "{\"param\": "
           << JsonString(k.entry_params[t.param_index].name)
           << ", \"operand\": " << JsonString(std::string(1, t.operand))
-          << ", \"map\": " << JsonString(ToString(t.map)) << "}";
+          << ", \"offset\": " << t.offset << ", \"map\": " << JsonString(ToString(t.map)) << "}";
       }
       o << "]";
     }
@@ -307,7 +307,9 @@ int RunLocalKernel(const Context& ctx, const LocalKernelFlags& flags,
   }
   for (const TensorMapParam& t : k.tensor_maps) {
     out << "tensor map: " << k.entry_params[t.param_index].name << " = "
-        << t.operand << ", " << ToString(t.map)
+        << t.operand
+        << (t.operand == 'W' ? "+" + std::to_string(t.offset) : std::string())
+        << ", " << ToString(t.map)
         << " (encode for the operand's address, pass by value)\n";
   }
   if (k.counter_offset >= 0) {

@@ -246,7 +246,8 @@ TEST_F(FamilyCmdTest, BadFlagsAreUsageErrorsThatNameTheFlag) {
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_THAT(r.out, HasSubstr("--family: family must be one of gemm.ffma, "
                                "conv.ffma, gemm.mma, conv.mma, gemm.wgmma, "
-                               "conv.wgmma, gemm.wgmma_rs, gemm.mma_pk; got 'gemm.nope'"));
+                               "conv.wgmma, gemm.wgmma_rs, gemm.mma_pk, "
+                               "gemm.wgmma_pk; got 'gemm.nope'"));
   r = Cli(gemm + "--family conv.ffma");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_THAT(r.out, HasSubstr("--family conv.ffma computes conv, not gemm"));
@@ -306,6 +307,34 @@ TEST_F(FamilyCmdTest, PackedFamilyNamesItsPackEntry) {
           "--family gemm.mma_pk -o " + ptx);
   EXPECT_EQ(r.code, 4) << r.out;  // no configuration fits the context
   EXPECT_THAT(r.out, HasSubstr("unaligned_rows"));
+}
+
+// gemm.wgmma_pk: its packed operands' tensor maps cover the workspace at
+// an offset, named in the summary and the JSON; the PTX has both entries.
+TEST_F(FamilyCmdTest, WgmmaPackedMapsCoverTheWorkspace) {
+  const std::string ptx = dir_ + "/k.ptx";
+  CommandResult r = Cli("kernel gemm --m 1023 --n 4097 --k 520 --layout NN "
+                        "--dtype tf32 --family gemm.wgmma_pk -o " + ptx);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("family: gemm.wgmma_pk (version 1)"));
+  EXPECT_THAT(r.out, HasSubstr("pack entry: blocktune_gemm_wgmma_pack, grid "));
+  EXPECT_THAT(r.out, HasSubstr("tensor map: tmap_a = W+0, fp32 tiled"));
+  EXPECT_THAT(r.out, HasSubstr("tensor map: tmap_b = W+"));
+  EXPECT_THAT(r.out, HasSubstr("tensor map: tmap_c = C, "));
+  const std::string text = ReadFile(ptx);
+  EXPECT_THAT(text, HasSubstr(".entry blocktune_gemm_wgmma_pack("));
+  EXPECT_THAT(text, HasSubstr("wgmma.mma_async"));
+  EXPECT_THAT(text, HasSubstr("B 520 x 4097 transposed"));
+  r = Cli("kernel gemm --m 1023 --n 4097 --k 520 --layout NN --dtype tf32 "
+          "--family gemm.wgmma_pk --json -o " + ptx);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const google::protobuf::Struct json = ParseJson(r.out);
+  const auto& maps = json.fields().at("tensor_maps").list_value();
+  ASSERT_EQ(maps.values_size(), 3);
+  const auto& b = maps.values(1).struct_value().fields();
+  EXPECT_EQ(b.at("operand").string_value(), "W");
+  EXPECT_GT(b.at("offset").number_value(), 1023 * 544 * 4 - 1);
+  EXPECT_EQ(maps.values(2).struct_value().fields().at("operand").string_value(), "C");
 }
 
 }  // namespace

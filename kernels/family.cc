@@ -23,6 +23,9 @@ const KernelFamily& GemmWgmmaRsFamily(); // kernels/family_wgmma.cc
 // Last: its rule offers it only where an operand's rows are not 16-byte
 // aligned.
 const KernelFamily& GemmMmaPackedFamily(); // kernels/family_mma.cc
+// After it: offered only where an operand's rows are not 16-byte aligned,
+// on compute capability 9.0.
+const KernelFamily& GemmWgmmaPackedFamily(); // kernels/family_wgmma.cc
 
 const std::vector<const KernelFamily*>& Families() {
   static const std::vector<const KernelFamily*> families = {
@@ -34,6 +37,7 @@ const std::vector<const KernelFamily*>& Families() {
       &ConvWgmmaFamily(),
       &GemmWgmmaRsFamily(),
       &GemmMmaPackedFamily(),
+      &GemmWgmmaPackedFamily(),
   };
   return families;
 }

@@ -124,11 +124,13 @@ struct KernelParam {
 // (kernels/tensor_map.h EncodeTensorMap) and passes the encoded bytes.
 // The map is one of tensor_map.h's shapes (tiled or im2col, 128-byte
 // swizzle, out-of-bounds elements read as zero). For a convolution A is the
-// input, B the filter and C the output.
+// input, B the filter and C the output. Operand 'W' is the workspace,
+// `offset` bytes on (gemm.wgmma_pk's packed operands).
 struct TensorMapParam {
   int param_index = -1;  // into GeneratedKernel::entry_params (type "b8[128]")
-  char operand = 'A';    // 'A', 'B' or 'C': whose device address the map covers
+  char operand = 'A';    // 'A', 'B', 'C' or 'W': whose device address the map covers
   TensorMapSpec map;     // mode, element type, extents, strides, box
+  int64_t offset = 0;    // bytes from the workspace's address (operand 'W')
 };
 
 // A generated kernel: PTX, entries and launch geometry.
@@ -139,8 +141,8 @@ struct GeneratedKernel {
   std::string entry;
   // Present when a launch must come before `entry` on the same stream,
   // with entry's own arguments (entry_params) and its own geometry:
-  // gemm.mma_pk's, which copies the operands whose rows are not 16-byte
-  // aligned into the workspace.
+  // gemm.mma_pk's and gemm.wgmma_pk's, which copy the operands whose rows
+  // are not 16-byte (128-byte) aligned into the workspace.
   std::string pack_entry;
   std::array<unsigned, 3> pack_grid{};
   std::array<unsigned, 3> pack_block{};

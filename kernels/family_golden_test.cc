@@ -51,6 +51,8 @@ constexpr Golden kGolden[] = {
      "kGemmWgmmaRsGeneratorVersion (kernels/gemm_wgmma_rs.h)"},
     {"gemm.mma_pk", 1, 0x97e93db8022cd947ull,
      "kGemmMmaPackedGeneratorVersion (kernels/gemm_mma.h)"},
+    {"gemm.wgmma_pk", 1, 0xda46a618c964affaull,
+     "kGemmWgmmaPackedGeneratorVersion (kernels/gemm_wgmma.h)"},
 };
 
 struct Case {
@@ -300,8 +302,41 @@ std::vector<Case> GemmMmaPackedCases() {
   return out;
 }
 
+// gemm.wgmma_pk: every precision and layout (tf32: the M- and N-major
+// operands transposed); A packed, B packed, both; rows of 16 but not 128
+// bytes (wide loads) and of neither; K_G > 1; a cluster pair; two
+// consumers.
+std::vector<Case> GemmWgmmaPackedCases() {
+  std::vector<Case> out;
+  for (const char* dtype : {"bf16", "fp16", "tf32"}) {
+    const std::string tail = std::string(" dtype=") + dtype;
+    const bool tf32 = std::string(dtype) == "tf32";
+    for (const char* l : {"NN", "NT", "TN", "TT"}) {
+      const std::string layout = std::string(" layout=") + l;
+      out.push_back({ParseProblem("gemm m=777 n=333 k=1555" + layout + tail),
+                     tf32 ? "bm=128 bn=128 bk=32 st=4 wg=1 gm=8 kg=1 cm=1"
+                          : "bm=128 bn=128 bk=64 st=4 wg=1 gm=8 kg=1 cm=1",
+                     "sm_90a"});
+    }
+    // B's rows (N = 4097) only; A's (K = 520) are 16-byte aligned: packed
+    // with 16-byte loads.
+    out.push_back({ParseProblem("gemm m=1023 n=4097 k=520 layout=NN" + tail),
+                   tf32 ? "bm=128 bn=256 bk=32 st=3 wg=2 gm=8 kg=2 cm=1"
+                        : "bm=128 bn=256 bk=64 st=3 wg=2 gm=8 kg=2 cm=1",
+                   "sm_90a"});
+    // A's rows of 16 but not 128 bytes (K = 1000: 16-byte loads), B's of
+    // neither (N = 1001); a cluster pair.
+    out.push_back({ParseProblem("gemm m=1000 n=1001 k=1000 layout=NN" + tail),
+                   tf32 ? "bm=128 bn=32 bk=32 st=6 wg=1 gm=4 kg=1 cm=2"
+                        : "bm=128 bn=64 bk=64 st=6 wg=1 gm=4 kg=1 cm=2",
+                   "sm_90a"});
+  }
+  return out;
+}
+
 std::vector<Case> CasesOf(std::string_view family) {
   if (family == "gemm.mma_pk") return GemmMmaPackedCases();
+  if (family == "gemm.wgmma_pk") return GemmWgmmaPackedCases();
   if (family == "gemm.ffma") return GemmFfmaCases();
   if (family == "conv.ffma") return ConvFfmaCases();
   if (family == "gemm.mma") return GemmMmaCases();

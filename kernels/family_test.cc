@@ -170,11 +170,13 @@ TEST(FamilyRegistryTest, FamiliesForMatchesOpAndPrecision) {
     EXPECT_EQ(DefaultFamily(Op::kGemm, d).value()->name(), "gemm.mma");
     const auto all = FamiliesFor(Op::kGemm, d);
     // tf32 has gemm.wgmma_rs too (NN and TT, A from registers); last,
-    // gemm.mma_pk (offered only where rows are not 16-byte aligned).
-    ASSERT_EQ(all.size(), d == DType::kTf32 ? 4u : 3u) << ToString(d);
+    // gemm.mma_pk and gemm.wgmma_pk (offered only where rows are not 16-
+    // and 128-byte aligned).
+    ASSERT_EQ(all.size(), d == DType::kTf32 ? 5u : 4u) << ToString(d);
     EXPECT_EQ(all[1]->name(), "gemm.wgmma");
     if (d == DType::kTf32) EXPECT_EQ(all[2]->name(), "gemm.wgmma_rs");
-    EXPECT_EQ(all.back()->name(), "gemm.mma_pk");
+    EXPECT_EQ(all[all.size() - 2]->name(), "gemm.mma_pk");
+    EXPECT_EQ(all.back()->name(), "gemm.wgmma_pk");
   }
 }
 
@@ -588,8 +590,10 @@ TEST(FamilyTest, CanImplementRefusesTheWrongOpOrPrecisionNamingTheField) {
     }
     // Parameters that do not validate.
     Problem right = f->op() == Op::kGemm ? Problem(gemm) : Problem(conv);
-    // gemm.mma_pk takes only rows that are not 16-byte aligned.
-    if (f->name() == "gemm.mma_pk") std::get<GemmContext>(right.ctx).k = 63;
+    // gemm.mma_pk and gemm.wgmma_pk take only rows that are not 16- and
+    // 128-byte aligned.
+    if (f->name() == "gemm.mma_pk" || f->name() == "gemm.wgmma_pk")
+      std::get<GemmContext>(right.ctx).k = 63;
     if (f->op() == Op::kGemm)
       std::get<GemmContext>(right.ctx).dtype = f->precisions().front();
     else
@@ -703,8 +707,15 @@ void ExpectConsistent(const KernelFamily& f, const Problem& problem,
     // the last program of a tile.
     EXPECT_TRUE(!k->reduce_entry.empty() || k->counter_offset >= 0) << what;
   } else {
-    EXPECT_EQ(k->workspace_bytes, 0) << what;
+    // A pack entry's copies are the only workspace without a split.
+    EXPECT_EQ(k->workspace_bytes > 0, !k->pack_entry.empty()) << what;
     EXPECT_TRUE(k->reduce_entry.empty()) << what;
+  }
+  if (!k->pack_entry.empty()) {
+    EXPECT_TRUE(HasEntry(k->ptx, k->pack_entry)) << what;
+    EXPECT_GT(k->workspace_bytes, 0) << what;
+    EXPECT_GT(k->pack_grid[0], 0u) << what;
+    EXPECT_GT(k->pack_block[0], 0u) << what;
   }
   if (!k->reduce_entry.empty()) {
     EXPECT_TRUE(HasEntry(k->ptx, k->reduce_entry)) << what;
@@ -723,7 +734,7 @@ void ExpectConsistent(const KernelFamily& f, const Problem& problem,
   }
   EXPECT_GE(k->align_a, 1);
   EXPECT_GE(k->align_b, 1);
-  if (f.name() == "gemm.wgmma") {
+  if (f.name() == "gemm.wgmma" || f.name() == "gemm.wgmma_pk") {
     EXPECT_THAT(k->ptx, HasSubstr("wgmma.mma_async")) << what;
     EXPECT_THAT(k->ptx, HasSubstr("cp.async.bulk.tensor")) << what;
     EXPECT_EQ(k->target, "sm_90a") << what;

@@ -18,6 +18,7 @@ namespace blocktune {
 
 const KernelFamily& GemmWgmmaFamily();
 const KernelFamily& GemmWgmmaRsFamily();
+const KernelFamily& GemmWgmmaPackedFamily();
 const KernelFamily& ConvWgmmaFamily();
 
 namespace {
@@ -147,6 +148,20 @@ void FillGemmEntry(const WgmmaKernel& k, GeneratedKernel* out) {
   out->tensor_maps = {{0, s ? 'B' : 'A', k.map_a},
                       {1, s ? 'A' : 'B', k.map_b},
                       {10, 'C', k.map_c}};
+  if (k.pack_entry.empty()) return;
+  // gemm.wgmma_pk: the operands as stored, for the pack entry; the maps of
+  // packed operands cover the workspace.
+  out->entry_params.push_back({"A", "u64", 448, 8, "A device address"});
+  out->entry_params.push_back({"B", "u64", 456, 8, "B device address"});
+  out->entry_params.push_back({"lda", "u32", 464, 4, "leading dimension of A"});
+  out->entry_params.push_back({"ldb", "u32", 468, 4, "leading dimension of B"});
+  out->tensor_maps[0].operand = k.map_a_operand;
+  out->tensor_maps[0].offset = k.map_a_offset;
+  out->tensor_maps[1].operand = k.map_b_operand;
+  out->tensor_maps[1].offset = k.map_b_offset;
+  out->pack_entry = k.pack_entry;
+  out->pack_grid = k.pack_grid;
+  out->pack_block = k.pack_block;
 }
 
 class WgmmaFamily : public WgmmaFamilyBase {
@@ -174,7 +189,7 @@ class WgmmaFamily : public WgmmaFamilyBase {
                       const KernelLimits& limits) const override {
     BT_RETURN_IF_ERROR(CheckProblem(problem));
     BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
-    return CanImplementWgmma(problem, ToWgmma(params), limits);
+    return CanImplementGemm(problem, ToWgmma(params), limits);
   }
 
   ConfigShape Shape(const Problem& problem,
@@ -182,7 +197,7 @@ class WgmmaFamily : public WgmmaFamilyBase {
     const WgmmaParams w = ToWgmma(params);
     const GemmShape g = ImplicitGemm(problem.ctx);
     ConfigShape s = KernelShape(w, g.m, g.n);
-    s.workspace_bytes = WgmmaWorkspaceBytes(problem, w);
+    s.workspace_bytes = WorkspaceBytes(problem, w);
     return s;
   }
 
@@ -213,13 +228,81 @@ class WgmmaFamily : public WgmmaFamilyBase {
     // is for the arch-specific target.
     const std::string target = arch == "sm_90" ? "sm_90a" : arch;
     BT_ASSIGN_OR_RETURN(WgmmaKernel k,
-                        GenerateGemmWgmma(problem, ToWgmma(params), target));
+                        GenerateGemm(problem, ToWgmma(params), target));
     GeneratedKernel out = ToGenerated(*this, k);
     out.target = target;
     FillGemmEntry(k, &out);
     return out;
   }
 
+ protected:
+  // What gemm.wgmma_pk changes besides its name and rules: the checks
+  // after the parameters', the workspace and the generator.
+  virtual Status CanImplementGemm(const Problem& problem, const WgmmaParams& w,
+                                  const KernelLimits& limits) const {
+    return CanImplementWgmma(problem, w, limits);
+  }
+  virtual int64_t WorkspaceBytes(const Problem& problem,
+                                 const WgmmaParams& w) const {
+    return WgmmaWorkspaceBytes(problem, w);
+  }
+  virtual StatusOr<WgmmaKernel> GenerateGemm(const Problem& problem,
+                                             const WgmmaParams& w,
+                                             const std::string& target) const {
+    return GenerateGemmWgmma(problem, w, target);
+  }
+};
+
+// gemm.wgmma on packed operands (gemm_wgmma.h WgmmaPacking): gemm.wgmma's
+// parameters and rules, the latter on the packed problem, after one of its
+// own (some operand's rows are not 16-byte aligned, which gemm.wgmma cannot
+// read: where they all are, the H100 evaluation found the pack never
+// paid; gemm_wgmma.h), and a last one on the pack's size.
+class WgmmaPackedFamily : public WgmmaFamily {
+ public:
+  WgmmaPackedFamily() {
+    rules_.insert(rules_.begin() + 1, "unaligned_rows");
+    rules_.push_back("pack_size");
+  }
+
+  std::string_view name() const override { return kGemmWgmmaPackedFamily; }
+  int version() const override { return kGemmWgmmaPackedGeneratorVersion; }
+  std::string_view summary() const override {
+    return "gemm.wgmma on packed operands, where A's or B's rows are not "
+           "16-byte aligned: a first kernel copies A or B whose rows are not "
+           "128-byte aligned (tf32: or not K-major, transposed) into the "
+           "workspace with padded rows, which TMA reads at full speed; any "
+           "ldc";
+  }
+
+  bool Passes(int rule, const Problem& problem, const Params& params,
+              const KernelLimits& limits) const override {
+    const WgmmaParams w = ToWgmma(params);
+    if (rule == 0)
+      return PassesWgmmaRule(kWgmmaRules[0], problem, w, limits);
+    if (rule == 1) return NeedsWgmmaPacking(problem);
+    if (rule == static_cast<int>(rules_.size()) - 1)
+      return PassesWgmmaPackSize(problem, w);
+    return PassesWgmmaRule(kWgmmaRules[rule - 1],
+                           PackedWgmmaProblem(problem, PlanWgmmaPacking(problem, w)),
+                           w, limits);
+  }
+
+ protected:
+  Status CanImplementGemm(const Problem& problem, const WgmmaParams& w,
+                          const KernelLimits& limits) const override {
+    return CanImplementWgmmaPacked(problem, w, limits);
+  }
+  int64_t WorkspaceBytes(const Problem& problem,
+                         const WgmmaParams& w) const override {
+    return NeedsWgmmaPacking(problem) ? PlanWgmmaPacking(problem, w).workspace_bytes
+                                      : WgmmaWorkspaceBytes(problem, w);
+  }
+  StatusOr<WgmmaKernel> GenerateGemm(const Problem& problem,
+                                     const WgmmaParams& w,
+                                     const std::string& target) const override {
+    return GenerateGemmWgmmaPacked(problem, w, target);
+  }
 };
 
 // gemm.wgmma_rs (gemm_wgmma_rs.h): gemm.wgmma's kernel with A from
@@ -393,6 +476,11 @@ const KernelFamily& GemmWgmmaFamily() {
 
 const KernelFamily& GemmWgmmaRsFamily() {
   static const WgmmaRsFamily family;
+  return family;
+}
+
+const KernelFamily& GemmWgmmaPackedFamily() {
+  static const WgmmaPackedFamily family;
   return family;
 }
 

@@ -1,5 +1,7 @@
 #include "kernels/gemm_wgmma.h"
 
+#include <algorithm>
+
 #include "kernels/gemm_mma_ptx.h"
 #include "kernels/gemm_wgmma_ptx.h"
 
@@ -319,6 +321,162 @@ StatusOr<WgmmaKernel> GenerateGemmWgmma(const Problem& problem,
     return CanImplementWgmma(problem, p, KernelLimits{});
   return wgmma_internal::AssembleGemmWgmma(problem, p, TilingOf(problem, p),
                                            arch);
+}
+
+namespace {
+
+// Rows of `ld` elements of `es` bytes that TMA reads at full speed.
+bool RowsOff128(int64_t ld, int64_t es) { return ld * es % 128 != 0; }
+bool RowsOff16(int64_t ld, int64_t es) { return ld * es % 16 != 0; }
+int64_t RoundUp(int64_t v, int64_t m) { return CeilDiv(v, m) * m; }
+
+// The pack entry's grid: a grid-stride loop, so any size is correct; at
+// most 16 programs per SM of an H100 (132 SMs), enough to keep its loads in
+// flight. Its chunk counter is 32-bit (rule pack_size).
+constexpr int64_t kPackThreads = 256;
+constexpr int64_t kMaxPackPrograms = 132 * 16;
+constexpr int64_t kMaxPackChunks = int64_t{1} << 31;
+
+int64_t PackChunks(const WgmmaPacking& pk, int64_t es) {
+  const int64_t v = 16 / es;
+  int64_t chunks = 0;
+  // A transposed operand's packed rows are its stored columns.
+  if (pk.a) chunks += (pk.a_transposed ? pk.cols_a : pk.rows_a) * pk.lda / v;
+  if (pk.b) chunks += (pk.b_transposed ? pk.cols_b : pk.rows_b) * pk.ldb / v;
+  return chunks;
+}
+
+// The pack entry's programs: enough for one chunk per thread of the
+// operands copied row by row, and one program per 32 x 32 tile of those
+// copied transposed (PackEntry), at most kMaxPackPrograms.
+int64_t PackPrograms(const WgmmaPacking& pk, int64_t es) {
+  const int64_t v = 16 / es;
+  int64_t chunks = 0, tiles = 0;
+  if (pk.a && !pk.a_transposed) chunks += pk.rows_a * pk.lda / v;
+  if (pk.b && !pk.b_transposed) chunks += pk.rows_b * pk.ldb / v;
+  if (pk.a_transposed) tiles += CeilDiv(pk.cols_a, 32) * (pk.lda / 32);
+  if (pk.b_transposed) tiles += CeilDiv(pk.cols_b, 32) * (pk.ldb / 32);
+  return std::min(std::max(CeilDiv(chunks, kPackThreads), tiles),
+                  kMaxPackPrograms);
+}
+
+}  // namespace
+
+bool NeedsWgmmaPacking(const Problem& problem) {
+  const GemmContext& g = std::get<GemmContext>(problem.ctx);
+  const int64_t es = WgmmaElementBytes(g.dtype);
+  return RowsOff16(Lda(problem), es) || RowsOff16(Ldb(problem), es);
+}
+
+WgmmaPacking PlanWgmmaPacking(const Problem& problem, const WgmmaParams& p) {
+  const GemmContext& g = std::get<GemmContext>(problem.ctx);
+  const int64_t es = WgmmaElementBytes(g.dtype), atom = 128 / es;
+  const bool tf32 = g.dtype == DType::kTf32;
+  WgmmaPacking pk;
+  // As stored: A N is M rows of K, A T K rows of M; B N K rows of N, B T
+  // N rows of K.
+  const bool a_t = IsT(g.layout_a), b_t = IsT(g.layout_b);
+  pk.rows_a = a_t ? g.k : g.m;
+  pk.cols_a = a_t ? g.m : g.k;
+  pk.rows_b = b_t ? g.n : g.k;
+  pk.cols_b = b_t ? g.k : g.n;
+  pk.src_lda = Lda(problem);
+  pk.src_ldb = Ldb(problem);
+  pk.a_transposed = tf32 && a_t;
+  pk.b_transposed = tf32 && !b_t;
+  pk.a = pk.a_transposed || RowsOff128(Lda(problem), es);
+  pk.b = pk.b_transposed || RowsOff128(Ldb(problem), es);
+  // Packed rows: a transposed operand's are its stored columns, K-major.
+  pk.lda = !pk.a ? Lda(problem)
+                 : RoundUp(pk.a_transposed ? pk.rows_a : pk.cols_a, atom);
+  pk.ldb = !pk.b ? Ldb(problem)
+                 : RoundUp(pk.b_transposed ? pk.rows_b : pk.cols_b, atom);
+  // Split-K's partials stay at the workspace's start, where the reduce
+  // entry finds them.
+  int64_t at = RoundUp(WgmmaWorkspaceBytes(problem, p), 256);
+  if (pk.a) {
+    pk.a_offset = at;
+    at += RoundUp((pk.a_transposed ? pk.cols_a : pk.rows_a) * pk.lda * es, 256);
+  }
+  if (pk.b) {
+    pk.b_offset = at;
+    at += RoundUp((pk.b_transposed ? pk.cols_b : pk.rows_b) * pk.ldb * es, 256);
+  }
+  pk.workspace_bytes = at;
+  return pk;
+}
+
+Problem PackedWgmmaProblem(const Problem& problem, const WgmmaPacking& pk) {
+  Problem q = problem;
+  GemmContext& g = std::get<GemmContext>(q.ctx);
+  if (pk.a) q.lda = pk.lda;
+  if (pk.b) q.ldb = pk.ldb;
+  if (pk.a_transposed) g.layout_a = Layout::kN;
+  if (pk.b_transposed) g.layout_b = Layout::kT;
+  q.ldc = RoundUp(LeadingDims(problem)[2], 16 / WgmmaElementBytes(g.dtype));
+  return q;
+}
+
+bool PassesWgmmaPackSize(const Problem& problem, const WgmmaParams& p) {
+  const GemmContext& g = std::get<GemmContext>(problem.ctx);
+  return PackChunks(PlanWgmmaPacking(problem, p),
+                    WgmmaElementBytes(g.dtype)) < kMaxPackChunks;
+}
+
+Status CanImplementWgmmaPacked(const Problem& problem, const WgmmaParams& p,
+                               const KernelLimits& limits) {
+  if (!NeedsWgmmaPacking(problem)) {
+    const GemmContext& g = std::get<GemmContext>(problem.ctx);
+    return FailedPrecondition(
+        "unaligned_rows: gemm.wgmma_pk is offered where an operand's rows "
+        "are not 16-byte aligned; lda " + N(Lda(problem)) + " and ldb " +
+        N(Ldb(problem)) + " are multiples of " +
+        N(16 / WgmmaElementBytes(g.dtype)) +
+        " elements (gemm.wgmma reads them in place)");
+  }
+  const WgmmaPacking pk = PlanWgmmaPacking(problem, p);
+  BT_RETURN_IF_ERROR(CanImplementWgmma(PackedWgmmaProblem(problem, pk), p,
+                                       limits));
+  if (!PassesWgmmaPackSize(problem, p))
+    return FailedPrecondition("pack_size: the packed operands exceed 2^31 "
+                              "16-byte chunks (the pack entry's counter)");
+  return OkStatus();
+}
+
+StatusOr<WgmmaKernel> GenerateGemmWgmmaPacked(const Problem& problem,
+                                              const WgmmaParams& p,
+                                              const std::string& arch) {
+  if (OpOf(problem.ctx) != Op::kGemm)
+    return InvalidArgument("context: gemm.wgmma_pk computes gemm");
+  BT_RETURN_IF_ERROR(Validate(problem.ctx));
+  if (!NeedsWgmmaPacking(problem)) return CanImplementWgmmaPacked(problem, p);
+  const WgmmaPacking pk = PlanWgmmaPacking(problem, p);
+  if (!PassesWgmmaPackSize(problem, p)) return CanImplementWgmmaPacked(problem, p);
+  const Problem packed = PackedWgmmaProblem(problem, pk);
+  // gemm.wgmma's checks (precision, architecture, the rules that make the
+  // text wrong) on the packed problem.
+  BT_RETURN_IF_ERROR(GenerateGemmWgmma(packed, p, arch).status());
+  Tiling t = TilingOf(packed, p);
+  t.packed = true;
+  WgmmaKernel k = wgmma_internal::AssembleGemmWgmma(packed, p, t, arch);
+  const int64_t es = k.element_bytes;
+  k.ptx += wgmma_internal::PackEntry(t, pk);
+  k.pack_entry = "blocktune_gemm_wgmma_pack";
+  k.pack_grid = {static_cast<unsigned>(PackPrograms(pk, es)), 1, 1};
+  k.pack_block = {static_cast<unsigned>(kPackThreads), 1, 1};
+  k.workspace_bytes = pk.workspace_bytes;
+  if (pk.a) {
+    k.map_a_operand = 'W';
+    k.map_a_offset = pk.a_offset;
+  }
+  if (pk.b) {
+    k.map_b_operand = 'W';
+    k.map_b_offset = pk.b_offset;
+  }
+  // Operands read in place keep TMA's 16-byte rows; C is free (its map
+  // was encoded for ldc rounded up and is not used where ldc is not).
+  k.align_elements = 1;
+  return k;
 }
 
 namespace wgmma_internal {

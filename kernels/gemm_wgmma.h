@@ -150,6 +150,9 @@ namespace blocktune {
 // retune-stale campaign measures them again.
 inline constexpr int kGemmWgmmaGeneratorVersion = 5;
 inline constexpr char kGemmWgmmaFamily[] = "gemm.wgmma";
+// gemm.wgmma on packed operands (GenerateGemmWgmmaPacked); its own version.
+inline constexpr int kGemmWgmmaPackedGeneratorVersion = 1;
+inline constexpr char kGemmWgmmaPackedFamily[] = "gemm.wgmma_pk";
 
 // The family's parameters. Thesis names: bm = M_L, bn = N_L, bk = U,
 // kg = K_G (v2: split-K into a workspace plus a reduce entry).
@@ -266,6 +269,15 @@ struct WgmmaKernel {
   std::string reduce_entry;  // empty when kg == 1
   std::array<unsigned, 3> reduce_grid{};
   std::array<unsigned, 3> reduce_block{};
+  // GenerateGemmWgmmaPacked: the pack entry, launched before `entry` on the
+  // same stream with entry's arguments, and where map_a and map_b point:
+  // 'A' / 'B' (the operand in place) or 'W' (the workspace, `*_offset`
+  // bytes on).
+  std::string pack_entry;
+  std::array<unsigned, 3> pack_grid{};
+  std::array<unsigned, 3> pack_block{};
+  char map_a_operand = 'A', map_b_operand = 'B';
+  int64_t map_a_offset = 0, map_b_offset = 0;
 };
 
 // kg * M * N * 4 where kg > 1, else 0.
@@ -287,6 +299,60 @@ TensorMapSpec WgmmaTensorMap(const Problem& problem, const WgmmaParams& p,
 StatusOr<WgmmaKernel> GenerateGemmWgmma(const Problem& problem,
                                         const WgmmaParams& p,
                                         const std::string& arch = "sm_90a");
+
+// Packed operands (family gemm.wgmma_pk). TMA reads rows that are 16-byte
+// but not 128-byte aligned slowly: on the H100 (bench/results/h100/
+// wgmma_pk/align.txt) gemm.wgmma's bm=64 bn=128 kernel ran bf16 1000^3 in
+// 14.9 us with lda = ldb = 1000 and in 9.0 us with 1024, and rows that are
+// not 16-byte aligned it cannot read at all (rule alignment). The packed
+// kernel first copies each operand whose rows are not 128-byte aligned
+// into the workspace with rows padded to 128 bytes (a pack entry launched
+// before the main one); in tf32, whose wgmma reads K-major operands only,
+// it also copies an M- or N-major operand (A T, B N) transposed, so that
+// the main kernel is gemm.wgmma's for layout NT. Other operands are read
+// in place. The family is offered only where some operand's rows are not
+// 16-byte aligned (gemm.wgmma cannot read them): where they all are, the
+// pack never paid in the H100 evaluation (bench/results/h100/eval, run of
+// 2026-11-28: on all 11 such shapes, bf16 and tf32, the oracle's best of
+// ~40 gemm.wgmma_pk configurations lost to another family; on 5 of the 7
+// shapes with rows that are not, it won). Where it is offered, every
+// operand whose rows are not 128-byte aligned is packed. C may have any
+// leading dimension: where ldc is not a whole
+// number of 16-byte units the epilogue stores from registers (C's tensor
+// map, encoded with ldc rounded up so that it encodes, is then not used);
+// C's address must be 16-byte aligned.
+struct WgmmaPacking {
+  bool a = false, b = false;  // which operands are packed
+  bool a_transposed = false, b_transposed = false;  // tf32: made K-major
+  int64_t rows_a = 0, cols_a = 0, rows_b = 0, cols_b = 0;  // as stored
+  int64_t lda = 0, ldb = 0;  // the packed rows, elements (multiples of 128 B)
+  int64_t src_lda = 0, src_ldb = 0;  // the rows as stored (the problem's)
+  int64_t a_offset = 0, b_offset = 0;  // bytes from the workspace
+  int64_t workspace_bytes = 0;  // gemm.wgmma's (split-K) first, then packs
+};
+// Whether an operand of `problem` has rows that are not 16-byte aligned
+// (the family's rule unaligned_rows).
+bool NeedsWgmmaPacking(const Problem& problem);
+// The packing of `problem` with `p`: the operands whose rows are not
+// 128-byte aligned, and in tf32 the operands that are not K-major.
+WgmmaPacking PlanWgmmaPacking(const Problem& problem, const WgmmaParams& p);
+// What the main kernel computes: the problem with the packed operands'
+// layouts and leading dimensions, and ldc rounded up to 16 bytes.
+Problem PackedWgmmaProblem(const Problem& problem, const WgmmaPacking& pk);
+// Rule pack_size: the packed operands are fewer than 2^31 16-byte chunks.
+bool PassesWgmmaPackSize(const Problem& problem, const WgmmaParams& p);
+// gemm.wgmma's rules on the packed problem, and FAILED_PRECONDITION
+// (rule unaligned_rows) where every operand's rows are 128-byte aligned.
+Status CanImplementWgmmaPacked(const Problem& problem, const WgmmaParams& p,
+                               const KernelLimits& limits = {});
+// The main entry is gemm.wgmma's for PackedWgmmaProblem, with four more
+// parameters after tmap_c (.u64 A, B, .u32 lda, ldb: the operands as
+// stored, which the pack entry reads); the pack entry takes the same
+// parameters. Like gemm.mma_pk's, the PTX is for this problem's M, N and K
+// only (the packs' sizes and offsets are constants in it).
+StatusOr<WgmmaKernel> GenerateGemmWgmmaPacked(
+    const Problem& problem, const WgmmaParams& p,
+    const std::string& arch = "sm_90a");
 
 }  // namespace blocktune
 

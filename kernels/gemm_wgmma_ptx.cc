@@ -725,7 +725,11 @@ void EmitEpilogueSetup(Ptx& p, const Tiling& t) {
   if (!t.tma_store) return EmitPartialSetup(p, t);
   p << "\t// the TMA-store epilogue where beta == 0 and N * element bytes is "
        "a multiple of 16 (%ptma)\n"
-    << "\tand.b32 %tmp, %N, " << N(16 / t.esize - 1) << ";\n"
+    << (t.packed ? "\t// gemm.wgmma_pk: and ldc too (any ldc is taken)\n"
+                   "\tor.b32 %tmp, %N, %ldc;\n"
+                   "\tand.b32 %tmp, %tmp, "
+                 : "\tand.b32 %tmp, %N, ")
+    << N(16 / t.esize - 1) << ";\n"
     << "\tsetp.eq.u32 %ptma, %tmp, 0;\n"
     << "\tnot.pred %pl0, %pbeta;\n\tand.pred %ptma, %ptma, %pl0;\n"
     << "\t// the TMA-store epilogue: C's tensor map, this warpgroup's two "
@@ -757,6 +761,23 @@ void EmitEpilogueSetup(Ptx& p, const Tiling& t) {
   EmitPartialSetup(p, t);
 }
 
+// The GEMM entry's parameter list after "(": gemm.wgmma's (and
+// gemm.wgmma_rs's), and with `packed` gemm.wgmma_pk's main and pack
+// entries', which take A, B, lda and ldb after tmap_c.
+std::string GemmEntryParams(bool packed) {
+  return std::string("\t.param .align 64 .b8 tmap_a[128],\n"
+                     "\t.param .align 64 .b8 tmap_b[128],\n"
+                     "\t.param .u64 param_C,\n\t.param .u32 param_M,\n"
+                     "\t.param .u32 param_N,\n"
+                     "\t.param .u32 param_K,\n\t.param .u32 param_ldc,\n"
+                     "\t.param .f32 param_alpha,\n\t.param .f32 param_beta,\n"
+                     "\t.param .u64 param_W,\n"
+                     "\t.param .align 64 .b8 tmap_c[128]") +
+         (packed ? ",\n\t.param .u64 param_A,\n\t.param .u64 param_B,\n"
+                   "\t.param .u32 param_lda,\n\t.param .u32 param_ldb)\n"
+                 : ")\n");
+}
+
 }  // namespace
 
 std::string MainEntry(const Tiling& t, const std::string& arch) {
@@ -774,6 +795,12 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
       << ", A M-major in shared memory, read into registers; B K-major"
       << (t.c_transposed ? "; C stored transposed (C^T = B^T A^T)" : "")
       << "\n";
+  } else if (t.packed) {
+    p << "//\n// blocktune gemm.wgmma_pk v"
+      << N(kGemmWgmmaPackedGeneratorVersion) << ": " << ToString(t.prec)
+      << ", A " << (t.a_kmajor ? "K-major (N)" : "M-major (T)") << ", B "
+      << (t.b_kmajor ? "K-major (T)" : "N-major (N)")
+      << " as read: packed operands from the workspace (pack entry below)\n";
   } else {
     p << "//\n// blocktune gemm.wgmma v" << N(kGemmWgmmaGeneratorVersion)
       << ": " << ToString(t.prec) << ", A "
@@ -808,14 +835,7 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
       << "\t.param .u32 pdlh,\n\t.param .u32 pdlw)\n";
   } else {
     p << ".visible .entry blocktune_gemm_wgmma" << (t.a_regs ? "_rs" : "")
-      << "(\n"
-      << "\t.param .align 64 .b8 tmap_a[128],\n"
-      << "\t.param .align 64 .b8 tmap_b[128],\n"
-      << "\t.param .u64 param_C,\n\t.param .u32 param_M,\n\t.param .u32 param_N,\n"
-      << "\t.param .u32 param_K,\n\t.param .u32 param_ldc,\n"
-      << "\t.param .f32 param_alpha,\n\t.param .f32 param_beta,\n"
-      << "\t.param .u64 param_W,\n"
-      << "\t.param .align 64 .b8 tmap_c[128])\n";
+      << "(\n" << GemmEntryParams(t.packed);
   }
   p << ".maxntid " << N(threads) << ", 1, 1\n.minnctapersm 1\n"
     << (t.cm == 2 ? ".reqnctapercluster 2, 1, 1\n" : "") << "{\n"
@@ -944,6 +964,207 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
   p << "DONE:\n";
   if (t.cm == 2) EmitClusterSync(p);
   p << "\tret;\n}\n";
+  return p.str();
+}
+
+}  // namespace blocktune::wgmma_internal
+
+namespace blocktune::wgmma_internal {
+
+std::string PackEntry(const Tiling& t, const WgmmaPacking& pack) {
+  const int64_t es = t.esize, v = 16 / es;
+  // Operands copied row by row in 16-byte chunks (one per thread), and
+  // operands copied transposed (tf32 only) in 32 x 32 tiles through shared
+  // memory (one per program), so that both the loads and the stores of a
+  // warp are whole 128-byte lines.
+  const bool row_a = pack.a && !pack.a_transposed;
+  const bool row_b = pack.b && !pack.b_transposed;
+  const int64_t chunks_a = row_a ? pack.rows_a * pack.lda / v : 0;
+  const int64_t chunks_b = row_b ? pack.rows_b * pack.ldb / v : 0;
+  // A transposed operand's tiles: its stored columns (the packed rows) by
+  // 32, times its packed row length by 32 (whole tiles: ld is a multiple
+  // of 32 tf32 elements).
+  const int64_t tiles_n_a = CeilDiv(pack.cols_a, 32);
+  const int64_t tiles_n_b = CeilDiv(pack.cols_b, 32);
+  const int64_t tiles_a = pack.a_transposed ? tiles_n_a * (pack.lda / 32) : 0;
+  const int64_t tiles_b = pack.b_transposed ? tiles_n_b * (pack.ldb / 32) : 0;
+  Ptx p;
+  p << "\n// ---- packing (gemm.wgmma_pk): ";
+  auto describe = [&](const char* x, bool on, bool tr, int64_t r, int64_t c,
+                      int64_t ld, int64_t off) {
+    if (!on) return;
+    p << x << " " << N(r) << " x " << N(c) << (tr ? " transposed" : "")
+      << " -> rows of ld " << N(ld) << " at W+" << N(off) << "; ";
+  };
+  describe("A", pack.a, pack.a_transposed, pack.rows_a, pack.cols_a, pack.lda,
+           pack.a_offset);
+  describe("B", pack.b, pack.b_transposed, pack.rows_b, pack.cols_b, pack.ldb,
+           pack.b_offset);
+  const bool tiles = tiles_a + tiles_b > 0;
+  // Without tiles the loop's exit is the entry's end.
+  const std::string rows_done = tiles ? "$PACK_ROWS_DONE" : "$PACK_DONE";
+  p << "16-byte chunks, one per thread"
+    << (tiles ? "; transposed operands in 32 x 32 tiles through shared "
+                "memory, one per program"
+              : "")
+    << "\n"
+    << ".visible .entry blocktune_gemm_wgmma_pack(\n"
+    << GemmEntryParams(true) << "{\n"
+    << "\t.reg .pred %p, %q;\n"
+    << "\t.reg .b32 %c, %step, %nt, %r, %i, %row, %col, %left, %ld, %w<4>;\n"
+    << (tiles ? "\t.reg .b32 %warp, %lane, %tn, %tk, %sa, %sb, %j;\n"
+                "\t.shared .align 16 .b32 pack_tile[1056];\n"
+              : "")
+    << "\t.reg .b16 %h<8>;\n"
+    << "\t.reg .b64 %A, %B, %W, %src, %dst, %x;\n"
+    << "\tld.param.u64 %A, [param_A];\n\tcvta.to.global.u64 %A, %A;\n"
+    << "\tld.param.u64 %B, [param_B];\n\tcvta.to.global.u64 %B, %B;\n"
+    << "\tld.param.u64 %W, [param_W];\n\tcvta.to.global.u64 %W, %W;\n"
+    << "\tmov.u32 %r, %ctaid.x;\n\tmov.u32 %nt, %ntid.x;\n"
+    << "\tmov.u32 %c, %tid.x;\n\tmad.lo.u32 %c, %r, %nt, %c;\n"
+    << "\tmov.u32 %r, %nctaid.x;\n\tmul.lo.u32 %step, %r, %nt;\n"
+    << "$PACK_LOOP:\n"
+    << "\tsetp.ge.u32 %p, %c, " << N(chunks_a + chunks_b) << ";\n"
+    << "\t@%p bra " << rows_done << ";\n";
+  // Element j of the chunk, predicated on %q, from [%src + off] (zero where
+  // not loaded).
+  auto element = [&](int64_t j, const std::string& off) {
+    const std::string J = N(j);
+    if (es == 2)
+      p << "\tmov.b16 %h" << J << ", 0;\n\t@%q ld.global.nc.b16 %h" << J
+        << ", [%src+" << off << "];\n";
+    else
+      p << "\tmov.b32 %w" << J << ", 0;\n\t@%q ld.global.nc.b32 %w" << J
+        << ", [%src+" << off << "];\n";
+  };
+  // Operand x's chunk %i (from its first): packed row %row, columns
+  // v*%col.. of the stored row, contiguous.
+  auto section = [&](const char* x, int64_t first, int64_t cols, int64_t ld,
+                     int64_t offset, bool wide) {
+    const std::string X = x[0] == 'a' ? "A" : "B";
+    p << "\tsub.u32 %i, %c, " << N(first) << ";\n"
+      << "\tld.param.u32 %ld, [param_ld" << x << "];\n"
+      << "\tdiv.u32 %row, %i, " << N(ld / v) << ";\n"
+      << "\trem.u32 %col, %i, " << N(ld / v) << ";\n"
+      << "\tmul.lo.u32 %col, %col, " << N(v) << ";\n"
+      << "\tsub.s32 %left, " << N(cols) << ", %col;\n"
+      << "\tmul.wide.u32 %src, %row, %ld;\n"
+      << "\tcvt.u64.u32 %x, %col;\n\tadd.u64 %src, %src, %x;\n"
+      << "\tmad.lo.u64 %src, %src, " << N(es) << ", %" << X << ";\n"
+      << "\tmul.wide.u32 %dst, %i, 16;\n\tadd.u64 %dst, %dst, %W;\n"
+      << "\tadd.u64 %dst, %dst, " << N(offset) << ";\n";
+    if (wide) {
+      // Stored rows of whole 16-byte units: a whole chunk is one load.
+      p << "\tsetp.ge.s32 %p, %left, " << N(v) << ";\n"
+        << "\t@!%p bra $PACK_" << X << "_EDGE;\n"
+        << "\tld.global.nc.v4.b32 {%w0, %w1, %w2, %w3}, [%src];\n"
+        << "\tst.global.v4.b32 [%dst], {%w0, %w1, %w2, %w3};\n"
+        << "\tbra.uni $PACK_NEXT;\n"
+        << "$PACK_" << X << "_EDGE:\n";
+    }
+    for (int64_t j = 0; j < v; ++j) {
+      p << "\tsetp.gt.s32 %q, %left, " << N(j) << ";\n";
+      element(j, N(es * j));
+    }
+    if (es == 2)
+      for (int j = 0; j < 4; ++j)
+        p << "\tmov.b32 %w" << N(j) << ", {%h" << N(2 * j) << ", %h"
+          << N(2 * j + 1) << "};\n";
+    p << "\tst.global.v4.b32 [%dst], {%w0, %w1, %w2, %w3};\n";
+  };
+  // Stored rows of whole 16-byte units (and a 16-byte aligned base, which
+  // the launcher checks): chunks that hold no edge are one 16-byte load.
+  if (row_a && row_b) {
+    p << "\tsetp.ge.u32 %p, %c, " << N(chunks_a) << ";\n"
+      << "\t@%p bra $PACK_B;\n";
+  }
+  if (row_a) {
+    section("a", 0, pack.cols_a, pack.lda, pack.a_offset,
+            pack.src_lda * es % 16 == 0);
+    p << "\tbra.uni $PACK_NEXT;\n";
+  }
+  if (row_b) {
+    p << "$PACK_B:\n";
+    section("b", chunks_a, pack.cols_b, pack.ldb, pack.b_offset,
+            pack.src_ldb * es % 16 == 0);
+  }
+  p << "$PACK_NEXT:\n"
+    << "\tadd.u32 %c, %c, %step;\n"
+    << "\tbra.uni $PACK_LOOP;\n";
+  if (tiles) {
+    p << "$PACK_ROWS_DONE:\n";
+    // Tile %c (per program, grid-stride): stored rows 32*%tk.. (the packed
+    // row's columns) by stored columns 32*%tn.. (packed rows). Warp w
+    // loads stored rows w, w+8, w+16, w+24 of the tile (lane: column) into
+    // pack_tile[row][33] and stores packed rows w, w+8, .. (lane: column).
+    p
+      << "\tmov.u32 %r, %tid.x;\n"
+      << "\tshr.u32 %warp, %r, 5;\n\tand.b32 %lane, %r, 31;\n"
+      << "\tmov.u32 %c, %ctaid.x;\n\tmov.u32 %step, %nctaid.x;\n"
+      << "\tmov.u32 %sb, pack_tile;\n"
+      << "$PACK_TILE:\n"
+      << "\tsetp.ge.u32 %p, %c, " << N(tiles_a + tiles_b) << ";\n"
+      << "\t@%p bra $PACK_DONE;\n";
+    auto tile = [&](const char* x, int64_t first, int64_t rows, int64_t cols,
+                    int64_t tiles_n, int64_t ld, int64_t offset) {
+      const std::string X = x[0] == 'a' ? "A" : "B";
+      p << "\tsub.u32 %i, %c, " << N(first) << ";\n"
+        << "\tld.param.u32 %ld, [param_ld" << x << "];\n"
+        << "\trem.u32 %tn, %i, " << N(tiles_n) << ";\n"
+        << "\tdiv.u32 %tk, %i, " << N(tiles_n) << ";\n"
+        << "\tshl.b32 %tn, %tn, 5;\n\tshl.b32 %tk, %tk, 5;\n"
+        // loads: stored row %row = tk + warp + 8i, column %col = tn + lane
+        << "\tadd.u32 %col, %tn, %lane;\n"
+        << "\tsetp.lt.u32 %q, %col, " << N(cols) << ";\n";
+      for (int i = 0; i < 4; ++i) {
+        p << "\tadd.u32 %j, %warp, " << N(8 * i) << ";\n"
+          << "\tadd.u32 %row, %tk, %j;\n"
+          << "\tsetp.lt.and.u32 %p, %row, " << N(rows) << ", %q;\n"
+          << "\tmul.wide.u32 %src, %row, %ld;\n"
+          << "\tcvt.u64.u32 %x, %col;\n\tadd.u64 %src, %src, %x;\n"
+          << "\tmad.lo.u64 %src, %src, 4, %" << X << ";\n"
+          << "\tmov.b32 %w0, 0;\n\t@%p ld.global.nc.b32 %w0, [%src];\n"
+          << "\tmad.lo.u32 %sa, %j, 33, %lane;\n"
+          << "\tmad.lo.u32 %sa, %sa, 4, %sb;\n"
+          << "\tst.shared.b32 [%sa], %w0;\n";
+      }
+      p << "\tbar.sync 0;\n";
+      // stores: packed row %row = tn + warp + 8i, column tk + lane
+      for (int i = 0; i < 4; ++i) {
+        p << "\tadd.u32 %j, %warp, " << N(8 * i) << ";\n"
+          << "\tadd.u32 %row, %tn, %j;\n"
+          << "\tsetp.lt.u32 %p, %row, " << N(cols) << ";\n"
+          << "\tmad.lo.u32 %sa, %lane, 33, %j;\n"
+          << "\tmad.lo.u32 %sa, %sa, 4, %sb;\n"
+          << "\tld.shared.b32 %w0, [%sa];\n"
+          << "\tadd.u32 %col, %tk, %lane;\n"
+          << "\tmul.wide.u32 %dst, %row, " << N(ld) << ";\n"
+          << "\tcvt.u64.u32 %x, %col;\n\tadd.u64 %dst, %dst, %x;\n"
+          << "\tmad.lo.u64 %dst, %dst, 4, %W;\n"
+          << "\t@%p st.global.b32 [%dst+" << N(offset) << "], %w0;\n";
+      }
+      p << "\tbar.sync 0;\n";
+    };
+    if (tiles_a > 0 && tiles_b > 0) {
+      p << "\tsetp.ge.u32 %p, %c, " << N(tiles_a) << ";\n"
+        << "\t@%p bra $PACK_TILE_B;\n";
+    }
+    if (tiles_a > 0) {
+      tile("a", 0, pack.rows_a, pack.cols_a, tiles_n_a, pack.lda,
+           pack.a_offset);
+      p << "\tbra.uni $PACK_TILE_NEXT;\n";
+    }
+    if (tiles_b > 0) {
+      p << "$PACK_TILE_B:\n";
+      tile("b", tiles_a, pack.rows_b, pack.cols_b, tiles_n_b, pack.ldb,
+           pack.b_offset);
+    }
+    p << "$PACK_TILE_NEXT:\n"
+      << "\tadd.u32 %c, %c, %step;\n"
+      << "\tbra.uni $PACK_TILE;\n";
+  }
+  p << "$PACK_DONE:\n"
+    << "\tret;\n}\n";
   return p.str();
 }
 

@@ -79,6 +79,10 @@ struct Tiling {
   // epilogue alone.
   bool a_regs = false;
   bool c_transposed = false;
+  // gemm.wgmma_pk (GenerateGemmWgmmaPacked): the entry takes A, B, lda and
+  // ldb after tmap_c (for the pack entry), and ldc may be any value: the
+  // TMA-store epilogue needs it, as N, a whole number of 16-byte units.
+  bool packed = false;
 
   Tiling(DType precision, bool a_t, bool b_t, const WgmmaParams& p)
       : prec(precision),
@@ -142,6 +146,13 @@ WgmmaKernel AssembleGemmWgmma(const Problem& problem, const WgmmaParams& p,
 // The main entry: "blocktune_gemm_wgmma" (gemm_wgmma.h lists its
 // parameters) or, where t.conv, "blocktune_conv_wgmma" (conv_wgmma.h).
 std::string MainEntry(const Tiling& t, const std::string& arch);
+
+// gemm.wgmma_pk's pack entry "blocktune_gemm_wgmma_pack", with the main
+// entry's parameters (t.packed): copies the operands `pack` names into the
+// workspace in 16-byte chunks, rows padded to pack.lda / pack.ldb (zeros
+// past the stored columns), transposed where pack says so. One chunk per
+// thread, grid-stride.
+std::string PackEntry(const Tiling& t, const WgmmaPacking& pack);
 
 }  // namespace blocktune::wgmma_internal
 

@@ -320,6 +320,71 @@ TEST(GemmWgmmaTest, PtxNamesTheAlgorithmsInstructions) {
             StatusCode::kInvalidArgument);
 }
 
+// gemm.wgmma_pk: offered where an operand's rows are not 16-byte aligned;
+// then operands whose rows are not 128-byte aligned are packed after
+// split-K's partials, with rows padded to 128 bytes; tf32's M- and N-major
+// operands are packed transposed, so the main kernel reads NT; C's
+// epilogue checks ldc; problems with 16-byte rows are refused.
+TEST(GemmWgmmaTest, PackingPadsRowsTo128BytesAndMakesTf32KMajor) {
+  WgmmaParams params = Make(128, 128, 64, 4, 1);
+  params.kg = 2;
+  // bf16 1023 x 4097 x 520 NN: A rows of 520 (1040 B: 16 but not 128),
+  // B rows of 4097 (not even 16): both packed, neither transposed.
+  const Problem bf = Gemm(DType::kBf16, 1023, 4097, 520, Layout::kN, Layout::kN);
+  ASSERT_TRUE(NeedsWgmmaPacking(bf));
+  const WgmmaPacking pk = PlanWgmmaPacking(bf, params);
+  EXPECT_TRUE(pk.a && pk.b);
+  EXPECT_FALSE(pk.a_transposed || pk.b_transposed);
+  EXPECT_EQ(pk.lda, 576);   // 520 rounded up to 64 elements
+  EXPECT_EQ(pk.ldb, 4160);  // 4097 rounded up to 64
+  EXPECT_EQ(pk.a_offset, (2 * 1023 * 4097 * 4 + 255) / 256 * 256);  // after the partials
+  EXPECT_EQ(pk.b_offset % 256, 0);
+  EXPECT_GE(pk.b_offset, pk.a_offset + 1023 * 576 * 2);
+  EXPECT_EQ(pk.workspace_bytes, pk.b_offset + 520 * 4160 * 2);
+  auto k = GenerateGemmWgmmaPacked(bf, params);
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(k->pack_entry, "blocktune_gemm_wgmma_pack");
+  EXPECT_TRUE(Contains(k->ptx, ".visible .entry blocktune_gemm_wgmma_pack("));
+  EXPECT_TRUE(Contains(k->ptx, "// blocktune gemm.wgmma_pk v1"));
+  EXPECT_EQ(k->map_a_operand, 'W');
+  EXPECT_EQ(k->map_a_offset, pk.a_offset);
+  EXPECT_EQ(k->map_b_offset, pk.b_offset);
+  EXPECT_EQ(k->map_a.strides[0], 576u * 2);
+  EXPECT_EQ(k->workspace_bytes, pk.workspace_bytes);
+  // A's rows are whole 16-byte units: 16-byte loads; B's are not.
+  EXPECT_TRUE(Contains(k->ptx, "ld.global.nc.v4.b32"));
+  EXPECT_TRUE(Contains(k->ptx, "ld.global.nc.b16"));
+  // The TMA-store epilogue needs ldc too to be whole 16-byte units.
+  EXPECT_TRUE(Contains(k->ptx, "or.b32 %tmp, %N, %ldc;"));
+  EXPECT_FALSE(Contains(GenerateGemmWgmma(
+                            Gemm(DType::kBf16, 1024, 1024, 1024, Layout::kN,
+                                 Layout::kT),
+                            params)->ptx,
+                        "%ldc;\n\tand.b32"));
+  // tf32 NN: B (N-major) is packed transposed; the kernel reads NT.
+  const Problem tf = Gemm(DType::kTf32, 1023, 4097, 520, Layout::kN, Layout::kN);
+  params = Make(128, 128, 32, 4, 1);
+  const WgmmaPacking pt = PlanWgmmaPacking(tf, params);
+  EXPECT_TRUE(pt.b_transposed);
+  EXPECT_FALSE(pt.a_transposed);
+  EXPECT_EQ(pt.ldb, 544);  // K = 520 rounded up to 32
+  const Problem q = PackedWgmmaProblem(tf, pt);
+  EXPECT_EQ(std::get<GemmContext>(q.ctx).layout_b, Layout::kT);
+  EXPECT_EQ(q.ldc, 4100);  // rounded to 16 bytes for C's map
+  EXPECT_TRUE(CanImplementWgmmaPacked(tf, params).ok());
+  auto kt = GenerateGemmWgmmaPacked(tf, params);
+  ASSERT_TRUE(kt.ok()) << kt.status().ToString();
+  EXPECT_TRUE(Contains(kt->ptx, "B 520 x 4097 transposed"));
+  // Rows 16-byte aligned (1000 bf16: 2000 bytes): not offered, though
+  // such rows would be packed where the family is.
+  const Problem aligned =
+      Gemm(DType::kBf16, 1000, 1000, 1000, Layout::kN, Layout::kN);
+  EXPECT_FALSE(NeedsWgmmaPacking(aligned));
+  const Status s = CanImplementWgmmaPacked(aligned, params);
+  EXPECT_NE(s.message().find("unaligned_rows"), std::string::npos) << s.ToString();
+  EXPECT_FALSE(GenerateGemmWgmmaPacked(aligned, params).ok());
+}
+
 TEST(GemmWgmmaTest, SplitKHasWorkspaceAndReduceEntry) {
   const Problem p = Gemm(DType::kBf16, 100, 70, 1000, Layout::kN, Layout::kT);
   WgmmaParams params = Make(128, 128, 64, 4, 1);

@@ -8,6 +8,12 @@
 # DIR/models-<op>-<dtype>.txt.
 #
 #   scripts/train_pretrained.sh models/pretrained/h100-sxm gemm fp16 [BUILD]
+#
+# FAMILY=F trains that family alone (a new family's first models) and
+# merges it into the existing DIR/models-<op>-<dtype>.json.gz, whose other
+# models are kept as they are; its report is appended to the .txt.
+#
+#   FAMILY=gemm.wgmma_pk scripts/train_pretrained.sh models/pretrained/h100-sxm gemm bf16
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:?usage: scripts/train_pretrained.sh DIR OP DTYPE [BUILD]}
@@ -30,12 +36,25 @@ for _ in $(seq 300); do
 done
 cli() { "$build/client/blocktune" --server "unix:$run/d.sock" "$@"; }
 report="$dir/models-$op-$dtype.txt"
+models="$dir/models-$op-$dtype.json.gz"
+if [[ -n ${FAMILY:-} ]]; then
+  [[ -f $models ]] || { echo "FAMILY=$FAMILY: no $models to merge into" >&2; exit 1; }
+  {
+    echo "# $FAMILY: FAMILY=$FAMILY scripts/train_pretrained.sh $dir $op $dtype ($(date -u +%F)); merged into $(basename "$models")"
+    for f in "${inputs[@]}"; do cli import "$f"; done
+    cli import "$models"
+    cli train --op "$op" --dtype "$dtype" --family "$FAMILY" --members 5 \
+      --hidden 128,128,128 | grep -v " epoch "
+    cli export --op "$op" --dtype "$dtype" --models -o "$run/merged.json.gz"
+    mv "$run/merged.json.gz" "$models"
+  } 2>&1 | tee -a "$report"
+  exit 0
+fi
 {
   echo "# scripts/train_pretrained.sh $dir $op $dtype ($(date -u +%F))"
   for f in "${inputs[@]}"; do cli import "$f"; done
   # One GPU model's samples only, so the device is the store's one.
   cli train --op "$op" --dtype "$dtype" --members 5 --hidden 128,128,128 |
     grep -v " epoch "
-  cli export --op "$op" --dtype "$dtype" --models \
-    -o "$dir/models-$op-$dtype.json.gz"
+  cli export --op "$op" --dtype "$dtype" --models -o "$models"
 } 2>&1 | tee "$report"

@@ -54,6 +54,7 @@ TEST(CampaignFamiliesTest, EveryFamilyOfTheDtypeThatRunsOnTheGpu) {
     std::vector<std::string> hopper_families = {"gemm.mma", "gemm.wgmma"};
     if (d == DType::kTf32) hopper_families.push_back("gemm.wgmma_rs");
     hopper_families.push_back("gemm.mma_pk");
+    hopper_families.push_back("gemm.wgmma_pk");
     for (const char* hopper : {"h100", "h200"}) {
       got = CampaignFamilies(spec, Profile(hopper));
       ASSERT_TRUE(got.ok()) << got.status().ToString();
@@ -160,11 +161,13 @@ TEST(PlanGuidedTest, MeasuresTheModelsTopKInDistinctContextsOfTheDomain) {
   };
   auto plan = PlanGuided(spec, Profile("h100"), "GPU X", find, 4);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  // Every family of the device was asked for; gemm.wgmma and gemm.mma_pk
-  // have no model, so gemm.mma takes every context, and the summary says so.
+  // Every family of the device was asked for; gemm.wgmma and the packed
+  // families have no model, so gemm.mma takes every context, and the
+  // summary says so.
   EXPECT_EQ(asked_for, (std::vector<std::string>{"gemm.mma bf16 GPU X",
                                                  "gemm.wgmma bf16 GPU X",
-                                                 "gemm.mma_pk bf16 GPU X"}));
+                                                 "gemm.mma_pk bf16 GPU X",
+                                                 "gemm.wgmma_pk bf16 GPU X"}));
   ASSERT_EQ(plan->candidates.size(), 203u);
   EXPECT_EQ(plan->contexts, 26);
   EXPECT_EQ(*guide.asked, 26);
@@ -172,7 +175,7 @@ TEST(PlanGuidedTest, MeasuresTheModelsTopKInDistinctContextsOfTheDomain) {
               HasSubstr("guided by model 12 (gemm.mma): 26 contexts x (top 6 "
                         "+ 2 of ranks 7-64) = 203 candidates"));
   EXPECT_THAT(plan->summary, HasSubstr("not guided: gemm.wgmma: no current"));
-  ASSERT_EQ(plan->unguided.size(), 2u);
+  ASSERT_EQ(plan->unguided.size(), 3u);
   // Context after context, each new, in the campaign's precision: the
   // model's first 6 answers, then 2 more of its ranks 7 .. 64 (the fake
   // ranks 20), distinct and in its order, not always ranks 7 and 8.

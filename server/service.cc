@@ -1025,6 +1025,7 @@ void ToProto(const std::vector<TensorMapParam>& maps,
     v1::TensorMapDesc* o = out->Add();
     o->set_param_index(t.param_index);
     o->set_operand(std::string(1, t.operand));
+    o->set_offset(t.offset);
     o->set_data_type(static_cast<int32_t>(t.map.type));
     o->set_element_type(ToString(t.map.type));
     const TensorMapSpec& m = t.map;

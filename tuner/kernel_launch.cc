@@ -50,10 +50,11 @@ StatusOr<std::vector<LoadedKernel::Arg>> LoadedKernel::Resolve(
       const char operand = tensor_maps[map].operand;
       if (p.size != static_cast<int>(sizeof(EncodedTensorMap)) ||
           p.offset < 0 || p.offset % 64 != 0 ||
-          (operand != 'A' && operand != 'B' && operand != 'C')) {
+          (operand != 'A' && operand != 'B' && operand != 'C' &&
+           operand != 'W')) {
         return Internal("entry " + entry + ": tensor map parameter " +
                         std::string(p.name) + " must be 128 bytes at a " +
-                        "64-byte aligned offset of operand A, B or C");
+                        "64-byte aligned offset of operand A, B, C or W");
       }
       args.push_back({S::kTensorMap, p.offset, p.size, map});
       continue;
@@ -129,7 +130,9 @@ Status LoadedKernel::Enqueue(const cuda::Function& fn,
           EncodedTensorMap m,
           EncodeTensorMap(t.map, t.operand == 'A'   ? ops.a
                                  : t.operand == 'B' ? ops.b
-                                                    : ops.c));
+                                 : t.operand == 'W'
+                                     ? workspace + static_cast<uint64_t>(t.offset)
+                                     : ops.c));
       maps.push_back(m);
       pointers.push_back(maps.back().bytes);
       continue;

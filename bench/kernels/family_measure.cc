@@ -11,12 +11,13 @@
 namespace blocktune::bench {
 
 Case Make(const char* group, DType prec, int64_t m, int64_t n, int64_t k,
-          Layout la, Layout lb, int64_t lda, int64_t ldb) {
+          Layout la, Layout lb, int64_t lda, int64_t ldb, int64_t ldc) {
   Case c;
   c.group = group;
   c.problem = Problem(GemmContext{m, n, k, la, lb, prec});
   c.problem.lda = lda;
   c.problem.ldb = ldb;
+  c.problem.ldc = ldc;
   return c;
 }
 
@@ -508,7 +509,7 @@ std::string ShapeText(const Case& c) {
   std::snprintf(s, sizeof(s), "%lldx%lldx%lld %s%s%s", (long long)g.m,
                 (long long)g.n, (long long)g.k, ToString(g.layout_a).data(),
                 ToString(g.layout_b).data(),
-                (c.problem.lda || c.problem.ldb) ? " ld-padded" : "");
+                (c.problem.lda || c.problem.ldb || c.problem.ldc) ? " ld-padded" : "");
   return s;
 }
 
@@ -589,6 +590,9 @@ void Allocate(const Case& c, Buffers* buf) {
   CHECK_CUDA(cudaMalloc(&buf->c, buf->c_bytes));
   CHECK_CUDA(cudaMalloc(&buf->c_ref, buf->c_bytes));
   CHECK_CUDA(cudaMalloc(&buf->ws, buf->ws_bytes));
+  // Padded rows' tails are compared too: both outputs start equal there.
+  CHECK_CUDA(cudaMemset(buf->c, 0, buf->c_bytes));
+  CHECK_CUDA(cudaMemset(buf->c_ref, 0, buf->c_bytes));
   FillRandom(buf->a, a_elems, c.prec(), 1);
   FillRandom(buf->b, b_elems, c.prec(), 2);
 }

@@ -66,7 +66,8 @@ struct Case {
 };
 
 Case Make(const char* group, DType prec, int64_t m, int64_t n, int64_t k,
-          Layout la, Layout lb, int64_t lda = 0, int64_t ldb = 0);
+          Layout la, Layout lb, int64_t lda = 0, int64_t ldb = 0,
+          int64_t ldc = 0);
 Case MakeConv(const char* group, DType prec, int64_t n, int64_t hw, int64_t c,
               int64_t k, int64_t rs, int64_t stride, int64_t pad = -1,
               int64_t dilation = 1, int64_t s = 0, int64_t w = 0);

@@ -36,7 +36,7 @@
 // --plan: lists each shape's candidates per family for an H100 (no GPU).
 // --ptx-dir: writes the PTX of each shape's best kernel per family there
 // (for ptxas + cuobjdump -sass: HGMMA in gemm.wgmma's SASS).
-//   mma_bench --profile "bf16 NT 4096 16 4096" "bm=.. bn=.." [reps]
+//   mma_bench --profile "bf16 NT 4096 16 4096 [lda ldb ldc]" "bm=.." [reps]
 // times one configuration of the first of --families (for ncu).
 // --programs N (before --profile): at most N programs, walking the tiles
 // grid-stride, for families whose kernels can (gemm.wgmma with cm = 1,
@@ -154,6 +154,27 @@ std::vector<Case> Shapes(bool quick) {
   s.push_back(Make("odd", bf, 1000, 1000, 1000, L::kN, L::kN));
   s.push_back(Make("odd", bf, 1023, 4097, 515, L::kN, L::kN, 520, 4104));
   s.push_back(Make("odd", bf, 1023, 4097, 515, L::kN, L::kN));
+  // align: rows that are 16-byte but not 128-byte aligned (TMA reads them,
+  // each 128-byte box row then spans two lines), beside the same problem
+  // with rows padded to 128 bytes: what a pack into padded rows would buy.
+  s.push_back(Make("align", bf, 1000, 1000, 1000, L::kN, L::kN));
+  s.push_back(Make("align", bf, 1000, 1000, 1000, L::kN, L::kN, 1024, 1024));
+  s.push_back(
+      Make("align", bf, 1000, 1000, 1000, L::kN, L::kN, 1024, 1024, 1024));
+  s.push_back(Make("align", bf, 1024, 1024, 1024, L::kN, L::kN));
+  s.push_back(Make("align", bf, 2560, 7000, 2560, L::kN, L::kN));
+  s.push_back(
+      Make("align", bf, 2560, 7000, 2560, L::kN, L::kN, 0, 7040, 7040));
+  s.push_back(Make("align", tf, 1023, 4097, 520, L::kN, L::kN, 0, 4128, 4128));
+  s.push_back(Make("align", tf, 1000, 1000, 1000, L::kN, L::kN));
+  s.push_back(
+      Make("align", tf, 1000, 1000, 1000, L::kN, L::kN, 1024, 1024, 1024));
+  // The evaluation's odd shapes with tight rows (gemm.wgmma_pk's cases).
+  for (DType prec : {bf, tf}) {
+    s.push_back(Make("align", prec, 1023, 4097, 520, L::kN, L::kN));
+    s.push_back(Make("align", prec, 777, 333, 1555, L::kN, L::kT));
+    s.push_back(Make("align", prec, 3000, 50, 3000, L::kT, L::kN));
+  }
   return s;
 }
 
@@ -451,16 +472,19 @@ int Main(int argc, char** argv) {
   } else if (!profile_shape.empty()) {
     std::istringstream in(profile_shape);
     std::string prec, lay;
-    int64_t m, n, k;
+    int64_t m, n, k, lda = 0, ldb = 0, ldc = 0;
     in >> prec >> lay >> m >> n >> k;
+    if (!(in >> lda >> ldb >> ldc)) lda = ldb = ldc = 0;
     auto dt = DTypeFromString(prec);
     if (!dt.ok() || lay.size() != 2) {
-      std::fprintf(stderr, "mma_bench: --profile \"bf16 NT m n k\"\n");
+      std::fprintf(stderr,
+                   "mma_bench: --profile \"bf16 NT m n k [lda ldb ldc]\"\n");
       return 2;
     }
     shapes.push_back(Make("profile", *dt, m, n, k,
                           lay[0] == 'T' ? Layout::kT : Layout::kN,
-                          lay[1] == 'T' ? Layout::kT : Layout::kN));
+                          lay[1] == 'T' ? Layout::kT : Layout::kN, lda, ldb,
+                          ldc));
     families.resize(std::min<size_t>(families.size(), 1));
   } else {
     shapes = all_shapes();

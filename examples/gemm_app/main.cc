@@ -438,7 +438,8 @@ int main(int argc, char** argv) {
   uint32_t um = m, un = n, uk = k, ulda = lda, uldb = ldb, uldc = ldc,
            ukg = static_cast<uint32_t>(kg);
   float alpha = 1.f, beta = 0.f;
-  // TMA tensor maps (gemm.wgmma): encoded for A's, B's and C's addresses as
+  // TMA tensor maps (gemm.wgmma): encoded for A's, B's and C's addresses (or
+  // the workspace's plus an offset: gemm.wgmma_pk's packed operands) as
   // GetKernel describes them, passed by value.
   std::vector<CUtensorMap> maps(kernel->tensor_maps.size());
   for (size_t i = 0; i < maps.size(); ++i) {
@@ -449,7 +450,11 @@ int main(int argc, char** argv) {
     const cuuint32_t element_strides[2] = {1, 1};
     CHECK_CU(cuTensorMapEncodeTiled(
         &maps[i], static_cast<CUtensorMapDataType>(t.data_type), 2,
-        t.operand == 'A' ? a : t.operand == 'B' ? b : c, dims, strides, box, element_strides,
+        t.operand == 'A'   ? a
+        : t.operand == 'B' ? b
+        : t.operand == 'W' ? static_cast<char*>(workspace) + t.offset
+                           : c,
+        dims, strides, box, element_strides,
         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
   }
@@ -488,7 +493,7 @@ int main(int argc, char** argv) {
   std::vector<void*> main_args = args_for(kernel->params);
   std::vector<void*> reduce_args = args_for(kernel->reduce_params);
   auto ours = [&] {
-    if (pack) {  // gemm.mma_pk: the entry's arguments, before it
+    if (pack) {  // gemm.mma_pk, gemm.wgmma_pk: the entry's arguments, before it
       CHECK_CU(cuLaunchKernel(pack, kernel->pack_grid[0], kernel->pack_grid[1],
                               kernel->pack_grid[2], kernel->pack_block[0],
                               kernel->pack_block[1], kernel->pack_block[2], 0, nullptr,

@@ -167,7 +167,8 @@ struct KernelParam {
 // CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE.
 struct TensorMap {
   int param_index = -1;  // into Kernel::params (type "b8[128]")
-  char operand = 'A';    // 'A', 'B' or 'C'
+  char operand = 'A';    // 'A', 'B', 'C' or 'W' (the workspace)
+  int64_t offset = 0;    // 'W': bytes from the workspace's address
   int data_type = 0;     // CUtensorMapDataType: 6 fp16, 7 fp32, 9 bf16
   std::string mode = "tiled";
   std::vector<uint64_t> dims;     // elements, innermost (contiguous) first
@@ -184,7 +185,8 @@ struct TensorMap {
 // memory (above 48 KiB only after cuFuncSetAttribute(...,
 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, ...)) and `params`; when
 // `reduce_entry` is set, then it on the same stream; when `pack_entry` is
-// set (gemm.mma_pk), it first, on the same stream, with `params` too. A
+// set (gemm.mma_pk, gemm.wgmma_pk), it first, on the same stream, with
+// `params` too; a tensor map of operand 'W' covers the workspace. A
 // workspace of
 // `workspace_bytes` goes in the "W" parameter; where counter_offset >= 0,
 // the workspace bytes from that offset on must be zero before the first
@@ -203,7 +205,7 @@ struct Kernel {
   std::array<unsigned, 3> block{};
   int64_t shared_bytes = 0;  // static, declared in the PTX
   std::vector<KernelParam> params;
-  std::string pack_entry;  // empty but for gemm.mma_pk
+  std::string pack_entry;  // empty but for gemm.mma_pk and gemm.wgmma_pk
   std::array<unsigned, 3> pack_grid{};
   std::array<unsigned, 3> pack_block{};
   std::string reduce_entry;  // empty when K_G == 1
