@@ -82,6 +82,14 @@ class GpuWorkerTest : public ::testing::Test {
     return r;
   }
 
+  // A gemm.wgmma configuration ("bm=.. bn=.. bk=.. st=.. ...") with bk 32
+  // in tf32, whose 128-byte row it is (bk 64 is 256 bytes).
+  static std::string BkFor(const std::string& params, DType dtype) {
+    if (dtype != DType::kTf32) return params;
+    return params.substr(0, params.find(" bk=")) + " bk=32" +
+           params.substr(params.find(" st="));
+  }
+
   static void Print(const std::string& what, const tuner::WorkResult& r) {
     std::printf("  %-100s %9.2f us  spread %.3f  reps %lld  %.0f MHz  "
                 "err/bound %.2e\n",
@@ -297,15 +305,11 @@ TEST_F(GpuWorkerTest, WgmmaInEveryPrecisionMeasuresAndPassesTheCheck) {
   for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
     const std::string precision(ToString(dtype));
     for (const auto& [ctx, params] : corners) {
-      // tf32: A N and B T only; bk 64 is 256 bytes, 32 the 128-byte row.
+      // tf32: A N and B T only.
       if (dtype == DType::kTf32 && ctx.find("layout=NT") == std::string::npos)
         continue;
       const std::string context = ctx + " dtype=" + precision;
-      const std::string p =
-          dtype == DType::kTf32 ? params.substr(0, params.find(" bk=")) +
-                                      " bk=32" +
-                                      params.substr(params.find(" st="))
-                                : params;
+      const std::string p = BkFor(params, dtype);
       SCOPED_TRACE(context + " | " + p);
       PreparedSample prepared;
       tuner::WorkResult r = RunMma(context, p, &prepared, Wgmma());
@@ -352,12 +356,7 @@ TEST_F(GpuWorkerTest, WgmmaPackedInEveryPrecisionMeasuresAndPassesTheCheck) {
     const std::string precision(ToString(dtype));
     for (const auto& [ctx, params] : corners) {
       const std::string context = ctx + " dtype=" + precision;
-      // tf32: bk 32 is the 128-byte row.
-      const std::string p =
-          dtype == DType::kTf32 ? params.substr(0, params.find(" bk=")) +
-                                      " bk=32" +
-                                      params.substr(params.find(" st="))
-                                : params;
+      const std::string p = BkFor(params, dtype);
       SCOPED_TRACE(context + " | " + p);
       const Problem problem(*ContextFromString(context));
       if (!packed.CanImplement(problem, *packed.Parse(p), profile->Limits())
