@@ -129,18 +129,19 @@ sed -i 's/\t80\t81\t/\t120\t121\t/' "$tmp/t/torch_conv.tsv"
 "$python" bench/eval/report.py --results "$tmp/t" --out "$tmp/t" --no-plots >"$tmp/report.log"
 grep -qF '| **five thesis families** | 2 | 1.58x |' "$tmp/t/summary.md" ||
   fail "slower torch time taken: $(grep five "$tmp/t/summary.md")"
-# 4. run.sh gpu passes EVAL_GROUPS and SWEEP on and writes eval-PART.*, with a
-#    stand-in eval_bench that prints its arguments (no GPU here).
+# 4. run.sh gpu passes EVAL_GROUPS and SWEEP on, asks for every candidate's
+#    time (--times), and writes eval-PART.*, with a stand-in eval_bench that
+#    prints its arguments (no GPU here).
 mkdir -p "$tmp/bin" "$tmp/res/fp32"
 printf '#!/bin/sh\necho "args: $*"\necho "a log line" >&2\n' >"$tmp/bin/eval_bench"
 chmod +x "$tmp/bin/eval_bench"
 : >"$tmp/res/fp32/plan.tsv"
 RESULTS=$tmp/res EVAL_GROUPS="square mlp" PART=2 SWEEP=150 \
   bench/eval/run.sh gpu fp32 "$tmp/bin" >/dev/null
-grep -q -- "--csv $tmp/res/fp32/eval-2.csv --sweep 150 --group square --group mlp\$" \
+grep -q -- "--csv $tmp/res/fp32/eval-2.csv --times $tmp/res/fp32/eval-2-times.tsv --sweep 150 --group square --group mlp\$" \
   "$tmp/res/fp32/eval-2.txt" || fail "run.sh gpu: $(cat "$tmp/res/fp32/eval-2.txt")"
 zcat "$tmp/res/fp32/eval-2.err.gz" | grep -q "a log line" || fail "run.sh gpu: eval-2.err.gz"
 RESULTS=$tmp/res bench/eval/run.sh gpu fp32 "$tmp/bin" >/dev/null
-grep -q -- "--csv $tmp/res/fp32/eval.csv --sweep 40\$" "$tmp/res/fp32/eval.txt" \
+grep -q -- "--csv $tmp/res/fp32/eval.csv --times $tmp/res/fp32/eval-times.tsv --sweep 40\$" "$tmp/res/fp32/eval.txt" \
   || fail "run.sh gpu defaults: $(cat "$tmp/res/fp32/eval.txt")"
 echo "eval_test: plan, plan read-back, report and run.sh gpu OK"

@@ -14,6 +14,8 @@
 #   bench/eval/run.sh report            # any machine: summary.md, headline.json
 #                                       # and the PNGs of every precision
 #
+# gpu also keeps every timed candidate (eval-times.tsv.gz: the plan's top 10
+# and the sweep, for scoring another ranking of them offline).
 # gpu takes SWEEP (random configurations per family, default 40), EVAL_GROUPS
 # (a space-separated list of shapes.txt groups; default all) and PART (N:
 # the files are eval-N.*), so that a long evaluation runs in several calls.
@@ -102,8 +104,11 @@ case "${1:-}" in
     for g in ${EVAL_GROUPS:-}; do groups+=(--group "$g"); done
     out=$dir/eval${PART:+-$PART}
     "$bin/eval_bench" --plan "$dir/plan.tsv" --csv "$out.csv" \
-      --sweep "${SWEEP:-40}" "${groups[@]}" "${triton[@]}" 2>"$out.err" | tee "$out.txt"
+      --times "$out-times.tsv" --sweep "${SWEEP:-40}" "${groups[@]}" \
+      "${triton[@]}" 2>"$out.err" | tee "$out.txt"
     gzip -f "$out.err"
+    # Every candidate's time (eval_bench --times), for offline rankings.
+    if [[ -e $out-times.tsv ]]; then gzip -f "$out-times.tsv"; fi
     ;;
   report)
     python=python3

@@ -23,7 +23,11 @@
 // that fails the check is never the oracle.
 //
 //   eval_bench --plan plan.tsv --csv out.csv [--group G]... [--sweep 40]
-//              [--reps 21] [--triton TSV]
+//              [--reps 21] [--triton TSV] [--times out.tsv]
+// --times: every candidate's time too, a row each (context, source: the
+// plan's rank 1..10 or "sweep", configuration, microseconds, launches
+// timed; NaN where it did not run), the data to score another ranking of
+// the same candidates offline.
 //   eval_bench --plan plan.tsv --list-triton      (no GPU: triton_bench.py's
 //                                                  shapes file)
 //   eval_bench --plan plan.tsv --list-candidates  (no GPU: candidates per
@@ -247,13 +251,14 @@ const char* kCsvHeader =
 int Usage() {
   std::fprintf(stderr,
                "usage: eval_bench --plan FILE (--csv FILE [--group G]... "
-               "[--sweep N (0..2000)] [--reps N (5..1000)] [--triton TSV] | "
+               "[--sweep N (0..2000)] [--reps N (5..1000)] [--triton TSV] "
+               "[--times FILE] | "
                "--list-triton | --list-candidates)\n");
   return 2;
 }
 
 int Main(int argc, char** argv) {
-  std::string plan_path, csv_path, triton_path;
+  std::string plan_path, csv_path, triton_path, times_path;
   std::set<std::string> groups;
   long sweep = 40, reps = 21;
   bool list_triton = false, list_candidates = false;
@@ -275,6 +280,8 @@ int Main(int argc, char** argv) {
       csv_path = v;
     } else if (flag == "--triton") {
       triton_path = v;
+    } else if (flag == "--times") {
+      times_path = v;
     } else if (flag == "--group") {
       groups.insert(v);
     } else if (flag == "--sweep" || flag == "--reps") {
@@ -373,6 +380,16 @@ int Main(int argc, char** argv) {
                  csv_path.c_str());
     return 2;
   }
+  FILE* times_out = nullptr;
+  if (!times_path.empty()) {
+    times_out = std::fopen(times_path.c_str(), "w");
+    if (!times_out) {
+      std::fprintf(stderr, "eval_bench: cannot write --times %s\n",
+                   times_path.c_str());
+      return 2;
+    }
+    std::fprintf(times_out, "context\tsource\tconfig\tus\tlaunches\n");
+  }
   std::fprintf(csv,
                "# %s; cuBLASLt %zu; sweep %ld per family, %ld repetitions; "
                "L2 read-flushed before each launch; %s\n%s\n",
@@ -449,19 +466,33 @@ int Main(int argc, char** argv) {
     // slow candidates, and this halves the evaluation's time).
     const size_t n_top = p.top.size();
     std::vector<double> us(configs.size(), NAN);
+    std::vector<long> launches(configs.size(), 0);
     int tried = 0, wrong = 0;
     double fastest = INFINITY;
     for (size_t i = 0; i < configs.size(); ++i) {
       if (i < n_top) {
         us[i] = time(i, static_cast<int>(reps), 3);
+        launches[i] = reps;
       } else {
         us[i] = time(i, 1, 1);
-        if (us[i] <= 1.25 * fastest) us[i] = time(i, 5, 0);
+        launches[i] = 1;
+        if (us[i] <= 1.25 * fastest) {
+          us[i] = time(i, 5, 0);
+          launches[i] = 5;
+        }
       }
       if (std::isfinite(us[i])) {
         ++tried;
         fastest = std::min(fastest, us[i]);
       }
+    }
+    if (times_out) {
+      for (size_t i = 0; i < configs.size(); ++i)
+        std::fprintf(times_out, "%s\t%s\t%s\t%.3f\t%ld\n",
+                     ToString(c.problem.ctx).c_str(),
+                     i < n_top ? std::to_string(i + 1).c_str() : "sweep",
+                     configs[i].Text().c_str(), us[i], launches[i]);
+      std::fflush(times_out);
     }
     // The top 10's pick: its fastest with a correct output, as --verify's
     // worker would pick.
@@ -567,6 +598,7 @@ int Main(int argc, char** argv) {
     cudaFree(ws);
   }
   std::fclose(csv);
+  if (times_out) std::fclose(times_out);
   std::printf("# %.0f s\n", NowSeconds() - t_start);
   cublasLtDestroy(lt);
 #ifdef BLOCKTUNE_HAVE_CUDNN
