@@ -27,7 +27,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 results=${RESULTS:-bench/results/h100/eval}
-usage() { sed -n '2,22p' "$0" >&2; exit 2; }
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2; exit 2; }
 prec_dir() {
   case "$1" in
     bf16 | fp16 | tf32 | fp32) echo "$results/$1" ;;
