@@ -263,7 +263,8 @@ int RunLocalKernel(const Context& ctx, const LocalKernelFlags& flags,
         o << (i ? ", " : "") << "{\"param\": "
           << JsonString(k.entry_params[t.param_index].name)
           << ", \"operand\": " << JsonString(std::string(1, t.operand))
-          << ", \"offset\": " << t.offset << ", \"map\": " << JsonString(ToString(t.map)) << "}";
+          << ", \"offset\": " << t.offset
+          << ", \"map\": " << JsonString(ToString(t.map)) << "}";
       }
       o << "]";
     }

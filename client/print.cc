@@ -269,8 +269,10 @@ void PrintKernelSummary(const v1::GetKernelResponse& k, std::ostream& out) {
   out << "\n";
   for (const v1::TensorMapDesc& t : k.tensor_maps()) {
     const bool im2col = t.mode() == "im2col";
+    // Operand "W": the workspace, offset() bytes on.
+    const bool in_workspace = t.operand() == "W";
     const std::string operand =
-        t.operand() == "W" ? "W+" + std::to_string(t.offset()) : t.operand();
+        in_workspace ? "W+" + std::to_string(t.offset()) : t.operand();
     out << "tensor map: param " << t.param_index() << " = " << operand
         << " (" << t.element_type() << (im2col ? " im2col" : "") << ", dims";
     for (uint64_t d : t.dims()) out << " " << d;
@@ -294,9 +296,10 @@ void PrintKernelSummary(const v1::GetKernelResponse& k, std::ostream& out) {
       for (uint32_t b : t.box()) out << " " << b;
     }
     out << ", 128B swizzle): cuTensorMapEncode" << (im2col ? "Im2col" : "Tiled")
-        << " for " << (t.operand() == "W" ? "the workspace's address + " +
-                                                std::to_string(t.offset())
-                                          : t.operand() + "'s address")
+        << " for "
+        << (in_workspace ? "the workspace's address + " +
+                               std::to_string(t.offset())
+                         : t.operand() + "'s address")
         << " at launch\n";
   }
   if (!k.pack_entry().empty()) {

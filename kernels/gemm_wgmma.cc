@@ -292,9 +292,12 @@ TensorMapSpec WgmmaTensorMap(const Problem& problem, const WgmmaParams& p,
       static_cast<uint32_t>(a ? (kmajor ? t.bm : t.bk) : t.b_box_rows));
 }
 
-StatusOr<WgmmaKernel> GenerateGemmWgmma(const Problem& problem,
-                                        const WgmmaParams& p,
-                                        const std::string& arch) {
+namespace {
+
+// GenerateGemmWgmma's checks: the problem, the parameters, the
+// architecture and the rules that make the generated text itself wrong.
+Status CheckGemmWgmma(const Problem& problem, const WgmmaParams& p,
+                      const std::string& arch) {
   if (OpOf(problem.ctx) != Op::kGemm)
     return InvalidArgument("context: gemm.wgmma computes gemm");
   BT_RETURN_IF_ERROR(Validate(problem.ctx));
@@ -319,6 +322,15 @@ StatusOr<WgmmaKernel> GenerateGemmWgmma(const Problem& problem,
   }
   if (!PassesWgmmaRule(WgmmaRule::kSplitHasWork, problem, p, KernelLimits{}))
     return CanImplementWgmma(problem, p, KernelLimits{});
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<WgmmaKernel> GenerateGemmWgmma(const Problem& problem,
+                                        const WgmmaParams& p,
+                                        const std::string& arch) {
+  BT_RETURN_IF_ERROR(CheckGemmWgmma(problem, p, arch));
   return wgmma_internal::AssembleGemmWgmma(problem, p, TilingOf(problem, p),
                                            arch);
 }
@@ -337,12 +349,21 @@ constexpr int64_t kPackThreads = 256;
 constexpr int64_t kMaxPackPrograms = 132 * 16;
 constexpr int64_t kMaxPackChunks = int64_t{1} << 31;
 
+// Rows of an operand's pack: a transposed operand's are its stored columns.
+int64_t PackedRowsA(const WgmmaPacking& pk) {
+  return pk.a_transposed ? pk.cols_a : pk.rows_a;
+}
+int64_t PackedRowsB(const WgmmaPacking& pk) {
+  return pk.b_transposed ? pk.cols_b : pk.rows_b;
+}
+
+// Every packed operand's 16-byte chunks, transposed ones too (rule
+// pack_size bounds them all).
 int64_t PackChunks(const WgmmaPacking& pk, int64_t es) {
   const int64_t v = 16 / es;
   int64_t chunks = 0;
-  // A transposed operand's packed rows are its stored columns.
-  if (pk.a) chunks += (pk.a_transposed ? pk.cols_a : pk.rows_a) * pk.lda / v;
-  if (pk.b) chunks += (pk.b_transposed ? pk.cols_b : pk.rows_b) * pk.ldb / v;
+  if (pk.a) chunks += PackedRowsA(pk) * pk.lda / v;
+  if (pk.b) chunks += PackedRowsB(pk) * pk.ldb / v;
   return chunks;
 }
 
@@ -350,13 +371,9 @@ int64_t PackChunks(const WgmmaPacking& pk, int64_t es) {
 // operands copied row by row, and one program per 32 x 32 tile of those
 // copied transposed (PackEntry), at most kMaxPackPrograms.
 int64_t PackPrograms(const WgmmaPacking& pk, int64_t es) {
-  const int64_t v = 16 / es;
-  int64_t chunks = 0, tiles = 0;
-  if (pk.a && !pk.a_transposed) chunks += pk.rows_a * pk.lda / v;
-  if (pk.b && !pk.b_transposed) chunks += pk.rows_b * pk.ldb / v;
-  if (pk.a_transposed) tiles += CeilDiv(pk.cols_a, 32) * (pk.lda / 32);
-  if (pk.b_transposed) tiles += CeilDiv(pk.cols_b, 32) * (pk.ldb / 32);
-  return std::min(std::max(CeilDiv(chunks, kPackThreads), tiles),
+  const wgmma_internal::PackWork w = wgmma_internal::PackWorkOf(pk, es);
+  return std::min(std::max(CeilDiv(w.chunks_a + w.chunks_b, kPackThreads),
+                           w.tiles_a + w.tiles_b),
                   kMaxPackPrograms);
 }
 
@@ -386,7 +403,8 @@ WgmmaPacking PlanWgmmaPacking(const Problem& problem, const WgmmaParams& p) {
   pk.b_transposed = tf32 && !b_t;
   pk.a = pk.a_transposed || RowsOff128(Lda(problem), es);
   pk.b = pk.b_transposed || RowsOff128(Ldb(problem), es);
-  // Packed rows: a transposed operand's are its stored columns, K-major.
+  // Packed row lengths: a transposed operand's are its stored rows (its
+  // packed rows are K-major).
   pk.lda = !pk.a ? Lda(problem)
                  : RoundUp(pk.a_transposed ? pk.rows_a : pk.cols_a, atom);
   pk.ldb = !pk.b ? Ldb(problem)
@@ -396,11 +414,11 @@ WgmmaPacking PlanWgmmaPacking(const Problem& problem, const WgmmaParams& p) {
   int64_t at = RoundUp(WgmmaWorkspaceBytes(problem, p), 256);
   if (pk.a) {
     pk.a_offset = at;
-    at += RoundUp((pk.a_transposed ? pk.cols_a : pk.rows_a) * pk.lda * es, 256);
+    at += RoundUp(PackedRowsA(pk) * pk.lda * es, 256);
   }
   if (pk.b) {
     pk.b_offset = at;
-    at += RoundUp((pk.b_transposed ? pk.cols_b : pk.rows_b) * pk.ldb * es, 256);
+    at += RoundUp(PackedRowsB(pk) * pk.ldb * es, 256);
   }
   pk.workspace_bytes = at;
   return pk;
@@ -455,7 +473,7 @@ StatusOr<WgmmaKernel> GenerateGemmWgmmaPacked(const Problem& problem,
   const Problem packed = PackedWgmmaProblem(problem, pk);
   // gemm.wgmma's checks (precision, architecture, the rules that make the
   // text wrong) on the packed problem.
-  BT_RETURN_IF_ERROR(GenerateGemmWgmma(packed, p, arch).status());
+  BT_RETURN_IF_ERROR(CheckGemmWgmma(packed, p, arch));
   Tiling t = TilingOf(packed, p);
   t.packed = true;
   WgmmaKernel k = wgmma_internal::AssembleGemmWgmma(packed, p, t, arch);

@@ -979,15 +979,9 @@ std::string PackEntry(const Tiling& t, const WgmmaPacking& pack) {
   // warp are whole 128-byte lines.
   const bool row_a = pack.a && !pack.a_transposed;
   const bool row_b = pack.b && !pack.b_transposed;
-  const int64_t chunks_a = row_a ? pack.rows_a * pack.lda / v : 0;
-  const int64_t chunks_b = row_b ? pack.rows_b * pack.ldb / v : 0;
-  // A transposed operand's tiles: its stored columns (the packed rows) by
-  // 32, times its packed row length by 32 (whole tiles: ld is a multiple
-  // of 32 tf32 elements).
-  const int64_t tiles_n_a = CeilDiv(pack.cols_a, 32);
-  const int64_t tiles_n_b = CeilDiv(pack.cols_b, 32);
-  const int64_t tiles_a = pack.a_transposed ? tiles_n_a * (pack.lda / 32) : 0;
-  const int64_t tiles_b = pack.b_transposed ? tiles_n_b * (pack.ldb / 32) : 0;
+  const PackWork work = PackWorkOf(pack, es);
+  const int64_t chunks_a = work.chunks_a, chunks_b = work.chunks_b;
+  const int64_t tiles_a = work.tiles_a, tiles_b = work.tiles_b;
   Ptx p;
   p << "\n// ---- packing (gemm.wgmma_pk): ";
   auto describe = [&](const char* x, bool on, bool tr, int64_t r, int64_t c,
@@ -1150,13 +1144,13 @@ std::string PackEntry(const Tiling& t, const WgmmaPacking& pack) {
         << "\t@%p bra $PACK_TILE_B;\n";
     }
     if (tiles_a > 0) {
-      tile("a", 0, pack.rows_a, pack.cols_a, tiles_n_a, pack.lda,
+      tile("a", 0, pack.rows_a, pack.cols_a, work.tiles_n_a, pack.lda,
            pack.a_offset);
       p << "\tbra.uni $PACK_TILE_NEXT;\n";
     }
     if (tiles_b > 0) {
       p << "$PACK_TILE_B:\n";
-      tile("b", tiles_a, pack.rows_b, pack.cols_b, tiles_n_b, pack.ldb,
+      tile("b", tiles_a, pack.rows_b, pack.cols_b, work.tiles_n_b, pack.ldb,
            pack.b_offset);
     }
     p << "$PACK_TILE_NEXT:\n"

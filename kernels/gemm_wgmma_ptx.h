@@ -147,6 +147,27 @@ WgmmaKernel AssembleGemmWgmma(const Problem& problem, const WgmmaParams& p,
 // parameters) or, where t.conv, "blocktune_conv_wgmma" (conv_wgmma.h).
 std::string MainEntry(const Tiling& t, const std::string& arch);
 
+// What gemm.wgmma_pk's pack entry walks: the 16-byte chunks of the operands
+// copied row by row (one per thread) and the 32 x 32 tiles of those copied
+// transposed (one per program; tiles_n_*: tiles across the stored columns,
+// the packed rows). The entry's loops and its launch's grid both use it.
+struct PackWork {
+  int64_t chunks_a = 0, chunks_b = 0;
+  int64_t tiles_n_a = 0, tiles_n_b = 0, tiles_a = 0, tiles_b = 0;
+};
+inline PackWork PackWorkOf(const WgmmaPacking& pack, int64_t element_bytes) {
+  const int64_t v = 16 / element_bytes;
+  PackWork w;
+  if (pack.a && !pack.a_transposed) w.chunks_a = pack.rows_a * pack.lda / v;
+  if (pack.b && !pack.b_transposed) w.chunks_b = pack.rows_b * pack.ldb / v;
+  // Whole tiles along the packed rows: ld is a multiple of 32 tf32 elements.
+  w.tiles_n_a = CeilDiv(pack.cols_a, 32);
+  w.tiles_n_b = CeilDiv(pack.cols_b, 32);
+  if (pack.a_transposed) w.tiles_a = w.tiles_n_a * (pack.lda / 32);
+  if (pack.b_transposed) w.tiles_b = w.tiles_n_b * (pack.ldb / 32);
+  return w;
+}
+
 // gemm.wgmma_pk's pack entry "blocktune_gemm_wgmma_pack", with the main
 // entry's parameters (t.packed): copies the operands `pack` names into the
 // workspace in 16-byte chunks, rows padded to pack.lda / pack.ldb (zeros
