@@ -9,11 +9,16 @@
 //   eval_plan --blocktuned build/server/blocktuned
 //       --models models/pretrained/h100-sxm/models-gemm-bf16.json.gz
 //       [--models ...] --shapes bench/eval/shapes.txt [--dtype bf16]
-//       --out plan.tsv [--top 10]
+//       --out plan.tsv [--top 10] [--family-top 3 --family-out F.tsv]
 // A shapes line: "group | context" (kernels ToString form); --dtype sets
 // every context's precision.
 // A plan line: group \t context \t rank \t configuration \t predicted
 // seconds, the configuration as "gemm.mma v3 bm=128 bn=128 ...".
+// --family-top N also asks each family with a model for its own top N of
+// every shape (a query with --family), written to --family-out in the
+// plan's form: candidates that eval_bench --extra times beside the top 10,
+// so that another ranking over the families (one that keeps a place for
+// each family's best) can be scored offline on the same measurements.
 #include <CLI/CLI.hpp>
 #include <grpcpp/grpcpp.h>
 
@@ -25,6 +30,7 @@
 
 #include "bench/flags.h"
 #include "bench/timing.h"
+#include "kernels/family.h"
 #include "proto/convert.h"
 #include "proto/dataset_file.h"
 #include "proto/dataset_stream.h"
@@ -55,12 +61,22 @@ int main(int argc, char** argv) {
   app.add_option("--shapes", shapes_path, "family | context lines")->required();
   app.add_option("--out", out_path, "the plan")->required();
   app.add_option("--top", top, "answers per shape")->check(CLI::Range(1, 100));
+  int family_top = 0;
+  std::string family_out;
+  app.add_option("--family-top", family_top, "each family's answers per shape")
+      ->check(CLI::Range(0, 100));
+  app.add_option("--family-out", family_out, "where --family-top's go");
   CLI11_PARSE(app, argc, argv);
+  if (family_top > 0 && family_out.empty()) {
+    std::fprintf(stderr, "--family-top %d: where to? (--family-out)\n", family_top);
+    return 2;
+  }
   std::optional<DType> dtype;
   if (!bench::ParseDTypeFlag(dtype_text, &dtype)) return 2;
 
   std::vector<std::string> families;
-  v1::BatchQueryRequest batch;
+  v1::BatchQueryRequest batch, family_batch;
+  std::vector<std::string> family_group;  // of family_batch's queries
   {
     std::ifstream in(shapes_path);
     if (!in) {
@@ -86,6 +102,14 @@ int main(int argc, char** argv) {
       v1::QueryRequest* q = batch.add_queries();
       ToProto(*ctx, q->mutable_context());
       q->set_top(top);
+      if (family_top == 0) continue;
+      for (const KernelFamily* f : FamiliesFor(OpOf(*ctx), DTypeOf(*ctx))) {
+        v1::QueryRequest* fq = family_batch.add_queries();
+        ToProto(*ctx, fq->mutable_context());
+        fq->set_top(family_top);
+        fq->set_family(std::string(f->name()));
+        family_group.push_back(families.back());
+      }
     }
   }
   testing::TempDir dir;
@@ -162,6 +186,37 @@ int main(int argc, char** argv) {
   std::printf(
       "# %d shapes answered in %.2f s through one BatchQuery; %d failed\n",
       resp.results_size() - failed, seconds, failed);
+  if (family_top > 0) {
+    // After the plan's batch, as a second query of a shape: its answers
+    // come from the same models (a family without one answers nothing).
+    v1::BatchQueryResponse fresp;
+    grpc::ClientContext fctx;
+    s = stub->BatchQuery(&fctx, family_batch, &fresp);
+    if (!s.ok()) {
+      std::fprintf(stderr, "BatchQuery (--family-top): %s\n",
+                   s.error_message().c_str());
+      return 1;
+    }
+    std::ofstream fout(family_out);
+    fout << "# eval_plan --family-top " << family_top << " of " << out_path
+         << "\n";
+    int rows = 0;
+    for (int i = 0; i < fresp.results_size(); ++i) {
+      const v1::BatchQueryResult& r = fresp.results(i);
+      if (r.code() != 0) continue;
+      const std::string text =
+          ToString(*FromProto(family_batch.queries(i).context(), "context"));
+      for (int j = 0; j < r.response().answers_size(); ++j) {
+        const v1::TunedAnswer& a = r.response().answers(j);
+        fout << family_group[i] << "\t" << text << "\t" << j + 1 << "\t"
+             << ConfigText(a.kernel()) << "\t" << a.predicted_seconds() << "\n";
+        ++rows;
+      }
+    }
+    std::printf("# --family-top %d: %d answers of %d family queries in %s\n",
+                family_top, rows, family_batch.queries_size(),
+                family_out.c_str());
+  }
   d.Stop(SIGTERM);
   return failed == 0 ? 0 : 1;
 }

@@ -541,6 +541,11 @@ int RunCli(int argc, char** argv) {
   train->add_option("--members", members,
                     "an ensemble of this many networks, member i trained with "
                     "seed + i (0 or 1: one network; at most 16)");
+  int feature_set = 0;
+  train->add_option("--features", feature_set,
+                    "the input feature set: 1 log2 parameters and context, 2 "
+                    "and the tiling's, 3 and the rows' alignment, 4 and the "
+                    "waves' (0: each family's default)");
 
   auto* query = app.add_subcommand("query", "best kernel configurations for a context");
   query->require_subcommand(1);
@@ -809,6 +814,7 @@ int RunCli(int argc, char** argv) {
     train_req.set_epochs(epochs);
     train_req.set_seed(train_seed);
     train_req.set_members(members);
+    train_req.set_feature_set(feature_set);
   }
 
   Connection conn(g.connection);

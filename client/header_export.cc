@@ -512,15 +512,15 @@ StatusOr<std::string> WriteTunedHeader(const HeaderSpec& given) {
       // "kGemmMmaBf16": HeaderDTypeName is "DType::kBf16".
       const std::string prefix =
           "k" + FamilyIdent(k.family->name()) + HeaderDTypeName(k.precision).substr(8);
-      int feature_set = kLogFeatures;
-      BT_RETURN_IF_ERROR(
-          WriteHeaderModel(model_text, *models[i], *k.family, prefix, &feature_set));
+      int feature_set = kLogFeatures, wave_sms = 0;
+      BT_RETURN_IF_ERROR(WriteHeaderModel(model_text, *models[i], *k.family, prefix,
+                                          &feature_set, &wave_sms));
       table_rows += "    {" + HeaderDTypeName(k.precision) + ", " + std::to_string(family) +
                     ", " + prefix.substr(1) + "LnFlops, " + std::to_string(feature_set) +
-                    "},\n";
+                    ", " + std::to_string(wave_sms) + "},\n";
     }
     model_text << "\ninline constexpr Model k" << op << "Models[] = {\n"
-               << table_rows << "    {DType::kFp32, -1, nullptr, 0},\n};\n";
+               << table_rows << "    {DType::kFp32, -1, nullptr, 0, 0},\n};\n";
   }
 
   body << families.Table(op) << "\n" << table.str() << candidates.str() << defaults.str()
@@ -530,12 +530,15 @@ StatusOr<std::string> WriteTunedHeader(const HeaderSpec& given) {
   const int context_count = static_cast<int>(ContextFeatureNames(spec.op).size());
   const bool with_models = !models.empty();
   const int shape_count = static_cast<int>(ShapeFeatureNames().size());
+  const int align_count = static_cast<int>(AlignFeatureNames(spec.op).size());
   const std::string feature_size =
       "kMaxParams + " + std::to_string(context_count) + " + " +
-      std::to_string(shape_count) + " + " +
-      std::to_string(AlignFeatureNames(spec.op).size());
+      std::to_string(shape_count) + " + " + std::to_string(align_count) + " + " +
+      std::to_string(WaveFeatureNames(spec.op).size());
   const std::string align_at =
       "f.param_count + " + std::to_string(context_count + shape_count);
+  const std::string wave_at =
+      "f.param_count + " + std::to_string(context_count + shape_count + align_count);
   if (gemm) {
     body << R"(
 inline double GemmOperandBytes(const GemmView& g) {
@@ -583,6 +586,15 @@ inline double GemmPredict(const Model& model, const std::int64_t* params, std::i
     align[0] = AlignFeature(v.a_t ? m : k, bytes);
     align[1] = AlignFeature(v.b_t ? k : n, bytes);
     align[2] = AlignFeature(n, bytes);
+  }
+  if (model.feature_set >= 4) {
+    const GemmView v = GemmProblem(m, n, k, layout, model.dtype);
+    const double bytes = ElementBytes(model.dtype);
+    float* wave = features + )" + wave_at + R"(;
+    wave[0] = WaveFill(f, params, m, n, model.wave_sms);
+    wave[1] = RowAlignFeature(v.a_t ? m : k, bytes, 7);
+    wave[2] = RowAlignFeature(v.b_t ? k : n, bytes, 7);
+    wave[3] = RowAlignFeature(n, bytes, 7);
   }
   const double flops = 2.0 * double(m) * double(n) * double(k);
   return flops / std::exp(static_cast<double>(model.ln_flops(features)));
@@ -696,6 +708,12 @@ inline double ConvPredict(const Model& model, const std::int64_t* params,
     const double bytes = ElementBytes(model.dtype);
     features[)" + align_at + R"(] = AlignFeature(shape.c, bytes);
     features[)" + align_at + R"( + 1] = AlignFeature(shape.k, bytes);
+  }
+  if (model.feature_set >= 4) {
+    const double bytes = ElementBytes(model.dtype);
+    features[)" + wave_at + R"(] = WaveFill(f, params, shape.n * p * q, shape.k, model.wave_sms);
+    features[)" + wave_at + R"( + 1] = RowAlignFeature(shape.c, bytes, 7);
+    features[)" + wave_at + R"( + 2] = RowAlignFeature(shape.k, bytes, 7);
   }
   const double flops = 2.0 * double(shape.n * p * q) * double(shape.k) *
                        double(shape.c * shape.r * shape.s);

@@ -316,11 +316,14 @@ class HeaderExportTest : public ::testing::Test {
   }
 
   // Trains a small gemm.mma bf16 model on synthetic rows and imports it
-  // into the daemon as a model of `device`; returns it as imported.
+  // into the daemon as a model of `device`; returns it as imported. Its
+  // features are the newest set's (the waves' on the device's SMs, the
+  // rows' alignment and the tiling's), which the header computes too.
   v1::Model ImportMmaModel(const v1::DeviceFingerprint& device) {
     const KernelFamily& family = **FindFamily("gemm.mma");
     std::mt19937_64 rng(5);
     TrainOptions options;
+    options.wave_sms = device.sm_count();
     options.hidden = {24, 24};
     options.epochs = 40;
     options.patience = 40;
@@ -329,6 +332,8 @@ class HeaderExportTest : public ::testing::Test {
     auto trained = Train(family, DType::kBf16, MmaRows(600, rng), options);
     EXPECT_TRUE(trained.ok()) << trained.status().ToString();
     if (!trained.ok()) return {};
+    EXPECT_EQ(trained->surrogate.feature_set(), kWaveFeatures);
+    EXPECT_EQ(trained->surrogate.wave_sms(), device.sm_count());
     v1::Dataset dataset;
     dataset.set_format("blocktune.dataset.v1");
     v1::Model* m = dataset.add_models();

@@ -105,7 +105,7 @@ StatusOr<HeaderModel> HeaderModelKey(const v1::Model& m, Op op) {
 
 Status WriteHeaderModel(std::ostream& out, const v1::Model& model,
                         const KernelFamily& family, const std::string& p,
-                        int* feature_set) {
+                        int* feature_set, int* wave_sms) {
   models::Weights weights;
   models::Normalization norm;
   if (!weights.ParseFromString(model.weights()) ||
@@ -128,6 +128,7 @@ Status WriteHeaderModel(std::ostream& out, const v1::Model& model,
   const int set = family.FeatureSetNamed(
       std::vector<std::string>(norm.features().begin(), norm.features().end()));
   if (feature_set) *feature_set = set;
+  if (wave_sms) *wave_sms = norm.wave_sms();
   out << ". Inputs:";
   for (const std::string& f : family.FeatureNames(set)) out << " " << f;
   out << ".\n// Output: normalized ln(flop/s).\n";

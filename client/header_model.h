@@ -31,14 +31,15 @@ StatusOr<HeaderModel> HeaderModelKey(const v1::Model& model, Op op);
 //   inline float GemmMmaBf16LnFlops(const float* features)
 // (the prefix without its k), which maps `family`'s features
 // (KernelFamily::FeatureNames of the model's feature set, in order; the set
-// goes to *feature_set when given) to ln(flop/s). An ensemble's
+// goes to *feature_set and the SM count of its wave features to *wave_sms
+// when given) to ln(flop/s). An ensemble's
 // prediction is the mean of its members', added in member order, as the
 // daemon adds them. The text uses the header's detail::Mlp and MlpLayer.
 // INVALID_ARGUMENT if the weights or normalization do not parse, are not
 // of `family`'s features, or a layer is wider than 1024.
 Status WriteHeaderModel(std::ostream& out, const v1::Model& model,
                         const KernelFamily& family, const std::string& prefix,
-                        int* feature_set = nullptr);
+                        int* feature_set = nullptr, int* wave_sms = nullptr);
 
 }  // namespace blocktune
 

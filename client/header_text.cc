@@ -15,9 +15,10 @@ namespace {
 // V3: models of either feature set (Model::feature_set, ShapeFeatures).
 // V4: the block shape's st (ffma generator version 2).
 // V5: models of feature set 3 (AlignFeature, the rows' alignment).
+// V6: models of feature set 4 (WaveFeatures; Model::wave_sms).
 // Headers of different versions do not mix.
-constexpr char kCommon[] = R"(#ifndef BLOCKTUNE_TUNED_COMMON_V5_
-#define BLOCKTUNE_TUNED_COMMON_V5_
+constexpr char kCommon[] = R"(#ifndef BLOCKTUNE_TUNED_COMMON_V6_
+#define BLOCKTUNE_TUNED_COMMON_V6_
 namespace blocktune {
 namespace tuned {
 
@@ -301,31 +302,51 @@ inline void ShapeFeatures(const Family& f, const std::int64_t* params, std::int6
   out[4] = Log2f(steps);
 }
 
-// The alignment feature (feature set 3; kernels/family.h AlignFeature) of
-// a row of `elements` of `bytes` each: log2 of the largest power of two, at
-// most 16, that divides its bytes.
-inline float AlignFeature(std::int64_t elements, double bytes) {
+// The alignment of a row of `elements` of `bytes` each (kernels/family.h
+// RowAlignFeature): log2 of the largest power of two, at most 2^max_log2,
+// that divides its bytes. Feature set 3's AlignFeature stops at 16 bytes.
+inline float RowAlignFeature(std::int64_t elements, double bytes, int max_log2) {
   const std::int64_t row = elements * static_cast<std::int64_t>(bytes);
   int log2 = 0;
-  while (log2 < 4 && row % (std::int64_t{2} << log2) == 0) ++log2;
+  while (log2 < max_log2 && row % (std::int64_t{2} << log2) == 0) ++log2;
   return static_cast<float>(log2);
+}
+inline float AlignFeature(std::int64_t elements, double bytes) {
+  return RowAlignFeature(elements, bytes, 4);
+}
+
+// Feature wave_fill (feature set 4; kernels/family.h AppendWaveFeatures)
+// of a configuration of `f` for the implicit GEMM m x n x k on a device of
+// `sms` SMs: the share of the last wave's SMs that have a program.
+inline float WaveFill(const Family& f, const std::int64_t* params, std::int64_t m,
+                      std::int64_t n, std::int64_t sms) {
+  const std::int64_t tile_m = params[f.tile_m] > 1 ? params[f.tile_m] : 1;
+  const std::int64_t tile_n = params[f.tile_n] > 1 ? params[f.tile_n] : 1;
+  const std::int64_t split_k = params[f.split_k] > 1 ? params[f.split_k] : 1;
+  const std::int64_t programs = CeilDiv(m, tile_m) * CeilDiv(n, tile_n) * split_k;
+  const std::int64_t per_wave = sms > 1 ? sms : 1;
+  return static_cast<float>(double(programs) /
+                            double(CeilDiv(programs, per_wave) * per_wave));
 }
 
 // An embedded model: the surrogate of (dtype, families[family]); ln_flops
 // maps its features to ln(flop/s): the parameters', the context's, then
 // from feature_set 2 the tiling's (ShapeFeatures), then with feature_set 3
-// the rows' alignment (AlignFeature). family -1 ends a table.
+// the rows' alignment (AlignFeature), then with feature_set 4 the waves'
+// on a device of wave_sms SMs (WaveFill, RowAlignFeature up to 128 bytes).
+// family -1 ends a table.
 struct Model {
   DType dtype;
   int family;
   float (*ln_flops)(const float* features);
   int feature_set;
+  int wave_sms;
 };
 
 }  // namespace detail
 }  // namespace tuned
 }  // namespace blocktune
-#endif  // BLOCKTUNE_TUNED_COMMON_V5_
+#endif  // BLOCKTUNE_TUNED_COMMON_V6_
 )";
 
 void ReplaceAll(std::string* text, const std::string& from, const std::string& to) {

@@ -173,6 +173,10 @@ std::vector<std::string> KernelFamily::FeatureNames(int set) const {
     const std::vector<std::string>& align = AlignFeatureNames(op());
     names.insert(names.end(), align.begin(), align.end());
   }
+  if (set >= kWaveFeatures) {
+    const std::vector<std::string>& wave = WaveFeatureNames(op());
+    names.insert(names.end(), wave.begin(), wave.end());
+  }
   return names;
 }
 
@@ -183,15 +187,16 @@ int KernelFamily::FeatureSetNamed(const std::vector<std::string>& names) const {
 }
 
 void KernelFamily::Features(const Problem& problem, const Params& values,
-                            std::vector<float>* out, int set) const {
+                            std::vector<float>* out, int set,
+                            int wave_sms) const {
   ParamFeatures(values, out);
   AppendContextFeatures(problem.ctx, out);
-  if (set >= kShapeFeatures) {
-    const ConfigShape s = Shape(problem, values);
-    AppendShapeFeatures(ImplicitGemm(problem.ctx), s.tile_m, s.tile_n,
-                        s.step_k, s.split_k, out);
-  }
+  if (set < kShapeFeatures) return;
+  const ConfigShape s = Shape(problem, values);
+  AppendShapeFeatures(ImplicitGemm(problem.ctx), s.tile_m, s.tile_n, s.step_k,
+                      s.split_k, out);
   if (set >= kAlignFeatures) AppendAlignFeatures(problem, out);
+  if (set >= kWaveFeatures) AppendWaveFeatures(problem, s, wave_sms, out);
 }
 
 const std::vector<std::string>& AlignFeatureNames(Op op) {
@@ -202,11 +207,15 @@ const std::vector<std::string>& AlignFeatureNames(Op op) {
   return op == Op::kGemm ? kGemm : kConv;
 }
 
-float AlignFeature(int64_t elements, int element_bytes) {
+float RowAlignFeature(int64_t elements, int element_bytes, int max_log2) {
   const int64_t bytes = elements * element_bytes;
   int log2 = 0;
-  while (log2 < 4 && bytes % (int64_t{2} << log2) == 0) ++log2;
+  while (log2 < max_log2 && bytes % (int64_t{2} << log2) == 0) ++log2;
   return static_cast<float>(log2);
+}
+
+float AlignFeature(int64_t elements, int element_bytes) {
+  return RowAlignFeature(elements, element_bytes, 4);
 }
 
 void AppendAlignFeatures(const Problem& problem, std::vector<float>* out) {
@@ -220,6 +229,40 @@ void AppendAlignFeatures(const Problem& problem, std::vector<float>* out) {
   const auto& c = std::get<ConvContext>(problem.ctx);
   out->insert(out->end(), {AlignFeature(c.c, e), AlignFeature(c.k, e)});
 }
+
+const std::vector<std::string>& WaveFeatureNames(Op op) {
+  static const std::vector<std::string> kGemm = {
+      "wave_fill", "log2_align128_a", "log2_align128_b", "log2_align128_c"};
+  static const std::vector<std::string> kConv = {
+      "wave_fill", "log2_align128_c", "log2_align128_k"};
+  return op == Op::kGemm ? kGemm : kConv;
+}
+
+void AppendWaveFeatures(const Problem& problem, const ConfigShape& s, int sms,
+                        std::vector<float>* out) {
+  auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  const GemmShape g = ImplicitGemm(problem.ctx);
+  const int64_t programs =
+      ceil_div(g.m, std::max<int64_t>(s.tile_m, 1)) *
+      ceil_div(g.n, std::max<int64_t>(s.tile_n, 1)) *
+      std::max<int64_t>(s.split_k, 1);
+  const int64_t per_wave = std::max(sms, 1);
+  out->push_back(static_cast<float>(
+      double(programs) / double(ceil_div(programs, per_wave) * per_wave)));
+  constexpr int k128 = 7;
+  const int e = SizeOf(DTypeOf(problem.ctx));
+  if (std::holds_alternative<GemmContext>(problem.ctx)) {
+    const auto ld = LeadingDims(problem);
+    out->insert(out->end(), {RowAlignFeature(ld[0], e, k128),
+                             RowAlignFeature(ld[1], e, k128),
+                             RowAlignFeature(ld[2], e, k128)});
+    return;
+  }
+  const auto& c = std::get<ConvContext>(problem.ctx);
+  out->insert(out->end(),
+              {RowAlignFeature(c.c, e, k128), RowAlignFeature(c.k, e, k128)});
+}
+
 
 const std::vector<std::string>& ShapeFeatureNames() {
   static const std::vector<std::string> kNames = {

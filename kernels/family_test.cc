@@ -904,6 +904,59 @@ TEST(FamilyTest, AlignFeaturesOfTheRows) {
   EXPECT_EQ(cf, (std::vector<float>{1, 3}));
 }
 
+// Feature set 4 adds the waves': the last wave's fill of the device's SMs
+// (programs = tiles * split) and the rows' alignment up to 128 bytes.
+TEST(FamilyTest, WaveFeaturesFillTheLastWaveAndAlignTo128Bytes) {
+  const KernelFamily& f = Family("gemm.mma");
+  std::vector<std::string> names = f.FeatureNames(kAlignFeatures);
+  names.insert(names.end(), {"wave_fill", "log2_align128_a", "log2_align128_b",
+                             "log2_align128_c"});
+  EXPECT_EQ(f.FeatureNames(kWaveFeatures), names);
+  EXPECT_EQ(f.FeatureSetNamed(names), kWaveFeatures);
+  auto params = f.Parse("bm=128 bn=64 bk=32 kg=1");
+  ASSERT_TRUE(params.ok()) << params.status().ToString();
+  // bf16 NN 1000 x 1000 x 1000: 8 x 16 = 128 programs, one wave of 132
+  // SMs 128/132 full, of 100 SMs two waves, the second 28/100. Rows of
+  // 1000 elements are 2000 bytes: 16-byte aligned, not 32.
+  Problem p(Gemm(1000, 1000, 1000, Layout::kN, Layout::kN, DType::kBf16));
+  std::vector<float> align, all;
+  f.Features(p, *params, &align, kAlignFeatures);
+  f.Features(p, *params, &all, kWaveFeatures, 132);
+  ASSERT_EQ(all.size(), align.size() + 4);
+  EXPECT_TRUE(std::equal(align.begin(), align.end(), all.begin()));
+  EXPECT_FLOAT_EQ(all[align.size()], 128.f / 132.f);
+  EXPECT_EQ(std::vector<float>(all.end() - 3, all.end()),
+            (std::vector<float>{4, 4, 4}));
+  all.clear();
+  f.Features(p, *params, &all, kWaveFeatures, 100);
+  EXPECT_FLOAT_EQ(all[align.size()], 128.f / 200.f);
+  // Padded rows of 1024 (2048 bytes) stop at 128; split K multiplies the
+  // programs: kg = 2 makes 256 of 132 SMs, 256 / 264.
+  p.lda = p.ldb = p.ldc = 1024;
+  auto split = f.Parse("bm=128 bn=64 bk=32 kg=2");
+  ASSERT_TRUE(split.ok()) << split.status().ToString();
+  all.clear();
+  f.Features(p, *split, &all, kWaveFeatures, 132);
+  EXPECT_FLOAT_EQ(all[align.size()], 256.f / 264.f);
+  EXPECT_EQ(std::vector<float>(all.end() - 3, all.end()),
+            (std::vector<float>{7, 7, 7}));
+  EXPECT_EQ(RowAlignFeature(1000, 2, 7), 4.f);
+  EXPECT_EQ(RowAlignFeature(96, 2, 7), 6.f);
+  EXPECT_EQ(RowAlignFeature(96, 2, 4), AlignFeature(96, 2));
+  // A convolution: the implicit GEMM's programs, and its C and K rows.
+  const KernelFamily& conv = Family("conv.mma");
+  EXPECT_EQ(conv.FeatureNames(kWaveFeatures).back(), "log2_align128_k");
+  ConvContext c = ConvContexts().front();
+  c.dtype = DType::kBf16;
+  c.c = 64;
+  c.k = 96;
+  std::vector<float> cf;
+  ConfigShape s;
+  s.tile_m = s.tile_n = 1 << 30;  // one program
+  AppendWaveFeatures(Problem(c), s, 132, &cf);
+  EXPECT_EQ(cf, (std::vector<float>{1.f / 132.f, 7, 6}));
+}
+
 TEST(FamilyTest, WorkingSetCountsTheStorageType) {
   const KernelFamily& f = Family("gemm.mma");
   const Problem bf16(Gemm(64, 32, 128, Layout::kN, Layout::kN, DType::kBf16));

@@ -173,7 +173,7 @@ namespace {
 // configuration's ParamFeatures, which `param_features(i, row)` writes,
 // then the context's features, then (a model of kShapeFeatures) the
 // tiling's of configuration i, whose ConfigShape is `shape(i)`, then (of
-// kAlignFeatures) the rows' alignment.
+// kAlignFeatures) the rows' alignment, then (of kWaveFeatures) the waves'.
 template <typename ParamFeaturesFn, typename ShapeFn>
 std::vector<double> Score(const Surrogate& model, const Context& ctx, size_t n,
                           ParamFeaturesFn&& param_features, ShapeFn&& shape_of) {
@@ -185,7 +185,10 @@ std::vector<double> Score(const Surrogate& model, const Context& ctx, size_t n,
   // The rows' alignment: the context's, tight leading dimensions.
   std::vector<float> align;
   if (model.feature_set() >= kAlignFeatures) AppendAlignFeatures(Problem(ctx), &align);
-  const size_t f = pf + context.size() + sf + align.size();
+  const bool wave = model.feature_set() >= kWaveFeatures;
+  const size_t wf = wave ? WaveFeatureNames(OpOf(ctx)).size() : 0;
+  const size_t f = pf + context.size() + sf + align.size() + wf;
+  const Problem problem(ctx);
   const GemmShape gemm = ImplicitGemm(ctx);
   std::vector<float> x(n * f);
   std::vector<float> tiling;
@@ -199,6 +202,11 @@ std::vector<double> Score(const Surrogate& model, const Context& ctx, size_t n,
     tiling.clear();
     AppendShapeFeatures(gemm, s.tile_m, s.tile_n, s.step_k, s.split_k, &tiling);
     std::copy(tiling.begin(), tiling.end(), row + pf + context.size());
+    if (!wave) continue;
+    tiling.clear();
+    AppendWaveFeatures(problem, s, model.wave_sms(), &tiling);
+    std::copy(tiling.begin(), tiling.end(),
+              row + pf + context.size() + sf + align.size());
   }
   std::vector<float> y(n);
   model.Predict(x.data(), static_cast<int64_t>(n), y.data());

@@ -165,7 +165,8 @@ void Surrogate::Impl::SyncNormalization() {
 StatusOr<Surrogate> Surrogate::Create(const KernelFamily& family,
                                       DType precision,
                                       const std::vector<int>& hidden,
-                                      uint64_t seed, int feature_set) {
+                                      uint64_t seed, int feature_set,
+                                      int wave_sms) {
   if (!family.Implements(precision)) {
     return InvalidArgument("family " + std::string(family.name()) +
                            " does not implement " +
@@ -176,6 +177,9 @@ StatusOr<Surrogate> Surrogate::Create(const KernelFamily& family,
                                 kMaxHiddenLayers));
   BT_RETURN_IF_ERROR(
       CheckRange("feature_set", feature_set, kLogFeatures, kNewestFeatureSet));
+  if (feature_set >= kWaveFeatures) {
+    BT_RETURN_IF_ERROR(CheckRange("wave_sms", wave_sms, 1, kMaxWaveSms));
+  }
   for (size_t i = 0; i < hidden.size(); ++i) {
     BT_RETURN_IF_ERROR(CheckRange("hidden_layers[" + std::to_string(i) + "]",
                                   hidden[i], 1, kMaxLayerWidth));
@@ -185,6 +189,7 @@ StatusOr<Surrogate> Surrogate::Create(const KernelFamily& family,
   impl->precision = precision;
   impl->hidden = hidden;
   impl->feature_set = feature_set;
+  impl->wave_sms = feature_set >= kWaveFeatures ? wave_sms : 0;
   impl->inputs = static_cast<int>(family.FeatureNames(feature_set).size());
   impl->search_values.assign(family.params().size(), {});
   impl->mean.assign(impl->inputs, 0.f);
@@ -241,7 +246,8 @@ StatusOr<Surrogate> Surrogate::LoadNetwork(const KernelFamily& family,
   // The stored names say the feature set.
   const int set = family.FeatureSetNamed(
       std::vector<std::string>(norm.features().begin(), norm.features().end()));
-  BT_ASSIGN_OR_RETURN(Surrogate s, Create(family, precision, hidden, 0, set));
+  BT_ASSIGN_OR_RETURN(Surrogate s,
+                      Create(family, precision, hidden, 0, set, norm.wave_sms()));
   Impl& impl = *s.impl_;
 
   if (norm.op() != ToString(op)) {
@@ -354,6 +360,7 @@ const KernelFamily& Surrogate::family() const { return *impl_->family; }
 DType Surrogate::precision() const { return impl_->precision; }
 const std::vector<int>& Surrogate::hidden() const { return impl_->hidden; }
 int Surrogate::feature_set() const { return impl_->feature_set; }
+int Surrogate::wave_sms() const { return impl_->wave_sms; }
 const SearchValues& Surrogate::search_values() const {
   return impl_->search_values;
 }
@@ -368,10 +375,11 @@ StatusOr<Surrogate> Surrogate::Ensemble(std::vector<Surrogate> members) {
     if (m.members() != 1 || &m.family() != &members[0].family() ||
         m.precision() != members[0].precision() ||
         m.hidden() != members[0].hidden() ||
-        m.feature_set() != members[0].feature_set()) {
+        m.feature_set() != members[0].feature_set() ||
+        m.wave_sms() != members[0].wave_sms()) {
       return InvalidArgument(
           "ensemble members must be single networks of one family, "
-          "precision, architecture and feature set");
+          "precision, architecture and feature set (and SM count)");
     }
   }
   Surrogate out = members[0];
@@ -424,6 +432,7 @@ models::Normalization NetworkNormalization(const Surrogate::Impl& impl) {
   n.set_target(kTarget);
   n.set_target_mean(impl.target_mean);
   n.set_target_std(impl.target_std);
+  if (impl.feature_set >= kWaveFeatures) n.set_wave_sms(impl.wave_sms);
   const std::vector<ParamSpec>& specs = family.params();
   for (size_t p = 0; p < specs.size() && p < impl.search_values.size(); ++p) {
     auto* v = n.add_search_values();

@@ -29,6 +29,8 @@ class Weights;
 inline const std::vector<int> kDefaultHidden = {64, 128, 192, 256, 192, 128, 64};
 inline constexpr int kMaxHiddenLayers = 32;
 inline constexpr int kMaxLayerWidth = 4096;
+// The most SMs a device may have for feature wave_fill (an H100 has 132).
+inline constexpr int kMaxWaveSms = 4096;
 
 // Training time and memory grow with the parameters trained (about four
 // floats each: weights, gradients, Adam's two moments): one training may
@@ -76,13 +78,15 @@ class Surrogate {
 
   // An untrained network for the configurations of `family` in contexts of
   // `precision` (one the family implements), with deterministic initial
-  // weights, taking the features of `feature_set` (kLogFeatures or
-  // kShapeFeatures).
+  // weights, taking the features of `feature_set` (kLogFeatures ..
+  // kNewestFeatureSet); from kWaveFeatures `wave_sms` is the SM count of
+  // the device it learns (1 to kMaxWaveSms).
   static StatusOr<Surrogate> Create(const KernelFamily& family,
                                     DType precision,
                                     const std::vector<int>& hidden,
                                     uint64_t seed,
-                                    int feature_set = kLogFeatures);
+                                    int feature_set = kLogFeatures,
+                                    int wave_sms = 0);
   // From the stored blobs (ModelRecord weights and normalization), which
   // must be of `family` and `precision` (a model older than families is of
   // the op's block-shape family in fp32).
@@ -111,9 +115,11 @@ class Surrogate {
   // The feature set its input is (KernelFamily::FeatureNames), and that
   // input for one configuration appended to *out.
   int feature_set() const;
+  // The SMs feature wave_fill counts (kWaveFeatures); 0 below that set.
+  int wave_sms() const;
   void Features(const Problem& problem, const Params& params,
                 std::vector<float>* out) const {
-    family().Features(problem, params, out, feature_set());
+    family().Features(problem, params, out, feature_set(), wave_sms());
   }
   int64_t parameters() const;
   // 1 for a single network.

@@ -13,6 +13,7 @@ struct Surrogate::Impl {
   DType precision = DType::kFp32;
   std::vector<int> hidden;
   int feature_set = kLogFeatures;  // KernelFamily::FeatureNames
+  int wave_sms = 0;                // from kWaveFeatures: the device's SMs
   int inputs = 0;
   torch::nn::Sequential net{nullptr};
   std::vector<torch::nn::Linear> linears;  // the same modules, in order

@@ -180,12 +180,14 @@ TEST(TrainTest, FeatureSetsRoundTripAndAgreeWithTheSearch) {
   unseen.m = 1000;
   unseen.n = 300;
   unseen.k = 2001;  // A's rows of K are 2-byte aligned only
-  for (int set : {kLogFeatures, kShapeFeatures, kAlignFeatures}) {
+  for (int set :
+       {kLogFeatures, kShapeFeatures, kAlignFeatures, kWaveFeatures}) {
     TrainOptions o;
     o.hidden = {16, 16};
     o.epochs = 5;
     o.use_cuda = false;
     o.feature_set = set;
+    o.wave_sms = 132;
     auto trained = Train(Op::kGemm, rows, o);
     ASSERT_TRUE(trained.ok()) << trained.status().ToString();
     EXPECT_EQ(trained->surrogate.feature_set(), set);
@@ -194,6 +196,8 @@ TEST(TrainTest, FeatureSetsRoundTripAndAgreeWithTheSearch) {
                                   trained->surrogate.SerializeNormalization());
     ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
     EXPECT_EQ(loaded->feature_set(), set);
+    // The SM count of the wave features is stored with the model.
+    EXPECT_EQ(loaded->wave_sms(), set >= kWaveFeatures ? 132 : 0);
     BlockSearch search(*loaded, ProfileByName("h100").value());
     for (const ScoredConfig& c : search.Top(unseen, 3)) {
       EXPECT_NEAR(c.predicted_s, loaded->PredictSeconds(unseen, c.params),
@@ -206,6 +210,19 @@ TEST(TrainTest, FeatureSetsRoundTripAndAgreeWithTheSearch) {
   auto refused = Train(Op::kGemm, rows, bad);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("feature_set"), std::string::npos);
+  // The wave features need the device's SM count.
+  TrainOptions no_sms;
+  no_sms.feature_set = kWaveFeatures;
+  no_sms.use_cuda = false;
+  refused = Train(Op::kGemm, rows, no_sms);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("wave_sms"), std::string::npos)
+      << refused.status().message();
+  no_sms.wave_sms = kMaxWaveSms + 1;
+  refused = Train(Op::kGemm, rows, no_sms);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("wave_sms"), std::string::npos)
+      << refused.status().message();
 }
 
 // An ensemble: member i is exactly the single network of seed + i, the

@@ -80,6 +80,7 @@ Status Validate(const TrainOptions& o) {
   BT_RETURN_IF_ERROR(CheckRange("members", o.members, 1, 16));
   BT_RETURN_IF_ERROR(CheckRange("feature_set", o.feature_set, 0,
                                 kNewestFeatureSet));
+  BT_RETURN_IF_ERROR(CheckRange("wave_sms", o.wave_sms, 0, kMaxWaveSms));
   return OkStatus();
 }
 
@@ -174,9 +175,20 @@ StatusOr<TrainedModel> TrainOne(
                               std::to_string(rows.size()));
   }
   const int64_t n = static_cast<int64_t>(rows.size());
-  const int feature_set =
-      options.feature_set > 0 ? options.feature_set
-                               : DefaultFeatureSet(op, family.name());
+  // The default set, but below kWaveFeatures for samples of a device whose
+  // SM count is unknown (wave_sms 0).
+  int feature_set = options.feature_set > 0
+                        ? options.feature_set
+                        : DefaultFeatureSet(op, family.name());
+  if (options.feature_set == 0 && options.wave_sms == 0)
+    feature_set = std::min(feature_set, kAlignFeatures);
+  if (feature_set >= kWaveFeatures && options.wave_sms < 1) {
+    return InvalidArgument(
+        "wave_sms must be the device's SM count (1 to " +
+        std::to_string(kMaxWaveSms) + ") for feature_set " +
+        std::to_string(feature_set) + ", got " +
+        std::to_string(options.wave_sms));
+  }
   const int64_t f = static_cast<int64_t>(family.FeatureNames(feature_set).size());
 
   // Features, targets, and the parameter values the data covers.
@@ -211,7 +223,7 @@ StatusOr<TrainedModel> TrainOne(
     }
     const Params& params = r.params;
     fi.clear();
-    family.Features(r.ctx, params, &fi, feature_set);
+    family.Features(r.ctx, params, &fi, feature_set, options.wave_sms);
     std::copy(fi.begin(), fi.end(), x.begin() + i * f);
     y[i] = static_cast<float>(std::log(Flops(r.ctx) / r.seconds));
     for (size_t p = 0; p < seen.size(); ++p) seen[p].insert(params[static_cast<int>(p)]);
@@ -254,7 +266,8 @@ StatusOr<TrainedModel> TrainOne(
 
   BT_ASSIGN_OR_RETURN(Surrogate model,
                       Surrogate::Create(family, precision, options.hidden,
-                                        options.seed, feature_set));
+                                        options.seed, feature_set,
+                                        options.wave_sms));
   Surrogate::Impl& impl = model.impl();
   for (size_t p = 0; p < seen.size(); ++p) {
     impl.search_values[p].assign(seen[p].begin(), seen[p].end());

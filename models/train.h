@@ -40,9 +40,14 @@ struct TrainOptions {
   // with seed + i (its own split and initial weights); 1: one network.
   int members = 1;
   // The input features (KernelFamily::FeatureNames): kLogFeatures, or
-  // kShapeFeatures, which adds the tiling's (waves, edge fill, loop length);
+  // kShapeFeatures, which adds the tiling's (tiles, edge fill, loop length),
+  // kAlignFeatures (rows' alignment) or kWaveFeatures (the last wave's fill);
   // 0: DefaultFeatureSet(op, family) (kernels/family.h).
   int feature_set = 0;
+  // The SM count of the device the samples were measured on, for feature
+  // set kWaveFeatures (wave_fill); 0: unknown, and the default set stops
+  // below kWaveFeatures.
+  int wave_sms = 0;
 };
 
 // Validates every option, naming the field and its range.

@@ -9,6 +9,9 @@
 #
 #   scripts/train_pretrained.sh models/pretrained/h100-sxm gemm fp16 [BUILD]
 #
+# FEATURES=N trains on feature set N (blocktune train --features; default:
+# each family's own, kernels/family.h DefaultFeatureSet).
+#
 # FAMILY=F trains that family alone (a new family's first models) and
 # merges it into the existing DIR/models-<op>-<dtype>.json.gz, whose other
 # models are kept as they are; its report is appended to the .txt.
@@ -44,7 +47,7 @@ if [[ -n ${FAMILY:-} ]]; then
     for f in "${inputs[@]}"; do cli import "$f"; done
     cli import "$models"
     cli train --op "$op" --dtype "$dtype" --family "$FAMILY" --members 5 \
-      --hidden 128,128,128 | grep -v " epoch "
+      --hidden 128,128,128 --features "${FEATURES:-0}" | grep -v " epoch "
     cli export --op "$op" --dtype "$dtype" --models -o "$run/merged.json.gz"
     mv "$run/merged.json.gz" "$models"
   } 2>&1 | tee -a "$report"
@@ -54,7 +57,7 @@ fi
   echo "# scripts/train_pretrained.sh $dir $op $dtype ($(date -u +%F))"
   for f in "${inputs[@]}"; do cli import "$f"; done
   # One GPU model's samples only, so the device is the store's one.
-  cli train --op "$op" --dtype "$dtype" --members 5 --hidden 128,128,128 |
-    grep -v " epoch "
+  cli train --op "$op" --dtype "$dtype" --members 5 --hidden 128,128,128 \
+    --features "${FEATURES:-0}" | grep -v " epoch "
   cli export --op "$op" --dtype "$dtype" --models -o "$models"
 } 2>&1 | tee "$report"

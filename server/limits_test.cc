@@ -307,6 +307,10 @@ std::vector<OverLimit> OverLimitRequests() {
   auto train = Train({64});
   train.set_epochs(100001);
   cases.push_back(Case("TrainModel epochs", train, {"epochs", "[0, 100000]"}));
+  train = Train({64});
+  train.set_feature_set(5);
+  cases.push_back(
+      Case("TrainModel feature_set", train, {"feature_set", "[0, 4]"}));
   cases.push_back(Case("TrainModel parameters",
                        Train({4096, 4096, 4096, 4096}, 16),
                        {"hidden_layers 4096,4096,4096,4096 x members 16",

@@ -7,6 +7,7 @@
 
 #include "kernels/validate.h"
 #include "models/train.h"
+#include "server/answer_mix.h"
 #include "server/dataset_import.h"
 #include "server/fallback.h"
 #include "server/grpc_status.h"
@@ -594,7 +595,9 @@ Status BlocktuneService::AnswerQueryOnDevice(
     if (a.model->id != b.model->id) return a.model->id > b.model->id;
     return a.config.params < b.config.params;
   });
-  if (static_cast<int>(top.size()) > search_k) top.resize(search_k);
+  // search_k of them, each family's fastest among them.
+  KeepEachFamilysFastest(&top, static_cast<size_t>(search_k),
+                         [](const Scored& s) { return s.model->family; });
   resp->set_candidates(stats.candidates);
   resp->set_search_seconds(stats.seconds);
   std::string model_ids;
@@ -735,6 +738,9 @@ grpc::Status BlocktuneService::TrainModel(
     BT_RETURN_IF_ERROR(CheckRange("epochs", req->epochs(), 0, 100000));
     BT_RETURN_IF_ERROR(CheckRange("members", req->members(), 0, 16));
     if (req->members() > 1) options.members = req->members();
+    BT_RETURN_IF_ERROR(
+        CheckRange("feature_set", req->feature_set(), 0, kNewestFeatureSet));
+    options.feature_set = req->feature_set();
     BT_RETURN_IF_ERROR(Validate(options));
     for (const KernelFamily* f : families)
       BT_RETURN_IF_ERROR(CheckTrainingSize(*f, options.hidden, options.members));
@@ -822,6 +828,15 @@ grpc::Status BlocktuneService::TrainModel(
       if (!job.rows.empty()) jobs.push_back(std::move(job));
     }
     samples.clear();
+    // Feature wave_fill counts the SMs of the device the samples ran on (0,
+    // unknown, keeps the models below that feature set).
+    options.wave_sms = device.sm_count;
+    if (options.feature_set >= kWaveFeatures && device.sm_count < 1) {
+      return FailedPrecondition(
+          "feature_set " + std::to_string(options.feature_set) +
+          " counts the device's SMs, and the samples of '" + device_name +
+          "' do not say how many it has; ask for feature_set 3 or less");
+    }
     for (const Job& job : jobs) {
       const KernelFamily& family = *job.family;
       const std::vector<TrainingRow>& rows = job.rows;

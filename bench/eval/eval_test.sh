@@ -30,8 +30,22 @@ plan() {
     --models $models/models-gemm-bf16.json.gz --models $models/models-conv-bf16.json.gz \
     "$@"
 }
-plan --shapes "$tmp/shapes.txt" --dtype bf16 --out "$tmp/plan.tsv" >"$tmp/plan.log"
+plan --shapes "$tmp/shapes.txt" --dtype bf16 --out "$tmp/plan.tsv" \
+  --family-top 2 --family-out "$tmp/families.tsv" >"$tmp/plan.log"
 [[ $(grep -vc '^#' "$tmp/plan.tsv") -eq 20 ]] || fail "expected 20 plan lines"
+# --family-top 2: each family with a model answers its own top 2 of each
+# shape, ranks 1 and 2, of that family only.
+for f in gemm.mma gemm.wgmma conv.mma conv.wgmma; do
+  ranks=$(awk -F'\t' -v f="$f" 'index($4, f " v") == 1 { printf "%s ", $3 }' "$tmp/families.tsv")
+  [[ "$ranks" == "1 2 " ]] || fail "--family-top: $f ranks '$ranks': $(cat "$tmp/families.tsv")"
+done
+grep -q "^# --family-top 2: " "$tmp/plan.log" || fail "--family-top: no summary line"
+# A query's top 10 keeps each family's fastest (server/answer_mix.h): both
+# GEMM families with a model answer 1000^3 in bf16, both conv families the
+# convolution.
+for f in gemm.mma gemm.wgmma conv.mma conv.wgmma; do
+  grep -q $'\t[0-9]*\t'"$f v" "$tmp/plan.tsv" || fail "plan's top 10 without $f: $(cat "$tmp/plan.tsv")"
+done
 for f in square conv56; do
   ranks=$(awk -F'\t' -v f=$f '$1 == f { printf "%s ", $3 }' "$tmp/plan.tsv")
   [[ "$ranks" == "1 2 3 4 5 6 7 8 9 10 " ]] || fail "$f ranks: $ranks"
@@ -60,6 +74,22 @@ if [[ -x $build/bench/kernels/eval_bench ]]; then
   [[ $(cat "$tmp/triton-shapes.txt") == "square bf16 NN 1000 1000 1000 1000 1000" ]] ||
     fail "triton shapes: $(cat "$tmp/triton-shapes.txt")"
   "$bench" --plan "$tmp/plan.tsv" --list-candidates --sweep 20 >"$tmp/cands.txt"
+  # --extra adds the families' answers after the plan's, each once; a shape
+  # that is not the plan's is named.
+  "$bench" --plan "$tmp/plan.tsv" --extra "$tmp/families.tsv" --list-candidates \
+    --sweep 0 >"$tmp/extra.txt"
+  n_extra=$(awk -F'\t' '$1 == "square"' "$tmp/families.tsv" | cut -f4 | sort -u |
+    grep -cvxFf <(awk -F'\t' '$1 == "square"' "$tmp/plan.tsv" | cut -f4) || true)
+  grep -Eq "^square .*bf16 +$((10 + n_extra)) candidates \(10 from the plan\)" "$tmp/extra.txt" ||
+    fail "--extra candidates (expected 10 + $n_extra): $(cat "$tmp/extra.txt")"
+  sed 's/m=1000 n=1000/m=999 n=1000/' "$tmp/families.tsv" >"$tmp/other.tsv"
+  set +e
+  "$bench" --plan "$tmp/plan.tsv" --extra "$tmp/other.tsv" --list-candidates 2>"$tmp/other.err"
+  code=$?
+  set -e
+  [[ $code -eq 2 ]] || fail "--extra of another shape: exit $code"
+  grep -q "other.tsv:[0-9]*: shape 'gemm m=999 .* is not in the plan" "$tmp/other.err" ||
+    fail "--extra of another shape not named: $(cat "$tmp/other.err")"
   grep -Eq '^square .*bf16 +[3-9][0-9] candidates \(10 from the plan\)' "$tmp/cands.txt" ||
     fail "square candidates: $(cat "$tmp/cands.txt")"
   grep -Eq '^conv56 .*bf16 +[2-9][0-9] candidates \(10 from the plan\)' "$tmp/cands.txt" ||
@@ -144,4 +174,28 @@ zcat "$tmp/res/fp32/eval-2.err.gz" | grep -q "a log line" || fail "run.sh gpu: e
 RESULTS=$tmp/res bench/eval/run.sh gpu fp32 "$tmp/bin" >/dev/null
 grep -q -- "--csv $tmp/res/fp32/eval.csv --times $tmp/res/fp32/eval-times.tsv --sweep 40\$" "$tmp/res/fp32/eval.txt" \
   || fail "run.sh gpu defaults: $(cat "$tmp/res/fp32/eval.txt")"
-echo "eval_test: plan, plan read-back, report and run.sh gpu OK"
+# and the families' answers where the plan step wrote them.
+echo "x" >"$tmp/res/fp32/plan-families.tsv"
+RESULTS=$tmp/res bench/eval/run.sh gpu fp32 "$tmp/bin" >/dev/null
+grep -q -- "--sweep 40 --extra $tmp/res/fp32/plan-families.tsv\$" "$tmp/res/fp32/eval.txt" \
+  || fail "run.sh gpu --extra: $(cat "$tmp/res/fp32/eval.txt")"
+# 5. rescore.py: with k = 2, the plan's top 2 are both gemm.mma's (10 and
+#    12 us), the families policy keeps gemm.wgmma's best (5 us) in the list:
+#    vendor 10 us gives 1.00x and 2.00x.
+mkdir "$tmp/s"
+ctx="gemm m=64 n=64 k=64 layout=NN dtype=bf16"
+printf 'square\t%s\t%s\tgemm.mma v3 bm=%s\t%s\n' "$ctx" 1 64 1e-6 "$ctx" 2 32 2e-6 "$ctx" 3 16 3e-6 >"$tmp/s/plan.tsv"
+printf 'square\t%s\t1\tgemm.wgmma v5 bm=64\t4e-6\n' "$ctx" >"$tmp/s/plan-families.tsv"
+{
+  printf 'context\tsource\tconfig\tus\tlaunches\n'
+  printf '%s\t1\tgemm.mma v3 bm=64\t10\t21\n%s\t2\tgemm.mma v3 bm=32\t12\t21\n' "$ctx" "$ctx"
+  printf '%s\t3\tgemm.mma v3 bm=16\t11\t21\n%s\tfamily\tgemm.wgmma v5 bm=64\t5\t21\n' "$ctx" "$ctx"
+} | gzip >"$tmp/s/eval-times.tsv.gz"
+{
+  echo "group,context,shape,precision,gflop,model_config,model_us,model_predicted_us,top10_config,top10_us,oracle_config,oracle_us,oracle_rank,tried,wrong,vendor,vendor_us,vendor_algos,vendor_algo,triton_us,relerr_model,relerr_top10,relerr_oracle,model_repeat_us"
+  echo "square,$ctx,64x64x64 NN,bf16,0.0005,gemm.mma v3 bm=64,10,1,gemm.mma v3 bm=64,10,gemm.mma v3 bm=64,10,1,4,0,cuBLASLt,10,8,,,0,0,0,10"
+} >"$tmp/s/eval.csv"
+"$python" bench/eval/rescore.py "$tmp/s" --k 2 >"$tmp/rescore.txt"
+grep -q "plan      geomean vendor/pick 1.000x" "$tmp/rescore.txt" || fail "rescore plan: $(cat "$tmp/rescore.txt")"
+grep -q "families  geomean vendor/pick 2.000x" "$tmp/rescore.txt" || fail "rescore families: $(cat "$tmp/rescore.txt")"
+echo "eval_test: plan, plan read-back, report, run.sh gpu and rescore OK"

@@ -14,8 +14,10 @@
 #   bench/eval/run.sh report            # any machine: summary.md, headline.json
 #                                       # and the PNGs of every precision
 #
-# gpu also keeps every timed candidate (eval-times.tsv.gz: the plan's top 10
-# and the sweep, for scoring another ranking of them offline).
+# plan also asks each family for its own top FAMILY_TOP (default 3; 0: not)
+# of every shape (plan-families.tsv), which gpu times in full beside the top
+# 10; gpu keeps every timed candidate (eval-times.tsv.gz: the plan's top 10,
+# the families' and the sweep, for scoring another ranking offline).
 # gpu takes SWEEP (random configurations per family, default 40), EVAL_GROUPS
 # (a space-separated list of shapes.txt groups; default all) and PART (N:
 # the files are eval-N.*), so that a long evaluation runs in several calls.
@@ -65,7 +67,8 @@ case "${1:-}" in
     done >"$shapes"
     "$build/bench/eval_plan" --blocktuned "$build/server/blocktuned" \
       "${models[@]}" --shapes "$shapes" --dtype "$prec" --out "$dir/plan.tsv" \
-      --top 10 | tee "$dir/plan.txt"
+      --top 10 --family-top "${FAMILY_TOP:-3}" \
+      --family-out "$dir/plan-families.tsv" | tee "$dir/plan.txt"
     ;;
   gpu)
     prec=${2:-}; bin=${3:-}; [[ -n $prec && -n $bin ]] || usage
@@ -103,9 +106,11 @@ case "${1:-}" in
     groups=()
     for g in ${EVAL_GROUPS:-}; do groups+=(--group "$g"); done
     out=$dir/eval${PART:+-$PART}
+    extra=()
+    [[ -s $dir/plan-families.tsv ]] && extra=(--extra "$dir/plan-families.tsv")
     "$bin/eval_bench" --plan "$dir/plan.tsv" --csv "$out.csv" \
       --times "$out-times.tsv" --sweep "${SWEEP:-40}" "${groups[@]}" \
-      "${triton[@]}" 2>"$out.err" | tee "$out.txt"
+      "${triton[@]}" "${extra[@]}" 2>"$out.err" | tee "$out.txt"
     gzip -f "$out.err"
     # Every candidate's time (eval_bench --times), for offline rankings.
     if [[ -e $out-times.tsv ]]; then gzip -f "$out-times.tsv"; fi

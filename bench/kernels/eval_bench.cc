@@ -23,11 +23,14 @@
 // that fails the check is never the oracle.
 //
 //   eval_bench --plan plan.tsv --csv out.csv [--group G]... [--sweep 40]
-//              [--reps 21] [--triton TSV] [--times out.tsv]
+//              [--reps 21] [--triton TSV] [--times out.tsv] [--extra F.tsv]
 // --times: every candidate's time too, a row each (context, source: the
-// plan's rank 1..10 or "sweep", configuration, microseconds, launches
-// timed; NaN where it did not run), the data to score another ranking of
-// the same candidates offline.
+// plan's rank 1..10, "family" or "sweep", configuration, microseconds,
+// launches timed; NaN where it did not run), the data to score another
+// ranking of the same candidates offline.
+// --extra: more candidates in the plan's form (eval_plan --family-top's
+// file: each family's own top answers), timed in full after the top 10
+// and before the sweep; like the sweep's, they can be the oracle.
 //   eval_bench --plan plan.tsv --list-triton      (no GPU: triton_bench.py's
 //                                                  shapes file)
 //   eval_bench --plan plan.tsv --list-candidates  (no GPU: candidates per
@@ -66,6 +69,9 @@ struct Planned {
   Case c;
   std::vector<Config> top;  // rank order
   double predicted_s = 0;   // of the top 1
+  // --extra's: each family's own top answers (eval_plan --family-top),
+  // timed as the top 10 are, and labelled "family" in --times.
+  std::vector<Config> extra;
 };
 
 std::vector<std::string> Split(const std::string& line, char sep) {
@@ -94,11 +100,18 @@ StatusOr<Config> ConfigFromText(const std::string& text) {
   return Config{f, p};
 }
 
-StatusOr<std::vector<Planned>> ReadPlan(const std::string& path) {
+// Reads plan lines into *out (a new shape each time its group and context
+// come first); with `extra`, into the shapes' extra lists, whose shapes
+// must be the plan's.
+Status ReadPlanLines(const std::string& path, bool extra,
+                     std::vector<Planned>* out_list,
+                     std::map<std::string, size_t>* shape_index) {
   std::ifstream in(path);
-  if (!in) return NotFound("cannot read --plan " + path);
-  std::vector<Planned> out;
-  std::map<std::string, size_t> index;
+  if (!in)
+    return NotFound("cannot read " + std::string(extra ? "--extra " : "--plan ") +
+                    path);
+  std::vector<Planned>& out = *out_list;
+  std::map<std::string, size_t>& index = *shape_index;
   std::string line;
   for (int line_no = 1; std::getline(in, line); ++line_no) {
     if (line.empty() || line[0] == '#') continue;
@@ -116,6 +129,16 @@ StatusOr<std::vector<Planned>> ReadPlan(const std::string& path) {
     if (end == f[4].c_str() || *end != '\0' || !(predicted >= 0))
       return InvalidArgument(where + "predicted seconds: '" + f[4] +
                              "' is not a number >= 0");
+    if (extra) {
+      auto it = index.find(f[0] + "\t" + f[1]);
+      if (it == index.end())
+        return InvalidArgument(where + "shape '" + f[1] + "' of group " + f[0] +
+                               " is not in the plan");
+      Planned& p = out[it->second];
+      if (std::find(p.extra.begin(), p.extra.end(), *config) == p.extra.end())
+        p.extra.push_back(*config);
+      continue;
+    }
     auto [it, added] = index.emplace(f[0] + "\t" + f[1], out.size());
     if (added) {
       Planned p;
@@ -126,14 +149,30 @@ StatusOr<std::vector<Planned>> ReadPlan(const std::string& path) {
     }
     out[it->second].top.push_back(*config);
   }
+  return OkStatus();
+}
+
+StatusOr<std::vector<Planned>> ReadPlan(const std::string& path,
+                                        const std::string& extra_path) {
+  std::vector<Planned> out;
+  std::map<std::string, size_t> index;
+  BT_RETURN_IF_ERROR(ReadPlanLines(path, false, &out, &index));
+  if (!extra_path.empty())
+    BT_RETURN_IF_ERROR(ReadPlanLines(extra_path, true, &out, &index));
   return out;
 }
 
 // The candidates of one shape: the plan's top 10 first (rank order), then
-// up to `sweep` of every family implementing the precision, each once.
+// the extra ones not among them, then up to `sweep` of every family
+// implementing the precision, each once. *timed_in_full: how many lead
+// (the top 10 and the extra), which are timed with every repetition.
 std::vector<Config> CandidatesOf(const Planned& p, const KernelLimits& limits,
-                                 int sm_count, size_t sweep) {
+                                 int sm_count, size_t sweep,
+                                 size_t* timed_in_full = nullptr) {
   std::vector<Config> out = p.top;
+  for (const Config& k : p.extra)
+    if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+  if (timed_in_full) *timed_in_full = out.size();
   for (const KernelFamily* f :
        FamiliesFor(OpOf(p.c.problem.ctx), p.c.prec())) {
     if (f->min_compute_capability() > limits.compute_capability) continue;
@@ -252,13 +291,13 @@ int Usage() {
   std::fprintf(stderr,
                "usage: eval_bench --plan FILE (--csv FILE [--group G]... "
                "[--sweep N (0..2000)] [--reps N (5..1000)] [--triton TSV] "
-               "[--times FILE] | "
+               "[--times FILE] [--extra FILE] | "
                "--list-triton | --list-candidates)\n");
   return 2;
 }
 
 int Main(int argc, char** argv) {
-  std::string plan_path, csv_path, triton_path, times_path;
+  std::string plan_path, csv_path, triton_path, times_path, extra_path;
   std::set<std::string> groups;
   long sweep = 40, reps = 21;
   bool list_triton = false, list_candidates = false;
@@ -282,6 +321,8 @@ int Main(int argc, char** argv) {
       triton_path = v;
     } else if (flag == "--times") {
       times_path = v;
+    } else if (flag == "--extra") {
+      extra_path = v;
     } else if (flag == "--group") {
       groups.insert(v);
     } else if (flag == "--sweep" || flag == "--reps") {
@@ -302,7 +343,7 @@ int Main(int argc, char** argv) {
   if (plan_path.empty() ||
       (csv_path.empty() && !list_triton && !list_candidates))
     return Usage();
-  auto plan = ReadPlan(plan_path);
+  auto plan = ReadPlan(plan_path, extra_path);
   if (!plan.ok()) {
     std::fprintf(stderr, "eval_bench: %s\n", plan.status().ToString().c_str());
     return 2;
@@ -422,8 +463,9 @@ int Main(int argc, char** argv) {
                                         ? ToDoubles(buf.c_ref, c_elems, c.prec())
                                         : std::vector<double>();
 
+    size_t n_full = 0;
     const std::vector<Config> configs =
-        CandidatesOf(p, limits, sm_count, sweep);
+        CandidatesOf(p, limits, sm_count, sweep, &n_full);
     const auto loaded = loader.Load(c.problem, configs);
     int64_t ws_bytes = 16;
     for (const auto& k : loaded)
@@ -459,7 +501,7 @@ int Main(int argc, char** argv) {
     const double tol = Tolerance(c.prec());
     auto correct = [&](double err) { return ref.empty() || err <= tol; };
 
-    // The top 10 in full; the sweep quickly: one launch, and 5 more only
+    // The top 10 (and --extra's) in full; the sweep quickly: one launch, and 5 more only
     // for a candidate within 25% of the fastest so far (one launch's noise
     // is a few percent, so the ones left at one launch are never among the
     // 4 fastest that the oracle re-times; most of a large shape's sweep is
@@ -470,7 +512,7 @@ int Main(int argc, char** argv) {
     int tried = 0, wrong = 0;
     double fastest = INFINITY;
     for (size_t i = 0; i < configs.size(); ++i) {
-      if (i < n_top) {
+      if (i < n_full) {
         us[i] = time(i, static_cast<int>(reps), 3);
         launches[i] = reps;
       } else {
@@ -490,7 +532,9 @@ int Main(int argc, char** argv) {
       for (size_t i = 0; i < configs.size(); ++i)
         std::fprintf(times_out, "%s\t%s\t%s\t%.3f\t%ld\n",
                      ToString(c.problem.ctx).c_str(),
-                     i < n_top ? std::to_string(i + 1).c_str() : "sweep",
+                     i < n_top    ? std::to_string(i + 1).c_str()
+                     : i < n_full ? "family"
+                                  : "sweep",
                      configs[i].Text().c_str(), us[i], launches[i]);
       std::fflush(times_out);
     }
