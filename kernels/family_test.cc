@@ -862,31 +862,54 @@ TEST(FamilyTest, ShapeFeaturesOfATiling) {
 // Feature set 3 adds the rows' alignment after the tiling's: log2 of the
 // largest power of two of bytes, at most 16, dividing each row, from the
 // problem's leading dimensions (tight when none is given).
+// Feature set `set` lists set - 1's names and then `added`, and a model
+// listing them is of `set`.
+void ExpectSetAdds(const KernelFamily& f, int set,
+                   const std::vector<std::string>& added) {
+  std::vector<std::string> names = f.FeatureNames(set - 1);
+  names.insert(names.end(), added.begin(), added.end());
+  EXPECT_EQ(f.FeatureNames(set), names);
+  EXPECT_EQ(f.FeatureSetNamed(names), set);
+}
+
+// The features that set `set` appends to set - 1's of (problem, params),
+// whose own come first unchanged.
+std::vector<float> FeaturesAddedBy(const KernelFamily& f, int set,
+                                   const Problem& problem,
+                                   const Params& params, int sms = 0) {
+  std::vector<float> before, all;
+  f.Features(problem, params, &before, set - 1, sms);
+  f.Features(problem, params, &all, set, sms);
+  EXPECT_GE(all.size(), before.size());
+  EXPECT_TRUE(std::equal(before.begin(), before.end(), all.begin()));
+  return std::vector<float>(all.begin() + before.size(), all.end());
+}
+
+// The first test convolution in bf16 with C and K channels.
+Problem Bf16Conv(int64_t c, int64_t k) {
+  ConvContext conv = ConvContexts().front();
+  conv.dtype = DType::kBf16;
+  conv.c = c;
+  conv.k = k;
+  return Problem(conv);
+}
+
 TEST(FamilyTest, AlignFeaturesOfTheRows) {
   const KernelFamily& f = Family("gemm.mma");
-  std::vector<std::string> names = f.FeatureNames(kShapeFeatures);
-  names.insert(names.end(), {"log2_align_a", "log2_align_b", "log2_align_c"});
-  EXPECT_EQ(f.FeatureNames(kAlignFeatures), names);
-  EXPECT_EQ(f.FeatureSetNamed(names), kAlignFeatures);
+  ExpectSetAdds(f, kAlignFeatures,
+                {"log2_align_a", "log2_align_b", "log2_align_c"});
   auto params = f.Parse("bm=128 bn=64 bk=32");
   ASSERT_TRUE(params.ok()) << params.status().ToString();
   // bf16 NT: A's rows of K = 1555 (2 bytes), B's rows of K, C's of N = 332
   // (664 bytes: 8).
   Problem p(Gemm(777, 332, 1555, Layout::kN, Layout::kT, DType::kBf16));
-  std::vector<float> shape, all;
-  f.Features(p, *params, &shape, kShapeFeatures);
-  f.Features(p, *params, &all, kAlignFeatures);
-  ASSERT_EQ(all.size(), shape.size() + 3);
-  EXPECT_TRUE(std::equal(shape.begin(), shape.end(), all.begin()));
-  EXPECT_EQ(std::vector<float>(all.end() - 3, all.end()),
+  EXPECT_EQ(FeaturesAddedBy(f, kAlignFeatures, p, *params),
             (std::vector<float>{1, 1, 3}));
   // Leading dimensions given: 1560 elements (3120 bytes: 16), 1558 (4).
   p.lda = 1560;
   p.ldb = 1558;
   p.ldc = 336;
-  all.clear();
-  f.Features(p, *params, &all, kAlignFeatures);
-  EXPECT_EQ(std::vector<float>(all.end() - 3, all.end()),
+  EXPECT_EQ(FeaturesAddedBy(f, kAlignFeatures, p, *params),
             (std::vector<float>{4, 2, 4}));
   // tf32 rows of 4-byte elements are 4-byte aligned at least.
   EXPECT_EQ(AlignFeature(1555, 4), 2.f);
@@ -895,12 +918,8 @@ TEST(FamilyTest, AlignFeaturesOfTheRows) {
   // A convolution: its rows of C (input, filter) and K (output).
   const KernelFamily& conv = Family("conv.mma");
   EXPECT_EQ(conv.FeatureNames(kAlignFeatures).back(), "log2_align_k");
-  ConvContext c = ConvContexts().front();
-  c.dtype = DType::kBf16;
-  c.c = 3;
-  c.k = 12;
   std::vector<float> cf;
-  AppendAlignFeatures(Problem(c), &cf);
+  AppendAlignFeatures(Bf16Conv(3, 12), &cf);
   EXPECT_EQ(cf, (std::vector<float>{1, 3}));
 }
 
@@ -908,52 +927,35 @@ TEST(FamilyTest, AlignFeaturesOfTheRows) {
 // (programs = tiles * split) and the rows' alignment up to 128 bytes.
 TEST(FamilyTest, WaveFeaturesFillTheLastWaveAndAlignTo128Bytes) {
   const KernelFamily& f = Family("gemm.mma");
-  std::vector<std::string> names = f.FeatureNames(kAlignFeatures);
-  names.insert(names.end(), {"wave_fill", "log2_align128_a", "log2_align128_b",
-                             "log2_align128_c"});
-  EXPECT_EQ(f.FeatureNames(kWaveFeatures), names);
-  EXPECT_EQ(f.FeatureSetNamed(names), kWaveFeatures);
+  ExpectSetAdds(f, kWaveFeatures, {"wave_fill", "log2_align128_a",
+                                   "log2_align128_b", "log2_align128_c"});
   auto params = f.Parse("bm=128 bn=64 bk=32 kg=1");
   ASSERT_TRUE(params.ok()) << params.status().ToString();
   // bf16 NN 1000 x 1000 x 1000: 8 x 16 = 128 programs, one wave of 132
   // SMs 128/132 full, of 100 SMs two waves, the second 28/100. Rows of
   // 1000 elements are 2000 bytes: 16-byte aligned, not 32.
   Problem p(Gemm(1000, 1000, 1000, Layout::kN, Layout::kN, DType::kBf16));
-  std::vector<float> align, all;
-  f.Features(p, *params, &align, kAlignFeatures);
-  f.Features(p, *params, &all, kWaveFeatures, 132);
-  ASSERT_EQ(all.size(), align.size() + 4);
-  EXPECT_TRUE(std::equal(align.begin(), align.end(), all.begin()));
-  EXPECT_FLOAT_EQ(all[align.size()], 128.f / 132.f);
-  EXPECT_EQ(std::vector<float>(all.end() - 3, all.end()),
-            (std::vector<float>{4, 4, 4}));
-  all.clear();
-  f.Features(p, *params, &all, kWaveFeatures, 100);
-  EXPECT_FLOAT_EQ(all[align.size()], 128.f / 200.f);
+  EXPECT_EQ(FeaturesAddedBy(f, kWaveFeatures, p, *params, 132),
+            (std::vector<float>{128.f / 132.f, 4, 4, 4}));
+  EXPECT_FLOAT_EQ(FeaturesAddedBy(f, kWaveFeatures, p, *params, 100)[0],
+                  128.f / 200.f);
   // Padded rows of 1024 (2048 bytes) stop at 128; split K multiplies the
   // programs: kg = 2 makes 256 of 132 SMs, 256 / 264.
   p.lda = p.ldb = p.ldc = 1024;
   auto split = f.Parse("bm=128 bn=64 bk=32 kg=2");
   ASSERT_TRUE(split.ok()) << split.status().ToString();
-  all.clear();
-  f.Features(p, *split, &all, kWaveFeatures, 132);
-  EXPECT_FLOAT_EQ(all[align.size()], 256.f / 264.f);
-  EXPECT_EQ(std::vector<float>(all.end() - 3, all.end()),
-            (std::vector<float>{7, 7, 7}));
+  EXPECT_EQ(FeaturesAddedBy(f, kWaveFeatures, p, *split, 132),
+            (std::vector<float>{256.f / 264.f, 7, 7, 7}));
   EXPECT_EQ(RowAlignFeature(1000, 2, 7), 4.f);
   EXPECT_EQ(RowAlignFeature(96, 2, 7), 6.f);
   EXPECT_EQ(RowAlignFeature(96, 2, 4), AlignFeature(96, 2));
   // A convolution: the implicit GEMM's programs, and its C and K rows.
   const KernelFamily& conv = Family("conv.mma");
   EXPECT_EQ(conv.FeatureNames(kWaveFeatures).back(), "log2_align128_k");
-  ConvContext c = ConvContexts().front();
-  c.dtype = DType::kBf16;
-  c.c = 64;
-  c.k = 96;
   std::vector<float> cf;
   ConfigShape s;
   s.tile_m = s.tile_n = 1 << 30;  // one program
-  AppendWaveFeatures(Problem(c), s, 132, &cf);
+  AppendWaveFeatures(Bf16Conv(64, 96), s, 132, &cf);
   EXPECT_EQ(cf, (std::vector<float>{1.f / 132.f, 7, 6}));
 }
 
