@@ -263,7 +263,6 @@ void AppendWaveFeatures(const Problem& problem, const ConfigShape& s, int sms,
               {RowAlignFeature(c.c, e, k128), RowAlignFeature(c.k, e, k128)});
 }
 
-
 const std::vector<std::string>& ShapeFeatureNames() {
   static const std::vector<std::string> kNames = {
       "log2_tiles", "fill_m", "fill_n", "fill_k", "log2_k_steps"};
