@@ -539,6 +539,7 @@ StatusOr<std::string> WriteTunedHeader(const HeaderSpec& given) {
       "f.param_count + " + std::to_string(context_count + shape_count);
   const std::string wave_at =
       "f.param_count + " + std::to_string(context_count + shape_count + align_count);
+  const std::string wide = std::to_string(kWideAlignLog2);
   if (gemm) {
     body << R"(
 inline double GemmOperandBytes(const GemmView& g) {
@@ -586,15 +587,13 @@ inline double GemmPredict(const Model& model, const std::int64_t* params, std::i
     align[0] = AlignFeature(v.a_t ? m : k, bytes);
     align[1] = AlignFeature(v.b_t ? k : n, bytes);
     align[2] = AlignFeature(n, bytes);
-  }
-  if (model.feature_set >= 4) {
-    const GemmView v = GemmProblem(m, n, k, layout, model.dtype);
-    const double bytes = ElementBytes(model.dtype);
-    float* wave = features + )" + wave_at + R"(;
-    wave[0] = WaveFill(f, params, m, n, model.wave_sms);
-    wave[1] = RowAlignFeature(v.a_t ? m : k, bytes, 7);
-    wave[2] = RowAlignFeature(v.b_t ? k : n, bytes, 7);
-    wave[3] = RowAlignFeature(n, bytes, 7);
+    if (model.feature_set >= 4) {
+      float* wave = features + )" + wave_at + R"(;
+      wave[0] = WaveFill(f, params, m, n, model.wave_sms);
+      wave[1] = RowAlignFeature(v.a_t ? m : k, bytes, )" + wide + R"();
+      wave[2] = RowAlignFeature(v.b_t ? k : n, bytes, )" + wide + R"();
+      wave[3] = RowAlignFeature(n, bytes, )" + wide + R"();
+    }
   }
   const double flops = 2.0 * double(m) * double(n) * double(k);
   return flops / std::exp(static_cast<double>(model.ln_flops(features)));
@@ -708,12 +707,11 @@ inline double ConvPredict(const Model& model, const std::int64_t* params,
     const double bytes = ElementBytes(model.dtype);
     features[)" + align_at + R"(] = AlignFeature(shape.c, bytes);
     features[)" + align_at + R"( + 1] = AlignFeature(shape.k, bytes);
-  }
-  if (model.feature_set >= 4) {
-    const double bytes = ElementBytes(model.dtype);
-    features[)" + wave_at + R"(] = WaveFill(f, params, shape.n * p * q, shape.k, model.wave_sms);
-    features[)" + wave_at + R"( + 1] = RowAlignFeature(shape.c, bytes, 7);
-    features[)" + wave_at + R"( + 2] = RowAlignFeature(shape.k, bytes, 7);
+    if (model.feature_set >= 4) {
+      features[)" + wave_at + R"(] = WaveFill(f, params, shape.n * p * q, shape.k, model.wave_sms);
+      features[)" + wave_at + R"( + 1] = RowAlignFeature(shape.c, bytes, )" + wide + R"();
+      features[)" + wave_at + R"( + 2] = RowAlignFeature(shape.k, bytes, )" + wide + R"();
+    }
   }
   const double flops = 2.0 * double(shape.n * p * q) * double(shape.k) *
                        double(shape.c * shape.r * shape.s);

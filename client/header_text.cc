@@ -312,7 +312,7 @@ inline float RowAlignFeature(std::int64_t elements, double bytes, int max_log2) 
   return static_cast<float>(log2);
 }
 inline float AlignFeature(std::int64_t elements, double bytes) {
-  return RowAlignFeature(elements, bytes, 4);
+  return RowAlignFeature(elements, bytes, @ALIGN_LOG2@);
 }
 
 // Feature wave_fill (feature set 4; kernels/family.h AppendWaveFeatures)
@@ -398,6 +398,7 @@ std::string TunedCommonText() {
   ReplaceAll(&text, "@SPLIT_COUNTER_PAD@",
              std::to_string(mma_internal::kSplitCounterPad) + ".0");
   ReplaceAll(&text, "@ELEMENT_BYTES@", bytes);
+  ReplaceAll(&text, "@ALIGN_LOG2@", std::to_string(kAlignLog2));
   return text;
 }
 

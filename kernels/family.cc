@@ -207,6 +207,10 @@ const std::vector<std::string>& AlignFeatureNames(Op op) {
   return op == Op::kGemm ? kGemm : kConv;
 }
 
+namespace {
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+}  // namespace
+
 float RowAlignFeature(int64_t elements, int element_bytes, int max_log2) {
   const int64_t bytes = elements * element_bytes;
   int log2 = 0;
@@ -215,19 +219,26 @@ float RowAlignFeature(int64_t elements, int element_bytes, int max_log2) {
 }
 
 float AlignFeature(int64_t elements, int element_bytes) {
-  return RowAlignFeature(elements, element_bytes, 4);
+  return RowAlignFeature(elements, element_bytes, kAlignLog2);
 }
 
-void AppendAlignFeatures(const Problem& problem, std::vector<float>* out) {
+void AppendRowAlignFeatures(const Problem& problem, int max_log2,
+                            std::vector<float>* out) {
   const int e = SizeOf(DTypeOf(problem.ctx));
+  auto align = [&](int64_t elements) {
+    return RowAlignFeature(elements, e, max_log2);
+  };
   if (std::holds_alternative<GemmContext>(problem.ctx)) {
     const auto ld = LeadingDims(problem);
-    out->insert(out->end(), {AlignFeature(ld[0], e), AlignFeature(ld[1], e),
-                             AlignFeature(ld[2], e)});
+    out->insert(out->end(), {align(ld[0]), align(ld[1]), align(ld[2])});
     return;
   }
   const auto& c = std::get<ConvContext>(problem.ctx);
-  out->insert(out->end(), {AlignFeature(c.c, e), AlignFeature(c.k, e)});
+  out->insert(out->end(), {align(c.c), align(c.k)});
+}
+
+void AppendAlignFeatures(const Problem& problem, std::vector<float>* out) {
+  AppendRowAlignFeatures(problem, kAlignLog2, out);
 }
 
 const std::vector<std::string>& WaveFeatureNames(Op op) {
@@ -238,29 +249,19 @@ const std::vector<std::string>& WaveFeatureNames(Op op) {
   return op == Op::kGemm ? kGemm : kConv;
 }
 
+float WaveFill(const GemmShape& g, const ConfigShape& s, int sms) {
+  const int64_t programs = CeilDiv(g.m, std::max<int64_t>(s.tile_m, 1)) *
+                           CeilDiv(g.n, std::max<int64_t>(s.tile_n, 1)) *
+                           std::max<int64_t>(s.split_k, 1);
+  const int64_t per_wave = std::max(sms, 1);
+  return static_cast<float>(double(programs) /
+                            double(CeilDiv(programs, per_wave) * per_wave));
+}
+
 void AppendWaveFeatures(const Problem& problem, const ConfigShape& s, int sms,
                         std::vector<float>* out) {
-  auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
-  const GemmShape g = ImplicitGemm(problem.ctx);
-  const int64_t programs =
-      ceil_div(g.m, std::max<int64_t>(s.tile_m, 1)) *
-      ceil_div(g.n, std::max<int64_t>(s.tile_n, 1)) *
-      std::max<int64_t>(s.split_k, 1);
-  const int64_t per_wave = std::max(sms, 1);
-  out->push_back(static_cast<float>(
-      double(programs) / double(ceil_div(programs, per_wave) * per_wave)));
-  constexpr int k128 = 7;
-  const int e = SizeOf(DTypeOf(problem.ctx));
-  if (std::holds_alternative<GemmContext>(problem.ctx)) {
-    const auto ld = LeadingDims(problem);
-    out->insert(out->end(), {RowAlignFeature(ld[0], e, k128),
-                             RowAlignFeature(ld[1], e, k128),
-                             RowAlignFeature(ld[2], e, k128)});
-    return;
-  }
-  const auto& c = std::get<ConvContext>(problem.ctx);
-  out->insert(out->end(),
-              {RowAlignFeature(c.c, e, k128), RowAlignFeature(c.k, e, k128)});
+  out->push_back(WaveFill(ImplicitGemm(problem.ctx), s, sms));
+  AppendRowAlignFeatures(problem, kWideAlignLog2, out);
 }
 
 const std::vector<std::string>& ShapeFeatureNames() {
@@ -272,13 +273,12 @@ const std::vector<std::string>& ShapeFeatureNames() {
 void AppendShapeFeatures(const GemmShape& g, int64_t tile_m, int64_t tile_n,
                          int64_t step_k, int64_t split_k,
                          std::vector<float>* out) {
-  auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   tile_m = std::max<int64_t>(tile_m, 1);
   tile_n = std::max<int64_t>(tile_n, 1);
   step_k = std::max<int64_t>(step_k, 1);
   split_k = std::max<int64_t>(split_k, 1);
-  const int64_t tiles_m = ceil_div(g.m, tile_m), tiles_n = ceil_div(g.n, tile_n);
-  const int64_t steps = ceil_div(ceil_div(g.k, split_k), step_k);
+  const int64_t tiles_m = CeilDiv(g.m, tile_m), tiles_n = CeilDiv(g.n, tile_n);
+  const int64_t steps = CeilDiv(CeilDiv(g.k, split_k), step_k);
   out->insert(out->end(),
               {static_cast<float>(std::log2(double(tiles_m) * double(tiles_n) *
                                             double(split_k))),

@@ -341,18 +341,17 @@ void AppendShapeFeatures(const GemmShape& gemm, int64_t tile_m, int64_t tile_n,
 // The waves' features (feature set kWaveFeatures), which a log-feature MLP
 // cannot derive from log2_tiles (a sawtooth) or from log2_align (which
 // stops at 16 bytes):
-//   wave_fill        programs / (waves * sms), programs = ceil(M / tile_m)
-//                    * ceil(N / tile_n) * split_k and waves = ceil(programs
-//                    / sms): the share of the last wave's SMs that work
-//                    (one program per SM; a device's SMs, `sms`);
-//   log2_align128_*  the rows' alignment as AlignFeature, up to 128 bytes
-//                    (GEMM: A, B and C's rows; convolution: C and K).
+//   wave_fill        WaveFill: programs / (waves * sms), programs =
+//                    ceil(M / tile_m) * ceil(N / tile_n) * split_k and
+//                    waves = ceil(programs / sms), the share of the last
+//                    wave's SMs that work (one program per SM; a device's
+//                    SMs, `sms`);
+//   log2_align128_*  the rows' alignment as in kAlignFeatures, up to 128
+//                    bytes (AppendRowAlignFeatures with kWideAlignLog2).
 const std::vector<std::string>& WaveFeatureNames(Op op);
 void AppendWaveFeatures(const Problem& problem, const ConfigShape& shape,
                         int sms, std::vector<float>* out);
-// log2 of the largest power of two, at most 2^max_log2, that divides a
-// row of `elements` of `element_bytes` each.
-float RowAlignFeature(int64_t elements, int element_bytes, int max_log2);
+float WaveFill(const GemmShape& gemm, const ConfigShape& shape, int sms);
 
 // The rows' alignment (feature set kAlignFeatures): log2 of the largest
 // power of two, at most 16, of bytes that divides each operand's row
@@ -366,6 +365,15 @@ const std::vector<std::string>& AlignFeatureNames(Op op);
 void AppendAlignFeatures(const Problem& problem, std::vector<float>* out);
 // The feature of one row of `elements` of `element_bytes` each.
 float AlignFeature(int64_t elements, int element_bytes);
+
+// Both sets' row alignment, up to 2^max_log2 bytes: kAlignLog2 (16,
+// feature set 3) or kWideAlignLog2 (128, feature set 4), of one row, and
+// of the problem's rows in AlignFeatureNames' order.
+inline constexpr int kAlignLog2 = 4;
+inline constexpr int kWideAlignLog2 = 7;
+float RowAlignFeature(int64_t elements, int element_bytes, int max_log2);
+void AppendRowAlignFeatures(const Problem& problem, int max_log2,
+                            std::vector<float>* out);
 
 // The context's features: GEMM log2 M, N, K and the two layouts as 0/1;
 // convolution log2 of N, P, Q, C, K, R, S, strides and dilations, then

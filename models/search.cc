@@ -182,13 +182,14 @@ std::vector<double> Score(const Surrogate& model, const Context& ctx, size_t n,
   AppendContextFeatures(ctx, &context);
   const bool shape = model.feature_set() >= kShapeFeatures;
   const size_t sf = shape ? ShapeFeatureNames().size() : 0;
-  // The rows' alignment: the context's, tight leading dimensions.
-  std::vector<float> align;
+  // The rows' alignment: the context's, tight leading dimensions; up to 16
+  // bytes (kAlignFeatures) and up to 128 (after wave_fill, kWaveFeatures).
+  std::vector<float> align, wide_align;
   if (model.feature_set() >= kAlignFeatures) AppendAlignFeatures(Problem(ctx), &align);
   const bool wave = model.feature_set() >= kWaveFeatures;
-  const size_t wf = wave ? WaveFeatureNames(OpOf(ctx)).size() : 0;
-  const size_t f = pf + context.size() + sf + align.size() + wf;
-  const Problem problem(ctx);
+  if (wave) AppendRowAlignFeatures(Problem(ctx), kWideAlignLog2, &wide_align);
+  const size_t wave_at = pf + context.size() + sf + align.size();
+  const size_t f = wave_at + (wave ? 1 + wide_align.size() : 0);
   const GemmShape gemm = ImplicitGemm(ctx);
   std::vector<float> x(n * f);
   std::vector<float> tiling;
@@ -203,10 +204,8 @@ std::vector<double> Score(const Surrogate& model, const Context& ctx, size_t n,
     AppendShapeFeatures(gemm, s.tile_m, s.tile_n, s.step_k, s.split_k, &tiling);
     std::copy(tiling.begin(), tiling.end(), row + pf + context.size());
     if (!wave) continue;
-    tiling.clear();
-    AppendWaveFeatures(problem, s, model.wave_sms(), &tiling);
-    std::copy(tiling.begin(), tiling.end(),
-              row + pf + context.size() + sf + align.size());
+    row[wave_at] = WaveFill(gemm, s, model.wave_sms());
+    std::copy(wide_align.begin(), wide_align.end(), row + wave_at + 1);
   }
   std::vector<float> y(n);
   model.Predict(x.data(), static_cast<int64_t>(n), y.data());
