@@ -2,6 +2,7 @@
 // stays in this file (pimpl).
 #include "blocktune/client.h"
 
+#include <algorithm>
 #include <cctype>
 #include <mutex>
 
@@ -353,6 +354,8 @@ struct Client::Impl {
     k.entry = resp.entry();
     k.grid = Dims(resp.grid());
     k.block = Dims(resp.block());
+    k.cluster = static_cast<unsigned>(std::max<int64_t>(resp.cluster(), 1));
+    k.persistent = resp.persistent();
     k.shared_bytes = resp.shared_bytes();
     k.params = ToParams(resp.params());
     k.pack_entry = resp.pack_entry();

@@ -244,6 +244,8 @@ int RunLocalKernel(const Context& ctx, const LocalKernelFlags& flags,
       << ", \"entry\": " << JsonString(k.entry)
       << ", \"grid\": " << Dim3Json(k.grid)
       << ", \"block\": " << Dim3Json(k.block)
+      << ", \"cluster\": " << k.cluster
+      << ", \"persistent\": " << (k.persistent ? "true" : "false")
       << ", \"dynamic_shared_bytes\": " << k.dynamic_shared_bytes
       << ", \"workspace_bytes\": " << k.workspace_bytes;
     if (!k.pack_entry.empty()) {
@@ -292,6 +294,10 @@ int RunLocalKernel(const Context& ctx, const LocalKernelFlags& flags,
       << "entry: " << k.entry << "\n"
       << "grid: " << Dim3(k.grid) << "\n"
       << "block: " << Dim3(k.block) << "\n"
+      << (k.cluster > 1 ? "cluster: " + std::to_string(k.cluster) + "\n" : "")
+      << (k.persistent ? "persistent: min(grid, SMs x resident programs per "
+                         "SM) programs walk the tiles grid-stride\n"
+                       : "")
       << "dynamic shared bytes: " << k.dynamic_shared_bytes
       << (k.dynamic_shared_bytes > 48 * 1024 ? " (needs the opt-in)" : "")
       << "\n"

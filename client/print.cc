@@ -264,6 +264,12 @@ void PrintKernelSummary(const v1::GetKernelResponse& k, std::ostream& out) {
         << (k.dynamic_shared_bytes() > 48 * 1024 ? " (needs the opt-in)" : "");
   }
   out << "  " << k.arch() << "\n";
+  if (k.cluster() > 1) out << "cluster: " << k.cluster() << " programs along x\n";
+  if (k.persistent()) {
+    out << "persistent: launch min(grid, SMs x resident programs per SM"
+        << (k.cluster() > 1 ? ", whole clusters" : "")
+        << ") programs; they walk the tiles grid-stride\n";
+  }
   out << "params:";
   for (const v1::KernelParam& p : k.params()) out << " " << p.type() << " " << p.name();
   out << "\n";

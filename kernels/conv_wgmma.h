@@ -62,6 +62,10 @@ namespace blocktune {
 // without setmaxnreg.
 inline constexpr int kConvWgmmaGeneratorVersion = 2;
 inline constexpr char kConvWgmmaFamily[] = "conv.wgmma";
+// conv.wgmma's kernel launched as a persistent grid (gemm_wgmma.h says
+// why a family of its own): conv.wgmma's PTX, its own version.
+inline constexpr int kConvWgmmaPersistentGeneratorVersion = 1;
+inline constexpr char kConvWgmmaPersistentFamily[] = "conv.wgmma_ps";
 
 // conv.wgmma's parameters: gemm.wgmma's bm, bn, bk, st, wg, gm (its
 // WgmmaParams with kg = 1 and cm = 1).

@@ -64,6 +64,9 @@ struct Driver::Api {
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
   CUresult (*cuCtxSetCurrent)(Handle);
   CUresult (*cuCtxSynchronize)();
+  CUresult (*cuCtxGetDevice)(CUdevice*);
+  CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int*, Handle, int,
+                                                          size_t);
   CUresult (*cuModuleLoadDataEx)(Handle*, const void*, unsigned, int*, void**);
   CUresult (*cuModuleUnload)(Handle);
   CUresult (*cuModuleGetFunction)(Handle*, Handle, const char*);
@@ -158,6 +161,9 @@ Status Load(Driver::Api* api) {
                 "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease");
   ok &= Resolve(lib, &api->cuCtxSetCurrent, "cuCtxSetCurrent");
   ok &= Resolve(lib, &api->cuCtxSynchronize, "cuCtxSynchronize");
+  ok &= Resolve(lib, &api->cuCtxGetDevice, "cuCtxGetDevice");
+  ok &= Resolve(lib, &api->cuOccupancyMaxActiveBlocksPerMultiprocessor,
+                "cuOccupancyMaxActiveBlocksPerMultiprocessor");
   ok &= Resolve(lib, &api->cuModuleLoadDataEx, "cuModuleLoadDataEx");
   ok &= Resolve(lib, &api->cuModuleUnload, "cuModuleUnload");
   ok &= Resolve(lib, &api->cuModuleGetFunction, "cuModuleGetFunction");
@@ -463,6 +469,24 @@ Status SetMaxDynamicShared(const Function& fn, int bytes) {
 Status PreferSharedCarveout(const Function& fn, int percent) {
   BT_CU(cuFuncSetAttribute, fn.handle, kFuncPreferredSharedCarveout, percent);
   return OkStatus();
+}
+
+StatusOr<unsigned> PersistentPrograms(const Function& fn, unsigned threads,
+                                      unsigned dynamic_shared_bytes) {
+  CUdevice device = 0;
+  BT_CU(cuCtxGetDevice, &device);
+  int sms = 0;
+  BT_CU(cuDeviceGetAttribute, &sms, kAttrSmCount, device);
+  int resident = 0;
+  BT_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, &resident, fn.handle,
+        static_cast<int>(threads), dynamic_shared_bytes);
+  if (resident < 1) {
+    return FailedPrecondition(
+        "the kernel cannot be resident on an SM (" + std::to_string(threads) +
+        " threads, " + std::to_string(dynamic_shared_bytes) +
+        " bytes of dynamic shared memory)");
+  }
+  return static_cast<unsigned>(sms) * static_cast<unsigned>(resident);
 }
 
 }  // namespace blocktune::cuda

@@ -176,6 +176,13 @@ Status SetMaxDynamicShared(const Function& fn, int bytes);
 // program per SM, as ncu showed for a 16 KiB kernel on the H100.
 Status PreferSharedCarveout(const Function& fn, int percent);
 
+// The programs of `fn` the current context's device holds at once: its SM
+// count times the driver's occupancy for `threads` per block and
+// `dynamic_shared_bytes` (set the opt-in limit first). A persistent grid
+// launches that many (GeneratedKernel::persistent).
+StatusOr<unsigned> PersistentPrograms(const Function& fn, unsigned threads,
+                                      unsigned dynamic_shared_bytes);
+
 }  // namespace blocktune::cuda
 
 #endif  // BLOCKTUNE_KERNELS_CUDA_DRIVER_H_

@@ -26,6 +26,9 @@ const KernelFamily& GemmMmaPackedFamily(); // kernels/family_mma.cc
 // After it: offered only where an operand's rows are not 16-byte aligned,
 // on compute capability 9.0.
 const KernelFamily& GemmWgmmaPackedFamily(); // kernels/family_wgmma.cc
+// Last: gemm.wgmma's and conv.wgmma's kernels launched as persistent grids.
+const KernelFamily& GemmWgmmaPersistentFamily(); // kernels/family_wgmma.cc
+const KernelFamily& ConvWgmmaPersistentFamily(); // kernels/family_wgmma.cc
 
 const std::vector<const KernelFamily*>& Families() {
   static const std::vector<const KernelFamily*> families = {
@@ -38,6 +41,8 @@ const std::vector<const KernelFamily*>& Families() {
       &GemmWgmmaRsFamily(),
       &GemmMmaPackedFamily(),
       &GemmWgmmaPackedFamily(),
+      &GemmWgmmaPersistentFamily(),
+      &ConvWgmmaPersistentFamily(),
   };
   return families;
 }

@@ -151,6 +151,16 @@ struct GeneratedKernel {
   std::string reduce_entry;
   std::array<unsigned, 3> grid{};
   std::array<unsigned, 3> block{};
+  // Programs per thread-block cluster along x, fixed in the PTX
+  // (.reqnctapercluster): grid[0] is always a multiple of it.
+  unsigned cluster = 1;
+  // A persistent grid (gemm.wgmma_ps, conv.wgmma_ps): the main entry's
+  // programs walk their work units grid-stride, and the kernel is launched,
+  // and measured, with P = min(grid[0], SMs * programs resident per SM)
+  // programs (the driver's occupancy for `block` and dynamic_shared_bytes),
+  // rounded down to whole clusters. Any grid from `cluster` to grid[0]
+  // computes the same result; P is the one the measurements were made with.
+  bool persistent = false;
   unsigned dynamic_shared_bytes = 0;  // above 48 KiB needs the opt-in
   std::array<unsigned, 3> reduce_grid{};
   std::array<unsigned, 3> reduce_block{};

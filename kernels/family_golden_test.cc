@@ -53,6 +53,10 @@ constexpr Golden kGolden[] = {
      "kGemmMmaPackedGeneratorVersion (kernels/gemm_mma.h)"},
     {"gemm.wgmma_pk", 1, 0xda46a618c964affaull,
      "kGemmWgmmaPackedGeneratorVersion (kernels/gemm_wgmma.h)"},
+    {"gemm.wgmma_ps", 1, 0x8365c75bc9c24a1cull,
+     "kGemmWgmmaPersistentGeneratorVersion (kernels/gemm_wgmma.h)"},
+    {"conv.wgmma_ps", 1, 0x4989feecd19d6a48ull,
+     "kConvWgmmaPersistentGeneratorVersion (kernels/conv_wgmma.h)"},
 };
 
 struct Case {
@@ -344,6 +348,9 @@ std::vector<Case> CasesOf(std::string_view family) {
   if (family == "conv.mma") return ConvMmaCases();
   if (family == "conv.wgmma") return ConvWgmmaCases();
   if (family == "gemm.wgmma_rs") return GemmWgmmaRsCases();
+  // The persistent families emit their base family's PTX.
+  if (family == "gemm.wgmma_ps") return GemmWgmmaCases();
+  if (family == "conv.wgmma_ps") return ConvWgmmaCases();
   return {};
 }
 
@@ -387,6 +394,8 @@ uint64_t HashOf(const KernelFamily& family, const std::vector<Case>* cases = nul
     fnv.Add(k->entry);
     fnv.Add(k->reduce_entry);
     if (!k->pack_entry.empty()) fnv.Add(k->pack_entry);
+    // The launch: a persistent grid is another measurement of the same PTX.
+    if (k->persistent) fnv.Add("persistent");
   }
   return fnv.h;
 }

@@ -64,11 +64,16 @@ KernelLimits LimitsOf(const std::string& arch) {
 // theirs is the pack entry, which 100 kernels per precision cover. This
 // keeps CI's ptxas time in bounds.
 constexpr int kPackedSamples = 100;
+// The persistent families emit gemm.wgmma's and conv.wgmma's PTX: a few
+// kernels show they assemble under their own names.
+constexpr int kPersistentSamples = 10;
 
 int Samples(const std::string& family) {
   if (const char* env = std::getenv("BLOCKTUNE_PTXAS_SAMPLES"))
     return std::max(1, std::atoi(env));
   if (family == "gemm.mma_pk" || family == "gemm.wgmma_pk") return kPackedSamples;
+  // Their base family's PTX (family_test checks it byte for byte).
+  if (family == "gemm.wgmma_ps" || family == "conv.wgmma_ps") return kPersistentSamples;
   return kDefaultSamples;
 }
 

@@ -169,14 +169,22 @@ TEST(FamilyRegistryTest, FamiliesForMatchesOpAndPrecision) {
   for (DType d : {DType::kBf16, DType::kFp16, DType::kTf32}) {
     EXPECT_EQ(DefaultFamily(Op::kGemm, d).value()->name(), "gemm.mma");
     const auto all = FamiliesFor(Op::kGemm, d);
-    // tf32 has gemm.wgmma_rs too (NN and TT, A from registers); last,
+    // tf32 has gemm.wgmma_rs too (NN and TT, A from registers); then
     // gemm.mma_pk and gemm.wgmma_pk (offered only where rows are not 16-
-    // and 128-byte aligned).
-    ASSERT_EQ(all.size(), d == DType::kTf32 ? 5u : 4u) << ToString(d);
+    // and 128-byte aligned); last, gemm.wgmma_ps (the persistent grid).
+    ASSERT_EQ(all.size(), d == DType::kTf32 ? 6u : 5u) << ToString(d);
     EXPECT_EQ(all[1]->name(), "gemm.wgmma");
     if (d == DType::kTf32) EXPECT_EQ(all[2]->name(), "gemm.wgmma_rs");
-    EXPECT_EQ(all[all.size() - 2]->name(), "gemm.mma_pk");
-    EXPECT_EQ(all.back()->name(), "gemm.wgmma_pk");
+    EXPECT_EQ(all[all.size() - 3]->name(), "gemm.mma_pk");
+    EXPECT_EQ(all[all.size() - 2]->name(), "gemm.wgmma_pk");
+    EXPECT_EQ(all.back()->name(), "gemm.wgmma_ps");
+  }
+  for (DType d : {DType::kBf16, DType::kFp16, DType::kTf32}) {
+    const auto all = FamiliesFor(Op::kConv, d);
+    ASSERT_EQ(all.size(), 3u) << ToString(d);
+    EXPECT_EQ(all[0]->name(), "conv.mma");
+    EXPECT_EQ(all[1]->name(), "conv.wgmma");
+    EXPECT_EQ(all[2]->name(), "conv.wgmma_ps");
   }
 }
 
@@ -396,6 +404,49 @@ TEST(WgmmaFamilyTest, GenerateDescribesItsTensorMapsAndTarget) {
     EXPECT_TRUE(k->target.empty());
     EXPECT_EQ(TargetOf(*k, "sm_90"), "sm_90");
   }
+}
+
+// gemm.wgmma_ps and conv.wgmma_ps are their base family's kernel, byte for
+// byte, launched as a persistent grid: same parameters, rules and PTX.
+TEST(WgmmaFamilyTest, PersistentFamiliesEmitTheirBaseFamilysKernel) {
+  const Problem gemm(Padded(
+      Gemm(2048, 11008, 4096, Layout::kN, Layout::kT, DType::kBf16), 8));
+  auto conv = ContextFromString(
+      "conv n=32 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1 "
+      "dtype=bf16");
+  ASSERT_TRUE(conv.ok()) << conv.status().ToString();
+  const std::pair<const char*, Problem> cases[] = {
+      {"gemm.wgmma", gemm}, {"conv.wgmma", Problem(*conv)}};
+  for (const auto& [base_name, problem] : cases) {
+    const KernelFamily& base = Family(base_name);
+    const KernelFamily& ps = Family(std::string(base_name) + "_ps");
+    EXPECT_EQ(ps.op(), base.op());
+    EXPECT_EQ(ps.precisions(), base.precisions());
+    EXPECT_EQ(ps.rules(), base.rules());
+    ASSERT_EQ(ps.params().size(), base.params().size());
+    for (const Params& params : base.DefaultCandidates()) {
+      if (!base.CanImplement(problem, params, H100()).ok()) continue;
+      EXPECT_TRUE(ps.CanImplement(problem, params, H100()).ok());
+      auto b = base.Generate(problem, params, "sm_90");
+      auto k = ps.Generate(problem, params, "sm_90");
+      ASSERT_TRUE(b.ok() && k.ok()) << base.Format(params);
+      EXPECT_EQ(k->ptx, b->ptx);
+      EXPECT_EQ(k->grid, b->grid);
+      EXPECT_EQ(k->cluster, b->cluster);
+      EXPECT_EQ(k->family, ps.name());
+      EXPECT_EQ(k->version, ps.version());
+      EXPECT_TRUE(k->persistent);
+      EXPECT_FALSE(b->persistent);
+    }
+  }
+  // A cluster pair's grid is whole pairs.
+  const KernelFamily& ps = Family("gemm.wgmma_ps");
+  auto pair = ps.Parse("bm=128 bn=128 bk=64 st=4 wg=1 gm=8 kg=1 cm=2");
+  ASSERT_TRUE(pair.ok()) << pair.status().ToString();
+  auto k = ps.Generate(gemm, *pair, "sm_90");
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(k->cluster, 2u);
+  EXPECT_EQ(k->grid[0] % 2, 0u);
 }
 
 TEST(FamilyTest, DefaultFitsConvolutions) {

@@ -1,8 +1,10 @@
 // The families `gemm.wgmma` (gemm_wgmma.h): Hopper GEMM with TMA and
 // wgmma for bf16, fp16 and tf32; `gemm.wgmma_rs` (gemm_wgmma_rs.h): its
 // kernel with A from registers, for tf32 NN and TT; and `conv.wgmma`
-// (conv_wgmma.h): the implicit-GEMM convolution on the same kernel. Behind
-// the family interface, registered in family.cc after gemm.mma and
+// (conv_wgmma.h): the implicit-GEMM convolution on the same kernel;
+// `gemm.wgmma_pk`, on packed operands; `gemm.wgmma_ps` and `conv.wgmma_ps`,
+// gemm.wgmma's and conv.wgmma's kernels launched as persistent grids.
+// Behind the family interface, registered in family.cc after gemm.mma and
 // conv.mma.
 #include <iterator>
 #include <utility>
@@ -20,6 +22,8 @@ const KernelFamily& GemmWgmmaFamily();
 const KernelFamily& GemmWgmmaRsFamily();
 const KernelFamily& GemmWgmmaPackedFamily();
 const KernelFamily& ConvWgmmaFamily();
+const KernelFamily& GemmWgmmaPersistentFamily();
+const KernelFamily& ConvWgmmaPersistentFamily();
 
 namespace {
 
@@ -141,6 +145,7 @@ void FillGemmEntry(const WgmmaKernel& k, GeneratedKernel* out) {
       {"beta", "f32", 284, 4, "scale of C"},
       {"W", "u64", 288, 8, "workspace (K_G partial sums; kg > 1)"},
       {"tmap_c", "b8[128]", 320, 128, "CUtensorMap of C (by value)"}};
+  out->cluster = k.cluster[0];
   out->reduce_entry = k.reduce_entry;
   out->reduce_grid = k.reduce_grid;
   out->reduce_block = k.reduce_block;
@@ -302,6 +307,37 @@ class WgmmaPackedFamily : public WgmmaFamily {
                                      const WgmmaParams& w,
                                      const std::string& target) const override {
     return GenerateGemmWgmmaPacked(problem, w, target);
+  }
+};
+
+// A persistent grid (GeneratedKernel::persistent): as many programs as the
+// device holds at once walk the work units grid-stride (gemm_wgmma.h), so
+// each program's producer loads its next tile's first stages while its
+// consumers store the last tile, and no program pays a launch and a
+// pipeline fill per tile. Where there are fewer work units than resident
+// programs, the launch is the base family's.
+constexpr char kPersistentSummary[] =
+    "'s kernel (the same PTX and parameters) launched as a persistent grid: "
+    "SMs x resident programs walk the tiles grid-stride, so the ring runs "
+    "on across tiles and a tile's epilogue overlaps the next tile's loads";
+
+// gemm.wgmma_ps: gemm.wgmma as a persistent grid.
+class WgmmaPersistentFamily : public WgmmaFamily {
+ public:
+  std::string_view name() const override { return kGemmWgmmaPersistentFamily; }
+  int version() const override { return kGemmWgmmaPersistentGeneratorVersion; }
+  std::string_view summary() const override {
+    static const std::string s = std::string("gemm.wgmma") + kPersistentSummary;
+    return s;
+  }
+
+  StatusOr<GeneratedKernel> Generate(const Problem& problem,
+                                     const Params& params,
+                                     const std::string& arch) const override {
+    BT_ASSIGN_OR_RETURN(GeneratedKernel out,
+                        WgmmaFamily::Generate(problem, params, arch));
+    out.persistent = true;
+    return out;
   }
 };
 
@@ -467,6 +503,26 @@ class ConvWgmmaKernelFamily : public WgmmaFamilyBase {
 
 };
 
+// conv.wgmma_ps: conv.wgmma as a persistent grid.
+class ConvWgmmaPersistentKernelFamily : public ConvWgmmaKernelFamily {
+ public:
+  std::string_view name() const override { return kConvWgmmaPersistentFamily; }
+  int version() const override { return kConvWgmmaPersistentGeneratorVersion; }
+  std::string_view summary() const override {
+    static const std::string s = std::string("conv.wgmma") + kPersistentSummary;
+    return s;
+  }
+
+  StatusOr<GeneratedKernel> Generate(const Problem& problem,
+                                     const Params& params,
+                                     const std::string& arch) const override {
+    BT_ASSIGN_OR_RETURN(GeneratedKernel out,
+                        ConvWgmmaKernelFamily::Generate(problem, params, arch));
+    out.persistent = true;
+    return out;
+  }
+};
+
 }  // namespace
 
 const KernelFamily& GemmWgmmaFamily() {
@@ -486,6 +542,16 @@ const KernelFamily& GemmWgmmaPackedFamily() {
 
 const KernelFamily& ConvWgmmaFamily() {
   static const ConvWgmmaKernelFamily family;
+  return family;
+}
+
+const KernelFamily& GemmWgmmaPersistentFamily() {
+  static const WgmmaPersistentFamily family;
+  return family;
+}
+
+const KernelFamily& ConvWgmmaPersistentFamily() {
+  static const ConvWgmmaPersistentKernelFamily family;
   return family;
 }
 

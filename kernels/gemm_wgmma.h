@@ -111,10 +111,15 @@
 // per warp instruction) took a quarter of the consumers' samples at 2048^3,
 // where cuBLASLt's kernel of the same tile ran 17% faster.
 //
-// Not yet: a persistent-grid parameter (the program count needs the SM
-// count, which Generate does not see; the kernel tests launch persistent
-// grids through LoadedWgmma::Launch). Adding one bumps
-// kGemmWgmmaGeneratorVersion.
+// The persistent grid is a family of its own, gemm.wgmma_ps (and
+// conv.wgmma_ps): the same PTX, launched with as many programs as the
+// device holds at once (GeneratedKernel::persistent: the program count
+// needs the SM count and the driver's occupancy, which Generate does not
+// see, so the launcher counts them). A parameter of gemm.wgmma would have
+// bumped its version and made every gemm.wgmma measurement stale for a
+// launch change alone (the persistent probe, bench/results/h100/
+// conv_wgmma_v1/persistent_probe.txt: 0-3% on GEMMs, up to 30% on
+// convolutions with few reduction steps).
 //
 // Alignment: TMA needs the global row strides of A, B and C to be multiples
 // of 16 bytes (lda, ldb, ldc multiples of 8 bf16/fp16 or 4 tf32 elements;
@@ -153,6 +158,12 @@ inline constexpr char kGemmWgmmaFamily[] = "gemm.wgmma";
 // gemm.wgmma on packed operands (GenerateGemmWgmmaPacked); its own version.
 inline constexpr int kGemmWgmmaPackedGeneratorVersion = 1;
 inline constexpr char kGemmWgmmaPackedFamily[] = "gemm.wgmma_pk";
+// gemm.wgmma's kernel launched as a persistent grid (family_wgmma.cc
+// WgmmaPersistentFamily): its PTX is gemm.wgmma's, byte for byte (so a
+// gemm.wgmma bump changes it and the golden test asks for this one's too);
+// its own version, because what it measures is another launch.
+inline constexpr int kGemmWgmmaPersistentGeneratorVersion = 1;
+inline constexpr char kGemmWgmmaPersistentFamily[] = "gemm.wgmma_ps";
 
 // The family's parameters. Thesis names: bm = M_L, bn = N_L, bk = U,
 // kg = K_G (v2: split-K into a workspace plus a reduce entry).

@@ -1157,6 +1157,8 @@ grpc::Status BlocktuneService::GetKernel(grpc::ServerContext* ctx,
     resp->set_entry(k.entry);
     for (unsigned d : k.grid) resp->add_grid(d);
     for (unsigned d : k.block) resp->add_block(d);
+    resp->set_cluster(k.cluster);
+    resp->set_persistent(k.persistent);
     ToProto(*kernel, resp->mutable_kernel());
     resp->set_dtype(ToProto(DTypeOf(context)));
     if (auto xb = kernel->block_shape()) {

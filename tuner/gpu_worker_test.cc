@@ -385,6 +385,59 @@ TEST_F(GpuWorkerTest, WgmmaPackedInEveryPrecisionMeasuresAndPassesTheCheck) {
   }
 }
 
+// gemm.wgmma_ps and conv.wgmma_ps through the generic launcher: the
+// persistent grid (SMs x resident programs walking the tiles grid-stride)
+// on problems with several times more work units than programs, with one
+// and two consumers, K_G > 1 (units = tiles x kg), a cluster pair (whole
+// pairs), every precision; then candidates the sampler draws. The base
+// family's time for the same kernel is printed beside (no timing is
+// asserted).
+TEST_F(GpuWorkerTest, PersistentWgmmaInEveryPrecisionMeasuresAndPassesTheCheck) {
+  auto profile = ProfileFromDevice(0);
+  ASSERT_TRUE(profile.ok()) << profile.status().message();
+  if (profile->cc_major != 9 || profile->cc_minor != 0)
+    GTEST_SKIP() << "gemm.wgmma_ps runs on compute capability 9.0 only";
+  const std::pair<std::string, std::string> corners[] = {
+      {"gemm m=2048 n=2048 k=512 layout=NT", "bm=64 bn=64 bk=64 st=4 wg=1 gm=8"},
+      {"gemm m=2000 n=3000 k=1000 layout=NT", "bm=128 bn=256 bk=64 st=4 wg=2 gm=4"},
+      {"gemm m=1000 n=2048 k=4096 layout=NN", "bm=128 bn=128 bk=64 st=4 wg=1 kg=3"},
+      {"gemm m=3000 n=1000 k=800 layout=TN", "bm=128 bn=64 bk=64 st=5 wg=1 gm=4 cm=2"},
+      {"gemm m=17 n=24 k=40 layout=NT", "bm=64 bn=32 bk=64 st=2 wg=1"},
+      {"conv n=32 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1",
+       "bm=128 bn=64 bk=64 st=6 wg=1 gm=8"},
+      {"conv n=8 h=28 w=28 c=128 k=256 r=1 s=1 pad=0 stride=2 dilation=1",
+       "bm=64 bn=128 bk=64 st=4 wg=1 gm=4"},
+  };
+  for (const char* name : {"gemm.wgmma_ps", "conv.wgmma_ps"}) {
+    const KernelFamily& ps = **FindFamily(name);
+    const KernelFamily& base = **FindFamily(std::string(name).substr(0, 10));
+    auto rules = RuleSet::ForSampling(ps, *profile);
+    ASSERT_TRUE(rules.ok()) << rules.status().message();
+    for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
+      const std::string precision(ToString(dtype));
+      for (const auto& [ctx, params] : corners) {
+        if (ctx.compare(0, 4, name, 4) != 0) continue;
+        const std::string context = ctx + " dtype=" + precision;
+        const std::string p = BkFor(params, dtype);
+        SCOPED_TRACE(std::string(name) + " " + context + " | " + p);
+        const Problem problem(*ContextFromString(context));
+        if (!ps.CanImplement(problem, *ps.Parse(p), profile->Limits()).ok())
+          continue;  // tf32's layouts
+        PreparedSample prepared;
+        tuner::WorkResult r = RunMma(context, p, &prepared, ps);
+        ExpectOk(r);
+        EXPECT_EQ(r.family(), name);
+        EXPECT_TRUE(prepared.kernel.persistent);
+        Print("ps   " + context + " | " + p, r);
+        tuner::WorkResult plain = RunMma(context, p, nullptr, base);
+        ExpectOk(plain);
+        Print("base " + context + " | " + p, plain);
+      }
+      RunSampled(ps, dtype, *profile, *rules);
+    }
+  }
+}
+
 TEST_F(GpuWorkerTest, AWrongKernelIsAWrongResultNeverATime) {
   // The kernel of an NT GEMM run as NN: it reads B transposed.
   PreparedSample nt;

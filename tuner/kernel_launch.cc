@@ -89,6 +89,12 @@ StatusOr<std::unique_ptr<LoadedKernel>> LoadedKernel::Load(
         k->main_, static_cast<int>(g.dynamic_shared_bytes)));
   }
   BT_RETURN_IF_ERROR(cuda::PreferSharedCarveout(k->main_, 100));
+  if (g.persistent) {
+    BT_ASSIGN_OR_RETURN(
+        k->persistent_programs_,
+        cuda::PersistentPrograms(k->main_, g.block[0] * g.block[1] * g.block[2],
+                                 g.dynamic_shared_bytes));
+  }
   if (!g.pack_entry.empty()) {
     BT_ASSIGN_OR_RETURN(k->pack_, k->module_->GetFunction(g.pack_entry));
   }
@@ -226,7 +232,12 @@ Status LoadedKernel::Launch(const KernelOperands& ops,
         Enqueue(pack_, main_args_, k.pack_grid, k.pack_block, 0, ops));
   }
   std::array<unsigned, 3> grid = k.grid;
-  if (programs > 0) grid[0] = std::min(grid[0], programs);
+  if (programs == 0) programs = persistent_programs_;
+  if (programs > 0) {
+    // Whole clusters: grid[0] is a multiple of the cluster already.
+    const unsigned cluster = std::max(k.cluster, 1u);
+    grid[0] = std::max(cluster, std::min(grid[0], programs) / cluster * cluster);
+  }
   BT_RETURN_IF_ERROR(Enqueue(main_, main_args_, grid, k.block,
                              k.dynamic_shared_bytes, ops));
   if (k.reduce_entry.empty()) return OkStatus();

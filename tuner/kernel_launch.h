@@ -52,11 +52,13 @@ class LoadedKernel {
   // (counter_offset >= 0) needs them zero before its first launch; every
   // launch leaves them zero. A kernel with tensor maps: UNAVAILABLE
   // without a driver that encodes them (12.0 or later), INTERNAL where the
-  // driver refuses one. `programs` > 0 launches min(grid, programs)
-  // programs of the main entry instead of one per work unit: only for
-  // kernels whose programs walk their work units grid-stride (gemm.wgmma
-  // without cluster pairs, conv.wgmma), which the caller must know; the
-  // benchmarks measure a persistent grid with it.
+  // driver refuses one. A persistent kernel (GeneratedKernel::persistent)
+  // launches the programs its device holds at once (counted at Load), or
+  // as many as there are work units if fewer. `programs` > 0 launches
+  // min(grid, programs) programs of the main entry instead (rounded down to
+  // whole clusters): only for kernels whose programs walk their work units
+  // grid-stride (gemm.wgmma and conv.wgmma and their variants), which the
+  // caller must know; the benchmarks measure other grids with it.
   Status Launch(const KernelOperands& ops, unsigned programs = 0) const;
 
  private:
@@ -81,6 +83,7 @@ class LoadedKernel {
   int64_t split_k_ = 1;
   std::unique_ptr<cuda::Module> module_;
   cuda::Function main_, reduce_, pack_;
+  unsigned persistent_programs_ = 0;  // kernel_.persistent: SMs x resident
   std::vector<Arg> main_args_, reduce_args_;
 };
 

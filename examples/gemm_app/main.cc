@@ -492,6 +492,22 @@ int main(int argc, char** argv) {
   };
   std::vector<void*> main_args = args_for(kernel->params);
   std::vector<void*> reduce_args = args_for(kernel->reduce_params);
+  // A persistent kernel (gemm.wgmma_ps) was measured with as many programs
+  // as the device holds at once, in whole clusters; any grid computes the
+  // same result.
+  unsigned grid_x = kernel->grid[0];
+  if (kernel->persistent) {
+    CUdevice device;
+    int sms = 0, resident = 0;
+    CHECK_CU(cuCtxGetDevice(&device));
+    CHECK_CU(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device));
+    CHECK_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+        &resident, entry, static_cast<int>(kernel->block[0] * kernel->block[1] * kernel->block[2]),
+        dynamic_shared));
+    const unsigned cluster = std::max(kernel->cluster, 1u);
+    const unsigned programs = static_cast<unsigned>(sms * std::max(resident, 1));
+    grid_x = std::max(cluster, std::min(grid_x, programs) / cluster * cluster);
+  }
   auto ours = [&] {
     if (pack) {  // gemm.mma_pk, gemm.wgmma_pk: the entry's arguments, before it
       CHECK_CU(cuLaunchKernel(pack, kernel->pack_grid[0], kernel->pack_grid[1],
@@ -499,7 +515,7 @@ int main(int argc, char** argv) {
                               kernel->pack_block[1], kernel->pack_block[2], 0, nullptr,
                               main_args.data(), nullptr));
     }
-    CHECK_CU(cuLaunchKernel(entry, kernel->grid[0], kernel->grid[1], kernel->grid[2],
+    CHECK_CU(cuLaunchKernel(entry, grid_x, kernel->grid[1], kernel->grid[2],
                             kernel->block[0], kernel->block[1], kernel->block[2],
                             dynamic_shared, nullptr, main_args.data(), nullptr));
     if (reduce) {
@@ -580,7 +596,7 @@ int main(int argc, char** argv) {
   if (kernel->config.ml > 0)
     std::printf("block shape: %s (%s)\n", kernel->config.ToString().c_str(), how.c_str());
   std::printf("launch: %s %s grid %ux%ux%u block %u, %u B dynamic shared%s%s\n",
-              kernel->entry.c_str(), kernel->arch.c_str(), kernel->grid[0], kernel->grid[1],
+              kernel->entry.c_str(), kernel->arch.c_str(), grid_x, kernel->grid[1],
               kernel->grid[2], kernel->block[0], dynamic_shared,
               reduce ? " + reduce" : "",
               kernel->counter_offset >= 0 ? ", counters zeroed" : "");

@@ -203,6 +203,16 @@ struct Kernel {
   std::string entry;
   std::array<unsigned, 3> grid{};
   std::array<unsigned, 3> block{};
+  // Programs per thread-block cluster along x (fixed in the PTX); grid[0]
+  // is a multiple of it.
+  unsigned cluster = 1;
+  // gemm.wgmma_ps, conv.wgmma_ps: the programs walk the work units
+  // grid-stride, and the kernel was measured with P = min(grid[0], SM count
+  // x cuOccupancyMaxActiveBlocksPerMultiprocessor(entry, block,
+  // dynamic_shared_bytes)) programs, rounded down to a multiple of
+  // `cluster`. Launch P for its measured speed; any grid from `cluster` to
+  // grid[0] computes the same result.
+  bool persistent = false;
   int64_t shared_bytes = 0;  // static, declared in the PTX
   std::vector<KernelParam> params;
   std::string pack_entry;  // empty but for gemm.mma_pk and gemm.wgmma_pk
