@@ -481,6 +481,18 @@ TEST(FamilySamplerTest, BlockShapeConversionIsForFfmaFamiliesOnly) {
   EXPECT_EQ(FfmaFamily(Op::kConv).name(), "conv.ffma");
 }
 
+// A campaign on any family needs its built-in domain (a family registered
+// without one made the GPU test of gemm.wgmma_ps throw before it sampled).
+TEST(FamilyDomainTest, EveryRegisteredFamilyHasABuiltInDomain) {
+  for (const KernelFamily* f : Families()) {
+    auto d = DefaultDomain(*f);
+    ASSERT_TRUE(d.ok()) << f->name() << ": " << d.status().ToString();
+    EXPECT_EQ(d->family, f);
+    EXPECT_EQ(d->family_params, static_cast<int>(f->params().size()))
+        << f->name();
+  }
+}
+
 TEST(FamilyDomainTest, OldBlockShapeFilesStillParse) {
   const std::string context = R"(
     context { name: "m" values: 64 } context { name: "n" values: 64 }
