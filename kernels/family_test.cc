@@ -422,7 +422,10 @@ TEST(WgmmaFamilyTest, PersistentFamiliesEmitTheirBaseFamilysKernel) {
     const KernelFamily& ps = Family(std::string(base_name) + "_ps");
     EXPECT_EQ(ps.op(), base.op());
     EXPECT_EQ(ps.precisions(), base.precisions());
-    EXPECT_EQ(ps.rules(), base.rules());
+    // The base family's rules, then several_waves.
+    std::vector<std::string> rules = base.rules();
+    rules.push_back("several_waves");
+    EXPECT_EQ(ps.rules(), rules);
     ASSERT_EQ(ps.params().size(), base.params().size());
     for (const Params& params : base.DefaultCandidates()) {
       if (!base.CanImplement(problem, params, H100()).ok()) continue;
@@ -437,6 +440,37 @@ TEST(WgmmaFamilyTest, PersistentFamiliesEmitTheirBaseFamilysKernel) {
       EXPECT_EQ(k->version, ps.version());
       EXPECT_TRUE(k->persistent);
       EXPECT_FALSE(b->persistent);
+    }
+  }
+  // several_waves: with the SM count known, a configuration with no more
+  // work units than SMs is the base family's launch, refused by name.
+  KernelLimits h100 = H100();
+  h100.sm_count = 132;
+  for (const auto& [base_name, problem] : cases) {
+    const KernelFamily& ps = Family(std::string(base_name) + "_ps");
+    const int rule = static_cast<int>(ps.rules().size()) - 1;
+    int refused = 0, passed = 0;
+    for (const Params& params : ps.DefaultCandidates()) {
+      if (!Family(base_name).CanImplement(problem, params, h100).ok()) continue;
+      const int64_t units = ps.Shape(problem, params).programs;
+      const Status s = ps.CanImplement(problem, params, h100);
+      EXPECT_EQ(ps.Passes(rule, problem, params, h100), units > 132);
+      EXPECT_EQ(s.ok(), units > 132) << units << " " << s.ToString();
+      if (!s.ok()) {
+        EXPECT_THAT(s.message(), HasSubstr("several_waves"));
+        ++refused;
+      } else {
+        ++passed;
+      }
+    }
+    EXPECT_GT(passed, 0) << base_name;
+    // A problem of one tile.
+    const Problem small(Padded(
+        Gemm(64, 64, 4096, Layout::kN, Layout::kT, DType::kBf16), 8));
+    if (ps.op() == Op::kGemm) {
+      const Params one = ps.DefaultCandidates().front();
+      EXPECT_FALSE(ps.CanImplement(small, one, h100).ok());
+      EXPECT_TRUE(ps.CanImplement(small, one, H100()).ok()) << "sm_count 0: unknown";
     }
   }
   // A cluster pair's grid is whole pairs.

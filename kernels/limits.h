@@ -20,6 +20,9 @@ struct KernelLimits {
   int instruction_cache_bytes = 12 * 1024;
   // major * 10 + minor; families need a minimum (mma.sync bf16: 80).
   int compute_capability = 90;
+  // Streaming multiprocessors; 0: unknown, and the rules that need it
+  // (gemm.wgmma_ps's and conv.wgmma_ps's several_waves) pass.
+  int sm_count = 0;
 };
 
 }  // namespace blocktune

@@ -55,6 +55,7 @@ TEST(CampaignFamiliesTest, EveryFamilyOfTheDtypeThatRunsOnTheGpu) {
     if (d == DType::kTf32) hopper_families.push_back("gemm.wgmma_rs");
     hopper_families.push_back("gemm.mma_pk");
     hopper_families.push_back("gemm.wgmma_pk");
+    hopper_families.push_back("gemm.wgmma_ps");
     for (const char* hopper : {"h100", "h200"}) {
       got = CampaignFamilies(spec, Profile(hopper));
       ASSERT_TRUE(got.ok()) << got.status().ToString();
@@ -96,11 +97,12 @@ TEST(CampaignFamiliesTest, RefusesWhatTheGpuCannotRun) {
   EXPECT_EQ(wrong.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(wrong.status().message(), HasSubstr("spec.families[0]"));
   spec.families.clear();
-  spec.op = Op::kConv;  // bf16 convolutions: conv.mma, and on 9.0 conv.wgmma
+  // bf16 convolutions: conv.mma, and on 9.0 conv.wgmma and conv.wgmma_ps.
+  spec.op = Op::kConv;
   auto conv = CampaignFamilies(spec, Profile("h100"));
   ASSERT_TRUE(conv.ok()) << conv.status().ToString();
-  EXPECT_EQ(Names(*conv),
-            (std::vector<std::string>{"conv.mma", "conv.wgmma"}));
+  EXPECT_EQ(Names(*conv), (std::vector<std::string>{"conv.mma", "conv.wgmma",
+                                                    "conv.wgmma_ps"}));
   auto conv_a100 = CampaignFamilies(spec, Profile("a100"));
   ASSERT_TRUE(conv_a100.ok()) << conv_a100.status().ToString();
   EXPECT_EQ(Names(*conv_a100), std::vector<std::string>{"conv.mma"});
@@ -167,7 +169,8 @@ TEST(PlanGuidedTest, MeasuresTheModelsTopKInDistinctContextsOfTheDomain) {
   EXPECT_EQ(asked_for, (std::vector<std::string>{"gemm.mma bf16 GPU X",
                                                  "gemm.wgmma bf16 GPU X",
                                                  "gemm.mma_pk bf16 GPU X",
-                                                 "gemm.wgmma_pk bf16 GPU X"}));
+                                                 "gemm.wgmma_pk bf16 GPU X",
+                                                 "gemm.wgmma_ps bf16 GPU X"}));
   ASSERT_EQ(plan->candidates.size(), 203u);
   EXPECT_EQ(plan->contexts, 26);
   EXPECT_EQ(*guide.asked, 26);
@@ -175,7 +178,7 @@ TEST(PlanGuidedTest, MeasuresTheModelsTopKInDistinctContextsOfTheDomain) {
               HasSubstr("guided by model 12 (gemm.mma): 26 contexts x (top 6 "
                         "+ 2 of ranks 7-64) = 203 candidates"));
   EXPECT_THAT(plan->summary, HasSubstr("not guided: gemm.wgmma: no current"));
-  ASSERT_EQ(plan->unguided.size(), 3u);
+  ASSERT_EQ(plan->unguided.size(), 4u);
   // Context after context, each new, in the campaign's precision: the
   // model's first 6 answers, then 2 more of its ranks 7 .. 64 (the fake
   // ranks 20), distinct and in its order, not always ranks 7 and 8.

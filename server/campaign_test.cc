@@ -223,9 +223,9 @@ TEST_P(CampaignResumeTest, ResumesAfterKill9WithNeitherDuplicatesNorGaps) {
     EXPECT_EQ(c.state(), v1::CAMPAIGN_STATE_DONE) << c.message();
     EXPECT_EQ(c.samples_ok() + c.samples_failed(), kSamples);
     // fp32: gemm.ffma alone; bf16 on the fake (compute capability 9.0):
-    // gemm.mma, gemm.wgmma, gemm.mma_pk and gemm.wgmma_pk, each its own
-    // stream in the cursor.
-    const int families = dtype == v1::DTYPE_FP32 ? 1 : 4;
+    // gemm.mma, gemm.wgmma, gemm.mma_pk, gemm.wgmma_pk and gemm.wgmma_ps,
+    // each its own stream in the cursor.
+    const int families = dtype == v1::DTYPE_FP32 ? 1 : 5;
     ASSERT_EQ(last.samples_by_family_size(), families);
     int64_t total = 0;
     for (const auto& [name, n] : last.samples_by_family()) {
@@ -253,7 +253,8 @@ TEST_P(CampaignResumeTest, ResumesAfterKill9WithNeitherDuplicatesNorGaps) {
       dtype == v1::DTYPE_FP32 ? std::set<std::string>{"gemm.ffma"}
                               : std::set<std::string>{"gemm.mma", "gemm.wgmma",
                                                       "gemm.mma_pk",
-                                                      "gemm.wgmma_pk"};
+                                                      "gemm.wgmma_pk",
+                                                      "gemm.wgmma_ps"};
   for (const SampleRecord& r : resumed)
     EXPECT_TRUE(families.count(r.kernel.family)) << r.kernel.family;
 }
@@ -365,7 +366,7 @@ TEST_F(CampaignTest, AGpuWhoseWorkerCannotStartFailsTheCampaign) {
 // The old defect: "campaign start --dtype bf16" measured fp32 kernels under
 // a bf16 label. Every sample of a bf16 campaign is a kernel of a bf16
 // family (on the fake's compute capability 9.0: gemm.mma, gemm.wgmma,
-// gemm.mma_pk and gemm.wgmma_pk)
+// gemm.mma_pk, gemm.wgmma_pk and gemm.wgmma_ps)
 // of today's generator, in a bf16 context, with parameters its family
 // accepts on that device.
 TEST_F(CampaignTest, ABf16CampaignMeasuresGemmMmaInBf16) {
@@ -377,16 +378,18 @@ TEST_F(CampaignTest, ABf16CampaignMeasuresGemmMmaInBf16) {
       << last.campaign().message() << "\n"
       << d->Log();
   EXPECT_EQ(last.done(), 300);
-  ASSERT_EQ(last.samples_by_family_size(), 4);
+  ASSERT_EQ(last.samples_by_family_size(), 5);
   EXPECT_EQ(last.samples_by_family().at("gemm.mma") +
                 last.samples_by_family().at("gemm.wgmma") +
                 last.samples_by_family().at("gemm.mma_pk") +
-                last.samples_by_family().at("gemm.wgmma_pk"),
+                last.samples_by_family().at("gemm.wgmma_pk") +
+                last.samples_by_family().at("gemm.wgmma_ps"),
             300);
   EXPECT_GT(last.samples_by_family().at("gemm.mma"), 0);
   EXPECT_GT(last.samples_by_family().at("gemm.wgmma"), 0);
   EXPECT_GT(last.samples_by_family().at("gemm.mma_pk"), 0);
   EXPECT_GT(last.samples_by_family().at("gemm.wgmma_pk"), 0);
+  EXPECT_GT(last.samples_by_family().at("gemm.wgmma_ps"), 0);
   EXPECT_GT(last.best_tflops(), 20);  // past the fake's fp32 peak
   const std::vector<SampleRecord> samples = Samples();
   ASSERT_EQ(samples.size(), 300u);
@@ -397,7 +400,8 @@ TEST_F(CampaignTest, ABf16CampaignMeasuresGemmMmaInBf16) {
     EXPECT_TRUE(s.kernel.family == "gemm.mma" ||
                 s.kernel.family == "gemm.wgmma" ||
                 s.kernel.family == "gemm.mma_pk" ||
-                s.kernel.family == "gemm.wgmma_pk")
+                s.kernel.family == "gemm.wgmma_pk" ||
+                s.kernel.family == "gemm.wgmma_ps")
         << s.seq << " " << s.kernel.family;
     auto family = FindFamily(s.kernel.family);
     ASSERT_TRUE(family.ok()) << s.seq;
@@ -463,7 +467,7 @@ TEST_F(CampaignTest, ABf16ConvCampaignMeasuresConvMma) {
 
 // Without named families a bf16 convolution campaign on an H100 samples
 // both convolution families: conv.mma and conv.wgmma (sm_90a).
-TEST_F(CampaignTest, ABf16ConvCampaignOnAnH100SamplesBothConvFamilies) {
+TEST_F(CampaignTest, ABf16ConvCampaignOnAnH100SamplesEveryConvFamily) {
   auto d = Start("measure_us=50");
   v1::CampaignSpec spec;
   spec.set_op(v1::OP_CONV);
@@ -475,9 +479,11 @@ TEST_F(CampaignTest, ABf16ConvCampaignOnAnH100SamplesBothConvFamilies) {
   ASSERT_EQ(last.campaign().state(), v1::CAMPAIGN_STATE_DONE)
       << last.campaign().message() << "\n"
       << d->Log();
-  ASSERT_EQ(last.samples_by_family_size(), 2);
+  // conv.mma, conv.wgmma and conv.wgmma_ps (the persistent grid).
+  ASSERT_EQ(last.samples_by_family_size(), 3);
   EXPECT_GT(last.samples_by_family().at("conv.mma"), 0);
   EXPECT_GT(last.samples_by_family().at("conv.wgmma"), 0);
+  EXPECT_GT(last.samples_by_family().at("conv.wgmma_ps"), 0);
   const KernelLimits h100 = ProfileByName("h100")->Limits();
   for (const SampleRecord& s : Samples()) {
     auto family = FindFamily(s.kernel.family);

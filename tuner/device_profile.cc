@@ -53,6 +53,7 @@ KernelLimits DeviceProfile::Limits() const {
   l.registers_per_sm = registers_per_sm;
   l.instruction_cache_bytes = instruction_cache_bytes;
   l.compute_capability = cc_major * 10 + cc_minor;
+  l.sm_count = sm_count;
   return l;
 }
 

@@ -392,6 +392,7 @@ int Main(int argc, char** argv) {
   limits.max_dynamic_shared_bytes = dev->max_shared_per_block_optin;
   limits.registers_per_sm = dev->max_registers_per_sm;
   limits.compute_capability = dev->cc_major * 10 + dev->cc_minor;
+  limits.sm_count = dev->sm_count;
   const std::string arch = "sm_" + std::to_string(limits.compute_capability);
   const int sm_count = dev->sm_count;
   CHECK_CUDA(cudaSetDevice(0));
