@@ -343,41 +343,6 @@ Status CheckSeveralWaves(std::string_view family, const ConfigShape& s,
       "family's launch already runs one program each");
 }
 
-// gemm.wgmma_ps: gemm.wgmma as a persistent grid.
-class WgmmaPersistentFamily : public WgmmaFamily {
- public:
-  WgmmaPersistentFamily() { rules_.push_back(kSeveralWaves); }
-
-  bool Passes(int rule, const Problem& problem, const Params& params,
-              const KernelLimits& limits) const override {
-    if (rule == static_cast<int>(rules_.size()) - 1)
-      return PassesSeveralWaves(Shape(problem, params), limits);
-    return WgmmaFamily::Passes(rule, problem, params, limits);
-  }
-
-  Status CanImplement(const Problem& problem, const Params& params,
-                      const KernelLimits& limits) const override {
-    BT_RETURN_IF_ERROR(WgmmaFamily::CanImplement(problem, params, limits));
-    return CheckSeveralWaves(name(), Shape(problem, params), limits);
-  }
-
-  std::string_view name() const override { return kGemmWgmmaPersistentFamily; }
-  int version() const override { return kGemmWgmmaPersistentGeneratorVersion; }
-  std::string_view summary() const override {
-    static const std::string s = std::string("gemm.wgmma") + kPersistentSummary;
-    return s;
-  }
-
-  StatusOr<GeneratedKernel> Generate(const Problem& problem,
-                                     const Params& params,
-                                     const std::string& arch) const override {
-    BT_ASSIGN_OR_RETURN(GeneratedKernel out,
-                        WgmmaFamily::Generate(problem, params, arch));
-    out.persistent = true;
-    return out;
-  }
-};
-
 // gemm.wgmma_rs (gemm_wgmma_rs.h): gemm.wgmma's kernel with A from
 // registers, for tf32 NN (computed as C^T = B^T A^T) and TT.
 class WgmmaRsFamily : public WgmmaFamilyBase {
@@ -540,40 +505,49 @@ class ConvWgmmaKernelFamily : public WgmmaFamilyBase {
 
 };
 
-// conv.wgmma_ps: conv.wgmma as a persistent grid.
-class ConvWgmmaPersistentKernelFamily : public ConvWgmmaKernelFamily {
+// gemm.wgmma_ps and conv.wgmma_ps: a base family (gemm.wgmma's or
+// conv.wgmma's class) under its own name and version, with rule
+// several_waves after the base's rules and the persistent launch.
+template <typename Base>
+class PersistentFamily : public Base {
  public:
-  ConvWgmmaPersistentKernelFamily() { rules_.push_back(kSeveralWaves); }
+  PersistentFamily(const char* name, int version, const char* base_name)
+      : name_(name),
+        version_(version),
+        summary_(std::string(base_name) + kPersistentSummary) {
+    this->rules_.push_back(kSeveralWaves);
+  }
+
+  std::string_view name() const override { return name_; }
+  int version() const override { return version_; }
+  std::string_view summary() const override { return summary_; }
 
   bool Passes(int rule, const Problem& problem, const Params& params,
               const KernelLimits& limits) const override {
-    if (rule == static_cast<int>(rules_.size()) - 1)
-      return PassesSeveralWaves(Shape(problem, params), limits);
-    return ConvWgmmaKernelFamily::Passes(rule, problem, params, limits);
+    if (rule == static_cast<int>(this->rules_.size()) - 1)
+      return PassesSeveralWaves(this->Shape(problem, params), limits);
+    return Base::Passes(rule, problem, params, limits);
   }
 
   Status CanImplement(const Problem& problem, const Params& params,
                       const KernelLimits& limits) const override {
-    BT_RETURN_IF_ERROR(
-        ConvWgmmaKernelFamily::CanImplement(problem, params, limits));
-    return CheckSeveralWaves(name(), Shape(problem, params), limits);
-  }
-
-  std::string_view name() const override { return kConvWgmmaPersistentFamily; }
-  int version() const override { return kConvWgmmaPersistentGeneratorVersion; }
-  std::string_view summary() const override {
-    static const std::string s = std::string("conv.wgmma") + kPersistentSummary;
-    return s;
+    BT_RETURN_IF_ERROR(Base::CanImplement(problem, params, limits));
+    return CheckSeveralWaves(name_, this->Shape(problem, params), limits);
   }
 
   StatusOr<GeneratedKernel> Generate(const Problem& problem,
                                      const Params& params,
                                      const std::string& arch) const override {
     BT_ASSIGN_OR_RETURN(GeneratedKernel out,
-                        ConvWgmmaKernelFamily::Generate(problem, params, arch));
+                        Base::Generate(problem, params, arch));
     out.persistent = true;
     return out;
   }
+
+ private:
+  const char* name_;
+  int version_;
+  std::string summary_;
 };
 
 }  // namespace
@@ -599,12 +573,16 @@ const KernelFamily& ConvWgmmaFamily() {
 }
 
 const KernelFamily& GemmWgmmaPersistentFamily() {
-  static const WgmmaPersistentFamily family;
+  static const PersistentFamily<WgmmaFamily> family(
+      kGemmWgmmaPersistentFamily, kGemmWgmmaPersistentGeneratorVersion,
+      kGemmWgmmaFamily);
   return family;
 }
 
 const KernelFamily& ConvWgmmaPersistentFamily() {
-  static const ConvWgmmaPersistentKernelFamily family;
+  static const PersistentFamily<ConvWgmmaKernelFamily> family(
+      kConvWgmmaPersistentFamily, kConvWgmmaPersistentGeneratorVersion,
+      kConvWgmmaFamily);
   return family;
 }
 
