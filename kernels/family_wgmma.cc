@@ -336,11 +336,13 @@ bool PassesSeveralWaves(const ConfigShape& s, const KernelLimits& limits) {
 Status CheckSeveralWaves(std::string_view family, const ConfigShape& s,
                          const KernelLimits& limits) {
   if (PassesSeveralWaves(s, limits)) return OkStatus();
+  const std::string base(family.substr(0, family.rfind('_')));
   return FailedPrecondition(
-      "rule several_waves: " + std::string(family) + " needs more work units "
-      "than the device's " + std::to_string(limits.sm_count) + " SMs; this "
-      "configuration has " + std::to_string(s.programs) + ", which the base "
-      "family's launch already runs one program each");
+      "rule several_waves: " + std::string(family) + " is offered only where "
+      "a configuration has more work units than the device's " +
+      std::to_string(limits.sm_count) + " SMs (this one has " +
+      std::to_string(s.programs) + "); with fewer, " + base +
+      " launches the same kernel the same way");
 }
 
 // gemm.wgmma_rs (gemm_wgmma_rs.h): gemm.wgmma's kernel with A from
