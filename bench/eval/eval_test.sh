@@ -52,9 +52,10 @@ for f in square conv56; do
   awk -F'\t' -v f=$f '$1 == f { if (p != "" && $5 < p) bad = 1; p = $5 }
     END { exit bad }' "$tmp/plan.tsv" || fail "$f: predicted times not rising with rank"
 done
-grep -q $'^square\tgemm m=1000 n=1000 k=1000 layout=NN dtype=bf16\t1\tgemm\\.\\(mma\\|wgmma\\) v[0-9]* bm=' \
+# Rank 1 of any tensor-core family (the persistent and packing variants too).
+grep -q $'^square\tgemm m=1000 n=1000 k=1000 layout=NN dtype=bf16\t1\tgemm\\.\\(mma\\|wgmma\\)\\(_[a-z][a-z]\\)\\? v[0-9]* bm=' \
   "$tmp/plan.tsv" || fail "no bf16 GEMM configuration in the plan"
-grep -q $'^conv56\t.*dtype=bf16\t1\tconv\\.\\(mma\\|wgmma\\) v[0-9]* bm=' "$tmp/plan.tsv" ||
+grep -q $'^conv56\t.*dtype=bf16\t1\tconv\\.\\(mma\\|wgmma\\)\\(_[a-z][a-z]\\)\\? v[0-9]* bm=' "$tmp/plan.tsv" ||
   fail "no bf16 convolution configuration in the plan"
 echo "square | gemm m=0 n=1 k=1" >"$tmp/bad.txt"
 set +e
