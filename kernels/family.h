@@ -185,6 +185,19 @@ struct GeneratedKernel {
   std::string target;
 };
 
+// The programs a launch asked for `programs` (> 0) runs of a main entry of
+// `grid` programs that walk their work units grid-stride, in clusters of
+// `cluster`: at most `programs` and `grid`, in whole clusters, at least one
+// cluster. A persistent grid (GeneratedKernel::persistent) asks for the
+// programs the device holds at once.
+inline unsigned ClampedPrograms(unsigned grid, unsigned programs,
+                                unsigned cluster) {
+  cluster = cluster > 1 ? cluster : 1;
+  const unsigned asked = programs < grid ? programs : grid;
+  const unsigned whole = asked / cluster * cluster;
+  return whole > cluster ? whole : cluster;
+}
+
 // The target to assemble `kernel` for when it was generated for `arch`.
 inline const std::string& TargetOf(const GeneratedKernel& kernel,
                                    const std::string& arch) {

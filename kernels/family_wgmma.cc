@@ -333,15 +333,14 @@ bool PassesSeveralWaves(const ConfigShape& s, const KernelLimits& limits) {
   return limits.sm_count <= 0 || s.programs > limits.sm_count;
 }
 
-Status CheckSeveralWaves(std::string_view family, const ConfigShape& s,
-                         const KernelLimits& limits) {
+Status CheckSeveralWaves(std::string_view family, std::string_view base,
+                         const ConfigShape& s, const KernelLimits& limits) {
   if (PassesSeveralWaves(s, limits)) return OkStatus();
-  const std::string base(family.substr(0, family.rfind('_')));
   return FailedPrecondition(
       "rule several_waves: " + std::string(family) + " is offered only where "
       "a configuration has more work units than the device's " +
       std::to_string(limits.sm_count) + " SMs (this one has " +
-      std::to_string(s.programs) + "); with fewer, " + base +
+      std::to_string(s.programs) + "); with fewer, " + std::string(base) +
       " launches the same kernel the same way");
 }
 
@@ -515,6 +514,7 @@ class PersistentFamily : public Base {
  public:
   PersistentFamily(const char* name, int version, const char* base_name)
       : name_(name),
+        base_name_(base_name),
         version_(version),
         summary_(std::string(base_name) + kPersistentSummary) {
     this->rules_.push_back(kSeveralWaves);
@@ -534,7 +534,8 @@ class PersistentFamily : public Base {
   Status CanImplement(const Problem& problem, const Params& params,
                       const KernelLimits& limits) const override {
     BT_RETURN_IF_ERROR(Base::CanImplement(problem, params, limits));
-    return CheckSeveralWaves(name_, this->Shape(problem, params), limits);
+    return CheckSeveralWaves(name_, base_name_, this->Shape(problem, params),
+                             limits);
   }
 
   StatusOr<GeneratedKernel> Generate(const Problem& problem,
@@ -548,6 +549,7 @@ class PersistentFamily : public Base {
 
  private:
   const char* name_;
+  const char* base_name_;
   int version_;
   std::string summary_;
 };

@@ -1,7 +1,5 @@
 #include "kernels/gemm_wgmma_launch.h"
 
-#include <algorithm>
-
 namespace blocktune {
 
 StatusOr<std::unique_ptr<LoadedWgmma>> LoadedWgmma::Create(
@@ -64,8 +62,9 @@ Status LoadedWgmma::Launch(const WgmmaOperands& ops,
   float alpha = ops.alpha, beta = ops.beta;
   // Fewer programs than units walk them grid-stride; cluster pairs launch
   // whole.
-  unsigned grid = programs > 0 && programs < k.grid[0] ? programs : k.grid[0];
-  grid = std::max(k.cluster[0], grid / k.cluster[0] * k.cluster[0]);
+  const unsigned grid = programs > 0
+                            ? ClampedPrograms(k.grid[0], programs, k.cluster[0])
+                            : k.grid[0];
   uint64_t w = ops.workspace;
   if (k.workspace_bytes > 0 && w == 0) {
     return InvalidArgument("gemm.wgmma with kg > 1 needs a workspace of " +

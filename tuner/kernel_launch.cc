@@ -233,11 +233,7 @@ Status LoadedKernel::Launch(const KernelOperands& ops,
   }
   std::array<unsigned, 3> grid = k.grid;
   if (programs == 0) programs = persistent_programs_;
-  if (programs > 0) {
-    // Whole clusters: grid[0] is a multiple of the cluster already.
-    const unsigned cluster = std::max(k.cluster, 1u);
-    grid[0] = std::max(cluster, std::min(grid[0], programs) / cluster * cluster);
-  }
+  if (programs > 0) grid[0] = ClampedPrograms(grid[0], programs, k.cluster);
   BT_RETURN_IF_ERROR(Enqueue(main_, main_args_, grid, k.block,
                              k.dynamic_shared_bytes, ops));
   if (k.reduce_entry.empty()) return OkStatus();
