@@ -53,7 +53,7 @@ constexpr Golden kGolden[] = {
      "kGemmMmaPackedGeneratorVersion (kernels/gemm_mma.h)"},
     {"gemm.wgmma_pk", 1, 0xda46a618c964affaull,
      "kGemmWgmmaPackedGeneratorVersion (kernels/gemm_wgmma.h)"},
-    {"gemm.wgmma_ps", 1, 0x8365c75bc9c24a1cull,
+    {"gemm.wgmma_ps", 2, 0x460a4a2db84e0d83ull,
      "kGemmWgmmaPersistentGeneratorVersion (kernels/gemm_wgmma.h)"},
     {"conv.wgmma_ps", 1, 0x4989feecd19d6a48ull,
      "kConvWgmmaPersistentGeneratorVersion (kernels/conv_wgmma.h)"},
@@ -166,6 +166,27 @@ Problem WgmmaProblem(const std::string& text, int64_t align) {
   const int64_t n = std::get<GemmContext>(p.ctx).n;
   p.ldc = (n + align - 1) / align * align;
   return p;
+}
+
+std::vector<Case> GemmWgmmaCases();
+
+// gemm.wgmma's cases (tl = 1), and the tail split in every precision:
+// 688 tiles (2048 x 11008 in 128 x 256), an odd M and N with one consumer.
+std::vector<Case> GemmWgmmaPersistentCases() {
+  std::vector<Case> out = GemmWgmmaCases();
+  for (const char* dtype : {"bf16", "fp16", "tf32"}) {
+    const std::string d = std::string(" layout=NT dtype=") + dtype;
+    const bool tf32 = std::string(dtype) == "tf32";
+    out.push_back({WgmmaProblem("gemm m=2048 n=11008 k=4096" + d, 8),
+                   tf32 ? "bm=128 bn=256 bk=32 st=4 wg=2 gm=16 kg=1 tl=4"
+                        : "bm=128 bn=256 bk=64 st=4 wg=2 gm=16 kg=1 tl=4",
+                   "sm_90a"});
+    out.push_back({WgmmaProblem("gemm m=1000 n=1001 k=515" + d, 8),
+                   tf32 ? "bm=64 bn=96 bk=32 st=5 wg=1 gm=4 kg=1 tl=3"
+                        : "bm=64 bn=96 bk=64 st=5 wg=1 gm=4 kg=1 tl=2",
+                   "sm_90"});
+  }
+  return out;
 }
 
 std::vector<Case> GemmWgmmaCases() {
@@ -348,8 +369,9 @@ std::vector<Case> CasesOf(std::string_view family) {
   if (family == "conv.mma") return ConvMmaCases();
   if (family == "conv.wgmma") return ConvWgmmaCases();
   if (family == "gemm.wgmma_rs") return GemmWgmmaRsCases();
-  // The persistent families emit their base family's PTX.
-  if (family == "gemm.wgmma_ps") return GemmWgmmaCases();
+  // The persistent families emit their base family's PTX; gemm.wgmma_ps
+  // with tl > 1 its own (the tail split).
+  if (family == "gemm.wgmma_ps") return GemmWgmmaPersistentCases();
   if (family == "conv.wgmma_ps") return ConvWgmmaCases();
   return {};
 }

@@ -407,7 +407,9 @@ TEST(WgmmaFamilyTest, GenerateDescribesItsTensorMapsAndTarget) {
 }
 
 // gemm.wgmma_ps and conv.wgmma_ps are their base family's kernel, byte for
-// byte, launched as a persistent grid: same parameters, rules and PTX.
+// byte, launched as a persistent grid: same parameters, rules and PTX
+// (gemm.wgmma_ps: with tl = 1; its last parameter and rule tail_split are
+// its own).
 TEST(WgmmaFamilyTest, PersistentFamiliesEmitTheirBaseFamilysKernel) {
   const Problem gemm(Padded(
       Gemm(2048, 11008, 4096, Layout::kN, Layout::kT, DType::kBf16), 8));
@@ -422,16 +424,21 @@ TEST(WgmmaFamilyTest, PersistentFamiliesEmitTheirBaseFamilysKernel) {
     const KernelFamily& ps = Family(std::string(base_name) + "_ps");
     EXPECT_EQ(ps.op(), base.op());
     EXPECT_EQ(ps.precisions(), base.precisions());
-    // The base family's rules, then several_waves.
+    // The base family's rules, then (gemm) tail_split, then several_waves.
+    const bool gemm_ps = std::string(base_name) == "gemm.wgmma";
     std::vector<std::string> rules = base.rules();
+    if (gemm_ps) rules.push_back("tail_split");
     rules.push_back("several_waves");
     EXPECT_EQ(ps.rules(), rules);
-    ASSERT_EQ(ps.params().size(), base.params().size());
+    ASSERT_EQ(ps.params().size(), base.params().size() + (gemm_ps ? 1 : 0));
+    if (gemm_ps) EXPECT_EQ(ps.params().back().name, "tl");
     for (const Params& params : base.DefaultCandidates()) {
       if (!base.CanImplement(problem, params, H100()).ok()) continue;
-      EXPECT_TRUE(ps.CanImplement(problem, params, H100()).ok());
+      Params own = params;
+      if (gemm_ps) own[own.size++] = 1;
+      EXPECT_TRUE(ps.CanImplement(problem, own, H100()).ok());
       auto b = base.Generate(problem, params, "sm_90");
-      auto k = ps.Generate(problem, params, "sm_90");
+      auto k = ps.Generate(problem, own, "sm_90");
       ASSERT_TRUE(b.ok() && k.ok()) << base.Format(params);
       EXPECT_EQ(k->ptx, b->ptx);
       EXPECT_EQ(k->grid, b->grid);
@@ -451,7 +458,11 @@ TEST(WgmmaFamilyTest, PersistentFamiliesEmitTheirBaseFamilysKernel) {
     const int rule = static_cast<int>(ps.rules().size()) - 1;
     int passed = 0;
     for (const Params& params : ps.DefaultCandidates()) {
-      if (!Family(base_name).CanImplement(problem, params, h100).ok()) continue;
+      // The base family's parameters: gemm.wgmma_ps's without tl.
+      Params base_params = params;
+      base_params.size = static_cast<int>(Family(base_name).params().size());
+      if (!Family(base_name).CanImplement(problem, base_params, h100).ok())
+        continue;
       const int64_t units = ps.Shape(problem, params).programs;
       const Status s = ps.CanImplement(problem, params, h100);
       EXPECT_EQ(ps.Passes(rule, problem, params, h100), units > 132);
@@ -798,8 +809,11 @@ void ExpectConsistent(const KernelFamily& f, const Problem& problem,
     // the last program of a tile.
     EXPECT_TRUE(!k->reduce_entry.empty() || k->counter_offset >= 0) << what;
   } else {
-    // A pack entry's copies are the only workspace without a split.
-    EXPECT_EQ(k->workspace_bytes > 0, !k->pack_entry.empty()) << what;
+    // A pack entry's copies and gemm.wgmma_ps's tail split (its slots and
+    // counters) are the only workspaces without a split.
+    EXPECT_EQ(k->workspace_bytes > 0,
+              !k->pack_entry.empty() || k->counter_offset >= 0)
+        << what;
     EXPECT_TRUE(k->reduce_entry.empty()) << what;
   }
   if (!k->pack_entry.empty()) {

@@ -31,8 +31,11 @@ namespace {
 constexpr int64_t WgmmaParams::*kMembers[] = {
     &WgmmaParams::bm,        &WgmmaParams::bn,      &WgmmaParams::bk,
     &WgmmaParams::stages,    &WgmmaParams::consumers,
-    &WgmmaParams::group_m,   &WgmmaParams::kg,      &WgmmaParams::cluster_m};
-constexpr int kFieldCount = static_cast<int>(std::size(kMembers));
+    &WgmmaParams::group_m,   &WgmmaParams::kg,      &WgmmaParams::cluster_m,
+    &WgmmaParams::tail};
+static_assert(std::size(kMembers) == kGemmWgmmaPersistentParamCount);
+// gemm.wgmma's, gemm.wgmma_rs's and gemm.wgmma_pk's: all but tail.
+constexpr int kFieldCount = kGemmWgmmaParamCount;
 
 // conv.wgmma's are the first kConvWgmmaParamCount (no kg, no cm).
 WgmmaParams ToWgmma(const Params& p, int fields = kFieldCount) {
@@ -89,6 +92,7 @@ class WgmmaFamilyBase : public KernelFamily {
   WgmmaParams Wgmma(const Params& params) const {
     return ToWgmma(params, fields_);
   }
+  int fields() const { return fields_; }
   std::vector<std::string> rules_;
 
  private:
@@ -143,9 +147,12 @@ void FillGemmEntry(const WgmmaKernel& k, GeneratedKernel* out) {
       {"ldc", "u32", 276, 4, "leading dimension of C"},
       {"alpha", "f32", 280, 4, "scale of A*B"},
       {"beta", "f32", 284, 4, "scale of C"},
-      {"W", "u64", 288, 8, "workspace (K_G partial sums; kg > 1)"},
+      {"W", "u64", 288, 8,
+       "workspace (K_G partial sums, kg > 1; the tail split's slots and "
+       "counters, tl > 1)"},
       {"tmap_c", "b8[128]", 320, 128, "CUtensorMap of C (by value)"}};
   out->cluster = k.cluster[0];
+  out->counter_offset = k.counter_offset;
   out->reduce_entry = k.reduce_entry;
   out->reduce_grid = k.reduce_grid;
   out->reduce_block = k.reduce_block;
@@ -171,7 +178,7 @@ void FillGemmEntry(const WgmmaKernel& k, GeneratedKernel* out) {
 
 class WgmmaFamily : public WgmmaFamilyBase {
  public:
-  WgmmaFamily() : WgmmaFamilyBase(kFieldCount) {
+  explicit WgmmaFamily(int fields = kFieldCount) : WgmmaFamilyBase(fields) {
     for (WgmmaRule r : kWgmmaRules) rules_.push_back(ToString(r));
   }
 
@@ -186,7 +193,7 @@ class WgmmaFamily : public WgmmaFamilyBase {
 
   bool Passes(int rule, const Problem& problem, const Params& params,
               const KernelLimits& limits) const override {
-    return PassesWgmmaRule(kWgmmaRules[rule], problem, ToWgmma(params),
+    return PassesWgmmaRule(kWgmmaRules[rule], problem, Wgmma(params),
                            limits);
   }
 
@@ -194,12 +201,12 @@ class WgmmaFamily : public WgmmaFamilyBase {
                       const KernelLimits& limits) const override {
     BT_RETURN_IF_ERROR(CheckProblem(problem));
     BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
-    return CanImplementGemm(problem, ToWgmma(params), limits);
+    return CanImplementGemm(problem, Wgmma(params), limits);
   }
 
   ConfigShape Shape(const Problem& problem,
                     const Params& params) const override {
-    const WgmmaParams w = ToWgmma(params);
+    const WgmmaParams w = Wgmma(params);
     const GemmShape g = ImplicitGemm(problem.ctx);
     ConfigShape s = KernelShape(w, g.m, g.n);
     s.workspace_bytes = WorkspaceBytes(problem, w);
@@ -207,15 +214,15 @@ class WgmmaFamily : public WgmmaFamilyBase {
   }
 
   std::vector<Params> DefaultCandidates() const override {
-    auto make = [](int64_t bm, int64_t bn, int64_t bk, int64_t st,
-                   int64_t wg) {
+    auto make = [this](int64_t bm, int64_t bn, int64_t bk, int64_t st,
+                       int64_t wg) {
       WgmmaParams w;
       w.bm = bm;
       w.bn = bn;
       w.bk = bk;
       w.stages = st;
       w.consumers = wg;
-      return FromWgmma(w);
+      return FromWgmma(w, fields());
     };
     // 128x256 over two consumers is the shape Hopper GEMMs usually peak
     // at; the smaller ones fit tf32 (bk 32) and small problems.
@@ -233,7 +240,7 @@ class WgmmaFamily : public WgmmaFamilyBase {
     // is for the arch-specific target.
     const std::string target = arch == "sm_90" ? "sm_90a" : arch;
     BT_ASSIGN_OR_RETURN(WgmmaKernel k,
-                        GenerateGemm(problem, ToWgmma(params), target));
+                        GenerateGemm(problem, Wgmma(params), target));
     GeneratedKernel out = ToGenerated(*this, k);
     out.target = target;
     FillGemmEntry(k, &out);
@@ -282,7 +289,7 @@ class WgmmaPackedFamily : public WgmmaFamily {
 
   bool Passes(int rule, const Problem& problem, const Params& params,
               const KernelLimits& limits) const override {
-    const WgmmaParams w = ToWgmma(params);
+    const WgmmaParams w = Wgmma(params);
     if (rule == 0)
       return PassesWgmmaRule(kWgmmaRules[0], problem, w, limits);
     if (rule == 1) return NeedsWgmmaPacking(problem);
@@ -512,8 +519,11 @@ class ConvWgmmaKernelFamily : public WgmmaFamilyBase {
 template <typename Base>
 class PersistentFamily : public Base {
  public:
-  PersistentFamily(const char* name, int version, const char* base_name)
-      : name_(name),
+  template <typename... BaseArgs>
+  PersistentFamily(const char* name, int version, const char* base_name,
+                   BaseArgs... base_args)
+      : Base(base_args...),
+        name_(name),
         base_name_(base_name),
         version_(version),
         summary_(std::string(base_name) + kPersistentSummary) {
@@ -554,6 +564,54 @@ class PersistentFamily : public Base {
   std::string summary_;
 };
 
+// Rule tail_split (gemm.wgmma_ps v2): a tail split (tl > 1) needs kg = 1
+// (the split units are the tail's own K splits) and cm = 1 (a cluster
+// pair's programs take the same units).
+constexpr char kTailSplit[] = "tail_split";
+
+bool PassesTailSplit(const WgmmaParams& w) {
+  return w.tail == 1 || (w.kg == 1 && w.cluster_m == 1);
+}
+
+// gemm.wgmma_ps: gemm.wgmma's parameters and tail (gemm_wgmma.h, the tail
+// split), rule tail_split before several_waves.
+class GemmPersistentFamily : public PersistentFamily<WgmmaFamily> {
+ public:
+  GemmPersistentFamily()
+      : PersistentFamily(kGemmWgmmaPersistentFamily,
+                         kGemmWgmmaPersistentGeneratorVersion,
+                         kGemmWgmmaFamily, kGemmWgmmaPersistentParamCount) {
+    rules_.insert(rules_.end() - 1, kTailSplit);
+  }
+
+  std::string_view summary() const override {
+    static const std::string s =
+        std::string(PersistentFamily::summary()) +
+        "; tl > 1 splits each tile of the last, partly empty round over K "
+        "(fp32 partial sums in the workspace, added in a fixed order)";
+    return s;
+  }
+
+  bool Passes(int rule, const Problem& problem, const Params& params,
+              const KernelLimits& limits) const override {
+    if (rule == static_cast<int>(rules_.size()) - 2)
+      return PassesTailSplit(Wgmma(params));
+    return PersistentFamily::Passes(rule, problem, params, limits);
+  }
+
+  Status CanImplement(const Problem& problem, const Params& params,
+                      const KernelLimits& limits) const override {
+    BT_RETURN_IF_ERROR(PersistentFamily::CanImplement(problem, params, limits));
+    const WgmmaParams w = Wgmma(params);
+    if (PassesTailSplit(w)) return OkStatus();
+    return FailedPrecondition(
+        "rule tail_split: tl = " + std::to_string(w.tail) +
+        " splits the last round's tiles over K, which needs kg = 1 and "
+        "cm = 1 (this configuration has kg = " + std::to_string(w.kg) +
+        ", cm = " + std::to_string(w.cluster_m) + ")");
+  }
+};
+
 }  // namespace
 
 const KernelFamily& GemmWgmmaFamily() {
@@ -577,9 +635,7 @@ const KernelFamily& ConvWgmmaFamily() {
 }
 
 const KernelFamily& GemmWgmmaPersistentFamily() {
-  static const PersistentFamily<WgmmaFamily> family(
-      kGemmWgmmaPersistentFamily, kGemmWgmmaPersistentGeneratorVersion,
-      kGemmWgmmaFamily);
+  static const GemmPersistentFamily family;
   return family;
 }
 

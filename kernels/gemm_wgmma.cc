@@ -22,7 +22,9 @@ int64_t Ldb(const Problem& problem) { return LeadingDims(problem)[1]; }
 
 Tiling TilingOf(const Problem& problem, const WgmmaParams& p) {
   const GemmContext& g = std::get<GemmContext>(problem.ctx);
-  return Tiling(g.dtype, IsT(g.layout_a), IsT(g.layout_b), p);
+  Tiling t(g.dtype, IsT(g.layout_a), IsT(g.layout_b), p);
+  if (p.tail > 1) t.tail_slots = WgmmaTailSlots(problem, p);
+  return t;
 }
 
 }  // namespace
@@ -30,7 +32,8 @@ Tiling TilingOf(const Problem& problem, const WgmmaParams& p) {
 std::string ToString(const WgmmaParams& p) {
   return "bm=" + N(p.bm) + " bn=" + N(p.bn) + " bk=" + N(p.bk) +
          " st=" + N(p.stages) + " wg=" + N(p.consumers) + " gm=" +
-         N(p.group_m) + " kg=" + N(p.kg) + " cm=" + N(p.cluster_m);
+         N(p.group_m) + " kg=" + N(p.kg) + " cm=" + N(p.cluster_m) +
+         (p.tail > 1 ? " tl=" + N(p.tail) : "");
 }
 
 const std::vector<WgmmaParamDomain>& WgmmaParamDomains() {
@@ -49,13 +52,18 @@ const std::vector<WgmmaParamDomain>& WgmmaParamDomains() {
       {"cm", {1, 2},
        "programs per thread-block cluster along M (2: the pair shares B "
        "by TMA multicast)",
-       true}};
+       true},
+      {"tl", {1, 2, 3, 4},
+       "gemm.wgmma_ps: the most splits over K of each tile of the "
+       "persistent grid's last, partly empty round (1: none)",
+       false}};
   return d;
 }
 
 Status ValidateWgmmaParams(const WgmmaParams& p) {
-  const int64_t values[] = {p.bm,        p.bn,      p.bk, p.stages,
-                            p.consumers, p.group_m, p.kg, p.cluster_m};
+  const int64_t values[] = {p.bm,      p.bn, p.bk,        p.stages,
+                            p.consumers, p.group_m, p.kg, p.cluster_m,
+                            p.tail};
   const auto& domains = WgmmaParamDomains();
   for (size_t i = 0; i < domains.size(); ++i) {
     bool found = false;
@@ -262,8 +270,16 @@ Status CanImplementWgmma(const Problem& problem, const WgmmaParams& p,
   return Internal("unknown rule");
 }
 
+int64_t WgmmaTailSlots(const Problem& problem, const WgmmaParams& p) {
+  const GemmContext& g = std::get<GemmContext>(problem.ctx);
+  const int64_t tiles = CeilDiv(g.m, p.bm) * CeilDiv(g.n, p.bn);
+  return std::min(tiles, kWgmmaTailSlots);
+}
+
 int64_t WgmmaWorkspaceBytes(const Problem& problem, const WgmmaParams& p) {
   const GemmContext& g = std::get<GemmContext>(problem.ctx);
+  if (p.tail > 1)
+    return WgmmaTailSlots(problem, p) * (p.bm * p.bn * 4 + 4);
   return p.kg > 1 ? p.kg * g.m * g.n * 4 : 0;
 }
 
@@ -322,6 +338,13 @@ Status CheckGemmWgmma(const Problem& problem, const WgmmaParams& p,
   }
   if (!PassesWgmmaRule(WgmmaRule::kSplitHasWork, problem, p, KernelLimits{}))
     return CanImplementWgmma(problem, p, KernelLimits{});
+  // gemm.wgmma_ps's rule tail_split (family_wgmma.cc): the tail split's
+  // units are whole-K tiles and its own splits, one program's each.
+  if (p.tail > 1 && (p.kg > 1 || p.cluster_m > 1)) {
+    return FailedPrecondition("rule tail_split: tl = " + N(p.tail) +
+                              " needs kg = 1 and cm = 1, got kg = " + N(p.kg) +
+                              ", cm = " + N(p.cluster_m));
+  }
   return OkStatus();
 }
 
@@ -512,6 +535,8 @@ WgmmaKernel AssembleGemmWgmma(const Problem& problem, const WgmmaParams& p,
             1, 1};
   k.cluster = {static_cast<unsigned>(p.cluster_m), 1, 1};
   k.workspace_bytes = WgmmaWorkspaceBytes(problem, p);
+  if (p.tail > 1)
+    k.counter_offset = WgmmaTailSlots(problem, p) * p.bm * p.bn * 4;
   if (p.kg > 1) {
     const MmaPrecision prec =
         g.dtype == DType::kFp16   ? MmaPrecision::kFp16

@@ -162,7 +162,11 @@ inline constexpr char kGemmWgmmaPackedFamily[] = "gemm.wgmma_pk";
 // WgmmaPersistentFamily): its PTX is gemm.wgmma's, byte for byte (so a
 // gemm.wgmma bump changes it and the golden test asks for this one's too);
 // its own version, because what it measures is another launch.
-inline constexpr int kGemmWgmmaPersistentGeneratorVersion = 1;
+// v2: parameter tail (the last round's tiles split over K, below). With
+// tail = 1 the PTX is still gemm.wgmma's byte for byte; v1's measurements
+// are stale because the family's parameters (and so its model's features)
+// changed.
+inline constexpr int kGemmWgmmaPersistentGeneratorVersion = 2;
 inline constexpr char kGemmWgmmaPersistentFamily[] = "gemm.wgmma_ps";
 
 // The family's parameters. Thesis names: bm = M_L, bn = N_L, bk = U,
@@ -179,19 +183,25 @@ struct WgmmaParams {
   // of two vertically adjacent tiles of C, which share the B tile: each
   // loads half of every B box and multicasts it to both.
   int64_t cluster_m = 1;
+  // gemm.wgmma_ps only (v2): the most splits over K of each tile of the
+  // persistent grid's last, partly empty round (TailSplit below); 1: none.
+  // gemm.wgmma and the other families take 1 alone.
+  int64_t tail = 1;
 
   int64_t Threads() const { return 128 * (1 + consumers); }
   int64_t RowsPerConsumer() const { return bm / consumers; }
   int64_t MTiles() const { return bm / consumers / 64; }  // per consumer
   auto Tie() const {
-    return std::tie(bm, bn, bk, stages, consumers, group_m, kg, cluster_m);
+    return std::tie(bm, bn, bk, stages, consumers, group_m, kg, cluster_m,
+                    tail);
   }
   friend bool operator==(const WgmmaParams& a, const WgmmaParams& b) {
     return a.Tie() == b.Tie();
   }
 };
 
-// "bm=128 bn=128 bk=64 st=4 wg=1 gm=8 kg=1 cm=1"
+// "bm=128 bn=128 bk=64 st=4 wg=1 gm=8 kg=1 cm=1" (and " tl=N" where
+// tail > 1)
 std::string ToString(const WgmmaParams& p);
 
 struct WgmmaParamDomain {
@@ -200,8 +210,36 @@ struct WgmmaParamDomain {
   const char* meaning;
   bool power_of_two;
 };
-// In WgmmaParams field order: bm, bn, bk, st, wg, gm, kg, cm.
+// In WgmmaParams field order: bm, bn, bk, st, wg, gm, kg, cm, tl (the last
+// gemm.wgmma_ps's alone).
 const std::vector<WgmmaParamDomain>& WgmmaParamDomains();
+inline constexpr int kGemmWgmmaParamCount = 8;
+inline constexpr int kGemmWgmmaPersistentParamCount = 9;
+
+// The tail split (gemm.wgmma_ps v2, tail > 1). A persistent grid of P
+// programs over T tiles runs R = T / P whole rounds and then L = T - R * P
+// tiles on L programs while P - L idle: 2048x11008x4096 bf16 in 128x256
+// tiles is 688 tiles on 132 SMs, 5.2 rounds that take 6 (0.92x cuBLASLt,
+// bench/results/h100/eval, 2026-11-28). With tail > 1 the kernel splits
+// each of the L tiles over K into S = min(tail, P / L, ktiles, slots / L +
+// 1) units, so the last round runs S * L <= P units of ktiles / S k tiles
+// each. Work units: 0 .. R*P - 1 are whole tiles; R*P + j (j < S * L) is
+// tile R*P + j % L, split z = j / L, k tiles [z * ktiles / S, (z + 1) *
+// ktiles / S). Split z > 0 stores its fp32 accumulators to slot (z - 1) *
+// L + i of the workspace (i = j % L) and counts itself on tile i's counter
+// (release); split 0 waits until the counter reaches S - 1 (acquire),
+// zeroes it for the next launch, adds the partial sums in the order z =
+// 1 .. S - 1 (the same bits every run) and stores the tile as a whole
+// tile. Split 0 waits only for units that wait for nothing, so a grid
+// whose programs are not all resident still finishes. P is the launch's
+// (%nctaid.x): a launch with one program per tile (or any P that divides
+// T) has no tail and splits nothing. Needs kg = 1 and cm = 1 (rule
+// tail_split).
+inline constexpr int64_t kWgmmaTailSlots = 256;
+// The workspace's partial-sum slots: min(tiles, kWgmmaTailSlots), each bm *
+// bn fp32; the counters (one 32-bit word per slot, zero before the first
+// launch and after every launch) follow them.
+int64_t WgmmaTailSlots(const Problem& problem, const WgmmaParams& p);
 
 // INVALID_ARGUMENT naming the parameter and its range; checks that bm
 // splits into m64 tiles per consumer warpgroup.
@@ -278,6 +316,10 @@ struct WgmmaKernel {
   // module) that adds them in a fixed order and applies alpha and beta.
   int64_t workspace_bytes = 0;
   std::string reduce_entry;  // empty when kg == 1
+  // tail > 1: bytes from the workspace to the tail split's counters, which
+  // must be zero before the first launch (every launch leaves them zero);
+  // -1 where there are none.
+  int64_t counter_offset = -1;
   std::array<unsigned, 3> reduce_grid{};
   std::array<unsigned, 3> reduce_block{};
   // GenerateGemmWgmmaPacked: the pack entry, launched before `entry` on the
@@ -291,7 +333,8 @@ struct WgmmaKernel {
   int64_t map_a_offset = 0, map_b_offset = 0;
 };
 
-// kg * M * N * 4 where kg > 1, else 0.
+// kg * M * N * 4 where kg > 1; where tail > 1 the tail split's slots and
+// counters; else 0.
 int64_t WgmmaWorkspaceBytes(const Problem& problem, const WgmmaParams& p);
 
 // The tensor map the kernel of (problem, p) expects for A ('a'), B ('b')

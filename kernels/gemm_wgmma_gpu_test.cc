@@ -143,22 +143,43 @@ StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
   ops.beta = c.beta;
   // kg > 1: the partial sums' workspace, filled with NaN so that an
   // unwritten partial shows.
+  // The tail split's counters (tail > 1) start at zero, its slots NaN.
   DeviceBuffer dw;
-  if (wg->kernel().workspace_bytes > 0) {
+  const WgmmaKernel& wk = wg->kernel();
+  if (wk.workspace_bytes > 0) {
     BT_ASSIGN_OR_RETURN(dw, DeviceBuffer::Allocate(static_cast<size_t>(
-                                wg->kernel().workspace_bytes)));
-    BT_RETURN_IF_ERROR(dw.Fill32(0x7fc00000));
+                                wk.workspace_bytes)));
+    if (wk.counter_offset >= 0) {
+      BT_RETURN_IF_ERROR(dw.Fill32(0));
+      BT_RETURN_IF_ERROR(dw.Fill32Async(
+          0x7fc00000, static_cast<size_t>(wk.counter_offset / 4)));
+    } else {
+      BT_RETURN_IF_ERROR(dw.Fill32(0x7fc00000));
+    }
     ops.workspace = dw.address();
   }
   BT_RETURN_IF_ERROR(wg->Launch(ops, c.programs));
   std::vector<uint8_t> out((cm.value.size() + kGuard) * es);
   BT_RETURN_IF_ERROR(dc.CopyToHost(out.data(), out.size()));
-  if (c.params.kg > 1 && c.beta == 0) {
-    // The reduction's order is fixed: a second run gives the same bits.
+  if ((c.params.kg > 1 || c.params.tail > 1) && c.beta == 0) {
+    // The reduction's order is fixed: a second run gives the same bits (and
+    // for the tail split, the first left its counters zero).
     BT_RETURN_IF_ERROR(wg->Launch(ops, c.programs));
     std::vector<uint8_t> again(out.size());
     BT_RETURN_IF_ERROR(dc.CopyToHost(again.data(), again.size()));
     if (again != out) return Internal("split-K: a second run differs");
+  }
+  if (wk.counter_offset >= 0) {
+    std::vector<uint32_t> all(static_cast<size_t>(wk.workspace_bytes / 4));
+    BT_RETURN_IF_ERROR(dw.CopyToHost(all.data(), all.size() * 4));
+    for (size_t i = static_cast<size_t>(wk.counter_offset / 4); i < all.size();
+         ++i) {
+      if (all[i] != 0) {
+        return Internal("tail split: counter " +
+                        std::to_string(i - wk.counter_offset / 4) + " is " +
+                        std::to_string(all[i]) + " after the launch, not 0");
+      }
+    }
   }
 
   const double cu = dtype == DType::kBf16   ? std::ldexp(1.0, -8)
@@ -532,6 +553,52 @@ TEST_F(GemmWgmmaGpuTest, SplitKEveryPrecision) {
     ++ran;
   }
   std::printf("split-K: %d cases pass\n", ran);
+}
+
+// gemm.wgmma_ps's tail split (gemm_wgmma.h): programs counts that leave a
+// partly empty last round of L tiles, split S = 2 .. 4 ways, in every
+// precision; odd M and N (edge tiles in the split), beta != 0 (the register
+// epilogue after the fix-up), a counts that split nothing (P divides the
+// tiles, one program per tile), and the same bits on a second run.
+TEST_F(GemmWgmmaGpuTest, TailSplitEveryPrecision) {
+  std::mt19937 rng(11);
+  int ran = 0;
+  for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
+    const bool tf32 = dtype == DType::kTf32;
+    // 1000 x 1000: 16 x 16 = 256 tiles of 64 x 64, 32 k tiles of 64.
+    // programs 50: 5 rounds and L = 6 tiles split 4 ways; 60: L = 16, S =
+    // 3; 84: L = 4, S = 4; 128: no tail; 0: one program per tile.
+    for (unsigned programs : {50u, 60u, 84u, 128u, 0u}) {
+      Case c = Make(dtype, 1000, 1000, 2000, Layout::kN, Layout::kT,
+                    tf32 ? "64 64 32 4 1" : "64 64 64 4 1");
+      c.params.tail = 4;
+      c.programs = programs;
+      c.beta = programs == 60 ? 0.5f : 0.0f;
+      auto o = RunCase(c, rng);
+      ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
+      ++ran;
+    }
+    // Two consumers, 128 x 256 tiles, odd sizes: 9 x 5 = 45 tiles on 13
+    // programs: 3 rounds, L = 6, S = 2 (tail 3).
+    Case c = Make(dtype, 1100, 1224, 1040, Layout::kN, Layout::kT,
+                  tf32 ? "128 256 32 3 2" : "128 256 64 3 2");
+    c.params.tail = 3;
+    c.programs = 13;
+    auto o = RunCase(c, rng);
+    ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
+    ++ran;
+    if (tf32) continue;
+    // M-major A, N-major B (bf16, fp16): 2 k tiles only, split 2 ways.
+    // 5 x 4 = 20 tiles on 6 programs: L = 2, S = 2.
+    Case t = Make(dtype, 520, 392, 128, Layout::kT, Layout::kN,
+                  "128 128 64 4 1");
+    t.params.tail = 4;
+    t.programs = 6;
+    o = RunCase(t, rng);
+    ASSERT_TRUE(o.ok()) << Describe(t) << ": " << o.status().ToString();
+    ++ran;
+  }
+  std::printf("tail split: %d cases pass\n", ran);
 }
 
 // The shapes the family is for: several tiles each way, the ring wrapping

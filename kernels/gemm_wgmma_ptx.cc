@@ -162,6 +162,23 @@ void EmitRaster(Ptx& p, const Tiling& t) {
 // runs [z * ktiles / kg, (z + 1) * ktiles / kg), non-empty where
 // kg <= ktiles (rule split_has_work).
 void EmitUnit(Ptx& p, const Tiling& t) {
+  if (t.tail > 1) {
+    // The tail split (gemm_wgmma.h): units below %tF are whole tiles; unit
+    // %tF + j is tile %tF + j % L, split j / L of %tS. %psplit: a split
+    // unit (of a launch whose last round splits).
+    p << "\tsetp.ge.u32 %ptail, %unit, %tF;\n"
+      << "\tsub.u32 %tj, %unit, %tF;\n"
+      << "\trem.u32 %tmp, %tj, %tLd;\n\tadd.u32 %tmp, %tmp, %tF;\n"
+      << "\tselp.u32 %tile, %tmp, %unit, %ptail;\n"
+      << "\tdiv.u32 %z, %tj, %tLd;\n\tselp.u32 %z, %z, 0, %ptail;\n"
+      << "\tselp.u32 %tsd, %tS, 1, %ptail;\n"
+      << "\tsetp.gt.and.u32 %psplit, %tS, 1, %ptail;\n";
+    EmitRaster(p, t);
+    p << "\tmul.lo.u32 %kb, %z, %ktiles;\n\tdiv.u32 %kb, %kb, %tsd;\n"
+      << "\tmad.lo.u32 %kend, %z, %ktiles, %ktiles;\n"
+      << "\tdiv.u32 %kend, %kend, %tsd;\n";
+    return;
+  }
   if (t.kg == 1) {
     p << "\tmov.u32 %tile, %unit;\n";
     EmitRaster(p, t);
@@ -704,10 +721,82 @@ void EmitPartialEpilogue(Ptx& p, const Tiling& t) {
 
 // K_G > 1: the workspace's address and pair alignment.
 void EmitPartialSetup(Ptx& p, const Tiling& t) {
+  if (t.tail > 1) {
+    p << "\tld.param.u64 %W, [param_W];\n"
+      << "\t// the tail split: this consumer thread's 16-byte column of a "
+         "slot, thread 0 of the first consumer counts\n"
+      << "\tmad.lo.u32 %tmp, %cw, 128, %ctid;\n\tmul.wide.u32 %tofs, %tmp, "
+         "16;\n"
+      << "\tsetp.eq.u32 %pfix, %tmp, 0;\n";
+    return;
+  }
   if (t.kg == 1) return;
   p << "\tld.param.u64 %W, [param_W];\n"
     << "\t// W rows are N floats: pairs are 8-byte aligned where N is even\n"
     << "\tand.b32 %tmp, %N, 1;\n\tsetp.eq.u32 %pwvec, %tmp, 0;\n";
+}
+
+// The tail split's epilogue of a split unit (%psplit; gemm_wgmma.h). Slot
+// s of the workspace holds a tile's fp32 accumulators in register order:
+// accumulators 4q .. 4q + 3 of consumer thread c (cw * 128 + ctid) at byte
+// (q * threads + c) * 16, so every store and load of a warp is 512
+// contiguous bytes. Split z > 0 stores to slot (z - 1) * L + i, fences and
+// counts on counter i after a barrier of the consumers (named barrier 3);
+// split 0 (tile i's own) waits for S - 1 counts, zeroes the counter, adds
+// slots z = 1 .. S - 1 in order and goes on to the tile's epilogue.
+void EmitTailEpilogue(Ptx& p, const Tiling& t) {
+  const int64_t acc = t.mt * t.bn / 2;
+  const int64_t threads = 128 * t.consumers;
+  const int64_t slot_bytes = acc * 4 * threads;  // bm * bn * 4
+  p << "\t@!%psplit bra TAIL_END;\n"
+    << "\t// ---- tail split: tile i = %tile - %tF, its counter and slots\n"
+    << "\tsub.u32 %ti, %tile, %tF;\n"
+    << "\tmul.wide.u32 %dc, %ti, 4;\n\tadd.u64 %dc, %dc, %W;\n"
+    << "\tadd.u64 %dc, %dc, " << N(t.tail_slots * slot_bytes) << ";\n"
+    << "\tsetp.eq.u32 %pp, %z, 0;\n\t@%pp bra TAIL_FIX;\n"
+    << "\t// split z > 0: the partial sums to slot (z - 1) * L + i\n"
+    << "\tsub.u32 %tmp, %z, 1;\n\tmad.lo.u32 %tmp, %tmp, %tL, %ti;\n"
+    << "\tmul.wide.u32 %d0, %tmp, " << N(slot_bytes) << ";\n"
+    << "\tadd.u64 %d0, %d0, %tofs;\n\tadd.u64 %ptr, %W, %d0;\n";
+  for (int64_t q = 0; q < acc / 4; ++q) {
+    p << "\tst.global.v4.f32 [%ptr+" << N(q * threads * 16) << "], {%acc"
+      << N(4 * q) << ", %acc" << N(4 * q + 1) << ", %acc" << N(4 * q + 2)
+      << ", %acc" << N(4 * q + 3) << "};\n";
+  }
+  p << "\tfence.acq_rel.gpu;\n"
+    << "\tbar.sync 3, " << N(threads) << ";\n"
+    << "\t@%pfix red.release.gpu.global.add.u32 [%dc], 1;\n"
+    << "\tbra CNEXT;\n"
+    << "TAIL_FIX:\n"
+    << "\t// split 0: wait for the other splits, then add their sums in "
+       "order\n"
+    << "\t@!%pfix bra TAIL_WAITED;\n"
+    << "\tsub.u32 %r, %tS, 1;\n"
+    << "TAIL_SPIN:\n"
+    << "\tld.acquire.gpu.global.u32 %tmp, [%dc];\n"
+    << "\tsetp.lt.u32 %pp, %tmp, %r;\n\t@%pp bra TAIL_SPIN;\n"
+    << "\tst.relaxed.gpu.global.u32 [%dc], 0;\n"
+    << "TAIL_WAITED:\n"
+    << "\tbar.sync 3, " << N(threads) << ";\n"
+    << "\tfence.acq_rel.gpu;\n"
+    << "\tmul.wide.u32 %d0, %ti, " << N(slot_bytes) << ";\n"
+    << "\tadd.u64 %d0, %d0, %tofs;\n\tadd.u64 %ptr, %W, %d0;\n"
+    << "\tmul.wide.u32 %d0, %tL, " << N(slot_bytes) << ";\n"
+    << "\tmov.u32 %r, 1;\n"
+    << "TAIL_ADD:\n"
+    << "\tsetp.ge.u32 %pp, %r, %tS;\n\t@%pp bra TAIL_END;\n";
+  for (int64_t q = 0; q < acc / 4; ++q) {
+    p << "\tld.global.cg.v4.f32 {%v, %v1, %cf, %cf1}, [%ptr+"
+      << N(q * threads * 16) << "];\n";
+    for (int64_t e = 0; e < 4; ++e) {
+      static const char* kVals[] = {"%v", "%v1", "%cf", "%cf1"};
+      p << "\tadd.f32 %acc" << N(4 * q + e) << ", %acc" << N(4 * q + e)
+        << ", " << kVals[e] << ";\n";
+    }
+  }
+  p << "\tadd.u64 %ptr, %ptr, %d0;\n\tadd.u32 %r, %r, 1;\n"
+    << "\tbra TAIL_ADD;\n"
+    << "TAIL_END:\n";
 }
 
 // The launch-wide part of the epilogue, before the tile loop.
@@ -811,7 +900,12 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << "// bm=" << N(t.bm) << " bn=" << N(t.bn) << " bk=" << N(t.bk)
     << " stages=" << N(t.stages) << " consumers=" << N(t.consumers)
     << " group_m=" << N(t.group_m) << " K_G=" << N(t.kg)
-    << " cluster_m=" << N(t.cm) << "; " << N(threads) << " threads, "
+    << " cluster_m=" << N(t.cm)
+    << (t.tail > 1 ? " tail=" + N(t.tail) + " (gemm.wgmma_ps v" +
+                         N(kGemmWgmmaPersistentGeneratorVersion) +
+                         ": the last round's tiles split over K)"
+                   : std::string())
+    << "; " << N(threads) << " threads, "
     << N(t.mt) << " m64n" << N(t.bn) << " tile(s) per consumer warpgroup\n"
     << "// shared: stage " << N(t.stage) << " B (A " << N(t.a_panels)
     << " panel(s) of " << N(t.a_panel_bytes) << " B, B " << N(t.b_panels)
@@ -858,6 +952,11 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << "\t.reg .f32 %alpha, %beta, %v, %v1, %cf, %cf1;\n"
     << "\t.reg .b16 %hs, %hs1;\n"
     << "\t.reg .f32 %acc<" << N(acc) << ">;\n";
+  if (t.tail > 1) {
+    p << "\t.reg .b32 %tP, %tF, %tL, %tLd, %tS, %tsd, %tj, %ti;\n"
+      << "\t.reg .b64 %tofs, %dc;\n"
+      << "\t.reg .pred %ptail, %psplit, %pfix;\n";
+  }
   if (t.a_regs) {
     p << "\t.reg .b32 %fa<" << N(2 * (t.bk / t.wk) * t.mt * 4)
       << ">, %ab0, %ab1, %ab2, %ab3, %ao0, %ao1, %ao2, %ao3, %apan, %au, "
@@ -901,9 +1000,28 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
   } else {
     EmitCeilDiv(p, "%ktiles", "%K", t.bk);
   }
-  p << "\tmul.lo.u32 %tiles, %tiles_m, %tiles_n;\n"
-    << "\tmul.lo.u32 %units, %tiles, " << N(t.kg) << ";\n"
-    << "\tmul.lo.u32 %in_group, %tiles_n, " << N(t.group_m) << ";\n"
+  p << "\tmul.lo.u32 %tiles, %tiles_m, %tiles_n;\n";
+  if (t.tail > 1) {
+    // The tail split (gemm_wgmma.h): R = tiles / P whole rounds (%tF
+    // units), L = tiles - %tF tiles left, each split %tS ways.
+    p << "\t// ---- tail split: the last round's L tiles split over K into "
+         "S = min(tail, P / L, ktiles, slots / L + 1) units\n"
+      << "\tmov.u32 %tP, %nctaid.x;\n"
+      << "\tdiv.u32 %tF, %tiles, %tP;\n\tmul.lo.u32 %tF, %tF, %tP;\n"
+      << "\tsub.u32 %tL, %tiles, %tF;\n\tmax.u32 %tLd, %tL, 1;\n"
+      << "\tdiv.u32 %tS, %tP, %tLd;\n"
+      << "\tmin.u32 %tS, %tS, " << N(t.tail) << ";\n"
+      << "\tmin.u32 %tS, %tS, %ktiles;\n"
+      << "\tdiv.u32 %tmp, " << N(t.tail_slots) << ", %tLd;\n"
+      << "\tadd.u32 %tmp, %tmp, 1;\n\tmin.u32 %tS, %tS, %tmp;\n"
+      << "\tsetp.gt.u32 %pp, %tL, " << N(t.tail_slots) << ";\n"
+      << "\tselp.u32 %tS, 1, %tS, %pp;\n"
+      << "\tmax.u32 %tS, %tS, 1;\n"
+      << "\tmad.lo.u32 %units, %tL, %tS, %tF;\n";
+  } else {
+    p << "\tmul.lo.u32 %units, %tiles, " << N(t.kg) << ";\n";
+  }
+  p << "\tmul.lo.u32 %in_group, %tiles_n, " << N(t.group_m) << ";\n"
     << "\t// ---- shared memory: the ring from a 1024-byte boundary (the "
        "128-byte swizzle's atom), then the mbarriers\n"
     << "\tmov.u32 %sm, smem;\n\tadd.u32 %sm, %sm, 1023;\n"
@@ -940,6 +1058,7 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << "\tadd.u32 %cbase, %n0, %tmp;\n"
     << "\tcvt.u64.u32 %cb64, %cbase;\n"
     << "\tsub.s32 %nrem, %N, %cbase;\n";
+  if (t.tail > 1) EmitTailEpilogue(p, t);
   if (t.kg > 1) {
     EmitPartialEpilogue(p, t);
     p << "\tbra CNEXT;\n";

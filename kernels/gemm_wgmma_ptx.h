@@ -83,6 +83,11 @@ struct Tiling {
   // ldb after tmap_c (for the pack entry), and ldc may be any value: the
   // TMA-store epilogue needs it, as N, a whole number of 16-byte units.
   bool packed = false;
+  // gemm.wgmma_ps v2 (gemm_wgmma.h, the tail split): the most splits of a
+  // tile of the last round (1: none, and not a line of the PTX differs),
+  // and the workspace's slots (WgmmaTailSlots), counters after them.
+  int64_t tail = 1;
+  int64_t tail_slots = 0;
 
   Tiling(DType precision, bool a_t, bool b_t, const WgmmaParams& p)
       : prec(precision),
@@ -113,6 +118,7 @@ struct Tiling {
     tma_store = TmaStoreEpilogue(bn, esize);
     epilogue = EpilogueBytes(bn, esize, consumers);
     b_box_rows = (b_kmajor ? bn : bk) / cm;
+    tail = p.tail;
   }
   // Rows of one B TMA box: a whole panel, or with a cluster pair (cm = 2)
   // half of one, each program of the pair loading one half of every panel

@@ -141,7 +141,9 @@ TEST(GemmWgmmaTest, FamilySeam) {
   EXPECT_TRUE(f.Implements(DType::kBf16));
   EXPECT_TRUE(f.Implements(DType::kTf32));
   EXPECT_FALSE(f.Implements(DType::kFp32));
-  ASSERT_EQ(f.params().size(), WgmmaParamDomains().size());
+  // All but tl, gemm.wgmma_ps's own.
+  ASSERT_EQ(f.params().size(), WgmmaParamDomains().size() - 1);
+  EXPECT_EQ(f.params().size(), size_t{kGemmWgmmaParamCount});
   auto p = f.Parse("bm=256 bn=128 wg=2 st=3");
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   EXPECT_EQ(f.Format(*p), "bm=256 bn=128 bk=64 st=3 wg=2 gm=8 kg=1 cm=1");
@@ -474,9 +476,9 @@ Assembled RunPtxas(const std::string& ptxas, const std::string& path) {
 }
 
 WgmmaParams SampleParams(std::mt19937& rng) {
-  int64_t v[7];
+  int64_t v[kGemmWgmmaParamCount];
   const auto& domains = WgmmaParamDomains();
-  for (size_t i = 0; i < domains.size(); ++i)
+  for (size_t i = 0; i < std::size(v); ++i)
     v[i] = domains[i].values[rng() % domains[i].values.size()];
   WgmmaParams p = Make(v[0], v[1], v[2], v[3], v[4]);
   p.group_m = v[5];

@@ -299,6 +299,14 @@ TEST_F(GpuWorkerTest, WgmmaInEveryPrecisionMeasuresAndPassesTheCheck) {
       {"gemm m=1000 n=768 k=520 layout=TN", "bm=64 bn=64 bk=64 st=3 wg=1"},
       {"gemm m=1000 n=1024 k=1000 layout=TT", "bm=128 bn=128 bk=64 st=5 wg=2"},
       {"gemm m=17 n=24 k=40 layout=NT", "bm=64 bn=32 bk=64 st=2 wg=1"},
+      // The tail split (v2): 688 tiles on 132 SMs, 5.2 rounds; tl=1 is the
+      // same kernel without it.
+      {"gemm m=2048 n=11008 k=4096 layout=NT",
+       "bm=128 bn=256 bk=64 st=4 wg=2 gm=16 tl=4"},
+      {"gemm m=2048 n=11008 k=4096 layout=NT",
+       "bm=128 bn=256 bk=64 st=4 wg=2 gm=16 tl=1"},
+      {"gemm m=1000 n=3000 k=1000 layout=NT",
+       "bm=64 bn=96 bk=64 st=5 wg=1 gm=4 tl=3"},
   };
   auto rules = RuleSet::ForSampling(Wgmma(), *profile);
   ASSERT_TRUE(rules.ok()) << rules.status().message();
@@ -403,6 +411,14 @@ TEST_F(GpuWorkerTest, PersistentWgmmaInEveryPrecisionMeasuresAndPassesTheCheck) 
       {"gemm m=1000 n=2048 k=4096 layout=NN", "bm=128 bn=128 bk=64 st=4 wg=1 kg=3"},
       {"gemm m=3000 n=1000 k=800 layout=TN", "bm=128 bn=64 bk=64 st=5 wg=1 gm=4 cm=2"},
       {"gemm m=17 n=24 k=40 layout=NT", "bm=64 bn=32 bk=64 st=2 wg=1"},
+      // The tail split (v2): 688 tiles on 132 SMs, 5.2 rounds; tl=1 is the
+      // same kernel without it.
+      {"gemm m=2048 n=11008 k=4096 layout=NT",
+       "bm=128 bn=256 bk=64 st=4 wg=2 gm=16 tl=4"},
+      {"gemm m=2048 n=11008 k=4096 layout=NT",
+       "bm=128 bn=256 bk=64 st=4 wg=2 gm=16 tl=1"},
+      {"gemm m=1000 n=3000 k=1000 layout=NT",
+       "bm=64 bn=96 bk=64 st=5 wg=1 gm=4 tl=3"},
       {"conv n=32 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1",
        "bm=128 bn=64 bk=64 st=6 wg=1 gm=8"},
       {"conv n=8 h=28 w=28 c=128 k=256 r=1 s=1 pad=0 stride=2 dilation=1",
@@ -429,9 +445,11 @@ TEST_F(GpuWorkerTest, PersistentWgmmaInEveryPrecisionMeasuresAndPassesTheCheck) 
         EXPECT_EQ(r.family(), name);
         EXPECT_TRUE(prepared.kernel.persistent);
         Print("ps   " + context + " | " + p, r);
-        tuner::WorkResult plain = RunMma(context, p, nullptr, base);
+        // The base family's parameters: all but gemm.wgmma_ps's tl.
+        const std::string base_p = p.substr(0, p.find(" tl="));
+        tuner::WorkResult plain = RunMma(context, base_p, nullptr, base);
         ExpectOk(plain);
-        Print("base " + context + " | " + p, plain);
+        Print("base " + context + " | " + base_p, plain);
       }
       RunSampled(ps, dtype, *profile, *rules);
     }
