@@ -29,6 +29,8 @@ const KernelFamily& GemmWgmmaPackedFamily(); // kernels/family_wgmma.cc
 // Last: gemm.wgmma's and conv.wgmma's kernels launched as persistent grids.
 const KernelFamily& GemmWgmmaPersistentFamily(); // kernels/family_wgmma.cc
 const KernelFamily& ConvWgmmaPersistentFamily(); // kernels/family_wgmma.cc
+// gemm.wgmma_ps with the tail split (its last round split over K).
+const KernelFamily& GemmWgmmaTailFamily(); // kernels/family_wgmma.cc
 
 const std::vector<const KernelFamily*>& Families() {
   static const std::vector<const KernelFamily*> families = {
@@ -43,6 +45,7 @@ const std::vector<const KernelFamily*>& Families() {
       &GemmWgmmaPackedFamily(),
       &GemmWgmmaPersistentFamily(),
       &ConvWgmmaPersistentFamily(),
+      &GemmWgmmaTailFamily(),
   };
   return families;
 }

@@ -53,10 +53,12 @@ constexpr Golden kGolden[] = {
      "kGemmMmaPackedGeneratorVersion (kernels/gemm_mma.h)"},
     {"gemm.wgmma_pk", 1, 0xda46a618c964affaull,
      "kGemmWgmmaPackedGeneratorVersion (kernels/gemm_wgmma.h)"},
-    {"gemm.wgmma_ps", 2, 0x460a4a2db84e0d83ull,
+    {"gemm.wgmma_ps", 1, 0x8365c75bc9c24a1cull,
      "kGemmWgmmaPersistentGeneratorVersion (kernels/gemm_wgmma.h)"},
     {"conv.wgmma_ps", 1, 0x4989feecd19d6a48ull,
      "kConvWgmmaPersistentGeneratorVersion (kernels/conv_wgmma.h)"},
+    {"gemm.wgmma_ts", 1, 0x6b2673fcfaaf7ef4ull,
+     "kGemmWgmmaTailGeneratorVersion (kernels/gemm_wgmma.h)"},
 };
 
 struct Case {
@@ -170,10 +172,15 @@ Problem WgmmaProblem(const std::string& text, int64_t align) {
 
 std::vector<Case> GemmWgmmaCases();
 
-// gemm.wgmma's cases (tl = 1), and the tail split in every precision:
-// 688 tiles (2048 x 11008 in 128 x 256), an odd M and N with one consumer.
-std::vector<Case> GemmWgmmaPersistentCases() {
-  std::vector<Case> out = GemmWgmmaCases();
+// The tail split in every precision (bf16 and fp16 in every layout): 688
+// tiles (2048 x 11008 in 128 x 256), an odd M and N with one consumer.
+std::vector<Case> GemmWgmmaTailCases() {
+  std::vector<Case> out;
+  for (const char* l : kLayouts) {
+    const std::string d = std::string(" layout=") + l + " dtype=fp16";
+    out.push_back({WgmmaProblem("gemm m=700 n=1300 k=900" + d, 8),
+                   "bm=128 bn=128 bk=64 st=4 wg=1 gm=8 kg=1 tl=3", "sm_90a"});
+  }
   for (const char* dtype : {"bf16", "fp16", "tf32"}) {
     const std::string d = std::string(" layout=NT dtype=") + dtype;
     const bool tf32 = std::string(dtype) == "tf32";
@@ -369,9 +376,9 @@ std::vector<Case> CasesOf(std::string_view family) {
   if (family == "conv.mma") return ConvMmaCases();
   if (family == "conv.wgmma") return ConvWgmmaCases();
   if (family == "gemm.wgmma_rs") return GemmWgmmaRsCases();
-  // The persistent families emit their base family's PTX; gemm.wgmma_ps
-  // with tl > 1 its own (the tail split).
-  if (family == "gemm.wgmma_ps") return GemmWgmmaPersistentCases();
+  // The persistent families emit their base family's PTX.
+  if (family == "gemm.wgmma_ps") return GemmWgmmaCases();
+  if (family == "gemm.wgmma_ts") return GemmWgmmaTailCases();
   if (family == "conv.wgmma_ps") return ConvWgmmaCases();
   return {};
 }

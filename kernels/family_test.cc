@@ -171,13 +171,15 @@ TEST(FamilyRegistryTest, FamiliesForMatchesOpAndPrecision) {
     const auto all = FamiliesFor(Op::kGemm, d);
     // tf32 has gemm.wgmma_rs too (NN and TT, A from registers); then
     // gemm.mma_pk and gemm.wgmma_pk (offered only where rows are not 16-
-    // and 128-byte aligned); last, gemm.wgmma_ps (the persistent grid).
-    ASSERT_EQ(all.size(), d == DType::kTf32 ? 6u : 5u) << ToString(d);
+    // and 128-byte aligned); then gemm.wgmma_ps (the persistent grid) and
+    // gemm.wgmma_ts (with the tail split).
+    ASSERT_EQ(all.size(), d == DType::kTf32 ? 7u : 6u) << ToString(d);
     EXPECT_EQ(all[1]->name(), "gemm.wgmma");
     if (d == DType::kTf32) EXPECT_EQ(all[2]->name(), "gemm.wgmma_rs");
-    EXPECT_EQ(all[all.size() - 3]->name(), "gemm.mma_pk");
-    EXPECT_EQ(all[all.size() - 2]->name(), "gemm.wgmma_pk");
-    EXPECT_EQ(all.back()->name(), "gemm.wgmma_ps");
+    EXPECT_EQ(all[all.size() - 4]->name(), "gemm.mma_pk");
+    EXPECT_EQ(all[all.size() - 3]->name(), "gemm.wgmma_pk");
+    EXPECT_EQ(all[all.size() - 2]->name(), "gemm.wgmma_ps");
+    EXPECT_EQ(all.back()->name(), "gemm.wgmma_ts");
   }
   for (DType d : {DType::kBf16, DType::kFp16, DType::kTf32}) {
     const auto all = FamiliesFor(Op::kConv, d);
@@ -407,9 +409,7 @@ TEST(WgmmaFamilyTest, GenerateDescribesItsTensorMapsAndTarget) {
 }
 
 // gemm.wgmma_ps and conv.wgmma_ps are their base family's kernel, byte for
-// byte, launched as a persistent grid: same parameters, rules and PTX
-// (gemm.wgmma_ps: with tl = 1; its last parameter and rule tail_split are
-// its own).
+// byte, launched as a persistent grid: same parameters, rules and PTX.
 TEST(WgmmaFamilyTest, PersistentFamiliesEmitTheirBaseFamilysKernel) {
   const Problem gemm(Padded(
       Gemm(2048, 11008, 4096, Layout::kN, Layout::kT, DType::kBf16), 8));
@@ -424,21 +424,16 @@ TEST(WgmmaFamilyTest, PersistentFamiliesEmitTheirBaseFamilysKernel) {
     const KernelFamily& ps = Family(std::string(base_name) + "_ps");
     EXPECT_EQ(ps.op(), base.op());
     EXPECT_EQ(ps.precisions(), base.precisions());
-    // The base family's rules, then (gemm) tail_split, then several_waves.
-    const bool gemm_ps = std::string(base_name) == "gemm.wgmma";
+    // The base family's rules, then several_waves.
     std::vector<std::string> rules = base.rules();
-    if (gemm_ps) rules.push_back("tail_split");
     rules.push_back("several_waves");
     EXPECT_EQ(ps.rules(), rules);
-    ASSERT_EQ(ps.params().size(), base.params().size() + (gemm_ps ? 1 : 0));
-    if (gemm_ps) EXPECT_EQ(ps.params().back().name, "tl");
+    ASSERT_EQ(ps.params().size(), base.params().size());
     for (const Params& params : base.DefaultCandidates()) {
       if (!base.CanImplement(problem, params, H100()).ok()) continue;
-      Params own = params;
-      if (gemm_ps) own[own.size++] = 1;
-      EXPECT_TRUE(ps.CanImplement(problem, own, H100()).ok());
+      EXPECT_TRUE(ps.CanImplement(problem, params, H100()).ok());
       auto b = base.Generate(problem, params, "sm_90");
-      auto k = ps.Generate(problem, own, "sm_90");
+      auto k = ps.Generate(problem, params, "sm_90");
       ASSERT_TRUE(b.ok() && k.ok()) << base.Format(params);
       EXPECT_EQ(k->ptx, b->ptx);
       EXPECT_EQ(k->grid, b->grid);
@@ -458,11 +453,7 @@ TEST(WgmmaFamilyTest, PersistentFamiliesEmitTheirBaseFamilysKernel) {
     const int rule = static_cast<int>(ps.rules().size()) - 1;
     int passed = 0;
     for (const Params& params : ps.DefaultCandidates()) {
-      // The base family's parameters: gemm.wgmma_ps's without tl.
-      Params base_params = params;
-      base_params.size = static_cast<int>(Family(base_name).params().size());
-      if (!Family(base_name).CanImplement(problem, base_params, h100).ok())
-        continue;
+      if (!Family(base_name).CanImplement(problem, params, h100).ok()) continue;
       const int64_t units = ps.Shape(problem, params).programs;
       const Status s = ps.CanImplement(problem, params, h100);
       EXPECT_EQ(ps.Passes(rule, problem, params, h100), units > 132);
@@ -498,6 +489,66 @@ TEST(WgmmaFamilyTest, PersistentFamiliesEmitTheirBaseFamilysKernel) {
   ASSERT_TRUE(k.ok()) << k.status().ToString();
   EXPECT_EQ(k->cluster, 2u);
   EXPECT_EQ(k->grid[0] % 2, 0u);
+}
+
+// gemm.wgmma_ts is gemm.wgmma_ps with the tail split: its rules; tl = 2..4
+// with kg = 1 and cm = 1; the workspace's slots and counters; PTX of its
+// own.
+TEST(WgmmaFamilyTest, TailSplitFamilySplitsThePersistentGridsLastRound) {
+  const KernelFamily& ps = Family("gemm.wgmma_ps");
+  const KernelFamily& ts = Family("gemm.wgmma_ts");
+  EXPECT_EQ(ts.op(), Op::kGemm);
+  EXPECT_EQ(ts.precisions(), ps.precisions());
+  EXPECT_EQ(ts.rules(), ps.rules());
+  ASSERT_EQ(ts.params().size(), ps.params().size() + 1);
+  EXPECT_EQ(ts.params().back().name, "tl");
+  const Problem prefill(Padded(
+      Gemm(2048, 11008, 4096, Layout::kN, Layout::kT, DType::kBf16), 8));
+  KernelLimits h100 = H100();
+  h100.sm_count = 132;
+  struct Bad {
+    const char* change;
+    int index;
+    int64_t value;
+    const char* message;
+  };
+  const Bad bad[] = {
+      {"tl=1", 8, 1, "params.tl must be one of {2, 3, 4} in gemm.wgmma_ts, got 1"},
+      {"kg=2", 6, 2, "params.kg must be one of {1} in gemm.wgmma_ts, got 2"},
+      {"cm=2", 7, 2, "params.cm must be one of {1} in gemm.wgmma_ts, got 2"}};
+  auto small = ts.Parse("bm=128 bn=128 bk=64 st=4 wg=1 gm=16 kg=1 cm=1 tl=2");
+  ASSERT_TRUE(small.ok()) << small.status().ToString();
+  for (const Bad& b : bad) {
+    EXPECT_EQ(ts.Parse(b.change, &*small).status().message(), b.message);
+    Params q = *small;
+    q[b.index] = b.value;
+    EXPECT_EQ(ts.CanImplement(prefill, q, h100).message(), b.message);
+  }
+  auto p = ts.Parse("bm=128 bn=256 bk=64 st=4 wg=2 gm=16 kg=1 cm=1 tl=4");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_TRUE(ts.CanImplement(prefill, *p, h100).ok());
+  auto k = ts.Generate(prefill, *p, "sm_90");
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_TRUE(k->persistent);
+  EXPECT_EQ(k->grid[0], 16u * 43u);  // one per tile; the launch clamps
+  // 688 tiles: 256 slots of 128 x 256 floats, then 256 counters.
+  EXPECT_EQ(k->counter_offset, int64_t{256} * 128 * 256 * 4);
+  EXPECT_EQ(k->workspace_bytes, k->counter_offset + 256 * 4);
+  EXPECT_EQ(ts.Shape(prefill, *p).workspace_bytes, k->workspace_bytes);
+  EXPECT_THAT(k->ptx, HasSubstr("red.release.gpu.global.add.u32"));
+  EXPECT_THAT(k->ptx, HasSubstr("ld.acquire.gpu.global.u32"));
+  EXPECT_THAT(k->ptx, HasSubstr("mov.u32 %tP, %nctaid.x"));
+  Params base = *p;
+  base.size = static_cast<int>(ps.params().size());
+  auto b = ps.Generate(prefill, base, "sm_90");
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_NE(k->ptx, b->ptx);
+  EXPECT_EQ(b->counter_offset, -1);
+  EXPECT_EQ(b->workspace_bytes, 0);
+  for (const Params& d : ts.DefaultCandidates()) {
+    EXPECT_TRUE(ts.ValidateParams(d, "params").ok()) << ts.Format(d);
+    EXPECT_EQ(d[d.size - 1], 4);
+  }
 }
 
 TEST(FamilyTest, DefaultFitsConvolutions) {
@@ -809,7 +860,7 @@ void ExpectConsistent(const KernelFamily& f, const Problem& problem,
     // the last program of a tile.
     EXPECT_TRUE(!k->reduce_entry.empty() || k->counter_offset >= 0) << what;
   } else {
-    // A pack entry's copies and gemm.wgmma_ps's tail split (its slots and
+    // A pack entry's copies and gemm.wgmma_ts's tail split (its slots and
     // counters) are the only workspaces without a split.
     EXPECT_EQ(k->workspace_bytes > 0,
               !k->pack_entry.empty() || k->counter_offset >= 0)

@@ -6,6 +6,7 @@
 // gemm.wgmma's and conv.wgmma's kernels launched as persistent grids.
 // Behind the family interface, registered in family.cc after gemm.mma and
 // conv.mma.
+#include <algorithm>
 #include <iterator>
 #include <utility>
 
@@ -24,6 +25,7 @@ const KernelFamily& GemmWgmmaPackedFamily();
 const KernelFamily& ConvWgmmaFamily();
 const KernelFamily& GemmWgmmaPersistentFamily();
 const KernelFamily& ConvWgmmaPersistentFamily();
+const KernelFamily& GemmWgmmaTailFamily();
 
 namespace {
 
@@ -33,7 +35,7 @@ constexpr int64_t WgmmaParams::*kMembers[] = {
     &WgmmaParams::stages,    &WgmmaParams::consumers,
     &WgmmaParams::group_m,   &WgmmaParams::kg,      &WgmmaParams::cluster_m,
     &WgmmaParams::tail};
-static_assert(std::size(kMembers) == kGemmWgmmaPersistentParamCount);
+static_assert(std::size(kMembers) == kGemmWgmmaTailParamCount);
 // gemm.wgmma's, gemm.wgmma_rs's and gemm.wgmma_pk's: all but tail.
 constexpr int kFieldCount = kGemmWgmmaParamCount;
 
@@ -564,52 +566,59 @@ class PersistentFamily : public Base {
   std::string summary_;
 };
 
-// Rule tail_split (gemm.wgmma_ps v2): a tail split (tl > 1) needs kg = 1
-// (the split units are the tail's own K splits) and cm = 1 (a cluster
-// pair's programs take the same units).
-constexpr char kTailSplit[] = "tail_split";
-
-bool PassesTailSplit(const WgmmaParams& w) {
-  return w.tail == 1 || (w.kg == 1 && w.cluster_m == 1);
-}
-
-// gemm.wgmma_ps: gemm.wgmma's parameters and tail (gemm_wgmma.h, the tail
-// split), rule tail_split before several_waves.
-class GemmPersistentFamily : public PersistentFamily<WgmmaFamily> {
+// gemm.wgmma_ts: gemm.wgmma_ps with the tail split (gemm_wgmma.h):
+// gemm.wgmma's parameters and tl, with kg = 1 (the split units are the
+// tail's own K splits), cm = 1 (a cluster pair's programs take the same
+// units) and tl = 2..4 (tl = 1 is gemm.wgmma_ps's kernel, byte for byte).
+class GemmTailSplitFamily : public PersistentFamily<WgmmaFamily> {
  public:
-  GemmPersistentFamily()
-      : PersistentFamily(kGemmWgmmaPersistentFamily,
-                         kGemmWgmmaPersistentGeneratorVersion,
-                         kGemmWgmmaFamily, kGemmWgmmaPersistentParamCount) {
-    rules_.insert(rules_.end() - 1, kTailSplit);
+  GemmTailSplitFamily()
+      : PersistentFamily(kGemmWgmmaTailFamily, kGemmWgmmaTailGeneratorVersion,
+                         kGemmWgmmaFamily, kGemmWgmmaTailParamCount),
+        specs_(WgmmaFamily::params()) {
+    for (ParamSpec& spec : specs_) {
+      if (spec.name == "kg" || spec.name == "cm") spec.values = {1};
+      if (spec.name == "tl") spec.values = {2, 3, 4};
+    }
   }
 
   std::string_view summary() const override {
-    static const std::string s =
-        std::string(PersistentFamily::summary()) +
-        "; tl > 1 splits each tile of the last, partly empty round over K "
-        "(fp32 partial sums in the workspace, added in a fixed order)";
-    return s;
+    return "gemm.wgmma_ps with the tail split: the persistent grid's last, "
+           "partly empty round splits each of its tiles over K into up to "
+           "tl units (fp32 partial sums in the workspace, added by the "
+           "tile's first split in a fixed order), so the idle programs of "
+           "that round take a share of it";
   }
 
-  bool Passes(int rule, const Problem& problem, const Params& params,
-              const KernelLimits& limits) const override {
-    if (rule == static_cast<int>(rules_.size()) - 2)
-      return PassesTailSplit(Wgmma(params));
-    return PersistentFamily::Passes(rule, problem, params, limits);
+  const std::vector<ParamSpec>& params() const override { return specs_; }
+
+  Status ValidateParams(const Params& params,
+                        std::string_view field) const override {
+    BT_RETURN_IF_ERROR(CheckParamCount(params, fields(), field));
+    for (int i = 0; i < fields(); ++i) {
+      const std::vector<int64_t>& values = specs_[i].values;
+      if (std::find(values.begin(), values.end(), params[i]) != values.end())
+        continue;
+      std::string allowed;
+      for (int64_t v : values)
+        allowed += (allowed.empty() ? "" : ", ") + std::to_string(v);
+      return InvalidArgument(std::string(field) + "." + specs_[i].name +
+                             " must be one of {" + allowed + "} in " +
+                             kGemmWgmmaTailFamily + ", got " +
+                             std::to_string(params[i]));
+    }
+    return PersistentFamily::ValidateParams(params, field);
   }
 
-  Status CanImplement(const Problem& problem, const Params& params,
-                      const KernelLimits& limits) const override {
-    BT_RETURN_IF_ERROR(PersistentFamily::CanImplement(problem, params, limits));
-    const WgmmaParams w = Wgmma(params);
-    if (PassesTailSplit(w)) return OkStatus();
-    return FailedPrecondition(
-        "rule tail_split: tl = " + std::to_string(w.tail) +
-        " splits the last round's tiles over K, which needs kg = 1 and "
-        "cm = 1 (this configuration has kg = " + std::to_string(w.kg) +
-        ", cm = " + std::to_string(w.cluster_m) + ")");
+  // gemm.wgmma's, split up to 4 ways.
+  std::vector<Params> DefaultCandidates() const override {
+    std::vector<Params> out = PersistentFamily::DefaultCandidates();
+    for (Params& p : out) p[p.size - 1] = 4;
+    return out;
   }
+
+ private:
+  std::vector<ParamSpec> specs_;
 };
 
 }  // namespace
@@ -635,7 +644,14 @@ const KernelFamily& ConvWgmmaFamily() {
 }
 
 const KernelFamily& GemmWgmmaPersistentFamily() {
-  static const GemmPersistentFamily family;
+  static const PersistentFamily<WgmmaFamily> family(
+      kGemmWgmmaPersistentFamily, kGemmWgmmaPersistentGeneratorVersion,
+      kGemmWgmmaFamily);
+  return family;
+}
+
+const KernelFamily& GemmWgmmaTailFamily() {
+  static const GemmTailSplitFamily family;
   return family;
 }
 

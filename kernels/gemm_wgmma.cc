@@ -54,7 +54,7 @@ const std::vector<WgmmaParamDomain>& WgmmaParamDomains() {
        "by TMA multicast)",
        true},
       {"tl", {1, 2, 3, 4},
-       "gemm.wgmma_ps: the most splits over K of each tile of the "
+       "gemm.wgmma_ts: the most splits over K of each tile of the "
        "persistent grid's last, partly empty round (1: none)",
        false}};
   return d;
@@ -338,12 +338,12 @@ Status CheckGemmWgmma(const Problem& problem, const WgmmaParams& p,
   }
   if (!PassesWgmmaRule(WgmmaRule::kSplitHasWork, problem, p, KernelLimits{}))
     return CanImplementWgmma(problem, p, KernelLimits{});
-  // gemm.wgmma_ps's rule tail_split (family_wgmma.cc): the tail split's
-  // units are whole-K tiles and its own splits, one program's each.
+  // The tail split's units are whole-K tiles and its own splits, one
+  // program's each (gemm.wgmma_ts's domain: kg = 1, cm = 1).
   if (p.tail > 1 && (p.kg > 1 || p.cluster_m > 1)) {
-    return FailedPrecondition("rule tail_split: tl = " + N(p.tail) +
-                              " needs kg = 1 and cm = 1, got kg = " + N(p.kg) +
-                              ", cm = " + N(p.cluster_m));
+    return InvalidArgument("params: tl = " + N(p.tail) +
+                           " (the tail split) needs kg = 1 and cm = 1, got "
+                           "kg = " + N(p.kg) + ", cm = " + N(p.cluster_m));
   }
   return OkStatus();
 }

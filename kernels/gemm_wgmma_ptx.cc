@@ -901,8 +901,8 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << " stages=" << N(t.stages) << " consumers=" << N(t.consumers)
     << " group_m=" << N(t.group_m) << " K_G=" << N(t.kg)
     << " cluster_m=" << N(t.cm)
-    << (t.tail > 1 ? " tail=" + N(t.tail) + " (gemm.wgmma_ps v" +
-                         N(kGemmWgmmaPersistentGeneratorVersion) +
+    << (t.tail > 1 ? " tail=" + N(t.tail) + " (gemm.wgmma_ts v" +
+                         N(kGemmWgmmaTailGeneratorVersion) +
                          ": the last round's tiles split over K)"
                    : std::string())
     << "; " << N(threads) << " threads, "

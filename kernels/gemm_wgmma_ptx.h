@@ -83,7 +83,7 @@ struct Tiling {
   // ldb after tmap_c (for the pack entry), and ldc may be any value: the
   // TMA-store epilogue needs it, as N, a whole number of 16-byte units.
   bool packed = false;
-  // gemm.wgmma_ps v2 (gemm_wgmma.h, the tail split): the most splits of a
+  // gemm.wgmma_ts (gemm_wgmma.h, the tail split): the most splits of a
   // tile of the last round (1: none, and not a line of the PTX differs),
   // and the workspace's slots (WgmmaTailSlots), counters after them.
   int64_t tail = 1;

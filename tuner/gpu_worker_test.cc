@@ -299,14 +299,6 @@ TEST_F(GpuWorkerTest, WgmmaInEveryPrecisionMeasuresAndPassesTheCheck) {
       {"gemm m=1000 n=768 k=520 layout=TN", "bm=64 bn=64 bk=64 st=3 wg=1"},
       {"gemm m=1000 n=1024 k=1000 layout=TT", "bm=128 bn=128 bk=64 st=5 wg=2"},
       {"gemm m=17 n=24 k=40 layout=NT", "bm=64 bn=32 bk=64 st=2 wg=1"},
-      // The tail split (v2): 688 tiles on 132 SMs, 5.2 rounds; tl=1 is the
-      // same kernel without it.
-      {"gemm m=2048 n=11008 k=4096 layout=NT",
-       "bm=128 bn=256 bk=64 st=4 wg=2 gm=16 tl=4"},
-      {"gemm m=2048 n=11008 k=4096 layout=NT",
-       "bm=128 bn=256 bk=64 st=4 wg=2 gm=16 tl=1"},
-      {"gemm m=1000 n=3000 k=1000 layout=NT",
-       "bm=64 bn=96 bk=64 st=5 wg=1 gm=4 tl=3"},
   };
   auto rules = RuleSet::ForSampling(Wgmma(), *profile);
   ASSERT_TRUE(rules.ok()) << rules.status().message();
@@ -411,12 +403,10 @@ TEST_F(GpuWorkerTest, PersistentWgmmaInEveryPrecisionMeasuresAndPassesTheCheck) 
       {"gemm m=1000 n=2048 k=4096 layout=NN", "bm=128 bn=128 bk=64 st=4 wg=1 kg=3"},
       {"gemm m=3000 n=1000 k=800 layout=TN", "bm=128 bn=64 bk=64 st=5 wg=1 gm=4 cm=2"},
       {"gemm m=17 n=24 k=40 layout=NT", "bm=64 bn=32 bk=64 st=2 wg=1"},
-      // The tail split (v2): 688 tiles on 132 SMs, 5.2 rounds; tl=1 is the
-      // same kernel without it.
+      // gemm.wgmma_ts (its tl; gemm.wgmma_ps parses none): 688 tiles of
+      // 128 x 256 on 132 SMs, 5.2 rounds; 1000 x 3000 in 64 x 96 tiles.
       {"gemm m=2048 n=11008 k=4096 layout=NT",
        "bm=128 bn=256 bk=64 st=4 wg=2 gm=16 tl=4"},
-      {"gemm m=2048 n=11008 k=4096 layout=NT",
-       "bm=128 bn=256 bk=64 st=4 wg=2 gm=16 tl=1"},
       {"gemm m=1000 n=3000 k=1000 layout=NT",
        "bm=64 bn=96 bk=64 st=5 wg=1 gm=4 tl=3"},
       {"conv n=32 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1",
@@ -424,9 +414,12 @@ TEST_F(GpuWorkerTest, PersistentWgmmaInEveryPrecisionMeasuresAndPassesTheCheck) 
       {"conv n=8 h=28 w=28 c=128 k=256 r=1 s=1 pad=0 stride=2 dilation=1",
        "bm=64 bn=128 bk=64 st=4 wg=1 gm=4"},
   };
-  for (const char* name : {"gemm.wgmma_ps", "conv.wgmma_ps"}) {
+  for (const char* name : {"gemm.wgmma_ps", "conv.wgmma_ps", "gemm.wgmma_ts"}) {
     const KernelFamily& ps = **FindFamily(name);
-    const KernelFamily& base = **FindFamily(std::string(name).substr(0, 10));
+    // gemm.wgmma_ts's base is gemm.wgmma_ps (the same kernel, tl = 1).
+    const bool ts = std::string(name) == "gemm.wgmma_ts";
+    const KernelFamily& base =
+        **FindFamily(ts ? "gemm.wgmma_ps" : std::string(name).substr(0, 10));
     auto rules = RuleSet::ForSampling(ps, *profile);
     ASSERT_TRUE(rules.ok()) << rules.status().message();
     for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
@@ -437,15 +430,16 @@ TEST_F(GpuWorkerTest, PersistentWgmmaInEveryPrecisionMeasuresAndPassesTheCheck) 
         const std::string p = BkFor(params, dtype);
         SCOPED_TRACE(std::string(name) + " " + context + " | " + p);
         const Problem problem(*ContextFromString(context));
-        if (!ps.CanImplement(problem, *ps.Parse(p), profile->Limits()).ok())
-          continue;  // tf32's layouts
+        auto parsed = ps.Parse(p);
+        if (!parsed.ok()) continue;  // another family's corner (tl)
+        if (!ps.CanImplement(problem, *parsed, profile->Limits()).ok())
+          continue;  // tf32's layouts; gemm.wgmma_ts's corners have tl
         PreparedSample prepared;
         tuner::WorkResult r = RunMma(context, p, &prepared, ps);
         ExpectOk(r);
         EXPECT_EQ(r.family(), name);
         EXPECT_TRUE(prepared.kernel.persistent);
         Print("ps   " + context + " | " + p, r);
-        // The base family's parameters: all but gemm.wgmma_ps's tl.
         const std::string base_p = p.substr(0, p.find(" tl="));
         tuner::WorkResult plain = RunMma(context, base_p, nullptr, base);
         ExpectOk(plain);
