@@ -49,6 +49,24 @@ if [[ -n ${FAMILY:-} ]]; then
     cli train --op "$op" --dtype "$dtype" --family "$FAMILY" --members 5 \
       --hidden 128,128,128 --features "${FEATURES:-0}" | grep -v " epoch "
     cli export --op "$op" --dtype "$dtype" --models -o "$run/merged.json.gz"
+    # A family trained again: its older models (the store keeps every
+    # model; the daemon answers with the newest) leave the shipped file.
+    python3 - "$run/merged.json.gz" <<'PY'
+import gzip, json, sys
+path = sys.argv[1]
+data = json.load(gzip.open(path))
+newest = {}
+for m in data.get("models", []):
+    key = (json.dumps(m.get("device")), m["op"], m["dtype"], m["family"])
+    if key not in newest or int(m["id"]) > int(newest[key]["id"]):
+        newest[key] = m
+kept = [m for m in data.get("models", []) if newest[(json.dumps(m.get("device")), m["op"], m["dtype"], m["family"])] is m]
+if len(kept) != len(data.get("models", [])):
+    print(f"dropped {len(data['models']) - len(kept)} older model(s) of a family trained again")
+data["models"] = kept
+with gzip.open(path, "wt") as f:
+    json.dump(data, f)
+PY
     mv "$run/merged.json.gz" "$models"
   } 2>&1 | tee -a "$report"
   exit 0
