@@ -55,7 +55,7 @@ const std::vector<WgmmaParamDomain>& WgmmaParamDomains() {
        true},
       {"tl", {1, 2, 3, 4},
        "gemm.wgmma_ts: the most splits over K of each tile of the "
-       "persistent grid's last, partly empty round (1: none)",
+       "persistent grid's last, partly empty round",
        false}};
   return d;
 }
