@@ -6,7 +6,6 @@
 // gemm.wgmma's and conv.wgmma's kernels launched as persistent grids.
 // Behind the family interface, registered in family.cc after gemm.mma and
 // conv.mma.
-#include <algorithm>
 #include <iterator>
 #include <utility>
 
@@ -596,16 +595,9 @@ class GemmTailSplitFamily : public PersistentFamily<WgmmaFamily> {
                         std::string_view field) const override {
     BT_RETURN_IF_ERROR(CheckParamCount(params, fields(), field));
     for (int i = 0; i < fields(); ++i) {
-      const std::vector<int64_t>& values = specs_[i].values;
-      if (std::find(values.begin(), values.end(), params[i]) != values.end())
-        continue;
-      std::string allowed;
-      for (int64_t v : values)
-        allowed += (allowed.empty() ? "" : ", ") + std::to_string(v);
-      return InvalidArgument(std::string(field) + "." + specs_[i].name +
-                             " must be one of {" + allowed + "} in " +
-                             kGemmWgmmaTailFamily + ", got " +
-                             std::to_string(params[i]));
+      BT_RETURN_IF_ERROR(CheckOneOf(
+          std::string(field) + "." + specs_[i].name, specs_[i].values,
+          params[i], std::string(" in ") + kGemmWgmmaTailFamily));
     }
     return PersistentFamily::ValidateParams(params, field);
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/family_params.h"
 #include "kernels/gemm_mma_ptx.h"
 #include "kernels/gemm_wgmma_ptx.h"
 
@@ -66,17 +67,8 @@ Status ValidateWgmmaParams(const WgmmaParams& p) {
                             p.tail};
   const auto& domains = WgmmaParamDomains();
   for (size_t i = 0; i < domains.size(); ++i) {
-    bool found = false;
-    std::string allowed;
-    for (int64_t v : domains[i].values) {
-      found |= v == values[i];
-      allowed += (allowed.empty() ? "" : ", ") + N(v);
-    }
-    if (!found) {
-      return InvalidArgument(std::string("params.") + domains[i].name +
-                             " must be one of {" + allowed + "}, got " +
-                             N(values[i]));
-    }
+    BT_RETURN_IF_ERROR(CheckOneOf(std::string("params.") + domains[i].name,
+                                  domains[i].values, values[i]));
   }
   if (p.bm % (64 * p.consumers) != 0) {
     return InvalidArgument("params: bm = " + N(p.bm) +
@@ -276,10 +268,14 @@ int64_t WgmmaTailSlots(const Problem& problem, const WgmmaParams& p) {
   return std::min(tiles, kWgmmaTailSlots);
 }
 
+int64_t WgmmaTailCounterOffset(const Problem& problem, const WgmmaParams& p) {
+  return WgmmaTailSlots(problem, p) * p.bm * p.bn * 4;
+}
+
 int64_t WgmmaWorkspaceBytes(const Problem& problem, const WgmmaParams& p) {
   const GemmContext& g = std::get<GemmContext>(problem.ctx);
   if (p.tail > 1)
-    return WgmmaTailSlots(problem, p) * (p.bm * p.bn * 4 + 4);
+    return WgmmaTailCounterOffset(problem, p) + WgmmaTailSlots(problem, p) * 4;
   return p.kg > 1 ? p.kg * g.m * g.n * 4 : 0;
 }
 
@@ -535,8 +531,7 @@ WgmmaKernel AssembleGemmWgmma(const Problem& problem, const WgmmaParams& p,
             1, 1};
   k.cluster = {static_cast<unsigned>(p.cluster_m), 1, 1};
   k.workspace_bytes = WgmmaWorkspaceBytes(problem, p);
-  if (p.tail > 1)
-    k.counter_offset = WgmmaTailSlots(problem, p) * p.bm * p.bn * 4;
+  if (p.tail > 1) k.counter_offset = WgmmaTailCounterOffset(problem, p);
   if (p.kg > 1) {
     const MmaPrecision prec =
         g.dtype == DType::kFp16   ? MmaPrecision::kFp16

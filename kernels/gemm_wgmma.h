@@ -244,6 +244,8 @@ inline constexpr int64_t kWgmmaTailSlots = 256;
 // bn fp32; the counters (one 32-bit word per slot, zero before the first
 // launch and after every launch) follow them.
 int64_t WgmmaTailSlots(const Problem& problem, const WgmmaParams& p);
+// Bytes from the workspace to the tail split's counters: the slots' size.
+int64_t WgmmaTailCounterOffset(const Problem& problem, const WgmmaParams& p);
 
 // INVALID_ARGUMENT naming the parameter and its range; checks that bm
 // splits into m64 tiles per consumer warpgroup.
