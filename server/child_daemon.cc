@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,9 +22,20 @@ ChildDaemon::ChildDaemon(const std::string& binary,
   // loop below may find an earlier daemon's "listening on" in the same file
   // before the child has truncated it.
   const int fd = open(log_path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+  const pid_t parent = getpid();
   pid_ = fork();
   if (pid_ == 0) {
-    dup2(fd, STDERR_FILENO);  // dup2 clears O_CLOEXEC on the copy
+    // Both output streams go to the log (dup2 clears O_CLOEXEC on the
+    // copies), and stdin reads nothing: a daemon holding the test's stdout
+    // would keep ctest waiting for its end after the test had gone.
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    const int null_fd = open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+    // A test that dies without its destructor (a crash, an abort, a
+    // timeout's SIGKILL) takes the daemon with it.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
     std::vector<char*> argv;
     argv.push_back(const_cast<char*>(binary.c_str()));
     for (auto& a : args) argv.push_back(a.data());
