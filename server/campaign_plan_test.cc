@@ -57,6 +57,7 @@ TEST(CampaignFamiliesTest, EveryFamilyOfTheDtypeThatRunsOnTheGpu) {
     hopper_families.push_back("gemm.wgmma_pk");
     hopper_families.push_back("gemm.wgmma_ps");
     hopper_families.push_back("gemm.wgmma_ts");
+    hopper_families.push_back("gemm.wgmma_pp");
     for (const char* hopper : {"h100", "h200"}) {
       got = CampaignFamilies(spec, Profile(hopper));
       ASSERT_TRUE(got.ok()) << got.status().ToString();
@@ -172,7 +173,8 @@ TEST(PlanGuidedTest, MeasuresTheModelsTopKInDistinctContextsOfTheDomain) {
                                                  "gemm.mma_pk bf16 GPU X",
                                                  "gemm.wgmma_pk bf16 GPU X",
                                                  "gemm.wgmma_ps bf16 GPU X",
-                                                 "gemm.wgmma_ts bf16 GPU X"}));
+                                                 "gemm.wgmma_ts bf16 GPU X",
+                                                 "gemm.wgmma_pp bf16 GPU X"}));
   ASSERT_EQ(plan->candidates.size(), 203u);
   EXPECT_EQ(plan->contexts, 26);
   EXPECT_EQ(*guide.asked, 26);
