@@ -182,7 +182,7 @@ TEST(PlanGuidedTest, MeasuresTheModelsTopKInDistinctContextsOfTheDomain) {
               HasSubstr("guided by model 12 (gemm.mma): 26 contexts x (top 6 "
                         "+ 2 of ranks 7-64) = 203 candidates"));
   EXPECT_THAT(plan->summary, HasSubstr("not guided: gemm.wgmma: no current"));
-  ASSERT_EQ(plan->unguided.size(), 5u);
+  ASSERT_EQ(plan->unguided.size(), 6u);
   // Context after context, each new, in the campaign's precision: the
   // model's first 6 answers, then 2 more of its ranks 7 .. 64 (the fake
   // ranks 20), distinct and in its order, not always ranks 7 and 8.
