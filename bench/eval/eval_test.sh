@@ -11,6 +11,7 @@
 #      a small hand-made result set correctly and draws its plots.
 #   4. run.sh gpu hands SWEEP and EVAL_GROUPS to eval_bench and names its
 #      files after PART.
+#   5. rescore.py and 6. times_to_results.py score other rankings offline.
 #   eval_test.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -199,4 +200,31 @@ printf 'square\t%s\t1\tgemm.wgmma v5 bm=64\t4e-6\n' "$ctx" >"$tmp/s/plan-familie
 "$python" bench/eval/rescore.py "$tmp/s" --k 2 >"$tmp/rescore.txt"
 grep -q "plan      geomean vendor/pick 1.000x" "$tmp/rescore.txt" || fail "rescore plan: $(cat "$tmp/rescore.txt")"
 grep -q "families  geomean vendor/pick 2.000x" "$tmp/rescore.txt" || fail "rescore families: $(cat "$tmp/rescore.txt")"
-echo "eval_test: plan, plan read-back, report, run.sh gpu and rescore OK"
+# 6. times_to_results.py: eval-times as oracle_eval input (the family
+#    without its version, ok, seconds), and oracle_eval scores the shipped
+#    models on it: the plan's 10 GEMM answers of step 1, timed so that the
+#    models' own top 1 is the fastest (1.000) or the slowest (0.500).
+"$python" bench/eval/times_to_results.py "$tmp/s/eval-times.tsv.gz" \
+  "$tmp/o.tsv" "$tmp/o.ctx" gemm >/dev/null
+[[ $(head -1 "$tmp/o.tsv") == "$ctx"$'\tgemm.mma bm=64\tok\t1.000000e-05' ]] ||
+  fail "times_to_results.py: $(head -1 "$tmp/o.tsv")"
+[[ $(cat "$tmp/o.ctx") == "$ctx" && $(wc -l <"$tmp/o.tsv") -eq 4 ]] ||
+  fail "times_to_results.py contexts: $(cat "$tmp/o.ctx")"
+if [[ -x $build/bench/oracle_eval ]]; then
+  for best in first last; do
+    {
+      printf 'context\tsource\tconfig\tus\tlaunches\n'
+      awk -F'\t' -v best=$best '$2 ~ /^gemm / {
+        us = best == "first" ? 10 + $3 : 30 - $3; if ($3 == 1) us = best == "first" ? 10 : 40
+        printf "%s\t%s\t%s\t%s\t21\n", $2, $3, $4, us }' "$tmp/plan.tsv"
+    } | gzip >"$tmp/t.tsv.gz"
+    "$python" bench/eval/times_to_results.py "$tmp/t.tsv.gz" "$tmp/t.tsv" "$tmp/t.ctx" gemm >/dev/null
+    "$build/bench/oracle_eval" eval --contexts "$tmp/t.ctx" --dtype bf16 \
+      --models $models/models-gemm-bf16.json.gz --results "$tmp/t.tsv" >"$tmp/t.out" 2>&1 ||
+      fail "oracle_eval on times_to_results.py output: $(cat "$tmp/t.out")"
+    want=$([[ $best == first ]] && echo "median top-1 1.000" || echo "median top-1 0.5")
+    grep -q "over the measured set of 1 contexts: $want" "$tmp/t.out" ||
+      fail "oracle_eval ($best): $(tail -2 "$tmp/t.out")"
+  done
+fi
+echo "eval_test: plan, plan read-back, report, run.sh gpu, rescore and times_to_results OK"
