@@ -5,8 +5,8 @@
 // `gemm.wgmma_pk`, on packed operands; `gemm.wgmma_ps` and `conv.wgmma_ps`,
 // gemm.wgmma's and conv.wgmma's kernels launched as persistent grids;
 // `gemm.wgmma_ts` and `gemm.wgmma_pp`, gemm.wgmma_ps with the tail split and
-// with the ping-pong schedule. Behind the family interface, registered in family.cc after gemm.mma and
-// conv.mma.
+// with the ping-pong schedule. Behind the family interface, registered in
+// family.cc after gemm.mma and conv.mma.
 #include <algorithm>
 #include <iterator>
 #include <utility>
@@ -626,7 +626,7 @@ class NarrowedPersistentFamily : public PersistentFamily<WgmmaFamily> {
       while (w.bm > 64 &&
              WgmmaRegisterEstimate(w) > WgmmaRegisterBudget(w))
         w.bm /= 2;
-      p[0] = w.bm;  // bm: the first field
+      p = FromWgmma(w, fields());
       if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
     }
     return out;
