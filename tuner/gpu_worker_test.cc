@@ -423,8 +423,8 @@ TEST_F(GpuWorkerTest, PersistentWgmmaInEveryPrecisionMeasuresAndPassesTheCheck) 
   for (const char* name : {"gemm.wgmma_ps", "conv.wgmma_ps", "gemm.wgmma_ts",
                            "gemm.wgmma_pp"}) {
     const KernelFamily& ps = **FindFamily(name);
-    // gemm.wgmma_ts's and gemm.wgmma_pp's base is gemm.wgmma_ps (the same
-    // kernel with tl = 1, and with the cooperative schedule).
+    // gemm.wgmma_ts's base is gemm.wgmma_ps (the same kernel with tl = 1);
+    // gemm.wgmma_pp's corners ran as gemm.wgmma_ps in the first loop.
     const bool ts = std::string(name) == "gemm.wgmma_ts" ||
                     std::string(name) == "gemm.wgmma_pp";
     const KernelFamily& base =
@@ -450,6 +450,12 @@ TEST_F(GpuWorkerTest, PersistentWgmmaInEveryPrecisionMeasuresAndPassesTheCheck) 
         EXPECT_EQ(r.family(), name);
         EXPECT_TRUE(prepared.kernel.persistent);
         Print("ps   " + context + " | " + p, r);
+        // The base beside it. A gemm.wgmma_pp corner the cooperative
+        // schedule can take (wg = 2 splitting bm between the consumers) ran
+        // as gemm.wgmma_ps in the first loop: this worker has loaded that
+        // kernel already and checks it again only now and then, so it is
+        // not run again here.
+        if (std::string(name) == "gemm.wgmma_pp") continue;
         const std::string base_p = p.substr(0, p.find(" tl="));
         tuner::WorkResult plain = RunMma(context, base_p, nullptr, base);
         ExpectOk(plain);
