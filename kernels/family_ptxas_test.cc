@@ -67,11 +67,10 @@ constexpr int kPackedSamples = 100;
 // The persistent families emit gemm.wgmma's and conv.wgmma's PTX: a few
 // kernels show they assemble under their own names.
 constexpr int kPersistentSamples = 10;
-// gemm.wgmma_ts and gemm.wgmma_pp: gemm.wgmma's tile code (sampled there)
-// and their own schedules (the tail split's epilogue and unit walk; the
-// ping-pong turns, whole-tile warpgroups and ring positions), which 100
-// kernels per precision cover.
-constexpr int kScheduleSamples = 100;
+// gemm.wgmma_ts: gemm.wgmma's tile code (sampled there) and the tail
+// split's own epilogue and unit walk, which 100 kernels per precision
+// cover.
+constexpr int kTailSamples = 100;
 
 int Samples(const std::string& family) {
   if (const char* env = std::getenv("BLOCKTUNE_PTXAS_SAMPLES"))
@@ -79,8 +78,7 @@ int Samples(const std::string& family) {
   if (family == "gemm.mma_pk" || family == "gemm.wgmma_pk") return kPackedSamples;
   // Their base family's PTX (family_test checks it byte for byte).
   if (family == "gemm.wgmma_ps" || family == "conv.wgmma_ps") return kPersistentSamples;
-  if (family == "gemm.wgmma_ts" || family == "gemm.wgmma_pp")
-    return kScheduleSamples;
+  if (family == "gemm.wgmma_ts") return kTailSamples;
   return kDefaultSamples;
 }
 

@@ -23,7 +23,6 @@ namespace blocktune {
 namespace {
 
 using ::testing::HasSubstr;
-using ::testing::Not;
 
 // The two devices the checks run against: the H100 (KernelLimits'
 // defaults) and an A100-like sm_80 (163 KiB opt-in shared memory).
@@ -172,16 +171,15 @@ TEST(FamilyRegistryTest, FamiliesForMatchesOpAndPrecision) {
     const auto all = FamiliesFor(Op::kGemm, d);
     // tf32 has gemm.wgmma_rs too (NN and TT, A from registers); then
     // gemm.mma_pk and gemm.wgmma_pk (offered only where rows are not 16-
-    // and 128-byte aligned); then gemm.wgmma_ps (the persistent grid),
-    // gemm.wgmma_ts (with the tail split) and gemm.wgmma_pp (ping-pong).
-    ASSERT_EQ(all.size(), d == DType::kTf32 ? 8u : 7u) << ToString(d);
+    // and 128-byte aligned); then gemm.wgmma_ps (the persistent grid) and
+    // gemm.wgmma_ts (with the tail split).
+    ASSERT_EQ(all.size(), d == DType::kTf32 ? 7u : 6u) << ToString(d);
     EXPECT_EQ(all[1]->name(), "gemm.wgmma");
     if (d == DType::kTf32) EXPECT_EQ(all[2]->name(), "gemm.wgmma_rs");
-    EXPECT_EQ(all[all.size() - 5]->name(), "gemm.mma_pk");
-    EXPECT_EQ(all[all.size() - 4]->name(), "gemm.wgmma_pk");
-    EXPECT_EQ(all[all.size() - 3]->name(), "gemm.wgmma_ps");
-    EXPECT_EQ(all[all.size() - 2]->name(), "gemm.wgmma_ts");
-    EXPECT_EQ(all.back()->name(), "gemm.wgmma_pp");
+    EXPECT_EQ(all[all.size() - 4]->name(), "gemm.mma_pk");
+    EXPECT_EQ(all[all.size() - 3]->name(), "gemm.wgmma_pk");
+    EXPECT_EQ(all[all.size() - 2]->name(), "gemm.wgmma_ps");
+    EXPECT_EQ(all.back()->name(), "gemm.wgmma_ts");
   }
   for (DType d : {DType::kBf16, DType::kFp16, DType::kTf32}) {
     const auto all = FamiliesFor(Op::kConv, d);
@@ -550,67 +548,6 @@ TEST(WgmmaFamilyTest, TailSplitFamilySplitsThePersistentGridsLastRound) {
   for (const Params& d : ts.DefaultCandidates()) {
     EXPECT_TRUE(ts.ValidateParams(d, "params").ok()) << ts.Format(d);
     EXPECT_EQ(d[d.size - 1], 4);
-  }
-}
-
-// gemm.wgmma_pp is gemm.wgmma_ps with the ping-pong schedule: wg = 2, kg =
-// 1, cm = 1; each consumer warpgroup holds a whole tile (the register rule
-// counts bm / 64 m tiles); the empty mbarriers count one warpgroup's
-// warps; the main loops take turns on named barriers 4 and 5.
-TEST(WgmmaFamilyTest, PingpongFamilyGivesEachWarpgroupWholeTilesInTurns) {
-  const KernelFamily& ps = Family("gemm.wgmma_ps");
-  const KernelFamily& pp = Family("gemm.wgmma_pp");
-  EXPECT_EQ(pp.op(), Op::kGemm);
-  EXPECT_EQ(pp.precisions(), ps.precisions());
-  EXPECT_EQ(pp.rules(), ps.rules());
-  ASSERT_EQ(pp.params().size(), ps.params().size());
-  const Problem prefill(Padded(
-      Gemm(2048, 11008, 4096, Layout::kN, Layout::kT, DType::kBf16), 8));
-  KernelLimits h100 = H100();
-  h100.sm_count = 132;
-  struct Bad {
-    int index;
-    int64_t value;
-    const char* message;
-  };
-  const Bad bad[] = {
-      {4, 1, "params.wg must be one of {2} in gemm.wgmma_pp, got 1"},
-      {6, 2, "params.kg must be one of {1} in gemm.wgmma_pp, got 2"},
-      {7, 2, "params.cm must be one of {1} in gemm.wgmma_pp, got 2"}};
-  auto p = pp.Parse("bm=128 bn=128 bk=64 st=5 wg=2 gm=8 kg=1 cm=1");
-  ASSERT_TRUE(p.ok()) << p.status().ToString();
-  for (const Bad& b : bad) {
-    Params q = *p;
-    q[b.index] = b.value;
-    EXPECT_EQ(pp.CanImplement(prefill, q, h100).message(), b.message);
-  }
-  ASSERT_TRUE(pp.CanImplement(prefill, *p, h100).ok());
-  // A warpgroup holds the whole 128 x 256 tile: 256 accumulators.
-  auto wide = pp.Parse("bm=128 bn=256 bk=64 st=4 wg=2 gm=8 kg=1 cm=1");
-  ASSERT_TRUE(wide.ok());
-  EXPECT_THAT(std::string(pp.CanImplement(prefill, *wide, h100).message()),
-              HasSubstr("registers"));
-  EXPECT_TRUE(ps.CanImplement(prefill, *wide, h100).ok());
-  auto k = pp.Generate(prefill, *p, "sm_90");
-  ASSERT_TRUE(k.ok()) << k.status().ToString();
-  EXPECT_TRUE(k->persistent);
-  EXPECT_EQ(k->grid[0], 16u * 86u);  // one per tile; the launch clamps
-  EXPECT_EQ(k->workspace_bytes, 0);
-  EXPECT_THAT(k->ptx, HasSubstr("mbarrier.init.shared::cta.b64 [%empty+0], 4;"));
-  EXPECT_THAT(k->ptx, HasSubstr("@%pp bar.sync %oid, 256;"));
-  EXPECT_THAT(k->ptx, HasSubstr("bar.arrive %aid, 256;"));
-  EXPECT_THAT(k->ptx, HasSubstr("mov.u32 %rbase, %m0;"));
-  EXPECT_THAT(k->ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n128k16"));
-  auto b = ps.Generate(prefill, *p, "sm_90");
-  ASSERT_TRUE(b.ok()) << b.status().ToString();
-  EXPECT_THAT(b->ptx, HasSubstr("mbarrier.init.shared::cta.b64 [%empty+0], 8;"));
-  EXPECT_THAT(b->ptx, Not(HasSubstr("bar.arrive")));
-  for (const Params& d : pp.DefaultCandidates()) {
-    EXPECT_TRUE(pp.ValidateParams(d, "params").ok()) << pp.Format(d);
-    const Status fits = pp.CanImplement(prefill, d, h100);
-    // The bk = 32 defaults are for tf32 (rule swizzle_row in bf16).
-    if (d[2] != 32) EXPECT_TRUE(fits.ok()) << pp.Format(d) << ": " << fits.ToString();
-    EXPECT_EQ(d[4], 2) << pp.Format(d);
   }
 }
 

@@ -4,10 +4,8 @@
 // (conv_wgmma.h): the implicit-GEMM convolution on the same kernel;
 // `gemm.wgmma_pk`, on packed operands; `gemm.wgmma_ps` and `conv.wgmma_ps`,
 // gemm.wgmma's and conv.wgmma's kernels launched as persistent grids;
-// `gemm.wgmma_ts` and `gemm.wgmma_pp`, gemm.wgmma_ps with the tail split and
-// with the ping-pong schedule. Behind the family interface, registered in
-// family.cc after gemm.mma and conv.mma.
-#include <algorithm>
+// `gemm.wgmma_ts`, gemm.wgmma_ps with the tail split. Behind the family
+// interface, registered in family.cc after gemm.mma and conv.mma.
 #include <iterator>
 #include <utility>
 
@@ -27,7 +25,6 @@ const KernelFamily& ConvWgmmaFamily();
 const KernelFamily& GemmWgmmaPersistentFamily();
 const KernelFamily& ConvWgmmaPersistentFamily();
 const KernelFamily& GemmWgmmaTailFamily();
-const KernelFamily& GemmWgmmaPingpongFamily();
 
 namespace {
 
@@ -94,14 +91,10 @@ class WgmmaFamilyBase : public KernelFamily {
 
  protected:
   WgmmaParams Wgmma(const Params& params) const {
-    WgmmaParams w = ToWgmma(params, fields_);
-    w.pingpong = pingpong_;
-    return w;
+    return ToWgmma(params, fields_);
   }
   int fields() const { return fields_; }
   std::vector<std::string> rules_;
-  // gemm.wgmma_pp: every kernel of the family has the ping-pong schedule.
-  bool pingpong_ = false;
 
  private:
   int fields_;
@@ -572,31 +565,29 @@ class PersistentFamily : public Base {
   std::string summary_;
 };
 
-// gemm.wgmma_ps's kernel changed by a schedule of its own, with a domain
-// that narrows some of gemm.wgmma's parameters (Narrowing: the values
-// allowed, named in the validation's message) and, for the ping-pong
-// schedule, WgmmaParams::pingpong set on every kernel.
-class NarrowedPersistentFamily : public PersistentFamily<WgmmaFamily> {
+// gemm.wgmma_ts: gemm.wgmma_ps with the tail split (gemm_wgmma.h):
+// gemm.wgmma's parameters and tl, with kg = 1 (the split units are the
+// tail's own K splits), cm = 1 (a cluster pair's programs take the same
+// units) and tl = 2..4 (tl = 1 is gemm.wgmma_ps's kernel, byte for byte).
+class GemmTailSplitFamily : public PersistentFamily<WgmmaFamily> {
  public:
-  struct Narrowing {
-    const char* param;
-    std::vector<int64_t> values;
-  };
-  NarrowedPersistentFamily(const char* name, int version, int fields,
-                           const std::vector<Narrowing>& narrowing,
-                           const char* summary, bool pingpong)
-      : PersistentFamily(name, version, kGemmWgmmaFamily, fields),
-        name_(name),
-        summary_(summary),
+  GemmTailSplitFamily()
+      : PersistentFamily(kGemmWgmmaTailFamily, kGemmWgmmaTailGeneratorVersion,
+                         kGemmWgmmaFamily, kGemmWgmmaTailParamCount),
         specs_(WgmmaFamily::params()) {
     for (ParamSpec& spec : specs_) {
-      for (const Narrowing& n : narrowing)
-        if (spec.name == n.param) spec.values = n.values;
+      if (spec.name == "kg" || spec.name == "cm") spec.values = {1};
+      if (spec.name == "tl") spec.values = {2, 3, 4};
     }
-    pingpong_ = pingpong;
   }
 
-  std::string_view summary() const override { return summary_; }
+  std::string_view summary() const override {
+    return "gemm.wgmma_ps with the tail split: the persistent grid's last, "
+           "partly empty round splits each of its tiles over K into up to "
+           "tl units (fp32 partial sums in the workspace, added by the "
+           "tile's first split in a fixed order), so the idle programs of "
+           "that round take a share of it";
+  }
 
   const std::vector<ParamSpec>& params() const override { return specs_; }
 
@@ -606,35 +597,19 @@ class NarrowedPersistentFamily : public PersistentFamily<WgmmaFamily> {
     for (int i = 0; i < fields(); ++i) {
       BT_RETURN_IF_ERROR(CheckOneOf(
           std::string(field) + "." + specs_[i].name, specs_[i].values,
-          params[i], std::string(" in ") + name_));
+          params[i], std::string(" in ") + kGemmWgmmaTailFamily));
     }
     return PersistentFamily::ValidateParams(params, field);
   }
 
-  // gemm.wgmma's, each value outside the narrowed domain replaced by the
-  // domain's last (the tail split: 4 ways; ping-pong: two consumers), and
-  // bm halved while a consumer's accumulators exceed its registers (a
-  // ping-pong warpgroup holds the whole tile: 128 x 256 becomes 64 x 256).
+  // gemm.wgmma's, split up to 4 ways.
   std::vector<Params> DefaultCandidates() const override {
-    std::vector<Params> out;
-    for (Params p : PersistentFamily::DefaultCandidates()) {
-      for (int i = 0; i < fields(); ++i) {
-        const std::vector<int64_t>& v = specs_[i].values;
-        if (std::find(v.begin(), v.end(), p[i]) == v.end()) p[i] = v.back();
-      }
-      WgmmaParams w = Wgmma(p);
-      while (w.bm > 64 &&
-             WgmmaRegisterEstimate(w) > WgmmaRegisterBudget(w))
-        w.bm /= 2;
-      p = FromWgmma(w, fields());
-      if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
-    }
+    std::vector<Params> out = PersistentFamily::DefaultCandidates();
+    for (Params& p : out) p[p.size - 1] = 4;
     return out;
   }
 
  private:
-  const char* name_;
-  const char* summary_;
   std::vector<ParamSpec> specs_;
 };
 
@@ -667,34 +642,8 @@ const KernelFamily& GemmWgmmaPersistentFamily() {
   return family;
 }
 
-// gemm.wgmma_ts: gemm.wgmma_ps with the tail split (gemm_wgmma.h):
-// gemm.wgmma's parameters and tl, with kg = 1 (the split units are the
-// tail's own K splits), cm = 1 (a cluster pair's programs take the same
-// units) and tl = 2..4 (tl = 1 is gemm.wgmma_ps's kernel, byte for byte).
 const KernelFamily& GemmWgmmaTailFamily() {
-  static const NarrowedPersistentFamily family(
-      kGemmWgmmaTailFamily, kGemmWgmmaTailGeneratorVersion,
-      kGemmWgmmaTailParamCount, {{"kg", {1}}, {"cm", {1}}, {"tl", {2, 3, 4}}},
-      "gemm.wgmma_ps with the tail split: the persistent grid's last, "
-      "partly empty round splits each of its tiles over K into up to tl "
-      "units (fp32 partial sums in the workspace, added by the tile's first "
-      "split in a fixed order), so the idle programs of that round take a "
-      "share of it",
-      /*pingpong=*/false);
-  return family;
-}
-
-// gemm.wgmma_pp: gemm.wgmma_ps with the ping-pong schedule (gemm_wgmma.h):
-// gemm.wgmma's parameters with wg = 2 (one warpgroup per tile in turn),
-// kg = 1 and cm = 1.
-const KernelFamily& GemmWgmmaPingpongFamily() {
-  static const NarrowedPersistentFamily family(
-      kGemmWgmmaPingpongFamily, kGemmWgmmaPingpongGeneratorVersion,
-      kGemmWgmmaParamCount, {{"wg", {2}}, {"kg", {1}}, {"cm", {1}}},
-      "gemm.wgmma_ps with the ping-pong schedule: each of the two consumer "
-      "warpgroups takes whole bm x bn tiles, the two main loops in turns, "
-      "so one tile's epilogue runs while the next tile's wgmmas do",
-      /*pingpong=*/true);
+  static const GemmTailSplitFamily family;
   return family;
 }
 

@@ -34,7 +34,7 @@ std::string ToString(const WgmmaParams& p) {
   return "bm=" + N(p.bm) + " bn=" + N(p.bn) + " bk=" + N(p.bk) +
          " st=" + N(p.stages) + " wg=" + N(p.consumers) + " gm=" +
          N(p.group_m) + " kg=" + N(p.kg) + " cm=" + N(p.cluster_m) +
-         (p.tail > 1 ? " tl=" + N(p.tail) : "") + (p.pingpong ? " pp" : "");
+         (p.tail > 1 ? " tl=" + N(p.tail) : "");
 }
 
 const std::vector<WgmmaParamDomain>& WgmmaParamDomains() {
@@ -69,16 +69,6 @@ Status ValidateWgmmaParams(const WgmmaParams& p) {
   for (size_t i = 0; i < domains.size(); ++i) {
     BT_RETURN_IF_ERROR(CheckOneOf(std::string("params.") + domains[i].name,
                                   domains[i].values, values[i]));
-  }
-  if (p.pingpong) {
-    // gemm.wgmma_pp's domain: two consumer warpgroups taking whole tiles.
-    if (p.consumers != 2 || p.kg != 1 || p.cluster_m != 1 || p.tail != 1) {
-      return InvalidArgument(
-          "params: the ping-pong schedule needs wg = 2, kg = 1, cm = 1 and "
-          "tl = 1, got wg = " + N(p.consumers) + ", kg = " + N(p.kg) +
-          ", cm = " + N(p.cluster_m) + ", tl = " + N(p.tail));
-    }
-    return OkStatus();  // bm is a multiple of 64 (the domain)
   }
   if (p.bm % (64 * p.consumers) != 0) {
     return InvalidArgument("params: bm = " + N(p.bm) +

@@ -170,10 +170,6 @@ inline constexpr char kGemmWgmmaPersistentFamily[] = "gemm.wgmma_ps";
 // change (tl = 1 is gemm.wgmma_ps's kernel, byte for byte).
 inline constexpr int kGemmWgmmaTailGeneratorVersion = 1;
 inline constexpr char kGemmWgmmaTailFamily[] = "gemm.wgmma_ts";
-// gemm.wgmma_ps with the ping-pong schedule (WgmmaParams::pingpong, below):
-// other PTX from the same parameters, so a family and version of its own.
-inline constexpr int kGemmWgmmaPingpongGeneratorVersion = 1;
-inline constexpr char kGemmWgmmaPingpongFamily[] = "gemm.wgmma_pp";
 
 // The family's parameters. Thesis names: bm = M_L, bn = N_L, bk = U,
 // kg = K_G (v2: split-K into a workspace plus a reduce entry).
@@ -193,19 +189,13 @@ struct WgmmaParams {
   // persistent grid's last, partly empty round (the tail split below); 1:
   // none. gemm.wgmma and the other families take 1 alone.
   int64_t tail = 1;
-  // gemm.wgmma_pp only (not a tuned parameter: the family sets it): the
-  // ping-pong schedule below. Each of the two consumer warpgroups owns
-  // whole bm x bn tiles, alternately.
-  bool pingpong = false;
 
   int64_t Threads() const { return 128 * (1 + consumers); }
-  int64_t RowsPerConsumer() const {
-    return pingpong ? bm : bm / consumers;
-  }
-  int64_t MTiles() const { return RowsPerConsumer() / 64; }  // per consumer
+  int64_t RowsPerConsumer() const { return bm / consumers; }
+  int64_t MTiles() const { return bm / consumers / 64; }  // per consumer
   auto Tie() const {
     return std::tie(bm, bn, bk, stages, consumers, group_m, kg, cluster_m,
-                    tail, pingpong);
+                    tail);
   }
   friend bool operator==(const WgmmaParams& a, const WgmmaParams& b) {
     return a.Tie() == b.Tie();
@@ -250,25 +240,6 @@ inline constexpr int kGemmWgmmaTailParamCount = 9;
 // in 128x256 tiles ran 257.2 us with tl = 1 and 237.9 us with tl = 4 in
 // bf16.
 inline constexpr int64_t kWgmmaTailSlots = 256;
-
-// The ping-pong schedule (gemm.wgmma_pp, pingpong = true; consumers = 2,
-// kg = 1, cm = 1, tail = 1). With the cooperative schedule above, both
-// consumer warpgroups share each tile (bm / 2 rows each), so both run the
-// epilogue at once and the tensor cores idle meanwhile. With ping-pong,
-// consumer warpgroup c takes the program's units c, c + 2, c + 4, ... (of
-// its grid-stride walk) whole: bm rows each, bm / 64 m64 tiles. The
-// producer fills the ring for the units in order, as always; the empty
-// mbarriers count one warpgroup's warps. The two warpgroups' main loops
-// take turns: before its j-th unit's main loop a warpgroup waits (named
-// barrier 4 + c, 256 threads) until the other one's main loop of unit j - 1
-// has passed its last wait on the ring, and after its own main loop it
-// arrives on the other's barrier. So one warpgroup's epilogue runs while
-// the other's wgmmas do, and the ring's positions are waited on in order
-// (the j-th unit's k tiles are positions j * ktiles ..., stage position %
-// stages, phase (position / stages) % 2), which the mbarriers' parity
-// needs: a wait on a phase two ahead of the barrier's would pass at once.
-// Launched as a persistent grid, so that every program has units for both
-// warpgroups.
 // The workspace's partial-sum slots: min(tiles, kWgmmaTailSlots), each bm *
 // bn fp32; the counters (one 32-bit word per slot, zero before the first
 // launch and after every launch) follow them.

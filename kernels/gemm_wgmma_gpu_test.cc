@@ -161,11 +161,9 @@ StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
   BT_RETURN_IF_ERROR(wg->Launch(ops, c.programs));
   std::vector<uint8_t> out((cm.value.size() + kGuard) * es);
   BT_RETURN_IF_ERROR(dc.CopyToHost(out.data(), out.size()));
-  if ((c.params.kg > 1 || c.params.tail > 1 || c.params.pingpong) &&
-      c.beta == 0) {
+  if ((c.params.kg > 1 || c.params.tail > 1) && c.beta == 0) {
     // The reduction's order is fixed: a second run gives the same bits (and
-    // for the tail split, the first left its counters zero; ping-pong: the
-    // turns leave no state behind).
+    // for the tail split, the first left its counters zero).
     BT_RETURN_IF_ERROR(wg->Launch(ops, c.programs));
     std::vector<uint8_t> again(out.size());
     BT_RETURN_IF_ERROR(dc.CopyToHost(again.data(), again.size()));
@@ -601,61 +599,6 @@ TEST_F(GemmWgmmaGpuTest, TailSplitEveryPrecision) {
     ++ran;
   }
   std::printf("tail split: %d cases pass\n", ran);
-}
-
-// gemm.wgmma_pp's ping-pong schedule (gemm_wgmma.h): each consumer
-// warpgroup takes whole tiles, the two in turns; program counts that give
-// each warpgroup 0, 1 and many tiles (one program per tile: warpgroup 1
-// idles), an odd count of units per program (warpgroup 0 has the last),
-// rings shorter and longer than a tile's k tiles (the ring positions of
-// both warpgroups' tiles, the mbarriers' parity), every layout, both
-// epilogues (TMA store, beta = 0; registers, beta != 0 or bn * bytes no
-// multiple of 128), and the same bits on a second run.
-TEST_F(GemmWgmmaGpuTest, PingpongEveryPrecision) {
-  std::mt19937 rng(13);
-  int ran = 0;
-  for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
-    const bool tf32 = dtype == DType::kTf32;
-    // 1000 x 1000 in 128 x 128 tiles: 64 tiles, k tiles of 64 (32: tf32).
-    for (unsigned programs : {0u, 64u, 32u, 13u, 5u, 1u}) {
-      for (int64_t k : {64, 200, 2000}) {
-        Case c = Make(dtype, 1000, 1000, k, Layout::kN, Layout::kT,
-                      tf32 ? "128 128 32 4 2" : "128 128 64 3 2");
-        c.params.pingpong = true;
-        c.programs = programs;
-        c.beta = programs == 13 ? 0.5f : 0.0f;
-        auto o = RunCase(c, rng);
-        ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
-        ++ran;
-      }
-    }
-    // 64 x 256 tiles (the register-lean ping-pong tile), odd sizes, and
-    // 64 x 96 (the register epilogue, bn * bytes no multiple of 128).
-    for (const char* params : {"64 256 64 4 2", "64 96 64 6 2"}) {
-      Case c = Make(dtype, 1100, 1224, 1040, Layout::kN, Layout::kT,
-                    tf32 ? (std::string(params) == "64 256 64 4 2"
-                                ? "64 256 32 4 2"
-                                : "64 96 32 6 2")
-                         : params);
-      c.params.pingpong = true;
-      c.programs = 7;
-      auto o = RunCase(c, rng);
-      ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
-      ++ran;
-    }
-    if (tf32) continue;
-    // M-major A and N-major B (bf16, fp16).
-    for (int l = 0; l < 4; ++l) {
-      Case t = Make(dtype, 520, 392, 1032, l / 2 ? Layout::kT : Layout::kN,
-                    l % 2 ? Layout::kT : Layout::kN, "128 128 64 4 2");
-      t.params.pingpong = true;
-      t.programs = 3;
-      auto o = RunCase(t, rng);
-      ASSERT_TRUE(o.ok()) << Describe(t) << ": " << o.status().ToString();
-      ++ran;
-    }
-  }
-  std::printf("ping-pong: %d cases pass\n", ran);
 }
 
 // The shapes the family is for: several tiles each way, the ring wrapping

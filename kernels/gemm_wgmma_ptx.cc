@@ -138,17 +138,6 @@ void EmitClusterSync(Ptx& p) {
 
 void EmitEpilogueSetup(Ptx& p, const Tiling& t);
 
-// %dst = the first row of C this consumer warpgroup stores: its share of
-// the tile (cooperative), or the whole tile's (ping-pong).
-void EmitConsumerRow(Ptx& p, const Tiling& t, const std::string& dst) {
-  if (t.pingpong) {
-    p << "\tmov.u32 " << dst << ", %m0;\n";
-    return;
-  }
-  p << "\tmul.lo.u32 " << dst << ", %cw, " << N(t.rows_per_consumer) << ";\n"
-    << "\tadd.u32 " << dst << ", " << dst << ", %m0;\n";
-}
-
 // %m0, %n0 of tile %tile in the grouped raster (group_m rows of tiles,
 // column by column inside a group); %tiles_n, %tiles_m, %in_group are set.
 void EmitRaster(Ptx& p, const Tiling& t) {
@@ -320,13 +309,8 @@ void EmitConsumerStart(Ptx& p, const Tiling& t, const char* what) {
   p << "\t// ==== consumer warpgroups: " << what << "\n"
     << "CONSUMER:\n";
   if (t.consumers == 2) p << "\tsetmaxnreg.inc.sync.aligned.u32 232;\n";
-  p << "\tsub.u32 %cw, %wg, 1;\n";
-  if (t.pingpong) {
-    p << "\t// ping-pong turns: wait on named barrier 4 + cw, arrive on the "
-         "other's\n"
-      << "\tadd.u32 %oid, %cw, 4;\n\tsub.u32 %aid, 5, %cw;\n";
-  }
-  p << "\tand.b32 %ctid, %thr, 127;\n"
+  p << "\tsub.u32 %cw, %wg, 1;\n"
+    << "\tand.b32 %ctid, %thr, 127;\n"
     << "\tshr.u32 %warp, %ctid, 5;\n\tand.b32 %lane, %ctid, 31;\n"
     << "\tsetp.eq.u32 %plane, %lane, 0;\n"
     << "\tsetp.eq.u32 %pone, 0, 0;\n";
@@ -337,26 +321,9 @@ void EmitConsumerStart(Ptx& p, const Tiling& t, const char* what) {
 void EmitConsumerTileStart(Ptx& p, const Tiling& t) {
   p << "\tmov.u32 %st, 0;\n\tmov.u32 %ph, 0;\n\tmov.u32 %prev, 0;\n";
   EmitFirstUnit(p, t);
-  if (t.pingpong) {
-    // Ping-pong: this warpgroup's units are the program's %cw, %cw + 2, ...
-    // (%pj counts them: the program's %pj-th unit); every unit is a whole
-    // tile of ktiles k tiles, so its first ring position is %pj * ktiles.
-    p << "\tmov.u32 %pj, %cw;\n"
-      << "\tmov.u32 %tmp, %nctaid.x;\n\tmad.lo.u32 %unit, %cw, %tmp, %unit;\n";
-  }
   p << "CTILE:\n"
     << "\tsetp.ge.u32 %pp, %unit, %units;\n\t@%pp bra CEXIT;\n";
   EmitUnit(p, t);
-  if (t.pingpong) {
-    p << "\tmul.lo.u32 %tmp, %pj, %ktiles;\n"
-      << "\trem.u32 %st, %tmp, " << N(t.stages) << ";\n"
-      << "\tdiv.u32 %tmp, %tmp, " << N(t.stages) << ";\n"
-      << "\tand.b32 %ph, %tmp, 1;\n"
-      << "\t// the other warpgroup's main loop of the program's previous "
-         "unit has passed its last wait on the ring\n"
-      << "\tsetp.ne.u32 %pp, %pj, 0;\n"
-      << "\t@%pp bar.sync %oid, 256;\n";
-  }
   for (int64_t i = 0; i < t.mt * t.bn / 2; ++i)
     p << "\tmov.f32 %acc" << N(i) << ", 0f00000000;\n";
   p << "\tmov.u32 %kt, %kb;\n";
@@ -389,13 +356,7 @@ void EmitStepEnd(Ptx& p, const Tiling& t, bool comment) {
 
 // A tile's end: its last group, and the release of its last buffer.
 void EmitConsumerTileEnd(Ptx& p, const Tiling& t) {
-  p << "CDONE:\n";
-  if (t.pingpong) {
-    p << "\t// the main loop has passed its last wait on the ring: the other "
-         "warpgroup's turn\n"
-      << "\tbar.arrive %aid, 256;\n";
-  }
-  p << "\twgmma.wait_group.sync.aligned 0;\n"
+  p << "CDONE:\n\twgmma.wait_group.sync.aligned 0;\n"
     << "\t// release the tile's last buffer: the producer fills it for the "
        "next tile\n";
   EmitRelease(p, t, "%plane");
@@ -405,11 +366,8 @@ void EmitMainLoop(Ptx& p, const Tiling& t) {
   const int64_t ksteps = t.bk / t.wk;
   EmitConsumerStart(p, t, "wgmma on the ring, one group in flight");
   // The consumer's first m tile, counted over the block.
-  if (t.pingpong)
-    p << "\tmov.u32 %aoff, 0;\n";  // the whole tile's rows
-  else
-    p << "\tmul.lo.u32 %aoff, %cw, "
-      << N(t.AOffset(t.mt, 0) - t.AOffset(0, 0)) << ";\n";
+  p << "\tmul.lo.u32 %aoff, %cw, " << N(t.AOffset(t.mt, 0) - t.AOffset(0, 0))
+    << ";\n";
   EmitEpilogueSetup(p, t);
   EmitConsumerTileStart(p, t);
   p << "CLOOP:\n"
@@ -685,8 +643,9 @@ void EmitTmaStoreEpilogue(Ptx& p, const Tiling& t) {
   const int64_t groups = t.atom / 8;
   const int64_t group_bytes = 8 * t.esize;
   p << "\t// ---- beta == 0: through shared memory, TMA tensor stores of "
-    << N(t.atom) << "-column x 64-row boxes\n";
-  EmitConsumerRow(p, t, "%erow");
+    << N(t.atom) << "-column x 64-row boxes\n"
+    << "\tmul.lo.u32 %erow, %cw, " << N(t.rows_per_consumer) << ";\n"
+    << "\tadd.u32 %erow, %erow, %m0;\n";
   for (int64_t i = 0; i < t.mt; ++i) {
     for (int64_t c = 0; c < chunks; ++c) {
       const int64_t q = i * chunks + c;
@@ -946,11 +905,6 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
                          N(kGemmWgmmaTailGeneratorVersion) +
                          ": the last round's tiles split over K)"
                    : std::string())
-    << (t.pingpong ? " ping-pong (gemm.wgmma_pp v" +
-                         N(kGemmWgmmaPingpongGeneratorVersion) +
-                         ": each consumer warpgroup takes whole tiles, in "
-                         "turns)"
-                   : std::string())
     << "; " << N(threads) << " threads, "
     << N(t.mt) << " m64n" << N(t.bn) << " tile(s) per consumer warpgroup\n"
     << "// shared: stage " << N(t.stage) << " B (A " << N(t.a_panels)
@@ -1003,7 +957,6 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
       << "\t.reg .b64 %tofs, %dc;\n"
       << "\t.reg .pred %ptail, %psplit, %pfix;\n";
   }
-  if (t.pingpong) p << "\t.reg .b32 %pj, %oid, %aid;\n";
   if (t.a_regs) {
     p << "\t.reg .b32 %fa<" << N(2 * (t.bk / t.wk) * t.mt * 4)
       << ">, %ab0, %ab1, %ab2, %ab3, %ao0, %ao1, %ao2, %ao3, %apan, %au, "
@@ -1079,7 +1032,7 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
   for (int64_t s = 0; s < t.stages; ++s) {
     p << "\tmbarrier.init.shared::cta.b64 [%full+" << N(8 * s) << "], 1;\n"
       << "\tmbarrier.init.shared::cta.b64 [%empty+" << N(8 * s) << "], "
-      << N(4 * (t.pingpong ? 1 : t.consumers) * t.cm) << ";\n";
+      << N(4 * t.consumers * t.cm) << ";\n";
   }
   p << "\tfence.mbarrier_init.release.cluster;\n"
     << "INIT_DONE:\n";
@@ -1096,9 +1049,10 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     EmitMainLoop(p, t);
   p << "\t// ==== epilogue: C = alpha * acc + beta * C (beta == 0 never "
        "reads C), through shared memory and TMA where %ptma, else from the "
-       "registers\n";
-  EmitConsumerRow(p, t, "%rbase");
-  p << "\tshl.b32 %tmp, %warp, 4;\n\tadd.u32 %rbase, %rbase, %tmp;\n"
+       "registers\n"
+    << "\tmul.lo.u32 %rbase, %cw, " << N(t.rows_per_consumer) << ";\n"
+    << "\tadd.u32 %rbase, %rbase, %m0;\n"
+    << "\tshl.b32 %tmp, %warp, 4;\n\tadd.u32 %rbase, %rbase, %tmp;\n"
     << "\tshr.u32 %tmp, %lane, 2;\n\tadd.u32 %rbase, %rbase, %tmp;\n"
     << "\tand.b32 %tmp, %lane, 3;\n\tshl.b32 %tmp, %tmp, 1;\n"
     << "\tadd.u32 %cbase, %n0, %tmp;\n"
@@ -1119,12 +1073,7 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
   else
     EmitEpilogue(p, t);
   p << "CNEXT:\n";
-  if (t.pingpong) {
-    p << "\tmov.u32 %tmp, %nctaid.x;\n\tshl.b32 %tmp, %tmp, 1;\n"
-      << "\tadd.u32 %unit, %unit, %tmp;\n\tadd.u32 %pj, %pj, 2;\n";
-  } else {
-    EmitNextUnit(p, t);
-  }
+  EmitNextUnit(p, t);
   p << "\tbra CTILE;\n"
     << "CEXIT:\n";
   if (t.tma_store) {

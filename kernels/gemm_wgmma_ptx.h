@@ -88,9 +88,6 @@ struct Tiling {
   // and the workspace's slots (WgmmaTailSlots), counters after them.
   int64_t tail = 1;
   int64_t tail_slots = 0;
-  // gemm.wgmma_pp (gemm_wgmma.h, the ping-pong schedule): each consumer
-  // warpgroup takes whole tiles, the two in turns.
-  bool pingpong = false;
 
   Tiling(DType precision, bool a_t, bool b_t, const WgmmaParams& p)
       : prec(precision),
@@ -122,7 +119,6 @@ struct Tiling {
     epilogue = EpilogueBytes(bn, esize, consumers);
     b_box_rows = (b_kmajor ? bn : bk) / cm;
     tail = p.tail;
-    pingpong = p.pingpong;
   }
   // Rows of one B TMA box: a whole panel, or with a cluster pair (cm = 2)
   // half of one, each program of the pair loading one half of every panel

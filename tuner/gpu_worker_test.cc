@@ -409,24 +409,15 @@ TEST_F(GpuWorkerTest, PersistentWgmmaInEveryPrecisionMeasuresAndPassesTheCheck) 
        "bm=128 bn=256 bk=64 st=4 wg=2 gm=16 tl=4"},
       {"gemm m=1000 n=3000 k=1000 layout=NT",
        "bm=64 bn=96 bk=64 st=5 wg=1 gm=4 tl=3"},
-      // gemm.wgmma_pp (two consumers, each with whole tiles): 16 x 86
-      // tiles of 128 x 128; 32 x 12 of 64 x 256.
-      {"gemm m=2048 n=11008 k=4096 layout=NT",
-       "bm=128 bn=128 bk=64 st=5 wg=2 gm=16"},
-      {"gemm m=2000 n=3000 k=1000 layout=NT",
-       "bm=64 bn=256 bk=64 st=4 wg=2 gm=4"},
       {"conv n=32 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1",
        "bm=128 bn=64 bk=64 st=6 wg=1 gm=8"},
       {"conv n=8 h=28 w=28 c=128 k=256 r=1 s=1 pad=0 stride=2 dilation=1",
        "bm=64 bn=128 bk=64 st=4 wg=1 gm=4"},
   };
-  for (const char* name : {"gemm.wgmma_ps", "conv.wgmma_ps", "gemm.wgmma_ts",
-                           "gemm.wgmma_pp"}) {
+  for (const char* name : {"gemm.wgmma_ps", "conv.wgmma_ps", "gemm.wgmma_ts"}) {
     const KernelFamily& ps = **FindFamily(name);
-    // gemm.wgmma_ts's base is gemm.wgmma_ps (the same kernel with tl = 1);
-    // gemm.wgmma_pp's corners ran as gemm.wgmma_ps in the first loop.
-    const bool ts = std::string(name) == "gemm.wgmma_ts" ||
-                    std::string(name) == "gemm.wgmma_pp";
+    // gemm.wgmma_ts's base is gemm.wgmma_ps (the same kernel, tl = 1).
+    const bool ts = std::string(name) == "gemm.wgmma_ts";
     const KernelFamily& base =
         **FindFamily(ts ? "gemm.wgmma_ps" : std::string(name).substr(0, 10));
     auto rules = RuleSet::ForSampling(ps, *profile);
@@ -442,20 +433,13 @@ TEST_F(GpuWorkerTest, PersistentWgmmaInEveryPrecisionMeasuresAndPassesTheCheck) 
         auto parsed = ps.Parse(p);
         if (!parsed.ok()) continue;  // another family's corner (tl)
         if (!ps.CanImplement(problem, *parsed, profile->Limits()).ok())
-          continue;  // tf32's layouts; gemm.wgmma_ts's corners have tl;
-                     // gemm.wgmma_pp's need wg = 2
+          continue;  // tf32's layouts; gemm.wgmma_ts's corners have tl
         PreparedSample prepared;
         tuner::WorkResult r = RunMma(context, p, &prepared, ps);
         ExpectOk(r);
         EXPECT_EQ(r.family(), name);
         EXPECT_TRUE(prepared.kernel.persistent);
         Print("ps   " + context + " | " + p, r);
-        // The base beside it. A gemm.wgmma_pp corner the cooperative
-        // schedule can take (wg = 2 splitting bm between the consumers) ran
-        // as gemm.wgmma_ps in the first loop: this worker has loaded that
-        // kernel already and checks it again only now and then, so it is
-        // not run again here.
-        if (std::string(name) == "gemm.wgmma_pp") continue;
         const std::string base_p = p.substr(0, p.find(" tl="));
         tuner::WorkResult plain = RunMma(context, base_p, nullptr, base);
         ExpectOk(plain);
