@@ -390,8 +390,17 @@ uint64_t HashOf(const std::vector<Candidate>& list) {
 // K_G = 1 through with U > K (one partial step) where the old rule asked
 // K_G * U <= K of every kernel. So the first comparison leaves that rule
 // out, and the second applies the old form to the new output.
-// `d` with ST (ffma version 2's parameter) pinned to 1.
+// `d` with ST (ffma version 2's parameter) pinned to 1; and gemm.ffma's
+// domain as it was then: N from 16 (as M), without the 12 decode contexts
+// named last (N = 1 .. 8, added 2026-11-28).
 Domain PinnedToStageOne(Domain d) {
+  if (d.op == Op::kGemm) {
+    const auto at = [&](const char* name) {
+      return std::find(d.names.begin(), d.names.end(), name) - d.names.begin();
+    };
+    d.values[at("n")] = d.values[at("m")];
+    d.named.resize(d.named.size() - 12);
+  }
   for (size_t p = 0; p < d.names.size(); ++p)
     if (d.names[p] == "st") d.values[p] = {1};
   return d;
