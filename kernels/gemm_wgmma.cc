@@ -499,6 +499,7 @@ StatusOr<WgmmaKernel> GenerateGemmWgmmaPacked(const Problem& problem,
   const int64_t es = k.element_bytes;
   k.ptx += wgmma_internal::PackEntry(t, pk);
   k.pack_entry = "blocktune_gemm_wgmma_pack";
+  k.operand_pointers = true;
   k.pack_grid = {static_cast<unsigned>(PackPrograms(pk, es)), 1, 1};
   k.pack_block = {static_cast<unsigned>(kPackThreads), 1, 1};
   k.workspace_bytes = pk.workspace_bytes;
@@ -513,6 +514,43 @@ StatusOr<WgmmaKernel> GenerateGemmWgmmaPacked(const Problem& problem,
   // Operands read in place keep TMA's 16-byte rows; C is free (its map
   // was encoded for ldc rounded up and is not used where ldc is not).
   k.align_elements = 1;
+  return k;
+}
+
+bool NeedsWgmmaCpAsync(const Problem& problem) {
+  const GemmContext& g = std::get<GemmContext>(problem.ctx);
+  const int64_t es = WgmmaElementBytes(g.dtype);
+  return RowsOff128(Lda(problem), es) || RowsOff128(Ldb(problem), es);
+}
+
+Status CanImplementWgmmaCpAsync(const Problem& problem, const WgmmaParams& p,
+                                const KernelLimits& limits) {
+  BT_RETURN_IF_ERROR(CanImplementWgmma(problem, p, limits));
+  if (!NeedsWgmmaCpAsync(problem)) {
+    const GemmContext& g = std::get<GemmContext>(problem.ctx);
+    return FailedPrecondition(
+        "slow_rows: gemm.wgmma_ca is offered where an operand's rows are "
+        "16- but not 128-byte aligned; lda " + N(Lda(problem)) + " and ldb " +
+        N(Ldb(problem)) + " are multiples of " +
+        N(128 / WgmmaElementBytes(g.dtype)) +
+        " elements (gemm.wgmma's TMA reads them at full speed)");
+  }
+  if (p.cluster_m != 1)
+    return FailedPrecondition("cluster_pair: gemm.wgmma_ca has no cluster "
+                              "pair (its copies are no TMA multicast): cm "
+                              "must be 1, got " + N(p.cluster_m));
+  return OkStatus();
+}
+
+StatusOr<WgmmaKernel> GenerateGemmWgmmaCpAsync(const Problem& problem,
+                                               const WgmmaParams& p,
+                                               const std::string& arch) {
+  BT_RETURN_IF_ERROR(CheckGemmWgmma(problem, p, arch));
+  BT_RETURN_IF_ERROR(CanImplementWgmmaCpAsync(problem, p));
+  Tiling t = TilingOf(problem, p);
+  t.cp_async = true;
+  WgmmaKernel k = wgmma_internal::AssembleGemmWgmma(problem, p, t, arch);
+  k.operand_pointers = true;
   return k;
 }
 

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# gemm.wgmma_ca (the cp.async producer, kernels/gemm_wgmma.h) in one device
+# call: its GPU test, then its kernels on shapes whose rows are 16- but not
+# 128-byte aligned, each timed beside cuBLASLt (mma_bench --profile: best of
+# the heuristic's algorithms, L2 read-flushed, median of 21, the output
+# checked against cuBLASLt's), next to gemm.wgmma's same tile on the same
+# rows and on rows padded to 128 bytes (what TMA reads at full speed). Carry
+# build/gpu-carry (scripts/gpu_carry.sh). Writes $OUT/cpasync-tests.txt and
+# $OUT/cpasync.txt.
+export LD_LIBRARY_PATH=$PWD/build/gpu-carry/lib
+bin=build/gpu-carry/bin
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv > "$OUT/device.txt"
+timeout 300 "$bin/gemm_wgmma_gpu_test" --gtest_filter='*CpAsync*' > "$OUT/cpasync-tests.txt" 2>&1
+grep -E "^\[  (PASSED|FAILED) |cases pass" "$OUT/cpasync-tests.txt"
+o=$OUT/cpasync.txt
+run() { # family shape params
+  timeout 120 "$bin/mma_bench" --families "$1" --profile "$2" "$3" 21 2>&1 |
+    grep -E "^profile |rror" | head -2 >> "$o"
+}
+for s in "bf16 NN 1000 1000 1000" "bf16 NT 1000 1000 1000" "bf16 TN 1000 1000 1000" \
+         "bf16 NN 2560 7000 2560" "bf16 NN 3000 3000 3000" "bf16 NT 5000 1000 2000" \
+         "fp16 NN 1000 1000 1000" "tf32 NT 1000 1000 1000"; do
+  read -r prec lay m n k <<< "$s"
+  bk=64; [[ $prec == tf32 ]] && bk=32
+  for p in "bm=64 bn=128 bk=$bk st=8 wg=1 gm=4 kg=1 cm=1" \
+           "bm=128 bn=128 bk=$bk st=6 wg=2 gm=4 kg=1 cm=1" \
+           "bm=128 bn=256 bk=$bk st=4 wg=2 gm=8 kg=1 cm=1"; do
+    run gemm.wgmma_ca "$s" "$p"
+    run gemm.wgmma "$s" "$p"
+    pad() { echo $(( ($1 + 63) / 64 * 64 )); }
+    case $lay in
+      NN) lda=$(pad "$k"); ldb=$(pad "$n") ;;
+      NT) lda=$(pad "$k"); ldb=$(pad "$k") ;;
+      TN) lda=$(pad "$m"); ldb=$(pad "$n") ;;
+      TT) lda=$(pad "$m"); ldb=$(pad "$k") ;;
+    esac
+    run gemm.wgmma "$s $lda $ldb $n" "$p"
+  done
+done
+cat "$o"
