@@ -356,6 +356,18 @@ StatusOr<WgmmaKernel> GenerateGemmWgmma(const Problem& problem,
 
 namespace {
 
+// A family offered only for some rows' alignment refusing `problem`, whose
+// lda and ldb are whole `bytes`-byte units: `rule` (its name and what it
+// asks), the numbers, and `why` the base family serves the problem.
+Status RowsRefused(const Problem& problem, const std::string& rule,
+                   int64_t bytes, const std::string& why) {
+  const GemmContext& g = std::get<GemmContext>(problem.ctx);
+  return FailedPrecondition(rule + "; lda " + N(Lda(problem)) + " and ldb " +
+                            N(Ldb(problem)) + " are multiples of " +
+                            N(bytes / WgmmaElementBytes(g.dtype)) +
+                            " elements (" + why + ")");
+}
+
 // Rows of `ld` elements of `es` bytes that TMA reads at full speed.
 bool RowsOff128(int64_t ld, int64_t es) { return ld * es % 128 != 0; }
 bool RowsOff16(int64_t ld, int64_t es) { return ld * es % 16 != 0; }
@@ -463,13 +475,9 @@ bool PassesWgmmaPackSize(const Problem& problem, const WgmmaParams& p) {
 Status CanImplementWgmmaPacked(const Problem& problem, const WgmmaParams& p,
                                const KernelLimits& limits) {
   if (!NeedsWgmmaPacking(problem)) {
-    const GemmContext& g = std::get<GemmContext>(problem.ctx);
-    return FailedPrecondition(
-        "unaligned_rows: gemm.wgmma_pk is offered where an operand's rows "
-        "are not 16-byte aligned; lda " + N(Lda(problem)) + " and ldb " +
-        N(Ldb(problem)) + " are multiples of " +
-        N(16 / WgmmaElementBytes(g.dtype)) +
-        " elements (gemm.wgmma reads them in place)");
+    return RowsRefused(problem, "unaligned_rows: gemm.wgmma_pk is offered "
+                       "where an operand's rows are not 16-byte aligned", 16,
+                       "gemm.wgmma reads them in place");
   }
   const WgmmaPacking pk = PlanWgmmaPacking(problem, p);
   BT_RETURN_IF_ERROR(CanImplementWgmma(PackedWgmmaProblem(problem, pk), p,
@@ -527,13 +535,9 @@ Status CanImplementWgmmaCpAsync(const Problem& problem, const WgmmaParams& p,
                                 const KernelLimits& limits) {
   BT_RETURN_IF_ERROR(CanImplementWgmma(problem, p, limits));
   if (!NeedsWgmmaCpAsync(problem)) {
-    const GemmContext& g = std::get<GemmContext>(problem.ctx);
-    return FailedPrecondition(
-        "slow_rows: gemm.wgmma_ca is offered where an operand's rows are "
-        "16- but not 128-byte aligned; lda " + N(Lda(problem)) + " and ldb " +
-        N(Ldb(problem)) + " are multiples of " +
-        N(128 / WgmmaElementBytes(g.dtype)) +
-        " elements (gemm.wgmma's TMA reads them at full speed)");
+    return RowsRefused(problem, "slow_rows: gemm.wgmma_ca is offered where "
+                       "an operand's rows are 16- but not 128-byte aligned",
+                       128, "gemm.wgmma's TMA reads them at full speed");
   }
   if (p.cluster_m != 1)
     return FailedPrecondition("cluster_pair: gemm.wgmma_ca has no cluster "

@@ -237,6 +237,46 @@ void EmitConvCopies(Ptx& p, const Tiling& t) {
     << "PTAP:\n";
 }
 
+// The producer's walk over its work units and each unit's k tiles: wait
+// until the consumers released stage %st, `fill` the stage (copies and
+// what tells the full mbarrier they landed), then the next stage. A unit
+// past the last goes to `exit`.
+template <typename Fill>
+void EmitProducerLoop(Ptx& p, const Tiling& t, const std::string& exit,
+                      Fill fill) {
+  EmitFirstUnit(p, t);
+  p << "PTILE:\n"
+    << "\tsetp.ge.u32 %pp, %unit, %units;\n\t@%pp bra " << exit << ";\n";
+  EmitUnit(p, t);
+  p << "\tmov.u32 %kt, %kb;\n";
+  if (t.conv)
+    EmitConvTileStart(p);
+  else
+    p << "\tmul.lo.u32 %k0, %kb, " << N(t.bk) << ";\n";
+  p << "PLOOP:\n"
+    << "\tsetp.ge.u32 %pp, %kt, %kend;\n\t@%pp bra PNEXT;\n"
+    << "\tmad.lo.u32 %sbuf, %st, " << N(t.stage) << ", %sm;\n"
+    << "\tshl.b32 %boff, %st, 3;\n"
+    << "\tadd.u32 %fb, %full, %boff;\n\tadd.u32 %eb, %empty, %boff;\n"
+    << "\t// wait until the consumers released this buffer (the first pass "
+       "waits on parity 1, complete at init)\n"
+    << "\txor.b32 %par, %ph, 1;\n";
+  EmitWait(p, "PWAIT", "%eb", "%par");
+  fill();
+  if (t.conv)
+    p << "\tadd.u32 %kt, %kt, 1;\n";
+  else
+    p << "\tadd.u32 %kt, %kt, 1;\n\tadd.u32 %k0, %k0, " << N(t.bk) << ";\n";
+  p << "\tadd.u32 %st, %st, 1;\n"
+    << "\tsetp.eq.u32 %pp, %st, " << N(t.stages) << ";\n"
+    << "\tselp.u32 %st, 0, %st, %pp;\n"
+    << "\txor.b32 %tmp, %ph, 1;\n\tselp.u32 %ph, %tmp, %ph, %pp;\n"
+    << "\tbra PLOOP;\n"
+    << "PNEXT:\n";
+  EmitNextUnit(p, t);
+  p << "\tbra PTILE;\n";
+}
+
 void EmitProducer(Ptx& p, const Tiling& t) {
   p << "\t// ==== producer warpgroup: one thread streams A and B tiles into "
        "the ring with TMA\n";
@@ -255,42 +295,16 @@ void EmitProducer(Ptx& p, const Tiling& t) {
       << ";\n"
       << "\tmov.b16 %mask, 3;\n";
   }
-  EmitFirstUnit(p, t);
-  p << "PTILE:\n"
-    << "\tsetp.ge.u32 %pp, %unit, %units;\n\t@%pp bra DONE;\n";
-  EmitUnit(p, t);
-  p << "\tmov.u32 %kt, %kb;\n";
-  if (t.conv)
-    EmitConvTileStart(p);
-  else
-    p << "\tmul.lo.u32 %k0, %kb, " << N(t.bk) << ";\n";
-  p << "PLOOP:\n"
-    << "\tsetp.ge.u32 %pp, %kt, %kend;\n\t@%pp bra PNEXT;\n"
-    << "\tmad.lo.u32 %sbuf, %st, " << N(t.stage) << ", %sm;\n"
-    << "\tshl.b32 %boff, %st, 3;\n"
-    << "\tadd.u32 %fb, %full, %boff;\n\tadd.u32 %eb, %empty, %boff;\n"
-    << "\t// wait until the consumers released this buffer (the first pass "
-       "waits on parity 1, complete at init)\n"
-    << "\txor.b32 %par, %ph, 1;\n";
-  EmitWait(p, "PWAIT", "%eb", "%par");
-  p << "\tmbarrier.arrive.expect_tx.shared::cta.b64 _, [%fb], " << N(t.stage)
-    << ";\n";
-  if (t.conv) {
-    EmitConvCopies(p, t);
-    p << "\tadd.u32 %kt, %kt, 1;\n";
-  } else {
-    EmitCopies(p, t, 'a');
-    EmitCopies(p, t, 'b');
-    p << "\tadd.u32 %kt, %kt, 1;\n\tadd.u32 %k0, %k0, " << N(t.bk) << ";\n";
-  }
-  p << "\tadd.u32 %st, %st, 1;\n"
-    << "\tsetp.eq.u32 %pp, %st, " << N(t.stages) << ";\n"
-    << "\tselp.u32 %st, 0, %st, %pp;\n"
-    << "\txor.b32 %tmp, %ph, 1;\n\tselp.u32 %ph, %tmp, %ph, %pp;\n"
-    << "\tbra PLOOP;\n"
-    << "PNEXT:\n";
-  EmitNextUnit(p, t);
-  p << "\tbra PTILE;\n";
+  EmitProducerLoop(p, t, "DONE", [&] {
+    p << "\tmbarrier.arrive.expect_tx.shared::cta.b64 _, [%fb], "
+      << N(t.stage) << ";\n";
+    if (t.conv) {
+      EmitConvCopies(p, t);
+    } else {
+      EmitCopies(p, t, 'a');
+      EmitCopies(p, t, 'b');
+    }
+  });
 }
 
 // gemm.wgmma_ca's copies of operand x into the stage at %sbuf: every
@@ -362,34 +376,12 @@ void EmitCpAsyncProducer(Ptx& p, const Tiling& t) {
     << "\tadd.u32 %swz, %swz, %tmp;\n"
     << "\tmul.lo.u32 %cj, %cj, " << N(16 / t.esize) << ";\n"
     << "\tmov.u32 %st, 0;\n\tmov.u32 %ph, 0;\n";
-  EmitFirstUnit(p, t);
-  p << "PTILE:\n"
-    << "\tsetp.ge.u32 %pp, %unit, %units;\n\t@%pp bra PDONE;\n";
-  EmitUnit(p, t);
-  p << "\tmov.u32 %kt, %kb;\n"
-    << "\tmul.lo.u32 %k0, %kb, " << N(t.bk) << ";\n"
-    << "PLOOP:\n"
-    << "\tsetp.ge.u32 %pp, %kt, %kend;\n\t@%pp bra PNEXT;\n"
-    << "\tmad.lo.u32 %sbuf, %st, " << N(t.stage) << ", %sm;\n"
-    << "\tshl.b32 %boff, %st, 3;\n"
-    << "\tadd.u32 %fb, %full, %boff;\n\tadd.u32 %eb, %empty, %boff;\n"
-    << "\t// wait until the consumers released this buffer (the first pass "
-       "waits on parity 1, complete at init)\n"
-    << "\txor.b32 %par, %ph, 1;\n";
-  EmitWait(p, "PWAIT", "%eb", "%par");
-  EmitCpAsyncCopies(p, t, 'a');
-  EmitCpAsyncCopies(p, t, 'b');
-  p << "\tcp.async.mbarrier.arrive.noinc.shared::cta.b64 [%fb];\n"
-    << "\tadd.u32 %kt, %kt, 1;\n\tadd.u32 %k0, %k0, " << N(t.bk) << ";\n"
-    << "\tadd.u32 %st, %st, 1;\n"
-    << "\tsetp.eq.u32 %pp, %st, " << N(t.stages) << ";\n"
-    << "\tselp.u32 %st, 0, %st, %pp;\n"
-    << "\txor.b32 %tmp, %ph, 1;\n\tselp.u32 %ph, %tmp, %ph, %pp;\n"
-    << "\tbra PLOOP;\n"
-    << "PNEXT:\n";
-  EmitNextUnit(p, t);
-  p << "\tbra PTILE;\n"
-    << "PDONE:\n\t// this thread's last copies have landed before it exits\n"
+  EmitProducerLoop(p, t, "PDONE", [&] {
+    EmitCpAsyncCopies(p, t, 'a');
+    EmitCpAsyncCopies(p, t, 'b');
+    p << "\tcp.async.mbarrier.arrive.noinc.shared::cta.b64 [%fb];\n";
+  });
+  p << "PDONE:\n\t// this thread's last copies have landed before it exits\n"
     << "\tcp.async.wait_all;\n\tbra DONE;\n";
 }
 
