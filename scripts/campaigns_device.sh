@@ -18,7 +18,8 @@
 #
 #   CONTEXTS=K   blocktuned --contexts-per-kernel K (default: the daemon's)
 #   SEED=S       the first campaign's seed (default 11); each next one +1
-#   MINUTES=M    a time budget for each campaign too (whichever ends first)
+#   MINUTES=M    a time budget for each campaign too (whichever ends
+#                first), whole minutes
 #   FAKE=1       a fake GPU (a check of this script where there is none)
 #   IMPORT=FILES datasets (`blocktune export --samples`) imported first
 #   FAMILIES=F,.. the families to sample (`campaign start --family`;
@@ -34,6 +35,12 @@ cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/campaigns_device.sh OUT BUILD OP:DTYPE:SAMPLES ...}
 build=${2:?usage: scripts/campaigns_device.sh OUT BUILD OP:DTYPE:SAMPLES ...}
 shift 2
+# `campaign start --minutes` takes whole minutes: say so before a daemon
+# starts, not as a JSON error after it.
+if [[ -n ${MINUTES:-} && ! $MINUTES =~ ^[1-9][0-9]*$ ]]; then
+  echo "campaigns_device.sh: MINUTES=$MINUTES: expected a whole number of minutes (1 or more)" >&2
+  exit 2
+fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 prefix=$PWD/.deps/prefix
