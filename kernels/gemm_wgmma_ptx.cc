@@ -328,8 +328,7 @@ void EmitCpAsyncCopies(Ptx& p, const Tiling& t, char x) {
   const std::string row_end = kmajor ? extent : "%K";
   const std::string col_end = kmajor ? "%K" : extent;
   const int64_t chunk = 16 / t.esize;
-  int shift = 0;
-  while ((int64_t{1} << shift) < t.esize) ++shift;
+  const int shift = Log2(t.esize);
   for (int64_t i = 0; i < panels; ++i) {
     p << "\t// " << x << " panel " << N(i) << "\n"
       << "\tadd.u32 %ccol, " << (kmajor ? "%k0" : origin) << ", "
