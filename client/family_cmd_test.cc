@@ -248,8 +248,7 @@ TEST_F(FamilyCmdTest, BadFlagsAreUsageErrorsThatNameTheFlag) {
                                "conv.ffma, gemm.mma, conv.mma, gemm.wgmma, "
                                "conv.wgmma, gemm.wgmma_rs, gemm.mma_pk, "
                                "gemm.wgmma_pk, gemm.wgmma_ps, "
-                               "conv.wgmma_ps, gemm.wgmma_ts, gemm.wgmma_ca; "
-                               "got 'gemm.nope'"));
+                               "conv.wgmma_ps, gemm.wgmma_ts; got 'gemm.nope'"));
   r = Cli(gemm + "--family conv.ffma");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_THAT(r.out, HasSubstr("--family conv.ffma computes conv, not gemm"));

@@ -31,9 +31,6 @@ const KernelFamily& GemmWgmmaPersistentFamily(); // kernels/family_wgmma.cc
 const KernelFamily& ConvWgmmaPersistentFamily(); // kernels/family_wgmma.cc
 // gemm.wgmma_ps with the tail split (its last round split over K).
 const KernelFamily& GemmWgmmaTailFamily(); // kernels/family_wgmma.cc
-// gemm.wgmma with a cp.async producer: offered only where an operand's rows
-// are 16- but not 128-byte aligned.
-const KernelFamily& GemmWgmmaCpAsyncFamily(); // kernels/family_wgmma.cc
 
 const std::vector<const KernelFamily*>& Families() {
   static const std::vector<const KernelFamily*> families = {
@@ -49,7 +46,6 @@ const std::vector<const KernelFamily*>& Families() {
       &GemmWgmmaPersistentFamily(),
       &ConvWgmmaPersistentFamily(),
       &GemmWgmmaTailFamily(),
-      &GemmWgmmaCpAsyncFamily(),
   };
   return families;
 }

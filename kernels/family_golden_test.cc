@@ -59,8 +59,6 @@ constexpr Golden kGolden[] = {
      "kConvWgmmaPersistentGeneratorVersion (kernels/conv_wgmma.h)"},
     {"gemm.wgmma_ts", 1, 0x6b2673fcfaaf7ef4ull,
      "kGemmWgmmaTailGeneratorVersion (kernels/gemm_wgmma.h)"},
-    {"gemm.wgmma_ca", 1, 0x51eeef85613dff95ull,
-     "kGemmWgmmaCpAsyncGeneratorVersion (kernels/gemm_wgmma.h)"},
 };
 
 struct Case {
@@ -193,32 +191,6 @@ std::vector<Case> GemmWgmmaTailCases() {
     out.push_back({WgmmaProblem("gemm m=1000 n=1001 k=515" + d, 8),
                    tf32 ? "bm=64 bn=96 bk=32 st=5 wg=1 gm=4 kg=1 tl=3"
                         : "bm=64 bn=96 bk=64 st=5 wg=1 gm=4 kg=1 tl=2",
-                   "sm_90"});
-  }
-  return out;
-}
-
-// gemm.wgmma_ca: rows of 16 but not 128 bytes in every layout (M- and
-// N-major operands), one or two consumers, split-K, both epilogues (TMA
-// store: bn * bytes a multiple of 128; registers: bn 96), every precision.
-std::vector<Case> GemmWgmmaCpAsyncCases() {
-  std::vector<Case> out;
-  for (const char* l : kLayouts) {
-    const std::string d = std::string(" layout=") + l + " dtype=bf16";
-    out.push_back({WgmmaProblem("gemm m=1000 n=1000 k=1000" + d, 8),
-                   "bm=64 bn=128 bk=64 st=8 wg=1 gm=4 kg=1 cm=1", "sm_90a"});
-    out.push_back({WgmmaProblem("gemm m=776 n=1304 k=520" + d, 8),
-                   "bm=128 bn=128 bk=64 st=5 wg=2 gm=8 kg=2 cm=1", "sm_90a"});
-  }
-  // The register epilogue (bn 96; B K-major).
-  out.push_back({WgmmaProblem("gemm m=776 n=1304 k=520 layout=NT dtype=bf16", 8),
-                 "bm=128 bn=96 bk=64 st=5 wg=2 gm=8 kg=1 cm=1", "sm_90a"});
-  for (const char* dtype : {"fp16", "tf32"}) {
-    const std::string d = std::string(" layout=NT dtype=") + dtype;
-    const bool tf32 = std::string(dtype) == "tf32";
-    out.push_back({WgmmaProblem("gemm m=2000 n=3000 k=1000" + d, 8),
-                   tf32 ? "bm=128 bn=128 bk=32 st=6 wg=2 gm=16 kg=1 cm=1"
-                        : "bm=128 bn=256 bk=64 st=4 wg=2 gm=16 kg=1 cm=1",
                    "sm_90"});
   }
   return out;
@@ -407,7 +379,6 @@ std::vector<Case> CasesOf(std::string_view family) {
   // The persistent families emit their base family's PTX.
   if (family == "gemm.wgmma_ps") return GemmWgmmaCases();
   if (family == "gemm.wgmma_ts") return GemmWgmmaTailCases();
-  if (family == "gemm.wgmma_ca") return GemmWgmmaCpAsyncCases();
   if (family == "conv.wgmma_ps") return ConvWgmmaCases();
   return {};
 }

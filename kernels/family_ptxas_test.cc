@@ -71,9 +71,6 @@ constexpr int kPersistentSamples = 10;
 // split's own epilogue and unit walk, which 100 kernels per precision
 // cover.
 constexpr int kTailSamples = 100;
-// gemm.wgmma_ca: gemm.wgmma's tile code (sampled there) and its own
-// cp.async producer, which 100 kernels per precision cover.
-constexpr int kProducerSamples = 100;
 
 int Samples(const std::string& family) {
   if (const char* env = std::getenv("BLOCKTUNE_PTXAS_SAMPLES"))
@@ -82,7 +79,6 @@ int Samples(const std::string& family) {
   // Their base family's PTX (family_test checks it byte for byte).
   if (family == "gemm.wgmma_ps" || family == "conv.wgmma_ps") return kPersistentSamples;
   if (family == "gemm.wgmma_ts") return kTailSamples;
-  if (family == "gemm.wgmma_ca") return kProducerSamples;
   return kDefaultSamples;
 }
 

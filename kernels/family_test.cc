@@ -23,7 +23,6 @@ namespace blocktune {
 namespace {
 
 using ::testing::HasSubstr;
-using ::testing::Not;
 
 // The two devices the checks run against: the H100 (KernelLimits'
 // defaults) and an A100-like sm_80 (163 KiB opt-in shared memory).
@@ -172,17 +171,15 @@ TEST(FamilyRegistryTest, FamiliesForMatchesOpAndPrecision) {
     const auto all = FamiliesFor(Op::kGemm, d);
     // tf32 has gemm.wgmma_rs too (NN and TT, A from registers); then
     // gemm.mma_pk and gemm.wgmma_pk (offered only where rows are not 16-
-    // and 128-byte aligned); then gemm.wgmma_ps (the persistent grid),
-    // gemm.wgmma_ts (with the tail split) and gemm.wgmma_ca (a cp.async
-    // producer, offered where rows are 16- but not 128-byte aligned).
-    ASSERT_EQ(all.size(), d == DType::kTf32 ? 8u : 7u) << ToString(d);
+    // and 128-byte aligned); then gemm.wgmma_ps (the persistent grid) and
+    // gemm.wgmma_ts (with the tail split).
+    ASSERT_EQ(all.size(), d == DType::kTf32 ? 7u : 6u) << ToString(d);
     EXPECT_EQ(all[1]->name(), "gemm.wgmma");
     if (d == DType::kTf32) EXPECT_EQ(all[2]->name(), "gemm.wgmma_rs");
-    EXPECT_EQ(all[all.size() - 5]->name(), "gemm.mma_pk");
-    EXPECT_EQ(all[all.size() - 4]->name(), "gemm.wgmma_pk");
-    EXPECT_EQ(all[all.size() - 3]->name(), "gemm.wgmma_ps");
-    EXPECT_EQ(all[all.size() - 2]->name(), "gemm.wgmma_ts");
-    EXPECT_EQ(all.back()->name(), "gemm.wgmma_ca");
+    EXPECT_EQ(all[all.size() - 4]->name(), "gemm.mma_pk");
+    EXPECT_EQ(all[all.size() - 3]->name(), "gemm.wgmma_pk");
+    EXPECT_EQ(all[all.size() - 2]->name(), "gemm.wgmma_ps");
+    EXPECT_EQ(all.back()->name(), "gemm.wgmma_ts");
   }
   for (DType d : {DType::kBf16, DType::kFp16, DType::kTf32}) {
     const auto all = FamiliesFor(Op::kConv, d);
@@ -554,74 +551,6 @@ TEST(WgmmaFamilyTest, TailSplitFamilySplitsThePersistentGridsLastRound) {
   }
 }
 
-// gemm.wgmma_ca is gemm.wgmma with a cp.async producer: its rules are
-// gemm.wgmma's with slow_rows after the first and cluster_pair last; it is
-// offered where rows are 16- but not 128-byte aligned; the producer's 128
-// threads copy 16 bytes at a time into the swizzled ring (no TMA load),
-// each full mbarrier expects their 128 arrivals, and the consumers fence
-// the async proxy before wgmma reads a stage. The entry takes A, B, lda and
-// ldb after tmap_c.
-TEST(WgmmaFamilyTest, CpAsyncFamilyReadsRowsThatTmaReadsSlowly) {
-  const KernelFamily& w = Family("gemm.wgmma");
-  const KernelFamily& ca = Family("gemm.wgmma_ca");
-  EXPECT_EQ(ca.op(), Op::kGemm);
-  EXPECT_EQ(ca.precisions(), w.precisions());
-  ASSERT_EQ(ca.rules().size(), w.rules().size() + 2);
-  EXPECT_EQ(ca.rules()[1], "slow_rows");
-  EXPECT_EQ(ca.rules().back(), "cluster_pair");
-  ASSERT_EQ(ca.params().size(), w.params().size());
-  const KernelLimits h100 = H100();
-  auto p = ca.Parse("bm=64 bn=128 bk=64 st=8 wg=1 gm=4 kg=1 cm=1");
-  ASSERT_TRUE(p.ok()) << p.status().ToString();
-  const Problem tight(Gemm(1000, 1000, 1000, Layout::kN, Layout::kN, DType::kBf16));
-  const Problem aligned(Gemm(1024, 1024, 1024, Layout::kN, Layout::kN, DType::kBf16));
-  ASSERT_TRUE(ca.CanImplement(tight, *p, h100).ok());
-  EXPECT_THAT(std::string(ca.CanImplement(aligned, *p, h100).message()),
-              HasSubstr("slow_rows: gemm.wgmma_ca is offered where an operand's "
-                        "rows are 16- but not 128-byte aligned; lda 1024 and ldb "
-                        "1024 are multiples of 64 elements"));
-  // Rows that are not even 16-byte aligned: gemm.wgmma's rule alignment.
-  const Problem odd(Gemm(1000, 1000, 1001, Layout::kN, Layout::kN, DType::kBf16));
-  EXPECT_THAT(std::string(ca.CanImplement(odd, *p, h100).message()),
-              HasSubstr("alignment"));
-  auto pair = ca.Parse("bm=128 bn=64 bk=64 st=4 wg=1 gm=4 kg=1 cm=2");
-  ASSERT_TRUE(pair.ok());
-  EXPECT_FALSE(ca.CanImplement(tight, *pair, h100).ok());
-  EXPECT_EQ(ca.FirstFailingRule(tight, *pair, h100) >= 0, true);
-  auto k = ca.Generate(tight, *p, "sm_90");
-  ASSERT_TRUE(k.ok()) << k.status().ToString();
-  EXPECT_EQ(k->target, "sm_90a");
-  EXPECT_THAT(k->ptx, HasSubstr("// blocktune gemm.wgmma_ca v1"));
-  // A 64 x 64 A panel and two 64 x 64 B panels (N-major) per stage: 512 +
-  // 1024 chunks of 16 bytes over 128 threads, 12 copies each.
-  size_t copies = 0;
-  for (size_t at = k->ptx.find("cp.async.cg.shared.global"); at != std::string::npos;
-       at = k->ptx.find("cp.async.cg.shared.global", at + 1))
-    ++copies;
-  EXPECT_EQ(copies, 12u);
-  EXPECT_THAT(k->ptx, HasSubstr("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%fb];"));
-  EXPECT_THAT(k->ptx, HasSubstr("mbarrier.init.shared::cta.b64 [%full+0], 128;"));
-  EXPECT_THAT(k->ptx, HasSubstr("fence.proxy.async.shared::cta;\n"));
-  EXPECT_THAT(k->ptx, HasSubstr("cp.async.wait_all;"));
-  // No TMA load (the epilogue's TMA store stays).
-  EXPECT_THAT(k->ptx, Not(HasSubstr("cp.async.bulk.tensor.2d.shared::cluster.global")));
-  EXPECT_THAT(k->ptx, HasSubstr("cp.async.bulk.tensor.2d.global.shared::cta"));
-  std::vector<std::string> names;
-  for (const KernelParam& q : k->entry_params) names.push_back(q.name);
-  ASSERT_GE(names.size(), 4u);
-  EXPECT_EQ(std::vector<std::string>(names.end() - 4, names.end()),
-            (std::vector<std::string>{"A", "B", "lda", "ldb"}));
-  EXPECT_TRUE(k->pack_entry.empty());
-  // gemm.wgmma's PTX for the same configuration: TMA loads, one arrival.
-  auto base = w.Generate(tight, *p, "sm_90");
-  ASSERT_TRUE(base.ok()) << base.status().ToString();
-  EXPECT_THAT(base->ptx, HasSubstr("mbarrier.init.shared::cta.b64 [%full+0], 1;"));
-  EXPECT_THAT(base->ptx, Not(HasSubstr("cp.async.cg")));
-  for (const Params& d : ca.DefaultCandidates())
-    EXPECT_TRUE(ca.ValidateParams(d, "params").ok()) << ca.Format(d);
-  EXPECT_TRUE(ca.Default(tight, h100).ok());
-}
-
 TEST(FamilyTest, DefaultFitsConvolutions) {
   const KernelFamily& f = Family("conv.ffma");
   int checked = 0;
@@ -818,9 +747,6 @@ TEST(FamilyTest, CanImplementRefusesTheWrongOpOrPrecisionNamingTheField) {
     // 128-byte aligned.
     if (f->name() == "gemm.mma_pk" || f->name() == "gemm.wgmma_pk")
       std::get<GemmContext>(right.ctx).k = 63;
-    // gemm.wgmma_ca only rows that are 16- but not 128-byte aligned (A's:
-    // K = 72).
-    if (f->name() == "gemm.wgmma_ca") std::get<GemmContext>(right.ctx).k = 72;
     if (f->op() == Op::kGemm)
       std::get<GemmContext>(right.ctx).dtype = f->precisions().front();
     else

@@ -4,9 +4,8 @@
 // (conv_wgmma.h): the implicit-GEMM convolution on the same kernel;
 // `gemm.wgmma_pk`, on packed operands; `gemm.wgmma_ps` and `conv.wgmma_ps`,
 // gemm.wgmma's and conv.wgmma's kernels launched as persistent grids;
-// `gemm.wgmma_ts`, gemm.wgmma_ps with the tail split; `gemm.wgmma_ca`,
-// gemm.wgmma with a cp.async producer. Behind the family interface,
-// registered in family.cc after gemm.mma and conv.mma.
+// `gemm.wgmma_ts`, gemm.wgmma_ps with the tail split. Behind the family
+// interface, registered in family.cc after gemm.mma and conv.mma.
 #include <iterator>
 #include <utility>
 
@@ -26,7 +25,6 @@ const KernelFamily& ConvWgmmaFamily();
 const KernelFamily& GemmWgmmaPersistentFamily();
 const KernelFamily& ConvWgmmaPersistentFamily();
 const KernelFamily& GemmWgmmaTailFamily();
-const KernelFamily& GemmWgmmaCpAsyncFamily();
 
 namespace {
 
@@ -163,15 +161,13 @@ void FillGemmEntry(const WgmmaKernel& k, GeneratedKernel* out) {
   out->tensor_maps = {{0, s ? 'B' : 'A', k.map_a},
                       {1, s ? 'A' : 'B', k.map_b},
                       {10, 'C', k.map_c}};
-  if (!k.operand_pointers) return;
-  // gemm.wgmma_pk and gemm.wgmma_ca: the operands as stored, for the pack
-  // entry or the cp.async producer.
+  if (k.pack_entry.empty()) return;
+  // gemm.wgmma_pk: the operands as stored, for the pack entry; the maps of
+  // packed operands cover the workspace.
   out->entry_params.push_back({"A", "u64", 448, 8, "A device address"});
   out->entry_params.push_back({"B", "u64", 456, 8, "B device address"});
   out->entry_params.push_back({"lda", "u32", 464, 4, "leading dimension of A"});
   out->entry_params.push_back({"ldb", "u32", 468, 4, "leading dimension of B"});
-  if (k.pack_entry.empty()) return;
-  // gemm.wgmma_pk: the maps of packed operands cover the workspace.
   out->tensor_maps[0].operand = k.map_a_operand;
   out->tensor_maps[0].offset = k.map_a_offset;
   out->tensor_maps[1].operand = k.map_b_operand;
@@ -319,50 +315,6 @@ class WgmmaPackedFamily : public WgmmaFamily {
                                      const WgmmaParams& w,
                                      const std::string& target) const override {
     return GenerateGemmWgmmaPacked(problem, w, target);
-  }
-};
-
-// gemm.wgmma with a cp.async producer (gemm_wgmma.h
-// GenerateGemmWgmmaCpAsync): gemm.wgmma's parameters and rules, after one
-// of its own (some operand's rows are 16- but not 128-byte aligned, which
-// gemm.wgmma's TMA reads slowly) and a last one (no cluster pair).
-class WgmmaCpAsyncFamily : public WgmmaFamily {
- public:
-  WgmmaCpAsyncFamily() {
-    rules_.insert(rules_.begin() + 1, "slow_rows");
-    rules_.push_back("cluster_pair");
-  }
-
-  std::string_view name() const override { return kGemmWgmmaCpAsyncFamily; }
-  int version() const override { return kGemmWgmmaCpAsyncGeneratorVersion; }
-  std::string_view summary() const override {
-    return "gemm.wgmma whose producer warpgroup reads A and B with 16-byte "
-           "cp.async (128 threads, zero fill past the matrix) into the same "
-           "swizzled ring, where A's or B's rows are 16- but not 128-byte "
-           "aligned (TMA reads those slowly); no cluster pair";
-  }
-
-  bool Passes(int rule, const Problem& problem, const Params& params,
-              const KernelLimits& limits) const override {
-    const WgmmaParams w = Wgmma(params);
-    if (rule == 0) return PassesWgmmaRule(kWgmmaRules[0], problem, w, limits);
-    if (rule == 1) return NeedsWgmmaCpAsync(problem);
-    if (rule == static_cast<int>(rules_.size()) - 1) return w.cluster_m == 1;
-    return PassesWgmmaRule(kWgmmaRules[rule - 1], problem, w, limits);
-  }
-  bool RuleUsesProblem(int rule) const override {
-    return rule != static_cast<int>(rules_.size()) - 1;
-  }
-
- protected:
-  Status CanImplementGemm(const Problem& problem, const WgmmaParams& w,
-                          const KernelLimits& limits) const override {
-    return CanImplementWgmmaCpAsync(problem, w, limits);
-  }
-  StatusOr<WgmmaKernel> GenerateGemm(const Problem& problem,
-                                     const WgmmaParams& w,
-                                     const std::string& target) const override {
-    return GenerateGemmWgmmaCpAsync(problem, w, target);
   }
 };
 
@@ -675,11 +627,6 @@ const KernelFamily& GemmWgmmaRsFamily() {
 
 const KernelFamily& GemmWgmmaPackedFamily() {
   static const WgmmaPackedFamily family;
-  return family;
-}
-
-const KernelFamily& GemmWgmmaCpAsyncFamily() {
-  static const WgmmaCpAsyncFamily family;
   return family;
 }
 

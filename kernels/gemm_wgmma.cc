@@ -356,18 +356,6 @@ StatusOr<WgmmaKernel> GenerateGemmWgmma(const Problem& problem,
 
 namespace {
 
-// A family offered only for some rows' alignment refusing `problem`, whose
-// lda and ldb are whole `bytes`-byte units: `rule` (its name and what it
-// asks), the numbers, and `why` the base family serves the problem.
-Status RowsRefused(const Problem& problem, const std::string& rule,
-                   int64_t bytes, const std::string& why) {
-  const GemmContext& g = std::get<GemmContext>(problem.ctx);
-  return FailedPrecondition(rule + "; lda " + N(Lda(problem)) + " and ldb " +
-                            N(Ldb(problem)) + " are multiples of " +
-                            N(bytes / WgmmaElementBytes(g.dtype)) +
-                            " elements (" + why + ")");
-}
-
 // Rows of `ld` elements of `es` bytes that TMA reads at full speed.
 bool RowsOff128(int64_t ld, int64_t es) { return ld * es % 128 != 0; }
 bool RowsOff16(int64_t ld, int64_t es) { return ld * es % 16 != 0; }
@@ -475,9 +463,13 @@ bool PassesWgmmaPackSize(const Problem& problem, const WgmmaParams& p) {
 Status CanImplementWgmmaPacked(const Problem& problem, const WgmmaParams& p,
                                const KernelLimits& limits) {
   if (!NeedsWgmmaPacking(problem)) {
-    return RowsRefused(problem, "unaligned_rows: gemm.wgmma_pk is offered "
-                       "where an operand's rows are not 16-byte aligned", 16,
-                       "gemm.wgmma reads them in place");
+    const GemmContext& g = std::get<GemmContext>(problem.ctx);
+    return FailedPrecondition(
+        "unaligned_rows: gemm.wgmma_pk is offered where an operand's rows "
+        "are not 16-byte aligned; lda " + N(Lda(problem)) + " and ldb " +
+        N(Ldb(problem)) + " are multiples of " +
+        N(16 / WgmmaElementBytes(g.dtype)) +
+        " elements (gemm.wgmma reads them in place)");
   }
   const WgmmaPacking pk = PlanWgmmaPacking(problem, p);
   BT_RETURN_IF_ERROR(CanImplementWgmma(PackedWgmmaProblem(problem, pk), p,
@@ -507,7 +499,6 @@ StatusOr<WgmmaKernel> GenerateGemmWgmmaPacked(const Problem& problem,
   const int64_t es = k.element_bytes;
   k.ptx += wgmma_internal::PackEntry(t, pk);
   k.pack_entry = "blocktune_gemm_wgmma_pack";
-  k.operand_pointers = true;
   k.pack_grid = {static_cast<unsigned>(PackPrograms(pk, es)), 1, 1};
   k.pack_block = {static_cast<unsigned>(kPackThreads), 1, 1};
   k.workspace_bytes = pk.workspace_bytes;
@@ -522,39 +513,6 @@ StatusOr<WgmmaKernel> GenerateGemmWgmmaPacked(const Problem& problem,
   // Operands read in place keep TMA's 16-byte rows; C is free (its map
   // was encoded for ldc rounded up and is not used where ldc is not).
   k.align_elements = 1;
-  return k;
-}
-
-bool NeedsWgmmaCpAsync(const Problem& problem) {
-  const GemmContext& g = std::get<GemmContext>(problem.ctx);
-  const int64_t es = WgmmaElementBytes(g.dtype);
-  return RowsOff128(Lda(problem), es) || RowsOff128(Ldb(problem), es);
-}
-
-Status CanImplementWgmmaCpAsync(const Problem& problem, const WgmmaParams& p,
-                                const KernelLimits& limits) {
-  BT_RETURN_IF_ERROR(CanImplementWgmma(problem, p, limits));
-  if (!NeedsWgmmaCpAsync(problem)) {
-    return RowsRefused(problem, "slow_rows: gemm.wgmma_ca is offered where "
-                       "an operand's rows are 16- but not 128-byte aligned",
-                       128, "gemm.wgmma's TMA reads them at full speed");
-  }
-  if (p.cluster_m != 1)
-    return FailedPrecondition("cluster_pair: gemm.wgmma_ca has no cluster "
-                              "pair (its copies are no TMA multicast): cm "
-                              "must be 1, got " + N(p.cluster_m));
-  return OkStatus();
-}
-
-StatusOr<WgmmaKernel> GenerateGemmWgmmaCpAsync(const Problem& problem,
-                                               const WgmmaParams& p,
-                                               const std::string& arch) {
-  BT_RETURN_IF_ERROR(CheckGemmWgmma(problem, p, arch));
-  BT_RETURN_IF_ERROR(CanImplementWgmmaCpAsync(problem, p));
-  Tiling t = TilingOf(problem, p);
-  t.cp_async = true;
-  WgmmaKernel k = wgmma_internal::AssembleGemmWgmma(problem, p, t, arch);
-  k.operand_pointers = true;
   return k;
 }
 

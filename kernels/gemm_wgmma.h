@@ -158,10 +158,6 @@ inline constexpr char kGemmWgmmaFamily[] = "gemm.wgmma";
 // gemm.wgmma on packed operands (GenerateGemmWgmmaPacked); its own version.
 inline constexpr int kGemmWgmmaPackedGeneratorVersion = 1;
 inline constexpr char kGemmWgmmaPackedFamily[] = "gemm.wgmma_pk";
-// gemm.wgmma with a cp.async producer (GenerateGemmWgmmaCpAsync); its own
-// version.
-inline constexpr int kGemmWgmmaCpAsyncGeneratorVersion = 1;
-inline constexpr char kGemmWgmmaCpAsyncFamily[] = "gemm.wgmma_ca";
 // gemm.wgmma's kernel launched as a persistent grid (family_wgmma.cc
 // WgmmaPersistentFamily): its PTX is gemm.wgmma's, byte for byte (so a
 // gemm.wgmma bump changes it and the golden test asks for this one's too);
@@ -341,9 +337,6 @@ struct WgmmaKernel {
   std::array<unsigned, 3> pack_block{};
   char map_a_operand = 'A', map_b_operand = 'B';
   int64_t map_a_offset = 0, map_b_offset = 0;
-  // GenerateGemmWgmmaPacked and GenerateGemmWgmmaCpAsync: the entry takes
-  // A, B (device addresses), lda and ldb after tmap_c.
-  bool operand_pointers = false;
 };
 
 // kg * M * N * 4 where kg > 1; where tail > 1 the tail split's slots and
@@ -418,28 +411,6 @@ Status CanImplementWgmmaPacked(const Problem& problem, const WgmmaParams& p,
 // parameters. Like gemm.mma_pk's, the PTX is for this problem's M, N and K
 // only (the packs' sizes and offsets are constants in it).
 StatusOr<WgmmaKernel> GenerateGemmWgmmaPacked(
-    const Problem& problem, const WgmmaParams& p,
-    const std::string& arch = "sm_90a");
-
-// A cp.async producer (family gemm.wgmma_ca). On the H200 (bench/results/
-// h200/align/tile64.txt) gemm.wgmma's 64 x 128 kernel ran bf16 1000^3 NN in
-// 13.5 us with rows of 1000 elements and in 9.1 us with rows padded to
-// 1024: TMA reads rows that are 16- but not 128-byte aligned slowly (each
-// 128-byte box row spans two lines), and a pack into padded rows
-// (gemm.wgmma_pk) costs more than it saves where every row is 16-byte
-// aligned. This kernel is gemm.wgmma's with the producer warpgroup's 128
-// threads reading A and B themselves, 16 bytes a copy (cp.async.cg, zero
-// fill past the matrix), into the same 128-byte-swizzled ring; each
-// stage's full mbarrier completes when the 128 threads' copies have
-// (cp.async.mbarrier.arrive.noinc). Offered where every operand's rows are
-// 16-byte aligned (gemm.wgmma's rule alignment) and some operand's are not
-// 128-byte aligned (rule slow_rows); no cluster pair (rule cluster_pair:
-// cm = 1). The entry is gemm.wgmma's with A, B, lda and ldb after tmap_c
-// (its A and B maps are encoded but not read).
-bool NeedsWgmmaCpAsync(const Problem& problem);
-Status CanImplementWgmmaCpAsync(const Problem& problem, const WgmmaParams& p,
-                                const KernelLimits& limits = {});
-StatusOr<WgmmaKernel> GenerateGemmWgmmaCpAsync(
     const Problem& problem, const WgmmaParams& p,
     const std::string& arch = "sm_90a");
 

@@ -92,7 +92,6 @@ struct Case {
   float alpha = 1, beta = 0;
   unsigned programs = 0;  // LoadedWgmma::Launch: 0 one per tile
   bool rs = false;        // gemm.wgmma_rs (tf32 NN, TT) instead of gemm.wgmma
-  bool ca = false;        // gemm.wgmma_ca (the cp.async producer)
 };
 
 std::string Describe(const Case& c) {
@@ -101,7 +100,7 @@ std::string Describe(const Case& c) {
          std::to_string(ld[1]) + "/" + std::to_string(ld[2]) + " " +
          ToString(c.params) + " alpha " + std::to_string(c.alpha) + " beta " +
          std::to_string(c.beta) + " programs " + std::to_string(c.programs) +
-         (c.rs ? " (gemm.wgmma_rs)" : "") + (c.ca ? " (gemm.wgmma_ca)" : "");
+         (c.rs ? " (gemm.wgmma_rs)" : "");
 }
 
 // Elements past C's last row, poisoned and checked: a store past M fails.
@@ -122,10 +121,8 @@ StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
   HostMatrix b = Random(dtype, b_rows * ldb, rng);
   HostMatrix cm = Random(dtype, g.m * ldc, rng);
 
-  BT_ASSIGN_OR_RETURN(
-      auto wg, c.rs   ? LoadedWgmma::CreateRs(c.problem, c.params)
-               : c.ca ? LoadedWgmma::CreateCpAsync(c.problem, c.params)
-                      : LoadedWgmma::Create(c.problem, c.params));
+  BT_ASSIGN_OR_RETURN(auto wg, c.rs ? LoadedWgmma::CreateRs(c.problem, c.params)
+                                    : LoadedWgmma::Create(c.problem, c.params));
   BT_ASSIGN_OR_RETURN(DeviceBuffer da,
                       DeviceBuffer::Allocate(a.value.size() * es));
   BT_ASSIGN_OR_RETURN(DeviceBuffer db,
@@ -602,51 +599,6 @@ TEST_F(GemmWgmmaGpuTest, TailSplitEveryPrecision) {
     ++ran;
   }
   std::printf("tail split: %d cases pass\n", ran);
-}
-
-// gemm.wgmma_ca: rows that are 16- but not 128-byte aligned, read by the
-// producer's 16-byte cp.async into the swizzled ring. Every layout (K- and
-// M/N-major panels), one and two consumers, split-K, 16-row panels (bn 16),
-// the register epilogue (bn 96), M, N and K tails: rows past M or K and
-// chunks cut by the end of a row (K = 1001 in rows of 1008: a chunk of 2 of
-// its 16 bytes), every precision (tf32: NT).
-TEST_F(GemmWgmmaGpuTest, CpAsyncEveryPrecision) {
-  std::mt19937 rng(17);
-  int ran = 0;
-  for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
-    const bool tf32 = dtype == DType::kTf32;
-    std::vector<Case> cases;
-    for (Layout la : {Layout::kN, Layout::kT}) {
-      for (Layout lb : {Layout::kN, Layout::kT}) {
-        if (tf32 && (la != Layout::kN || lb != Layout::kT)) continue;
-        cases.push_back(Make(dtype, 1000, 1000, 1000, la, lb,
-                             tf32 ? "64 128 32 8 1" : "64 128 64 8 1"));
-        cases.push_back(Make(dtype, 776, 1304, 520, la, lb,
-                             tf32 ? "128 128 32 5 2" : "128 128 64 5 2"));
-      }
-    }
-    // The register epilogue, split-K, 16-row panels, a chunk cut short.
-    Case r = Make(dtype, 776, 1000, 1000, Layout::kN, Layout::kT,
-                  tf32 ? "128 96 32 4 1" : "128 96 64 4 1");
-    r.params.kg = 2;
-    r.beta = 0.5f;
-    cases.push_back(r);
-    cases.push_back(Make(dtype, 200, 1000, 1000, Layout::kN, Layout::kT,
-                         tf32 ? "64 16 32 4 1" : "64 16 64 4 1"));
-    Case cut = Make(dtype, 1000, 1000, 1001, Layout::kN, Layout::kT,
-                    tf32 ? "64 64 32 4 1" : "64 64 64 4 1");
-    cut.problem.lda = 1008;
-    cut.problem.ldb = 1008;
-    cases.push_back(cut);
-    for (Case& c : cases) {
-      c.ca = true;
-      c.params.group_m = 4;
-      auto o = RunCase(c, rng);
-      ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
-      ++ran;
-    }
-  }
-  std::printf("cp.async producer: %d cases pass\n", ran);
 }
 
 // The shapes the family is for: several tiles each way, the ring wrapping

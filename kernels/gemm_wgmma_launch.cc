@@ -20,15 +20,6 @@ StatusOr<std::unique_ptr<LoadedWgmma>> LoadedWgmma::CreateRs(
   return Load(problem, std::move(k));
 }
 
-StatusOr<std::unique_ptr<LoadedWgmma>> LoadedWgmma::CreateCpAsync(
-    const Problem& problem, const WgmmaParams& params,
-    const KernelLimits& limits) {
-  BT_RETURN_IF_ERROR(ValidateWgmmaParams(params));
-  BT_RETURN_IF_ERROR(CanImplementWgmmaCpAsync(problem, params, limits));
-  BT_ASSIGN_OR_RETURN(WgmmaKernel k, GenerateGemmWgmmaCpAsync(problem, params));
-  return Load(problem, std::move(k));
-}
-
 StatusOr<std::unique_ptr<LoadedWgmma>> LoadedWgmma::Load(const Problem& problem,
                                                          WgmmaKernel kernel) {
   std::unique_ptr<LoadedWgmma> w(new LoadedWgmma);
@@ -79,21 +70,11 @@ Status LoadedWgmma::Launch(const WgmmaOperands& ops,
     return InvalidArgument("gemm.wgmma with kg > 1 needs a workspace of " +
                            std::to_string(k.workspace_bytes) + " bytes");
   }
-  // gemm.wgmma_ca: A, B, lda and ldb after tmap_c (its producer's copies).
-  uint64_t a = ops.a, b = ops.b;
-  uint32_t lda = static_cast<uint32_t>(LeadingDims(problem_)[0]),
-           ldb = static_cast<uint32_t>(LeadingDims(problem_)[1]);
-  std::vector<void*> args = {map_a.bytes, map_b.bytes, &c, &m, &n, &kk,
-                             &ldc, &alpha, &beta, &w, map_c.bytes};
-  if (k.operand_pointers) {
-    if (!k.pack_entry.empty())
-      return InvalidArgument("LoadedWgmma does not launch gemm.wgmma_pk's "
-                             "pack entry");
-    args.insert(args.end(), {&a, &b, &lda, &ldb});
-  }
-  BT_RETURN_IF_ERROR(cuda::Launch(function_, {grid, k.grid[1], k.grid[2]},
-                                  {k.block[0], k.block[1], k.block[2]},
-                                  k.shared_bytes, args));
+  BT_RETURN_IF_ERROR(cuda::Launch(
+      function_, {grid, k.grid[1], k.grid[2]},
+      {k.block[0], k.block[1], k.block[2]}, k.shared_bytes,
+      {map_a.bytes, map_b.bytes, &c, &m, &n, &kk, &ldc, &alpha, &beta, &w,
+       map_c.bytes}));
   if (k.reduce_entry.empty()) return OkStatus();
   // workspace_bytes = kg * M * N * 4.
   uint32_t kg = static_cast<uint32_t>(k.workspace_bytes / (4 * int64_t{m} * n));

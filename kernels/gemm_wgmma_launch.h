@@ -47,11 +47,6 @@ class LoadedWgmma {
   static StatusOr<std::unique_ptr<LoadedWgmma>> CreateRs(
       const Problem& problem, const WgmmaParams& params,
       const KernelLimits& limits = {});
-  // The same for gemm.wgmma_ca (gemm_wgmma.h GenerateGemmWgmmaCpAsync):
-  // rows that are 16- but not 128-byte aligned, read by cp.async.
-  static StatusOr<std::unique_ptr<LoadedWgmma>> CreateCpAsync(
-      const Problem& problem, const WgmmaParams& params,
-      const KernelLimits& limits = {});
 
   const WgmmaKernel& kernel() const { return kernel_; }
   const cuda::Function& function() const { return function_; }

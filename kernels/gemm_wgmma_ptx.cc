@@ -237,46 +237,6 @@ void EmitConvCopies(Ptx& p, const Tiling& t) {
     << "PTAP:\n";
 }
 
-// The producer's walk over its work units and each unit's k tiles: wait
-// until the consumers released stage %st, `fill` the stage (copies and
-// what tells the full mbarrier they landed), then the next stage. A unit
-// past the last goes to `exit`.
-template <typename Fill>
-void EmitProducerLoop(Ptx& p, const Tiling& t, const std::string& exit,
-                      Fill fill) {
-  EmitFirstUnit(p, t);
-  p << "PTILE:\n"
-    << "\tsetp.ge.u32 %pp, %unit, %units;\n\t@%pp bra " << exit << ";\n";
-  EmitUnit(p, t);
-  p << "\tmov.u32 %kt, %kb;\n";
-  if (t.conv)
-    EmitConvTileStart(p);
-  else
-    p << "\tmul.lo.u32 %k0, %kb, " << N(t.bk) << ";\n";
-  p << "PLOOP:\n"
-    << "\tsetp.ge.u32 %pp, %kt, %kend;\n\t@%pp bra PNEXT;\n"
-    << "\tmad.lo.u32 %sbuf, %st, " << N(t.stage) << ", %sm;\n"
-    << "\tshl.b32 %boff, %st, 3;\n"
-    << "\tadd.u32 %fb, %full, %boff;\n\tadd.u32 %eb, %empty, %boff;\n"
-    << "\t// wait until the consumers released this buffer (the first pass "
-       "waits on parity 1, complete at init)\n"
-    << "\txor.b32 %par, %ph, 1;\n";
-  EmitWait(p, "PWAIT", "%eb", "%par");
-  fill();
-  if (t.conv)
-    p << "\tadd.u32 %kt, %kt, 1;\n";
-  else
-    p << "\tadd.u32 %kt, %kt, 1;\n\tadd.u32 %k0, %k0, " << N(t.bk) << ";\n";
-  p << "\tadd.u32 %st, %st, 1;\n"
-    << "\tsetp.eq.u32 %pp, %st, " << N(t.stages) << ";\n"
-    << "\tselp.u32 %st, 0, %st, %pp;\n"
-    << "\txor.b32 %tmp, %ph, 1;\n\tselp.u32 %ph, %tmp, %ph, %pp;\n"
-    << "\tbra PLOOP;\n"
-    << "PNEXT:\n";
-  EmitNextUnit(p, t);
-  p << "\tbra PTILE;\n";
-}
-
 void EmitProducer(Ptx& p, const Tiling& t) {
   p << "\t// ==== producer warpgroup: one thread streams A and B tiles into "
        "the ring with TMA\n";
@@ -295,93 +255,42 @@ void EmitProducer(Ptx& p, const Tiling& t) {
       << ";\n"
       << "\tmov.b16 %mask, 3;\n";
   }
-  EmitProducerLoop(p, t, "DONE", [&] {
-    p << "\tmbarrier.arrive.expect_tx.shared::cta.b64 _, [%fb], "
-      << N(t.stage) << ";\n";
-    if (t.conv) {
-      EmitConvCopies(p, t);
-    } else {
-      EmitCopies(p, t, 'a');
-      EmitCopies(p, t, 'b');
-    }
-  });
-}
-
-// gemm.wgmma_ca's copies of operand x into the stage at %sbuf: every
-// producer thread copies 16-byte chunk %cj (elements) of rows %cr, %cr + 16,
-// ... of each 128-byte panel row, to its place in the 128-byte swizzle
-// (chunk j of row r at chunk j ^ (r % 8); %swz: that offset for row %cr,
-// and 16 rows are 2048 bytes on). What lies outside the matrix (rows past
-// its last, the part of a chunk past its row's end) is filled with zeros:
-// the chunk's source size is what remains of it, from 0 to 16 bytes.
-void EmitCpAsyncCopies(Ptx& p, const Tiling& t, char x) {
-  const bool a = x == 'a';
-  const bool kmajor = a ? t.a_kmajor : t.b_kmajor;
-  const int64_t panels = a ? t.a_panels : t.b_panels;
-  const int64_t panel_bytes = a ? t.a_panel_bytes : t.b_panel_bytes;
-  const int64_t rows = panel_bytes / kSwizzleBytes;
-  const int64_t base = a ? 0 : t.a_stage;
-  const std::string origin = a ? "%m0" : "%n0", ptr = a ? "%opa" : "%opb",
-                    ld = a ? "%lda" : "%ldb", extent = a ? "%M" : "%N";
-  // Stored rows: K-major, the tile's M (N) rows, contiguous K; else K rows
-  // of contiguous M (N).
-  const std::string row_end = kmajor ? extent : "%K";
-  const std::string col_end = kmajor ? "%K" : extent;
-  const int64_t chunk = 16 / t.esize;
-  const int shift = Log2(t.esize);
-  for (int64_t i = 0; i < panels; ++i) {
-    p << "\t// " << x << " panel " << N(i) << "\n"
-      << "\tadd.u32 %ccol, " << (kmajor ? "%k0" : origin) << ", "
-      << N(i * t.atom) << ";\n\tadd.u32 %ccol, %ccol, %cj;\n"
-      << "\tsub.s32 %cleft, " << col_end << ", %ccol;\n"
-      << "\tmax.s32 %cleft, %cleft, 0;\n\tmin.s32 %cleft, %cleft, "
-      << N(chunk) << ";\n\tshl.b32 %cleft, %cleft, " << N(shift) << ";\n";
-    for (int64_t q = 0; q < rows / 16; ++q) {
-      p << "\tadd.u32 %crow, " << (kmajor ? origin : "%k0") << ", %cr;\n";
-      if (q) p << "\tadd.u32 %crow, %crow, " << N(16 * q) << ";\n";
-      p << "\tsetp.lt.u32 %pcv, %crow, " << row_end << ";\n"
-        << "\tselp.u32 %cbytes, %cleft, 0, %pcv;\n"
-        << "\tselp.u32 %crow, %crow, 0, %pcv;\n"
-        << "\tsetp.ne.u32 %pcv, %cbytes, 0;\n"
-        << "\tselp.u32 %tmp, %ccol, 0, %pcv;\n"
-        << "\tmul.wide.u32 %gp, %crow, " << ld << ";\n"
-        << "\tcvt.u64.u32 %gq, %tmp;\n\tadd.u64 %gp, %gp, %gq;\n"
-        << "\tshl.b64 %gp, %gp, " << N(shift) << ";\n"
-        << "\tadd.u64 %gp, %gp, " << ptr << ";\n"
-        << "\tadd.u32 %dst, %sbuf, %swz;\n"
-        << "\tadd.u32 %dst, %dst, " << N(base + i * panel_bytes + q * 2048)
-        << ";\n"
-        << "\tcp.async.cg.shared.global [%dst], [%gp], 16, %cbytes;\n";
-    }
+  EmitFirstUnit(p, t);
+  p << "PTILE:\n"
+    << "\tsetp.ge.u32 %pp, %unit, %units;\n\t@%pp bra DONE;\n";
+  EmitUnit(p, t);
+  p << "\tmov.u32 %kt, %kb;\n";
+  if (t.conv)
+    EmitConvTileStart(p);
+  else
+    p << "\tmul.lo.u32 %k0, %kb, " << N(t.bk) << ";\n";
+  p << "PLOOP:\n"
+    << "\tsetp.ge.u32 %pp, %kt, %kend;\n\t@%pp bra PNEXT;\n"
+    << "\tmad.lo.u32 %sbuf, %st, " << N(t.stage) << ", %sm;\n"
+    << "\tshl.b32 %boff, %st, 3;\n"
+    << "\tadd.u32 %fb, %full, %boff;\n\tadd.u32 %eb, %empty, %boff;\n"
+    << "\t// wait until the consumers released this buffer (the first pass "
+       "waits on parity 1, complete at init)\n"
+    << "\txor.b32 %par, %ph, 1;\n";
+  EmitWait(p, "PWAIT", "%eb", "%par");
+  p << "\tmbarrier.arrive.expect_tx.shared::cta.b64 _, [%fb], " << N(t.stage)
+    << ";\n";
+  if (t.conv) {
+    EmitConvCopies(p, t);
+    p << "\tadd.u32 %kt, %kt, 1;\n";
+  } else {
+    EmitCopies(p, t, 'a');
+    EmitCopies(p, t, 'b');
+    p << "\tadd.u32 %kt, %kt, 1;\n\tadd.u32 %k0, %k0, " << N(t.bk) << ";\n";
   }
-}
-
-// gemm.wgmma_ca's producer: the warpgroup's 128 threads fill each stage
-// with cp.async, then each thread's arrival on the stage's full mbarrier
-// waits for its own copies (cp.async.mbarrier.arrive.noinc: the barrier
-// expects the 128 arrivals, mbarrier.init).
-void EmitCpAsyncProducer(Ptx& p, const Tiling& t) {
-  p << "\t// ==== producer warpgroup: its 128 threads stream A and B tiles "
-       "into the ring with 16-byte cp.async\n";
-  if (t.consumers == 2) p << "\tsetmaxnreg.dec.sync.aligned.u32 40;\n";
-  p << "\tld.param.u64 %opa, [param_A];\n\tcvta.to.global.u64 %opa, %opa;\n"
-    << "\tld.param.u64 %opb, [param_B];\n\tcvta.to.global.u64 %opb, %opb;\n"
-    << "\tld.param.u32 %lda, [param_lda];\n\tld.param.u32 %ldb, [param_ldb];\n"
-    << "\t// this thread's chunk %cj (elements) and first row %cr of every "
-       "panel; %swz its swizzled byte offset in the panel\n"
-    << "\tand.b32 %cj, %thr, 7;\n\tshr.u32 %cr, %thr, 3;\n"
-    << "\tand.b32 %tmp, %cr, 7;\n\txor.b32 %swz, %cj, %tmp;\n"
-    << "\tshl.b32 %swz, %swz, 4;\n\tshl.b32 %tmp, %cr, 7;\n"
-    << "\tadd.u32 %swz, %swz, %tmp;\n"
-    << "\tmul.lo.u32 %cj, %cj, " << N(16 / t.esize) << ";\n"
-    << "\tmov.u32 %st, 0;\n\tmov.u32 %ph, 0;\n";
-  EmitProducerLoop(p, t, "PDONE", [&] {
-    EmitCpAsyncCopies(p, t, 'a');
-    EmitCpAsyncCopies(p, t, 'b');
-    p << "\tcp.async.mbarrier.arrive.noinc.shared::cta.b64 [%fb];\n";
-  });
-  p << "PDONE:\n\t// this thread's last copies have landed before it exits\n"
-    << "\tcp.async.wait_all;\n\tbra DONE;\n";
+  p << "\tadd.u32 %st, %st, 1;\n"
+    << "\tsetp.eq.u32 %pp, %st, " << N(t.stages) << ";\n"
+    << "\tselp.u32 %st, 0, %st, %pp;\n"
+    << "\txor.b32 %tmp, %ph, 1;\n\tselp.u32 %ph, %tmp, %ph, %pp;\n"
+    << "\tbra PLOOP;\n"
+    << "PNEXT:\n";
+  EmitNextUnit(p, t);
+  p << "\tbra PTILE;\n";
 }
 
 std::string AccList(const Tiling& t, int64_t tile) {
@@ -425,9 +334,6 @@ void EmitStageWait(Ptx& p, const Tiling& t, const std::string& label) {
   p << "\tmad.lo.u32 %sbuf, %st, " << N(t.stage) << ", %sm;\n"
     << "\tshl.b32 %boff, %st, 3;\n\tadd.u32 %fb, %full, %boff;\n";
   EmitWait(p, label, "%fb", "%ph");
-  // cp.async wrote the stage through the generic proxy; wgmma reads it
-  // through the async proxy.
-  if (t.cp_async) p << "\tfence.proxy.async.shared::cta;\n";
 }
 
 // After a k tile's wgmmas: commit them, wait for the previous k tile's
@@ -978,12 +884,6 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
       << ", A M-major in shared memory, read into registers; B K-major"
       << (t.c_transposed ? "; C stored transposed (C^T = B^T A^T)" : "")
       << "\n";
-  } else if (t.cp_async) {
-    p << "//\n// blocktune gemm.wgmma_ca v"
-      << N(kGemmWgmmaCpAsyncGeneratorVersion) << ": " << ToString(t.prec)
-      << ", A " << (t.a_kmajor ? "K-major (N)" : "M-major (T)") << ", B "
-      << (t.b_kmajor ? "K-major (T)" : "N-major (N)")
-      << ": A and B read by the producer's 16-byte cp.async\n";
   } else if (t.packed) {
     p << "//\n// blocktune gemm.wgmma_pk v"
       << N(kGemmWgmmaPackedGeneratorVersion) << ": " << ToString(t.prec)
@@ -1029,7 +929,7 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
       << "\t.param .u32 pdlh,\n\t.param .u32 pdlw)\n";
   } else {
     p << ".visible .entry blocktune_gemm_wgmma" << (t.a_regs ? "_rs" : "")
-      << "(\n" << GemmEntryParams(t.packed || t.cp_async);
+      << "(\n" << GemmEntryParams(t.packed);
   }
   p << ".maxntid " << N(threads) << ", 1, 1\n.minnctapersm 1\n"
     << (t.cm == 2 ? ".reqnctapercluster 2, 1, 1\n" : "") << "{\n"
@@ -1052,12 +952,6 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << "\t.reg .f32 %alpha, %beta, %v, %v1, %cf, %cf1;\n"
     << "\t.reg .b16 %hs, %hs1;\n"
     << "\t.reg .f32 %acc<" << N(acc) << ">;\n";
-  if (t.cp_async) {
-    p << "\t.reg .b64 %opa, %opb, %gp, %gq;\n"
-      << "\t.reg .b32 %lda, %ldb, %cj, %cr, %swz, %ccol, %crow, %cleft, "
-         "%cbytes;\n"
-      << "\t.reg .pred %pcv;\n";
-  }
   if (t.tail > 1) {
     p << "\t.reg .b32 %tP, %tF, %tL, %tLd, %tS, %tsd, %tj, %ti;\n"
       << "\t.reg .b64 %tofs, %dc;\n"
@@ -1136,8 +1030,7 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << "\tadd.u32 %empty, %full, " << N(8 * t.stages) << ";\n"
     << "\tsetp.ne.u32 %pp, %thr, 0;\n\t@%pp bra INIT_DONE;\n";
   for (int64_t s = 0; s < t.stages; ++s) {
-    p << "\tmbarrier.init.shared::cta.b64 [%full+" << N(8 * s) << "], "
-      << (t.cp_async ? "128" : "1") << ";\n"
+    p << "\tmbarrier.init.shared::cta.b64 [%full+" << N(8 * s) << "], 1;\n"
       << "\tmbarrier.init.shared::cta.b64 [%empty+" << N(8 * s) << "], "
       << N(4 * t.consumers * t.cm) << ";\n";
   }
@@ -1149,10 +1042,7 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     p << "\tbar.sync 0;\n";
   p << "\tshr.u32 %wg, %thr, 7;\n"
     << "\tsetp.ne.u32 %pp, %wg, 0;\n\t@%pp bra CONSUMER;\n";
-  if (t.cp_async)
-    EmitCpAsyncProducer(p, t);
-  else
-    EmitProducer(p, t);
+  EmitProducer(p, t);
   if (t.a_regs)
     EmitMainLoopRegs(p, t);
   else

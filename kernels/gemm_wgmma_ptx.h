@@ -83,13 +83,6 @@ struct Tiling {
   // ldb after tmap_c (for the pack entry), and ldc may be any value: the
   // TMA-store epilogue needs it, as N, a whole number of 16-byte units.
   bool packed = false;
-  // gemm.wgmma_ca (GenerateGemmWgmmaCpAsync): the producer warpgroup's 128
-  // threads read A and B with 16-byte cp.async into the swizzled ring
-  // instead of TMA (rows that are 16- but not 128-byte aligned, which TMA
-  // reads slowly); the entry takes A, B, lda and ldb after tmap_c, each
-  // full mbarrier counts the 128 threads' cp.async arrivals, and the
-  // consumers fence the async proxy after it completes. No cluster pair.
-  bool cp_async = false;
   // gemm.wgmma_ts (gemm_wgmma.h, the tail split): the most splits of a
   // tile of the last round (1: none, and not a line of the PTX differs),
   // and the workspace's slots (WgmmaTailSlots), counters after them.
