@@ -51,7 +51,7 @@ TARGETS = {"bf16": (1.3, 0.8, 1.2), "fp16": (1.3, 0.8, 1.2),
 QUALITY = (0.97, 0.995, 0.8)
 NUMBERS = ("gflop", "model_us", "model_predicted_us", "top10_us", "oracle_us",
            "vendor_us", "triton_us", "relerr_model", "relerr_top10",
-           "relerr_oracle", "model_repeat_us")
+           "relerr_oracle", "model_repeat_us", "vendor_first_us")
 
 
 def number(text):
@@ -217,6 +217,12 @@ def quality(rows):
     if repeats:
         out.append(f"- Timing noise: the model's answer timed twice differs by a median "
                    f"{100 * median(repeats):.1f}% and at most {100 * max(repeats):.1f}%.")
+    drift = [r["vendor_first_us"] / r["cudnn_find_us" if r["vendor"] == "PyTorch cuDNN"
+                                        else "vendor_us"]
+             for r in rows if math.isfinite(r["vendor_first_us"])]
+    if drift:
+        out.append(f"- The vendor timed before the sweep / beside the picks (the time used): "
+                   f"median {median(drift):.3f}, range {min(drift):.2f} to {max(drift):.2f}.")
     worst = sorted(rows, key=lambda r: r["model_vs_oracle"])[:5]
     out.append("- Worst model-only answers: " + "; ".join(
         f"{r['group']} {r['shape']} {r['model_vs_oracle']:.2f} ({r['model_config']} vs "
