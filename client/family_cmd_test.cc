@@ -102,6 +102,7 @@ TEST_F(FamilyCmdTest, FamiliesJsonListsGemmMmaWithBf16) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("gemm.ffma (gemm; fp32; version 2"));
   EXPECT_THAT(r.out, HasSubstr("conv.ffma (conv; fp32"));
+  EXPECT_THAT(r.out, HasSubstr("gemm.gemv (gemm; fp32; version 1"));
   EXPECT_THAT(r.out, HasSubstr("gemm.mma (gemm; bf16, fp16, tf32"));
   EXPECT_THAT(r.out, HasSubstr("gemm.wgmma (gemm; bf16, fp16, tf32"));
   EXPECT_THAT(r.out, HasSubstr("conv.wgmma (conv; bf16, fp16, tf32"));
@@ -248,7 +249,8 @@ TEST_F(FamilyCmdTest, BadFlagsAreUsageErrorsThatNameTheFlag) {
                                "conv.ffma, gemm.mma, conv.mma, gemm.wgmma, "
                                "conv.wgmma, gemm.wgmma_rs, gemm.mma_pk, "
                                "gemm.wgmma_pk, gemm.wgmma_ps, "
-                               "conv.wgmma_ps, gemm.wgmma_ts; got 'gemm.nope'"));
+                               "conv.wgmma_ps, gemm.wgmma_ts, gemm.gemv; "
+                               "got 'gemm.nope'"));
   r = Cli(gemm + "--family conv.ffma");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_THAT(r.out, HasSubstr("--family conv.ffma computes conv, not gemm"));

@@ -31,6 +31,10 @@ const KernelFamily& GemmWgmmaPersistentFamily(); // kernels/family_wgmma.cc
 const KernelFamily& ConvWgmmaPersistentFamily(); // kernels/family_wgmma.cc
 // gemm.wgmma_ps with the tail split (its last round split over K).
 const KernelFamily& GemmWgmmaTailFamily(); // kernels/family_wgmma.cc
+// fp32 GEMMs of N <= 8 (decode), a streaming kernel; after gemm.ffma, which
+// stays DefaultFamily(gemm, fp32): its rules offer it for NT (or NN of one
+// column) only.
+const KernelFamily& GemmGemvFamily(); // kernels/family_gemv.cc
 
 const std::vector<const KernelFamily*>& Families() {
   static const std::vector<const KernelFamily*> families = {
@@ -46,6 +50,7 @@ const std::vector<const KernelFamily*>& Families() {
       &GemmWgmmaPersistentFamily(),
       &ConvWgmmaPersistentFamily(),
       &GemmWgmmaTailFamily(),
+      &GemmGemvFamily(),
   };
   return families;
 }

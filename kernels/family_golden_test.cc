@@ -59,6 +59,8 @@ constexpr Golden kGolden[] = {
      "kConvWgmmaPersistentGeneratorVersion (kernels/conv_wgmma.h)"},
     {"gemm.wgmma_ts", 1, 0x6b2673fcfaaf7ef4ull,
      "kGemmWgmmaTailGeneratorVersion (kernels/gemm_wgmma.h)"},
+    {"gemm.gemv", 1, 0x39ee0e59e085f78cull,
+     "kGemmGemvGeneratorVersion (kernels/gemm_gemv.h)"},
 };
 
 struct Case {
@@ -193,6 +195,42 @@ std::vector<Case> GemmWgmmaTailCases() {
                         : "bm=64 bn=96 bk=64 st=5 wg=1 gm=4 kg=1 tl=2",
                    "sm_90"});
   }
+  return out;
+}
+
+// gemm.gemv: NT with 1, 3 and 8 columns and NN of one column, every value
+// of R, W, V and U, K_G 1 and > 1, tails of M and K, padded rows, sm_90
+// and sm_80.
+std::vector<Case> GemmGemvCases() {
+  std::vector<Case> out;
+  auto add = [&](const std::string& ctx, int64_t lda, int64_t ldb,
+                 int64_t ldc, const char* params, const char* arch) {
+    Problem p = ParseProblem(ctx);
+    p.lda = lda;
+    p.ldb = ldb;
+    p.ldc = ldc;
+    out.push_back({p, params, arch});
+  };
+  add("gemm m=4096 n=1 k=4096 layout=NT dtype=fp32", 0, 0, 0,
+      "R=2 W=4 V=4 U=2 KG=1", "sm_90");
+  add("gemm m=4096 n=1 k=4096 layout=NN dtype=fp32", 0, 0, 0,
+      "R=1 W=8 V=4 U=4 KG=1", "sm_90");
+  add("gemm m=1000 n=3 k=1000 layout=NT dtype=fp32", 1004, 1008, 4,
+      "R=4 W=2 V=2 U=1 KG=2", "sm_90");
+  add("gemm m=4104 n=8 k=4100 layout=NT dtype=fp32", 0, 0, 0,
+      "R=4 W=4 V=4 U=2 KG=1", "sm_90");
+  add("gemm m=11008 n=2 k=4096 layout=NT dtype=fp32", 0, 0, 0,
+      "R=1 W=2 V=1 U=4 KG=8", "sm_80");
+  add("gemm m=777 n=5 k=3333 layout=NT dtype=fp32", 3333, 3335, 7,
+      "R=2 W=8 V=1 U=1 KG=1", "sm_80");
+  add("gemm m=256 n=1 k=16384 layout=NT dtype=fp32", 0, 0, 0,
+      "R=1 W=4 V=4 U=4 KG=4", "sm_90");
+  add("gemm m=14336 n=4 k=4096 layout=NT dtype=fp32", 4100, 4104, 0,
+      "R=2 W=2 V=2 U=4 KG=1", "sm_90");
+  add("gemm m=1000 n=1 k=4100 layout=NN dtype=fp32", 0, 1, 1,
+      "R=4 W=8 V=4 U=1 KG=2", "sm_80");
+  add("gemm m=3 n=7 k=5 layout=NT dtype=fp32", 0, 0, 0,
+      "R=2 W=4 V=1 U=2 KG=1", "sm_90");
   return out;
 }
 
@@ -379,6 +417,7 @@ std::vector<Case> CasesOf(std::string_view family) {
   // The persistent families emit their base family's PTX.
   if (family == "gemm.wgmma_ps") return GemmWgmmaCases();
   if (family == "gemm.wgmma_ts") return GemmWgmmaTailCases();
+  if (family == "gemm.gemv") return GemmGemvCases();
   if (family == "conv.wgmma_ps") return ConvWgmmaCases();
   return {};
 }

@@ -113,6 +113,28 @@ Problem SampleGemm(std::mt19937& rng, DType dtype) {
   return p;
 }
 
+// gemm.gemv's contexts: SampleGemm's N over [1, 8192] and its four layouts
+// would rarely draw one the family takes (N <= 8, NT or NN of one column).
+// M and K over [1, 16384], N over [1, 10] (9 and 10: rule columns), NT
+// with one in eight NN; three in four with rows padded to 16 bytes.
+Problem SampleGemv(std::mt19937& rng, DType dtype) {
+  GemmContext g;
+  g.m = 1 + rng() % 16384;
+  g.n = 1 + rng() % 10;
+  g.k = 1 + rng() % 16384;
+  g.layout_a = Layout::kN;
+  g.layout_b = rng() % 8 == 0 ? Layout::kN : Layout::kT;
+  if (g.layout_b == Layout::kN) g.n = 1;
+  g.dtype = dtype;
+  Problem p(g);
+  if (rng() % 4 != 0) {
+    auto up = [](int64_t v) { return (v + 3) / 4 * 4; };
+    p.lda = up(g.k);
+    p.ldb = g.layout_b == Layout::kN ? 1 : up(g.k);
+  }
+  return p;
+}
+
 Problem SampleConv(std::mt19937& rng, DType dtype) {
   ConvContext c;
   c.n = 1 + rng() % 32;
@@ -159,8 +181,10 @@ TEST_P(FamilyPtxasTest, SampledKernelsAssembleWithoutSpills) {
   while (static_cast<int>(jobs.size()) < samples) {
     ASSERT_LT(++drawn, 1000 * samples) << "the rules refuse nearly everything";
     Job job;
-    job.problem = f.op() == Op::kGemm ? SampleGemm(rng, target.precision)
-                                      : SampleConv(rng, target.precision);
+    job.problem = f.name() == "gemm.gemv"
+                      ? SampleGemv(rng, target.precision)
+                  : f.op() == Op::kGemm ? SampleGemm(rng, target.precision)
+                                        : SampleConv(rng, target.precision);
     job.params = SampleParams(f, rng);
     if (!Validate(job.problem.ctx).ok()) {
       ++rejected["context"];

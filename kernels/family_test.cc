@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/gemm_mma.h"
+#include "kernels/gemm_ptx.h"
 
 namespace blocktune {
 namespace {
@@ -163,6 +164,9 @@ TEST(FamilyRegistryTest, FamiliesForMatchesOpAndPrecision) {
     }
   }
   EXPECT_EQ(FamiliesFor(Op::kGemm, DType::kFp32).front()->name(), "gemm.ffma");
+  // gemm.gemv (N <= 8, NT) after it: gemm.ffma stays the fp32 default.
+  ASSERT_EQ(FamiliesFor(Op::kGemm, DType::kFp32).size(), 2u);
+  EXPECT_EQ(FamiliesFor(Op::kGemm, DType::kFp32).back()->name(), "gemm.gemv");
   EXPECT_EQ(FamiliesFor(Op::kConv, DType::kFp32).front()->name(), "conv.ffma");
   // gemm.wgmma is registered after gemm.mma: the default for a context
   // that names no family stays the one that runs on every tensor-core GPU.
@@ -551,6 +555,166 @@ TEST(WgmmaFamilyTest, TailSplitFamilySplitsThePersistentGridsLastRound) {
   }
 }
 
+// gemm.gemv: offered for fp32 NT with N <= 8, or NN of one column with
+// ldb 1; its named rules refuse the rest, naming the field and the allowed
+// values, and agree with FirstFailingRule.
+TEST(GemvFamilyTest, RulesOfferDecodeShapesOnly) {
+  const KernelFamily& f = Family("gemm.gemv");
+  EXPECT_EQ(f.op(), Op::kGemm);
+  EXPECT_EQ(f.precisions(), std::vector<DType>{DType::kFp32});
+  EXPECT_EQ(f.rules(), (std::vector<std::string>{"layout", "columns",
+                                                 "vector_ld", "registers"}));
+  const KernelLimits h100 = H100();
+  auto p = f.Parse("R=2 W=4 V=4 U=2 KG=1");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  auto refused = [&](const Problem& problem, const Params& params,
+                     const std::string& rule, const std::string& message) {
+    const Status s = f.CanImplement(problem, params, h100);
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+    EXPECT_THAT(std::string(s.message()), HasSubstr(message));
+    const int r = f.FirstFailingRule(problem, params, h100);
+    ASSERT_GE(r, 0) << ToString(problem.ctx);
+    EXPECT_EQ(f.rules()[r], rule);
+  };
+  // Accepted: NT of 1 .. 8 columns, NN of one.
+  for (int64_t n = 1; n <= 8; ++n) {
+    const Problem nt(Gemm(4096, n, 4096, Layout::kN, Layout::kT, DType::kFp32));
+    EXPECT_TRUE(f.CanImplement(nt, *p, h100).ok()) << n;
+  }
+  const Problem nn1(Gemm(4096, 1, 4096, Layout::kN, Layout::kN, DType::kFp32));
+  EXPECT_TRUE(f.CanImplement(nn1, *p, h100).ok());
+  // NN of several columns; NN of one with ldb > 1 (B not contiguous); A T.
+  refused(Problem(Gemm(4096, 2, 4096, Layout::kN, Layout::kN, DType::kFp32)),
+          *p, "layout",
+          "layout: gemm.gemv reads A's rows and B's columns along K: "
+          "layout_a must be N and layout_b T (or N with n 1 and ldb 1), got "
+          "layout NN with n 2 and ldb 2");
+  Problem strided = nn1;
+  strided.ldb = 4;
+  refused(strided, *p, "layout", "got layout NN with n 1 and ldb 4");
+  refused(Problem(Gemm(4096, 1, 4096, Layout::kT, Layout::kT, DType::kFp32)),
+          *p, "layout", "got layout TT");
+  // More than 8 columns.
+  refused(Problem(Gemm(4096, 9, 4096, Layout::kN, Layout::kT, DType::kFp32)),
+          *p, "columns",
+          "columns: gemm.gemv keeps every column's sums in registers: n must "
+          "be in [1, 8], got 9");
+  // Rows that are no multiple of V.
+  Problem odd(Gemm(4096, 4, 4098, Layout::kN, Layout::kT, DType::kFp32));
+  refused(odd, *p, "vector_ld",
+          "vector_ld: V=4 reads 4 floats at a time: lda must be a multiple of "
+          "4, got 4098");
+  odd.lda = 4100;
+  refused(odd, *p, "vector_ld", "ldb must be a multiple of 4, got 4098");
+  auto v2 = f.Parse("R=2 W=4 V=2 U=2 KG=1");
+  ASSERT_TRUE(v2.ok());
+  EXPECT_TRUE(f.CanImplement(odd, *v2, h100).ok());
+  // One column: ldb does not matter (only column 0 is read).
+  Problem one(Gemm(4096, 1, 4096, Layout::kN, Layout::kT, DType::kFp32));
+  one.ldb = 4097;
+  EXPECT_TRUE(f.CanImplement(one, *p, h100).ok());
+  // The register estimate refuses the largest tiles of 8 columns.
+  auto big = f.Parse("R=4 W=4 V=4 U=4 KG=1");
+  ASSERT_TRUE(big.ok());
+  refused(Problem(Gemm(4096, 8, 4096, Layout::kN, Layout::kT, DType::kFp32)),
+          *big, "registers", "registers: an estimated");
+  // Not fp32: the precision is the context's field.
+  const Status bf16 = f.CanImplement(
+      Problem(Gemm(4096, 1, 4096, Layout::kN, Layout::kT, DType::kBf16)), *p,
+      h100);
+  EXPECT_EQ(bf16.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bf16.message()), HasSubstr("context.dtype"));
+  EXPECT_THAT(std::string(bf16.message()), HasSubstr("bf16"));
+  // Out of the domains: the field named.
+  auto bad = f.Parse("R=3");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("params.R must be one of {1, 2, 4}"));
+  EXPECT_TRUE(f.Default(nn1, h100).ok());
+  // V = 1 is the fallback for rows of any length.
+  auto fallback =
+      f.Default(Problem(Gemm(1000, 3, 1001, Layout::kN, Layout::kT,
+                             DType::kFp32)),
+                h100);
+  ASSERT_TRUE(fallback.ok()) << fallback.status().ToString();
+  EXPECT_EQ((*fallback)[f.ParamIndex("V")], 1);
+}
+
+// The kernel: vector loads of A past L1, the read-only path for B, the
+// warp's butterfly, gemm.ffma's entry parameters and, for K_G > 1, its
+// reduce entry and workspace.
+TEST(GemvFamilyTest, GenerateStreamsAAndReducesOverTheWarp) {
+  const KernelFamily& f = Family("gemm.gemv");
+  Problem problem(Gemm(4104, 3, 4100, Layout::kN, Layout::kT, DType::kFp32));
+  problem.ldc = 4;
+  auto p = f.Parse("R=2 W=4 V=4 U=2 KG=1");
+  ASSERT_TRUE(p.ok());
+  auto k = f.Generate(problem, *p, "sm_90");
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(k->entry, "blocktune_gemv");
+  EXPECT_THAT(k->ptx, HasSubstr("// blocktune gemm.gemv v1"));
+  EXPECT_THAT(k->ptx, HasSubstr("ld.global.nc.L1::no_allocate.v4.f32"));
+  EXPECT_THAT(k->ptx, HasSubstr("ld.global.nc.v4.f32"));
+  EXPECT_THAT(k->ptx, HasSubstr("shfl.sync.bfly.b32"));
+  EXPECT_THAT(k->ptx, HasSubstr("fma.rn.f32"));
+  // R*N = 6 sums, 5 butterfly steps each; 2 rows x 2 loads of A per chunk.
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = k->ptx.find(what); at != std::string::npos;
+         at = k->ptx.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count("shfl.sync.bfly.b32"), 30u);
+  EXPECT_EQ(count("ld.global.nc.L1::no_allocate.v4.f32"), 4u);
+  EXPECT_EQ(count("ld.global.nc.v4.f32"), 6u);
+  EXPECT_EQ(k->grid, (std::array<unsigned, 3>{513, 1, 1}));
+  EXPECT_EQ(k->block, (std::array<unsigned, 3>{128, 1, 1}));
+  EXPECT_EQ(k->align_a, 4);
+  EXPECT_EQ(k->align_b, 4);
+  EXPECT_EQ(k->align_bytes, 16);
+  EXPECT_EQ(k->workspace_bytes, 0);
+  EXPECT_TRUE(k->reduce_entry.empty());
+  std::vector<std::string> names, want;
+  for (const KernelParam& q : k->entry_params) names.push_back(q.name);
+  for (const KernelParam& q : EntryParams(Op::kGemm)) want.push_back(q.name);
+  EXPECT_EQ(names, want);
+  const ConfigShape shape = f.Shape(problem, *p);
+  EXPECT_EQ(shape.tile_m, 8);
+  EXPECT_EQ(shape.tile_n, 3);
+  EXPECT_EQ(shape.step_k, 256);
+  EXPECT_EQ(shape.threads, 128);
+  EXPECT_EQ(shape.programs, 513);
+
+  // One column: B's rows need no alignment but its address does.
+  Problem one(Gemm(4096, 1, 4096, Layout::kN, Layout::kN, DType::kFp32));
+  auto split = f.Parse("R=1 W=8 V=2 U=4 KG=4");
+  ASSERT_TRUE(split.ok());
+  k = f.Generate(one, *split, "sm_80");
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_THAT(k->ptx, HasSubstr(".target sm_80"));
+  EXPECT_THAT(k->ptx, HasSubstr("ld.global.nc.L1::no_allocate.v2.f32"));
+  EXPECT_EQ(k->align_a, 2);
+  EXPECT_EQ(k->align_b, 1);
+  EXPECT_EQ(k->align_bytes, 8);
+  EXPECT_EQ(k->reduce_entry, "blocktune_gemm_reduce");
+  EXPECT_THAT(k->ptx, HasSubstr(".entry blocktune_gemm_reduce("));
+  EXPECT_EQ(k->workspace_bytes, 4 * 4096 * 1 * 4);
+  EXPECT_EQ(k->grid, (std::array<unsigned, 3>{512, 1, 4}));
+  std::vector<std::string> reduce;
+  for (const KernelParam& q : k->reduce_params) reduce.push_back(q.name);
+  std::vector<std::string> ffma_reduce;
+  for (const KernelParam& q : ReduceParams()) ffma_reduce.push_back(q.name);
+  EXPECT_EQ(reduce, ffma_reduce);
+  // Refused problems are refused by Generate too.
+  EXPECT_EQ(f.Generate(Problem(Gemm(64, 64, 64, Layout::kN, Layout::kT,
+                                    DType::kFp32)),
+                       *p, "sm_90")
+                .status()
+                .code(),
+            StatusCode::kFailedPrecondition);
+}
+
 TEST(FamilyTest, DefaultFitsConvolutions) {
   const KernelFamily& f = Family("conv.ffma");
   int checked = 0;
@@ -747,6 +911,8 @@ TEST(FamilyTest, CanImplementRefusesTheWrongOpOrPrecisionNamingTheField) {
     // 128-byte aligned.
     if (f->name() == "gemm.mma_pk" || f->name() == "gemm.wgmma_pk")
       std::get<GemmContext>(right.ctx).k = 63;
+    // gemm.gemv NN only of one column (B a contiguous vector).
+    if (f->name() == "gemm.gemv") std::get<GemmContext>(right.ctx).n = 1;
     if (f->op() == Op::kGemm)
       std::get<GemmContext>(right.ctx).dtype = f->precisions().front();
     else
@@ -796,10 +962,13 @@ TEST(FamilyTest, RulesAgreeWithCanImplement) {
         if (!f->ValidateParams(p).ok()) continue;
         Problem problem;
         if (f->op() == Op::kGemm) {
-          const GemmContext g =
+          GemmContext g =
               Gemm(1 + rng() % 8192, 1 + rng() % 8192, 1 + rng() % 8192,
                    rng() % 2 ? Layout::kT : Layout::kN,
                    rng() % 2 ? Layout::kT : Layout::kN, d);
+          // gemm.gemv takes N <= 8 only: N over [1, 12] (the same draws,
+          // so the other families' cases stay as they were).
+          if (f->name() == "gemm.gemv") g.n = 1 + g.n % 12;
           problem = rng() % 4 ? Padded(g, 8) : Problem(g);
         } else {
           ConvContext cv = ConvContexts()[rng() % ConvContexts().size()];

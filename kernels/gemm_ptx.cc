@@ -939,20 +939,21 @@ StatusOr<GemmKernel> Generate(const GemmContext& g, bool conv,
                  static_cast<unsigned>(CeilDiv(g.n, t.nl)),
                  static_cast<unsigned>(t.kg)};
   kernel.block = {static_cast<unsigned>(t.threads), 1, 1};
-  if (t.kg > 1) {
-    const int64_t lanes = ReduceLanes(t.kg);
-    kernel.ptx += ReduceEntry(lanes);
-    kernel.reduce_entry = "blocktune_gemm_reduce";
-    kernel.reduce_grid = {
-        static_cast<unsigned>(CeilDiv(g.m * g.n, kReduceThreads / lanes)), 1,
-        1};
-    kernel.reduce_block = {static_cast<unsigned>(kReduceThreads), 1, 1};
-    kernel.workspace_bytes = t.kg * g.m * g.n * 4;
-  }
+  if (t.kg > 1) AddSplitReduce(t.kg, g.m, g.n, &kernel);
   return kernel;
 }
 
 }  // namespace
+
+void AddSplitReduce(int64_t kg, int64_t m, int64_t n, GemmKernel* kernel) {
+  const int64_t lanes = ReduceLanes(kg);
+  kernel->ptx += ReduceEntry(lanes);
+  kernel->reduce_entry = "blocktune_gemm_reduce";
+  kernel->reduce_grid = {
+      static_cast<unsigned>(CeilDiv(m * n, kReduceThreads / lanes)), 1, 1};
+  kernel->reduce_block = {static_cast<unsigned>(kReduceThreads), 1, 1};
+  kernel->workspace_bytes = kg * m * n * 4;
+}
 
 StatusOr<GemmKernel> GenerateGemm(const GemmContext& ctx, const BlockShape& xb,
                                   const std::string& arch) {

@@ -124,6 +124,15 @@ StatusOr<GemmKernel> GenerateGemm(const GemmContext& ctx, const BlockShape& xb,
 StatusOr<GemmKernel> GenerateConv(const ConvContext& ctx, const BlockShape& xb,
                                   const std::string& arch = "sm_80");
 
+// The K_G > 1 reduction of GenerateGemm, for the generators that share it
+// (gemm.gemv): appends the entry "blocktune_gemm_reduce" (parameters
+// ReduceParams()) to kernel->ptx and sets reduce_entry, its geometry and
+// workspace_bytes. The main entry must leave program z's partial sums in
+// the workspace W as K_G x M x N floats, W[(z*M + row)*N + col]; the
+// reduction adds them in z order (deterministic) and writes
+// C = alpha * sum + beta * C, not reading C where beta == 0.
+void AddSplitReduce(int64_t kg, int64_t m, int64_t n, GemmKernel* kernel);
+
 // The parameters of GenerateGemm's (op kGemm) or GenerateConv's (kConv)
 // entry, and of the K_G reduction's, in order, as documented above.
 std::vector<KernelParam> EntryParams(Op op);

@@ -52,11 +52,12 @@ TEST(CampaignSpecTest, FamiliesMustImplementTheOpAndDtype) {
   spec.dtype = DType::kFp32;
   EXPECT_EQ(Validate(spec).message(),
             "spec.families[0] must be one of the gemm families that implement "
-            "fp32: gemm.ffma; got 'conv.ffma', a conv family");
+            "fp32: gemm.ffma, gemm.gemv; got 'conv.ffma', a conv family");
   spec.families = {"gemm.nope"};
   EXPECT_THAT(Validate(spec).message(),
               HasSubstr("spec.families[0] must be one of the gemm families "
-                        "that implement fp32: gemm.ffma; got 'gemm.nope', "
+                        "that implement fp32: gemm.ffma, gemm.gemv; got "
+                        "'gemm.nope', "
                         "which is no registered family"));
   spec.families = {"gemm.ffma", "Gemm.Ffma"};
   EXPECT_EQ(Validate(spec).message(),

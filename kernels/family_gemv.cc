@@ -1,0 +1,152 @@
+// The family `gemm.gemv` (gemm_gemv.h): fp32 GEMMs of N = 1 .. 8 columns
+// (decode) as a streaming kernel on CUDA cores, behind the family
+// interface. Offered only where A's rows and B's columns run along K.
+#include <iterator>
+
+#include "kernels/family.h"
+#include "kernels/family_params.h"
+#include "kernels/gemm_gemv.h"
+#include "kernels/gemm_ptx.h"
+
+namespace blocktune {
+namespace {
+
+// GemvParams' fields in the family's parameter order.
+struct Field {
+  const char* name;
+  int64_t GemvParams::*member;
+  const std::vector<int64_t>& (*values)();
+  const char* meaning;
+};
+const Field kFields[] = {
+    {"R", &GemvParams::rows, GemvRowValues, "R: rows of C per warp"},
+    {"W", &GemvParams::warps, GemvWarpValues, "W: warps per program"},
+    {"V", &GemvParams::vec, GemvVectorValues,
+     "V: consecutive floats per lane per load (vector width)"},
+    {"U", &GemvParams::unroll, GemvUnrollValues,
+     "U: loads per row in flight (main-loop chunks of 32*V*U of K)"},
+    {"KG", &GemvParams::kg, GemvSplitValues,
+     "K_G: programs splitting one reduction"},
+};
+constexpr int kFieldCount = static_cast<int>(std::size(kFields));
+
+GemvParams ToGemv(const Params& p) {
+  GemvParams g;
+  for (int i = 0; i < kFieldCount; ++i) g.*(kFields[i].member) = p[i];
+  return g;
+}
+
+Params FromGemv(const GemvParams& g) {
+  Params p;
+  p.size = kFieldCount;
+  for (int i = 0; i < kFieldCount; ++i) p[i] = g.*(kFields[i].member);
+  return p;
+}
+
+class GemvFamily : public KernelFamily {
+ public:
+  GemvFamily() {
+    for (const Field& f : kFields) {
+      ParamSpec s;
+      s.name = f.name;
+      s.values = f.values();
+      s.meaning = f.meaning;
+      specs_.push_back(std::move(s));
+    }
+    for (GemvRule r : kGemvRules) rules_.push_back(ToString(r));
+  }
+
+  std::string_view name() const override { return kGemmGemvFamily; }
+  int version() const override { return kGemmGemvGeneratorVersion; }
+  Op op() const override { return Op::kGemm; }
+  const std::vector<DType>& precisions() const override {
+    static const std::vector<DType> p = {DType::kFp32};
+    return p;
+  }
+  const std::vector<ParamSpec>& params() const override { return specs_; }
+  const std::vector<std::string>& rules() const override { return rules_; }
+  std::string_view summary() const override {
+    return "fp32 GEMV-style GEMM for N = 1 .. 8 (decode) on CUDA cores: a "
+           "warp streams R rows of A (NT, or NN with one column), "
+           "shfl.sync reduction";
+  }
+
+  Status ValidateParams(const Params& params,
+                        std::string_view field) const override {
+    BT_RETURN_IF_ERROR(CheckParamCount(params, kFieldCount, field));
+    return Validate(ToGemv(params), field);
+  }
+
+  bool Passes(int rule, const Problem& problem, const Params& params,
+              const KernelLimits& limits) const override {
+    return blocktune::Passes(kGemvRules[rule], problem, ToGemv(params), limits);
+  }
+
+  Status CanImplement(const Problem& problem, const Params& params,
+                      const KernelLimits& limits) const override {
+    BT_RETURN_IF_ERROR(CheckProblem(problem));
+    BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
+    return blocktune::CanImplement(problem, ToGemv(params), limits);
+  }
+
+  ConfigShape Shape(const Problem& problem,
+                    const Params& params) const override {
+    const GemvParams p = ToGemv(params);
+    const GemmShape g = ImplicitGemm(problem.ctx);
+    ConfigShape s;
+    s.tile_m = p.RowsPerProgram();
+    s.tile_n = g.n;
+    s.step_k = p.Chunk();
+    s.split_k = p.kg;
+    s.threads = p.Threads();
+    s.programs = (g.m + p.RowsPerProgram() - 1) / p.RowsPerProgram() * p.kg;
+    s.workspace_bytes = p.kg > 1 ? p.kg * g.m * g.n * 4 : 0;
+    return s;
+  }
+
+  std::vector<Params> DefaultCandidates() const override {
+    // Vectors of 4 where the rows allow them, else of 2, else floats; two
+    // rows per warp, four warps per program, two loads per row in flight.
+    static constexpr GemvParams kDefaults[] = {
+        {2, 4, 4, 2, 1}, {1, 4, 4, 2, 1}, {2, 4, 2, 2, 1},
+        {2, 4, 1, 4, 1}, {1, 2, 1, 1, 1},
+    };
+    std::vector<Params> out;
+    for (const GemvParams& p : kDefaults) out.push_back(FromGemv(p));
+    return out;
+  }
+
+  StatusOr<GeneratedKernel> Generate(const Problem& problem,
+                                     const Params& params,
+                                     const std::string& arch) const override {
+    BT_RETURN_IF_ERROR(CheckProblem(problem));
+    BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
+    const GemvParams p = ToGemv(params);
+    BT_ASSIGN_OR_RETURN(GemmKernel k, GenerateGemv(problem, p, arch));
+    GeneratedKernel out = ToGenerated(*this, k);
+    out.reduce_entry = std::move(k.reduce_entry);
+    out.reduce_grid = k.reduce_grid;
+    out.reduce_block = k.reduce_block;
+    // V floats per load: lda (and ldb where B has several columns) a
+    // multiple of V, A and B 4*V-byte aligned.
+    out.align_a = k.vector_a;
+    out.align_b = k.vector_b;
+    out.align_bytes = 4 * p.vec;
+    out.entry_params = EntryParams(Op::kGemm);
+    if (!out.reduce_entry.empty()) out.reduce_params = ReduceParams();
+    return out;
+  }
+
+ private:
+  std::vector<ParamSpec> specs_;
+  std::vector<std::string> rules_;
+};
+
+}  // namespace
+
+const KernelFamily& GemmGemvFamily() {
+  static const GemvFamily family;
+  return family;
+}
+
+}  // namespace blocktune

@@ -1,0 +1,383 @@
+#include "kernels/gemm_gemv.h"
+
+#include <algorithm>
+
+#include "kernels/family_params.h"
+#include "kernels/ptx_text.h"
+
+namespace blocktune {
+namespace {
+
+std::string N(int64_t v) { return std::to_string(v); }
+
+int64_t Log2(int64_t v) {
+  int64_t l = 0;
+  while ((int64_t{1} << l) < v) ++l;
+  return l;
+}
+
+const GemmContext& GemmOf(const Problem& problem) {
+  return std::get<GemmContext>(problem.ctx);
+}
+
+// Layout N with one column read as a contiguous vector: B N of N == 1 is
+// K rows of one element, contiguous where ldb == 1.
+bool LayoutHolds(const Problem& problem) {
+  const GemmContext& g = GemmOf(problem);
+  if (g.layout_a != Layout::kN) return false;
+  if (g.layout_b == Layout::kT) return true;
+  return g.n == 1 && LeadingDims(problem)[1] == 1;
+}
+
+// Everything the emitter needs, named as in the PTX's comments.
+struct Plan {
+  int64_t r, w, v, u, kg, n;
+  int64_t chunk;  // 32*V*U elements of K per main-loop step
+  int64_t A(int64_t row, int64_t step, int64_t e) const {
+    return (row * u + step) * v + e;
+  }
+  int64_t B(int64_t col, int64_t step, int64_t e) const {
+    return (col * u + step) * v + e;
+  }
+};
+
+// "ld.global.nc.L1::no_allocate.v4.f32 {%a0, %a1, %a2, %a3}" and the like.
+std::string VectorLoad(const char* qualifiers, const std::string& reg,
+                       int64_t first, int64_t v) {
+  std::string s = std::string("ld.global.nc") + qualifiers;
+  if (v == 1) return s + ".f32 " + reg + N(first);
+  s += ".v" + N(v) + ".f32 {";
+  for (int64_t e = 0; e < v; ++e) s += (e ? ", " : "") + reg + N(first + e);
+  return s + "}";
+}
+
+constexpr const char* kStreamA = ".L1::no_allocate";
+
+std::string Entry(const Plan& t, const std::string& arch) {
+  PtxText p;
+  p << "//\n// blocktune gemm.gemv v" << N(kGemmGemvGeneratorVersion)
+    << ", fp32: C = alpha * A * op(B) + beta * C for N = " << N(t.n)
+    << " columns\n"
+    << "// R=" << N(t.r) << " rows per warp, W=" << N(t.w)
+    << " warps per program, V=" << N(t.v)
+    << " floats per lane per load, U=" << N(t.u)
+    << " loads per row in flight (chunks of " << N(t.chunk)
+    << " elements of K), K_G=" << N(t.kg) << "\n"
+    << "// A: M rows of K (ld.global.nc, L1::no_allocate); B: N rows of K "
+    << "(or one contiguous column), through the read-only cache\n"
+    << "//\n"
+    << ".version 8.0\n.target " << arch << "\n.address_size 64\n\n";
+
+  p << ".visible .entry blocktune_gemv(\n"
+    << "\t.param .u64 pA, .param .u64 pB, .param .u64 pC, .param .u64 pW,\n"
+    << "\t.param .u32 pM, .param .u32 pN, .param .u32 pK,\n"
+    << "\t.param .u32 plda, .param .u32 pldb, .param .u32 pldc,\n"
+    << "\t.param .f32 palpha, .param .f32 pbeta)\n"
+    << "{\n";
+  const int64_t sums = t.r * t.n;
+  p << "\t.reg .pred %p, %pk, %pw, %pld, %pbeta, %prow;\n"
+    << "\t.reg .b32 %M, %K, %lda, %ldb, %ldc, %lane, %warp, %row0, %row, "
+    << "%last, %z, %kbeg, %kend, %len, %nfull, %rem, %iters, %kk, %t;\n"
+    << "\t.reg .b64 %A, %B, %C, %W, %o, %o2, %addr, %pa<" << N(t.r) << ">, %pb<"
+    << N(t.n) << ">;\n"
+    << "\t.reg .f32 %alpha, %beta, %v, %old, %s, %acc<" << N(sums) << ">, %a<"
+    << N(t.r * t.u * t.v) << ">, %b<" << N(t.n * t.u * t.v) << ">;\n\n";
+
+  p << "\t// ---- parameters; warp w of program x owns rows (x*W + w)*R ..\n"
+    << "\tld.param.u64 %A, [pA];\n\tcvta.to.global.u64 %A, %A;\n"
+    << "\tld.param.u64 %B, [pB];\n\tcvta.to.global.u64 %B, %B;\n"
+    << "\tld.param.u64 %C, [pC];\n\tcvta.to.global.u64 %C, %C;\n"
+    << "\tld.param.u64 %W, [pW];\n\tcvta.to.global.u64 %W, %W;\n"
+    << "\tld.param.u32 %M, [pM];\n\tld.param.u32 %K, [pK];\n"
+    << "\tld.param.u32 %lda, [plda];\n\tld.param.u32 %ldb, [pldb];\n"
+    << "\tld.param.u32 %ldc, [pldc];\n"
+    << "\tld.param.f32 %alpha, [palpha];\n\tld.param.f32 %beta, [pbeta];\n"
+    << "\tmov.u32 %t, %tid.x;\n"
+    << "\tand.b32 %lane, %t, 31;\n\tshr.u32 %warp, %t, 5;\n"
+    << "\tmov.u32 %row0, %ctaid.x;\n"
+    << "\tmul.lo.u32 %row0, %row0, " << N(t.r * t.w) << ";\n"
+    << "\tmad.lo.u32 %row0, %warp, " << N(t.r) << ", %row0;\n"
+    << "\t// a warp past M has nothing to do (the whole warp leaves)\n"
+    << "\tsetp.ge.u32 %p, %row0, %M;\n\t@%p ret;\n"
+    << "\tsub.u32 %last, %M, 1;\n";
+
+  if (t.kg > 1) {
+    p << "\t// ---- this program's share of K (K_G = " << N(t.kg)
+      << "): ceil(K / (K_G*" << N(t.chunk) << ")) chunks, from z times that\n"
+      << "\tmov.u32 %z, %ctaid.z;\n"
+      << "\tadd.u32 %t, %K, " << N(t.kg * t.chunk - 1) << ";\n"
+      << "\tdiv.u32 %t, %t, " << N(t.kg * t.chunk) << ";\n"
+      << "\tmul.lo.u32 %t, %t, " << N(t.chunk) << ";\n"
+      << "\tmul.lo.u32 %kbeg, %z, %t;\n"
+      << "\tadd.u32 %kend, %kbeg, %t;\n\tmin.u32 %kend, %kend, %K;\n"
+      << "\tmax.u32 %kend, %kend, %kbeg;  // a split past K: no work\n"
+      << "\tsub.u32 %len, %kend, %kbeg;\n";
+  } else {
+    p << "\tmov.u32 %kbeg, 0;\n\tmov.u32 %len, %K;\n";
+  }
+  p << "\tshr.u32 %nfull, %len, " << N(Log2(t.chunk)) << ";  // whole chunks\n"
+    << "\tshl.b32 %rem, %nfull, " << N(Log2(t.chunk)) << ";\n"
+    << "\tsub.u32 %rem, %len, %rem;  // the tail\n";
+
+  p << "\t// ---- pointers at k = kbeg + lane*V; rows past M read row M-1 "
+    << "(their sums are not stored)\n"
+    << "\tmad.lo.u32 %t, %lane, " << N(t.v) << ", %kbeg;\n"
+    << "\tcvt.u64.u32 %o2, %t;\n";
+  for (int64_t r = 0; r < t.r; ++r) {
+    p << "\tadd.u32 %row, %row0, " << N(r) << ";\n"
+      << "\tmin.u32 %row, %row, %last;\n"
+      << "\tmul.wide.u32 %o, %row, %lda;\n\tadd.u64 %o, %o, %o2;\n"
+      << "\tshl.b64 %o, %o, 2;\n\tadd.u64 %pa" << N(r) << ", %A, %o;\n";
+  }
+  for (int64_t j = 0; j < t.n; ++j) {
+    if (j == 0) {
+      p << "\tshl.b64 %o, %o2, 2;\n";
+    } else {
+      p << "\tmul.wide.u32 %o, %ldb, " << N(j)
+        << ";\n\tadd.u64 %o, %o, %o2;\n\tshl.b64 %o, %o, 2;\n";
+    }
+    p << "\tadd.u64 %pb" << N(j) << ", %B, %o;\n";
+  }
+  for (int64_t i = 0; i < sums; ++i)
+    p << "\tmov.f32 %acc" << N(i) << ", 0f00000000;\n";
+
+  p << "\t// ---- main loop: per chunk, U vectors of V floats per row and "
+    << "column, then R*N*U*V FMAs\n"
+    << "\tsetp.eq.u32 %p, %nfull, 0;\n\t@%p bra $TAIL;\n"
+    << "$MAIN:\n";
+  const int64_t step_bytes = 32 * t.v * 4;
+  for (int64_t u = 0; u < t.u; ++u)
+    for (int64_t r = 0; r < t.r; ++r)
+      p << "\t" << VectorLoad(kStreamA, "%a", t.A(r, u, 0), t.v) << ", [%pa"
+        << N(r) << "+" << N(u * step_bytes) << "];\n";
+  for (int64_t u = 0; u < t.u; ++u)
+    for (int64_t j = 0; j < t.n; ++j)
+      p << "\t" << VectorLoad("", "%b", t.B(j, u, 0), t.v) << ", [%pb" << N(j)
+        << "+" << N(u * step_bytes) << "];\n";
+  for (int64_t u = 0; u < t.u; ++u)
+    for (int64_t e = 0; e < t.v; ++e)
+      for (int64_t r = 0; r < t.r; ++r)
+        for (int64_t j = 0; j < t.n; ++j) {
+          const std::string acc = "%acc" + N(r * t.n + j);
+          p << "\tfma.rn.f32 " << acc << ", %a" << N(t.A(r, u, e)) << ", %b"
+            << N(t.B(j, u, e)) << ", " << acc << ";\n";
+        }
+  for (int64_t r = 0; r < t.r; ++r)
+    p << "\tadd.u64 %pa" << N(r) << ", %pa" << N(r) << ", " << N(t.chunk * 4)
+      << ";\n";
+  for (int64_t j = 0; j < t.n; ++j)
+    p << "\tadd.u64 %pb" << N(j) << ", %pb" << N(j) << ", " << N(t.chunk * 4)
+      << ";\n";
+  p << "\tsub.u32 %nfull, %nfull, 1;\n"
+    << "\tsetp.ne.u32 %p, %nfull, 0;\n\t@%p bra $MAIN;\n";
+
+  p << "$TAIL:\n"
+    << "\t// ---- the rest of K, one float per lane per step, predicated\n";
+  if (t.v > 1) {
+    p << "\tmul.wide.u32 %o, %lane, " << N((t.v - 1) * 4)
+      << ";  // k = kt + lane*V -> kt + lane\n";
+    for (int64_t r = 0; r < t.r; ++r)
+      p << "\tsub.u64 %pa" << N(r) << ", %pa" << N(r) << ", %o;\n";
+    for (int64_t j = 0; j < t.n; ++j)
+      p << "\tsub.u64 %pb" << N(j) << ", %pb" << N(j) << ", %o;\n";
+  }
+  p << "\tadd.u32 %iters, %rem, 31;\n\tshr.u32 %iters, %iters, 5;\n"
+    << "\tmov.u32 %kk, %lane;\n"
+    << "\tsetp.eq.u32 %p, %iters, 0;\n\t@%p bra $REDUCE;\n"
+    << "$TLOOP:\n"
+    << "\tsetp.lt.u32 %pk, %kk, %rem;\n";
+  for (int64_t r = 0; r < t.r; ++r)
+    p << "\t@%pk " << VectorLoad(kStreamA, "%a", r, 1) << ", [%pa" << N(r)
+      << "];\n";
+  for (int64_t j = 0; j < t.n; ++j)
+    p << "\t@%pk " << VectorLoad("", "%b", j, 1) << ", [%pb" << N(j) << "];\n";
+  for (int64_t r = 0; r < t.r; ++r)
+    for (int64_t j = 0; j < t.n; ++j) {
+      const std::string acc = "%acc" + N(r * t.n + j);
+      p << "\t@%pk fma.rn.f32 " << acc << ", %a" << N(r) << ", %b" << N(j)
+        << ", " << acc << ";\n";
+    }
+  for (int64_t r = 0; r < t.r; ++r)
+    p << "\tadd.u64 %pa" << N(r) << ", %pa" << N(r) << ", 128;\n";
+  for (int64_t j = 0; j < t.n; ++j)
+    p << "\tadd.u64 %pb" << N(j) << ", %pb" << N(j) << ", 128;\n";
+  p << "\tadd.u32 %kk, %kk, 32;\n\tsub.u32 %iters, %iters, 1;\n"
+    << "\tsetp.ne.u32 %p, %iters, 0;\n\t@%p bra $TLOOP;\n";
+
+  p << "$REDUCE:\n"
+    << "\t// ---- each sum over the warp (butterfly: every lane gets it)\n";
+  for (int64_t i = 0; i < sums; ++i)
+    for (int off = 16; off >= 1; off /= 2)
+      p << "\tshfl.sync.bfly.b32 %s, %acc" << N(i) << ", " << off
+        << ", 0x1f, 0xffffffff;\n\tadd.f32 %acc" << N(i) << ", %acc" << N(i)
+        << ", %s;\n";
+
+  if (t.kg == 1) {
+    p << "\t// ---- lane r*N + j: C[row0 + r][j] = alpha * sum + beta * C "
+      << "(C is not read when beta == 0)\n"
+      << "\tsetp.ne.f32 %pbeta, %beta, 0f00000000;\n";
+  } else {
+    p << "\t// ---- lane r*N + j: the partial sum to W[z][row0 + r][j]\n";
+  }
+  for (int64_t r = 0; r < t.r; ++r) {
+    p << "\tadd.u32 %row, %row0, " << N(r) << ";\n"
+      << "\tsetp.lt.u32 %prow, %row, %M;\n";
+    if (t.kg == 1) {
+      p << "\tmul.wide.u32 %o, %row, %ldc;\n\tshl.b64 %o, %o, 2;\n"
+        << "\tadd.u64 %addr, %C, %o;\n";
+    } else {  // ((z*M + row) * N) in 64 bits
+      p << "\tmul.wide.u32 %o, %z, %M;\n\tcvt.u64.u32 %o2, %row;\n"
+        << "\tadd.u64 %o, %o, %o2;\n\tmul.lo.u64 %o, %o, " << N(t.n * 4)
+        << ";\n\tadd.u64 %addr, %W, %o;\n";
+    }
+    for (int64_t j = 0; j < t.n; ++j) {
+      const std::string acc = "%acc" + N(r * t.n + j);
+      const std::string at = "[%addr+" + N(j * 4) + "]";
+      p << "\tsetp.eq.and.u32 %pw, %lane, " << N(r * t.n + j) << ", %prow;\n";
+      if (t.kg == 1) {
+        p << "\tmul.f32 %v, " << acc << ", %alpha;\n"
+          << "\tand.pred %pld, %pw, %pbeta;\n"
+          << "\t@%pld ld.global.f32 %old, " << at << ";\n"
+          << "\t@%pld fma.rn.f32 %v, %old, %beta, %v;\n"
+          << "\t@%pw st.global.f32 " << at << ", %v;\n";
+      } else {
+        p << "\t@%pw st.global.f32 " << at << ", " << acc << ";\n";
+      }
+    }
+  }
+  p << "\tret;\n}\n";
+  return p.str();
+}
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+const std::vector<int64_t>& GemvRowValues() {
+  static const std::vector<int64_t> v = {1, 2, 4};
+  return v;
+}
+const std::vector<int64_t>& GemvWarpValues() {
+  static const std::vector<int64_t> v = {2, 4, 8};
+  return v;
+}
+const std::vector<int64_t>& GemvVectorValues() {
+  static const std::vector<int64_t> v = {1, 2, 4};
+  return v;
+}
+const std::vector<int64_t>& GemvUnrollValues() {
+  static const std::vector<int64_t> v = {1, 2, 4};
+  return v;
+}
+const std::vector<int64_t>& GemvSplitValues() {
+  static const std::vector<int64_t> v = {1, 2, 4, 8};
+  return v;
+}
+
+Status Validate(const GemvParams& p, std::string_view field) {
+  const std::string f(field);
+  BT_RETURN_IF_ERROR(CheckOneOf(f + ".R", GemvRowValues(), p.rows));
+  BT_RETURN_IF_ERROR(CheckOneOf(f + ".W", GemvWarpValues(), p.warps));
+  BT_RETURN_IF_ERROR(CheckOneOf(f + ".V", GemvVectorValues(), p.vec));
+  BT_RETURN_IF_ERROR(CheckOneOf(f + ".U", GemvUnrollValues(), p.unroll));
+  return CheckOneOf(f + ".KG", GemvSplitValues(), p.kg);
+}
+
+const char* ToString(GemvRule rule) {
+  switch (rule) {
+    case GemvRule::kLayout:
+      return "layout";
+    case GemvRule::kColumns:
+      return "columns";
+    case GemvRule::kVectorLd:
+      return "vector_ld";
+    case GemvRule::kRegisters:
+      return "registers";
+  }
+  return "unknown";
+}
+
+int64_t GemvRegisterEstimate(const GemvParams& p, int64_t n) {
+  const int64_t loads = (p.rows + n) * p.unroll * p.vec;
+  return loads + p.rows * n + 2 * (p.rows + n) + 24;
+}
+
+bool Passes(GemvRule rule, const Problem& problem, const GemvParams& p,
+            const KernelLimits& limits) {
+  const GemmContext& g = GemmOf(problem);
+  switch (rule) {
+    case GemvRule::kLayout:
+      return LayoutHolds(problem);
+    case GemvRule::kColumns:
+      return g.n >= 1 && g.n <= kGemvMaxColumns;
+    case GemvRule::kVectorLd: {
+      const auto ld = LeadingDims(problem);
+      return ld[0] % p.vec == 0 && (g.n == 1 || ld[1] % p.vec == 0);
+    }
+    case GemvRule::kRegisters:
+      return GemvRegisterEstimate(p, g.n) <= limits.max_registers_per_thread;
+  }
+  return false;
+}
+
+Status CanImplement(const Problem& problem, const GemvParams& p,
+                    const KernelLimits& limits) {
+  const GemmContext& g = GemmOf(problem);
+  const auto ld = LeadingDims(problem);
+  for (GemvRule rule : kGemvRules) {
+    if (Passes(rule, problem, p, limits)) continue;
+    switch (rule) {
+      case GemvRule::kLayout:
+        return FailedPrecondition(
+            "layout: gemm.gemv reads A's rows and B's columns along K: "
+            "layout_a must be N and layout_b T (or N with n 1 and ldb 1), "
+            "got layout " +
+            std::string(g.layout_a == Layout::kN ? "N" : "T") +
+            (g.layout_b == Layout::kN ? "N" : "T") + " with n " + N(g.n) +
+            " and ldb " + N(ld[1]));
+      case GemvRule::kColumns:
+        return FailedPrecondition(
+            "columns: gemm.gemv keeps every column's sums in registers: n "
+            "must be in [1, " +
+            N(kGemvMaxColumns) + "], got " + N(g.n));
+      case GemvRule::kVectorLd: {
+        const bool a = ld[0] % p.vec != 0;
+        return FailedPrecondition("vector_ld: V=" + N(p.vec) + " reads " +
+                                  N(p.vec) +
+                                  " floats at a time: " + (a ? "lda" : "ldb") +
+                                  " must be a multiple of " + N(p.vec) +
+                                  ", got " + N(a ? ld[0] : ld[1]));
+      }
+      case GemvRule::kRegisters:
+        return FailedPrecondition(
+            "registers: an estimated " + N(GemvRegisterEstimate(p, g.n)) +
+            " registers per thread ((R + n)*U*V loaded, R*n sums) exceed " +
+            N(limits.max_registers_per_thread));
+    }
+  }
+  return OkStatus();
+}
+
+StatusOr<GemmKernel> GenerateGemv(const Problem& problem, const GemvParams& p,
+                                  const std::string& arch) {
+  BT_RETURN_IF_ERROR(CheckArch("arch", arch));
+  if (OpOf(problem.ctx) != Op::kGemm)
+    return InvalidArgument("context: gemm.gemv computes a gemm");
+  BT_RETURN_IF_ERROR(Validate(problem.ctx));
+  BT_RETURN_IF_ERROR(Validate(p));
+  BT_RETURN_IF_ERROR(CanImplement(problem, p, KernelLimits{}));
+  const GemmContext& g = GemmOf(problem);
+  Plan t{p.rows, p.warps, p.vec, p.unroll, p.kg, g.n, p.Chunk()};
+  GemmKernel k;
+  k.ptx = Entry(t, arch);
+  k.entry = "blocktune_gemv";
+  k.grid = {static_cast<unsigned>(CeilDiv(g.m, p.RowsPerProgram())), 1,
+            static_cast<unsigned>(p.kg)};
+  k.block = {static_cast<unsigned>(p.Threads()), 1, 1};
+  k.vector_a = p.vec;
+  k.vector_b = g.n > 1 ? p.vec : 1;
+  if (p.kg > 1) AddSplitReduce(p.kg, g.m, g.n, &k);
+  return k;
+}
+
+}  // namespace blocktune

@@ -1,0 +1,223 @@
+// gemm.gemv on the GPU (ctest label gpu) against a float64 reference,
+// launched the way the worker launches every family (tuner/kernel_launch.h
+// LoadedKernel: the entries' named parameters, K_G's reduce entry): random
+// decode shapes with N = 1 .. 8, NT and NN of one column, M that is no
+// multiple of a program's rows, K that is no multiple of a chunk (32*V*U),
+// padded lda, ldb and ldc, every value of R, W, V, U and K_G, beta zero and
+// not. C (where beta == 0) and the workspace are poisoned with NaN first,
+// so an element the kernel never wrote fails. The bound is gemm.ffma's
+// (kernels/gemm_gpu_test.cc): relative Frobenius error below 1e-5.
+// Skips with a message where there is no GPU or no libcuda.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "kernels/cuda_driver.h"
+#include "kernels/family.h"
+#include "tuner/kernel_launch.h"
+
+namespace blocktune {
+namespace {
+
+using cuda::DeviceBuffer;
+
+struct Case {
+  Problem problem;  // leading dimensions explicit
+  Params params;
+  float alpha = 1, beta = 0;
+};
+
+// Runs the case and returns ||C - ref|| / ||ref||, or why it failed.
+StatusOr<double> RunCase(const KernelFamily& f, const Case& c,
+                         std::mt19937& rng) {
+  const GemmContext& g = std::get<GemmContext>(c.problem.ctx);
+  const int64_t lda = c.problem.lda, ldb = c.problem.ldb, ldc = c.problem.ldc;
+  const bool b_t = g.layout_b == Layout::kT;
+  std::uniform_real_distribution<float> uniform(-1.f, 1.f);
+  std::vector<float> a(g.m * lda), b((b_t ? g.n : g.k) * ldb), cm(g.m * ldc);
+  for (float& v : a) v = uniform(rng);
+  for (float& v : b) v = uniform(rng);
+  for (float& v : cm) v = uniform(rng);
+
+  BT_ASSIGN_OR_RETURN(GeneratedKernel kernel,
+                      f.Generate(c.problem, c.params, "sm_90"));
+  const int64_t workspace = kernel.workspace_bytes;
+  BT_ASSIGN_OR_RETURN(auto loaded,
+                      LoadedKernel::Load(c.problem, kernel, kernel.ptx,
+                                         f.Shape(c.problem, c.params).split_k));
+  BT_ASSIGN_OR_RETURN(DeviceBuffer da, DeviceBuffer::Allocate(a.size() * 4));
+  BT_ASSIGN_OR_RETURN(DeviceBuffer db, DeviceBuffer::Allocate(b.size() * 4));
+  BT_ASSIGN_OR_RETURN(DeviceBuffer dc, DeviceBuffer::Allocate(cm.size() * 4));
+  BT_ASSIGN_OR_RETURN(DeviceBuffer dw,
+                      DeviceBuffer::Allocate(std::max<int64_t>(workspace, 4)));
+  BT_RETURN_IF_ERROR(da.CopyFromHost(a.data(), a.size() * 4));
+  BT_RETURN_IF_ERROR(db.CopyFromHost(b.data(), b.size() * 4));
+  if (c.beta == 0) {
+    BT_RETURN_IF_ERROR(dc.Fill32(0x7fc00000));  // NaN
+  } else {
+    BT_RETURN_IF_ERROR(dc.CopyFromHost(cm.data(), cm.size() * 4));
+  }
+  BT_RETURN_IF_ERROR(dw.Fill32(0x7fc00000));
+  KernelOperands ops;
+  ops.a = da.address();
+  ops.b = db.address();
+  ops.c = dc.address();
+  ops.workspace = workspace > 0 ? dw.address() : 0;
+  ops.alpha = c.alpha;
+  ops.beta = c.beta;
+  BT_RETURN_IF_ERROR(loaded->Launch(ops));
+  std::vector<float> out(cm.size());
+  BT_RETURN_IF_ERROR(dc.CopyToHost(out.data(), out.size() * 4));
+
+  double err = 0, norm = 0;
+  for (int64_t i = 0; i < g.m; ++i) {
+    for (int64_t j = 0; j < g.n; ++j) {
+      double sum = 0;
+      for (int64_t l = 0; l < g.k; ++l) {
+        const double bv = b_t ? b[j * ldb + l] : b[l * ldb + j];
+        sum += double(a[i * lda + l]) * bv;
+      }
+      const double ref =
+          c.alpha * sum + (c.beta == 0 ? 0.0 : c.beta * cm[i * ldc + j]);
+      const double got = out[i * ldc + j];
+      if (!std::isfinite(got)) {
+        return Internal("C[" + std::to_string(i) + "][" + std::to_string(j) +
+                        "] = " + std::to_string(got) + " (not written?)");
+      }
+      err += (got - ref) * (got - ref);
+      norm += ref * ref;
+    }
+    // The padding past N must be left alone (NaN where beta == 0).
+    for (int64_t j = g.n; j < ldc && c.beta != 0; ++j)
+      if (out[i * ldc + j] != cm[i * ldc + j])
+        return Internal("C[" + std::to_string(i) + "][" + std::to_string(j) +
+                        "] past N was written");
+  }
+  return std::sqrt(err / std::max(norm, 1e-300));
+}
+
+class GemvGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto driver = cuda::Driver::Get();
+    if (!driver.ok() || (*driver)->device_count() == 0) {
+      GTEST_SKIP() << (driver.ok() ? "no GPU: no device"
+                                   : driver.status().message());
+    }
+    auto ctx = cuda::Context::Open(0);
+    ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+    ctx_ = std::move(*ctx);
+  }
+  std::unique_ptr<cuda::Context> ctx_;
+};
+
+TEST_F(GemvGpuTest, RandomDecodeShapesMatchFloat64) {
+  auto found = FindFamily("gemm.gemv");
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  const KernelFamily& f = **found;
+  const int r = f.ParamIndex("R"), w = f.ParamIndex("W"), v = f.ParamIndex("V"),
+            u = f.ParamIndex("U"), kg = f.ParamIndex("KG");
+  ASSERT_TRUE(r >= 0 && w >= 0 && v >= 0 && u >= 0 && kg >= 0);
+  auto value = [&](int param, int64_t i) {
+    const auto& values = f.params()[param].values;
+    return values[i % values.size()];
+  };
+  std::mt19937 rng(2027);
+  const KernelLimits limits;  // the H100's; the H200's are the same
+  std::set<std::pair<int, int64_t>> seen;  // (parameter, value) run
+  int cases = 0, nn = 0, split = 0, refused = 0;
+  double worst = 0;
+  for (int64_t i = 0; cases < 160; ++i) {
+    ASSERT_LT(i, 2000) << "the rules refuse too many cases";
+    Case c;
+    GemmContext g;
+    g.dtype = DType::kFp32;
+    g.layout_a = Layout::kN;
+    g.n = 1 + rng() % 8;
+    g.layout_b = Layout::kT;
+    if (rng() % 5 == 0) {  // NN: one contiguous column
+      g.n = 1;
+      g.layout_b = Layout::kN;
+    }
+    // M: tiny, ragged, or a few thousand; never all multiples of R*W.
+    switch (rng() % 3) {
+      case 0:
+        g.m = 1 + rng() % 40;
+        break;
+      case 1:
+        g.m = 1 + rng() % 700;
+        break;
+      default:
+        g.m = 1000 + rng() % 1200;
+        break;
+    }
+    // K: below one chunk, ragged, or several chunks plus a tail.
+    switch (rng() % 3) {
+      case 0:
+        g.k = 1 + rng() % 100;
+        break;
+      case 1:
+        g.k = 1 + rng() % 3000;
+        break;
+      default:
+        g.k = 512 * (1 + rng() % 6) + rng() % 512;
+        break;
+    }
+    if (i == 0) g.m = g.n = g.k = 1;
+    if (i == 1) {  // a decode projection
+      g.m = 4096;
+      g.n = 1;
+      g.k = 4096;
+    }
+    // Every value of every parameter, in changing combinations.
+    c.params = f.DefaultCandidates().front();
+    c.params[r] = value(r, i);
+    c.params[w] = value(w, i / 3);
+    c.params[v] = value(v, i / 9 + i);
+    c.params[u] = value(u, i / 2);
+    c.params[kg] = value(kg, i / 5 + i);
+    const int64_t vec = c.params[v];
+    auto up = [&](int64_t x) { return (x + vec - 1) / vec * vec; };
+    c.problem = Problem(g);
+    // Padded rows, multiples of V (rule vector_ld), some tight.
+    c.problem.lda = up(g.k + (rng() % 3 ? rng() % 9 : 0));
+    c.problem.ldb = g.layout_b == Layout::kN ? 1 : up(g.k + rng() % 9);
+    c.problem.ldc = g.n + rng() % 4;
+    c.alpha = rng() % 2 ? 1.f : 0.75f;
+    c.beta = rng() % 3 == 0 ? -0.5f : 0.f;
+    if (!f.CanImplement(c.problem, c.params, limits).ok()) {
+      ++refused;
+      continue;
+    }
+    const std::string what = ToString(c.problem.ctx) + " " +
+                             f.Format(c.params) +
+                             " lda=" + std::to_string(c.problem.lda) +
+                             " ldb=" + std::to_string(c.problem.ldb) +
+                             " ldc=" + std::to_string(c.problem.ldc) +
+                             " beta=" + std::to_string(c.beta);
+    auto err = RunCase(f, c, rng);
+    ASSERT_TRUE(err.ok()) << what << ": " << err.status().ToString();
+    EXPECT_LT(*err, 1e-5) << what;
+    worst = std::max(worst, *err);
+    for (int p : {r, w, v, u, kg}) seen.insert({p, c.params[p]});
+    nn += g.layout_b == Layout::kN;
+    split += c.params[kg] > 1;
+    ++cases;
+  }
+  for (int p : {r, w, v, u, kg})
+    for (int64_t x : f.params()[p].values)
+      EXPECT_TRUE(seen.count({p, x}))
+          << f.params()[p].name << "=" << x << " never ran";
+  EXPECT_GT(nn, 5);
+  EXPECT_GT(split, 20);
+  std::cout << cases << " cases (" << nn << " NN, " << split
+            << " split over K, " << refused
+            << " refused by the rules), worst relative error " << worst << "\n";
+}
+
+}  // namespace
+}  // namespace blocktune
