@@ -13,7 +13,7 @@ rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
 for t in kernels/cuda_driver_test kernels/gemm_gpu_test kernels/gemm_mma_gpu_test \
          kernels/gemm_wgmma_gpu_test kernels/gemm_wgmma_test kernels/conv_mma_gpu_test \
-         tuner/gpu_worker_test bench/kernels/mma_bench bench/kernels/eval_bench \
+         tuner/gpu_worker_test tuner/gemm_gemv_gpu_test bench/kernels/mma_bench bench/kernels/eval_bench \
          bench/kernels/kernel_bench bench/kernels/conv_mma_bench \
          server/blocktune-worker bench/oracle_run; do
   [ -x "$build/$t" ] || continue
