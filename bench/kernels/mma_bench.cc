@@ -41,6 +41,8 @@
 // --programs N (before --profile): at most N programs, walking the tiles
 // grid-stride, for families whose kernels can (gemm.wgmma with cm = 1,
 // conv.wgmma): what a persistent grid would give.
+// --compile: load cubins compiled as the worker and eval_bench compile them
+// (kernels/ptx_compiler.h) instead of PTX for the driver's JIT.
 // ratio = cuBLASLt time / ours; > 1 means ours is faster.
 //
 //   mma_bench --op conv [flags as above]
@@ -75,6 +77,7 @@
 #include <vector>
 
 #include "bench/kernels/family_measure.h"
+#include "kernels/ptx_compiler.h"
 
 namespace blocktune::bench {
 namespace {
@@ -262,6 +265,10 @@ int Main(int argc, char** argv) {
   // grid-stride (a persistent grid; gemm.wgmma without cluster pairs and
   // conv.wgmma only). 0: one program per tile.
   unsigned programs = 0;
+  // --compile: load what the worker and eval_bench load (PtxCompiler: a
+  // cubin from nvJitLink, or from the toolkit's ptxas for PTX that sets
+  // its registers) instead of the PTX text for the driver's JIT.
+  bool compile = false;
   std::string triton_path;
   bool list_shapes = false, plan = false;
   Op op = Op::kGemm;
@@ -286,6 +293,8 @@ int Main(int argc, char** argv) {
       list_shapes = true;
     else if (!std::strcmp(argv[i], "--plan"))
       plan = true;
+    else if (!std::strcmp(argv[i], "--compile"))
+      compile = true;
     else if (!std::strcmp(argv[i], "--programs") && i + 1 < argc)
       programs = static_cast<unsigned>(std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--profile") && i + 2 < argc) {
@@ -297,7 +306,7 @@ int Main(int argc, char** argv) {
                    "usage: mma_bench [--op gemm|conv] [--quick] [--configs N] "
                    "[--only S,..] "
                    "[--flush write|read] [--families F,..] [--ptx-dir DIR] "
-                   "[--triton TSV] [--list-shapes] [--plan] | "
+                   "[--triton TSV] [--compile] [--list-shapes] [--plan] | "
                    "--profile \"bf16 NT m n k\" \"params\" [reps]\n");
       return 2;
     }
@@ -560,7 +569,20 @@ int Main(int argc, char** argv) {
                          gk.status().ToString().c_str());
             continue;
           }
-          const std::string image = gk->ptx;
+          std::string image = gk->ptx;
+          if (compile) {
+            auto compiler = PtxCompiler::Get();
+            auto cubin = compiler.ok() ? (*compiler)->Compile(
+                                             gk->ptx, TargetOf(*gk, arch))
+                                       : StatusOr<std::string>(compiler.status());
+            if (!cubin.ok()) {
+              std::fprintf(stderr, "# %s %s: %s\n", row.shape.c_str(),
+                           f->Format(cands[i]).c_str(),
+                           cubin.status().ToString().c_str());
+              continue;
+            }
+            image = std::move(*cubin);
+          }
           auto l = LoadedKernel::Load(c.problem, std::move(*gk), image,
                                       f->Shape(c.problem, cands[i]).split_k);
           if (l.ok())
