@@ -43,6 +43,8 @@
 // conv.wgmma): what a persistent grid would give.
 // --compile: load cubins compiled as the worker and eval_bench compile them
 // (kernels/ptx_compiler.h) instead of PTX for the driver's JIT.
+// --sustain S: the best configuration back to back for S seconds after it
+// is timed (the per-launch time under a sustained load).
 // ratio = cuBLASLt time / ours; > 1 means ours is faster.
 //
 //   mma_bench --op conv [flags as above]
@@ -269,6 +271,11 @@ int Main(int argc, char** argv) {
   // cubin from nvJitLink, or from the toolkit's ptxas for PTX that sets
   // its registers) instead of the PTX text for the driver's JIT.
   bool compile = false;
+  // --sustain S: then the best configuration back to back (no flush, no
+  // wait between launches) for S seconds, in batches of 20 launches; prints
+  // the median per-launch time of the batches of the second half (a
+  // sustained load, as a training or serving loop runs it).
+  double sustain_s = 0;
   std::string triton_path;
   bool list_shapes = false, plan = false;
   Op op = Op::kGemm;
@@ -295,6 +302,8 @@ int Main(int argc, char** argv) {
       plan = true;
     else if (!std::strcmp(argv[i], "--compile"))
       compile = true;
+    else if (!std::strcmp(argv[i], "--sustain") && i + 1 < argc)
+      sustain_s = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--programs") && i + 1 < argc)
       programs = static_cast<unsigned>(std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--profile") && i + 2 < argc) {
@@ -306,7 +315,8 @@ int Main(int argc, char** argv) {
                    "usage: mma_bench [--op gemm|conv] [--quick] [--configs N] "
                    "[--only S,..] "
                    "[--flush write|read] [--families F,..] [--ptx-dir DIR] "
-                   "[--triton TSV] [--compile] [--list-shapes] [--plan] | "
+                   "[--triton TSV] [--compile] [--sustain S] [--list-shapes] "
+                   "[--plan] | "
                    "--profile \"bf16 NT m n k\" \"params\" [reps]\n");
       return 2;
     }
@@ -659,6 +669,36 @@ int Main(int argc, char** argv) {
           fr.rel_err = err;
           best = i;
         }
+      }
+      if (best != SIZE_MAX && sustain_s > 0) {
+        // Back to back: batches of 20 launches between two events.
+        cudaEvent_t b0, b1;
+        CHECK_CUDA(cudaEventCreate(&b0));
+        CHECK_CUDA(cudaEventCreate(&b1));
+        auto go = launch_of(*loaded[best].kernel);
+        std::vector<double> batch_us;
+        const double t0 = NowSeconds();
+        while (NowSeconds() - t0 < sustain_s) {
+          CHECK_CUDA(cudaMemset(ws, 0, ws_bytes));
+          cudaEventRecord(b0);
+          for (int l = 0; l < 20; ++l) go();
+          cudaEventRecord(b1);
+          cudaEventSynchronize(b1);
+          float ms = 0;
+          cudaEventElapsedTime(&ms, b0, b1);
+          batch_us.push_back(ms * 1e3 / 20);
+        }
+        std::vector<double> tail(batch_us.begin() + batch_us.size() / 2,
+                                 batch_us.end());
+        std::printf("sustain %s %s %s %.1f s back to back: %zu launches, "
+                    "per launch: first batch %.1f us, median of the second "
+                    "half %.1f us\n",
+                    row.shape.c_str(), row.prec.c_str(),
+                    std::string(f->name()).c_str(), sustain_s,
+                    20 * batch_us.size(), batch_us.front(),
+                    tail.empty() ? NAN : Quantile(tail, 0.5));
+        cudaEventDestroy(b0);
+        cudaEventDestroy(b1);
       }
       if (best != SIZE_MAX) {
         fr.params = f->Format(cands[best]);
