@@ -521,6 +521,13 @@ TEST_F(QueryTest, AQueryWithoutADeviceSaysWhichDeviceAnswers) {
   ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), named, &r).ok());
   EXPECT_EQ(r.note(), "");
   EXPECT_EQ(r.answers(0).device().name(), "NVIDIA H100 80GB HBM3");
+  // A family without a model is named only where its rules take the
+  // shape: gemm.gemv (N <= 8) for a decode query, not for N = 48 above.
+  v1::QueryRequest decode = GemmQuery(3000, 1, 1000, 1);
+  decode.set_device_name("NVIDIA H100 80GB HBM3");
+  ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), decode, &r).ok());
+  EXPECT_EQ(r.note(),
+            "families without a trained model were not searched: gemm.gemv");
 
   // A daemon on a GPU (a fake one, "Fake GPU") that has no model of its
   // own says so; once one of its own is trained, that one answers.

@@ -569,10 +569,14 @@ Status BlocktuneService::AnswerQueryOnDevice(
     ScoredConfig config;
   };
   std::vector<Scored> top;
+  // Families with no model that could have answered: those that take the
+  // context (their first default configuration that fits; a family whose
+  // rules refuse the shape, as gemm.gemv refuses N > 8, is not named).
   std::string unmodelled;
   for (const KernelFamily* f : families) {
     if (std::none_of(models.begin(), models.end(),
-                     [&](const LoadedModel& m) { return m.family == f; })) {
+                     [&](const LoadedModel& m) { return m.family == f; }) &&
+        f->Default(Problem(q.context), KernelLimits{}).ok()) {
       unmodelled += (unmodelled.empty() ? "" : ", ") + std::string(f->name());
     }
   }
