@@ -125,16 +125,8 @@ class FfmaFamily : public KernelFamily {
     BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
     BT_ASSIGN_OR_RETURN(GemmKernel k,
                         GenerateKernel(problem.ctx, ToBlockShape(params), arch));
-    GeneratedKernel out = ToGenerated(*this, k);
-    out.reduce_entry = std::move(k.reduce_entry);
-    out.reduce_grid = k.reduce_grid;
-    out.reduce_block = k.reduce_block;
-    out.align_a = k.vector_a;
-    out.align_b = k.vector_b;
-    out.align_bytes = (k.vector_a > 1 || k.vector_b > 1) ? 16 : 4;
-    out.entry_params = EntryParams(op_);
-    if (!out.reduce_entry.empty()) out.reduce_params = ReduceParams();
-    return out;
+    // Vector widths 1 or 4: the bases 4- or 16-byte aligned.
+    return FromGemmKernel(*this, std::move(k), op_);
   }
 
  private:

@@ -123,18 +123,9 @@ class GemvFamily : public KernelFamily {
     BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
     const GemvParams p = ToGemv(params);
     BT_ASSIGN_OR_RETURN(GemmKernel k, GenerateGemv(problem, p, arch));
-    GeneratedKernel out = ToGenerated(*this, k);
-    out.reduce_entry = std::move(k.reduce_entry);
-    out.reduce_grid = k.reduce_grid;
-    out.reduce_block = k.reduce_block;
     // V floats per load: lda (and ldb where B has several columns) a
     // multiple of V, A and B 4*V-byte aligned.
-    out.align_a = k.vector_a;
-    out.align_b = k.vector_b;
-    out.align_bytes = 4 * p.vec;
-    out.entry_params = EntryParams(Op::kGemm);
-    if (!out.reduce_entry.empty()) out.reduce_params = ReduceParams();
-    return out;
+    return FromGemmKernel(*this, std::move(k), Op::kGemm);
   }
 
  private:

@@ -1,5 +1,6 @@
 #include "kernels/gemm_ptx.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <sstream>
@@ -953,6 +954,20 @@ void AddSplitReduce(int64_t kg, int64_t m, int64_t n, GemmKernel* kernel) {
       static_cast<unsigned>(CeilDiv(m * n, kReduceThreads / lanes)), 1, 1};
   kernel->reduce_block = {static_cast<unsigned>(kReduceThreads), 1, 1};
   kernel->workspace_bytes = kg * m * n * 4;
+}
+
+GeneratedKernel FromGemmKernel(const KernelFamily& family, GemmKernel k,
+                               Op op) {
+  GeneratedKernel out = ToGenerated(family, k);
+  out.reduce_entry = std::move(k.reduce_entry);
+  out.reduce_grid = k.reduce_grid;
+  out.reduce_block = k.reduce_block;
+  out.align_a = k.vector_a;
+  out.align_b = k.vector_b;
+  out.align_bytes = 4 * std::max(k.vector_a, k.vector_b);
+  out.entry_params = EntryParams(op);
+  if (!out.reduce_entry.empty()) out.reduce_params = ReduceParams();
+  return out;
 }
 
 StatusOr<GemmKernel> GenerateGemm(const GemmContext& ctx, const BlockShape& xb,

@@ -133,6 +133,12 @@ StatusOr<GemmKernel> GenerateConv(const ConvContext& ctx, const BlockShape& xb,
 // C = alpha * sum + beta * C, not reading C where beta == 0.
 void AddSplitReduce(int64_t kg, int64_t m, int64_t n, GemmKernel* kernel);
 
+// A GeneratedKernel of a GemmKernel (gemm.ffma's, conv.ffma's and
+// gemm.gemv's): its reduce entry where K_G > 1, the entry parameters of
+// `op`, and the operands' alignment from the load vector widths (V floats:
+// the leading dimension a multiple of V, the bases 4 * V-byte aligned).
+GeneratedKernel FromGemmKernel(const KernelFamily& family, GemmKernel k, Op op);
+
 // The parameters of GenerateGemm's (op kGemm) or GenerateConv's (kConv)
 // entry, and of the K_G reduction's, in order, as documented above.
 std::vector<KernelParam> EntryParams(Op op);
