@@ -11,9 +11,6 @@
 
 namespace blocktune {
 
-using mma_internal::CeilDiv;
-using mma_internal::Log2;
-using mma_internal::N;
 using mma_internal::Tiling;
 
 namespace {

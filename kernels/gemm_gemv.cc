@@ -8,14 +8,6 @@
 namespace blocktune {
 namespace {
 
-std::string N(int64_t v) { return std::to_string(v); }
-
-int64_t Log2(int64_t v) {
-  int64_t l = 0;
-  while ((int64_t{1} << l) < v) ++l;
-  return l;
-}
-
 const GemmContext& GemmOf(const Problem& problem) {
   return std::get<GemmContext>(problem.ctx);
 }
@@ -248,8 +240,6 @@ std::string Entry(const Plan& t, const std::string& arch) {
   p << "\tret;\n}\n";
   return p.str();
 }
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 

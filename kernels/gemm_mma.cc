@@ -8,9 +8,6 @@
 
 namespace blocktune {
 
-using mma_internal::CeilDiv;
-using mma_internal::IsPow2;
-using mma_internal::N;
 using mma_internal::Tiling;
 
 namespace {

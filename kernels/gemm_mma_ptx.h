@@ -15,14 +15,7 @@
 
 namespace blocktune::mma_internal {
 
-inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-inline std::string N(int64_t v) { return std::to_string(v); }
-inline int Log2(int64_t v) {
-  int l = 0;
-  while ((int64_t{1} << l) < v) ++l;
-  return l;
-}
-inline bool IsPow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+// CeilDiv, N, Log2, IsPow2: kernels/ptx_text.h.
 
 // The widest copy (16, 8, 4 or 2 bytes, at least one element) that every
 // row start of an operand with leading dimension `ld` keeps aligned, given

@@ -8,9 +8,6 @@
 
 namespace blocktune {
 
-using wgmma_internal::CeilDiv;
-using wgmma_internal::IsPow2;
-using wgmma_internal::N;
 using wgmma_internal::Tiling;
 
 namespace {

@@ -192,7 +192,7 @@ struct WgmmaParams {
 
   int64_t Threads() const { return 128 * (1 + consumers); }
   int64_t RowsPerConsumer() const { return bm / consumers; }
-  int64_t MTiles() const { return bm / consumers / 64; }  // per consumer
+  int64_t MTiles() const { return RowsPerConsumer() / 64; }  // per consumer
   auto Tie() const {
     return std::tie(bm, bn, bk, stages, consumers, group_m, kg, cluster_m,
                     tail);

@@ -8,17 +8,11 @@
 #include <string>
 
 #include "kernels/gemm_wgmma.h"
+#include "kernels/ptx_text.h"
 
 namespace blocktune::wgmma_internal {
 
-inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-inline std::string N(int64_t v) { return std::to_string(v); }
-inline int Log2(int64_t v) {
-  int l = 0;
-  while ((int64_t{1} << l) < v) ++l;
-  return l;
-}
-inline bool IsPow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+// CeilDiv, N, Log2, IsPow2: kernels/ptx_text.h.
 
 // The swizzle atom: 8 rows of 128 bytes, 1024-byte aligned.
 inline constexpr int64_t kSwizzleBytes = 128;

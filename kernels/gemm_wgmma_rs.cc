@@ -4,7 +4,6 @@
 
 namespace blocktune {
 
-using wgmma_internal::N;
 using wgmma_internal::Tiling;
 
 namespace {

@@ -1,13 +1,25 @@
-// The text builder the tensor-core generators (gemm_mma_ptx.cc,
-// gemm_wgmma_ptx.cc) write their PTX with: a stream of anything
-// std::ostream prints.
+// The text builder the generators (gemm_mma_ptx.cc, gemm_wgmma_ptx.cc,
+// gemm_gemv.cc) write their PTX with: a stream of anything std::ostream
+// prints; and the small arithmetic they share.
 #ifndef BLOCKTUNE_KERNELS_PTX_TEXT_H_
 #define BLOCKTUNE_KERNELS_PTX_TEXT_H_
 
+#include <cstdint>
 #include <sstream>
 #include <string>
 
 namespace blocktune {
+
+// A number as PTX text.
+inline std::string N(int64_t v) { return std::to_string(v); }
+inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// The exponent of the least power of two >= v (v >= 1).
+inline int Log2(int64_t v) {
+  int l = 0;
+  while ((int64_t{1} << l) < v) ++l;
+  return l;
+}
+inline bool IsPow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 class PtxText {
  public:
