@@ -1,6 +1,7 @@
-// The family `gemm.gemv` (gemm_gemv.h): fp32 GEMMs of N = 1 .. 8 columns
-// (decode) as a streaming kernel on CUDA cores, behind the family
-// interface. Offered only where A's rows and B's columns run along K.
+// The family `gemm.gemv` (gemm_gemv.h): fp32 GEMMs of few columns (decode,
+// skinny products, N <= 128) as a streaming kernel on CUDA cores, behind
+// the family interface. Offered only where A's rows and B's columns run
+// along K.
 #include <iterator>
 
 #include "kernels/family.h"
@@ -20,7 +21,11 @@ struct Field {
 };
 const Field kFields[] = {
     {"R", &GemvParams::rows, GemvRowValues, "R: rows of C per warp"},
-    {"W", &GemvParams::warps, GemvWarpValues, "W: warps per program"},
+    {"NC", &GemvParams::cols, GemvColValues,
+     "NC: columns of C per warp (min(NC, N))"},
+    {"W", &GemvParams::warps, GemvWarpValues, "W: warps per program along M"},
+    {"WN", &GemvParams::warps_n, GemvWarpNValues,
+     "WN: warps per program along N (sharing A's rows through L1)"},
     {"V", &GemvParams::vec, GemvVectorValues,
      "V: consecutive floats per lane per load (vector width)"},
     {"U", &GemvParams::unroll, GemvUnrollValues,
@@ -66,9 +71,9 @@ class GemvFamily : public KernelFamily {
   const std::vector<ParamSpec>& params() const override { return specs_; }
   const std::vector<std::string>& rules() const override { return rules_; }
   std::string_view summary() const override {
-    return "fp32 GEMV-style GEMM for N = 1 .. 8 (decode) on CUDA cores: a "
-           "warp streams R rows of A (NT, or NN with one column), "
-           "shfl.sync reduction";
+    return "fp32 GEMV-style GEMM for N = 1 .. 128 (decode, skinny products) "
+           "on CUDA cores: a warp streams R rows of A and NC of B along K "
+           "(NT, or NN with one column), shfl.sync reduction";
   }
 
   Status ValidateParams(const Params& params,
@@ -95,24 +100,35 @@ class GemvFamily : public KernelFamily {
     const GemmShape g = ImplicitGemm(problem.ctx);
     ConfigShape s;
     s.tile_m = p.RowsPerProgram();
-    s.tile_n = g.n;
+    s.tile_n = p.ColsPerProgram(g.n);
     s.step_k = p.Chunk();
     s.split_k = p.kg;
     s.threads = p.Threads();
-    s.programs = (g.m + p.RowsPerProgram() - 1) / p.RowsPerProgram() * p.kg;
+    s.programs = (g.m + p.RowsPerProgram() - 1) / p.RowsPerProgram() *
+                 ((g.n + s.tile_n - 1) / s.tile_n) * p.kg;
     s.workspace_bytes = p.kg > 1 ? p.kg * g.m * g.n * 4 : 0;
     return s;
   }
 
   std::vector<Params> DefaultCandidates() const override {
-    // Vectors of 4 where the rows allow them, else of 2, else floats; two
-    // rows per warp, four warps per program, two loads per row in flight.
-    static constexpr GemvParams kDefaults[] = {
-        {2, 4, 4, 2, 1}, {1, 4, 4, 2, 1}, {2, 4, 2, 2, 1},
-        {2, 4, 1, 4, 1}, {1, 2, 1, 1, 1},
-    };
+    // The widest column tile that N takes (NC < 2N), so that A is read
+    // once for up to 8 columns; per width, vectors of 4 where the rows
+    // allow them, else of 2, else floats; two rows per warp, four warps
+    // per program, two loads per row in flight.
     std::vector<Params> out;
-    for (const GemvParams& p : kDefaults) out.push_back(FromGemv(p));
+    for (int64_t nc : {8, 4, 2, 1}) {
+      for (int64_t v : {4, 2, 1}) {
+        GemvParams p;
+        p.rows = 2;
+        p.cols = nc;
+        p.warps = 4;
+        p.warps_n = 1;
+        p.vec = v;
+        p.unroll = v == 1 ? 4 : 2;
+        p.kg = 1;
+        out.push_back(FromGemv(p));
+      }
+    }
     return out;
   }
 

@@ -59,7 +59,7 @@ constexpr Golden kGolden[] = {
      "kConvWgmmaPersistentGeneratorVersion (kernels/conv_wgmma.h)"},
     {"gemm.wgmma_ts", 1, 0x6b2673fcfaaf7ef4ull,
      "kGemmWgmmaTailGeneratorVersion (kernels/gemm_wgmma.h)"},
-    {"gemm.gemv", 1, 0x39ee0e59e085f78cull,
+    {"gemm.gemv", 2, 0xf076f8c78071c409ull,
      "kGemmGemvGeneratorVersion (kernels/gemm_gemv.h)"},
 };
 
@@ -198,9 +198,10 @@ std::vector<Case> GemmWgmmaTailCases() {
   return out;
 }
 
-// gemm.gemv: NT with 1, 3 and 8 columns and NN of one column, every value
-// of R, W, V and U, K_G 1 and > 1, tails of M and K, padded rows, sm_90
-// and sm_80.
+// gemm.gemv: NT with 1, 3, 8, 16, 64 and 100 columns and NN of one
+// column, every value of R, NC, W, WN, V and U, K_G 1 and > 1, column
+// tiles narrower than N with a ragged last one, tails of M and K, padded
+// rows, sm_90 and sm_80.
 std::vector<Case> GemmGemvCases() {
   std::vector<Case> out;
   auto add = [&](const std::string& ctx, int64_t lda, int64_t ldb,
@@ -212,25 +213,33 @@ std::vector<Case> GemmGemvCases() {
     out.push_back({p, params, arch});
   };
   add("gemm m=4096 n=1 k=4096 layout=NT dtype=fp32", 0, 0, 0,
-      "R=2 W=4 V=4 U=2 KG=1", "sm_90");
+      "R=2 NC=1 W=4 WN=1 V=4 U=2 KG=1", "sm_90");
   add("gemm m=4096 n=1 k=4096 layout=NN dtype=fp32", 0, 0, 0,
-      "R=1 W=8 V=4 U=4 KG=1", "sm_90");
+      "R=1 NC=1 W=8 WN=1 V=4 U=4 KG=1", "sm_90");
   add("gemm m=1000 n=3 k=1000 layout=NT dtype=fp32", 1004, 1008, 4,
-      "R=4 W=2 V=2 U=1 KG=2", "sm_90");
+      "R=4 NC=4 W=2 WN=1 V=2 U=1 KG=2", "sm_90");
   add("gemm m=4104 n=8 k=4100 layout=NT dtype=fp32", 0, 0, 0,
-      "R=4 W=4 V=4 U=2 KG=1", "sm_90");
+      "R=4 NC=8 W=4 WN=1 V=4 U=2 KG=1", "sm_90");
   add("gemm m=11008 n=2 k=4096 layout=NT dtype=fp32", 0, 0, 0,
-      "R=1 W=2 V=1 U=4 KG=8", "sm_80");
+      "R=1 NC=2 W=2 WN=1 V=1 U=4 KG=8", "sm_80");
   add("gemm m=777 n=5 k=3333 layout=NT dtype=fp32", 3333, 3335, 7,
-      "R=2 W=8 V=1 U=1 KG=1", "sm_80");
+      "R=2 NC=2 W=8 WN=2 V=1 U=1 KG=1", "sm_80");
   add("gemm m=256 n=1 k=16384 layout=NT dtype=fp32", 0, 0, 0,
-      "R=1 W=4 V=4 U=4 KG=4", "sm_90");
+      "R=1 NC=1 W=4 WN=1 V=4 U=4 KG=4", "sm_90");
   add("gemm m=14336 n=4 k=4096 layout=NT dtype=fp32", 4100, 4104, 0,
-      "R=2 W=2 V=2 U=4 KG=1", "sm_90");
+      "R=2 NC=4 W=2 WN=1 V=2 U=4 KG=1", "sm_90");
   add("gemm m=1000 n=1 k=4100 layout=NN dtype=fp32", 0, 1, 1,
-      "R=4 W=8 V=4 U=1 KG=2", "sm_80");
+      "R=4 NC=1 W=8 WN=1 V=4 U=1 KG=2", "sm_80");
   add("gemm m=3 n=7 k=5 layout=NT dtype=fp32", 0, 0, 0,
-      "R=2 W=4 V=1 U=2 KG=1", "sm_90");
+      "R=2 NC=4 W=4 WN=2 V=1 U=2 KG=1", "sm_90");
+  add("gemm m=64 n=64 k=65536 layout=NT dtype=fp32", 0, 0, 0,
+      "R=8 NC=8 W=2 WN=4 V=4 U=1 KG=64", "sm_90");
+  add("gemm m=7168 n=16 k=7168 layout=NT dtype=fp32", 0, 0, 0,
+      "R=4 NC=16 W=1 WN=1 V=4 U=1 KG=4", "sm_90");
+  add("gemm m=1000 n=100 k=999 layout=NT dtype=fp32", 0, 0, 101,
+      "R=1 NC=16 W=1 WN=4 V=1 U=2 KG=16", "sm_80");
+  add("gemm m=4096 n=16 k=4096 layout=NT dtype=fp32", 0, 0, 0,
+      "R=2 NC=8 W=4 WN=2 V=4 U=2 KG=32", "sm_90");
   return out;
 }
 

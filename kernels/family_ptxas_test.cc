@@ -114,13 +114,14 @@ Problem SampleGemm(std::mt19937& rng, DType dtype) {
 }
 
 // gemm.gemv's contexts: SampleGemm's N over [1, 8192] and its four layouts
-// would rarely draw one the family takes (N <= 8, NT or NN of one column).
-// M and K over [1, 16384], N over [1, 10] (9 and 10: rule columns), NT
-// with one in eight NN; three in four with rows padded to 16 bytes.
+// would rarely draw one the family takes (N <= 128, NT or NN of one
+// column). M and K over [1, 16384], N over [1, 16] three times in four and
+// over [1, 140] (past 128: rule columns) else, NT with one in eight NN;
+// three in four with rows padded to 16 bytes.
 Problem SampleGemv(std::mt19937& rng, DType dtype) {
   GemmContext g;
   g.m = 1 + rng() % 16384;
-  g.n = 1 + rng() % 10;
+  g.n = rng() % 4 ? 1 + rng() % 16 : 1 + rng() % 140;
   g.k = 1 + rng() % 16384;
   g.layout_a = Layout::kN;
   g.layout_b = rng() % 8 == 0 ? Layout::kN : Layout::kT;

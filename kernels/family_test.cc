@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/gemm_gemv.h"
 #include "kernels/gemm_mma.h"
 #include "kernels/gemm_ptx.h"
 
@@ -164,7 +165,7 @@ TEST(FamilyRegistryTest, FamiliesForMatchesOpAndPrecision) {
     }
   }
   EXPECT_EQ(FamiliesFor(Op::kGemm, DType::kFp32).front()->name(), "gemm.ffma");
-  // gemm.gemv (N <= 8, NT) after it: gemm.ffma stays the fp32 default.
+  // gemm.gemv (N <= 128, NT) after it: gemm.ffma stays the fp32 default.
   ASSERT_EQ(FamiliesFor(Op::kGemm, DType::kFp32).size(), 2u);
   EXPECT_EQ(FamiliesFor(Op::kGemm, DType::kFp32).back()->name(), "gemm.gemv");
   EXPECT_EQ(FamiliesFor(Op::kConv, DType::kFp32).front()->name(), "conv.ffma");
@@ -555,17 +556,19 @@ TEST(WgmmaFamilyTest, TailSplitFamilySplitsThePersistentGridsLastRound) {
   }
 }
 
-// gemm.gemv: offered for fp32 NT with N <= 8, or NN of one column with
+// gemm.gemv: offered for fp32 NT with N <= 128, or NN of one column with
 // ldb 1; its named rules refuse the rest, naming the field and the allowed
 // values, and agree with FirstFailingRule.
-TEST(GemvFamilyTest, RulesOfferDecodeShapesOnly) {
+TEST(GemvFamilyTest, RulesOfferSkinnyShapesOnly) {
   const KernelFamily& f = Family("gemm.gemv");
   EXPECT_EQ(f.op(), Op::kGemm);
+  EXPECT_EQ(f.version(), 2);
   EXPECT_EQ(f.precisions(), std::vector<DType>{DType::kFp32});
-  EXPECT_EQ(f.rules(), (std::vector<std::string>{"layout", "columns",
-                                                 "vector_ld", "registers"}));
+  EXPECT_EQ(f.rules(),
+            (std::vector<std::string>{"layout", "columns", "column_tile",
+                                      "threads", "vector_ld", "registers"}));
   const KernelLimits h100 = H100();
-  auto p = f.Parse("R=2 W=4 V=4 U=2 KG=1");
+  auto p = f.Parse("R=2 NC=1 W=4 WN=1 V=4 U=2 KG=1");
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   auto refused = [&](const Problem& problem, const Params& params,
                      const std::string& rule, const std::string& message) {
@@ -576,8 +579,8 @@ TEST(GemvFamilyTest, RulesOfferDecodeShapesOnly) {
     ASSERT_GE(r, 0) << ToString(problem.ctx);
     EXPECT_EQ(f.rules()[r], rule);
   };
-  // Accepted: NT of 1 .. 8 columns, NN of one.
-  for (int64_t n = 1; n <= 8; ++n) {
+  // Accepted: NT of 1 .. 128 columns (one column per warp), NN of one.
+  for (int64_t n : {1, 2, 7, 8, 16, 64, 100, 128}) {
     const Problem nt(Gemm(4096, n, 4096, Layout::kN, Layout::kT, DType::kFp32));
     EXPECT_TRUE(f.CanImplement(nt, *p, h100).ok()) << n;
   }
@@ -594,11 +597,34 @@ TEST(GemvFamilyTest, RulesOfferDecodeShapesOnly) {
   refused(strided, *p, "layout", "got layout NN with n 1 and ldb 4");
   refused(Problem(Gemm(4096, 1, 4096, Layout::kT, Layout::kT, DType::kFp32)),
           *p, "layout", "got layout TT");
-  // More than 8 columns.
-  refused(Problem(Gemm(4096, 9, 4096, Layout::kN, Layout::kT, DType::kFp32)),
+  // More than 128 columns.
+  refused(Problem(Gemm(4096, 129, 4096, Layout::kN, Layout::kT, DType::kFp32)),
           *p, "columns",
-          "columns: gemm.gemv keeps every column's sums in registers: n must "
-          "be in [1, 8], got 9");
+          "columns: gemm.gemv reads all of A once per column tile: n must "
+          "be in [1, 128], got 129");
+  // A column tile wider than N's power of two; warps along N without a
+  // column.
+  const Problem n3(Gemm(4096, 3, 4096, Layout::kN, Layout::kT, DType::kFp32));
+  auto wide = f.Parse("R=2 NC=8 W=4 WN=1 V=4 U=2 KG=1");
+  ASSERT_TRUE(wide.ok());
+  refused(n3, *wide, "column_tile",
+          "column_tile: NC=8 is wider than n 3 needs (it would repeat a "
+          "narrower NC): NC must be below 6");
+  auto four = f.Parse("R=2 NC=4 W=4 WN=1 V=4 U=2 KG=1");
+  ASSERT_TRUE(four.ok());
+  EXPECT_TRUE(f.CanImplement(n3, *four, h100).ok());
+  auto idle = f.Parse("R=2 NC=2 W=4 WN=4 V=4 U=2 KG=1");
+  ASSERT_TRUE(idle.ok());
+  refused(n3, *idle, "column_tile",
+          "column_tile: WN=4 warps of 2 columns leave a warp without one of "
+          "n 3: (WN - 1) * min(NC, n) must be below n");
+  // 8 x 8 warps are 2048 threads.
+  auto many = f.Parse("R=1 NC=1 W=8 WN=8 V=4 U=1 KG=1");
+  ASSERT_TRUE(many.ok());
+  refused(Problem(Gemm(4096, 64, 4096, Layout::kN, Layout::kT, DType::kFp32)),
+          *many, "threads",
+          "threads: W=8 x WN=8 warps are 2048 threads, more than 1024 per "
+          "program");
   // Rows that are no multiple of V.
   Problem odd(Gemm(4096, 4, 4098, Layout::kN, Layout::kT, DType::kFp32));
   refused(odd, *p, "vector_ld",
@@ -606,18 +632,26 @@ TEST(GemvFamilyTest, RulesOfferDecodeShapesOnly) {
           "4, got 4098");
   odd.lda = 4100;
   refused(odd, *p, "vector_ld", "ldb must be a multiple of 4, got 4098");
-  auto v2 = f.Parse("R=2 W=4 V=2 U=2 KG=1");
+  auto v2 = f.Parse("R=2 NC=1 W=4 WN=1 V=2 U=2 KG=1");
   ASSERT_TRUE(v2.ok());
   EXPECT_TRUE(f.CanImplement(odd, *v2, h100).ok());
   // One column: ldb does not matter (only column 0 is read).
   Problem one(Gemm(4096, 1, 4096, Layout::kN, Layout::kT, DType::kFp32));
   one.ldb = 4097;
   EXPECT_TRUE(f.CanImplement(one, *p, h100).ok());
-  // The register estimate refuses the largest tiles of 8 columns.
-  auto big = f.Parse("R=4 W=4 V=4 U=4 KG=1");
+  // The register estimate refuses the largest tiles per thread, and tiles
+  // whose program would not fit the SM's registers.
+  auto big = f.Parse("R=8 NC=16 W=1 WN=1 V=4 U=2 KG=1");
   ASSERT_TRUE(big.ok());
-  refused(Problem(Gemm(4096, 8, 4096, Layout::kN, Layout::kT, DType::kFp32)),
+  refused(Problem(Gemm(4096, 16, 4096, Layout::kN, Layout::kT, DType::kFp32)),
           *big, "registers", "registers: an estimated");
+  auto wide_program = f.Parse("R=8 NC=8 W=4 WN=4 V=4 U=1 KG=1");
+  ASSERT_TRUE(wide_program.ok());
+  EXPECT_LE(GemvRegisterEstimate(
+                GemvParams{8, 8, 4, 4, 4, 1, 1}, 64),
+            255);
+  refused(Problem(Gemm(64, 64, 65536, Layout::kN, Layout::kT, DType::kFp32)),
+          *wide_program, "registers", "threads the SM's 65536");
   // Not fp32: the precision is the context's field.
   const Status bf16 = f.CanImplement(
       Problem(Gemm(4096, 1, 4096, Layout::kN, Layout::kT, DType::kBf16)), *p,
@@ -629,35 +663,47 @@ TEST(GemvFamilyTest, RulesOfferDecodeShapesOnly) {
   auto bad = f.Parse("R=3");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()),
-              HasSubstr("params.R must be one of {1, 2, 4}"));
+              HasSubstr("params.R must be one of {1, 2, 4, 8}"));
+  auto bad_nc = f.Parse("R=2 NC=3 W=4 WN=1 V=4 U=2 KG=1");
+  ASSERT_FALSE(bad_nc.ok());
+  EXPECT_THAT(std::string(bad_nc.status().message()),
+              HasSubstr("params.NC must be one of {1, 2, 4, 8, 16}"));
   EXPECT_TRUE(f.Default(nn1, h100).ok());
-  // V = 1 is the fallback for rows of any length.
+  // The default takes the widest tile N allows, and V = 1 is the fallback
+  // for rows of any length.
   auto fallback =
       f.Default(Problem(Gemm(1000, 3, 1001, Layout::kN, Layout::kT,
                              DType::kFp32)),
                 h100);
   ASSERT_TRUE(fallback.ok()) << fallback.status().ToString();
   EXPECT_EQ((*fallback)[f.ParamIndex("V")], 1);
+  EXPECT_EQ((*fallback)[f.ParamIndex("NC")], 4);
+  auto cov = f.Default(
+      Problem(Gemm(64, 64, 65536, Layout::kN, Layout::kT, DType::kFp32)), h100);
+  ASSERT_TRUE(cov.ok()) << cov.status().ToString();
+  EXPECT_EQ((*cov)[f.ParamIndex("NC")], 8);
 }
 
-// The kernel: vector loads of A past L1, the read-only path for B, the
-// warp's butterfly, gemm.ffma's entry parameters and, for K_G > 1, its
-// reduce entry and workspace.
+// The kernel: vector loads of A past L1 (through it where WN warps share
+// the rows), the read-only path for B, the warp's butterfly, gemm.ffma's
+// entry parameters and, for K_G > 1, its reduce entry and workspace; the
+// grid's y walks the column tiles.
 TEST(GemvFamilyTest, GenerateStreamsAAndReducesOverTheWarp) {
   const KernelFamily& f = Family("gemm.gemv");
   Problem problem(Gemm(4104, 3, 4100, Layout::kN, Layout::kT, DType::kFp32));
   problem.ldc = 4;
-  auto p = f.Parse("R=2 W=4 V=4 U=2 KG=1");
+  auto p = f.Parse("R=2 NC=4 W=4 WN=1 V=4 U=2 KG=1");
   ASSERT_TRUE(p.ok());
   auto k = f.Generate(problem, *p, "sm_90");
   ASSERT_TRUE(k.ok()) << k.status().ToString();
   EXPECT_EQ(k->entry, "blocktune_gemv");
-  EXPECT_THAT(k->ptx, HasSubstr("// blocktune gemm.gemv v1"));
+  EXPECT_THAT(k->ptx, HasSubstr("// blocktune gemm.gemv v2"));
   EXPECT_THAT(k->ptx, HasSubstr("ld.global.nc.L1::no_allocate.v4.f32"));
   EXPECT_THAT(k->ptx, HasSubstr("ld.global.nc.v4.f32"));
   EXPECT_THAT(k->ptx, HasSubstr("shfl.sync.bfly.b32"));
   EXPECT_THAT(k->ptx, HasSubstr("fma.rn.f32"));
-  // R*N = 6 sums, 5 butterfly steps each; 2 rows x 2 loads of A per chunk.
+  // R*c = 6 sums (c = min(4, 3)), 5 butterfly steps each; 2 rows x 2 loads
+  // of A per chunk.
   auto count = [&](const std::string& what) {
     size_t n = 0;
     for (size_t at = k->ptx.find(what); at != std::string::npos;
@@ -679,7 +725,7 @@ TEST(GemvFamilyTest, GenerateStreamsAAndReducesOverTheWarp) {
   for (const KernelParam& q : k->entry_params) names.push_back(q.name);
   for (const KernelParam& q : EntryParams(Op::kGemm)) want.push_back(q.name);
   EXPECT_EQ(names, want);
-  const ConfigShape shape = f.Shape(problem, *p);
+  ConfigShape shape = f.Shape(problem, *p);
   EXPECT_EQ(shape.tile_m, 8);
   EXPECT_EQ(shape.tile_n, 3);
   EXPECT_EQ(shape.step_k, 256);
@@ -688,7 +734,7 @@ TEST(GemvFamilyTest, GenerateStreamsAAndReducesOverTheWarp) {
 
   // One column: B's rows need no alignment but its address does.
   Problem one(Gemm(4096, 1, 4096, Layout::kN, Layout::kN, DType::kFp32));
-  auto split = f.Parse("R=1 W=8 V=2 U=4 KG=4");
+  auto split = f.Parse("R=1 NC=1 W=8 WN=1 V=2 U=4 KG=4");
   ASSERT_TRUE(split.ok());
   k = f.Generate(one, *split, "sm_80");
   ASSERT_TRUE(k.ok()) << k.status().ToString();
@@ -706,8 +752,28 @@ TEST(GemvFamilyTest, GenerateStreamsAAndReducesOverTheWarp) {
   std::vector<std::string> ffma_reduce;
   for (const KernelParam& q : ReduceParams()) ffma_reduce.push_back(q.name);
   EXPECT_EQ(reduce, ffma_reduce);
+
+  // A 64x64 covariance: 8x8 tiles per warp, 2 x 4 warps per program share
+  // A's rows through L1, 64 programs split K; 4 x 2 column-row tiles.
+  Problem cov(Gemm(64, 64, 65536, Layout::kN, Layout::kT, DType::kFp32));
+  auto tiles = f.Parse("R=8 NC=8 W=2 WN=4 V=4 U=1 KG=64");
+  ASSERT_TRUE(tiles.ok());
+  k = f.Generate(cov, *tiles, "sm_90");
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(count("ld.global.nc.L1::no_allocate"), 0u);
+  EXPECT_EQ(count("ld.global.nc.v4.f32"), 16u);
+  EXPECT_EQ(count("shfl.sync.bfly.b32"), 64u * 5);
+  // Sum 37 (row 4, column 5) is lane 5's.
+  EXPECT_THAT(k->ptx, HasSubstr("setp.eq.and.u32 %pw, %lane, 5, %pv;"));
+  EXPECT_EQ(k->grid, (std::array<unsigned, 3>{4, 2, 64}));
+  EXPECT_EQ(k->block, (std::array<unsigned, 3>{256, 1, 1}));
+  EXPECT_EQ(k->workspace_bytes, 64 * 64 * 64 * 4);
+  shape = f.Shape(cov, *tiles);
+  EXPECT_EQ(shape.tile_m, 16);
+  EXPECT_EQ(shape.tile_n, 32);
+  EXPECT_EQ(shape.programs, 4 * 2 * 64);
   // Refused problems are refused by Generate too.
-  EXPECT_EQ(f.Generate(Problem(Gemm(64, 64, 64, Layout::kN, Layout::kT,
+  EXPECT_EQ(f.Generate(Problem(Gemm(64, 256, 64, Layout::kN, Layout::kT,
                                     DType::kFp32)),
                        *p, "sm_90")
                 .status()
@@ -911,8 +977,13 @@ TEST(FamilyTest, CanImplementRefusesTheWrongOpOrPrecisionNamingTheField) {
     // 128-byte aligned.
     if (f->name() == "gemm.mma_pk" || f->name() == "gemm.wgmma_pk")
       std::get<GemmContext>(right.ctx).k = 63;
-    // gemm.gemv NN only of one column (B a contiguous vector).
-    if (f->name() == "gemm.gemv") std::get<GemmContext>(right.ctx).n = 1;
+    // gemm.gemv takes NT (NN only of one column), and its first default
+    // is a tile of 8 columns (NC < 2N).
+    if (f->name() == "gemm.gemv") {
+      GemmContext& g = std::get<GemmContext>(right.ctx);
+      g.n = 8;
+      g.layout_b = Layout::kT;
+    }
     if (f->op() == Op::kGemm)
       std::get<GemmContext>(right.ctx).dtype = f->precisions().front();
     else
@@ -966,9 +1037,9 @@ TEST(FamilyTest, RulesAgreeWithCanImplement) {
               Gemm(1 + rng() % 8192, 1 + rng() % 8192, 1 + rng() % 8192,
                    rng() % 2 ? Layout::kT : Layout::kN,
                    rng() % 2 ? Layout::kT : Layout::kN, d);
-          // gemm.gemv takes N <= 8 only: N over [1, 12] (the same draws,
-          // so the other families' cases stay as they were).
-          if (f->name() == "gemm.gemv") g.n = 1 + g.n % 12;
+          // gemm.gemv takes N <= 128 only: N over [1, 140] (the same
+          // draws, so the other families' cases stay as they were).
+          if (f->name() == "gemm.gemv") g.n = 1 + g.n % 140;
           problem = rng() % 4 ? Padded(g, 8) : Problem(g);
         } else {
           ConvContext cv = ConvContexts()[rng() % ConvContexts().size()];

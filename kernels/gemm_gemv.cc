@@ -23,7 +23,7 @@ bool LayoutHolds(const Problem& problem) {
 
 // Everything the emitter needs, named as in the PTX's comments.
 struct Plan {
-  int64_t r, w, v, u, kg, n;
+  int64_t r, c, w, wn, v, u, kg, n;
   int64_t chunk;  // 32*V*U elements of K per main-loop step
   int64_t A(int64_t row, int64_t step, int64_t e) const {
     return (row * u + step) * v + e;
@@ -43,20 +43,23 @@ std::string VectorLoad(const char* qualifiers, const std::string& reg,
   return s + "}";
 }
 
-constexpr const char* kStreamA = ".L1::no_allocate";
-
 std::string Entry(const Plan& t, const std::string& arch) {
+  // A alone in its program streams past L1; WN warps reading the same rows
+  // share them through it.
+  const char* load_a = t.wn == 1 ? ".L1::no_allocate" : "";
   PtxText p;
   p << "//\n// blocktune gemm.gemv v" << N(kGemmGemvGeneratorVersion)
     << ", fp32: C = alpha * A * op(B) + beta * C for N = " << N(t.n)
     << " columns\n"
-    << "// R=" << N(t.r) << " rows per warp, W=" << N(t.w)
+    << "// R=" << N(t.r) << " rows and c=" << N(t.c)
+    << " columns per warp, W=" << N(t.w) << " x WN=" << N(t.wn)
     << " warps per program, V=" << N(t.v)
     << " floats per lane per load, U=" << N(t.u)
     << " loads per row in flight (chunks of " << N(t.chunk)
     << " elements of K), K_G=" << N(t.kg) << "\n"
-    << "// A: M rows of K (ld.global.nc, L1::no_allocate); B: N rows of K "
-    << "(or one contiguous column), through the read-only cache\n"
+    << "// A: M rows of K (ld.global.nc" << load_a
+    << "); B: N rows of K (or one contiguous column), through the read-only "
+    << "cache\n"
     << "//\n"
     << ".version 8.0\n.target " << arch << "\n.address_size 64\n\n";
 
@@ -66,21 +69,24 @@ std::string Entry(const Plan& t, const std::string& arch) {
     << "\t.param .u32 plda, .param .u32 pldb, .param .u32 pldc,\n"
     << "\t.param .f32 palpha, .param .f32 pbeta)\n"
     << "{\n";
-  const int64_t sums = t.r * t.n;
-  p << "\t.reg .pred %p, %pk, %pw, %pld, %pbeta, %prow;\n"
-    << "\t.reg .b32 %M, %K, %lda, %ldb, %ldc, %lane, %warp, %row0, %row, "
-    << "%last, %z, %kbeg, %kend, %len, %nfull, %rem, %iters, %kk, %t;\n"
+  const int64_t sums = t.r * t.c;
+  p << "\t.reg .pred %p, %pk, %pw, %pld, %pbeta, %prow, %pv;\n"
+    << "\t.reg .b32 %M, %N, %K, %lda, %ldb, %ldc, %lane, %warp, %row0, %row, "
+    << "%col0, %col, %last, %lastc, %z, %kbeg, %kend, %len, %nfull, %rem, "
+    << "%iters, %kk, %t;\n"
     << "\t.reg .b64 %A, %B, %C, %W, %o, %o2, %addr, %pa<" << N(t.r) << ">, %pb<"
-    << N(t.n) << ">;\n"
+    << N(t.c) << ">;\n"
     << "\t.reg .f32 %alpha, %beta, %v, %old, %s, %acc<" << N(sums) << ">, %a<"
-    << N(t.r * t.u * t.v) << ">, %b<" << N(t.n * t.u * t.v) << ">;\n\n";
+    << N(t.r * t.u * t.v) << ">, %b<" << N(t.c * t.u * t.v) << ">;\n\n";
 
-  p << "\t// ---- parameters; warp w of program x owns rows (x*W + w)*R ..\n"
+  p << "\t// ---- parameters; warp w of program (x, y) owns rows "
+    << "(x*W + w mod W)*R .. and columns (y*WN + w / W)*c ..\n"
     << "\tld.param.u64 %A, [pA];\n\tcvta.to.global.u64 %A, %A;\n"
     << "\tld.param.u64 %B, [pB];\n\tcvta.to.global.u64 %B, %B;\n"
     << "\tld.param.u64 %C, [pC];\n\tcvta.to.global.u64 %C, %C;\n"
     << "\tld.param.u64 %W, [pW];\n\tcvta.to.global.u64 %W, %W;\n"
-    << "\tld.param.u32 %M, [pM];\n\tld.param.u32 %K, [pK];\n"
+    << "\tld.param.u32 %M, [pM];\n\tld.param.u32 %N, [pN];\n"
+    << "\tld.param.u32 %K, [pK];\n"
     << "\tld.param.u32 %lda, [plda];\n\tld.param.u32 %ldb, [pldb];\n"
     << "\tld.param.u32 %ldc, [pldc];\n"
     << "\tld.param.f32 %alpha, [palpha];\n\tld.param.f32 %beta, [pbeta];\n"
@@ -88,10 +94,20 @@ std::string Entry(const Plan& t, const std::string& arch) {
     << "\tand.b32 %lane, %t, 31;\n\tshr.u32 %warp, %t, 5;\n"
     << "\tmov.u32 %row0, %ctaid.x;\n"
     << "\tmul.lo.u32 %row0, %row0, " << N(t.r * t.w) << ";\n"
-    << "\tmad.lo.u32 %row0, %warp, " << N(t.r) << ", %row0;\n"
-    << "\t// a warp past M has nothing to do (the whole warp leaves)\n"
+    << "\tmov.u32 %col0, %ctaid.y;\n"
+    << "\tmul.lo.u32 %col0, %col0, " << N(t.c * t.wn) << ";\n";
+  if (t.wn == 1) {
+    p << "\tmad.lo.u32 %row0, %warp, " << N(t.r) << ", %row0;\n";
+  } else {
+    p << "\tand.b32 %t, %warp, " << N(t.w - 1) << ";\n"
+      << "\tmad.lo.u32 %row0, %t, " << N(t.r) << ", %row0;\n"
+      << "\tshr.u32 %t, %warp, " << N(Log2(t.w)) << ";\n"
+      << "\tmad.lo.u32 %col0, %t, " << N(t.c) << ", %col0;\n";
+  }
+  p << "\t// a warp past M or N has nothing to do (the whole warp leaves)\n"
     << "\tsetp.ge.u32 %p, %row0, %M;\n\t@%p ret;\n"
-    << "\tsub.u32 %last, %M, 1;\n";
+    << "\tsetp.ge.u32 %p, %col0, %N;\n\t@%p ret;\n"
+    << "\tsub.u32 %last, %M, 1;\n\tsub.u32 %lastc, %N, 1;\n";
 
   if (t.kg > 1) {
     p << "\t// ---- this program's share of K (K_G = " << N(t.kg)
@@ -111,8 +127,8 @@ std::string Entry(const Plan& t, const std::string& arch) {
     << "\tshl.b32 %rem, %nfull, " << N(Log2(t.chunk)) << ";\n"
     << "\tsub.u32 %rem, %len, %rem;  // the tail\n";
 
-  p << "\t// ---- pointers at k = kbeg + lane*V; rows past M read row M-1 "
-    << "(their sums are not stored)\n"
+  p << "\t// ---- pointers at k = kbeg + lane*V; rows past M read row M-1, "
+    << "columns past N column N-1 (their sums are not stored)\n"
     << "\tmad.lo.u32 %t, %lane, " << N(t.v) << ", %kbeg;\n"
     << "\tcvt.u64.u32 %o2, %t;\n";
   for (int64_t r = 0; r < t.r; ++r) {
@@ -121,43 +137,40 @@ std::string Entry(const Plan& t, const std::string& arch) {
       << "\tmul.wide.u32 %o, %row, %lda;\n\tadd.u64 %o, %o, %o2;\n"
       << "\tshl.b64 %o, %o, 2;\n\tadd.u64 %pa" << N(r) << ", %A, %o;\n";
   }
-  for (int64_t j = 0; j < t.n; ++j) {
-    if (j == 0) {
-      p << "\tshl.b64 %o, %o2, 2;\n";
-    } else {
-      p << "\tmul.wide.u32 %o, %ldb, " << N(j)
-        << ";\n\tadd.u64 %o, %o, %o2;\n\tshl.b64 %o, %o, 2;\n";
-    }
-    p << "\tadd.u64 %pb" << N(j) << ", %B, %o;\n";
+  for (int64_t j = 0; j < t.c; ++j) {
+    p << "\tadd.u32 %col, %col0, " << N(j) << ";\n"
+      << "\tmin.u32 %col, %col, %lastc;\n"
+      << "\tmul.wide.u32 %o, %col, %ldb;\n\tadd.u64 %o, %o, %o2;\n"
+      << "\tshl.b64 %o, %o, 2;\n\tadd.u64 %pb" << N(j) << ", %B, %o;\n";
   }
   for (int64_t i = 0; i < sums; ++i)
     p << "\tmov.f32 %acc" << N(i) << ", 0f00000000;\n";
 
   p << "\t// ---- main loop: per chunk, U vectors of V floats per row and "
-    << "column, then R*N*U*V FMAs\n"
+    << "column, then R*c*U*V FMAs\n"
     << "\tsetp.eq.u32 %p, %nfull, 0;\n\t@%p bra $TAIL;\n"
     << "$MAIN:\n";
   const int64_t step_bytes = 32 * t.v * 4;
   for (int64_t u = 0; u < t.u; ++u)
     for (int64_t r = 0; r < t.r; ++r)
-      p << "\t" << VectorLoad(kStreamA, "%a", t.A(r, u, 0), t.v) << ", [%pa"
+      p << "\t" << VectorLoad(load_a, "%a", t.A(r, u, 0), t.v) << ", [%pa"
         << N(r) << "+" << N(u * step_bytes) << "];\n";
   for (int64_t u = 0; u < t.u; ++u)
-    for (int64_t j = 0; j < t.n; ++j)
+    for (int64_t j = 0; j < t.c; ++j)
       p << "\t" << VectorLoad("", "%b", t.B(j, u, 0), t.v) << ", [%pb" << N(j)
         << "+" << N(u * step_bytes) << "];\n";
   for (int64_t u = 0; u < t.u; ++u)
     for (int64_t e = 0; e < t.v; ++e)
       for (int64_t r = 0; r < t.r; ++r)
-        for (int64_t j = 0; j < t.n; ++j) {
-          const std::string acc = "%acc" + N(r * t.n + j);
+        for (int64_t j = 0; j < t.c; ++j) {
+          const std::string acc = "%acc" + N(r * t.c + j);
           p << "\tfma.rn.f32 " << acc << ", %a" << N(t.A(r, u, e)) << ", %b"
             << N(t.B(j, u, e)) << ", " << acc << ";\n";
         }
   for (int64_t r = 0; r < t.r; ++r)
     p << "\tadd.u64 %pa" << N(r) << ", %pa" << N(r) << ", " << N(t.chunk * 4)
       << ";\n";
-  for (int64_t j = 0; j < t.n; ++j)
+  for (int64_t j = 0; j < t.c; ++j)
     p << "\tadd.u64 %pb" << N(j) << ", %pb" << N(j) << ", " << N(t.chunk * 4)
       << ";\n";
   p << "\tsub.u32 %nfull, %nfull, 1;\n"
@@ -170,7 +183,7 @@ std::string Entry(const Plan& t, const std::string& arch) {
       << ";  // k = kt + lane*V -> kt + lane\n";
     for (int64_t r = 0; r < t.r; ++r)
       p << "\tsub.u64 %pa" << N(r) << ", %pa" << N(r) << ", %o;\n";
-    for (int64_t j = 0; j < t.n; ++j)
+    for (int64_t j = 0; j < t.c; ++j)
       p << "\tsub.u64 %pb" << N(j) << ", %pb" << N(j) << ", %o;\n";
   }
   p << "\tadd.u32 %iters, %rem, 31;\n\tshr.u32 %iters, %iters, 5;\n"
@@ -179,19 +192,19 @@ std::string Entry(const Plan& t, const std::string& arch) {
     << "$TLOOP:\n"
     << "\tsetp.lt.u32 %pk, %kk, %rem;\n";
   for (int64_t r = 0; r < t.r; ++r)
-    p << "\t@%pk " << VectorLoad(kStreamA, "%a", r, 1) << ", [%pa" << N(r)
+    p << "\t@%pk " << VectorLoad(load_a, "%a", r, 1) << ", [%pa" << N(r)
       << "];\n";
-  for (int64_t j = 0; j < t.n; ++j)
+  for (int64_t j = 0; j < t.c; ++j)
     p << "\t@%pk " << VectorLoad("", "%b", j, 1) << ", [%pb" << N(j) << "];\n";
   for (int64_t r = 0; r < t.r; ++r)
-    for (int64_t j = 0; j < t.n; ++j) {
-      const std::string acc = "%acc" + N(r * t.n + j);
+    for (int64_t j = 0; j < t.c; ++j) {
+      const std::string acc = "%acc" + N(r * t.c + j);
       p << "\t@%pk fma.rn.f32 " << acc << ", %a" << N(r) << ", %b" << N(j)
         << ", " << acc << ";\n";
     }
   for (int64_t r = 0; r < t.r; ++r)
     p << "\tadd.u64 %pa" << N(r) << ", %pa" << N(r) << ", 128;\n";
-  for (int64_t j = 0; j < t.n; ++j)
+  for (int64_t j = 0; j < t.c; ++j)
     p << "\tadd.u64 %pb" << N(j) << ", %pb" << N(j) << ", 128;\n";
   p << "\tadd.u32 %kk, %kk, 32;\n\tsub.u32 %iters, %iters, 1;\n"
     << "\tsetp.ne.u32 %p, %iters, 0;\n\t@%p bra $TLOOP;\n";
@@ -205,27 +218,34 @@ std::string Entry(const Plan& t, const std::string& arch) {
         << ", %s;\n";
 
   if (t.kg == 1) {
-    p << "\t// ---- lane r*N + j: C[row0 + r][j] = alpha * sum + beta * C "
-      << "(C is not read when beta == 0)\n"
+    p << "\t// ---- lane i mod 32 stores sum i: C[row0 + i/c][col0 + i mod c] "
+      << "= alpha * sum + beta * C (C is not read when beta == 0)\n"
       << "\tsetp.ne.f32 %pbeta, %beta, 0f00000000;\n";
   } else {
-    p << "\t// ---- lane r*N + j: the partial sum to W[z][row0 + r][j]\n";
+    p << "\t// ---- lane i mod 32 stores sum i, the partial sum, to "
+      << "W[z][row0 + i/c][col0 + i mod c]\n";
   }
   for (int64_t r = 0; r < t.r; ++r) {
     p << "\tadd.u32 %row, %row0, " << N(r) << ";\n"
       << "\tsetp.lt.u32 %prow, %row, %M;\n";
     if (t.kg == 1) {
-      p << "\tmul.wide.u32 %o, %row, %ldc;\n\tshl.b64 %o, %o, 2;\n"
+      p << "\tmul.wide.u32 %o, %row, %ldc;\n\tcvt.u64.u32 %o2, %col0;\n"
+        << "\tadd.u64 %o, %o, %o2;\n\tshl.b64 %o, %o, 2;\n"
         << "\tadd.u64 %addr, %C, %o;\n";
-    } else {  // ((z*M + row) * N) in 64 bits
+    } else {  // ((z*M + row) * N + col0) in 64 bits
       p << "\tmul.wide.u32 %o, %z, %M;\n\tcvt.u64.u32 %o2, %row;\n"
-        << "\tadd.u64 %o, %o, %o2;\n\tmul.lo.u64 %o, %o, " << N(t.n * 4)
-        << ";\n\tadd.u64 %addr, %W, %o;\n";
+        << "\tadd.u64 %o, %o, %o2;\n\tcvt.u64.u32 %o2, %N;\n"
+        << "\tmul.lo.u64 %o, %o, %o2;\n\tcvt.u64.u32 %o2, %col0;\n"
+        << "\tadd.u64 %o, %o, %o2;\n\tshl.b64 %o, %o, 2;\n"
+        << "\tadd.u64 %addr, %W, %o;\n";
     }
-    for (int64_t j = 0; j < t.n; ++j) {
-      const std::string acc = "%acc" + N(r * t.n + j);
+    for (int64_t j = 0; j < t.c; ++j) {
+      const int64_t i = r * t.c + j;
+      const std::string acc = "%acc" + N(i);
       const std::string at = "[%addr+" + N(j * 4) + "]";
-      p << "\tsetp.eq.and.u32 %pw, %lane, " << N(r * t.n + j) << ", %prow;\n";
+      p << "\tadd.u32 %col, %col0, " << N(j) << ";\n"
+        << "\tsetp.lt.and.u32 %pv, %col, %N, %prow;\n"
+        << "\tsetp.eq.and.u32 %pw, %lane, " << N(i % 32) << ", %pv;\n";
       if (t.kg == 1) {
         p << "\tmul.f32 %v, " << acc << ", %alpha;\n"
           << "\tand.pred %pld, %pw, %pbeta;\n"
@@ -244,11 +264,19 @@ std::string Entry(const Plan& t, const std::string& arch) {
 }  // namespace
 
 const std::vector<int64_t>& GemvRowValues() {
-  static const std::vector<int64_t> v = {1, 2, 4};
+  static const std::vector<int64_t> v = {1, 2, 4, 8};
+  return v;
+}
+const std::vector<int64_t>& GemvColValues() {
+  static const std::vector<int64_t> v = {1, 2, 4, 8, 16};
   return v;
 }
 const std::vector<int64_t>& GemvWarpValues() {
-  static const std::vector<int64_t> v = {2, 4, 8};
+  static const std::vector<int64_t> v = {1, 2, 4, 8};
+  return v;
+}
+const std::vector<int64_t>& GemvWarpNValues() {
+  static const std::vector<int64_t> v = {1, 2, 4, 8};
   return v;
 }
 const std::vector<int64_t>& GemvVectorValues() {
@@ -260,14 +288,16 @@ const std::vector<int64_t>& GemvUnrollValues() {
   return v;
 }
 const std::vector<int64_t>& GemvSplitValues() {
-  static const std::vector<int64_t> v = {1, 2, 4, 8};
+  static const std::vector<int64_t> v = {1, 2, 4, 8, 16, 32, 64};
   return v;
 }
 
 Status Validate(const GemvParams& p, std::string_view field) {
   const std::string f(field);
   BT_RETURN_IF_ERROR(CheckOneOf(f + ".R", GemvRowValues(), p.rows));
+  BT_RETURN_IF_ERROR(CheckOneOf(f + ".NC", GemvColValues(), p.cols));
   BT_RETURN_IF_ERROR(CheckOneOf(f + ".W", GemvWarpValues(), p.warps));
+  BT_RETURN_IF_ERROR(CheckOneOf(f + ".WN", GemvWarpNValues(), p.warps_n));
   BT_RETURN_IF_ERROR(CheckOneOf(f + ".V", GemvVectorValues(), p.vec));
   BT_RETURN_IF_ERROR(CheckOneOf(f + ".U", GemvUnrollValues(), p.unroll));
   return CheckOneOf(f + ".KG", GemvSplitValues(), p.kg);
@@ -279,6 +309,10 @@ const char* ToString(GemvRule rule) {
       return "layout";
     case GemvRule::kColumns:
       return "columns";
+    case GemvRule::kColumnTile:
+      return "column_tile";
+    case GemvRule::kThreads:
+      return "threads";
     case GemvRule::kVectorLd:
       return "vector_ld";
     case GemvRule::kRegisters:
@@ -288,8 +322,9 @@ const char* ToString(GemvRule rule) {
 }
 
 int64_t GemvRegisterEstimate(const GemvParams& p, int64_t n) {
-  const int64_t loads = (p.rows + n) * p.unroll * p.vec;
-  return loads + p.rows * n + 2 * (p.rows + n) + 24;
+  const int64_t c = p.WarpCols(n);
+  const int64_t loads = (p.rows + c) * p.unroll * p.vec;
+  return loads + p.rows * c + 2 * (p.rows + c) + 24;
 }
 
 bool Passes(GemvRule rule, const Problem& problem, const GemvParams& p,
@@ -300,12 +335,19 @@ bool Passes(GemvRule rule, const Problem& problem, const GemvParams& p,
       return LayoutHolds(problem);
     case GemvRule::kColumns:
       return g.n >= 1 && g.n <= kGemvMaxColumns;
+    case GemvRule::kColumnTile:
+      return p.cols < 2 * g.n && (p.warps_n - 1) * p.WarpCols(g.n) < g.n;
+    case GemvRule::kThreads:
+      return p.Threads() <= limits.max_threads_per_block;
     case GemvRule::kVectorLd: {
       const auto ld = LeadingDims(problem);
       return ld[0] % p.vec == 0 && (g.n == 1 || ld[1] % p.vec == 0);
     }
-    case GemvRule::kRegisters:
-      return GemvRegisterEstimate(p, g.n) <= limits.max_registers_per_thread;
+    case GemvRule::kRegisters: {
+      const int64_t regs = GemvRegisterEstimate(p, g.n);
+      return regs <= limits.max_registers_per_thread &&
+             regs * p.Threads() <= limits.registers_per_sm;
+    }
   }
   return false;
 }
@@ -327,9 +369,25 @@ Status CanImplement(const Problem& problem, const GemvParams& p,
             " and ldb " + N(ld[1]));
       case GemvRule::kColumns:
         return FailedPrecondition(
-            "columns: gemm.gemv keeps every column's sums in registers: n "
-            "must be in [1, " +
+            "columns: gemm.gemv reads all of A once per column tile: n must "
+            "be in [1, " +
             N(kGemvMaxColumns) + "], got " + N(g.n));
+      case GemvRule::kColumnTile: {
+        if (p.cols >= 2 * g.n)
+          return FailedPrecondition(
+              "column_tile: NC=" + N(p.cols) + " is wider than n " + N(g.n) +
+              " needs (it would repeat a narrower NC): NC must be below " +
+              N(2 * g.n));
+        return FailedPrecondition(
+            "column_tile: WN=" + N(p.warps_n) + " warps of " +
+            N(p.WarpCols(g.n)) + " columns leave a warp without one of n " +
+            N(g.n) + ": (WN - 1) * min(NC, n) must be below n");
+      }
+      case GemvRule::kThreads:
+        return FailedPrecondition(
+            "threads: W=" + N(p.warps) + " x WN=" + N(p.warps_n) +
+            " warps are " + N(p.Threads()) + " threads, more than " +
+            N(limits.max_threads_per_block) + " per program");
       case GemvRule::kVectorLd: {
         const bool a = ld[0] % p.vec != 0;
         return FailedPrecondition("vector_ld: V=" + N(p.vec) + " reads " +
@@ -341,8 +399,11 @@ Status CanImplement(const Problem& problem, const GemvParams& p,
       case GemvRule::kRegisters:
         return FailedPrecondition(
             "registers: an estimated " + N(GemvRegisterEstimate(p, g.n)) +
-            " registers per thread ((R + n)*U*V loaded, R*n sums) exceed " +
-            N(limits.max_registers_per_thread));
+            " registers per thread ((R + c)*U*V loaded, R*c sums, c = "
+            "min(NC, n)) exceed " +
+            N(limits.max_registers_per_thread) + ", or times " +
+            N(p.Threads()) + " threads the SM's " +
+            N(limits.registers_per_sm));
     }
   }
   return OkStatus();
@@ -357,11 +418,13 @@ StatusOr<GemmKernel> GenerateGemv(const Problem& problem, const GemvParams& p,
   BT_RETURN_IF_ERROR(Validate(p));
   BT_RETURN_IF_ERROR(CanImplement(problem, p, KernelLimits{}));
   const GemmContext& g = GemmOf(problem);
-  Plan t{p.rows, p.warps, p.vec, p.unroll, p.kg, g.n, p.Chunk()};
+  Plan t{p.rows,    p.WarpCols(g.n), p.warps, p.warps_n, p.vec,
+         p.unroll,  p.kg,            g.n,     p.Chunk()};
   GemmKernel k;
   k.ptx = Entry(t, arch);
   k.entry = "blocktune_gemv";
-  k.grid = {static_cast<unsigned>(CeilDiv(g.m, p.RowsPerProgram())), 1,
+  k.grid = {static_cast<unsigned>(CeilDiv(g.m, p.RowsPerProgram())),
+            static_cast<unsigned>(CeilDiv(g.n, p.ColsPerProgram(g.n))),
             static_cast<unsigned>(p.kg)};
   k.block = {static_cast<unsigned>(p.Threads()), 1, 1};
   k.vector_a = p.vec;

@@ -510,19 +510,19 @@ TEST_F(QueryTest, AQueryWithoutADeviceSaysWhichDeviceAnswers) {
   ASSERT_TRUE(reader->Finish().ok());
 
   v1::QueryResponse r;
-  ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), GemmQuery(3000, 48, 1000, 1), &r).ok());
+  ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), GemmQuery(3000, 160, 1000, 1), &r).ok());
   EXPECT_THAT(r.note(), HasSubstr("predicted for NVIDIA H200, the device of the "
                                   "newest gemm fp32 model (models of NVIDIA "
                                   "H100 80GB HBM3 too; --device chooses)"));
   ASSERT_EQ(r.answers_size(), 1);
   EXPECT_EQ(r.answers(0).device().name(), "NVIDIA H200");
-  v1::QueryRequest named = GemmQuery(3000, 48, 1000, 1);
+  v1::QueryRequest named = GemmQuery(3000, 160, 1000, 1);
   named.set_device_name("NVIDIA H100 80GB HBM3");
   ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), named, &r).ok());
   EXPECT_EQ(r.note(), "");
   EXPECT_EQ(r.answers(0).device().name(), "NVIDIA H100 80GB HBM3");
   // A family without a model is named only where its rules take the
-  // shape: gemm.gemv (N <= 8) for a decode query, not for N = 48 above.
+  // shape: gemm.gemv (N <= 128) for a decode query, not for N = 160 above.
   v1::QueryRequest decode = GemmQuery(3000, 1, 1000, 1);
   decode.set_device_name("NVIDIA H100 80GB HBM3");
   ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), decode, &r).ok());
@@ -533,7 +533,7 @@ TEST_F(QueryTest, AQueryWithoutADeviceSaysWhichDeviceAnswers) {
   // own says so; once one of its own is trained, that one answers.
   d->Stop(SIGTERM);
   auto g = Start({"--fake-gpus", "1"});
-  ASSERT_TRUE(g->NewStub()->Query(Ctx().get(), GemmQuery(3001, 48, 1000, 1), &r).ok());
+  ASSERT_TRUE(g->NewStub()->Query(Ctx().get(), GemmQuery(3001, 160, 1000, 1), &r).ok());
   EXPECT_THAT(r.note(), HasSubstr("this daemon's GPU (Fake GPU) has no trained "
                                   "gemm fp32 model"));
   for (auto& s : *dataset->mutable_samples())
@@ -544,7 +544,7 @@ TEST_F(QueryTest, AQueryWithoutADeviceSaysWhichDeviceAnswers) {
   auto reader2 = g->NewStub()->TrainModel(ctx2.get(), req);
   while (reader2->Read(&p)) {}
   ASSERT_TRUE(reader2->Finish().ok());
-  ASSERT_TRUE(g->NewStub()->Query(Ctx().get(), GemmQuery(3002, 48, 1000, 1), &r).ok());
+  ASSERT_TRUE(g->NewStub()->Query(Ctx().get(), GemmQuery(3002, 160, 1000, 1), &r).ok());
   EXPECT_EQ(r.note(), "");
   EXPECT_EQ(r.answers(0).device().name(), "Fake GPU");
 }

@@ -1,10 +1,11 @@
 // gemm.gemv on the GPU (ctest label gpu) against a float64 reference,
 // launched the way the worker launches every family (tuner/kernel_launch.h
 // LoadedKernel: the entries' named parameters, K_G's reduce entry): random
-// decode shapes with N = 1 .. 8, NT and NN of one column, M that is no
-// multiple of a program's rows, K that is no multiple of a chunk (32*V*U),
-// padded lda, ldb and ldc, every value of R, W, V, U and K_G, beta zero and
-// not. C (where beta == 0) and the workspace are poisoned with NaN first,
+// skinny shapes with N = 1 .. 128 (most of them 1 .. 16), NT and NN of one
+// column, M that is no multiple of a program's rows, N that is no multiple
+// of a program's columns, K that is no multiple of a chunk (32*V*U),
+// padded lda, ldb and ldc, every value of R, NC, W, WN, V, U and K_G, beta
+// zero and not; and the covariance and MLP shapes of issue 18. C (where beta == 0) and the workspace are poisoned with NaN first,
 // so an element the kernel never wrote fails. The bound is gemm.ffma's
 // (kernels/gemm_gpu_test.cc): relative Frobenius error below 1e-5.
 // Skips with a message where there is no GPU or no libcuda.
@@ -119,9 +120,13 @@ TEST_F(GemvGpuTest, RandomDecodeShapesMatchFloat64) {
   auto found = FindFamily("gemm.gemv");
   ASSERT_TRUE(found.ok()) << found.status().ToString();
   const KernelFamily& f = **found;
-  const int r = f.ParamIndex("R"), w = f.ParamIndex("W"), v = f.ParamIndex("V"),
-            u = f.ParamIndex("U"), kg = f.ParamIndex("KG");
-  ASSERT_TRUE(r >= 0 && w >= 0 && v >= 0 && u >= 0 && kg >= 0);
+  const int r = f.ParamIndex("R"), nc = f.ParamIndex("NC"),
+            w = f.ParamIndex("W"), wn = f.ParamIndex("WN"),
+            v = f.ParamIndex("V"), u = f.ParamIndex("U"),
+            kg = f.ParamIndex("KG");
+  ASSERT_TRUE(r >= 0 && nc >= 0 && w >= 0 && wn >= 0 && v >= 0 && u >= 0 &&
+              kg >= 0);
+  const std::vector<int> all = {r, nc, w, wn, v, u, kg};
   auto value = [&](int param, int64_t i) {
     const auto& values = f.params()[param].values;
     return values[i % values.size()];
@@ -129,15 +134,15 @@ TEST_F(GemvGpuTest, RandomDecodeShapesMatchFloat64) {
   std::mt19937 rng(2027);
   const KernelLimits limits;  // the H100's; the H200's are the same
   std::set<std::pair<int, int64_t>> seen;  // (parameter, value) run
-  int cases = 0, nn = 0, split = 0, refused = 0;
+  int cases = 0, nn = 0, split = 0, tiled = 0, refused = 0;
   double worst = 0;
-  for (int64_t i = 0; cases < 160; ++i) {
-    ASSERT_LT(i, 2000) << "the rules refuse too many cases";
+  for (int64_t i = 0; cases < 240; ++i) {
+    ASSERT_LT(i, 20000) << "the rules refuse too many cases";
     Case c;
     GemmContext g;
     g.dtype = DType::kFp32;
     g.layout_a = Layout::kN;
-    g.n = 1 + rng() % 8;
+    g.n = rng() % 4 ? 1 + rng() % 16 : 1 + rng() % 128;
     g.layout_b = Layout::kT;
     if (rng() % 5 == 0) {  // NN: one contiguous column
       g.n = 1;
@@ -173,13 +178,28 @@ TEST_F(GemvGpuTest, RandomDecodeShapesMatchFloat64) {
       g.n = 1;
       g.k = 4096;
     }
+    if (i % 40 == 2) {  // a covariance (issue 18's shape, shorter)
+      g.m = g.n = 64;
+      g.k = 16384 + rng() % 3;
+    }
+    if (i % 40 == 3) {  // an MLP layer of 16 columns
+      g.m = 1024 + rng() % 3;
+      g.n = 16;
+      g.k = 1024 + rng() % 5;
+    }
     // Every value of every parameter, in changing combinations.
     c.params = f.DefaultCandidates().front();
     c.params[r] = value(r, i);
+    c.params[nc] = value(nc, i / 7 + rng() % 5);
     c.params[w] = value(w, i / 3);
+    c.params[wn] = value(wn, i / 11 + rng() % 4);
     c.params[v] = value(v, i / 9 + i);
     c.params[u] = value(u, i / 2);
-    c.params[kg] = value(kg, i / 5 + i);
+    c.params[kg] = rng() % 3 ? value(kg, i / 5 + rng() % 7) : 1;
+    if (g.layout_b == Layout::kN) {  // one column: one per warp
+      c.params[nc] = 1;
+      c.params[wn] = 1;
+    }
     const int64_t vec = c.params[v];
     auto up = [&](int64_t x) { return (x + vec - 1) / vec * vec; };
     c.problem = Problem(g);
@@ -203,19 +223,23 @@ TEST_F(GemvGpuTest, RandomDecodeShapesMatchFloat64) {
     ASSERT_TRUE(err.ok()) << what << ": " << err.status().ToString();
     EXPECT_LT(*err, 1e-5) << what;
     worst = std::max(worst, *err);
-    for (int p : {r, w, v, u, kg}) seen.insert({p, c.params[p]});
+    for (int p : all) seen.insert({p, c.params[p]});
     nn += g.layout_b == Layout::kN;
     split += c.params[kg] > 1;
+    const ConfigShape shape = f.Shape(c.problem, c.params);
+    tiled += shape.tile_n < g.n;
     ++cases;
   }
-  for (int p : {r, w, v, u, kg})
+  for (int p : all)
     for (int64_t x : f.params()[p].values)
       EXPECT_TRUE(seen.count({p, x}))
           << f.params()[p].name << "=" << x << " never ran";
   EXPECT_GT(nn, 5);
   EXPECT_GT(split, 20);
+  EXPECT_GT(tiled, 20);
   std::cout << cases << " cases (" << nn << " NN, " << split
-            << " split over K, " << refused
+            << " split over K, " << tiled << " with several column tiles, "
+            << refused
             << " refused by the rules), worst relative error " << worst << "\n";
 }
 

@@ -336,6 +336,23 @@ const std::vector<std::string>& Prior(std::string_view family) {
             "bm=32 bn=32 bk=32 wm=1 wn=4 st=5 kg=32 gm=1",
             "bm=64 bn=64 bk=64 wm=2 wn=2 st=4 kg=128 gm=1 sk=1",
             "bm=64 bn=64 bk=128 wm=2 wn=2 st=3 kg=32 gm=1 sk=1"}},
+          // gemm.gemv: decode (one column per warp, vectors of 4), MLP
+          // layers of 16 columns (4 rows x 8 or 16 columns per warp), and
+          // 64 x 64 covariances (8 x 8 per warp, 2 x 4 or 1 x 8 warps
+          // sharing A through L1, K split 16 or 32 ways).
+          {"gemm.gemv",
+           {"R=2 NC=1 W=4 WN=1 V=4 U=2 KG=1",
+            "R=1 NC=1 W=4 WN=1 V=4 U=4 KG=1",
+            "R=4 NC=16 W=4 WN=1 V=4 U=1 KG=1",
+            "R=4 NC=8 W=4 WN=2 V=4 U=1 KG=1",
+            "R=2 NC=16 W=4 WN=1 V=4 U=2 KG=1",
+            "R=2 NC=8 W=4 WN=2 V=4 U=2 KG=2",
+            "R=4 NC=16 W=2 WN=1 V=4 U=1 KG=4",
+            "R=8 NC=8 W=2 WN=4 V=4 U=1 KG=16",
+            "R=8 NC=8 W=2 WN=4 V=4 U=1 KG=32",
+            "R=4 NC=8 W=4 WN=4 V=4 U=1 KG=16",
+            "R=8 NC=8 W=1 WN=8 V=4 U=1 KG=16",
+            "R=4 NC=4 W=4 WN=4 V=4 U=2 KG=32"}},
           // conv.mma: gemm.mma's large tiles (4 or 8 warps of 64x64 or
           // 64x32), and narrow tiles with a split over the reduction for
           // small images (7x7 and 14x14 at batch 1: few output pixels,
