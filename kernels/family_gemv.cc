@@ -18,6 +18,7 @@ struct Field {
   int64_t GemvParams::*member;
   const std::vector<int64_t>& (*values)();
   const char* meaning;
+  bool log_feature = true;  // false for PF, a 0/1 switch
 };
 const Field kFields[] = {
     {"R", &GemvParams::rows, GemvRowValues, "R: rows of C per warp"},
@@ -30,6 +31,10 @@ const Field kFields[] = {
      "V: consecutive floats per lane per load (vector width)"},
     {"U", &GemvParams::unroll, GemvUnrollValues,
      "U: loads per row in flight (main-loop chunks of 32*V*U of K)"},
+    {"PF", &GemvParams::prefetch, GemvPrefetchValues,
+     "PF: 1 loads the next chunk while this one's FMAs run (two register "
+     "sets)",
+     false},
     {"KG", &GemvParams::kg, GemvSplitValues,
      "K_G: programs splitting one reduction"},
 };
@@ -56,6 +61,7 @@ class GemvFamily : public KernelFamily {
       s.name = f.name;
       s.values = f.values();
       s.meaning = f.meaning;
+      s.log_feature = f.log_feature;
       specs_.push_back(std::move(s));
     }
     for (GemvRule r : kGemvRules) rules_.push_back(ToString(r));
@@ -125,6 +131,7 @@ class GemvFamily : public KernelFamily {
         p.warps_n = 1;
         p.vec = v;
         p.unroll = v == 1 ? 4 : 2;
+        p.prefetch = 0;
         p.kg = 1;
         out.push_back(FromGemv(p));
       }

@@ -59,7 +59,7 @@ constexpr Golden kGolden[] = {
      "kConvWgmmaPersistentGeneratorVersion (kernels/conv_wgmma.h)"},
     {"gemm.wgmma_ts", 1, 0x6b2673fcfaaf7ef4ull,
      "kGemmWgmmaTailGeneratorVersion (kernels/gemm_wgmma.h)"},
-    {"gemm.gemv", 2, 0xf076f8c78071c409ull,
+    {"gemm.gemv", 3, 0xeaff295ae58427a6ull,
      "kGemmGemvGeneratorVersion (kernels/gemm_gemv.h)"},
 };
 
@@ -199,7 +199,7 @@ std::vector<Case> GemmWgmmaTailCases() {
 }
 
 // gemm.gemv: NT with 1, 3, 8, 16, 64 and 100 columns and NN of one
-// column, every value of R, NC, W, WN, V and U, K_G 1 and > 1, column
+// column, every value of R, NC, W, WN, V, U and PF, K_G 1 and > 1, column
 // tiles narrower than N with a ragged last one, tails of M and K, padded
 // rows, sm_90 and sm_80.
 std::vector<Case> GemmGemvCases() {
@@ -229,15 +229,17 @@ std::vector<Case> GemmGemvCases() {
   add("gemm m=14336 n=4 k=4096 layout=NT dtype=fp32", 4100, 4104, 0,
       "R=2 NC=4 W=2 WN=1 V=2 U=4 KG=1", "sm_90");
   add("gemm m=1000 n=1 k=4100 layout=NN dtype=fp32", 0, 1, 1,
-      "R=4 NC=1 W=8 WN=1 V=4 U=1 KG=2", "sm_80");
+      "R=4 NC=1 W=8 WN=1 V=4 U=1 PF=1 KG=2", "sm_80");
   add("gemm m=3 n=7 k=5 layout=NT dtype=fp32", 0, 0, 0,
       "R=2 NC=4 W=4 WN=2 V=1 U=2 KG=1", "sm_90");
   add("gemm m=64 n=64 k=65536 layout=NT dtype=fp32", 0, 0, 0,
-      "R=8 NC=8 W=2 WN=4 V=4 U=1 KG=64", "sm_90");
+      "R=8 NC=8 W=2 WN=4 V=4 U=1 PF=0 KG=64", "sm_90");
+  add("gemm m=64 n=64 k=65536 layout=NT dtype=fp32", 0, 0, 0,
+      "R=4 NC=8 W=2 WN=4 V=4 U=1 PF=1 KG=16", "sm_90");
   add("gemm m=7168 n=16 k=7168 layout=NT dtype=fp32", 0, 0, 0,
-      "R=4 NC=16 W=1 WN=1 V=4 U=1 KG=4", "sm_90");
+      "R=2 NC=16 W=1 WN=1 V=4 U=1 PF=1 KG=4", "sm_90");
   add("gemm m=1000 n=100 k=999 layout=NT dtype=fp32", 0, 0, 101,
-      "R=1 NC=16 W=1 WN=4 V=1 U=2 KG=16", "sm_80");
+      "R=1 NC=16 W=1 WN=4 V=1 U=2 PF=1 KG=16", "sm_80");
   add("gemm m=4096 n=16 k=4096 layout=NT dtype=fp32", 0, 0, 0,
       "R=2 NC=8 W=4 WN=2 V=4 U=2 KG=32", "sm_90");
   return out;

@@ -562,7 +562,7 @@ TEST(WgmmaFamilyTest, TailSplitFamilySplitsThePersistentGridsLastRound) {
 TEST(GemvFamilyTest, RulesOfferSkinnyShapesOnly) {
   const KernelFamily& f = Family("gemm.gemv");
   EXPECT_EQ(f.op(), Op::kGemm);
-  EXPECT_EQ(f.version(), 2);
+  EXPECT_EQ(f.version(), 3);
   EXPECT_EQ(f.precisions(), std::vector<DType>{DType::kFp32});
   EXPECT_EQ(f.rules(),
             (std::vector<std::string>{"layout", "columns", "column_tile",
@@ -648,7 +648,7 @@ TEST(GemvFamilyTest, RulesOfferSkinnyShapesOnly) {
   auto wide_program = f.Parse("R=8 NC=8 W=4 WN=4 V=4 U=1 KG=1");
   ASSERT_TRUE(wide_program.ok());
   EXPECT_LE(GemvRegisterEstimate(
-                GemvParams{8, 8, 4, 4, 4, 1, 1}, 64),
+                GemvParams{8, 8, 4, 4, 4, 1, 0, 1}, 64),
             255);
   refused(Problem(Gemm(64, 64, 65536, Layout::kN, Layout::kT, DType::kFp32)),
           *wide_program, "registers", "threads the SM's 65536");
@@ -697,7 +697,7 @@ TEST(GemvFamilyTest, GenerateStreamsAAndReducesOverTheWarp) {
   auto k = f.Generate(problem, *p, "sm_90");
   ASSERT_TRUE(k.ok()) << k.status().ToString();
   EXPECT_EQ(k->entry, "blocktune_gemv");
-  EXPECT_THAT(k->ptx, HasSubstr("// blocktune gemm.gemv v2"));
+  EXPECT_THAT(k->ptx, HasSubstr("// blocktune gemm.gemv v3"));
   EXPECT_THAT(k->ptx, HasSubstr("ld.global.nc.L1::no_allocate.v4.f32"));
   EXPECT_THAT(k->ptx, HasSubstr("ld.global.nc.v4.f32"));
   EXPECT_THAT(k->ptx, HasSubstr("shfl.sync.bfly.b32"));
@@ -768,6 +768,19 @@ TEST(GemvFamilyTest, GenerateStreamsAAndReducesOverTheWarp) {
   EXPECT_EQ(k->grid, (std::array<unsigned, 3>{4, 2, 64}));
   EXPECT_EQ(k->block, (std::array<unsigned, 3>{256, 1, 1}));
   EXPECT_EQ(k->workspace_bytes, 64 * 64 * 64 * 4);
+  // PF = 1: the next chunk's loads, predicated on there being one, into
+  // the second register set (%a32.., %b32..), twice per unrolled loop.
+  auto ahead = f.Parse("R=4 NC=8 W=2 WN=4 V=4 U=1 PF=1 KG=16");
+  ASSERT_TRUE(ahead.ok());
+  auto pk = f.Generate(cov, *ahead, "sm_90");
+  ASSERT_TRUE(pk.ok()) << pk.status().ToString();
+  EXPECT_THAT(pk->ptx, HasSubstr("@%pn ld.global.nc.v4.f32 {%a16, %a17, %a18, "
+                                 "%a19}, [%pa0+512];"));
+  EXPECT_THAT(pk->ptx, HasSubstr("@%pn ld.global.nc.v4.f32 {%b0, %b1, %b2, "
+                                 "%b3}, [%pb0+512];"));
+  EXPECT_THAT(pk->ptx, HasSubstr("fma.rn.f32 %acc0, %a16, %b32, %acc0;"));
+  EXPECT_THAT(pk->ptx, HasSubstr(".reg .f32 %alpha, %beta, %v, %old, %s, "
+                                 "%acc<32>, %a<32>, %b<64>;"));
   shape = f.Shape(cov, *tiles);
   EXPECT_EQ(shape.tile_m, 16);
   EXPECT_EQ(shape.tile_n, 32);

@@ -23,13 +23,16 @@ bool LayoutHolds(const Problem& problem) {
 
 // Everything the emitter needs, named as in the PTX's comments.
 struct Plan {
-  int64_t r, c, w, wn, v, u, kg, n;
+  int64_t r, c, w, wn, v, u, pf, kg, n;
   int64_t chunk;  // 32*V*U elements of K per main-loop step
-  int64_t A(int64_t row, int64_t step, int64_t e) const {
-    return (row * u + step) * v + e;
+  // Register of element e of load `step` of row `row` (column `col`) in
+  // register set `set` (PF = 1: two sets, one being filled with the next
+  // chunk while the other's FMAs run).
+  int64_t A(int64_t row, int64_t step, int64_t e, int64_t set = 0) const {
+    return set * r * u * v + (row * u + step) * v + e;
   }
-  int64_t B(int64_t col, int64_t step, int64_t e) const {
-    return (col * u + step) * v + e;
+  int64_t B(int64_t col, int64_t step, int64_t e, int64_t set = 0) const {
+    return set * c * u * v + (col * u + step) * v + e;
   }
 };
 
@@ -56,7 +59,8 @@ std::string Entry(const Plan& t, const std::string& arch) {
     << " warps per program, V=" << N(t.v)
     << " floats per lane per load, U=" << N(t.u)
     << " loads per row in flight (chunks of " << N(t.chunk)
-    << " elements of K), K_G=" << N(t.kg) << "\n"
+    << " elements of K), PF=" << N(t.pf) << " (next chunk prefetched), K_G="
+    << N(t.kg) << "\n"
     << "// A: M rows of K (ld.global.nc" << load_a
     << "); B: N rows of K (or one contiguous column), through the read-only "
     << "cache\n"
@@ -70,14 +74,15 @@ std::string Entry(const Plan& t, const std::string& arch) {
     << "\t.param .f32 palpha, .param .f32 pbeta)\n"
     << "{\n";
   const int64_t sums = t.r * t.c;
-  p << "\t.reg .pred %p, %pk, %pw, %pld, %pbeta, %prow, %pv;\n"
+  p << "\t.reg .pred %p, %pn, %pk, %pw, %pld, %pbeta, %prow, %pv;\n"
     << "\t.reg .b32 %M, %N, %K, %lda, %ldb, %ldc, %lane, %warp, %row0, %row, "
     << "%col0, %col, %last, %lastc, %z, %kbeg, %kend, %len, %nfull, %rem, "
     << "%iters, %kk, %t;\n"
     << "\t.reg .b64 %A, %B, %C, %W, %o, %o2, %addr, %pa<" << N(t.r) << ">, %pb<"
     << N(t.c) << ">;\n"
     << "\t.reg .f32 %alpha, %beta, %v, %old, %s, %acc<" << N(sums) << ">, %a<"
-    << N(t.r * t.u * t.v) << ">, %b<" << N(t.c * t.u * t.v) << ">;\n\n";
+    << N((1 + t.pf) * t.r * t.u * t.v) << ">, %b<"
+    << N((1 + t.pf) * t.c * t.u * t.v) << ">;\n\n";
 
   p << "\t// ---- parameters; warp w of program (x, y) owns rows "
     << "(x*W + w mod W)*R .. and columns (y*WN + w / W)*c ..\n"
@@ -146,35 +151,67 @@ std::string Entry(const Plan& t, const std::string& arch) {
   for (int64_t i = 0; i < sums; ++i)
     p << "\tmov.f32 %acc" << N(i) << ", 0f00000000;\n";
 
-  p << "\t// ---- main loop: per chunk, U vectors of V floats per row and "
-    << "column, then R*c*U*V FMAs\n"
-    << "\tsetp.eq.u32 %p, %nfull, 0;\n\t@%p bra $TAIL;\n"
-    << "$MAIN:\n";
   const int64_t step_bytes = 32 * t.v * 4;
-  for (int64_t u = 0; u < t.u; ++u)
-    for (int64_t r = 0; r < t.r; ++r)
-      p << "\t" << VectorLoad(load_a, "%a", t.A(r, u, 0), t.v) << ", [%pa"
-        << N(r) << "+" << N(u * step_bytes) << "];\n";
-  for (int64_t u = 0; u < t.u; ++u)
-    for (int64_t j = 0; j < t.c; ++j)
-      p << "\t" << VectorLoad("", "%b", t.B(j, u, 0), t.v) << ", [%pb" << N(j)
-        << "+" << N(u * step_bytes) << "];\n";
-  for (int64_t u = 0; u < t.u; ++u)
-    for (int64_t e = 0; e < t.v; ++e)
+  // The loads of one chunk into register set `set`, `ahead` bytes past the
+  // pointers (the next chunk's when prefetching), under `pred` if any.
+  auto loads = [&](int64_t set, int64_t ahead, const std::string& pred) {
+    for (int64_t u = 0; u < t.u; ++u)
       for (int64_t r = 0; r < t.r; ++r)
-        for (int64_t j = 0; j < t.c; ++j) {
-          const std::string acc = "%acc" + N(r * t.c + j);
-          p << "\tfma.rn.f32 " << acc << ", %a" << N(t.A(r, u, e)) << ", %b"
-            << N(t.B(j, u, e)) << ", " << acc << ";\n";
-        }
-  for (int64_t r = 0; r < t.r; ++r)
-    p << "\tadd.u64 %pa" << N(r) << ", %pa" << N(r) << ", " << N(t.chunk * 4)
-      << ";\n";
-  for (int64_t j = 0; j < t.c; ++j)
-    p << "\tadd.u64 %pb" << N(j) << ", %pb" << N(j) << ", " << N(t.chunk * 4)
-      << ";\n";
-  p << "\tsub.u32 %nfull, %nfull, 1;\n"
-    << "\tsetp.ne.u32 %p, %nfull, 0;\n\t@%p bra $MAIN;\n";
+        p << "\t" << pred << VectorLoad(load_a, "%a", t.A(r, u, 0, set), t.v)
+          << ", [%pa" << N(r) << "+" << N(ahead + u * step_bytes) << "];\n";
+    for (int64_t u = 0; u < t.u; ++u)
+      for (int64_t j = 0; j < t.c; ++j)
+        p << "\t" << pred << VectorLoad("", "%b", t.B(j, u, 0, set), t.v)
+          << ", [%pb" << N(j) << "+" << N(ahead + u * step_bytes) << "];\n";
+  };
+  auto fmas = [&](int64_t set) {
+    for (int64_t u = 0; u < t.u; ++u)
+      for (int64_t e = 0; e < t.v; ++e)
+        for (int64_t r = 0; r < t.r; ++r)
+          for (int64_t j = 0; j < t.c; ++j) {
+            const std::string acc = "%acc" + N(r * t.c + j);
+            p << "\tfma.rn.f32 " << acc << ", %a" << N(t.A(r, u, e, set))
+              << ", %b" << N(t.B(j, u, e, set)) << ", " << acc << ";\n";
+          }
+  };
+  auto advance = [&] {
+    for (int64_t r = 0; r < t.r; ++r)
+      p << "\tadd.u64 %pa" << N(r) << ", %pa" << N(r) << ", "
+        << N(t.chunk * 4) << ";\n";
+    for (int64_t j = 0; j < t.c; ++j)
+      p << "\tadd.u64 %pb" << N(j) << ", %pb" << N(j) << ", "
+        << N(t.chunk * 4) << ";\n";
+    p << "\tsub.u32 %nfull, %nfull, 1;\n";
+  };
+  if (t.pf == 0) {
+    p << "\t// ---- main loop: per chunk, U vectors of V floats per row and "
+      << "column, then R*c*U*V FMAs\n"
+      << "\tsetp.eq.u32 %p, %nfull, 0;\n\t@%p bra $TAIL;\n"
+      << "$MAIN:\n";
+    loads(0, 0, "");
+    fmas(0);
+    advance();
+    p << "\tsetp.ne.u32 %p, %nfull, 0;\n\t@%p bra $MAIN;\n";
+  } else {
+    // Two register sets: while one set's FMAs run, the loads of the next
+    // chunk fill the other (where there is one), so a warp always has a
+    // chunk in flight. Unrolled by two, as the sets are named registers.
+    p << "\t// ---- main loop, prefetching: chunk i's FMAs on one register "
+      << "set while chunk i+1 loads into the other\n"
+      << "\tsetp.eq.u32 %p, %nfull, 0;\n\t@%p bra $TAIL;\n";
+    loads(0, 0, "");
+    p << "$MAIN:\n";
+    for (int64_t set = 0; set < 2; ++set) {
+      p << "\tsetp.gt.u32 %pn, %nfull, 1;\n";
+      loads(1 - set, t.chunk * 4, "@%pn ");
+      fmas(set);
+      advance();
+      if (set == 0)
+        p << "\tsetp.eq.u32 %p, %nfull, 0;\n\t@%p bra $TAIL;\n";
+      else
+        p << "\tsetp.ne.u32 %p, %nfull, 0;\n\t@%p bra $MAIN;\n";
+    }
+  }
 
   p << "$TAIL:\n"
     << "\t// ---- the rest of K, one float per lane per step, predicated\n";
@@ -287,6 +324,10 @@ const std::vector<int64_t>& GemvUnrollValues() {
   static const std::vector<int64_t> v = {1, 2, 4};
   return v;
 }
+const std::vector<int64_t>& GemvPrefetchValues() {
+  static const std::vector<int64_t> v = {0, 1};
+  return v;
+}
 const std::vector<int64_t>& GemvSplitValues() {
   static const std::vector<int64_t> v = {1, 2, 4, 8, 16, 32, 64};
   return v;
@@ -300,6 +341,7 @@ Status Validate(const GemvParams& p, std::string_view field) {
   BT_RETURN_IF_ERROR(CheckOneOf(f + ".WN", GemvWarpNValues(), p.warps_n));
   BT_RETURN_IF_ERROR(CheckOneOf(f + ".V", GemvVectorValues(), p.vec));
   BT_RETURN_IF_ERROR(CheckOneOf(f + ".U", GemvUnrollValues(), p.unroll));
+  BT_RETURN_IF_ERROR(CheckOneOf(f + ".PF", GemvPrefetchValues(), p.prefetch));
   return CheckOneOf(f + ".KG", GemvSplitValues(), p.kg);
 }
 
@@ -323,7 +365,7 @@ const char* ToString(GemvRule rule) {
 
 int64_t GemvRegisterEstimate(const GemvParams& p, int64_t n) {
   const int64_t c = p.WarpCols(n);
-  const int64_t loads = (p.rows + c) * p.unroll * p.vec;
+  const int64_t loads = (1 + p.prefetch) * (p.rows + c) * p.unroll * p.vec;
   return loads + p.rows * c + 2 * (p.rows + c) + 24;
 }
 
@@ -399,8 +441,8 @@ Status CanImplement(const Problem& problem, const GemvParams& p,
       case GemvRule::kRegisters:
         return FailedPrecondition(
             "registers: an estimated " + N(GemvRegisterEstimate(p, g.n)) +
-            " registers per thread ((R + c)*U*V loaded, R*c sums, c = "
-            "min(NC, n)) exceed " +
+            " registers per thread ((1 + PF)*(R + c)*U*V loaded, R*c sums, "
+            "c = min(NC, n)) exceed " +
             N(limits.max_registers_per_thread) + ", or times " +
             N(p.Threads()) + " threads the SM's " +
             N(limits.registers_per_sm));
@@ -418,8 +460,8 @@ StatusOr<GemmKernel> GenerateGemv(const Problem& problem, const GemvParams& p,
   BT_RETURN_IF_ERROR(Validate(p));
   BT_RETURN_IF_ERROR(CanImplement(problem, p, KernelLimits{}));
   const GemmContext& g = GemmOf(problem);
-  Plan t{p.rows,    p.WarpCols(g.n), p.warps, p.warps_n, p.vec,
-         p.unroll,  p.kg,            g.n,     p.Chunk()};
+  Plan t{p.rows,   p.WarpCols(g.n), p.warps, p.warps_n, p.vec,
+         p.unroll, p.prefetch,      p.kg,    g.n,       p.Chunk()};
   GemmKernel k;
   k.ptx = Entry(t, arch);
   k.entry = "blocktune_gemv";

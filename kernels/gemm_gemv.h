@@ -11,8 +11,11 @@
 // a program holds W x WN warps, W along M and WN along N, so its tile is
 // (R*W) x (c*WN) (grid x over M, y over N). Lane l reads V consecutive
 // floats of each of its warp's rows of A and of B, U such vectors per row
-// in flight: the main loop walks chunks of 32*V*U elements of K; the rest
-// of K is a predicated scalar tail. A is streamed past L1
+// in flight: the main loop walks chunks of 32*V*U elements of K; with
+// PF = 1 it loads the next chunk into a second register set while the FMAs
+// of this one run (ncu, v2 on an H200: warps waiting on their loads with
+// 0.6-1.3 eligible per scheduler, DRAM 20-34% busy). The rest of K is a
+// predicated scalar tail. A is streamed past L1
 // (L1::no_allocate) where WN == 1; with WN > 1 the WN warps of a program
 // read the same rows of A, so it goes through L1 for them to share. B goes
 // through the read-only cache. Each lane keeps R*c sums; at the end the
@@ -41,7 +44,7 @@
 namespace blocktune {
 
 // Bumped whenever the emitted PTX can change (family_golden_test).
-inline constexpr int kGemmGemvGeneratorVersion = 2;
+inline constexpr int kGemmGemvGeneratorVersion = 3;
 inline constexpr const char kGemmGemvFamily[] = "gemm.gemv";
 // The most columns (N) the family is offered for: past it each of the
 // N / (c*WN) column programs reads all of A again, and gemm.ffma's tiles
@@ -55,6 +58,7 @@ struct GemvParams {
   int64_t warps_n = 1; // WN: warps per program along N
   int64_t vec = 4;     // V: floats per lane per load
   int64_t unroll = 2;  // U: loads per row in flight (chunks of 32*V*U)
+  int64_t prefetch = 0;  // PF: 1 loads the next chunk during this one's FMAs
   int64_t kg = 1;      // K_G: programs splitting K
 
   int64_t Threads() const { return 32 * warps * warps_n; }
@@ -65,16 +69,17 @@ struct GemvParams {
   int64_t Chunk() const { return 32 * vec * unroll; }
 };
 
-// The parameters' domains, in GemvParams order (R, NC, W, WN, V, U, KG).
+// The parameters' domains, in GemvParams order (R, NC, W, WN, V, U, PF, KG).
 const std::vector<int64_t>& GemvRowValues();
 const std::vector<int64_t>& GemvColValues();
 const std::vector<int64_t>& GemvWarpValues();
 const std::vector<int64_t>& GemvWarpNValues();
 const std::vector<int64_t>& GemvVectorValues();
 const std::vector<int64_t>& GemvUnrollValues();
+const std::vector<int64_t>& GemvPrefetchValues();
 const std::vector<int64_t>& GemvSplitValues();
-// INVALID_ARGUMENT naming "<field>.<R|NC|W|WN|V|U|KG>" for a value outside
-// its domain.
+// INVALID_ARGUMENT naming "<field>.<R|NC|W|WN|V|U|PF|KG>" for a value
+// outside its domain.
 Status Validate(const GemvParams& p, std::string_view field = "params");
 
 // The hardware rules, each named, in the order CanImplement tries them.
@@ -95,8 +100,8 @@ inline constexpr GemvRule kGemvRules[] = {
 const char* ToString(GemvRule rule);
 
 // Registers per thread: the R*U*V loaded elements of A, the c*U*V of B
-// (ptxas hoists every load of a chunk), the R*c sums, the R + c pointers
-// and the loop's own (c = min(NC, n)).
+// (ptxas hoists every load of a chunk; twice that with PF = 1), the R*c
+// sums, the R + c pointers and the loop's own (c = min(NC, n)).
 int64_t GemvRegisterEstimate(const GemvParams& p, int64_t n);
 
 // Whether `rule` holds for `problem` (a fp32 GEMM that validates, its

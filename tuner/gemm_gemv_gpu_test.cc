@@ -4,9 +4,10 @@
 // skinny shapes with N = 1 .. 128 (most of them 1 .. 16), NT and NN of one
 // column, M that is no multiple of a program's rows, N that is no multiple
 // of a program's columns, K that is no multiple of a chunk (32*V*U),
-// padded lda, ldb and ldc, every value of R, NC, W, WN, V, U and K_G, beta
-// zero and not; and the covariance and MLP shapes of issue 18. C (where beta == 0) and the workspace are poisoned with NaN first,
-// so an element the kernel never wrote fails. The bound is gemm.ffma's
+// padded lda, ldb and ldc, every value of R, NC, W, WN, V, U, PF and K_G,
+// beta zero and not; and the covariance and MLP shapes of issue 18. C
+// (where beta == 0) and the workspace are poisoned with NaN first, so an
+// element the kernel never wrote fails. The bound is gemm.ffma's
 // (kernels/gemm_gpu_test.cc): relative Frobenius error below 1e-5.
 // Skips with a message where there is no GPU or no libcuda.
 #include <gtest/gtest.h>
@@ -123,10 +124,10 @@ TEST_F(GemvGpuTest, RandomDecodeShapesMatchFloat64) {
   const int r = f.ParamIndex("R"), nc = f.ParamIndex("NC"),
             w = f.ParamIndex("W"), wn = f.ParamIndex("WN"),
             v = f.ParamIndex("V"), u = f.ParamIndex("U"),
-            kg = f.ParamIndex("KG");
+            pf = f.ParamIndex("PF"), kg = f.ParamIndex("KG");
   ASSERT_TRUE(r >= 0 && nc >= 0 && w >= 0 && wn >= 0 && v >= 0 && u >= 0 &&
-              kg >= 0);
-  const std::vector<int> all = {r, nc, w, wn, v, u, kg};
+              pf >= 0 && kg >= 0);
+  const std::vector<int> all = {r, nc, w, wn, v, u, pf, kg};
   auto value = [&](int param, int64_t i) {
     const auto& values = f.params()[param].values;
     return values[i % values.size()];
@@ -195,6 +196,7 @@ TEST_F(GemvGpuTest, RandomDecodeShapesMatchFloat64) {
     c.params[wn] = value(wn, i / 11 + rng() % 4);
     c.params[v] = value(v, i / 9 + i);
     c.params[u] = value(u, i / 2);
+    c.params[pf] = rng() % 2;
     c.params[kg] = rng() % 3 ? value(kg, i / 5 + rng() % 7) : 1;
     if (g.layout_b == Layout::kN) {  // one column: one per warp
       c.params[nc] = 1;

@@ -339,7 +339,8 @@ const std::vector<std::string>& Prior(std::string_view family) {
           // gemm.gemv: decode (one column per warp, vectors of 4), MLP
           // layers of 16 columns (4 rows x 8 or 16 columns per warp), and
           // 64 x 64 covariances (8 x 8 per warp, 2 x 4 or 1 x 8 warps
-          // sharing A through L1, K split 16 or 32 ways).
+          // sharing A through L1, K split 16 or 32 ways); each also with
+          // the next chunk prefetched (PF = 1).
           {"gemm.gemv",
            {"R=2 NC=1 W=4 WN=1 V=4 U=2 KG=1",
             "R=1 NC=1 W=4 WN=1 V=4 U=4 KG=1",
@@ -352,7 +353,18 @@ const std::vector<std::string>& Prior(std::string_view family) {
             "R=8 NC=8 W=2 WN=4 V=4 U=1 KG=32",
             "R=4 NC=8 W=4 WN=4 V=4 U=1 KG=16",
             "R=8 NC=8 W=1 WN=8 V=4 U=1 KG=16",
-            "R=4 NC=4 W=4 WN=4 V=4 U=2 KG=32"}},
+            "R=4 NC=4 W=4 WN=4 V=4 U=2 KG=32",
+            "R=2 NC=1 W=4 WN=1 V=4 U=2 PF=1 KG=1",
+            "R=2 NC=16 W=4 WN=1 V=4 U=1 PF=1 KG=1",
+            "R=4 NC=8 W=4 WN=2 V=4 U=1 PF=1 KG=1",
+            "R=2 NC=8 W=4 WN=2 V=4 U=1 PF=1 KG=1",
+            "R=4 NC=8 W=2 WN=4 V=4 U=1 PF=1 KG=16",
+            "R=4 NC=8 W=4 WN=2 V=4 U=1 PF=1 KG=16",
+            "R=4 NC=4 W=4 WN=4 V=4 U=1 PF=1 KG=16",
+            "R=4 NC=8 W=2 WN=4 V=4 U=1 PF=1 KG=32",
+            "R=4 NC=8 W=8 WN=2 V=4 U=1 PF=0 KG=1",
+            "R=4 NC=16 W=8 WN=1 V=4 U=1 PF=0 KG=1",
+            "R=2 NC=16 W=8 WN=1 V=4 U=1 PF=1 KG=1"}},
           // conv.mma: gemm.mma's large tiles (4 or 8 warps of 64x64 or
           // 64x32), and narrow tiles with a split over the reduction for
           // small images (7x7 and 14x14 at batch 1: few output pixels,
