@@ -651,7 +651,13 @@ TEST(GemvFamilyTest, RulesOfferSkinnyShapesOnly) {
                 GemvParams{8, 8, 4, 4, 4, 1, 0, 1}, 64),
             255);
   refused(Problem(Gemm(64, 64, 65536, Layout::kN, Layout::kT, DType::kFp32)),
-          *wide_program, "registers", "threads the SM's 65536");
+          *wide_program, "registers", "threads reach the SM's 65536");
+  // Exactly the register file (128 x 512) failed to launch on an H200.
+  auto edge = f.Parse("R=8 NC=4 W=8 WN=2 V=1 U=2 PF=1 KG=1");
+  ASSERT_TRUE(edge.ok());
+  EXPECT_EQ(GemvRegisterEstimate(GemvParams{8, 4, 8, 2, 1, 2, 1, 1}, 16) * 512, 65536);
+  refused(Problem(Gemm(4096, 16, 4096, Layout::kN, Layout::kT, DType::kFp32)),
+          *edge, "registers", "threads reach the SM's 65536");
   // Not fp32: the precision is the context's field.
   const Status bf16 = f.CanImplement(
       Problem(Gemm(4096, 1, 4096, Layout::kN, Layout::kT, DType::kBf16)), *p,

@@ -387,8 +387,10 @@ bool Passes(GemvRule rule, const Problem& problem, const GemvParams& p,
     }
     case GemvRule::kRegisters: {
       const int64_t regs = GemvRegisterEstimate(p, g.n);
+      // Strictly below the register file: 128 registers x 512 threads
+      // (exactly 65536) failed to launch in the H200 campaign run26.
       return regs <= limits.max_registers_per_thread &&
-             regs * p.Threads() <= limits.registers_per_sm;
+             regs * p.Threads() < limits.registers_per_sm;
     }
   }
   return false;
@@ -444,7 +446,7 @@ Status CanImplement(const Problem& problem, const GemvParams& p,
             " registers per thread ((1 + PF)*(R + c)*U*V loaded, R*c sums, "
             "c = min(NC, n)) exceed " +
             N(limits.max_registers_per_thread) + ", or times " +
-            N(p.Threads()) + " threads the SM's " +
+            N(p.Threads()) + " threads reach the SM's " +
             N(limits.registers_per_sm));
     }
   }

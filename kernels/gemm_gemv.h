@@ -92,7 +92,7 @@ enum class GemvRule {
   kThreads,     // 32 * W * WN <= threads per block
   kVectorLd,    // lda, and ldb where N > 1, multiples of V
   kRegisters,   // GemvRegisterEstimate <= registers per thread, and times
-                // the program's threads <= the SM's registers
+                // the program's threads < the SM's registers
 };
 inline constexpr GemvRule kGemvRules[] = {
     GemvRule::kLayout,  GemvRule::kColumns,  GemvRule::kColumnTile,
