@@ -8,6 +8,7 @@
 #include "kernels/family_params.h"
 #include "kernels/gemm_gemv.h"
 #include "kernels/gemm_ptx.h"
+#include "kernels/ptx_text.h"
 
 namespace blocktune {
 namespace {
@@ -110,8 +111,8 @@ class GemvFamily : public KernelFamily {
     s.step_k = p.Chunk();
     s.split_k = p.kg;
     s.threads = p.Threads();
-    s.programs = (g.m + p.RowsPerProgram() - 1) / p.RowsPerProgram() *
-                 ((g.n + s.tile_n - 1) / s.tile_n) * p.kg;
+    s.programs =
+        CeilDiv(g.m, s.tile_m) * CeilDiv(g.n, s.tile_n) * p.kg;
     s.workspace_bytes = p.kg > 1 ? p.kg * g.m * g.n * 4 : 0;
     return s;
   }

@@ -12,7 +12,8 @@
 #   bash bench/kernels/gemv_device.sh campaign
 #     builds everything into build-gpu (scripts/offline-deps.sh build,
 #     carrying .deps), then a campaign of gemm.gemv alone (MINUTES, default
-#     2; SAMPLES, default 60000), the data of its model.
+#     2; SAMPLES, default 60000), the data of its model, and
+#     bench/kernels/gemv_ncu_device.sh's profiles into ncu.txt.
 # Writes $OUT/gemv.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -45,18 +46,9 @@ case "${1:-}" in
       >"$w/campaign.log" 2>&1
     tail -3 "$w/campaign.log"
     tail -2 "$w/campaign/report.txt" 2>/dev/null
-    # What limits the covariance and MLP kernels (the sweep's best of the
-    # kernels run): ncu's speed of light, memory, occupancy, warp states.
-    for job in "fp32 NT 64 64 65536|R=4 NC=8 W=4 WN=4 V=4 U=1 KG=16" \
-               "fp32 NT 7168 16 7168|R=4 NC=16 W=4 WN=1 V=4 U=1 KG=1"; do
-      shape=${job%%|*} params=${job#*|}
-      timeout 120 ncu -k regex:blocktune_gemv --launch-skip 2 --launch-count 1 \
-        --section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats \
-        --section Occupancy --section WarpStateStats --section SchedulerStats \
-        build-gpu/bench/kernels/mma_bench --families gemm.gemv --profile "$shape" "$params" 3 \
-        >>"$w/ncu.txt" 2>&1
-    done
-    grep -E "Duration|Throughput|Registers Per|Achieved Occ|Eligible|Stall|L1/TEX Hit|L2 Hit" "$w/ncu.txt" | head -40
+    # What limits the covariance and MLP kernels: ncu of the v2 sweep's
+    # best configurations.
+    bash bench/kernels/gemv_ncu_device.sh build-gpu/bench/kernels "$w/ncu.txt"
     ;;
   *)
     echo "usage: gemv_device.sh kernels BIN | campaign" >&2
