@@ -249,7 +249,8 @@ TEST_F(FamilyCmdTest, BadFlagsAreUsageErrorsThatNameTheFlag) {
                                "conv.ffma, gemm.mma, conv.mma, gemm.wgmma, "
                                "conv.wgmma, gemm.wgmma_rs, gemm.mma_pk, "
                                "gemm.wgmma_pk, gemm.wgmma_ps, "
-                               "conv.wgmma_ps, gemm.wgmma_ts, gemm.gemv; "
+                               "conv.wgmma_ps, gemm.wgmma_ts, gemm.gemv, "
+                               "gemm.ffma_k; "
                                "got 'gemm.nope'"));
   r = Cli(gemm + "--family conv.ffma");
   EXPECT_EQ(r.code, 2) << r.out;

@@ -35,6 +35,9 @@ const KernelFamily& GemmWgmmaTailFamily(); // kernels/family_wgmma.cc
 // stays DefaultFamily(gemm, fp32): its rules offer it for NT (or NN of one
 // column) only.
 const KernelFamily& GemmGemvFamily(); // kernels/family_gemv.cc
+// fp32 NT GEMMs with both operands K-major in shared memory; after
+// gemm.gemv (its rules offer it for NT with rows of 16-byte units only).
+const KernelFamily& GemmFfmaKFamily(); // kernels/family_ffma_k.cc
 
 const std::vector<const KernelFamily*>& Families() {
   static const std::vector<const KernelFamily*> families = {
@@ -51,6 +54,7 @@ const std::vector<const KernelFamily*>& Families() {
       &ConvWgmmaPersistentFamily(),
       &GemmWgmmaTailFamily(),
       &GemmGemvFamily(),
+      &GemmFfmaKFamily(),
   };
   return families;
 }

@@ -61,6 +61,8 @@ constexpr Golden kGolden[] = {
      "kGemmWgmmaTailGeneratorVersion (kernels/gemm_wgmma.h)"},
     {"gemm.gemv", 3, 0xeaff295ae58427a6ull,
      "kGemmGemvGeneratorVersion (kernels/gemm_gemv.h)"},
+    {"gemm.ffma_k", 1, 0x71f9f8315d9b39ddull,
+     "kGemmFfmaKGeneratorVersion (kernels/gemm_ffma_k.h)"},
 };
 
 struct Case {
@@ -195,6 +197,45 @@ std::vector<Case> GemmWgmmaTailCases() {
                         : "bm=64 bn=96 bk=64 st=5 wg=1 gm=4 kg=1 tl=2",
                    "sm_90"});
   }
+  return out;
+}
+
+// gemm.ffma_k: a covariance, an MLP layer, a decode product, square and
+// ragged NT products with padded rows; every value of LM, TM, TN, WM, WN,
+// KC, ST and K_G; copies that do and do not fill the threads; sm_90 and
+// sm_80.
+std::vector<Case> GemmFfmaKCases() {
+  std::vector<Case> out;
+  auto add = [&](const std::string& ctx, int64_t lda, int64_t ldb,
+                 int64_t ldc, const char* params, const char* arch) {
+    Problem p = ParseProblem(ctx);
+    p.lda = lda;
+    p.ldb = ldb;
+    p.ldc = ldc;
+    out.push_back({p, params, arch});
+  };
+  add("gemm m=64 n=64 k=65536 layout=NT dtype=fp32", 0, 0, 0,
+      "LM=8 TM=4 TN=4 WM=2 WN=4 KC=32 ST=3 KG=16", "sm_90");
+  add("gemm m=64 n=64 k=131072 layout=NT dtype=fp32", 0, 0, 0,
+      "LM=8 TM=8 TN=8 WM=1 WN=2 KC=16 ST=2 KG=64", "sm_90");
+  add("gemm m=64 n=64 k=16384 layout=NT dtype=fp32", 0, 0, 0,
+      "LM=8 TM=4 TN=4 WM=2 WN=4 KC=64 ST=4 KG=8", "sm_90");
+  add("gemm m=4096 n=16 k=4096 layout=NT dtype=fp32", 0, 0, 0,
+      "LM=16 TM=2 TN=8 WM=4 WN=1 KC=32 ST=4 KG=1", "sm_90");
+  add("gemm m=4096 n=1 k=4096 layout=NT dtype=fp32", 0, 0, 0,
+      "LM=32 TM=2 TN=1 WM=4 WN=1 KC=16 ST=3 KG=2", "sm_90");
+  add("gemm m=4096 n=4096 k=4096 layout=NT dtype=fp32", 0, 0, 0,
+      "LM=4 TM=8 TN=4 WM=4 WN=2 KC=16 ST=4 KG=1", "sm_90");
+  add("gemm m=1000 n=50 k=1001 layout=NT dtype=fp32", 1004, 1004, 53,
+      "LM=8 TM=1 TN=2 WM=8 WN=4 KC=16 ST=2 KG=8", "sm_80");
+  add("gemm m=12288 n=8 k=4096 layout=NT dtype=fp32", 0, 0, 0,
+      "LM=32 TM=4 TN=2 WM=2 WN=2 KC=32 ST=3 KG=1", "sm_90");
+  add("gemm m=2048 n=4096 k=4096 layout=NT dtype=fp32", 0, 0, 0,
+      "LM=4 TM=8 TN=8 WM=2 WN=1 KC=16 ST=3 KG=1", "sm_90");
+  add("gemm m=777 n=333 k=1555 layout=NT dtype=fp32", 1556, 1560, 0,
+      "LM=16 TM=4 TN=2 WM=2 WN=4 KC=64 ST=3 KG=32", "sm_80");
+  add("gemm m=33 n=9 k=5 layout=NT dtype=fp32", 8, 8, 9,
+      "LM=4 TM=2 TN=1 WM=1 WN=1 KC=16 ST=2 KG=4", "sm_90");
   return out;
 }
 
@@ -429,6 +470,7 @@ std::vector<Case> CasesOf(std::string_view family) {
   if (family == "gemm.wgmma_ps") return GemmWgmmaCases();
   if (family == "gemm.wgmma_ts") return GemmWgmmaTailCases();
   if (family == "gemm.gemv") return GemmGemvCases();
+  if (family == "gemm.ffma_k") return GemmFfmaKCases();
   if (family == "conv.wgmma_ps") return ConvWgmmaCases();
   return {};
 }

@@ -136,6 +136,24 @@ Problem SampleGemv(std::mt19937& rng, DType dtype) {
   return p;
 }
 
+// gemm.ffma_k's contexts: NT only, rows of whole 16-byte units (its
+// rules); M and K over [1, 16384], N over [1, 16] one time in four (the
+// skinny shapes it is for), else over [1, 4096].
+Problem SampleFfmaK(std::mt19937& rng, DType dtype) {
+  GemmContext g;
+  g.m = 1 + rng() % 16384;
+  g.n = rng() % 4 == 0 ? 1 + rng() % 16 : 1 + rng() % 4096;
+  g.k = 1 + rng() % 16384;
+  g.layout_a = Layout::kN;
+  g.layout_b = Layout::kT;
+  g.dtype = dtype;
+  Problem p(g);
+  auto up = [](int64_t v) { return (v + 3) / 4 * 4; };
+  p.lda = up(g.k);
+  p.ldb = up(g.k);
+  return p;
+}
+
 Problem SampleConv(std::mt19937& rng, DType dtype) {
   ConvContext c;
   c.n = 1 + rng() % 32;
@@ -184,6 +202,8 @@ TEST_P(FamilyPtxasTest, SampledKernelsAssembleWithoutSpills) {
     Job job;
     job.problem = f.name() == "gemm.gemv"
                       ? SampleGemv(rng, target.precision)
+                  : f.name() == "gemm.ffma_k"
+                      ? SampleFfmaK(rng, target.precision)
                   : f.op() == Op::kGemm ? SampleGemm(rng, target.precision)
                                         : SampleConv(rng, target.precision);
     job.params = SampleParams(f, rng);

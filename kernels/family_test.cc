@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/gemm_ffma_k.h"
 #include "kernels/gemm_gemv.h"
 #include "kernels/gemm_mma.h"
 #include "kernels/gemm_ptx.h"
@@ -165,9 +166,12 @@ TEST(FamilyRegistryTest, FamiliesForMatchesOpAndPrecision) {
     }
   }
   EXPECT_EQ(FamiliesFor(Op::kGemm, DType::kFp32).front()->name(), "gemm.ffma");
-  // gemm.gemv (N <= 128, NT) after it: gemm.ffma stays the fp32 default.
-  ASSERT_EQ(FamiliesFor(Op::kGemm, DType::kFp32).size(), 2u);
-  EXPECT_EQ(FamiliesFor(Op::kGemm, DType::kFp32).back()->name(), "gemm.gemv");
+  // gemm.gemv (N <= 128, NT) and gemm.ffma_k (NT) after it: gemm.ffma
+  // stays the fp32 default.
+  ASSERT_EQ(FamiliesFor(Op::kGemm, DType::kFp32).size(), 3u);
+  EXPECT_EQ(FamiliesFor(Op::kGemm, DType::kFp32)[1]->name(), "gemm.gemv");
+  EXPECT_EQ(FamiliesFor(Op::kGemm, DType::kFp32).back()->name(),
+            "gemm.ffma_k");
   EXPECT_EQ(FamiliesFor(Op::kConv, DType::kFp32).front()->name(), "conv.ffma");
   // gemm.wgmma is registered after gemm.mma: the default for a context
   // that names no family stays the one that runs on every tensor-core GPU.
@@ -690,6 +694,162 @@ TEST(GemvFamilyTest, RulesOfferSkinnyShapesOnly) {
   EXPECT_EQ((*cov)[f.ParamIndex("NC")], 8);
 }
 
+// gemm.ffma_k: offered for fp32 NT with rows of whole 16-byte units; its
+// named rules refuse the rest, naming the field and the allowed values.
+TEST(FfmaKFamilyTest, RulesOfferNtOnly) {
+  const KernelFamily& f = Family("gemm.ffma_k");
+  EXPECT_EQ(f.op(), Op::kGemm);
+  EXPECT_EQ(f.version(), 1);
+  EXPECT_EQ(f.precisions(), std::vector<DType>{DType::kFp32});
+  EXPECT_EQ(f.rules(),
+            (std::vector<std::string>{"layout", "tile", "threads",
+                                      "vector_ld", "shared", "registers"}));
+  const KernelLimits h100 = H100();
+  auto p = f.Parse("LM=8 TM=4 TN=4 WM=2 WN=4 KC=32 ST=3 KG=16");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  auto refused = [&](const Problem& problem, const Params& params,
+                     const std::string& rule, const std::string& message) {
+    const Status s = f.CanImplement(problem, params, h100);
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+    EXPECT_THAT(std::string(s.message()), HasSubstr(message));
+    const int r = f.FirstFailingRule(problem, params, h100);
+    ASSERT_GE(r, 0) << ToString(problem.ctx);
+    EXPECT_EQ(f.rules()[r], rule);
+  };
+  const Problem cov(Gemm(64, 64, 65536, Layout::kN, Layout::kT, DType::kFp32));
+  EXPECT_TRUE(f.CanImplement(cov, *p, h100).ok());
+  // A 64 x 64 tile, 256 threads, three stages of (64 + 64) rows of 36
+  // floats.
+  const ConfigShape shape = f.Shape(cov, *p);
+  EXPECT_EQ(shape.tile_m, 64);
+  EXPECT_EQ(shape.tile_n, 64);
+  EXPECT_EQ(shape.threads, 256);
+  EXPECT_EQ(shape.programs, 16);
+  EXPECT_EQ(shape.workspace_bytes, 16 * 64 * 64 * 4);
+  for (Layout a : {Layout::kN, Layout::kT})
+    for (Layout b : {Layout::kN, Layout::kT}) {
+      if (a == Layout::kN && b == Layout::kT) continue;
+      refused(Problem(Gemm(64, 64, 4096, a, b, DType::kFp32)), *p, "layout",
+              "layout: gemm.ffma_k stages both operands K-major: layout "
+              "must be NT (A M rows of K, B N rows of K), got ");
+    }
+  // A tile twice the product's rows or columns repeats a narrower one.
+  refused(Problem(Gemm(32, 64, 4096, Layout::kN, Layout::kT, DType::kFp32)),
+          *p, "tile",
+          "tile: the program's tile of 64 rows (LM*TM*WM) is at least twice "
+          "m 32 (a narrower one does the same work): it must be below 64");
+  refused(Problem(Gemm(64, 16, 4096, Layout::kN, Layout::kT, DType::kFp32)),
+          *p, "tile", "tile of 64 columns (LN*TN*WN) is at least twice n 16");
+  EXPECT_TRUE(f.CanImplement(Problem(Gemm(33, 33, 100, Layout::kN,
+                                          Layout::kT, DType::kFp32)),
+                             *p, h100)
+                  .ok());
+  auto many = f.Parse("LM=8 TM=1 TN=1 WM=8 WN=8 KC=16 ST=2 KG=1");
+  ASSERT_TRUE(many.ok());
+  refused(Problem(Gemm(4096, 4096, 4096, Layout::kN, Layout::kT,
+                       DType::kFp32)),
+          *many, "threads",
+          "threads: WM=8 x WN=8 warps are 2048 threads, more than 1024 per "
+          "program");
+  Problem odd(Gemm(64, 64, 4098, Layout::kN, Layout::kT, DType::kFp32));
+  refused(odd, *p, "vector_ld",
+          "vector_ld: gemm.ffma_k copies 16 bytes (4 floats) at a time: lda "
+          "must be a multiple of 4, got 4098");
+  odd.lda = 4100;
+  refused(odd, *p, "vector_ld", "ldb must be a multiple of 4, got 4098");
+  odd.ldb = 4100;
+  EXPECT_TRUE(f.CanImplement(odd, *p, h100).ok());
+  // 4 stages of (256 + 256) rows of 68 floats: 557,056 bytes.
+  auto huge = f.Parse("LM=8 TM=8 TN=8 WM=4 WN=8 KC=64 ST=4 KG=1");
+  ASSERT_TRUE(huge.ok());
+  refused(Problem(Gemm(4096, 4096, 4096, Layout::kN, Layout::kT,
+                       DType::kFp32)),
+          *huge, "shared",
+          "shared: ST=4 stages of (256 + 256) rows of KC=64 (+4) floats are "
+          "557056 bytes of shared memory, more than the 232448");
+  // 8 x 8 outputs per lane at 512 threads pass the per-thread estimate but
+  // not the SM's register file.
+  auto wide = f.Parse("LM=8 TM=8 TN=8 WM=4 WN=4 KC=16 ST=2 KG=1");
+  ASSERT_TRUE(wide.ok());
+  EXPECT_LE(FfmaKRegisterEstimate(FfmaKParams{8, 8, 8, 4, 4, 16, 2, 1}), 255);
+  refused(Problem(Gemm(4096, 4096, 4096, Layout::kN, Layout::kT,
+                       DType::kFp32)),
+          *wide, "registers", "threads reach the SM's 65536");
+  const Status bf16 = f.CanImplement(
+      Problem(Gemm(64, 64, 4096, Layout::kN, Layout::kT, DType::kBf16)), *p,
+      h100);
+  EXPECT_EQ(bf16.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bf16.message()), HasSubstr("context.dtype"));
+  auto bad = f.Parse("LM=2");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("params.LM must be one of {4, 8, 16, 32}"));
+  auto bad_kc = f.Parse("LM=8 TM=4 TN=4 WM=2 WN=4 KC=8 ST=3 KG=16");
+  ASSERT_FALSE(bad_kc.ok());
+  EXPECT_THAT(std::string(bad_kc.status().message()),
+              HasSubstr("params.KC must be one of {16, 32, 64}"));
+  // Defaults for a covariance, an MLP layer and a decode product.
+  EXPECT_TRUE(f.Default(cov, h100).ok());
+  EXPECT_TRUE(f.Default(Problem(Gemm(4096, 16, 4096, Layout::kN, Layout::kT,
+                                     DType::kFp32)),
+                        h100)
+                  .ok());
+  EXPECT_TRUE(f.Default(Problem(Gemm(4096, 1, 4096, Layout::kN, Layout::kT,
+                                     DType::kFp32)),
+                        h100)
+                  .ok());
+}
+
+// The kernel: 16-byte cp.async copies into a ring of ST stages, 16-byte
+// shared reads, the FMAs, gemm.ffma's entry parameters and, for K_G > 1,
+// its reduce entry and workspace; its dynamic shared memory.
+TEST(FfmaKFamilyTest, GenerateStagesKMajorThroughCpAsync) {
+  const KernelFamily& f = Family("gemm.ffma_k");
+  Problem problem(Gemm(1000, 50, 1001, Layout::kN, Layout::kT, DType::kFp32));
+  problem.lda = problem.ldb = 1004;
+  auto p = f.Parse("LM=8 TM=4 TN=4 WM=2 WN=1 KC=32 ST=3 KG=4");
+  ASSERT_TRUE(p.ok());
+  auto k = f.Generate(problem, *p, "sm_90");
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(k->entry, "blocktune_ffma_k");
+  EXPECT_THAT(k->ptx, HasSubstr("// blocktune gemm.ffma_k v1"));
+  EXPECT_THAT(k->ptx, HasSubstr("cp.async.cg.shared.global"));
+  EXPECT_THAT(k->ptx, HasSubstr("cp.async.wait_group 1;"));
+  EXPECT_THAT(k->ptx, HasSubstr("ld.shared.v4.f32"));
+  // A 64 x 16 tile: grid 16 x 4 x 4, 64 threads; 3 stages of 80 rows of
+  // 36 floats.
+  EXPECT_EQ(k->grid, (std::array<unsigned, 3>{16, 4, 4}));
+  EXPECT_EQ(k->block, (std::array<unsigned, 3>{64, 1, 1}));
+  EXPECT_EQ(k->dynamic_shared_bytes, 3u * 80 * 36 * 4);
+  EXPECT_EQ(k->reduce_entry, "blocktune_gemm_reduce");
+  EXPECT_EQ(k->workspace_bytes, 4 * 1000 * 50 * 4);
+  EXPECT_EQ(k->align_a, 4);
+  EXPECT_EQ(k->align_b, 4);
+  EXPECT_EQ(k->align_bytes, 16);
+  // Counted in the main entry (the reduce entry follows it).
+  const std::string main = k->ptx.substr(0, k->ptx.find("blocktune_gemm_reduce"));
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = main.find(what); at != std::string::npos;
+         at = main.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  // Per stage: 4*4*4 FMAs per four elements of K, 8 of them; 4 + 4
+  // shared reads per four elements.
+  EXPECT_EQ(count("fma.rn.f32"), 8u * 64);
+  EXPECT_EQ(count("ld.shared.v4.f32"), 8u * 8);
+  // The copies: 64 x 8 chunks of A over 64 threads (8 each), 16 x 8 of B
+  // (2 each), in each of the two prologue stages and the main loop's.
+  EXPECT_EQ(count("cp.async.cg.shared.global"), 3u * (8 + 2));
+  // The same parameters give the same text for any shape (only the
+  // geometry changes).
+  Problem other(Gemm(4096, 64, 8192, Layout::kN, Layout::kT, DType::kFp32));
+  auto k2 = f.Generate(other, *p, "sm_90");
+  ASSERT_TRUE(k2.ok()) << k2.status().ToString();
+  EXPECT_EQ(k2->ptx, k->ptx);
+}
+
 // The kernel: vector loads of A past L1 (through it where WN warps share
 // the rows), the read-only path for B, the warp's butterfly, gemm.ffma's
 // entry parameters and, for K_G > 1, its reduce entry and workspace; the
@@ -1001,6 +1161,12 @@ TEST(FamilyTest, CanImplementRefusesTheWrongOpOrPrecisionNamingTheField) {
     if (f->name() == "gemm.gemv") {
       GemmContext& g = std::get<GemmContext>(right.ctx);
       g.n = 8;
+      g.layout_b = Layout::kT;
+    }
+    // gemm.ffma_k takes NT only.
+    if (f->name() == "gemm.ffma_k") {
+      GemmContext& g = std::get<GemmContext>(right.ctx);
+      g.layout_a = Layout::kN;
       g.layout_b = Layout::kT;
     }
     if (f->op() == Op::kGemm)

@@ -39,7 +39,8 @@ TEST(CampaignFamiliesTest, EveryFamilyOfTheDtypeThatRunsOnTheGpu) {
   auto fp32 = CampaignFamilies(spec, Profile("h100"));
   ASSERT_TRUE(fp32.ok()) << fp32.status().ToString();
   // gemm.gemv (fp32, N <= 8) too: its rules offer it for decode shapes.
-  EXPECT_EQ(Names(*fp32), (std::vector<std::string>{"gemm.ffma", "gemm.gemv"}));
+  EXPECT_EQ(Names(*fp32), (std::vector<std::string>{"gemm.ffma", "gemm.gemv",
+                                                    "gemm.ffma_k"}));
   spec.op = Op::kConv;
   EXPECT_EQ(Names(*CampaignFamilies(spec, Profile("v100"))),
             std::vector<std::string>{"conv.ffma"});

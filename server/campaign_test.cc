@@ -332,12 +332,14 @@ TEST_F(CampaignTest, WatchStreamsProgressToTheEnd) {
   EXPECT_GT(last.acceptance(), 0.05);
   EXPECT_GT(last.best_tflops(), 0);
   EXPECT_EQ(last.verified(), 3000);
-  // fp32: gemm.ffma and gemm.gemv, each its own stream.
-  ASSERT_EQ(last.samples_by_family_size(), 2);
+  // fp32: gemm.ffma, gemm.gemv and gemm.ffma_k, each its own stream.
+  ASSERT_EQ(last.samples_by_family_size(), 3);
   EXPECT_GT(last.samples_by_family().at("gemm.ffma"), 0);
   EXPECT_GT(last.samples_by_family().at("gemm.gemv"), 0);
+  EXPECT_GT(last.samples_by_family().at("gemm.ffma_k"), 0);
   EXPECT_EQ(last.samples_by_family().at("gemm.ffma") +
-                last.samples_by_family().at("gemm.gemv"),
+                last.samples_by_family().at("gemm.gemv") +
+                last.samples_by_family().at("gemm.ffma_k"),
             3000);
 }
 
@@ -517,7 +519,8 @@ TEST_F(CampaignTest, ABf16ConvCampaignOnAnH100SamplesEveryConvFamily) {
 }
 
 // An fp32 campaign measures the fp32 families: gemm.ffma (its samples keep
-// their block shape) and gemm.gemv (decode shapes its rules accept).
+// their block shape), gemm.gemv (decode shapes its rules accept) and
+// gemm.ffma_k (NT shapes).
 TEST_F(CampaignTest, AnFp32CampaignStillMeasuresGemmFfma) {
   auto d = Start("measure_us=20");
   const v1::Campaign c = WaitFor(*d, StartCampaign(*d, 200, 3).id(), Ended);
@@ -532,7 +535,9 @@ TEST_F(CampaignTest, AnFp32CampaignStillMeasuresGemmFfma) {
       EXPECT_TRUE(s.kernel.block_shape().has_value());
       continue;
     }
-    ASSERT_EQ(s.kernel.family, "gemm.gemv") << s.seq;
+    ASSERT_TRUE(s.kernel.family == "gemm.gemv" ||
+                s.kernel.family == "gemm.ffma_k")
+        << s.seq << " " << s.kernel.family;
     auto family = FindFamily(s.kernel.family);
     ASSERT_TRUE(family.ok());
     EXPECT_TRUE(
@@ -541,6 +546,7 @@ TEST_F(CampaignTest, AnFp32CampaignStillMeasuresGemmFfma) {
   }
   EXPECT_GT(by_family["gemm.ffma"], 0);
   EXPECT_GT(by_family["gemm.gemv"], 0);
+  EXPECT_GT(by_family["gemm.ffma_k"], 0);
 }
 
 TEST_F(CampaignTest, FamiliesThatDoNotImplementTheDtypeAreRefused) {

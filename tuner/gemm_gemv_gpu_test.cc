@@ -1,4 +1,5 @@
-// gemm.gemv on the GPU (ctest label gpu) against a float64 reference,
+// gemm.gemv and gemm.ffma_k (the fp32 families for NT products) on the
+// GPU (ctest label gpu) against a float64 reference,
 // launched the way the worker launches every family (tuner/kernel_launch.h
 // LoadedKernel: the entries' named parameters, K_G's reduce entry): random
 // skinny shapes with N = 1 .. 128 (most of them 1 .. 16), NT and NN of one
@@ -9,6 +10,10 @@
 // (where beta == 0) and the workspace are poisoned with NaN first, so an
 // element the kernel never wrote fails. The bound is gemm.ffma's
 // (kernels/gemm_gpu_test.cc): relative Frobenius error below 1e-5.
+// gemm.ffma_k: random NT shapes (N 1 .. 16 or up to 300; M, N and K
+// ragged against its tiles and stages; rows padded to 4 floats), every
+// value of every parameter, beta zero and not, and the same covariance and
+// MLP shapes.
 // Skips with a message where there is no GPU or no libcuda.
 #include <gtest/gtest.h>
 
@@ -242,6 +247,100 @@ TEST_F(GemvGpuTest, RandomDecodeShapesMatchFloat64) {
   std::cout << cases << " cases (" << nn << " NN, " << split
             << " split over K, " << tiled << " with several column tiles, "
             << refused
+            << " refused by the rules), worst relative error " << worst << "\n";
+}
+
+TEST_F(GemvGpuTest, FfmaKRandomNtShapesMatchFloat64) {
+  auto found = FindFamily("gemm.ffma_k");
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  const KernelFamily& f = **found;
+  const int n_params = static_cast<int>(f.params().size());
+  const int kg = f.ParamIndex("KG");
+  ASSERT_GE(kg, 0);
+  std::mt19937 rng(2028);
+  const KernelLimits limits;
+  std::set<std::pair<int, int64_t>> seen;
+  int cases = 0, split = 0, refused = 0;
+  double worst = 0;
+  for (int64_t i = 0; cases < 200; ++i) {
+    ASSERT_LT(i, 40000) << "the rules refuse too many cases";
+    Case c;
+    GemmContext g;
+    g.dtype = DType::kFp32;
+    g.layout_a = Layout::kN;
+    g.layout_b = Layout::kT;
+    g.n = rng() % 2 ? 1 + rng() % 16 : 1 + rng() % 300;
+    switch (rng() % 3) {
+      case 0:
+        g.m = 1 + rng() % 40;
+        break;
+      case 1:
+        g.m = 1 + rng() % 700;
+        break;
+      default:
+        g.m = 700 + rng() % 1500;
+        break;
+    }
+    switch (rng() % 3) {
+      case 0:
+        g.k = 1 + rng() % 100;
+        break;
+      case 1:
+        g.k = 1 + rng() % 3000;
+        break;
+      default:
+        g.k = 512 * (1 + rng() % 6) + rng() % 512;
+        break;
+    }
+    if (i == 0) g.m = g.n = g.k = 1;
+    if (i % 40 == 2) {  // a covariance (issue 18's shape, shorter)
+      g.m = g.n = 64;
+      g.k = 16384 + rng() % 3;
+    }
+    if (i % 40 == 3) {  // an MLP layer of 16 columns
+      g.m = 1024 + rng() % 3;
+      g.n = 16;
+      g.k = 1024 + rng() % 5;
+    }
+    // Each parameter drawn from its whole domain (K_G one time in three).
+    c.params = f.DefaultCandidates().front();
+    for (int p = 0; p < n_params; ++p) {
+      const auto& values = f.params()[p].values;
+      c.params[p] = values[rng() % values.size()];
+    }
+    if (rng() % 3 == 0) c.params[kg] = 1;
+    auto up = [](int64_t x) { return (x + 3) / 4 * 4; };
+    c.problem = Problem(g);
+    c.problem.lda = up(g.k + (rng() % 3 ? rng() % 9 : 0));
+    c.problem.ldb = up(g.k + rng() % 9);
+    c.problem.ldc = g.n + rng() % 4;
+    c.alpha = rng() % 2 ? 1.f : 0.75f;
+    c.beta = rng() % 3 == 0 ? -0.5f : 0.f;
+    if (!f.CanImplement(c.problem, c.params, limits).ok()) {
+      ++refused;
+      continue;
+    }
+    const std::string what = ToString(c.problem.ctx) + " " +
+                             f.Format(c.params) +
+                             " lda=" + std::to_string(c.problem.lda) +
+                             " ldb=" + std::to_string(c.problem.ldb) +
+                             " ldc=" + std::to_string(c.problem.ldc) +
+                             " beta=" + std::to_string(c.beta);
+    auto err = RunCase(f, c, rng);
+    ASSERT_TRUE(err.ok()) << what << ": " << err.status().ToString();
+    EXPECT_LT(*err, 1e-5) << what;
+    worst = std::max(worst, *err);
+    for (int p = 0; p < n_params; ++p) seen.insert({p, c.params[p]});
+    split += c.params[kg] > 1;
+    ++cases;
+  }
+  for (int p = 0; p < n_params; ++p)
+    for (int64_t x : f.params()[p].values)
+      EXPECT_TRUE(seen.count({p, x}))
+          << f.params()[p].name << "=" << x << " never ran";
+  EXPECT_GT(split, 20);
+  std::cout << "gemm.ffma_k: " << cases << " cases (" << split
+            << " split over K, " << refused
             << " refused by the rules), worst relative error " << worst << "\n";
 }
 

@@ -341,6 +341,30 @@ const std::vector<std::string>& Prior(std::string_view family) {
           // 64 x 64 covariances (8 x 8 per warp, 2 x 4 or 1 x 8 warps
           // sharing A through L1, K split 16 or 32 ways); each also with
           // the next chunk prefetched (PF = 1).
+          // gemm.ffma_k: 64 x 64 covariance tiles (8 x 4 lanes of 4 x 4 or
+          // 8 x 8 outputs) split 64-128 ways over K (the SMs filled by K);
+          // MLP tiles of all 16 columns (4 x 4 per lane, 4 or 8 warps along
+          // M); decode tiles of all 8 columns or one (32 x 1 lanes, so A
+          // is read once); square tiles of 8 x 8 per lane.
+          {"gemm.ffma_k",
+           {"LM=8 TM=4 TN=4 WM=2 WN=4 KC=32 ST=3 KG=128",
+            "LM=8 TM=4 TN=4 WM=2 WN=4 KC=32 ST=3 KG=64",
+            "LM=8 TM=4 TN=4 WM=2 WN=4 KC=64 ST=2 KG=128",
+            "LM=8 TM=8 TN=8 WM=1 WN=2 KC=16 ST=4 KG=128",
+            "LM=8 TM=8 TN=4 WM=1 WN=4 KC=32 ST=3 KG=128",
+            "LM=8 TM=4 TN=4 WM=1 WN=4 KC=32 ST=4 KG=64",
+            "LM=8 TM=4 TN=4 WM=2 WN=2 KC=32 ST=3 KG=64",
+            "LM=8 TM=4 TN=4 WM=4 WN=1 KC=32 ST=3 KG=1",
+            "LM=8 TM=4 TN=4 WM=8 WN=1 KC=32 ST=3 KG=1",
+            "LM=8 TM=8 TN=4 WM=4 WN=1 KC=32 ST=3 KG=1",
+            "LM=16 TM=2 TN=8 WM=4 WN=1 KC=32 ST=3 KG=1",
+            "LM=8 TM=4 TN=4 WM=4 WN=1 KC=64 ST=3 KG=2",
+            "LM=32 TM=1 TN=8 WM=4 WN=1 KC=32 ST=3 KG=1",
+            "LM=32 TM=2 TN=8 WM=2 WN=1 KC=32 ST=3 KG=1",
+            "LM=16 TM=2 TN=4 WM=4 WN=1 KC=32 ST=4 KG=1",
+            "LM=32 TM=1 TN=1 WM=8 WN=1 KC=64 ST=3 KG=1",
+            "LM=8 TM=8 TN=8 WM=2 WN=2 KC=16 ST=3 KG=1",
+            "LM=8 TM=8 TN=4 WM=2 WN=4 KC=16 ST=3 KG=1"}},
           {"gemm.gemv",
            {"R=2 NC=1 W=4 WN=1 V=4 U=2 KG=1",
             "R=1 NC=1 W=4 WN=1 V=4 U=4 KG=1",

@@ -8,12 +8,17 @@
 #     best of a sweep of gemm.gemv (SWEEP configurations, default 150;
 #     FFMA=1 sweeps gemm.ffma too) beside cuBLASLt fp32 (mma_bench
 #     --profile with no parameters: L2 read-flushed, median of 21, outputs
-#     checked against cuBLASLt's).
+#     checked against cuBLASLt's). FAMILIES=F,.. sweeps those families
+#     instead (gemm.gemv,gemm.ffma_k: both NT families side by side; the
+#     GPU test binary holds both families' tests); SHAPES="fp32 NT m n k;
+#     ..." replaces the shapes.
 #   bash bench/kernels/gemv_device.sh campaign
 #     builds everything into build-gpu (scripts/offline-deps.sh build,
 #     carrying .deps), then a campaign of gemm.gemv alone (MINUTES, default
-#     2; SAMPLES, default 60000), the data of its model, and
-#     bench/kernels/gemv_ncu_device.sh's profiles into ncu.txt.
+#     2; SAMPLES, default 60000; CAMPAIGN_FAMILIES=gemm.ffma_k samples
+#     that family instead), the data of its model, and
+#     bench/kernels/gemv_ncu_device.sh's profiles into ncu.txt (NCU=0
+#     skips them).
 # Writes $OUT/gemv.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -26,13 +31,11 @@ case "${1:-}" in
     export LD_LIBRARY_PATH="$b/../lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     timeout 200 "$b/gemm_gemv_gpu_test" >"$w/gemv-tests.txt" 2>&1
     grep -E "^\[  (PASSED|FAILED) |cases|Failure" "$w/gemv-tests.txt" | head -20
-    fams=gemm.gemv
-    [[ ${FFMA:-0} == 1 ]] && fams=gemm.gemv,gemm.ffma
-    for s in "fp32 NT 64 64 4096" "fp32 NT 64 64 16384" "fp32 NT 64 64 65536" \
-             "fp32 NT 64 64 131072" "fp32 NT 1024 16 1024" "fp32 NT 4096 16 4096" \
-             "fp32 NT 7168 16 7168" "fp32 NT 4096 1 4096" "fp32 NT 11008 1 4096" \
-             "fp32 NT 4096 8 4096" "fp32 NT 4096 16 11008" "fp32 NT 12288 8 4096" \
-             "fp32 NT 4096 128 4096"; do
+    fams=${FAMILIES:-gemm.gemv}
+    [[ ${FFMA:-0} == 1 ]] && fams=$fams,gemm.ffma
+    shapes=${SHAPES:-"fp32 NT 64 64 4096;fp32 NT 64 64 16384;fp32 NT 64 64 65536;fp32 NT 64 64 131072;fp32 NT 1024 16 1024;fp32 NT 4096 16 4096;fp32 NT 7168 16 7168;fp32 NT 4096 1 4096;fp32 NT 11008 1 4096;fp32 NT 4096 8 4096;fp32 NT 4096 16 11008;fp32 NT 12288 8 4096;fp32 NT 4096 128 4096"}
+    IFS=';' read -ra list <<<"$shapes"
+    for s in "${list[@]}"; do
       timeout 120 "$b/mma_bench" --families "$fams" --configs "${SWEEP:-150}" \
         --profile "$s" "" 21 2>&1 | grep -E "^profile |rror" >>"$w/gemv.txt"
     done
@@ -41,14 +44,14 @@ case "${1:-}" in
   campaign)
     (time scripts/offline-deps.sh build) >"$w/build.log" 2>&1 || tail -20 "$w/build.log"
     export LD_LIBRARY_PATH="$PWD/.deps/prefix/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    MINUTES=${MINUTES:-2} FAMILIES=gemm.gemv timeout 400 \
+    MINUTES=${MINUTES:-2} FAMILIES=${CAMPAIGN_FAMILIES:-gemm.gemv} timeout 400 \
       scripts/campaigns_device.sh "$w/campaign" build-gpu "gemm:fp32:${SAMPLES:-60000}" \
       >"$w/campaign.log" 2>&1
     tail -3 "$w/campaign.log"
     tail -2 "$w/campaign/report.txt" 2>/dev/null
     # What limits the covariance and MLP kernels: ncu of the v2 sweep's
     # best configurations.
-    bash bench/kernels/gemv_ncu_device.sh build-gpu/bench/kernels "$w/ncu.txt"
+    [[ ${NCU:-1} == 0 ]] || bash bench/kernels/gemv_ncu_device.sh build-gpu/bench/kernels "$w/ncu.txt"
     ;;
   *)
     echo "usage: gemv_device.sh kernels BIN | campaign" >&2

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""gemm.ffma_k's PTX run by kernels/ptx_sim.py against a float64 reference.
+
+  kernels/ffma_k_sim_test.py BLOCKTUNE_CLI
+
+For each case, `blocktune kernel gemm --family gemm.ffma_k` writes the PTX
+and its launch geometry; the interpreter runs the main entry over the grid
+twice (cp.async landing late and early, see ptx_sim.py), the split over K
+is added here as the reduce entry would, and C must match the reference
+(relative Frobenius error below 1e-5; C poisoned with NaN where beta is 0,
+padding past N untouched). Small shapes, chosen to hit what the generator
+can get wrong: ragged M, N and K (a K tail that is no multiple of 4), a
+split with no work, copies that do not fill the threads, every stage
+count, N = 1. Not a GPU test: the GPU test is tuner/gemm_gemv_gpu_test.cc.
+"""
+import math
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ptx_sim  # noqa: E402
+
+CASES = [
+    # m, n, k, lda, ldb, ldc, params, alpha, beta
+    (40, 24, 70, 72, 72, 26, "LM=8 TM=2 TN=2 WM=1 WN=2 KC=16 ST=3 KG=1", 1.0, 0.5),
+    (40, 24, 70, 72, 76, 24, "LM=8 TM=2 TN=2 WM=1 WN=2 KC=32 ST=2 KG=4", 0.75, 0.0),
+    (64, 64, 130, 132, 132, 64, "LM=8 TM=4 TN=4 WM=2 WN=4 KC=32 ST=4 KG=2", 1.0, 0.0),
+    (100, 1, 37, 40, 40, 1, "LM=32 TM=1 TN=1 WM=2 WN=1 KC=16 ST=2 KG=1", 1.0, -0.5),
+    (7, 9, 5, 8, 8, 11, "LM=4 TM=2 TN=1 WM=1 WN=1 KC=16 ST=2 KG=4", 1.0, 0.0),
+    (70, 20, 150, 152, 156, 21, "LM=16 TM=2 TN=4 WM=2 WN=2 KC=64 ST=3 KG=1", 1.0, 0.25),
+    (33, 40, 61, 64, 64, 40, "LM=8 TM=1 TN=8 WM=4 WN=1 KC=16 ST=4 KG=8", 1.0, 0.0),
+]
+
+
+def geometry(text):
+    def triple(key):
+        m = re.search(key + r': (\d+) x (\d+) x (\d+)', text)
+        return tuple(int(x) for x in m.groups())
+    shared = re.search(r'dynamic shared bytes: (\d+)', text)
+    work = re.search(r'workspace bytes: (\d+)', text)
+    return (triple('grid'), triple('block'), int(shared.group(1)),
+            int(work.group(1)) if work else 0)
+
+
+def run_case(cli, case, mode, seed):
+    m, n, k, lda, ldb, ldc, params, alpha, beta = case
+    with tempfile.TemporaryDirectory() as d:
+        ptx_path = os.path.join(d, 'k.ptx')
+        out = subprocess.run(
+            [cli, 'kernel', 'gemm', '--m', str(m), '--n', str(n), '--k', str(k),
+             '--layout', 'NT', '--family', 'gemm.ffma_k', '--params', params,
+             '--lda', str(lda), '--ldb', str(ldb), '--ldc', str(ldc), '-o',
+             ptx_path], capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(out.stdout + out.stderr)
+        ptx = open(ptx_path).read()
+    grid, block, shared, workspace = geometry(out.stdout)
+    rng = random.Random(seed)
+    a = [rng.uniform(-1, 1) for _ in range(m * lda)]
+    b = [rng.uniform(-1, 1) for _ in range(n * ldb)]
+    c0 = [rng.uniform(-1, 1) for _ in range(m * ldc)]
+    mem = ptx_sim.Memory()
+    pa, pb = mem.alloc(a), mem.alloc(b)
+    c_init = c0 if beta != 0 else [float('nan')] * (m * ldc)
+    pc = mem.alloc(c_init)
+    kg = grid[2]
+    pw = mem.alloc([float('nan')] * (workspace // 4)) if workspace else 0
+    ptx_sim.run_grid(ptx, 'blocktune_ffma_k',
+                     [pa, pb, pc, pw, m, n, k, lda, ldb, ldc, alpha, beta],
+                     mem, grid, block, shared, mode, seed)
+    got = [mem.words[pc + 4 * i] for i in range(m * ldc)]
+    if kg > 1:  # the reduce entry: C = alpha * sum_z W[z] + beta * C
+        for i in range(m):
+            for j in range(n):
+                s = sum(mem.words[pw + 4 * ((z * m + i) * n + j)]
+                        for z in range(kg))
+                got[i * ldc + j] = alpha * s + (beta * c0[i * ldc + j]
+                                                if beta != 0 else 0.0)
+    err = norm = 0.0
+    for i in range(m):
+        for j in range(n):
+            ref = alpha * sum(a[i * lda + l] * b[j * ldb + l] for l in range(k))
+            if beta != 0:
+                ref += beta * c0[i * ldc + j]
+            g = got[i * ldc + j]
+            if not math.isfinite(g):
+                return 'C[%d][%d] = %r (not written?)' % (i, j, g)
+            err += (g - ref) ** 2
+            norm += ref * ref
+        for j in range(n, ldc):
+            want = ptx_sim.f32(c_init[i * ldc + j])
+            g = got[i * ldc + j]
+            if not (g == want or (math.isnan(g) and math.isnan(want))):
+                return 'C[%d][%d] past N was written' % (i, j)
+    rel = math.sqrt(err / max(norm, 1e-300))
+    return None if rel < 1e-5 else 'relative error %.3g' % rel
+
+
+def main():
+    cli = sys.argv[1]
+    failed = 0
+    for idx, case in enumerate(CASES):
+        for mode in ('late', 'early'):
+            try:
+                why = run_case(cli, case, mode, 100 + idx)
+            except ptx_sim.PtxError as e:
+                why = 'interpreter: %s' % e
+            tag = '%dx%dx%d %s (%s)' % (case[0], case[1], case[2], case[6], mode)
+            print(('ok     ' if why is None else 'FAILED ') + tag +
+                  ('' if why is None else ': ' + why))
+            failed += why is not None
+    print('%d of %d runs failed' % (failed, 2 * len(CASES)))
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,460 @@
+#include "kernels/gemm_ffma_k.h"
+
+#include <algorithm>
+
+#include "kernels/family_params.h"
+#include "kernels/ptx_text.h"
+
+namespace blocktune {
+namespace {
+
+const GemmContext& GemmOf(const Problem& problem) {
+  return std::get<GemmContext>(problem.ctx);
+}
+
+// Everything the emitter needs, named as in the PTX's comments.
+struct Plan {
+  FfmaKParams p;
+  int64_t ln;         // lanes along N
+  int64_t threads;
+  int64_t tile_m, tile_n;
+  int64_t row_bytes;  // (KC + 4) * 4
+  int64_t stage_a;    // bytes of A in a stage (B follows)
+  int64_t stage;      // bytes of a stage
+  int64_t cpr;        // 16-byte copies per row of a stage: KC / 4
+  int64_t rstep;      // rows between one thread's copies: threads / cpr
+  int64_t ca, cb;     // copies per thread per stage of A and of B
+};
+
+Plan MakePlan(const FfmaKParams& p) {
+  Plan t;
+  t.p = p;
+  t.ln = p.LanesN();
+  t.threads = p.Threads();
+  t.tile_m = p.TileM();
+  t.tile_n = p.TileN();
+  t.row_bytes = p.RowBytes();
+  t.stage_a = t.tile_m * t.row_bytes;
+  t.stage = p.StageBytes();
+  t.cpr = p.kc / 4;
+  t.rstep = t.threads / t.cpr;
+  t.ca = FfmaKCopiesA(p);
+  t.cb = FfmaKCopiesB(p);
+  return t;
+}
+
+std::string Vec4(const char* reg, int64_t first) {
+  std::string s = "{";
+  for (int64_t e = 0; e < 4; ++e)
+    s += (e ? ", %" : "%") + std::string(reg) + N(first + e);
+  return s + "}";
+}
+
+std::string Entry(const Plan& t, const std::string& arch) {
+  const FfmaKParams& q = t.p;
+  PtxText p;
+  p << "//\n// blocktune gemm.ffma_k v" << N(kGemmFfmaKGeneratorVersion)
+    << ", fp32: C = alpha * A * B^T + beta * C, A and B K-major in shared "
+       "memory\n"
+    << "// LM=" << N(q.lanes_m) << " x LN=" << N(t.ln)
+    << " lanes per warp, TM=" << N(q.tm) << " x TN=" << N(q.tn)
+    << " outputs per lane, WM=" << N(q.wm) << " x WN=" << N(q.wn)
+    << " warps per program: a " << N(t.tile_m) << " x " << N(t.tile_n)
+    << " tile of C\n"
+    << "// KC=" << N(q.kc) << " elements of K per stage, ST=" << N(q.stages)
+    << " stages (" << N(q.SharedBytes()) << " bytes of shared memory), K_G="
+    << N(q.kg) << "\n"
+    << "//\n"
+    << ".version 8.0\n.target " << arch << "\n.address_size 64\n\n"
+    << ".extern .shared .align 128 .b8 smem[];\n\n";
+
+  p << ".visible .entry blocktune_ffma_k(\n"
+    << "\t.param .u64 pA, .param .u64 pB, .param .u64 pC, .param .u64 pW,\n"
+    << "\t.param .u32 pM, .param .u32 pN, .param .u32 pK,\n"
+    << "\t.param .u32 plda, .param .u32 pldb, .param .u32 pldc,\n"
+    << "\t.param .f32 palpha, .param .f32 pbeta)\n"
+    << "{\n";
+  const int64_t sums = q.tm * q.tn;
+  p << "\t.reg .pred %p, %pi, %pa_last, %pb_last, %pbeta, %prow, %pv;\n"
+    << "\t.reg .b32 %M, %N, %K, %lda, %ldb, %ldc, %t, %lane, %warp, %lm, "
+       "%ln, %m0, %n0, %z, %kbeg, %kend, %len, %ntiles, %tile, %it, %kt, "
+       "%kk, %sz, %q4, %r, %row, %col, %smem, %send, %ws, %rs, %da, %db, "
+       "%oa, %ob, %xa, %xb, %crow0, %ccol0;\n"
+    << "\t.reg .b64 %A, %B, %C, %W, %o, %o2, %addr, %ga<" << N(t.ca)
+    << ">, %gb<" << N(t.cb) << ">;\n"
+    << "\t.reg .f32 %alpha, %beta, %v, %old, %acc<" << N(sums) << ">, %fa<"
+    << N(4 * q.tm) << ">, %fb<" << N(4 * q.tn) << ">;\n\n";
+
+  p << "\t// ---- parameters; program (x, y, z) owns rows x*" << N(t.tile_m)
+    << " .., columns y*" << N(t.tile_n) << " .. and split z of K\n"
+    << "\tld.param.u64 %A, [pA];\n\tcvta.to.global.u64 %A, %A;\n"
+    << "\tld.param.u64 %B, [pB];\n\tcvta.to.global.u64 %B, %B;\n"
+    << "\tld.param.u64 %C, [pC];\n\tcvta.to.global.u64 %C, %C;\n"
+    << "\tld.param.u64 %W, [pW];\n\tcvta.to.global.u64 %W, %W;\n"
+    << "\tld.param.u32 %M, [pM];\n\tld.param.u32 %N, [pN];\n"
+    << "\tld.param.u32 %K, [pK];\n"
+    << "\tld.param.u32 %lda, [plda];\n\tld.param.u32 %ldb, [pldb];\n"
+    << "\tld.param.u32 %ldc, [pldc];\n"
+    << "\tld.param.f32 %alpha, [palpha];\n\tld.param.f32 %beta, [pbeta];\n"
+    << "\tmov.u32 %t, %tid.x;\n"
+    << "\tand.b32 %lane, %t, 31;\n\tshr.u32 %warp, %t, 5;\n"
+    << "\tmov.u32 %m0, %ctaid.x;\n\tmul.lo.u32 %m0, %m0, " << N(t.tile_m)
+    << ";\n"
+    << "\tmov.u32 %n0, %ctaid.y;\n\tmul.lo.u32 %n0, %n0, " << N(t.tile_n)
+    << ";\n"
+    << "\tmov.u32 %smem, smem;\n"
+    << "\tadd.u32 %send, %smem, " << N(q.stages * t.stage) << ";\n";
+
+  p << "\t// ---- this program's share of K: ceil(ceil(K / KC) / K_G) "
+       "stages from z times that\n"
+    << "\tadd.u32 %r, %K, " << N(q.kc - 1) << ";\n"
+    << "\tshr.u32 %r, %r, " << N(Log2(q.kc)) << ";\n";
+  if (q.kg > 1) {
+    p << "\tadd.u32 %r, %r, " << N(q.kg - 1) << ";\n"
+      << "\tshr.u32 %r, %r, " << N(Log2(q.kg)) << ";\n"
+      << "\tmov.u32 %z, %ctaid.z;\n";
+  } else {
+    p << "\tmov.u32 %z, 0;\n";
+  }
+  p << "\tmul.lo.u32 %kbeg, %z, %r;\n"
+    << "\tshl.b32 %kbeg, %kbeg, " << N(Log2(q.kc)) << ";\n"
+    << "\tshl.b32 %len, %r, " << N(Log2(q.kc)) << ";\n"
+    << "\tadd.u32 %kend, %kbeg, %len;\n\tmin.u32 %kend, %kend, %K;\n"
+    << "\tmax.u32 %kend, %kend, %kbeg;  // a split past K: no work\n"
+    << "\tsub.u32 %len, %kend, %kbeg;\n"
+    << "\tadd.u32 %len, %len, " << N(q.kc - 1) << ";\n"
+    << "\tshr.u32 %ntiles, %len, " << N(Log2(q.kc)) << ";\n";
+
+  p << "\t// ---- copies: thread t brings 16 bytes at k = 4*(t mod " << N(t.cpr)
+    << ") of rows t/" << N(t.cpr) << " + j*" << N(t.rstep)
+    << " of each operand's tile (rows past M or N read the last one, not "
+       "stored)\n"
+    << "\tand.b32 %q4, %t, " << N(t.cpr - 1) << ";\n"
+    << "\tshl.b32 %q4, %q4, 2;\n"
+    << "\tshr.u32 %r, %t, " << N(Log2(t.cpr)) << ";\n"
+    << "\tmad.lo.u32 %oa, %r, " << N(t.row_bytes) << ", 0;\n"
+    << "\tmad.lo.u32 %oa, %q4, 4, %oa;  // this thread's byte in a stage's A\n"
+    << "\tadd.u32 %ob, %oa, " << N(t.stage_a) << ";  // and in its B\n"
+    << "\tadd.u32 %kk, %kbeg, %q4;\n\tcvt.u64.u32 %o2, %kk;\n";
+  auto pointers = [&](const char* name, const char* base, const char* rows,
+                      const char* ld, const char* first, int64_t copies,
+                      int64_t tile, const char* last_pred) {
+    for (int64_t j = 0; j < copies; ++j) {
+      p << "\tadd.u32 %row, %r, " << N(j * t.rstep) << ";\n"
+        << "\tadd.u32 %row, %row, " << first << ";\n"
+        << "\tsub.u32 %col, " << rows << ", 1;\n"
+        << "\tmin.u32 %row, %row, %col;\n"
+        << "\tmul.wide.u32 %o, %row, " << ld << ";\n\tadd.u64 %o, %o, %o2;\n"
+        << "\tshl.b64 %o, %o, 2;\n\tadd.u64 %" << name << N(j) << ", " << base
+        << ", %o;\n";
+    }
+    // The last copy may fall past the tile where the tile's copies are no
+    // multiple of the threads.
+    if (copies * t.rstep > tile)
+      p << "\tsetp.lt.u32 " << last_pred << ", %r, "
+        << N(tile - (copies - 1) * t.rstep) << ";\n";
+  };
+  pointers("ga", "%A", "%M", "%lda", "%m0", t.ca, t.tile_m, "%pa_last");
+  pointers("gb", "%B", "%N", "%ldb", "%n0", t.cb, t.tile_n, "%pb_last");
+
+  // The copies of stage `%it` (k from %kt) into the stage at %ws, under
+  // %pi (the stage is one of this split's); then the pointers move on.
+  auto issue = [&] {
+    p << "\tsetp.lt.u32 %pi, %it, %ntiles;\n"
+      << "\tadd.u32 %kk, %kt, %q4;\n"
+      << "\tsub.s32 %sz, %kend, %kk;\n\tmax.s32 %sz, %sz, 0;\n"
+      << "\tmin.s32 %sz, %sz, 4;\n\tshl.b32 %sz, %sz, 2;  // bytes in K\n"
+      << "\tadd.u32 %da, %ws, %oa;\n\tadd.u32 %db, %ws, %ob;\n";
+    auto copies = [&](const char* g, const char* dst, int64_t n, int64_t tile,
+                      const char* last_pred) {
+      const bool partial = n * t.rstep > tile;
+      for (int64_t j = 0; j < n; ++j) {
+        std::string guard = "@%pi ";
+        if (partial && j == n - 1) {
+          p << "\tand.pred %p, %pi, " << last_pred << ";\n";
+          guard = "@%p ";
+        }
+        p << "\t" << guard << "cp.async.cg.shared.global [" << dst << "+"
+          << N(j * t.rstep * t.row_bytes) << "], [%" << g << N(j)
+          << "], 16, %sz;\n";
+      }
+    };
+    copies("ga", "%da", t.ca, t.tile_m, "%pa_last");
+    copies("gb", "%db", t.cb, t.tile_n, "%pb_last");
+    p << "\tcp.async.commit_group;\n";
+    for (int64_t j = 0; j < t.ca; ++j)
+      p << "\tadd.u64 %ga" << N(j) << ", %ga" << N(j) << ", " << N(q.kc * 4)
+        << ";\n";
+    for (int64_t j = 0; j < t.cb; ++j)
+      p << "\tadd.u64 %gb" << N(j) << ", %gb" << N(j) << ", " << N(q.kc * 4)
+        << ";\n";
+    p << "\tadd.u32 %kt, %kt, " << N(q.kc) << ";\n\tadd.u32 %it, %it, 1;\n"
+      << "\tadd.u32 %ws, %ws, " << N(t.stage) << ";\n"
+      << "\tsetp.eq.u32 %p, %ws, %send;\n\t@%p mov.u32 %ws, %smem;\n";
+  };
+
+  p << "\t// ---- the lane's reads: lane (lm, ln) = (lane mod LM, lane / LM) "
+       "of warp (w mod WM, w / WM)\n"
+    << "\tand.b32 %lm, %lane, " << N(q.lanes_m - 1) << ";\n"
+    << "\tshr.u32 %ln, %lane, " << N(Log2(q.lanes_m)) << ";\n"
+    << "\tand.b32 %r, %warp, " << N(q.wm - 1) << ";\n"
+    << "\tmad.lo.u32 %crow0, %r, " << N(q.lanes_m * q.tm) << ", %lm;\n"
+    << "\tshr.u32 %r, %warp, " << N(Log2(q.wm)) << ";\n"
+    << "\tmad.lo.u32 %ccol0, %r, " << N(t.ln * q.tn) << ", %ln;\n"
+    << "\tmul.lo.u32 %xa, %crow0, " << N(t.row_bytes) << ";\n"
+    << "\tmad.lo.u32 %xb, %ccol0, " << N(t.row_bytes) << ", "
+    << N(t.stage_a) << ";\n";
+  for (int64_t i = 0; i < sums; ++i)
+    p << "\tmov.f32 %acc" << N(i) << ", 0f00000000;\n";
+
+  p << "\t// ---- prologue: stages 0 .. ST-2 in flight\n"
+    << "\tmov.u32 %ws, %smem;\n\tmov.u32 %it, 0;\n\tmov.u32 %kt, %kbeg;\n";
+  for (int64_t s = 0; s + 1 < q.stages; ++s) issue();
+  p << "\tmov.u32 %rs, %smem;\n\tmov.u32 %tile, 0;\n"
+    << "\tsetp.eq.u32 %p, %ntiles, 0;\n\t@%p bra $EPILOGUE;\n"
+    << "$MAIN:\n"
+    << "\t// stage `tile` has landed (for every thread after the barrier); "
+       "the stage read before it is free for stage tile + ST - 1\n"
+    << "\tcp.async.wait_group " << N(q.stages - 2) << ";\n\tbar.sync 0;\n";
+  issue();
+  p << "\tadd.u32 %da, %rs, %xa;\n\tadd.u32 %db, %rs, %xb;\n";
+  for (int64_t kq = 0; kq < t.cpr; ++kq) {
+    p << "\t// k " << N(4 * kq) << " .. " << N(4 * kq + 3) << "\n";
+    for (int64_t i = 0; i < q.tm; ++i)
+      p << "\tld.shared.v4.f32 " << Vec4("fa", 4 * i) << ", [%da+"
+        << N(q.lanes_m * i * t.row_bytes + 16 * kq) << "];\n";
+    for (int64_t j = 0; j < q.tn; ++j)
+      p << "\tld.shared.v4.f32 " << Vec4("fb", 4 * j) << ", [%db+"
+        << N(t.ln * j * t.row_bytes + 16 * kq) << "];\n";
+    for (int64_t e = 0; e < 4; ++e)
+      for (int64_t i = 0; i < q.tm; ++i)
+        for (int64_t j = 0; j < q.tn; ++j) {
+          const std::string acc = "%acc" + N(i * q.tn + j);
+          p << "\tfma.rn.f32 " << acc << ", %fa" << N(4 * i + e) << ", %fb"
+            << N(4 * j + e) << ", " << acc << ";\n";
+        }
+  }
+  p << "\tadd.u32 %rs, %rs, " << N(t.stage) << ";\n"
+    << "\tsetp.eq.u32 %p, %rs, %send;\n\t@%p mov.u32 %rs, %smem;\n"
+    << "\tadd.u32 %tile, %tile, 1;\n"
+    << "\tsetp.lt.u32 %p, %tile, %ntiles;\n\t@%p bra $MAIN;\n";
+
+  p << "$EPILOGUE:\n";
+  if (q.kg == 1) {
+    p << "\t// ---- C[row][col] = alpha * sum + beta * C (C is not read when "
+         "beta == 0)\n"
+      << "\tsetp.ne.f32 %pbeta, %beta, 0f00000000;\n";
+  } else {
+    p << "\t// ---- the partial sums to W[z][row][col]\n";
+  }
+  p << "\tadd.u32 %crow0, %crow0, %m0;\n\tadd.u32 %ccol0, %ccol0, %n0;\n";
+  for (int64_t i = 0; i < q.tm; ++i) {
+    p << "\tadd.u32 %row, %crow0, " << N(q.lanes_m * i) << ";\n"
+      << "\tsetp.lt.u32 %prow, %row, %M;\n";
+    if (q.kg == 1) {
+      p << "\tmul.wide.u32 %o, %row, %ldc;\n"
+        << "\tshl.b64 %o, %o, 2;\n\tadd.u64 %addr, %C, %o;\n";
+    } else {  // ((z*M + row) * N) in 64 bits
+      p << "\tmul.wide.u32 %o, %z, %M;\n\tcvt.u64.u32 %o2, %row;\n"
+        << "\tadd.u64 %o, %o, %o2;\n\tcvt.u64.u32 %o2, %N;\n"
+        << "\tmul.lo.u64 %o, %o, %o2;\n"
+        << "\tshl.b64 %o, %o, 2;\n\tadd.u64 %addr, %W, %o;\n";
+    }
+    for (int64_t j = 0; j < q.tn; ++j) {
+      const std::string acc = "%acc" + N(i * q.tn + j);
+      p << "\tadd.u32 %col, %ccol0, " << N(t.ln * j) << ";\n"
+        << "\tsetp.lt.and.u32 %pv, %col, %N, %prow;\n"
+        << "\tmul.wide.u32 %o, %col, 4;\n\tadd.u64 %o, %addr, %o;\n";
+      if (q.kg == 1) {
+        p << "\tmul.f32 %v, " << acc << ", %alpha;\n"
+          << "\tand.pred %p, %pv, %pbeta;\n"
+          << "\t@%p ld.global.f32 %old, [%o];\n"
+          << "\t@%p fma.rn.f32 %v, %old, %beta, %v;\n"
+          << "\t@%pv st.global.f32 [%o], %v;\n";
+      } else {
+        p << "\t@%pv st.global.f32 [%o], " << acc << ";\n";
+      }
+    }
+  }
+  p << "\tret;\n}\n";
+  return p.str();
+}
+
+}  // namespace
+
+const std::vector<int64_t>& FfmaKLaneValues() {
+  static const std::vector<int64_t> v = {4, 8, 16, 32};
+  return v;
+}
+const std::vector<int64_t>& FfmaKThreadTileValues() {
+  static const std::vector<int64_t> v = {1, 2, 4, 8};
+  return v;
+}
+const std::vector<int64_t>& FfmaKWarpValues() {
+  static const std::vector<int64_t> v = {1, 2, 4, 8};
+  return v;
+}
+const std::vector<int64_t>& FfmaKStepValues() {
+  static const std::vector<int64_t> v = {16, 32, 64};
+  return v;
+}
+const std::vector<int64_t>& FfmaKStageValues() {
+  static const std::vector<int64_t> v = {2, 3, 4};
+  return v;
+}
+const std::vector<int64_t>& FfmaKSplitValues() {
+  // Up to 256: a 64 x 64 covariance is one tile, and its K alone fills the
+  // SMs.
+  static const std::vector<int64_t> v = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+  return v;
+}
+
+Status Validate(const FfmaKParams& p, std::string_view field) {
+  const std::string f(field);
+  BT_RETURN_IF_ERROR(CheckOneOf(f + ".LM", FfmaKLaneValues(), p.lanes_m));
+  BT_RETURN_IF_ERROR(CheckOneOf(f + ".TM", FfmaKThreadTileValues(), p.tm));
+  BT_RETURN_IF_ERROR(CheckOneOf(f + ".TN", FfmaKThreadTileValues(), p.tn));
+  BT_RETURN_IF_ERROR(CheckOneOf(f + ".WM", FfmaKWarpValues(), p.wm));
+  BT_RETURN_IF_ERROR(CheckOneOf(f + ".WN", FfmaKWarpValues(), p.wn));
+  BT_RETURN_IF_ERROR(CheckOneOf(f + ".KC", FfmaKStepValues(), p.kc));
+  BT_RETURN_IF_ERROR(CheckOneOf(f + ".ST", FfmaKStageValues(), p.stages));
+  return CheckOneOf(f + ".KG", FfmaKSplitValues(), p.kg);
+}
+
+const char* ToString(FfmaKRule rule) {
+  switch (rule) {
+    case FfmaKRule::kLayout:
+      return "layout";
+    case FfmaKRule::kTile:
+      return "tile";
+    case FfmaKRule::kThreads:
+      return "threads";
+    case FfmaKRule::kVectorLd:
+      return "vector_ld";
+    case FfmaKRule::kShared:
+      return "shared";
+    case FfmaKRule::kRegisters:
+      return "registers";
+  }
+  return "unknown";
+}
+
+int64_t FfmaKCopiesA(const FfmaKParams& p) {
+  const int64_t rstep = p.Threads() / (p.kc / 4);
+  return CeilDiv(p.TileM(), rstep);
+}
+int64_t FfmaKCopiesB(const FfmaKParams& p) {
+  const int64_t rstep = p.Threads() / (p.kc / 4);
+  return CeilDiv(p.TileN(), rstep);
+}
+
+int64_t FfmaKRegisterEstimate(const FfmaKParams& p) {
+  return p.tm * p.tn + 8 * (p.tm + p.tn) +
+         2 * (FfmaKCopiesA(p) + FfmaKCopiesB(p)) + 32;
+}
+
+bool Passes(FfmaKRule rule, const Problem& problem, const FfmaKParams& p,
+            const KernelLimits& limits) {
+  const GemmContext& g = GemmOf(problem);
+  switch (rule) {
+    case FfmaKRule::kLayout:
+      return g.layout_a == Layout::kN && g.layout_b == Layout::kT;
+    case FfmaKRule::kTile:
+      return p.TileM() < 2 * g.m && p.TileN() < 2 * g.n;
+    case FfmaKRule::kThreads:
+      return p.Threads() <= limits.max_threads_per_block;
+    case FfmaKRule::kVectorLd: {
+      const auto ld = LeadingDims(problem);
+      return ld[0] % 4 == 0 && ld[1] % 4 == 0;
+    }
+    case FfmaKRule::kShared:
+      return p.SharedBytes() <= limits.max_dynamic_shared_bytes;
+    case FfmaKRule::kRegisters: {
+      const int64_t regs = FfmaKRegisterEstimate(p);
+      return regs <= limits.max_registers_per_thread &&
+             regs * p.Threads() < limits.registers_per_sm;
+    }
+  }
+  return false;
+}
+
+Status CanImplement(const Problem& problem, const FfmaKParams& p,
+                    const KernelLimits& limits) {
+  const GemmContext& g = GemmOf(problem);
+  const auto ld = LeadingDims(problem);
+  for (FfmaKRule rule : kFfmaKRules) {
+    if (Passes(rule, problem, p, limits)) continue;
+    switch (rule) {
+      case FfmaKRule::kLayout:
+        return FailedPrecondition(
+            std::string("layout: gemm.ffma_k stages both operands K-major: "
+                        "layout must be NT (A M rows of K, B N rows of K), "
+                        "got ") +
+            (g.layout_a == Layout::kN ? "N" : "T") +
+            (g.layout_b == Layout::kN ? "N" : "T"));
+      case FfmaKRule::kTile: {
+        const bool m = p.TileM() >= 2 * g.m;
+        return FailedPrecondition(
+            "tile: the program's tile of " + N(m ? p.TileM() : p.TileN()) +
+            (m ? " rows (LM*TM*WM)" : " columns (LN*TN*WN)") +
+            " is at least twice " + (m ? "m " : "n ") + N(m ? g.m : g.n) +
+            " (a narrower one does the same work): it must be below " +
+            N(2 * (m ? g.m : g.n)));
+      }
+      case FfmaKRule::kThreads:
+        return FailedPrecondition(
+            "threads: WM=" + N(p.wm) + " x WN=" + N(p.wn) + " warps are " +
+            N(p.Threads()) + " threads, more than " +
+            N(limits.max_threads_per_block) + " per program");
+      case FfmaKRule::kVectorLd: {
+        const bool a = ld[0] % 4 != 0;
+        return FailedPrecondition(
+            std::string("vector_ld: gemm.ffma_k copies 16 bytes (4 floats) "
+                        "at a time: ") +
+            (a ? "lda" : "ldb") + " must be a multiple of 4, got " +
+            N(a ? ld[0] : ld[1]));
+      }
+      case FfmaKRule::kShared:
+        return FailedPrecondition(
+            "shared: ST=" + N(p.stages) + " stages of (" + N(p.TileM()) +
+            " + " + N(p.TileN()) + ") rows of KC=" + N(p.kc) +
+            " (+4) floats are " + N(p.SharedBytes()) +
+            " bytes of shared memory, more than the " +
+            N(limits.max_dynamic_shared_bytes) + " a program may have");
+      case FfmaKRule::kRegisters:
+        return FailedPrecondition(
+            "registers: an estimated " + N(FfmaKRegisterEstimate(p)) +
+            " registers per thread (TM*TN sums, 8*(TM + TN) fragments, the "
+            "copy pointers) exceed " +
+            N(limits.max_registers_per_thread) + ", or times " +
+            N(p.Threads()) + " threads reach the SM's " +
+            N(limits.registers_per_sm));
+    }
+  }
+  return OkStatus();
+}
+
+StatusOr<GemmKernel> GenerateFfmaK(const Problem& problem,
+                                   const FfmaKParams& p,
+                                   const std::string& arch) {
+  BT_RETURN_IF_ERROR(CheckArch("arch", arch));
+  if (OpOf(problem.ctx) != Op::kGemm)
+    return InvalidArgument("context: gemm.ffma_k computes a gemm");
+  BT_RETURN_IF_ERROR(Validate(problem.ctx));
+  BT_RETURN_IF_ERROR(Validate(p));
+  BT_RETURN_IF_ERROR(CanImplement(problem, p, KernelLimits{}));
+  const GemmContext& g = GemmOf(problem);
+  GemmKernel k;
+  k.ptx = Entry(MakePlan(p), arch);
+  k.entry = "blocktune_ffma_k";
+  k.grid = {static_cast<unsigned>(CeilDiv(g.m, p.TileM())),
+            static_cast<unsigned>(CeilDiv(g.n, p.TileN())),
+            static_cast<unsigned>(p.kg)};
+  k.block = {static_cast<unsigned>(p.Threads()), 1, 1};
+  k.vector_a = 4;
+  k.vector_b = 4;
+  if (p.kg > 1) AddSplitReduce(p.kg, g.m, g.n, &k);
+  return k;
+}
+
+}  // namespace blocktune

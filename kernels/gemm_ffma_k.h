@@ -1,0 +1,126 @@
+// The generator of `gemm.ffma_k`: fp32 GEMMs on CUDA cores whose operands
+// both run along K (layout NT: A M rows of K, B N rows of K), staged in
+// shared memory K-major, as they lie in memory:
+//   C = alpha * A * B^T + beta * C
+//
+// gemm.ffma puts each operand in shared memory M- or N-major, so an NT
+// operand is transposed on its way in (a 16-byte load becomes four 4-byte
+// stores or cp.async: its L1 pipe was the limit on the H100, issue 18's
+// note), and gemm.gemv reads each lane's own slice of K, so every product
+// needs two loads of its own. Here a warp's lanes are LM along M by
+// LN = 32 / LM along N; lane (lm, ln) computes TM x TN outputs, rows
+// lm + LM*i and columns ln + LN*j of its warp's tile (strided, so that the
+// LM lanes of a load read LM consecutive rows). Per four elements of K a
+// lane reads TM 16-byte vectors of A and TN of B from shared memory (the
+// LN lanes that share a row of A, and the LM that share a row of B, read
+// the same address: one broadcast) and does 4*TM*TN FMAs. Rows in shared
+// memory are KC + 4 floats apart, so LM consecutive rows of a 16-byte read
+// fall in distinct banks.
+//
+// A program of WM x WN warps owns a (LM*TM*WM) x (LN*TN*WN) tile of C. K
+// goes through shared memory KC at a time in a ring of ST stages filled by
+// cp.async (16-byte copies, zero-filled past K; ST - 1 stages in flight).
+// With K_G > 1 the reduction is split over K_G programs (grid z) whose
+// partial sums go to a workspace that gemm.ffma's reduce entry adds
+// (kernels/gemm_ptx.h AddSplitReduce). The PTX depends on the parameters
+// only; M, N, K and the leading dimensions are the entry's arguments.
+#ifndef BLOCKTUNE_KERNELS_GEMM_FFMA_K_H_
+#define BLOCKTUNE_KERNELS_GEMM_FFMA_K_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/context.h"
+#include "kernels/family.h"
+#include "kernels/gemm_ptx.h"
+#include "kernels/limits.h"
+#include "kernels/status.h"
+
+namespace blocktune {
+
+// Bumped whenever the emitted PTX can change (family_golden_test).
+inline constexpr int kGemmFfmaKGeneratorVersion = 1;
+inline constexpr const char kGemmFfmaKFamily[] = "gemm.ffma_k";
+
+struct FfmaKParams {
+  int64_t lanes_m = 8;  // LM: lanes of a warp along M (LN = 32 / LM)
+  int64_t tm = 4;       // TM: rows of C per lane
+  int64_t tn = 4;       // TN: columns of C per lane
+  int64_t wm = 2;       // WM: warps per program along M
+  int64_t wn = 2;       // WN: warps per program along N
+  int64_t kc = 32;      // KC: elements of K per shared-memory stage
+  int64_t stages = 3;   // ST: stages of the cp.async ring
+  int64_t kg = 1;       // K_G: programs splitting K
+
+  int64_t LanesN() const { return 32 / lanes_m; }
+  int64_t Threads() const { return 32 * wm * wn; }
+  int64_t TileM() const { return lanes_m * tm * wm; }
+  int64_t TileN() const { return LanesN() * tn * wn; }
+  // Bytes of one row of a stage (KC floats and 4 of padding).
+  int64_t RowBytes() const { return (kc + 4) * 4; }
+  int64_t StageBytes() const { return (TileM() + TileN()) * RowBytes(); }
+  int64_t SharedBytes() const { return stages * StageBytes(); }
+};
+
+// The parameters' domains, in FfmaKParams order (LM, TM, TN, WM, WN, KC,
+// ST, KG).
+const std::vector<int64_t>& FfmaKLaneValues();
+const std::vector<int64_t>& FfmaKThreadTileValues();
+const std::vector<int64_t>& FfmaKWarpValues();
+const std::vector<int64_t>& FfmaKStepValues();
+const std::vector<int64_t>& FfmaKStageValues();
+const std::vector<int64_t>& FfmaKSplitValues();
+// INVALID_ARGUMENT naming "<field>.<LM|TM|TN|WM|WN|KC|ST|KG>" for a value
+// outside its domain.
+Status Validate(const FfmaKParams& p, std::string_view field = "params");
+
+// The hardware rules, each named, in the order CanImplement tries them.
+enum class FfmaKRule {
+  kLayout,     // A N and B T: both operands' rows run along K
+  kTile,       // the tile no more than twice M and N (TileM < 2M,
+               // TileN < 2N): a wider one only repeats a narrower one
+  kThreads,    // 32 * WM * WN <= threads per block
+  kVectorLd,   // lda and ldb multiples of 4 (16-byte copies)
+  kShared,     // ST * (TileM + TileN) * (KC + 4) * 4 bytes <= the
+               // dynamic shared memory per block
+  kRegisters,  // FfmaKRegisterEstimate <= registers per thread, and times
+               // the program's threads < the SM's registers
+};
+inline constexpr FfmaKRule kFfmaKRules[] = {
+    FfmaKRule::kLayout,   FfmaKRule::kTile,   FfmaKRule::kThreads,
+    FfmaKRule::kVectorLd, FfmaKRule::kShared, FfmaKRule::kRegisters};
+const char* ToString(FfmaKRule rule);
+
+// 16-byte copies per thread per stage of A and of B.
+int64_t FfmaKCopiesA(const FfmaKParams& p);
+int64_t FfmaKCopiesB(const FfmaKParams& p);
+// Registers per thread: the TM*TN sums, two sets of fragments (4*(TM+TN)
+// each: ptxas loads the next four elements' during this one's FMAs), the
+// 64-bit copy pointers and the loop's own.
+int64_t FfmaKRegisterEstimate(const FfmaKParams& p);
+
+// Whether `rule` holds for `problem` (a fp32 GEMM that validates) and `p`
+// (valid). No allocation.
+bool Passes(FfmaKRule rule, const Problem& problem, const FfmaKParams& p,
+            const KernelLimits& limits);
+// OK, or FAILED_PRECONDITION "<rule>: ..." naming the first rule that
+// fails, the fields and the allowed values.
+Status CanImplement(const Problem& problem, const FfmaKParams& p,
+                    const KernelLimits& limits);
+
+// The kernel for `problem` on `arch` ("sm_80", "sm_90"): entry
+// "blocktune_ffma_k" with EntryParams(Op::kGemm)'s parameters, grid
+// (ceil(M / TileM), ceil(N / TileN), K_G), block 32*WM*WN, dynamic shared
+// memory SharedBytes (GemmKernel has no field for it: the family sets
+// GeneratedKernel::dynamic_shared_bytes); with K_G > 1 the reduce entry
+// and workspace of AddSplitReduce. vector_a = vector_b = 4. Refuses
+// (FAILED_PRECONDITION) what CanImplement on the H100's limits refuses.
+StatusOr<GemmKernel> GenerateFfmaK(const Problem& problem,
+                                   const FfmaKParams& p,
+                                   const std::string& arch = "sm_90");
+
+}  // namespace blocktune
+
+#endif  // BLOCKTUNE_KERNELS_GEMM_FFMA_K_H_
