@@ -66,6 +66,9 @@ int main(int argc, char** argv) {
   app.add_option("--family-top", family_top, "each family's answers per shape")
       ->check(CLI::Range(0, 100));
   app.add_option("--family-out", family_out, "where --family-top's go");
+  std::string risk;
+  app.add_option("--ensemble-risk", risk,
+                 "blocktuned --ensemble-risk (default: the daemon's)");
   CLI11_PARSE(app, argc, argv);
   if (family_top > 0 && family_out.empty()) {
     std::fprintf(stderr, "--family-top %d: where to? (--family-out)\n", family_top);
@@ -113,9 +116,14 @@ int main(int argc, char** argv) {
     }
   }
   testing::TempDir dir;
-  testing::DaemonProcess d(daemon_path,
-                           {"--listen", "127.0.0.1:0", "--db",
-                            dir.path() + "/eval.db", "--gpus", "none"},
+  std::vector<std::string> daemon_args = {"--listen", "127.0.0.1:0", "--db",
+                                          dir.path() + "/eval.db", "--gpus",
+                                          "none"};
+  if (!risk.empty()) {
+    daemon_args.push_back("--ensemble-risk");
+    daemon_args.push_back(risk);
+  }
+  testing::DaemonProcess d(daemon_path, daemon_args,
                            dir.path() + "/blocktuned.log");
   if (!d.ok()) {
     std::fprintf(stderr, "blocktuned did not start:\n%s\n", d.Log().c_str());

@@ -16,11 +16,14 @@
 //     The query path's top k over the whole range, to be measured too.
 //   oracle_eval eval --models ... --results R.tsv... [--top-results T.tsv]
 //     Per context, over the measured set: the measured speed of the
-//     models' top 1 (the cross-family argmin of predicted time, as a query
-//     answers) and of the best of their top 10, over the best measured
+//     models' top 1 (the cross-family argmin of the time the query path
+//     ranks by, RankedSeconds: an ensemble's mean charged its members'
+//     spread) and of the best of their top 10, over the best measured
 //     speed; whether the top 1 is of the fastest family; Spearman of
 //     predicted and measured speed; the predicted / measured time of the
 //     top 1. With --top-results, the same for the whole range.
+//     --risk R ranks as an ensemble with R instead of kEnsembleRisk (0: by
+//     the mean), for comparing rankings on the same measurements.
 //     --dump writes every measured configuration with its prediction by
 //     each ensemble member, for analysis elsewhere. Issue 6's fp32 results
 //     (models/pretrained/h100-sxm/oracle, bench/oracle/fp32-issue6.txt),
@@ -73,7 +76,7 @@ struct FamilyModel {
 
 // The newest current model per (op, precision, family) in the datasets.
 StatusOr<std::vector<FamilyModel>> ReadModels(
-    const std::vector<std::string>& paths) {
+    const std::vector<std::string>& paths, double risk) {
   std::map<std::tuple<Op, DType, std::string>, ModelRecord> newest;
   for (const std::string& p : paths) {
     BT_ASSIGN_OR_RETURN(v1::Dataset d, ReadDatasetFile(p));
@@ -95,7 +98,13 @@ StatusOr<std::vector<FamilyModel>> ReadModels(
     // As the daemon loads it.
     BT_ASSIGN_OR_RETURN(LoadedModel loaded,
                         SurrogateRegistry::Load(r, /*use_cuda=*/false));
-    out.push_back(FamilyModel{loaded.search});
+    if (risk == loaded.search->risk()) {
+      out.push_back(FamilyModel{loaded.search});
+      continue;
+    }
+    auto search = std::make_shared<BlockSearch>(*loaded.search);
+    search->set_risk(risk);
+    out.push_back(FamilyModel{std::move(search)});
   }
   return out;
 }
@@ -202,14 +211,14 @@ int Plan(const std::vector<Context>& contexts,
 
 
 // The query path's answer: each family's top k by its model, merged by
-// predicted time.
+// the time each was ranked by (RankedSeconds), as the service merges them.
 std::vector<std::pair<const FamilyModel*, ScoredConfig>> QueryTop(
     const std::vector<const FamilyModel*>& fams, const Context& ctx, int k) {
   std::vector<std::pair<const FamilyModel*, ScoredConfig>> all;
   for (const FamilyModel* m : fams)
     for (const ScoredConfig& s : m->search->Top(ctx, k)) all.push_back({m, s});
   std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
-    return a.second.predicted_s < b.second.predicted_s;
+    return RankedSeconds(a.second) < RankedSeconds(b.second);
   });
   if (all.size() > static_cast<size_t>(k)) all.resize(k);
   return all;
@@ -327,7 +336,7 @@ int Eval(const std::vector<Context>& contexts,
     struct Row {
       const FamilyModel* model;
       std::string config;
-      double measured, predicted;
+      double measured, predicted, ranked;
     };
     std::vector<Row> rows;
     for (const FamilyModel* fm : fams) {
@@ -343,13 +352,15 @@ int Eval(const std::vector<Context>& contexts,
         texts.push_back(config);
         seconds.push_back(s);
       }
-      const std::vector<double> pred = fm->search->PredictSeconds(ctx, configs);
+      std::vector<double> ranked;
+      const std::vector<double> pred =
+          fm->search->PredictSeconds(ctx, configs, &ranked);
       std::vector<std::vector<double>> member;
       if (dump)
         for (int j = 0; j < fm->search->model().members(); ++j)
           member.push_back(PredictWith(fm->search->model().Member(j), ctx, configs));
       for (size_t i = 0; i < configs.size(); ++i) {
-        rows.push_back({fm, texts[i], seconds[i], pred[i]});
+        rows.push_back({fm, texts[i], seconds[i], pred[i], ranked[i]});
         if (!dump) continue;
         *dump << text << "\t" << fm->family()->name() << "\t"
               << texts[i].substr(prefix.size()) << "\t" << seconds[i] << "\t"
@@ -363,8 +374,9 @@ int Eval(const std::vector<Context>& contexts,
     ++contexts_scored;
     std::vector<size_t> order(rows.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    // Ranked as the query path ranks (an ensemble's spread charged).
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return rows[a].predicted < rows[b].predicted;
+      return rows[a].ranked < rows[b].ranked;
     });
     size_t best_i = 0;
     for (size_t i = 1; i < rows.size(); ++i)
@@ -449,6 +461,7 @@ int main(int argc, char** argv) {
   std::string contexts_path, dtype_text, out, dump;
   std::vector<std::string> data, model_files, results, top_results;
   int count = 2000, k = 10;
+  double risk = kEnsembleRisk;
   uint64_t seed = 1;
   auto* plan = app.add_subcommand("plan", "draw the configurations to measure");
   plan->add_option("--data", data, "training datasets (refuse their contexts)");
@@ -468,6 +481,11 @@ int main(int argc, char** argv) {
     c->add_option("--contexts", contexts_path, "one context per line")->required();
     c->add_option("--dtype", dtype_text, "every context's precision");
     c->add_option("--models", model_files, "datasets with models")->required();
+    c->add_option("--risk", risk,
+                  "the members' spread an ensemble's ranking charges, in "
+                  "standard deviations of ln(flop/s) (the query path's "
+                  "kEnsembleRisk unless given; 0 ranks by the mean)")
+        ->check(CLI::Range(0.0, 10.0));
   }
   CLI11_PARSE(app, argc, argv);
 
@@ -478,7 +496,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", contexts.status().ToString().c_str());
     return 2;
   }
-  auto models = ReadModels(model_files);
+  auto models = ReadModels(model_files, risk);
   if (!models.ok()) {
     std::fprintf(stderr, "%s\n", models.status().ToString().c_str());
     return 2;

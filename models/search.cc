@@ -174,9 +174,13 @@ namespace {
 // then the context's features, then (a model of kShapeFeatures) the
 // tiling's of configuration i, whose ConfigShape is `shape(i)`, then (of
 // kAlignFeatures) the rows' alignment, then (of kWaveFeatures) the waves'.
+// With `ranked`, also the seconds each is ranked by (ScoredConfig::ranked_s:
+// an ensemble's members' spread charged kEnsembleRisk times).
 template <typename ParamFeaturesFn, typename ShapeFn>
 std::vector<double> Score(const Surrogate& model, const Context& ctx, size_t n,
-                          ParamFeaturesFn&& param_features, ShapeFn&& shape_of) {
+                          ParamFeaturesFn&& param_features, ShapeFn&& shape_of,
+                          std::vector<double>* ranked = nullptr,
+                          double risk = kEnsembleRisk) {
   const size_t pf = model.family().params().size();
   std::vector<float> context;
   AppendContextFeatures(ctx, &context);
@@ -207,12 +211,21 @@ std::vector<double> Score(const Surrogate& model, const Context& ctx, size_t n,
     row[wave_at] = WaveFill(gemm, s, model.wave_sms());
     std::copy(wide_align.begin(), wide_align.end(), row + wave_at + 1);
   }
-  std::vector<float> y(n);
-  model.Predict(x.data(), static_cast<int64_t>(n), y.data());
+  std::vector<float> y(n), spread(n, 0.f);
+  if (ranked && model.members() > 1) {
+    model.PredictSpread(x.data(), static_cast<int64_t>(n), y.data(),
+                        spread.data());
+  } else {
+    model.Predict(x.data(), static_cast<int64_t>(n), y.data());
+  }
   const double flops = Flops(ctx);
   std::vector<double> seconds(n);
+  if (ranked) ranked->resize(n);
   for (size_t i = 0; i < n; ++i) {
     seconds[i] = flops / std::exp(static_cast<double>(y[i]));
+    if (ranked)
+      (*ranked)[i] = flops / std::exp(static_cast<double>(y[i]) -
+                                      risk * spread[i]);
   }
   return seconds;
 }
@@ -220,7 +233,8 @@ std::vector<double> Score(const Surrogate& model, const Context& ctx, size_t n,
 }  // namespace
 
 std::vector<double> BlockSearch::PredictSeconds(
-    const Context& ctx, const std::vector<Params>& configs) const {
+    const Context& ctx, const std::vector<Params>& configs,
+    std::vector<double>* ranked) const {
   std::vector<float> features;
   const Problem problem(ctx);
   return Score(
@@ -230,7 +244,8 @@ std::vector<double> BlockSearch::PredictSeconds(
         family().ParamFeatures(configs[i], &features);
         std::copy(features.begin(), features.end(), row);
       },
-      [&](size_t i) { return family().Shape(problem, configs[i]); });
+      [&](size_t i) { return family().Shape(problem, configs[i]); }, ranked,
+      risk_);
 }
 
 namespace {
@@ -274,17 +289,21 @@ std::vector<ScoredConfig> BlockSearch::Top(const Context& ctx, int k,
   // The parameters' features come precomputed with the grid.
   const size_t pf = family().params().size();
   auto score_at = [&](const Surrogate& model, const std::vector<int32_t>& at,
-                      const std::vector<ConfigShape>& at_shapes) {
+                      const std::vector<ConfigShape>& at_shapes,
+                      std::vector<double>* at_ranked = nullptr) {
     return Score(
         model, ctx, at.size(),
         [&](size_t i, float* row) {
           std::copy_n(range_.grid_features(at[i]), pf, row);
         },
-        [&](size_t i) { return at_shapes[i]; });
+        [&](size_t i) { return at_shapes[i]; }, at_ranked, risk_);
   };
   auto score = [&](const Surrogate& model) {
     return score_at(model, index, shapes);
   };
+  // The seconds the ranking goes by: the first member's predictions, then
+  // the ensemble's mean charged its members' spread (ranked_s).
+  std::vector<double> ranked;
   // A broken model's NaN or absurd times would poison the ranking (NaN
   // compares false with everything): such configurations are dropped here.
   const double flops = Flops(ctx);
@@ -294,16 +313,19 @@ std::vector<ScoredConfig> BlockSearch::Top(const Context& ctx, int k,
     for (size_t i = 0; i < seconds->size(); ++i) {
       if (!PlausibleSeconds(flops, (*seconds)[i])) continue;
       (*seconds)[kept] = (*seconds)[i];
+      ranked[kept] = ranked[i];
       index[kept] = index[i];
       if (!shapes.empty()) shapes[kept] = shapes[i];
       ++kept;
     }
     implausible += static_cast<int64_t>(seconds->size() - kept);
     seconds->resize(kept);
+    ranked.resize(kept);
     index.resize(kept);
     if (!shapes.empty()) shapes.resize(kept);
   };
   std::vector<double> seconds = score(model_.Member(0));
+  ranked = seconds;
   drop_implausible(&seconds);
   if (refine) {
     // The other values of the refining parameters, for the best bases.
@@ -320,6 +342,7 @@ std::vector<ScoredConfig> BlockSearch::Top(const Context& ctx, int k,
     index.insert(index.end(), more.begin(), more.end());
     shapes.insert(shapes.end(), more_shapes.begin(), more_shapes.end());
     seconds.insert(seconds.end(), more_seconds.begin(), more_seconds.end());
+    ranked.insert(ranked.end(), more_seconds.begin(), more_seconds.end());
     candidates += static_cast<int64_t>(more.size());
     drop_implausible(&seconds);
   }
@@ -339,12 +362,12 @@ std::vector<ScoredConfig> BlockSearch::Top(const Context& ctx, int k,
     }
     index = std::move(short_index);
     shapes = std::move(short_shapes);
-    seconds = score(model_);
+    seconds = score_at(model_, index, shapes, &ranked);
     drop_implausible(&seconds);
   }
   std::vector<ScoredConfig> top;
-  for (size_t i : Fastest(seconds, index, range_, want))
-    top.push_back({range_.grid(index[i]), seconds[i]});
+  for (size_t i : Fastest(ranked, index, range_, want))
+    top.push_back({range_.grid(index[i]), seconds[i], ranked[i]});
   if (stats) {
     stats->candidates = candidates;
     stats->implausible = implausible;

@@ -44,11 +44,36 @@
 
 namespace blocktune {
 
-// One configuration of the model's family with its predicted time.
+// One configuration of the model's family with its predicted time (an
+// ensemble's mean) and the time it is ranked by: the ensemble's mean less
+// kEnsembleRisk of its members' standard deviation, in ln(flop/s), so
+// that of two configurations predicted alike, the one the members agree
+// on comes first (predicted_s for a single network).
 struct ScoredConfig {
   Params params;
   double predicted_s = 0;
+  double ranked_s = 0;
 };
+
+// The members' disagreement an ensemble's ranking charges, in standard
+// deviations of ln(flop/s). Measured offline, without a GPU
+// (bench/eval/risk_offline.sh, bench/results/cpu/ensemble_risk.txt:
+// oracle_eval on the measured candidates of the nine evaluations that kept
+// them, with the shipped models): against ranking by the mean (0), 1 put
+// the top 1 within 5% of the set's best on more contexts in eight of the
+// nine (H100 bf16 GEMM 79% -> 83%, conv 52% -> 57%; H100 tf32 GEMM 87% ->
+// 90%, conv 68% -> 72%; H200 bf16 conv 68% -> 70%; H200 fp32 GEMM 77% ->
+// 79%, conv 62% -> 72%; fp32 GEMM with gemm.gemv 67% -> 76%) and on one
+// fewer of 52 in H200 bf16 GEMM (79% -> 77%). The configurations whose
+// members disagree are the ones the data covers least, and there the
+// model erred mostly on the optimistic side (small MLP shapes, N = 1-2
+// decode).
+inline constexpr double kEnsembleRisk = 1.0;
+
+// The seconds `c` is ranked by (predicted_s where no ranking time was set).
+inline double RankedSeconds(const ScoredConfig& c) {
+  return c.ranked_s > 0 ? c.ranked_s : c.predicted_s;
+}
 
 // The throughput range a prediction must fall in (Probe, and the search,
 // which drops shapes outside it): beyond 10 Pflop/s no GPU computes these
@@ -164,9 +189,11 @@ class BlockSearch {
   std::vector<ScoredConfig> Top(
       const Context& ctx, int k, SearchStats* stats = nullptr,
       Refinement refinement = Refinement::kShortlist) const;
-  // Scores given configurations of the family for `ctx`, in order.
+  // Scores given configurations of the family for `ctx`, in order; with
+  // `ranked`, also the seconds Top ranks them by (ScoredConfig::ranked_s).
   std::vector<double> PredictSeconds(const Context& ctx,
-                                     const std::vector<Params>& configs) const;
+                                     const std::vector<Params>& configs,
+                                     std::vector<double>* ranked = nullptr) const;
 
   // Whether the model's predictions can be used at all: for a probe set of
   // contexts of its op in its precision (square, skinny and deep GEMMs;
@@ -181,10 +208,15 @@ class BlockSearch {
   const Surrogate& model() const { return model_; }
   const SearchRange& range() const { return range_; }
   int64_t grid_size() const { return range_.grid_size(); }
+  // The spread an ensemble's ranking charges (kEnsembleRisk unless set;
+  // 0 ranks by the mean), for offline comparisons (oracle_eval --risk).
+  void set_risk(double risk) { risk_ = risk; }
+  double risk() const { return risk_; }
 
  private:
   Surrogate model_;
   SearchRange range_;
+  double risk_ = kEnsembleRisk;
 };
 
 }  // namespace blocktune

@@ -171,6 +171,70 @@ uint64_t Hash(const std::vector<BlockShape>& shapes) {
 // beyond 1 GiB where no split fits, a grid too wide for N, convolutions
 // whose register estimate differs from the GEMM's), pinned from the search
 // before it enumerated families' parameters generically.
+// An ensemble ranks by its mean charged kEnsembleRisk of its members'
+// spread: a member that sees M_L = 128 as 2^c faster than its twin (which
+// predicts 1 Tflop/s everywhere) moves the mean toward M_L = 128 and the
+// spread by as much, so at risk 1 the two cancel (every configuration is
+// ranked at the flat member's time), at 0 the mean's favourite wins, at 2
+// the agreed one.
+TEST(EnsembleRankingTest, MembersDisagreementCountsAgainstAConfiguration) {
+  StoredModel flat;
+  StoredModel keen;  // output = target_mean + relu((log2 M_L - 4) / 1)
+  keen.normalization.set_target_std(1.0);
+  for (int f = 0; f < keen.normalization.mean_size(); ++f) {
+    keen.normalization.set_mean(f, f == 0 ? 4.f : 0.f);
+    keen.normalization.set_stddev(f, 1.f);
+  }
+  // Layer 0 is inputs x 8 (weight[o * inputs + i]); unit 0 reads feature 0.
+  keen.weights.mutable_layers(0)->set_weight(0, 1.f);
+  keen.weights.mutable_layers(1)->set_weight(0, 1.f);
+  auto a = flat.Load();
+  auto b = keen.Load();
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  auto ensemble = Surrogate::Ensemble({*a, *b});
+  ASSERT_TRUE(ensemble.ok()) << ensemble.status().ToString();
+  // PredictSpread: the mean Predict gives, and half the gap as the spread.
+  std::vector<float> x;
+  const GemmContext g = Gemm(4096, 4096, 4096);
+  const Problem problem(g);
+  const KernelFamily& f = ensemble->family();
+  auto wide = f.Parse("ML=128 NL=128 MS=8 NS=8 U=8 KG=1");
+  ASSERT_TRUE(wide.ok());
+  ensemble->Features(problem, *wide, &x);
+  float mean = 0, spread = 0, plain = 0;
+  ensemble->PredictSpread(x.data(), 1, &mean, &spread);
+  ensemble->Predict(x.data(), 1, &plain);
+  EXPECT_NEAR(mean, plain, 1e-5);
+  EXPECT_NEAR(mean, kLnTeraflop + 1.5, 1e-4);  // (0 + (7 - 4)) / 2
+  EXPECT_NEAR(spread, 1.5, 1e-4);
+
+  BlockSearch search = Search(*ensemble);
+  EXPECT_EQ(search.risk(), kEnsembleRisk);
+  auto top = search.Top(g, 3);
+  ASSERT_EQ(top.size(), 3u);
+  for (const ScoredConfig& c : top) {
+    EXPECT_GE(c.ranked_s, c.predicted_s * (1 - 1e-9));
+    EXPECT_NEAR(c.ranked_s, Flops(g) / std::exp(kLnTeraflop), c.ranked_s * 1e-4);
+  }
+  search.set_risk(0);
+  top = search.Top(g, 1);
+  ASSERT_EQ(top.size(), 1u);
+  EXPECT_EQ(top[0].params[0], 128);
+  EXPECT_DOUBLE_EQ(top[0].ranked_s, top[0].predicted_s);
+  search.set_risk(2);
+  top = search.Top(g, 1);
+  ASSERT_EQ(top.size(), 1u);
+  EXPECT_EQ(top[0].params[0], 32);
+  EXPECT_LT(top[0].predicted_s, top[0].ranked_s * (1 + 1e-9));
+  // A single network ranks by its prediction.
+  BlockSearch single = Search(*b);
+  top = single.Top(g, 1);
+  ASSERT_EQ(top.size(), 1u);
+  EXPECT_EQ(top[0].params[0], 128);
+  EXPECT_DOUBLE_EQ(RankedSeconds(top[0]), top[0].predicted_s);
+}
+
 TEST(SearchRangeTest, ShippedRangesAreUnchanged) {
   struct Pinned {
     const char* ctx;

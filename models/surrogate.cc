@@ -475,6 +475,23 @@ void Surrogate::Predict(const float* features, int64_t n, float* out) const {
   for (int64_t i = 0; i < n; ++i) out[i] /= count;
 }
 
+void Surrogate::PredictSpread(const float* features, int64_t n, float* mean,
+                              float* spread) const {
+  std::vector<std::vector<float>> y(static_cast<size_t>(members()),
+                                    std::vector<float>(n));
+  for (int m = 0; m < members(); ++m)
+    PredictMember(*Member(m).impl_, features, n, y[m].data());
+  for (int64_t i = 0; i < n; ++i) {
+    double sum = 0;
+    for (const auto& ym : y) sum += ym[i];
+    const double mu = sum / static_cast<double>(y.size());
+    double var = 0;
+    for (const auto& ym : y) var += (ym[i] - mu) * (ym[i] - mu);
+    mean[i] = static_cast<float>(mu);
+    spread[i] = static_cast<float>(std::sqrt(var / static_cast<double>(y.size())));
+  }
+}
+
 void Surrogate::PredictMember(Impl& impl, const float* features, int64_t n,
                               float* out) {
   const int64_t f = impl.inputs;

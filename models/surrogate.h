@@ -136,6 +136,10 @@ class Surrogate {
   // Predicted ln(flop/s) for `n` rows of raw features (Features),
   // row-major.
   void Predict(const float* features, int64_t n, float* out) const;
+  // Predict's mean and the members' standard deviation around it (0 for a
+  // single network), in ln(flop/s).
+  void PredictSpread(const float* features, int64_t n, float* mean,
+                     float* spread) const;
   // Predicted seconds for one configuration of family() (both must have
   // validated).
   double PredictSeconds(const Context& ctx, const Params& params) const;

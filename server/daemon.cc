@@ -399,7 +399,7 @@ int RunDaemon(const DaemonOptions& options) {
     BT_LOG(kWarning) << "--score-device cuda: this libtorch ("
                      << LibtorchVersion() << ") has no GPU; scoring on the CPU";
   }
-  SurrogateRegistry surrogates(store->get(), score_cuda);
+  SurrogateRegistry surrogates(store->get(), score_cuda, options.ensemble_risk);
   if (Status loaded = surrogates.LoadAll(); !loaded.ok()) {
     BT_LOG(kError) << "cannot read models: " << loaded.message();
   }

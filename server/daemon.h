@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/status.h"
+#include "models/search.h"
 #include "server/search_pool.h"
 
 namespace blocktune {
@@ -27,6 +28,9 @@ struct DaemonOptions {
   bool verify_queries = false;
   int verify_top = 10;
   std::string score_device = "cpu";  // "cpu", "cuda" or "auto"
+  // The members' spread an ensemble's ranking charges (models/search.h
+  // kEnsembleRisk; 0 ranks by the mean).
+  double ensemble_risk = kEnsembleRisk;
   int search_threads = 0;  // QueryPolicy: 0 is SearchPool::DefaultThreads
   int search_queue = kDefaultSearchQueue;  // QueryPolicy::search_queue
   int fake_gpus = 0;

@@ -45,6 +45,12 @@ int main(int argc, char** argv) {
                  "block shapes a verified query re-benchmarks")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
+  app.add_option("--ensemble-risk", options.ensemble_risk,
+                 "standard deviations of an ensemble's members' disagreement "
+                 "(in ln flop/s) that count against a configuration when "
+                 "queries rank them; 0 ranks by the ensemble's mean")
+      ->check(CLI::Range(0.0, 10.0))
+      ->capture_default_str();
   app.add_option("--score-device", options.score_device,
                  "where the surrogate scores block shapes")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}))

@@ -592,10 +592,12 @@ Status BlocktuneService::AnswerQueryOnDevice(
         }
       },
       deadline));
-  // Fastest first; a tie goes to the newer model, then the parameters.
+  // Fastest first by the time each search ranked by (RankedSeconds: an
+  // ensemble's members' disagreement counts against a configuration); a
+  // tie goes to the newer model, then the parameters.
   std::stable_sort(top.begin(), top.end(), [](const Scored& a, const Scored& b) {
-    if (a.config.predicted_s != b.config.predicted_s)
-      return a.config.predicted_s < b.config.predicted_s;
+    const double ra = RankedSeconds(a.config), rb = RankedSeconds(b.config);
+    if (ra != rb) return ra < rb;
     if (a.model->id != b.model->id) return a.model->id > b.model->id;
     return a.config.params < b.config.params;
   });

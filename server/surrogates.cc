@@ -77,7 +77,7 @@ Status SurrogateRegistry::LoadAll() {
 }
 
 StatusOr<LoadedModel> SurrogateRegistry::Load(const ModelRecord& r,
-                                              bool use_cuda) {
+                                              bool use_cuda, double risk) {
   // Every failure is the record's fault (a stored blob is data, whatever
   // code Surrogate::Load gives), so each is INVALID_ARGUMENT.
   auto invalid = [](const Status& s) {
@@ -103,10 +103,12 @@ StatusOr<LoadedModel> SurrogateRegistry::Load(const ModelRecord& r,
                                r.weights, r.normalization);
   if (!model.ok()) return invalid(model.status());
   model->UseCuda(use_cuda);
+  auto search = std::make_shared<BlockSearch>(*model, *profile);
+  search->set_risk(risk);
   LoadedModel loaded{r.id,           r.device,
                      r.op,           r.precision,
                      *family,        r.created_unix,
-                     std::make_shared<const BlockSearch>(*model, *profile)};
+                     std::move(search)};
   BT_RETURN_IF_ERROR(loaded.search->Probe());
   return loaded;
 }
@@ -122,7 +124,7 @@ Status SurrogateRegistry::Add(const ModelRecord& r) {
         " generator version " + std::to_string(r.generator_version) +
         ", data version " + std::to_string(r.data_version));
   }
-  BT_ASSIGN_OR_RETURN(LoadedModel loaded, Load(r, use_cuda_));
+  BT_ASSIGN_OR_RETURN(LoadedModel loaded, Load(r, use_cuda_, risk_));
   BT_LOG(kInfo) << "model " << r.id << " loaded: " << ToString(r.op) << " "
                 << ToString(r.precision) << " " << r.family << " v"
                 << r.generator_version << " on " << r.device.name << ", "

@@ -37,9 +37,11 @@ StatusOr<DeviceProfile> ProfileForFingerprint(const DeviceFingerprint& fp);
 
 class SurrogateRegistry {
  public:
-  // use_cuda: score on the GPU when libtorch has one.
-  SurrogateRegistry(TuningStore* store, bool use_cuda)
-      : store_(store), use_cuda_(use_cuda) {}
+  // use_cuda: score on the GPU when libtorch has one; risk: the spread an
+  // ensemble's ranking charges (BlockSearch::set_risk).
+  SurrogateRegistry(TuningStore* store, bool use_cuda,
+                    double risk = kEnsembleRisk)
+      : store_(store), use_cuda_(use_cuda), risk_(risk) {}
 
   // Whether `record` may be stored and answer queries: a device profile of
   // its compute capability, weights and normalization that load and are
@@ -49,7 +51,8 @@ class SurrogateRegistry {
   // The model of `record`, validated as Validate says, ready to search
   // (use_cuda: score on the GPU when libtorch has one). Stale or not: the
   // caller decides (ModelRecord::IsCurrent).
-  static StatusOr<LoadedModel> Load(const ModelRecord& record, bool use_cuda);
+  static StatusOr<LoadedModel> Load(const ModelRecord& record, bool use_cuda,
+                                    double risk = kEnsembleRisk);
 
   // Loads the newest valid current model of every (device name, op,
   // precision, family) in the store. A model that fails Validate (stored by
@@ -80,6 +83,7 @@ class SurrogateRegistry {
  private:
   TuningStore* const store_;
   const bool use_cuda_;
+  const double risk_;
   std::mutex refresh_mu_;  // one LoadAll or Refresh at a time
   std::optional<int64_t> models_generation_;  // when last loaded
   int64_t newest_id_ = 0;                      // of the models seen

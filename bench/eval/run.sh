@@ -14,7 +14,9 @@
 #   bench/eval/run.sh report            # any machine: summary.md, headline.json
 #                                       # and the PNGs of every precision
 #
-# plan also asks each family for its own top FAMILY_TOP (default 3; 0: not)
+# plan ranks as blocktuned does by default; ENSEMBLE_RISK=R passes
+# --ensemble-risk R (0: by the ensemble's mean, the ranking before
+# 2026-12-01). It also asks each family for its own top FAMILY_TOP (default 3; 0: not)
 # of every shape (plan-families.tsv), which gpu times in full beside the top
 # 10; gpu keeps every timed candidate (eval-times.tsv.gz: the plan's top 10,
 # the families' and the sweep, for scoring another ranking offline).
@@ -68,7 +70,8 @@ case "${1:-}" in
     "$build/bench/eval_plan" --blocktuned "$build/server/blocktuned" \
       "${models[@]}" --shapes "$shapes" --dtype "$prec" --out "$dir/plan.tsv" \
       --top 10 --family-top "${FAMILY_TOP:-3}" \
-      --family-out "$dir/plan-families.tsv" | tee "$dir/plan.txt"
+      --family-out "$dir/plan-families.tsv" \
+      ${ENSEMBLE_RISK:+--ensemble-risk "$ENSEMBLE_RISK"} | tee "$dir/plan.txt"
     ;;
   gpu)
     prec=${2:-}; bin=${3:-}; [[ -n $prec && -n $bin ]] || usage
