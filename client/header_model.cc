@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/block_shape.h"
+#include "models/search.h"
 #include "models/surrogate.pb.h"
 #include "proto/convert.h"
 
@@ -145,11 +146,33 @@ Status WriteHeaderModel(std::ostream& out, const v1::Model& model,
   out << "inline float " << p.substr(1) << "LnFlops(const float* features) {\n";
   if (!ensemble) {
     out << "  return " << terms[0] << ";\n}\n";
+    out << "inline float " << p.substr(1)
+        << "RankLnFlops(const float* features) {\n  return " << p.substr(1)
+        << "LnFlops(features);\n}\n";
     return OkStatus();
   }
   out << "  float sum = " << terms[0] << ";\n";
   for (int m = 1; m < members; ++m) out << "  sum += " << terms[m] << ";\n";
   out << "  return sum / " << members << ".0f;\n}\n";
+  // The ranking (models/search.h, BlockSearch): the members' mean less
+  // kEnsembleRisk of their standard deviation, in double as the daemon
+  // computes it (Surrogate::PredictSpread).
+  char risk[32];
+  std::snprintf(risk, sizeof(risk), "%.17g", kEnsembleRisk);
+  out << "// Ranked by: the members' mean less " << risk
+      << " of their standard deviation, as blocktuned ranks.\n"
+      << "inline float " << p.substr(1)
+      << "RankLnFlops(const float* features) {\n"
+      << "  const float y[" << members << "] = {";
+  for (int m = 0; m < members; ++m) out << (m ? ", " : "") << terms[m];
+  out << "};\n"
+      << "  double sum = 0;\n"
+      << "  for (float v : y) sum += v;\n"
+      << "  const double mean = sum / " << members << ";\n"
+      << "  double var = 0;\n"
+      << "  for (float v : y) var += (v - mean) * (v - mean);\n"
+      << "  return static_cast<float>(static_cast<float>(mean) - " << risk
+      << " * static_cast<float>(std::sqrt(var / " << members << ")));\n}\n";
   return OkStatus();
 }
 

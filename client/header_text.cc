@@ -16,9 +16,11 @@ namespace {
 // V4: the block shape's st (ffma generator version 2).
 // V5: models of feature set 3 (AlignFeature, the rows' alignment).
 // V6: models of feature set 4 (WaveFeatures; Model::wave_sms).
+// V7: Model::rank_ln_flops, the ranking of models/search.h (an ensemble's
+// mean less kEnsembleRisk of its members' spread).
 // Headers of different versions do not mix.
-constexpr char kCommon[] = R"(#ifndef BLOCKTUNE_TUNED_COMMON_V6_
-#define BLOCKTUNE_TUNED_COMMON_V6_
+constexpr char kCommon[] = R"(#ifndef BLOCKTUNE_TUNED_COMMON_V7_
+#define BLOCKTUNE_TUNED_COMMON_V7_
 namespace blocktune {
 namespace tuned {
 
@@ -330,7 +332,10 @@ inline float WaveFill(const Family& f, const std::int64_t* params, std::int64_t 
 }
 
 // An embedded model: the surrogate of (dtype, families[family]); ln_flops
-// maps its features to ln(flop/s): the parameters', the context's, then
+// maps its features to ln(flop/s) (an ensemble's mean), rank_ln_flops to
+// the ln(flop/s) its candidates are ranked by, as blocktuned ranks them
+// (an ensemble's mean less a multiple of its members' standard
+// deviation; ln_flops for one network): the parameters', the context's, then
 // from feature_set 2 the tiling's (ShapeFeatures), then with feature_set 3
 // the rows' alignment (AlignFeature), then with feature_set 4 the waves'
 // on a device of wave_sms SMs (WaveFill, RowAlignFeature up to 128 bytes).
@@ -339,6 +344,7 @@ struct Model {
   DType dtype;
   int family;
   float (*ln_flops)(const float* features);
+  float (*rank_ln_flops)(const float* features);
   int feature_set;
   int wave_sms;
 };
@@ -346,7 +352,7 @@ struct Model {
 }  // namespace detail
 }  // namespace tuned
 }  // namespace blocktune
-#endif  // BLOCKTUNE_TUNED_COMMON_V6_
+#endif  // BLOCKTUNE_TUNED_COMMON_V7_
 )";
 
 void ReplaceAll(std::string* text, const std::string& from, const std::string& to) {
@@ -411,24 +417,27 @@ std::string TunedLookupText(const std::string& op, bool models, const std::strin
   };
 )";
   if (models) {
-    out += R"(  // The models' fastest candidate, over the precision's families.
+    out += R"(  // The models' fastest candidate, over the precision's families, ranked
+  // as blocktuned ranks (rank_ln_flops); its time is the prediction.
   const detail::Candidate* best = nullptr;
-  double best_seconds = 0;
+  const detail::Model* best_model = nullptr;
+  double best_rank = 0;
   for (const detail::Model* model = detail::k@OpModels; model->family >= 0; ++model) {
     if (model->dtype != dtype) continue;
     for (const detail::Candidate* c = detail::k@OpCandidates; c->config.family >= 0; ++c) {
       if (c->dtype != dtype || c->config.family != model->family || !fits(c->config))
         continue;
-      const double s = predict(*model, c->config);
-      if (best == nullptr || s < best_seconds) {
+      const double s = rank(*model, c->config);
+      if (best == nullptr || s < best_rank) {
         best = c;
-        best_seconds = s;
+        best_model = model;
+        best_rank = s;
       }
     }
   }
   if (best != nullptr) {
     return detail::MakeConfig(detail::k@OpFamilies, best->config, Match::kPredicted,
-                              best_seconds,
+                              predict(*best_model, best->config),
                               detail::k@OpFamilies[best->config.family].version);
   }
 )";

@@ -18,7 +18,7 @@ inline constexpr DType kHeaderPrecisions[] = {DType::kFp32, DType::kTf32,
 // The header's name of a precision: "DType::kBf16".
 std::string HeaderDTypeName(DType d);
 
-// The shared part, guarded by BLOCKTUNE_TUNED_COMMON_V4_ so that headers
+// The shared part, guarded by BLOCKTUNE_TUNED_COMMON_V7_ so that headers
 // of both ops can be included in one translation unit: the same text for
 // every header of this version. Needs <cmath>, <cstddef>, <cstdint> and
 // <cstring> before it.
