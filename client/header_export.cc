@@ -642,10 +642,7 @@ inline Config gemm_config(std::int64_t m, std::int64_t n, std::int64_t k, Layout
   const double operands = detail::GemmOperandBytes(view);
 )";
     if (with_models) {
-      body << R"(  auto predict = [&](const detail::Model& model, const detail::ConfigRow& row) {
-    return detail::GemmPredict(model, row.params, m, n, k, layout);
-  };
-  auto rank = [&](const detail::Model& model, const detail::ConfigRow& row) {
+      body << R"(  auto rank = [&](const detail::Model& model, const detail::ConfigRow& row) {
     return detail::GemmPredict(model, row.params, m, n, k, layout, /*ranked=*/true);
   };
 )";
@@ -763,10 +760,7 @@ inline Config conv_config(const ConvShape& shape, DType dtype) {
   const double operands = detail::ConvOperandBytes(shape, dtype);
 )";
     if (with_models) {
-      body << R"(  auto predict = [&](const detail::Model& model, const detail::ConfigRow& row) {
-    return detail::ConvPredict(model, row.params, shape);
-  };
-  auto rank = [&](const detail::Model& model, const detail::ConfigRow& row) {
+      body << R"(  auto rank = [&](const detail::Model& model, const detail::ConfigRow& row) {
     return detail::ConvPredict(model, row.params, shape, /*ranked=*/true);
   };
 )";

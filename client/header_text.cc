@@ -410,7 +410,7 @@ std::string TunedCommonText() {
 
 
 // The lookup's body after the exact match, shared by both ops: `view`,
-// `operands`, `families`, `dtype` and `predict(row)` are in scope.
+// `operands`, `families`, `dtype` and `rank(model, row)` (the ranking time) are in scope.
 std::string TunedLookupText(const std::string& op, bool models, const std::string& distance) {
   std::string out = R"(  auto fits = [&](const detail::ConfigRow& row) {
     return detail::Fits(detail::k@OpFamilies[row.family], row, view, operands);
@@ -418,9 +418,9 @@ std::string TunedLookupText(const std::string& op, bool models, const std::strin
 )";
   if (models) {
     out += R"(  // The models' fastest candidate, over the precision's families, ranked
-  // as blocktuned ranks (rank_ln_flops); its time is the prediction.
+  // as blocktuned ranks (rank_ln_flops), with that time, as a query
+  // answers.
   const detail::Candidate* best = nullptr;
-  const detail::Model* best_model = nullptr;
   double best_rank = 0;
   for (const detail::Model* model = detail::k@OpModels; model->family >= 0; ++model) {
     if (model->dtype != dtype) continue;
@@ -430,14 +430,13 @@ std::string TunedLookupText(const std::string& op, bool models, const std::strin
       const double s = rank(*model, c->config);
       if (best == nullptr || s < best_rank) {
         best = c;
-        best_model = model;
         best_rank = s;
       }
     }
   }
   if (best != nullptr) {
     return detail::MakeConfig(detail::k@OpFamilies, best->config, Match::kPredicted,
-                              predict(*best_model, best->config),
+                              best_rank,
                               detail::k@OpFamilies[best->config.family].version);
   }
 )";

@@ -48,7 +48,8 @@ namespace blocktune {
 // ensemble's mean) and the time it is ranked by: the ensemble's mean less
 // kEnsembleRisk of its members' standard deviation, in ln(flop/s), so
 // that of two configurations predicted alike, the one the members agree
-// on comes first (predicted_s for a single network).
+// on comes first (predicted_s for a single network). A query's answer
+// reports the ranking time (server/service.cc MakeTuned).
 struct ScoredConfig {
   Params params;
   double predicted_s = 0;

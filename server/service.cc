@@ -44,14 +44,18 @@ StatusOr<std::optional<Op>> OptionalOp(v1::Op op, std::string_view field) {
   return std::optional<Op>(parsed);
 }
 
-// The answer record of one configuration a model predicted.
+// The answer record of one configuration a model predicted. Its predicted
+// time is the one the search ranked it by (RankedSeconds: an ensemble's
+// mean charged its members' spread, a conservative estimate), so that
+// stored answers, which the cache orders by it, keep the order the query
+// gave them.
 TunedRecord MakeTuned(const LoadedModel& model, const Context& ctx,
                       const ScoredConfig& s) {
   TunedRecord t;
   t.device = model.device;
   t.context = ctx;
   t.kernel = KernelConfig::Current(*model.family, s.params);
-  t.predicted_s = s.predicted_s;
+  t.predicted_s = RankedSeconds(s);
   t.source = TunedSource::kPredicted;
   t.model_id = model.id;
   t.updated_unix = NowUnix();
