@@ -18,6 +18,9 @@ struct Field {
   int64_t FfmaKParams::*member;
   const std::vector<int64_t>& (*values)();
   const char* meaning;
+  // false for ST (2, 3, 4): the sampling rule power_of_two would never draw
+  // ST = 3.
+  bool power_of_two = true;
 };
 const Field kFields[] = {
     {"LM", &FfmaKParams::lanes_m, FfmaKLaneValues,
@@ -30,7 +33,7 @@ const Field kFields[] = {
     {"KC", &FfmaKParams::kc, FfmaKStepValues,
      "KC: elements of K per shared-memory stage"},
     {"ST", &FfmaKParams::stages, FfmaKStageValues,
-     "ST: stages of the cp.async ring (ST - 1 in flight)"},
+     "ST: stages of the cp.async ring (ST - 1 in flight)", false},
     {"KG", &FfmaKParams::kg, FfmaKSplitValues,
      "K_G: programs splitting one reduction"},
 };
@@ -57,6 +60,7 @@ class FfmaKFamily : public KernelFamily {
       s.name = f.name;
       s.values = f.values();
       s.meaning = f.meaning;
+      s.power_of_two = f.power_of_two;
       specs_.push_back(std::move(s));
     }
     for (FfmaKRule r : kFfmaKRules) rules_.push_back(ToString(r));

@@ -20,6 +20,9 @@ struct Field {
   const std::vector<int64_t>& (*values)();
   const char* meaning;
   bool log_feature = true;  // false for PF, a 0/1 switch
+  // false for PF: the sampling rule power_of_two would refuse PF = 0 (it
+  // did, in campaign run26: every one of its samples has PF = 1).
+  bool power_of_two = true;
 };
 const Field kFields[] = {
     {"R", &GemvParams::rows, GemvRowValues, "R: rows of C per warp"},
@@ -35,7 +38,7 @@ const Field kFields[] = {
     {"PF", &GemvParams::prefetch, GemvPrefetchValues,
      "PF: 1 loads the next chunk while this one's FMAs run (two register "
      "sets)",
-     false},
+     false, false},
     {"KG", &GemvParams::kg, GemvSplitValues,
      "K_G: programs splitting one reduction"},
 };
@@ -63,6 +66,7 @@ class GemvFamily : public KernelFamily {
       s.values = f.values();
       s.meaning = f.meaning;
       s.log_feature = f.log_feature;
+      s.power_of_two = f.power_of_two;
       specs_.push_back(std::move(s));
     }
     for (GemvRule r : kGemvRules) rules_.push_back(ToString(r));

@@ -694,6 +694,25 @@ TEST(GemvFamilyTest, RulesOfferSkinnyShapesOnly) {
   EXPECT_EQ((*cov)[f.ParamIndex("NC")], 8);
 }
 
+// The sampling rule power_of_two rejects every draw of a value that is not
+// a power of two. That is its purpose for block sizes (thesis 4.2: gemm.ffma
+// draws ML = 12 or MS = 3 only where another rule set leaves it out), but a
+// switch whose values are 0 and 1 would then never be drawn off: gemm.gemv's
+// PF = 0 was not (campaign run26, 45,824 samples, every one PF = 1).
+TEST(FamilyRegistryTest, PowerOfTwoRuleLeavesSwitchesAlone) {
+  for (const KernelFamily* f : Families()) {
+    for (const ParamSpec& p : f->params()) {
+      if (p.log_feature) continue;  // a switch: its value is the feature
+      EXPECT_FALSE(p.power_of_two)
+          << f->name() << " " << p.name
+          << ": a switch under power_of_two is never drawn at 0";
+    }
+  }
+  // And gemm.ffma_k's stages (2, 3, 4), as gemm.ffma's.
+  const KernelFamily& k = Family("gemm.ffma_k");
+  EXPECT_FALSE(k.params()[k.ParamIndex("ST")].power_of_two);
+}
+
 // gemm.ffma_k: offered for fp32 NT with rows of whole 16-byte units; its
 // named rules refuse the rest, naming the field and the allowed values.
 TEST(FfmaKFamilyTest, RulesOfferNtOnly) {
