@@ -607,14 +607,16 @@ inline double GemmPredict(const Model& model, const std::int64_t* params, std::i
     if (with_models) {
       body << R"(
 // The embedded model's predicted time, in seconds, of `config` (its family
-// and parameters) for C = op(A) op(B) of m x n x k in `dtype`, as blocktuned
-// predicts it; 0 where the header has no model of that precision and family.
+// and parameters) for C = op(A) op(B) of m x n x k in `dtype`, as a
+// blocktuned query reports it (an ensemble's mean charged its members'
+// spread, the time answers are ranked by); 0 where the header has no model
+// of that precision and family.
 inline double gemm_predict_seconds(std::int64_t m, std::int64_t n, std::int64_t k,
                                    Layout layout, DType dtype, const Config& config) {
   const int family = detail::FamilyIndex(detail::kGemmFamilies, config.family);
   for (const detail::Model* model = detail::kGemmModels; model->family >= 0; ++model) {
     if (model->dtype == dtype && model->family == family)
-      return detail::GemmPredict(*model, config.params, m, n, k, layout);
+      return detail::GemmPredict(*model, config.params, m, n, k, layout, /*ranked=*/true);
   }
   return 0;
 }
@@ -727,14 +729,15 @@ inline double ConvPredict(const Model& model, const std::int64_t* params,
     if (with_models) {
       body << R"(
 // The embedded model's predicted time, in seconds, of `config` for the
-// convolution `shape` in `dtype`, as blocktuned predicts it; 0 where the
-// header has no model of that precision and family.
+// convolution `shape` in `dtype`, as a blocktuned query reports it (the
+// ranking time, as gemm_predict_seconds); 0 where the header has no model
+// of that precision and family.
 inline double conv_predict_seconds(const ConvShape& shape, DType dtype,
                                    const Config& config) {
   const int family = detail::FamilyIndex(detail::kConvFamilies, config.family);
   for (const detail::Model* model = detail::kConvModels; model->family >= 0; ++model) {
     if (model->dtype == dtype && model->family == family)
-      return detail::ConvPredict(*model, config.params, shape);
+      return detail::ConvPredict(*model, config.params, shape, /*ranked=*/true);
   }
   return 0;
 }
