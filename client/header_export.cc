@@ -516,12 +516,11 @@ StatusOr<std::string> WriteTunedHeader(const HeaderSpec& given) {
       BT_RETURN_IF_ERROR(WriteHeaderModel(model_text, *models[i], *k.family, prefix,
                                           &feature_set, &wave_sms));
       table_rows += "    {" + HeaderDTypeName(k.precision) + ", " + std::to_string(family) +
-                    ", " + prefix.substr(1) + "LnFlops, " + prefix.substr(1) +
-                    "RankLnFlops, " + std::to_string(feature_set) +
+                    ", " + prefix.substr(1) + "LnFlops, " + std::to_string(feature_set) +
                     ", " + std::to_string(wave_sms) + "},\n";
     }
     model_text << "\ninline constexpr Model k" << op << "Models[] = {\n"
-               << table_rows << "    {DType::kFp32, -1, nullptr, nullptr, 0, 0},\n};\n";
+               << table_rows << "    {DType::kFp32, -1, nullptr, 0, 0},\n};\n";
   }
 
   body << families.Table(op) << "\n" << table.str() << candidates.str() << defaults.str()
@@ -572,8 +571,7 @@ inline void GemmContextFeatures(std::int64_t m, std::int64_t n, std::int64_t k,
       body << R"(
 // Predicted seconds of `row` by `model` for C = op(A) op(B) of m x n x k.
 inline double GemmPredict(const Model& model, const std::int64_t* params, std::int64_t m,
-                          std::int64_t n, std::int64_t k, Layout layout,
-                          bool ranked = false) {
+                          std::int64_t n, std::int64_t k, Layout layout) {
   const Family& f = kGemmFamilies[model.family];
   float features[)" << feature_size << R"(];
   ParamFeatures(f, params, features);
@@ -598,8 +596,7 @@ inline double GemmPredict(const Model& model, const std::int64_t* params, std::i
     }
   }
   const double flops = 2.0 * double(m) * double(n) * double(k);
-  return flops / std::exp(static_cast<double>(
-                     (ranked ? model.rank_ln_flops : model.ln_flops)(features)));
+  return flops / std::exp(static_cast<double>(model.ln_flops(features)));
 }
 )";
     }
@@ -616,7 +613,7 @@ inline double gemm_predict_seconds(std::int64_t m, std::int64_t n, std::int64_t 
   const int family = detail::FamilyIndex(detail::kGemmFamilies, config.family);
   for (const detail::Model* model = detail::kGemmModels; model->family >= 0; ++model) {
     if (model->dtype == dtype && model->family == family)
-      return detail::GemmPredict(*model, config.params, m, n, k, layout, /*ranked=*/true);
+      return detail::GemmPredict(*model, config.params, m, n, k, layout);
   }
   return 0;
 }
@@ -644,8 +641,8 @@ inline Config gemm_config(std::int64_t m, std::int64_t n, std::int64_t k, Layout
   const double operands = detail::GemmOperandBytes(view);
 )";
     if (with_models) {
-      body << R"(  auto rank = [&](const detail::Model& model, const detail::ConfigRow& row) {
-    return detail::GemmPredict(model, row.params, m, n, k, layout, /*ranked=*/true);
+      body << R"(  auto predict = [&](const detail::Model& model, const detail::ConfigRow& row) {
+    return detail::GemmPredict(model, row.params, m, n, k, layout);
   };
 )";
     }
@@ -698,7 +695,7 @@ inline void ConvContextFeatures(const ConvShape& shape, float* out) {
     if (with_models) {
       body << R"(
 inline double ConvPredict(const Model& model, const std::int64_t* params,
-                          const ConvShape& shape, bool ranked = false) {
+                          const ConvShape& shape) {
   const Family& f = kConvFamilies[model.family];
   float features[)" << feature_size << R"(];
   ParamFeatures(f, params, features);
@@ -720,8 +717,7 @@ inline double ConvPredict(const Model& model, const std::int64_t* params,
   }
   const double flops = 2.0 * double(shape.n * p * q) * double(shape.k) *
                        double(shape.c * shape.r * shape.s);
-  return flops / std::exp(static_cast<double>(
-                     (ranked ? model.rank_ln_flops : model.ln_flops)(features)));
+  return flops / std::exp(static_cast<double>(model.ln_flops(features)));
 }
 )";
     }
@@ -737,7 +733,7 @@ inline double conv_predict_seconds(const ConvShape& shape, DType dtype,
   const int family = detail::FamilyIndex(detail::kConvFamilies, config.family);
   for (const detail::Model* model = detail::kConvModels; model->family >= 0; ++model) {
     if (model->dtype == dtype && model->family == family)
-      return detail::ConvPredict(*model, config.params, shape, /*ranked=*/true);
+      return detail::ConvPredict(*model, config.params, shape);
   }
   return 0;
 }
@@ -763,8 +759,8 @@ inline Config conv_config(const ConvShape& shape, DType dtype) {
   const double operands = detail::ConvOperandBytes(shape, dtype);
 )";
     if (with_models) {
-      body << R"(  auto rank = [&](const detail::Model& model, const detail::ConfigRow& row) {
-    return detail::ConvPredict(model, row.params, shape, /*ranked=*/true);
+      body << R"(  auto predict = [&](const detail::Model& model, const detail::ConfigRow& row) {
+    return detail::ConvPredict(model, row.params, shape);
   };
 )";
     }

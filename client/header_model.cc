@@ -123,7 +123,7 @@ Status WriteHeaderModel(std::ostream& out, const v1::Model& model,
   }
   out << "\n// The surrogate f(x_B, x_C) of " << family.name() << ": model " << model.id()
       << ", hidden layers " << model.architecture();
-  if (ensemble) out << ", the mean of " << members << " networks";
+  if (ensemble) out << ", " << members << " networks";
   // The names the model lists say its feature set (WriteNetwork names a
   // mismatch).
   const int set = family.FeatureSetNamed(
@@ -132,7 +132,8 @@ Status WriteHeaderModel(std::ostream& out, const v1::Model& model,
   if (wave_sms) *wave_sms = norm.wave_sms();
   out << ". Inputs:";
   for (const std::string& f : family.FeatureNames(set)) out << " " << f;
-  out << ".\n// Output: normalized ln(flop/s).\n";
+  out << ".\n// Output: ln(flop/s); of an ensemble, its members' mean less "
+      << kEnsembleRisk << " of their standard deviation, as blocktuned ranks.\n";
   std::vector<std::string> terms;
   for (int m = 0; m < members; ++m) {
     const std::string name = ensemble ? p + "M" + std::to_string(m) : p;
@@ -146,24 +147,14 @@ Status WriteHeaderModel(std::ostream& out, const v1::Model& model,
   out << "inline float " << p.substr(1) << "LnFlops(const float* features) {\n";
   if (!ensemble) {
     out << "  return " << terms[0] << ";\n}\n";
-    out << "inline float " << p.substr(1)
-        << "RankLnFlops(const float* features) {\n  return " << p.substr(1)
-        << "LnFlops(features);\n}\n";
     return OkStatus();
   }
-  out << "  float sum = " << terms[0] << ";\n";
-  for (int m = 1; m < members; ++m) out << "  sum += " << terms[m] << ";\n";
-  out << "  return sum / " << members << ".0f;\n}\n";
   // The ranking (models/search.h, BlockSearch): the members' mean less
   // kEnsembleRisk of their standard deviation, in double as the daemon
   // computes it (Surrogate::PredictSpread).
   char risk[32];
   std::snprintf(risk, sizeof(risk), "%.17g", kEnsembleRisk);
-  out << "// Ranked by: the members' mean less " << risk
-      << " of their standard deviation, as blocktuned ranks.\n"
-      << "inline float " << p.substr(1)
-      << "RankLnFlops(const float* features) {\n"
-      << "  const float y[" << members << "] = {";
+  out << "  const float y[" << members << "] = {";
   for (int m = 0; m < members; ++m) out << (m ? ", " : "") << terms[m];
   out << "};\n"
       << "  double sum = 0;\n"

@@ -16,8 +16,8 @@ namespace {
 // V4: the block shape's st (ffma generator version 2).
 // V5: models of feature set 3 (AlignFeature, the rows' alignment).
 // V6: models of feature set 4 (WaveFeatures; Model::wave_sms).
-// V7: Model::rank_ln_flops, the ranking of models/search.h (an ensemble's
-// mean less kEnsembleRisk of its members' spread).
+// V7: an ensemble's ln_flops is the ranking of models/search.h (its mean
+// less kEnsembleRisk of its members' spread), no longer the mean.
 // Headers of different versions do not mix.
 constexpr char kCommon[] = R"(#ifndef BLOCKTUNE_TUNED_COMMON_V7_
 #define BLOCKTUNE_TUNED_COMMON_V7_
@@ -332,10 +332,9 @@ inline float WaveFill(const Family& f, const std::int64_t* params, std::int64_t 
 }
 
 // An embedded model: the surrogate of (dtype, families[family]); ln_flops
-// maps its features to ln(flop/s) (an ensemble's mean), rank_ln_flops to
-// the ln(flop/s) its candidates are ranked by, as blocktuned ranks them
-// (an ensemble's mean less a multiple of its members' standard
-// deviation; ln_flops for one network): the parameters', the context's, then
+// maps its features to ln(flop/s) as blocktuned ranks and reports it (an
+// ensemble's mean less a multiple of its members' standard deviation):
+// the parameters', the context's, then
 // from feature_set 2 the tiling's (ShapeFeatures), then with feature_set 3
 // the rows' alignment (AlignFeature), then with feature_set 4 the waves'
 // on a device of wave_sms SMs (WaveFill, RowAlignFeature up to 128 bytes).
@@ -344,7 +343,6 @@ struct Model {
   DType dtype;
   int family;
   float (*ln_flops)(const float* features);
-  float (*rank_ln_flops)(const float* features);
   int feature_set;
   int wave_sms;
 };
@@ -410,33 +408,31 @@ std::string TunedCommonText() {
 
 
 // The lookup's body after the exact match, shared by both ops: `view`,
-// `operands`, `families`, `dtype` and `rank(model, row)` (the ranking time) are in scope.
+// `operands`, `families`, `dtype` and `predict(row)` are in scope.
 std::string TunedLookupText(const std::string& op, bool models, const std::string& distance) {
   std::string out = R"(  auto fits = [&](const detail::ConfigRow& row) {
     return detail::Fits(detail::k@OpFamilies[row.family], row, view, operands);
   };
 )";
   if (models) {
-    out += R"(  // The models' fastest candidate, over the precision's families, ranked
-  // as blocktuned ranks (rank_ln_flops), with that time, as a query
-  // answers.
+    out += R"(  // The models' fastest candidate, over the precision's families.
   const detail::Candidate* best = nullptr;
-  double best_rank = 0;
+  double best_seconds = 0;
   for (const detail::Model* model = detail::k@OpModels; model->family >= 0; ++model) {
     if (model->dtype != dtype) continue;
     for (const detail::Candidate* c = detail::k@OpCandidates; c->config.family >= 0; ++c) {
       if (c->dtype != dtype || c->config.family != model->family || !fits(c->config))
         continue;
-      const double s = rank(*model, c->config);
-      if (best == nullptr || s < best_rank) {
+      const double s = predict(*model, c->config);
+      if (best == nullptr || s < best_seconds) {
         best = c;
-        best_rank = s;
+        best_seconds = s;
       }
     }
   }
   if (best != nullptr) {
     return detail::MakeConfig(detail::k@OpFamilies, best->config, Match::kPredicted,
-                              best_rank,
+                              best_seconds,
                               detail::k@OpFamilies[best->config.family].version);
   }
 )";
