@@ -200,6 +200,16 @@ std::vector<Case> GemmWgmmaTailCases() {
   return out;
 }
 
+// A case of `ctx` with the leading dimensions given (0: tight).
+void AddPadded(std::vector<Case>* out, const std::string& ctx, int64_t lda,
+               int64_t ldb, int64_t ldc, const char* params, const char* arch) {
+  Problem p = ParseProblem(ctx);
+  p.lda = lda;
+  p.ldb = ldb;
+  p.ldc = ldc;
+  out->push_back({p, params, arch});
+}
+
 // gemm.ffma_k: a covariance, an MLP layer, a decode product, square and
 // ragged NT products with padded rows; every value of LM, TM, TN, WM, WN,
 // KC, ST and K_G; copies that do and do not fill the threads; sm_90 and
@@ -208,11 +218,7 @@ std::vector<Case> GemmFfmaKCases() {
   std::vector<Case> out;
   auto add = [&](const std::string& ctx, int64_t lda, int64_t ldb,
                  int64_t ldc, const char* params, const char* arch) {
-    Problem p = ParseProblem(ctx);
-    p.lda = lda;
-    p.ldb = ldb;
-    p.ldc = ldc;
-    out.push_back({p, params, arch});
+    AddPadded(&out, ctx, lda, ldb, ldc, params, arch);
   };
   add("gemm m=64 n=64 k=65536 layout=NT dtype=fp32", 0, 0, 0,
       "LM=8 TM=4 TN=4 WM=2 WN=4 KC=32 ST=3 KG=16", "sm_90");
@@ -247,11 +253,7 @@ std::vector<Case> GemmGemvCases() {
   std::vector<Case> out;
   auto add = [&](const std::string& ctx, int64_t lda, int64_t ldb,
                  int64_t ldc, const char* params, const char* arch) {
-    Problem p = ParseProblem(ctx);
-    p.lda = lda;
-    p.ldb = ldb;
-    p.ldc = ldc;
-    out.push_back({p, params, arch});
+    AddPadded(&out, ctx, lda, ldb, ldc, params, arch);
   };
   add("gemm m=4096 n=1 k=4096 layout=NT dtype=fp32", 0, 0, 0,
       "R=2 NC=1 W=4 WN=1 V=4 U=2 KG=1", "sm_90");
