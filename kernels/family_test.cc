@@ -560,6 +560,19 @@ TEST(WgmmaFamilyTest, TailSplitFamilySplitsThePersistentGridsLastRound) {
   }
 }
 
+// CanImplement refuses (problem, params) with FAILED_PRECONDITION whose
+// message holds `message`, and FirstFailingRule names `rule`.
+void ExpectRefusedBy(const KernelFamily& f, const KernelLimits& limits,
+                     const Problem& problem, const Params& params,
+                     const std::string& rule, const std::string& message) {
+  const Status s = f.CanImplement(problem, params, limits);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_THAT(std::string(s.message()), HasSubstr(message));
+  const int r = f.FirstFailingRule(problem, params, limits);
+  ASSERT_GE(r, 0) << ToString(problem.ctx);
+  EXPECT_EQ(f.rules()[r], rule);
+}
+
 // gemm.gemv: offered for fp32 NT with N <= 128, or NN of one column with
 // ldb 1; its named rules refuse the rest, naming the field and the allowed
 // values, and agree with FirstFailingRule.
@@ -576,12 +589,7 @@ TEST(GemvFamilyTest, RulesOfferSkinnyShapesOnly) {
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   auto refused = [&](const Problem& problem, const Params& params,
                      const std::string& rule, const std::string& message) {
-    const Status s = f.CanImplement(problem, params, h100);
-    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
-    EXPECT_THAT(std::string(s.message()), HasSubstr(message));
-    const int r = f.FirstFailingRule(problem, params, h100);
-    ASSERT_GE(r, 0) << ToString(problem.ctx);
-    EXPECT_EQ(f.rules()[r], rule);
+    ExpectRefusedBy(f, h100, problem, params, rule, message);
   };
   // Accepted: NT of 1 .. 128 columns (one column per warp), NN of one.
   for (int64_t n : {1, 2, 7, 8, 16, 64, 100, 128}) {
@@ -728,12 +736,7 @@ TEST(FfmaKFamilyTest, RulesOfferNtOnly) {
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   auto refused = [&](const Problem& problem, const Params& params,
                      const std::string& rule, const std::string& message) {
-    const Status s = f.CanImplement(problem, params, h100);
-    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
-    EXPECT_THAT(std::string(s.message()), HasSubstr(message));
-    const int r = f.FirstFailingRule(problem, params, h100);
-    ASSERT_GE(r, 0) << ToString(problem.ctx);
-    EXPECT_EQ(f.rules()[r], rule);
+    ExpectRefusedBy(f, h100, problem, params, rule, message);
   };
   const Problem cov(Gemm(64, 64, 65536, Layout::kN, Layout::kT, DType::kFp32));
   EXPECT_TRUE(f.CanImplement(cov, *p, h100).ok());
