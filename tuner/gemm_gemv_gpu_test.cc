@@ -107,6 +107,15 @@ StatusOr<double> RunCase(const KernelFamily& f, const Case& c,
   return std::sqrt(err / std::max(norm, 1e-300));
 }
 
+// The case as a failure message names it.
+std::string Describe(const KernelFamily& f, const Case& c) {
+  return ToString(c.problem.ctx) + " " + f.Format(c.params) +
+         " lda=" + std::to_string(c.problem.lda) +
+         " ldb=" + std::to_string(c.problem.ldb) +
+         " ldc=" + std::to_string(c.problem.ldc) +
+         " beta=" + std::to_string(c.beta);
+}
+
 class GemvGpuTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -220,12 +229,7 @@ TEST_F(GemvGpuTest, RandomDecodeShapesMatchFloat64) {
       ++refused;
       continue;
     }
-    const std::string what = ToString(c.problem.ctx) + " " +
-                             f.Format(c.params) +
-                             " lda=" + std::to_string(c.problem.lda) +
-                             " ldb=" + std::to_string(c.problem.ldb) +
-                             " ldc=" + std::to_string(c.problem.ldc) +
-                             " beta=" + std::to_string(c.beta);
+    const std::string what = Describe(f, c);
     auto err = RunCase(f, c, rng);
     ASSERT_TRUE(err.ok()) << what << ": " << err.status().ToString();
     EXPECT_LT(*err, 1e-5) << what;
@@ -320,12 +324,7 @@ TEST_F(GemvGpuTest, FfmaKRandomNtShapesMatchFloat64) {
       ++refused;
       continue;
     }
-    const std::string what = ToString(c.problem.ctx) + " " +
-                             f.Format(c.params) +
-                             " lda=" + std::to_string(c.problem.lda) +
-                             " ldb=" + std::to_string(c.problem.ldb) +
-                             " ldc=" + std::to_string(c.problem.ldc) +
-                             " beta=" + std::to_string(c.beta);
+    const std::string what = Describe(f, c);
     auto err = RunCase(f, c, rng);
     ASSERT_TRUE(err.ok()) << what << ": " << err.status().ToString();
     EXPECT_LT(*err, 1e-5) << what;
