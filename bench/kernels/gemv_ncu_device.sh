@@ -7,8 +7,9 @@
 # The configurations are the version-2 sweep's best for 64x64x65536 and
 # 7168x16x7168, and a U = 2 one of the covariance
 # (bench/results/h200/gemv-v2/ncu.txt). FAMILY=F and JOBS="shape|params;.."
-# profile other configurations of family F (its entries: blocktune_*):
-#   FAMILY=gemm.ffma_k JOBS="fp32 NT 4096 4096 4096|LM=4 TM=8 TN=8 WM=2 WN=2 KC=16 ST=3 KG=1" \
+# profile other configurations of family F (KERNEL: the regex of its
+# main entry):
+#   FAMILY=gemm.ffma_k KERNEL=blocktune_ffma_k JOBS="fp32 NT 4096 4096 4096|LM=4 TM=8 TN=8 WM=2 WN=2 KC=16 ST=3 KG=1" \
 #     bash bench/kernels/gemv_ncu_device.sh build/gpu-carry/bin ncu.txt
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,7 +23,7 @@ IFS=';' read -ra joblist <<<"$jobs"
 for job in "${joblist[@]}"; do
   shape=${job%%|*} params=${job#*|}
   echo "== $shape $params" >>"$out"
-  timeout 120 ncu -k regex:blocktune_ --launch-skip 2 --launch-count 1 \
+  timeout 120 ncu -k "regex:${KERNEL:-blocktune_gemv}" --launch-skip 2 --launch-count 1 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis \
     --section MemoryWorkloadAnalysis_Tables --section LaunchStats \
     --section Occupancy --section WarpStateStats --section SchedulerStats \
