@@ -36,6 +36,9 @@ const Field kFields[] = {
      "ST: stages of the cp.async ring (ST - 1 in flight)", false},
     {"KG", &FfmaKParams::kg, FfmaKSplitValues,
      "K_G: programs splitting one reduction"},
+    {"WK", &FfmaKParams::wk, FfmaKWarpValues,
+     "WK: groups of WM x WN warps splitting each stage's K (summed in "
+     "shared memory)"},
 };
 constexpr int kFieldCount = static_cast<int>(std::size(kFields));
 
@@ -119,14 +122,15 @@ class FfmaKFamily : public KernelFamily {
     // 8 x 4 lanes of 4 x 4 outputs (a warp's 32 x 16), 2 x 2 warps: a
     // 64 x 32 tile; then narrower ones for few columns (N = 16: 16 x 2
     // lanes of 2 x 8; N <= 4: 32 x 1 lanes of 2 x 4, 1 x 1), three stages
-    // of 32.
+    // of 32; last, the first tile with its stages split over 4 groups of
+    // warps (16 warps).
     std::vector<Params> out;
     const FfmaKParams shapes[] = {
-        {8, 4, 4, 2, 2, 32, 3, 1},  {8, 4, 4, 2, 1, 32, 3, 1},
-        {16, 2, 8, 2, 1, 32, 3, 1}, {16, 2, 2, 4, 1, 32, 3, 1},
-        {32, 2, 4, 2, 1, 32, 3, 1}, {32, 2, 1, 4, 1, 32, 3, 1},
-        {32, 1, 1, 4, 1, 32, 3, 1}, {8, 4, 4, 1, 2, 32, 3, 1},
-        {4, 4, 2, 1, 4, 32, 3, 1},
+        {8, 4, 4, 2, 2, 32, 3, 1, 1},  {8, 4, 4, 2, 1, 32, 3, 1, 1},
+        {16, 2, 8, 2, 1, 32, 3, 1, 1}, {16, 2, 2, 4, 1, 32, 3, 1, 1},
+        {32, 2, 4, 2, 1, 32, 3, 1, 1}, {32, 2, 1, 4, 1, 32, 3, 1, 1},
+        {32, 1, 1, 4, 1, 32, 3, 1, 1}, {8, 4, 4, 1, 2, 32, 3, 1, 1},
+        {4, 4, 2, 1, 4, 32, 3, 1, 1},  {8, 4, 4, 2, 2, 32, 3, 1, 4},
     };
     for (const FfmaKParams& p : shapes) out.push_back(FromFfmaK(p));
     return out;

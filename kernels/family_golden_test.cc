@@ -61,7 +61,7 @@ constexpr Golden kGolden[] = {
      "kGemmWgmmaTailGeneratorVersion (kernels/gemm_wgmma.h)"},
     {"gemm.gemv", 3, 0xeaff295ae58427a6ull,
      "kGemmGemvGeneratorVersion (kernels/gemm_gemv.h)"},
-    {"gemm.ffma_k", 1, 0x71f9f8315d9b39ddull,
+    {"gemm.ffma_k", 2, 0x1dde22c9640de617ull,
      "kGemmFfmaKGeneratorVersion (kernels/gemm_ffma_k.h)"},
 };
 
@@ -212,7 +212,7 @@ void AddPadded(std::vector<Case>* out, const std::string& ctx, int64_t lda,
 
 // gemm.ffma_k: a covariance, an MLP layer, a decode product, square and
 // ragged NT products with padded rows; every value of LM, TM, TN, WM, WN,
-// KC, ST and K_G; copies that do and do not fill the threads; sm_90 and
+// KC, ST, K_G and WK; copies that do and do not fill the threads; sm_90 and
 // sm_80.
 std::vector<Case> GemmFfmaKCases() {
   std::vector<Case> out;
@@ -242,6 +242,16 @@ std::vector<Case> GemmFfmaKCases() {
       "LM=16 TM=4 TN=2 WM=2 WN=4 KC=64 ST=3 KG=32", "sm_80");
   add("gemm m=33 n=9 k=5 layout=NT dtype=fp32", 8, 8, 9,
       "LM=4 TM=2 TN=1 WM=1 WN=1 KC=16 ST=2 KG=4", "sm_90");
+  // Stages split over WK = 2, 4 and 8 groups of warps (a sum in shared
+  // memory larger than the ring at WK = 4 with 8 x 8 per lane).
+  add("gemm m=64 n=64 k=65536 layout=NT dtype=fp32", 0, 0, 0,
+      "LM=8 TM=8 TN=4 WM=1 WN=4 KC=32 ST=3 KG=128 WK=2", "sm_90");
+  add("gemm m=7168 n=16 k=7168 layout=NT dtype=fp32", 0, 0, 0,
+      "LM=8 TM=4 TN=4 WM=2 WN=1 KC=32 ST=3 KG=8 WK=4", "sm_90");
+  add("gemm m=1000 n=70 k=1001 layout=NT dtype=fp32", 1004, 1004, 71,
+      "LM=4 TM=8 TN=8 WM=1 WN=1 KC=16 ST=2 KG=1 WK=4", "sm_80");
+  add("gemm m=64 n=64 k=4096 layout=NT dtype=fp32", 0, 0, 0,
+      "LM=8 TM=1 TN=8 WM=2 WN=1 KC=64 ST=3 KG=8 WK=8", "sm_90");
   return out;
 }
 

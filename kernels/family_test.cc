@@ -726,11 +726,11 @@ TEST(FamilyRegistryTest, PowerOfTwoRuleLeavesSwitchesAlone) {
 TEST(FfmaKFamilyTest, RulesOfferNtOnly) {
   const KernelFamily& f = Family("gemm.ffma_k");
   EXPECT_EQ(f.op(), Op::kGemm);
-  EXPECT_EQ(f.version(), 1);
+  EXPECT_EQ(f.version(), 2);
   EXPECT_EQ(f.precisions(), std::vector<DType>{DType::kFp32});
-  EXPECT_EQ(f.rules(),
-            (std::vector<std::string>{"layout", "tile", "threads",
-                                      "vector_ld", "shared", "registers"}));
+  EXPECT_EQ(f.rules(), (std::vector<std::string>{"layout", "tile", "threads",
+                                                 "k_warps", "vector_ld",
+                                                 "shared", "registers"}));
   const KernelLimits h100 = H100();
   auto p = f.Parse("LM=8 TM=4 TN=4 WM=2 WN=4 KC=32 ST=3 KG=16");
   ASSERT_TRUE(p.ok()) << p.status().ToString();
@@ -771,8 +771,20 @@ TEST(FfmaKFamilyTest, RulesOfferNtOnly) {
   refused(Problem(Gemm(4096, 4096, 4096, Layout::kN, Layout::kT,
                        DType::kFp32)),
           *many, "threads",
-          "threads: WM=8 x WN=8 warps are 2048 threads, more than 1024 per "
-          "program");
+          "threads: WM=8 x WN=8 x WK=1 warps are 2048 threads, more than "
+          "1024 per program");
+  // WK groups split each stage in whole 16-byte vectors: KC = 16 is four,
+  // so WK = 8 is refused, WK = 4 taken (16 warps).
+  auto sliced = f.Parse("LM=8 TM=4 TN=4 WM=1 WN=2 KC=16 ST=3 KG=1 WK=8");
+  ASSERT_TRUE(sliced.ok());
+  refused(cov, *sliced, "k_warps",
+          "k_warps: WK=8 groups split each stage's KC=16 elements in whole "
+          "16-byte vectors: WK must divide KC / 4 = 4");
+  auto four = f.Parse("LM=8 TM=4 TN=4 WM=1 WN=2 KC=16 ST=3 KG=1 WK=4");
+  ASSERT_TRUE(four.ok());
+  EXPECT_TRUE(f.CanImplement(cov, *four, h100).ok());
+  EXPECT_EQ(f.Shape(cov, *four).threads, 256);
+  EXPECT_FALSE(f.Parse("LM=8 TM=4 TN=4 WM=1 WN=2 KC=16 ST=3 KG=1 WK=3").ok());
   Problem odd(Gemm(64, 64, 4098, Layout::kN, Layout::kT, DType::kFp32));
   refused(odd, *p, "vector_ld",
           "vector_ld: gemm.ffma_k copies 16 bytes (4 floats) at a time: lda "
@@ -787,8 +799,9 @@ TEST(FfmaKFamilyTest, RulesOfferNtOnly) {
   refused(Problem(Gemm(4096, 4096, 4096, Layout::kN, Layout::kT,
                        DType::kFp32)),
           *huge, "shared",
-          "shared: ST=4 stages of (256 + 256) rows of KC=64 (+4) floats are "
-          "557056 bytes of shared memory, more than the 232448");
+          "shared: ST=4 stages of (256 + 256) rows of KC=64 (+4) floats, or "
+          "WK-1=0 groups' 256 x 256 sums, are 557056 bytes of shared memory, "
+          "more than the 232448");
   // 8 x 8 outputs per lane at 512 threads pass the per-thread estimate but
   // not the SM's register file.
   auto wide = f.Parse("LM=8 TM=8 TN=8 WM=4 WN=4 KC=16 ST=2 KG=1");
@@ -834,7 +847,7 @@ TEST(FfmaKFamilyTest, GenerateStagesKMajorThroughCpAsync) {
   auto k = f.Generate(problem, *p, "sm_90");
   ASSERT_TRUE(k.ok()) << k.status().ToString();
   EXPECT_EQ(k->entry, "blocktune_ffma_k");
-  EXPECT_THAT(k->ptx, HasSubstr("// blocktune gemm.ffma_k v1"));
+  EXPECT_THAT(k->ptx, HasSubstr("// blocktune gemm.ffma_k v2"));
   EXPECT_THAT(k->ptx, HasSubstr("cp.async.cg.shared.global"));
   EXPECT_THAT(k->ptx, HasSubstr("cp.async.wait_group 1;"));
   EXPECT_THAT(k->ptx, HasSubstr("ld.shared.v4.f32"));

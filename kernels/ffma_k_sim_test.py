@@ -11,7 +11,7 @@ is added here as the reduce entry would, and C must match the reference
 padding past N untouched). Small shapes, chosen to hit what the generator
 can get wrong: ragged M, N and K (a K tail that is no multiple of 4), a
 split with no work, copies that do not fill the threads, every stage
-count, N = 1. Not a GPU test: the GPU test is tuner/gemm_gemv_gpu_test.cc.
+count, N = 1, every WK. Not a GPU test: the GPU test is tuner/gemm_gemv_gpu_test.cc.
 """
 import math
 import os
@@ -33,6 +33,13 @@ CASES = [
     (7, 9, 5, 8, 8, 11, "LM=4 TM=2 TN=1 WM=1 WN=1 KC=16 ST=2 KG=4", 1.0, 0.0),
     (70, 20, 150, 152, 156, 21, "LM=16 TM=2 TN=4 WM=2 WN=2 KC=64 ST=3 KG=1", 1.0, 0.25),
     (33, 40, 61, 64, 64, 40, "LM=8 TM=1 TN=8 WM=4 WN=1 KC=16 ST=4 KG=8", 1.0, 0.0),
+    # WK groups of warps splitting each stage, summed in shared memory: with
+    # beta, a split over K, splits with no work, and the sums of 3 groups
+    # larger than the ring (the shared memory is sized for them).
+    (40, 24, 70, 72, 72, 26, "LM=8 TM=2 TN=2 WM=1 WN=2 KC=16 ST=2 KG=1 WK=2", 1.0, 0.5),
+    (64, 64, 130, 132, 132, 64, "LM=8 TM=4 TN=4 WM=1 WN=2 KC=32 ST=3 KG=2 WK=4", 1.0, 0.0),
+    (33, 40, 61, 64, 64, 40, "LM=8 TM=1 TN=8 WM=2 WN=1 KC=64 ST=3 KG=8 WK=8", 0.5, 0.0),
+    (40, 70, 50, 52, 52, 71, "LM=4 TM=8 TN=8 WM=1 WN=1 KC=16 ST=2 KG=1 WK=4", 1.0, -1.0),
 ]
 
 

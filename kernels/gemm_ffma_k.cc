@@ -24,6 +24,8 @@ struct Plan {
   int64_t cpr;        // 16-byte copies per row of a stage: KC / 4
   int64_t rstep;      // rows between one thread's copies: threads / cpr
   int64_t ca, cb;     // copies per thread per stage of A and of B
+  int64_t gthreads;   // threads of a group of WM x WN warps
+  int64_t gq;         // 16-byte vectors of K per stage per group: KC/4/WK
 };
 
 Plan MakePlan(const FfmaKParams& p) {
@@ -40,6 +42,8 @@ Plan MakePlan(const FfmaKParams& p) {
   t.rstep = t.threads / t.cpr;
   t.ca = FfmaKCopiesA(p);
   t.cb = FfmaKCopiesB(p);
+  t.gthreads = p.GroupThreads();
+  t.gq = t.cpr / p.wk;
   return t;
 }
 
@@ -59,7 +63,9 @@ std::string Entry(const Plan& t, const std::string& arch) {
     << "// LM=" << N(q.lanes_m) << " x LN=" << N(t.ln)
     << " lanes per warp, TM=" << N(q.tm) << " x TN=" << N(q.tn)
     << " outputs per lane, WM=" << N(q.wm) << " x WN=" << N(q.wn)
-    << " warps per program: a " << N(t.tile_m) << " x " << N(t.tile_n)
+    << " warps";
+  if (q.wk > 1) p << " x WK=" << N(q.wk) << " groups splitting each stage";
+  p << " per program: a " << N(t.tile_m) << " x " << N(t.tile_n)
     << " tile of C\n"
     << "// KC=" << N(q.kc) << " elements of K per stage, ST=" << N(q.stages)
     << " stages (" << N(q.SharedBytes()) << " bytes of shared memory), K_G="
@@ -75,11 +81,13 @@ std::string Entry(const Plan& t, const std::string& arch) {
     << "\t.param .f32 palpha, .param .f32 pbeta)\n"
     << "{\n";
   const int64_t sums = q.tm * q.tn;
-  p << "\t.reg .pred %p, %pi, %pa_last, %pb_last, %pbeta, %prow, %pv;\n"
+  p << "\t.reg .pred %p, %pi, %pa_last, %pb_last, %pbeta, %prow, %pv"
+    << (q.wk > 1 ? ", %pk" : "") << ";\n"
     << "\t.reg .b32 %M, %N, %K, %lda, %ldb, %ldc, %t, %lane, %warp, %lm, "
        "%ln, %m0, %n0, %z, %kbeg, %kend, %len, %ntiles, %tile, %it, %kt, "
        "%kk, %sz, %q4, %r, %row, %col, %smem, %send, %ws, %rs, %da, %db, "
-       "%oa, %ob, %xa, %xb, %crow0, %ccol0;\n"
+       "%oa, %ob, %xa, %xb, %crow0, %ccol0"
+    << (q.wk > 1 ? ", %wk, %tmn" : "") << ";\n"
     << "\t.reg .b64 %A, %B, %C, %W, %o, %o2, %addr, %ga<" << N(t.ca)
     << ">, %gb<" << N(t.cb) << ">;\n"
     << "\t.reg .f32 %alpha, %beta, %v, %old, %acc<" << N(sums) << ">, %fa<"
@@ -199,11 +207,18 @@ std::string Entry(const Plan& t, const std::string& arch) {
     << "\tshr.u32 %ln, %lane, " << N(Log2(q.lanes_m)) << ";\n"
     << "\tand.b32 %r, %warp, " << N(q.wm - 1) << ";\n"
     << "\tmad.lo.u32 %crow0, %r, " << N(q.lanes_m * q.tm) << ", %lm;\n"
-    << "\tshr.u32 %r, %warp, " << N(Log2(q.wm)) << ";\n"
-    << "\tmad.lo.u32 %ccol0, %r, " << N(t.ln * q.tn) << ", %ln;\n"
+    << "\tshr.u32 %r, %warp, " << N(Log2(q.wm)) << ";\n";
+  if (q.wk > 1) p << "\tand.b32 %r, %r, " << N(q.wn - 1) << ";\n";
+  p << "\tmad.lo.u32 %ccol0, %r, " << N(t.ln * q.tn) << ", %ln;\n"
     << "\tmul.lo.u32 %xa, %crow0, " << N(t.row_bytes) << ";\n"
     << "\tmad.lo.u32 %xb, %ccol0, " << N(t.row_bytes) << ", "
     << N(t.stage_a) << ";\n";
+  if (q.wk > 1)
+    p << "\t// group wk = w / (WM*WN) reads K elements " << N(4 * t.gq)
+      << "*wk .. of each stage\n"
+      << "\tshr.u32 %wk, %warp, " << N(Log2(q.wm * q.wn)) << ";\n"
+      << "\tmad.lo.u32 %xa, %wk, " << N(16 * t.gq) << ", %xa;\n"
+      << "\tmad.lo.u32 %xb, %wk, " << N(16 * t.gq) << ", %xb;\n";
   for (int64_t i = 0; i < sums; ++i)
     p << "\tmov.f32 %acc" << N(i) << ", 0f00000000;\n";
 
@@ -218,7 +233,7 @@ std::string Entry(const Plan& t, const std::string& arch) {
     << "\tcp.async.wait_group " << N(q.stages - 2) << ";\n\tbar.sync 0;\n";
   issue();
   p << "\tadd.u32 %da, %rs, %xa;\n\tadd.u32 %db, %rs, %xb;\n";
-  for (int64_t kq = 0; kq < t.cpr; ++kq) {
+  for (int64_t kq = 0; kq < t.gq; ++kq) {
     p << "\t// k " << N(4 * kq) << " .. " << N(4 * kq + 3) << "\n";
     for (int64_t i = 0; i < q.tm; ++i)
       p << "\tld.shared.v4.f32 " << Vec4("fa", 4 * i) << ", [%da+"
@@ -240,6 +255,29 @@ std::string Entry(const Plan& t, const std::string& arch) {
     << "\tsetp.lt.u32 %p, %tile, %ntiles;\n\t@%p bra $MAIN;\n";
 
   p << "$EPILOGUE:\n";
+  if (q.wk > 1) {
+    // Sum s of thread tmn of group g (1 .. WK-1) at word
+    // ((g-1)*TM*TN + s)*G + tmn of the ring (G: a group's threads), once
+    // every warp is past its last read of the ring.
+    const int64_t slice = sums * t.gthreads * 4;
+    p << "\t// ---- groups 1 .. " << N(q.wk - 1)
+      << " leave their sums in shared memory; group 0 adds them\n"
+      << "\tcp.async.wait_group 0;\n\tbar.sync 0;\n"
+      << "\tand.b32 %tmn, %t, " << N(t.gthreads - 1) << ";\n"
+      << "\tsetp.ne.u32 %pk, %wk, 0;\n"
+      << "\tmad.lo.u32 %ws, %tmn, 4, %smem;\n"
+      << "\tmad.lo.u32 %da, %wk, " << N(slice) << ", %ws;\n"
+      << "\tsub.u32 %da, %da, " << N(slice) << ";\n";
+    for (int64_t i = 0; i < sums; ++i)
+      p << "\t@%pk st.shared.f32 [%da+" << N(i * t.gthreads * 4)
+        << "], %acc" << N(i) << ";\n";
+    p << "\tbar.sync 0;\n\t@%pk bra $DONE;\n";
+    for (int64_t g = 1; g < q.wk; ++g)
+      for (int64_t i = 0; i < sums; ++i)
+        p << "\tld.shared.f32 %v, [%ws+"
+          << N(((g - 1) * sums + i) * t.gthreads * 4) << "];\n"
+          << "\tadd.f32 %acc" << N(i) << ", %acc" << N(i) << ", %v;\n";
+  }
   if (q.kg == 1) {
     p << "\t// ---- C[row][col] = alpha * sum + beta * C (C is not read when "
          "beta == 0)\n"
@@ -276,6 +314,7 @@ std::string Entry(const Plan& t, const std::string& arch) {
       }
     }
   }
+  if (q.wk > 1) p << "$DONE:\n";
   p << "\tret;\n}\n";
   return p.str();
 }
@@ -318,7 +357,8 @@ Status Validate(const FfmaKParams& p, std::string_view field) {
   BT_RETURN_IF_ERROR(CheckOneOf(f + ".WN", FfmaKWarpValues(), p.wn));
   BT_RETURN_IF_ERROR(CheckOneOf(f + ".KC", FfmaKStepValues(), p.kc));
   BT_RETURN_IF_ERROR(CheckOneOf(f + ".ST", FfmaKStageValues(), p.stages));
-  return CheckOneOf(f + ".KG", FfmaKSplitValues(), p.kg);
+  BT_RETURN_IF_ERROR(CheckOneOf(f + ".KG", FfmaKSplitValues(), p.kg));
+  return CheckOneOf(f + ".WK", FfmaKWarpValues(), p.wk);
 }
 
 const char* ToString(FfmaKRule rule) {
@@ -329,6 +369,8 @@ const char* ToString(FfmaKRule rule) {
       return "tile";
     case FfmaKRule::kThreads:
       return "threads";
+    case FfmaKRule::kKWarps:
+      return "k_warps";
     case FfmaKRule::kVectorLd:
       return "vector_ld";
     case FfmaKRule::kShared:
@@ -363,6 +405,8 @@ bool Passes(FfmaKRule rule, const Problem& problem, const FfmaKParams& p,
       return p.TileM() < 2 * g.m && p.TileN() < 2 * g.n;
     case FfmaKRule::kThreads:
       return p.Threads() <= limits.max_threads_per_block;
+    case FfmaKRule::kKWarps:
+      return (p.kc / 4) % p.wk == 0;
     case FfmaKRule::kVectorLd: {
       const auto ld = LeadingDims(problem);
       return ld[0] % 4 == 0 && ld[1] % 4 == 0;
@@ -403,9 +447,14 @@ Status CanImplement(const Problem& problem, const FfmaKParams& p,
       }
       case FfmaKRule::kThreads:
         return FailedPrecondition(
-            "threads: WM=" + N(p.wm) + " x WN=" + N(p.wn) + " warps are " +
-            N(p.Threads()) + " threads, more than " +
+            "threads: WM=" + N(p.wm) + " x WN=" + N(p.wn) + " x WK=" +
+            N(p.wk) + " warps are " + N(p.Threads()) + " threads, more than " +
             N(limits.max_threads_per_block) + " per program");
+      case FfmaKRule::kKWarps:
+        return FailedPrecondition(
+            "k_warps: WK=" + N(p.wk) + " groups split each stage's KC=" +
+            N(p.kc) + " elements in whole 16-byte vectors: WK must divide " +
+            "KC / 4 = " + N(p.kc / 4));
       case FfmaKRule::kVectorLd: {
         const bool a = ld[0] % 4 != 0;
         return FailedPrecondition(
@@ -418,8 +467,9 @@ Status CanImplement(const Problem& problem, const FfmaKParams& p,
         return FailedPrecondition(
             "shared: ST=" + N(p.stages) + " stages of (" + N(p.TileM()) +
             " + " + N(p.TileN()) + ") rows of KC=" + N(p.kc) +
-            " (+4) floats are " + N(p.SharedBytes()) +
-            " bytes of shared memory, more than the " +
+            " (+4) floats, or WK-1=" + N(p.wk - 1) + " groups' " +
+            N(p.TileM()) + " x " + N(p.TileN()) + " sums, are " +
+            N(p.SharedBytes()) + " bytes of shared memory, more than the " +
             N(limits.max_dynamic_shared_bytes) + " a program may have");
       case FfmaKRule::kRegisters:
         return FailedPrecondition(

@@ -17,9 +17,14 @@
 // memory are KC + 4 floats apart, so LM consecutive rows of a 16-byte read
 // fall in distinct banks.
 //
-// A program of WM x WN warps owns a (LM*TM*WM) x (LN*TN*WN) tile of C. K
-// goes through shared memory KC at a time in a ring of ST stages filled by
-// cp.async (16-byte copies, zero-filled past K; ST - 1 stages in flight).
+// A program of WM x WN x WK warps owns a (LM*TM*WM) x (LN*TN*WN) tile of
+// C. K goes through shared memory KC at a time in a ring of ST stages
+// filled by cp.async (16-byte copies, zero-filled past K; ST - 1 stages in
+// flight). With WK > 1 the WM x WN warp tile is computed by WK groups of
+// warps, group g reading elements [g*KC/WK, (g+1)*KC/WK) of every stage
+// (a split of K inside the program: more warps per SM for a small tile
+// without a larger workspace); at the end groups 1 .. WK-1 leave their
+// sums in shared memory and group 0 adds them and writes C.
 // With K_G > 1 the reduction is split over K_G programs (grid z) whose
 // partial sums go to a workspace that gemm.ffma's reduce entry adds
 // (kernels/gemm_ptx.h AddSplitReduce). The PTX depends on the parameters
@@ -41,7 +46,7 @@
 namespace blocktune {
 
 // Bumped whenever the emitted PTX can change (family_golden_test).
-inline constexpr int kGemmFfmaKGeneratorVersion = 1;
+inline constexpr int kGemmFfmaKGeneratorVersion = 2;
 inline constexpr const char kGemmFfmaKFamily[] = "gemm.ffma_k";
 
 struct FfmaKParams {
@@ -53,26 +58,34 @@ struct FfmaKParams {
   int64_t kc = 32;      // KC: elements of K per shared-memory stage
   int64_t stages = 3;   // ST: stages of the cp.async ring
   int64_t kg = 1;       // K_G: programs splitting K
+  int64_t wk = 1;       // WK: groups of WM x WN warps splitting each stage
 
   int64_t LanesN() const { return 32 / lanes_m; }
-  int64_t Threads() const { return 32 * wm * wn; }
+  // Threads of one group of WM x WN warps, and of the program.
+  int64_t GroupThreads() const { return 32 * wm * wn; }
+  int64_t Threads() const { return GroupThreads() * wk; }
   int64_t TileM() const { return lanes_m * tm * wm; }
   int64_t TileN() const { return LanesN() * tn * wn; }
   // Bytes of one row of a stage (KC floats and 4 of padding).
   int64_t RowBytes() const { return (kc + 4) * 4; }
   int64_t StageBytes() const { return (TileM() + TileN()) * RowBytes(); }
-  int64_t SharedBytes() const { return stages * StageBytes(); }
+  int64_t RingBytes() const { return stages * StageBytes(); }
+  // The ring, reused at the end for WK - 1 groups' sums (4 bytes each).
+  int64_t ReduceBytes() const { return (wk - 1) * TileM() * TileN() * 4; }
+  int64_t SharedBytes() const {
+    return RingBytes() > ReduceBytes() ? RingBytes() : ReduceBytes();
+  }
 };
 
 // The parameters' domains, in FfmaKParams order (LM, TM, TN, WM, WN, KC,
-// ST, KG).
+// ST, KG, WK; WK takes FfmaKWarpValues).
 const std::vector<int64_t>& FfmaKLaneValues();
 const std::vector<int64_t>& FfmaKThreadTileValues();
 const std::vector<int64_t>& FfmaKWarpValues();
 const std::vector<int64_t>& FfmaKStepValues();
 const std::vector<int64_t>& FfmaKStageValues();
 const std::vector<int64_t>& FfmaKSplitValues();
-// INVALID_ARGUMENT naming "<field>.<LM|TM|TN|WM|WN|KC|ST|KG>" for a value
+// INVALID_ARGUMENT naming "<field>.<LM|TM|TN|WM|WN|KC|ST|KG|WK>" for a value
 // outside its domain.
 Status Validate(const FfmaKParams& p, std::string_view field = "params");
 
@@ -81,16 +94,18 @@ enum class FfmaKRule {
   kLayout,     // A N and B T: both operands' rows run along K
   kTile,       // the tile no more than twice M and N (TileM < 2M,
                // TileN < 2N): a wider one only repeats a narrower one
-  kThreads,    // 32 * WM * WN <= threads per block
+  kThreads,    // 32 * WM * WN * WK <= threads per block
+  kKWarps,     // WK divides KC / 4: each group reads whole 16-byte vectors
   kVectorLd,   // lda and ldb multiples of 4 (16-byte copies)
-  kShared,     // ST * (TileM + TileN) * (KC + 4) * 4 bytes <= the
-               // dynamic shared memory per block
+  kShared,     // SharedBytes (the ring, or the WK - 1 groups' sums if
+               // larger) <= the dynamic shared memory per block
   kRegisters,  // FfmaKRegisterEstimate <= registers per thread, and times
                // the program's threads < the SM's registers
 };
 inline constexpr FfmaKRule kFfmaKRules[] = {
     FfmaKRule::kLayout,   FfmaKRule::kTile,   FfmaKRule::kThreads,
-    FfmaKRule::kVectorLd, FfmaKRule::kShared, FfmaKRule::kRegisters};
+    FfmaKRule::kKWarps,   FfmaKRule::kVectorLd, FfmaKRule::kShared,
+    FfmaKRule::kRegisters};
 const char* ToString(FfmaKRule rule);
 
 // 16-byte copies per thread per stage of A and of B.
@@ -112,7 +127,7 @@ Status CanImplement(const Problem& problem, const FfmaKParams& p,
 
 // The kernel for `problem` on `arch` ("sm_80", "sm_90"): entry
 // "blocktune_ffma_k" with EntryParams(Op::kGemm)'s parameters, grid
-// (ceil(M / TileM), ceil(N / TileN), K_G), block 32*WM*WN, dynamic shared
+// (ceil(M / TileM), ceil(N / TileN), K_G), block 32*WM*WN*WK, dynamic shared
 // memory SharedBytes (GemmKernel has no field for it: the family sets
 // GeneratedKernel::dynamic_shared_bytes); with K_G > 1 the reduce entry
 // and workspace of AddSplitReduce. vector_a = vector_b = 4. Refuses

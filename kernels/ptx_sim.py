@@ -4,7 +4,8 @@
 It runs one entry of the PTX that blocktune's CUDA-core generators emit
 (the instruction subset of kernels/gemm_ffma_k.cc: integer and fp32
 arithmetic, predicates and branches, ld/st.global.f32, ld.shared.v4.f32,
-cp.async with a source size, commit/wait groups, bar.sync) over a grid of
+ld/st.shared.f32, cp.async with a source size, commit/wait groups,
+bar.sync) over a grid of
 programs, one program at a time, its threads one after another between
 barriers. It is a model, not a GPU: what it checks is the generator's
 indexing, guards, stage ring and split of K, against a reference. Two
@@ -288,6 +289,10 @@ class Program:
             i = self.shared_index(self.addr(t, a[1]), 4)
             for k, r in enumerate(regs):
                 R[r] = self.shared[i + k]
+        elif op == 'ld.shared.f32':
+            R[a[0]] = self.shared[self.shared_index(self.addr(t, a[1]), 1)]
+        elif op == 'st.shared.f32':
+            self.shared[self.shared_index(self.addr(t, a[0]), 1)] = v(a[1], 'f')
         elif op == 'cp.async.cg.shared.global':
             dst, src = self.addr(t, a[0]), self.addr(t, a[1])
             size, nbytes = int(a[2]), v(a[3])
