@@ -5,9 +5,8 @@ It runs one entry of the PTX that blocktune's CUDA-core generators emit
 (the instruction subset of kernels/gemm_ffma_k.cc: integer and fp32
 arithmetic, predicates and branches, ld/st.global.f32, ld.shared.v4.f32,
 ld/st.shared.f32, cp.async with a source size, commit/wait groups,
-bar.sync) over a grid of
-programs, one program at a time, its threads one after another between
-barriers. It is a model, not a GPU: what it checks is the generator's
+bar.sync) over a grid of programs, one program at a time, its threads one
+after another between barriers. It is a model, not a GPU: what it checks is the generator's
 indexing, guards, stage ring and split of K, against a reference. Two
 timings of cp.async bracket the hardware's:
   late   a copy lands only when cp.async.wait_group releases its group
