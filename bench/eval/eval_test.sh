@@ -165,20 +165,21 @@ sed -i 's/\t80\t81\t/\t120\t121\t/' "$tmp/t/torch_conv.tsv"
 "$python" bench/eval/report.py --results "$tmp/t" --out "$tmp/t" --no-plots >"$tmp/report.log"
 grep -qF '| **five thesis families** | 2 | 1.58x |' "$tmp/t/summary.md" ||
   fail "slower torch time taken: $(grep five "$tmp/t/summary.md")"
-# 4. run.sh gpu passes EVAL_GROUPS and SWEEP on, asks for every candidate's
-#    time (--times), and writes eval-PART.*, with a stand-in eval_bench that
+# 4. run.sh gpu passes EVAL_GROUPS, SWEEP and REST on, asks for every
+#    candidate's time (--times) and the timing trace (--trace), and writes
+#    eval-PART.*, with a stand-in eval_bench that
 #    prints its arguments (no GPU here).
 mkdir -p "$tmp/bin" "$tmp/res/fp32"
 printf '#!/bin/sh\necho "args: $*"\necho "a log line" >&2\n' >"$tmp/bin/eval_bench"
 chmod +x "$tmp/bin/eval_bench"
 : >"$tmp/res/fp32/plan.tsv"
-RESULTS=$tmp/res EVAL_GROUPS="square mlp" PART=2 SWEEP=150 \
+RESULTS=$tmp/res EVAL_GROUPS="square mlp" PART=2 SWEEP=150 REST=5 \
   bench/eval/run.sh gpu fp32 "$tmp/bin" >/dev/null
-grep -q -- "--csv $tmp/res/fp32/eval-2.csv --times $tmp/res/fp32/eval-2-times.tsv --sweep 150 --group square --group mlp\$" \
+grep -q -- "--csv $tmp/res/fp32/eval-2.csv --times $tmp/res/fp32/eval-2-times.tsv --trace $tmp/res/fp32/eval-2-trace.tsv --sweep 150 --rest 5 --group square --group mlp\$" \
   "$tmp/res/fp32/eval-2.txt" || fail "run.sh gpu: $(cat "$tmp/res/fp32/eval-2.txt")"
 zcat "$tmp/res/fp32/eval-2.err.gz" | grep -q "a log line" || fail "run.sh gpu: eval-2.err.gz"
 RESULTS=$tmp/res bench/eval/run.sh gpu fp32 "$tmp/bin" >/dev/null
-grep -q -- "--csv $tmp/res/fp32/eval.csv --times $tmp/res/fp32/eval-times.tsv --sweep 40\$" "$tmp/res/fp32/eval.txt" \
+grep -q -- "--csv $tmp/res/fp32/eval.csv --times $tmp/res/fp32/eval-times.tsv --trace $tmp/res/fp32/eval-trace.tsv --sweep 40\$" "$tmp/res/fp32/eval.txt" \
   || fail "run.sh gpu defaults: $(cat "$tmp/res/fp32/eval.txt")"
 # and the families' answers where the plan step wrote them.
 echo "x" >"$tmp/res/fp32/plan-families.tsv"

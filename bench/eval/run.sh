@@ -22,7 +22,11 @@
 # the families' and the sweep, for scoring another ranking offline).
 # gpu takes SWEEP (random configurations per family, default 40), EVAL_GROUPS
 # (a space-separated list of shapes.txt groups; default all) and PART (N:
-# the files are eval-N.*), so that a long evaluation runs in several calls.
+# the files are eval-N.*), so that a long evaluation runs in several calls,
+# and REST (eval_bench --rest: seconds idle before a rested re-time of each
+# shape's vendor and oracle). gpu logs the card's SM clock, power and
+# temperature every 100 ms (eval*-smi.csv.gz) beside eval_bench's --trace
+# (eval*-trace.tsv).
 #
 # PREC: bf16, fp16, tf32 or fp32. BIN holds eval_bench (bench/kernels/, from
 # a build with the CUDA toolkit; it needs no gRPC, SQLite or libtorch, so it
@@ -111,10 +115,28 @@ case "${1:-}" in
     out=$dir/eval${PART:+-$PART}
     extra=()
     [[ -s $dir/plan-families.tsv ]] && extra=(--extra "$dir/plan-families.tsv")
+    # The SM clock, power and temperature every 100 ms while eval_bench runs
+    # ($out-smi.csv), beside its --trace of every timing ($out-trace.tsv):
+    # what the card was doing when each figure was taken.
+    smi_pid=
+    if command -v nvidia-smi >/dev/null; then
+      q=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu
+      nvidia-smi --query-gpu=$q,clocks_event_reasons.active --format=csv \
+        -lms 100 >"$out-smi.csv" 2>/dev/null &
+      smi_pid=$!
+      sleep 0.5
+      if ! kill -0 "$smi_pid" 2>/dev/null; then  # a driver without that field
+        nvidia-smi --query-gpu=$q --format=csv -lms 100 >"$out-smi.csv" 2>&1 &
+        smi_pid=$!
+      fi
+    fi
     "$bin/eval_bench" --plan "$dir/plan.tsv" --csv "$out.csv" \
-      --times "$out-times.tsv" --sweep "${SWEEP:-40}" "${groups[@]}" \
-      "${triton[@]}" "${extra[@]}" 2>"$out.err" | tee "$out.txt"
+      --times "$out-times.tsv" --trace "$out-trace.tsv" --sweep "${SWEEP:-40}" \
+      ${REST:+--rest "$REST"} "${groups[@]}" "${triton[@]}" "${extra[@]}" \
+      2>"$out.err" | tee "$out.txt"
+    [[ -n $smi_pid ]] && kill "$smi_pid" 2>/dev/null || true
     gzip -f "$out.err"
+    [[ -e $out-smi.csv ]] && gzip -f "$out-smi.csv"
     # Every candidate's time (eval_bench --times), for offline rankings.
     if [[ -e $out-times.tsv ]]; then gzip -f "$out-times.tsv"; fi
     ;;

@@ -16,18 +16,21 @@
 //           cuDNN (the best of cudnnFind's), in the shape's own precision;
 //   Triton  (--triton) bench/kernels/triton_bench.py's autotuned time for
 //           the GEMMs, measured in the same device call.
-// The three picks are timed once more after selection (the median of --reps
-// launches), so the least of several noisy timings is not what is reported;
-// the model's answer twice, for the noise. The vendor is timed again just
-// before and just after them, and the faster of those two is vendor_us:
-// the ratios compare times taken together (the first vendor time, before
-// the sweep, is vendor_first_us; clocks drift over a long sweep). Each
+// The top 10 are timed round-robin (Timer::TimeRoundRobin), and so are the
+// figures reported: after the sweep, the vendor's fastest algorithm, the
+// model's answer (twice: model_repeat, the noise), the top 10's pick and
+// the oracle's finalists, one launch each per round, so that all of them
+// run in the same power state of the card (timed one after another, a
+// GPU at its power cap runs the first ~100 ms after an idle spell at its
+// boost clock and the rest slower: bench/results/h200/power/). The
+// vendor's time from before the sweep is kept as vendor_first_us. Each
 // pick's output is compared with the vendor's (RelErr within
 // Tolerance(precision)); a sweep candidate that fails the check is never
 // the oracle.
 //
 //   eval_bench --plan plan.tsv --csv out.csv [--group G]... [--sweep 40]
 //              [--reps 21] [--triton TSV] [--times out.tsv] [--extra F.tsv]
+//              [--trace out.tsv] [--rest S]
 // --times: every candidate's time too, a row each (context, source: the
 // plan's rank 1..10, "family" or "sweep", configuration, microseconds,
 // launches timed; NaN where it did not run), the data to score another
@@ -39,10 +42,17 @@
 //                                                  shapes file)
 //   eval_bench --plan plan.tsv --list-candidates  (no GPU: candidates per
 //                                                  shape on an H100)
+// --trace: a line per timing (wall-clock seconds since the epoch, shape,
+// what was timed, microseconds), to lay beside a clock and power log
+// (nvidia-smi --query-gpu=timestamp,clocks.sm,... -lms 100).
+// --rest S: after the picks, the GPU is left idle S seconds and then the
+// vendor and the oracle's pick are timed round-robin once more (traced and
+// printed to stderr, not in the CSV): the same two on a rested card.
 // A plan line: group \t context \t rank \t configuration \t predicted seconds,
 // the configuration as "gemm.mma v3 bm=128 bn=128 ...".
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -296,15 +306,17 @@ int Usage() {
   std::fprintf(stderr,
                "usage: eval_bench --plan FILE (--csv FILE [--group G]... "
                "[--sweep N (0..2000)] [--reps N (5..1000)] [--triton TSV] "
-               "[--times FILE] [--extra FILE] | "
+               "[--times FILE] [--extra FILE] [--trace FILE] "
+               "[--rest S (0..60)] | "
                "--list-triton | --list-candidates)\n");
   return 2;
 }
 
 int Main(int argc, char** argv) {
-  std::string plan_path, csv_path, triton_path, times_path, extra_path;
+  std::string plan_path, csv_path, triton_path, times_path, extra_path,
+      trace_path;
   std::set<std::string> groups;
-  long sweep = 40, reps = 21;
+  long sweep = 40, reps = 21, rest_s = 0;
   bool list_triton = false, list_candidates = false;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
@@ -328,19 +340,21 @@ int Main(int argc, char** argv) {
       times_path = v;
     } else if (flag == "--extra") {
       extra_path = v;
+    } else if (flag == "--trace") {
+      trace_path = v;
     } else if (flag == "--group") {
       groups.insert(v);
-    } else if (flag == "--sweep" || flag == "--reps") {
+    } else if (flag == "--sweep" || flag == "--reps" || flag == "--rest") {
       char* end = nullptr;
       const long x = std::strtol(v, &end, 10);
-      const bool is_sweep = flag == "--sweep";
-      const long lo = is_sweep ? 0 : 5, hi = is_sweep ? 2000 : 1000;
+      const long lo = flag == "--reps" ? 5 : 0,
+                 hi = flag == "--sweep" ? 2000 : flag == "--reps" ? 1000 : 60;
       if (end == v || *end != '\0' || x < lo || x > hi) {
         std::fprintf(stderr, "%s: '%s' is not an integer in [%ld, %ld]\n",
                      flag.c_str(), v, lo, hi);
         return 2;
       }
-      (is_sweep ? sweep : reps) = x;
+      (flag == "--sweep" ? sweep : flag == "--reps" ? reps : rest_s) = x;
     } else {
       return Usage();
     }
@@ -421,22 +435,38 @@ int Main(int argc, char** argv) {
 #endif
   Timer timer(/*read_flush=*/true);
   Loader loader(arch);
-  FILE* csv = std::fopen(csv_path.c_str(), "w");
-  if (!csv) {
-    std::fprintf(stderr, "eval_bench: cannot write --csv %s\n",
-                 csv_path.c_str());
-    return 2;
-  }
-  FILE* times_out = nullptr;
-  if (!times_path.empty()) {
-    times_out = std::fopen(times_path.c_str(), "w");
-    if (!times_out) {
-      std::fprintf(stderr, "eval_bench: cannot write --times %s\n",
-                   times_path.c_str());
-      return 2;
+  // Opens an output file (none for an empty path) and writes its header;
+  // false where it cannot be written.
+  auto open_out = [](const char* flag, const std::string& path,
+                     const char* header, FILE** out) {
+    *out = nullptr;
+    if (path.empty()) return true;
+    *out = std::fopen(path.c_str(), "w");
+    if (!*out) {
+      std::fprintf(stderr, "eval_bench: cannot write %s %s\n", flag,
+                   path.c_str());
+      return false;
     }
-    std::fprintf(times_out, "context\tsource\tconfig\tus\tlaunches\n");
-  }
+    std::fprintf(*out, "%s", header);
+    return true;
+  };
+  FILE *csv, *times_out, *trace_out;
+  if (!open_out("--csv", csv_path, "", &csv) ||
+      !open_out("--times", times_path,
+                "context\tsource\tconfig\tus\tlaunches\n", &times_out) ||
+      !open_out("--trace", trace_path, "epoch_s\tshape\twhat\tus\n",
+                &trace_out))
+    return 2;
+  // A --trace line, stamped when the timing it reports has ended.
+  auto trace = [&](const Case& c, const std::string& what, double us) {
+    if (!trace_out) return;
+    const double epoch = std::chrono::duration<double>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+    std::fprintf(trace_out, "%.3f\t%s\t%s\t%.3f\n", epoch,
+                 ShapeText(c).c_str(), what.c_str(), us);
+    std::fflush(trace_out);
+  };
   std::fprintf(csv,
                "# %s; cuBLASLt %zu; sweep %ld per family, %ld repetitions; "
                "L2 read-flushed before each launch; %s\n%s\n",
@@ -467,6 +497,7 @@ int Main(int argc, char** argv) {
     std::string vendor_algo;
     LtResult vendor = time_vendor(&vendor_algo);
     const double vendor_first_us = vendor.us;
+    trace(c, "vendor_first", vendor.us);
     const std::vector<double> ref = std::isfinite(vendor.us)
                                         ? ToDoubles(buf.c_ref, c_elems, c.prec())
                                         : std::vector<double>();
@@ -475,6 +506,7 @@ int Main(int argc, char** argv) {
     const std::vector<Config> configs =
         CandidatesOf(p, limits, sm_count, sweep, &n_full);
     const auto loaded = loader.Load(c.problem, configs);
+    trace(c, "loaded " + std::to_string(configs.size()), NAN);
     int64_t ws_bytes = 16;
     for (const auto& k : loaded)
       if (k) ws_bytes = std::max(ws_bytes, k->kernel().workspace_bytes);
@@ -508,22 +540,42 @@ int Main(int argc, char** argv) {
     };
     const double tol = Tolerance(c.prec());
     auto correct = [&](double err) { return ref.empty() || err <= tol; };
+    // Candidate i as a round-robin slot: its own workspace zeroed before
+    // each launch, outside the timed region.
+    auto slot = [&](size_t i) {
+      Timer::Slot sl;
+      const int64_t bytes = loaded[i] ? loaded[i]->kernel().workspace_bytes : 0;
+      if (bytes > 0) sl.prepare = [ws, bytes] { cudaMemset(ws, 0, bytes); };
+      sl.launch = [&launch, &loaded, i] { return loaded[i] && launch(i); };
+      return sl;
+    };
 
-    // The top 10 (and --extra's) in full; the sweep quickly: one launch, and 5 more only
-    // for a candidate within 25% of the fastest so far (one launch's noise
-    // is a few percent, so the ones left at one launch are never among the
-    // 4 fastest that the oracle re-times; most of a large shape's sweep is
-    // slow candidates, and this halves the evaluation's time).
+    // The top 10 (and --extra's) in full, round-robin (Timer::TimeRoundRobin:
+    // timed one after another, the first ones would run at the boost clock
+    // and the later ones at the power cap's); the sweep quickly: one launch,
+    // and 5 more only for a candidate within 25% of the fastest so far (one
+    // launch's noise is a few percent, so the ones left at one launch are
+    // never among the 4 fastest that the oracle re-times; most of a large
+    // shape's sweep is slow candidates, and this halves the evaluation's
+    // time).
     const size_t n_top = p.top.size();
     std::vector<double> us(configs.size(), NAN);
     std::vector<long> launches(configs.size(), 0);
     int tried = 0, wrong = 0;
     double fastest = INFINITY;
-    for (size_t i = 0; i < configs.size(); ++i) {
-      if (i < n_full) {
-        us[i] = time(i, static_cast<int>(reps), 3);
+    {
+      std::vector<Timer::Slot> full;
+      for (size_t i = 0; i < n_full; ++i) full.push_back(slot(i));
+      const std::vector<double> t =
+          timer.TimeRoundRobin(full, static_cast<int>(reps));
+      for (size_t i = 0; i < n_full; ++i) {
+        us[i] = t[i];
         launches[i] = reps;
-      } else {
+        trace(c, "first " + configs[i].Text(), us[i]);
+      }
+    }
+    for (size_t i = 0; i < configs.size(); ++i) {
+      if (i >= n_full) {
         us[i] = time(i, 1, 1);
         launches[i] = 1;
         if (us[i] <= 1.25 * fastest) {
@@ -536,6 +588,7 @@ int Main(int argc, char** argv) {
         fastest = std::min(fastest, us[i]);
       }
     }
+    trace(c, "swept", NAN);
     if (times_out) {
       for (size_t i = 0; i < configs.size(); ++i)
         std::fprintf(times_out, "%s\t%s\t%s\t%.3f\t%ld\n",
@@ -562,16 +615,15 @@ int Main(int argc, char** argv) {
       }
       ++wrong;
     }
-    // The oracle: the 4 fastest correct sweep candidates in full, and the
-    // top 10.
+    // The oracle's finalists: the 4 fastest sweep candidates whose output
+    // is correct.
     order.clear();
     for (size_t i = n_top; i < configs.size(); ++i)
       if (std::isfinite(us[i])) order.push_back({us[i], i});
     std::sort(order.begin(), order.end());
-    size_t oracle_i = top_i;
-    int retimed = 0;
+    std::vector<size_t> finalists;
     for (const auto& [quick, i] : order) {
-      if (retimed == 4) break;
+      if (finalists.size() == 4) break;
       err[i] = check(i);
       if (!correct(err[i])) {
         ++wrong;
@@ -581,11 +633,7 @@ int Main(int argc, char** argv) {
                      configs[i].Text().c_str(), err[i]);
         continue;
       }
-      ++retimed;
-      us[i] = time(i, reps);
-      if (std::isfinite(us[i]) &&
-          (oracle_i == SIZE_MAX || !(us[i] >= us[oracle_i])))
-        oracle_i = i;
+      finalists.push_back(i);
     }
     if (!std::isfinite(us[0]) || top_i == SIZE_MAX) {
       std::printf("%-12s %-28s the model's answer did not run, or none of "
@@ -594,38 +642,66 @@ int Main(int argc, char** argv) {
       cudaFree(ws);
       continue;
     }
-    // Re-time the picks, each distinct configuration once; the oracle is
-    // the fastest of them (the model's and the top 10's picks are in the
-    // swept set).
-    // The vendor is timed again on each side of them, and the faster of
-    // those two is the one reported: times taken together. The time from
-    // before the sweep (vendor_first_us) is kept, not used: over a long
-    // sweep the clocks drift (an H200 ran 8192x12288x4096's pick in
-    // 1195 us in the sweep's wake and in 1002 us alone, against cuBLASLt's
-    // 1021 us timed before the sweep and 988 us alone).
-    std::string algo_before, algo_after;
-    const LtResult vendor_before = time_vendor(&algo_before);
+    // The figures reported: the vendor's fastest algorithm (searched for
+    // again now), the model's answer, the top 10's pick and the finalists,
+    // timed round-robin, so that all of them run in the same state of the
+    // card; the oracle is the fastest of the picks and finalists. The
+    // model's answer has a second slot (model_repeat: the noise). The
+    // vendor's time from before the sweep (vendor_first_us) is kept, not
+    // used: timed apart, figures differ by the card's power state (an H200
+    // ran 6144^3 bf16 picks 15% slower right after cuBLASLt's 8 algorithms
+    // than right after an idle spell, and cuBLASLt the same:
+    // bench/results/h200/power/).
+    std::string algo_paired;
+    LtResult vendor_paired = time_vendor(&algo_paired);
+    trace(c, "vendor_search", vendor_paired.us);
+    std::vector<size_t> timed = {0};
+    for (size_t i : finalists)
+      if (std::find(timed.begin(), timed.end(), i) == timed.end())
+        timed.push_back(i);
+    if (std::find(timed.begin(), timed.end(), top_i) == timed.end())
+      timed.insert(timed.begin() + 1, top_i);
+    std::vector<Timer::Slot> slots;
+    const bool paired = static_cast<bool>(vendor_paired.best);
+    if (paired) slots.push_back({nullptr, vendor_paired.best});
+    for (size_t i : timed) slots.push_back(slot(i));
+    slots.push_back(slot(0));
+    const std::vector<double> t =
+        timer.TimeRoundRobin(slots, static_cast<int>(reps));
+    size_t k = 0;
+    if (paired) {
+      vendor = vendor_paired;
+      vendor.us = t[k++];
+      vendor_algo = algo_paired;
+      trace(c, "vendor", vendor.us);
+    }
     std::map<size_t, Pick> picks;
-    for (size_t i : {size_t{0}, top_i, oracle_i}) {
-      if (i == SIZE_MAX || picks.count(i)) continue;
+    for (size_t i : timed) {
       Pick& pk = picks[i];
       pk.index = i;
+      pk.us = t[k++];
       pk.rel_err = std::isfinite(err[i]) ? err[i] : check(i);
-      pk.us = time(i, reps);
+      trace(c, "pick " + configs[i].Text(), pk.us);
     }
+    const double model_repeat = t[k];
+    trace(c, "model_repeat", model_repeat);
     const Pick model = picks[0], top10 = picks[top_i];
     Pick oracle = model;
     for (const auto& [i, pk] : picks)
       if (correct(pk.rel_err) && pk.us < oracle.us) oracle = pk;
-    const double model_repeat = time(0, reps);
-    const LtResult vendor_after = time_vendor(&algo_after);
-    // The faster of the two paired timings; the first only where neither
-    // ran.
-    const bool after_wins = std::isfinite(vendor_after.us) &&
-                            !(vendor_before.us <= vendor_after.us);
-    if (after_wins || std::isfinite(vendor_before.us)) {
-      vendor = after_wins ? vendor_after : vendor_before;
-      vendor_algo = after_wins ? algo_after : algo_before;
+    if (rest_s > 0 && paired) {
+      std::this_thread::sleep_for(std::chrono::seconds(rest_s));
+      const std::vector<double> r = timer.TimeRoundRobin(
+          {{nullptr, vendor_paired.best}, slot(oracle.index)},
+          static_cast<int>(reps));
+      trace(c, "rested_vendor", r[0]);
+      trace(c, "rested_oracle", r[1]);
+      std::fprintf(stderr,
+                   "# rested %ld s: %s %s vendor %.1f oracle %.1f (after the "
+                   "sweep: vendor %.1f, oracle %.1f)\n",
+                   rest_s, ShapeText(c).c_str(),
+                   std::string(ToString(c.prec())).c_str(), r[0], r[1],
+                   vendor.us, oracle.us);
     }
     double triton_us = NAN;
     if (!c.conv()) {
@@ -668,6 +744,7 @@ int Main(int argc, char** argv) {
   }
   std::fclose(csv);
   if (times_out) std::fclose(times_out);
+  if (trace_out) std::fclose(trace_out);
   std::printf("# %.0f s\n", NowSeconds() - t_start);
   cublasLtDestroy(lt);
 #ifdef BLOCKTUNE_HAVE_CUDNN

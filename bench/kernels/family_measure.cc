@@ -153,45 +153,51 @@ LtResult TimeLt(cublasLtHandle_t lt, const Case& pr, Buffers& buf,
                                           ? CUBLAS_COMPUTE_32F_FAST_TF32
                                           : CUBLAS_COMPUTE_32F;
   const cudaDataType_t type = CudaType(pr.prec());
-  cublasLtMatmulDesc_t desc;
-  cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F);
-  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
+  // The descriptors, owned by whoever holds the best algorithm's launcher.
+  struct Plan {
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+    cublasLtMatmulHeuristicResult_t results[16];
+    ~Plan() {
+      cublasLtMatrixLayoutDestroy(la);
+      cublasLtMatrixLayoutDestroy(lb);
+      cublasLtMatrixLayoutDestroy(lc);
+      cublasLtMatmulDescDestroy(desc);
+    }
+  };
+  auto plan = std::make_shared<Plan>();
+  cublasLtMatmulDescCreate(&plan->desc, compute, CUDA_R_32F);
+  cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
                                  sizeof(ta));
-  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
+  cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
                                  sizeof(tb));
-  cublasLtMatrixLayout_t la, lb, lc;
-  cublasLtMatrixLayoutCreate(&la, type, bt ? g.k : g.n, bt ? g.n : g.k,
+  cublasLtMatrixLayoutCreate(&plan->la, type, bt ? g.k : g.n, bt ? g.n : g.k,
                              pr.Ldb());
-  cublasLtMatrixLayoutCreate(&lb, type, at ? g.m : g.k, at ? g.k : g.m,
+  cublasLtMatrixLayoutCreate(&plan->lb, type, at ? g.m : g.k, at ? g.k : g.m,
                              pr.Lda());
-  cublasLtMatrixLayoutCreate(&lc, type, g.n, g.m, pr.Ldc());
+  cublasLtMatrixLayoutCreate(&plan->lc, type, g.n, g.m, pr.Ldc());
   cublasLtMatmulPreference_t pref;
   cublasLtMatmulPreferenceCreate(&pref);
   size_t ws_bytes = buf.ws_bytes;
   cublasLtMatmulPreferenceSetAttribute(pref,
                                        CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                        &ws_bytes, sizeof(ws_bytes));
-  cublasLtMatmulHeuristicResult_t results[16];
   int found = 0;
-  cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 16, results,
-                                 &found);
+  cublasLtMatmulAlgoGetHeuristic(lt, plan->desc, plan->la, plan->lb, plan->lc,
+                                 plan->lc, pref, 16, plan->results, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
   LtResult r;
   r.algos_offered = found;
-  const float alpha = 1, beta = 0;
-  TimeFastest(
-      found,
-      [&](int i) {
-        return cublasLtMatmul(lt, desc, &alpha, buf.b, la, buf.a, lb, &beta,
-                              buf.c_ref, lc, buf.c_ref, lc, &results[i].algo,
-                              buf.ws, ws_bytes,
-                              nullptr) == CUBLAS_STATUS_SUCCESS;
-      },
-      buf, timer, reps, &r);
-  cublasLtMatmulPreferenceDestroy(pref);
-  cublasLtMatrixLayoutDestroy(la);
-  cublasLtMatrixLayoutDestroy(lb);
-  cublasLtMatrixLayoutDestroy(lc);
-  cublasLtMatmulDescDestroy(desc);
+  Buffers* b = &buf;
+  auto run = [lt, plan, b, ws_bytes](int i) {
+    static const float alpha = 1, beta = 0;
+    return cublasLtMatmul(lt, plan->desc, &alpha, b->b, plan->la, b->a,
+                          plan->lb, &beta, b->c_ref, plan->lc, b->c_ref,
+                          plan->lc, &plan->results[i].algo, b->ws, ws_bytes,
+                          nullptr) == CUBLAS_STATUS_SUCCESS;
+  };
+  const int best = TimeFastest(found, run, buf, timer, reps, &r);
+  if (best >= 0) r.best = [run, best] { return run(best); };
   return r;
 }
 
@@ -242,25 +248,41 @@ LtResult TimeCudnn(cudnnHandle_t h, const Case& pr, Buffers& buf, Timer& timer,
       usable.push_back(i);
   }
   r.algos_offered = static_cast<int>(usable.size());
-  const float alpha = 1, beta = 0;
+  // The descriptors, owned by whoever holds the best algorithm's launcher.
+  struct Plan {
+    cudnnTensorDescriptor_t xd, yd;
+    cudnnFilterDescriptor_t fd;
+    cudnnConvolutionDescriptor_t cd;
+    ~Plan() {
+      cudnnDestroyTensorDescriptor(xd);
+      cudnnDestroyTensorDescriptor(yd);
+      cudnnDestroyFilterDescriptor(fd);
+      cudnnDestroyConvolutionDescriptor(cd);
+    }
+  };
+  auto plan = std::make_shared<Plan>();
+  plan->xd = xd;
+  plan->yd = yd;
+  plan->fd = fd;
+  plan->cd = cd;
+  Buffers* b = &buf;
+  auto run_algo = [h, plan, b](cudnnConvolutionFwdAlgo_t algo) {
+    static const float alpha = 1, beta = 0;
+    return cudnnConvolutionForward(h, &alpha, plan->xd, b->a, plan->fd, b->b,
+                                   plan->cd, algo, b->ws, b->ws_bytes, &beta,
+                                   plan->yd, b->c_ref) == CUDNN_STATUS_SUCCESS;
+  };
   const int best = TimeFastest(
       r.algos_offered,
-      [&](int j) {
-        return cudnnConvolutionForward(h, &alpha, xd, buf.a, fd, buf.b, cd,
-                                       perf[usable[j]].algo, buf.ws,
-                                       buf.ws_bytes, &beta, yd, buf.c_ref) ==
-               CUDNN_STATUS_SUCCESS;
-      },
-      buf, timer, reps, &r);
+      [&](int j) { return run_algo(perf[usable[j]].algo); }, buf, timer, reps,
+      &r);
   if (best >= 0) {
     const cudnnConvolutionFwdAlgoPerf_t& p = perf[usable[best]];
     *best_name = "algo" + std::to_string(int(p.algo)) + " math" +
                  std::to_string(int(p.mathType));
+    const cudnnConvolutionFwdAlgo_t algo = p.algo;
+    r.best = [run_algo, algo] { return run_algo(algo); };
   }
-  cudnnDestroyTensorDescriptor(xd);
-  cudnnDestroyTensorDescriptor(yd);
-  cudnnDestroyFilterDescriptor(fd);
-  cudnnDestroyConvolutionDescriptor(cd);
   return r;
 }
 #endif

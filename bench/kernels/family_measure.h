@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -156,6 +157,59 @@ class Timer {
     return Quantile(us, 0.5);
   }
 
+  // One launcher of a round-robin timing: `prepare` (may be empty) runs
+  // before the flush, outside the timed region (a workspace's counters
+  // zeroed, say).
+  struct Slot {
+    std::function<void()> prepare;
+    std::function<bool()> launch;
+  };
+  // Median microseconds of each slot's `reps` launches, timed round-robin:
+  // each round launches every slot once, each after an L2 flush, so that all
+  // of them run in the same state of the card. A GPU at its power cap runs
+  // the first ~100 ms of work after an idle spell at its boost clock and
+  // then slower (an H200 at 700 W: 1980 MHz, then 1400-1600 MHz for a large
+  // bf16 GEMM, bench/results/h200/power/), so kernels timed one after
+  // another are not timed alike. Each timed launch follows an untimed one
+  // of the same slot (then the flush), as each of Time's follows the one
+  // before: interleaved without it, short kernels timed 1-15% slower than
+  // alone, and some cuDNN calls 2-4x (an H200, bench/results/h200/power/).
+  // NaN for a slot whose launch failed.
+  std::vector<double> TimeRoundRobin(const std::vector<Slot>& slots, int reps,
+                                     int warmups = 3) {
+    std::vector<bool> ok(slots.size(), true);
+    std::vector<std::vector<double>> us(slots.size());
+    for (int r = -warmups; r < reps; ++r) {
+      for (size_t i = 0; i < slots.size(); ++i) {
+        if (!ok[i]) continue;
+        if (r >= 0) {
+          if (slots[i].prepare) slots[i].prepare();
+          if (!slots[i].launch()) {
+            ok[i] = false;
+            continue;
+          }
+        }
+        if (slots[i].prepare) slots[i].prepare();
+        if (r >= 0) Flush(r);
+        cudaEventRecord(start_);
+        if (!slots[i].launch()) {
+          ok[i] = false;
+          continue;
+        }
+        cudaEventRecord(stop_);
+        cudaEventSynchronize(stop_);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, start_, stop_);
+        if (r >= 0) us[i].push_back(ms * 1e3);
+      }
+    }
+    std::vector<double> out(slots.size(), NAN);
+    if (cudaGetLastError() != cudaSuccess) return out;
+    for (size_t i = 0; i < slots.size(); ++i)
+      if (ok[i] && !us[i].empty()) out[i] = Quantile(us[i], 0.5);
+    return out;
+  }
+
  private:
   static constexpr size_t kFlushBytes = size_t{256} << 20;
   void* flush_ = nullptr;
@@ -169,6 +223,9 @@ struct LtResult {
   double us = NAN;
   int algos_timed = 0;
   int algos_offered = 0;
+  // Launches the fastest algorithm once more (into buf.c_ref; it owns what
+  // it needs, so it outlives the call, not the handle); empty if none ran.
+  std::function<bool()> best;
 };
 
 // The best cuBLASLt heuristic algorithm, timed one by one; its output is
