@@ -521,12 +521,22 @@ int Main(int argc, char** argv) {
       ops.workspace = reinterpret_cast<uint64_t>(ws);
       return loaded[i]->Launch(ops).ok();
     };
+    // Candidate i as a timing slot: its own workspace zeroed before each
+    // launch, outside the timed region (another kernel's partial sums may
+    // lie where this one's counters are; every launch leaves its counters
+    // zero).
+    auto slot = [&](size_t i) {
+      Timer::Slot sl;
+      const int64_t bytes = loaded[i] ? loaded[i]->kernel().workspace_bytes : 0;
+      if (bytes > 0) sl.prepare = [ws, bytes] { cudaMemset(ws, 0, bytes); };
+      sl.launch = [&launch, &loaded, i] { return loaded[i] && launch(i); };
+      return sl;
+    };
     auto time = [&](size_t i, int n, int warmups = 3) {
       if (!loaded[i]) return double{NAN};
-      // Another kernel's partial sums may lie where this one's counters
-      // are; every launch leaves its counters zero.
-      CHECK_CUDA(cudaMemset(ws, 0, ws_bytes));
-      return timer.Time([&] { return launch(i); }, n, warmups);
+      const Timer::Slot sl = slot(i);
+      if (sl.prepare) sl.prepare();
+      return timer.Time(sl.launch, n, warmups);
     };
     // RelErr of candidate i's output against the vendor's (NaN without a
     // reference); C is NaN-poisoned first.
@@ -540,15 +550,6 @@ int Main(int argc, char** argv) {
     };
     const double tol = Tolerance(c.prec());
     auto correct = [&](double err) { return ref.empty() || err <= tol; };
-    // Candidate i as a round-robin slot: its own workspace zeroed before
-    // each launch, outside the timed region.
-    auto slot = [&](size_t i) {
-      Timer::Slot sl;
-      const int64_t bytes = loaded[i] ? loaded[i]->kernel().workspace_bytes : 0;
-      if (bytes > 0) sl.prepare = [ws, bytes] { cudaMemset(ws, 0, bytes); };
-      sl.launch = [&launch, &loaded, i] { return loaded[i] && launch(i); };
-      return sl;
-    };
 
     // The top 10 (and --extra's) in full, round-robin (Timer::TimeRoundRobin:
     // timed one after another, the first ones would run at the boost clock
@@ -655,12 +656,12 @@ int Main(int argc, char** argv) {
     std::string algo_paired;
     LtResult vendor_paired = time_vendor(&algo_paired);
     trace(c, "vendor_search", vendor_paired.us);
-    std::vector<size_t> timed = {0};
-    for (size_t i : finalists)
-      if (std::find(timed.begin(), timed.end(), i) == timed.end())
-        timed.push_back(i);
-    if (std::find(timed.begin(), timed.end(), top_i) == timed.end())
-      timed.insert(timed.begin() + 1, top_i);
+    // The distinct candidates: the model's answer, the top 10's pick, the
+    // finalists.
+    std::vector<size_t> timed;
+    for (size_t i : {size_t{0}, top_i})
+      if (timed.empty() || timed[0] != i) timed.push_back(i);
+    timed.insert(timed.end(), finalists.begin(), finalists.end());
     std::vector<Timer::Slot> slots;
     const bool paired = static_cast<bool>(vendor_paired.best);
     if (paired) slots.push_back({nullptr, vendor_paired.best});

@@ -181,21 +181,19 @@ class Timer {
     std::vector<std::vector<double>> us(slots.size());
     for (int r = -warmups; r < reps; ++r) {
       for (size_t i = 0; i < slots.size(); ++i) {
+        const Slot& sl = slots[i];
+        auto prepare = [&sl] {
+          if (sl.prepare) sl.prepare();
+        };
         if (!ok[i]) continue;
-        if (r >= 0) {
-          if (slots[i].prepare) slots[i].prepare();
-          if (!slots[i].launch()) {
-            ok[i] = false;
-            continue;
-          }
+        if (r >= 0) {  // the untimed launch before a timed one
+          prepare();
+          if (!(ok[i] = sl.launch())) continue;
         }
-        if (slots[i].prepare) slots[i].prepare();
+        prepare();
         if (r >= 0) Flush(r);
         cudaEventRecord(start_);
-        if (!slots[i].launch()) {
-          ok[i] = false;
-          continue;
-        }
+        if (!(ok[i] = sl.launch())) continue;
         cudaEventRecord(stop_);
         cudaEventSynchronize(stop_);
         float ms = 0;

@@ -24,8 +24,8 @@
 // and every family's fastest round-robin (one launch each per round), so
 // that they share the card's power state (a GPU at its power cap runs the
 // first ~100 ms after an idle spell faster than the rest); the search's
-// own times go to stderr. Inputs are random in [-1, 1]. Our kernels' outputs are compared with
-// cuBLASLt's best (relative Frobenius error).
+// own times go to stderr. Inputs are random in [-1, 1]. Our kernels'
+// outputs are compared with cuBLASLt's best (relative Frobenius error).
 //
 //   mma_bench [--quick] [--configs N] [--only S1,S2,..] [--flush write|read]
 //             [--families gemm.mma,gemm.wgmma] [--triton TSV]
@@ -549,6 +549,15 @@ int Main(int argc, char** argv) {
                                  : std::vector<double>();
     const double tol = Tolerance(c.prec());
 
+    // A, B and C of this shape with workspace `w`.
+    auto operands = [&buf](void* w) {
+      KernelOperands ops;
+      ops.a = reinterpret_cast<uint64_t>(buf.a);
+      ops.b = reinterpret_cast<uint64_t>(buf.b);
+      ops.c = reinterpret_cast<uint64_t>(buf.c);
+      ops.workspace = reinterpret_cast<uint64_t>(w);
+      return ops;
+    };
     // Each family's fastest, kept for the round-robin re-time below.
     struct Final {
       size_t family;
@@ -628,14 +637,7 @@ int Main(int argc, char** argv) {
       void* ws = nullptr;
       CHECK_CUDA(cudaMalloc(&ws, ws_bytes));
       auto launch_of = [&](const LoadedKernel& k) {
-        return [&] {
-          KernelOperands ops;
-          ops.a = reinterpret_cast<uint64_t>(buf.a);
-          ops.b = reinterpret_cast<uint64_t>(buf.b);
-          ops.c = reinterpret_cast<uint64_t>(buf.c);
-          ops.workspace = reinterpret_cast<uint64_t>(ws);
-          return k.Launch(ops, programs).ok();
-        };
+        return [&] { return k.Launch(operands(ws), programs).ok(); };
       };
       // Quick pass, then the fastest 4 again, each checked against the
       // reference first: a wrong kernel is counted and never timed as a
@@ -745,13 +747,8 @@ int Main(int argc, char** argv) {
         void* w = fin.ws;
         const int64_t bytes = fin.ws_bytes;
         slots.push_back({[w, bytes] { cudaMemset(w, 0, bytes); },
-                         [&buf, k, w, programs] {
-                           KernelOperands ops;
-                           ops.a = reinterpret_cast<uint64_t>(buf.a);
-                           ops.b = reinterpret_cast<uint64_t>(buf.b);
-                           ops.c = reinterpret_cast<uint64_t>(buf.c);
-                           ops.workspace = reinterpret_cast<uint64_t>(w);
-                           return k->Launch(ops, programs).ok();
+                         [&operands, k, w, programs] {
+                           return k->Launch(operands(w), programs).ok();
                          }});
       }
       const std::vector<double> t = timer.TimeRoundRobin(slots, 21);
