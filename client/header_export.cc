@@ -105,13 +105,47 @@ class HeaderFamilies {
   }
   const KernelFamily& family(int i) const { return *used_[i]; }
 
+  // A problem of the header's ffma RuleClass c: bit 5 A transposed, bit 4
+  // B transposed, bit 1 A's contiguous dimension a multiple of 4, bit 0
+  // B's. A convolution's implicit GEMM is NN in the header's view, its K
+  // (C*R*S) A's contiguous dimension and its N (the filters) B's. None
+  // where no problem has those bits (NT with A's and B's K bits apart).
+  std::optional<Problem> FfmaClassProblem(int c) const {
+    if (c & 12) return std::nullopt;
+    const bool a_t = c & 32, b_t = c & 16, a4 = c & 2, b4 = c & 1;
+    if (op_ == Op::kConv) {
+      if (a_t || b_t) return std::nullopt;
+      ConvContext cv;
+      cv.n = 1;
+      cv.h = cv.w = 56;
+      cv.c = a4 ? 64 : 3;  // C*R*S = 576 or 27
+      cv.k = b4 ? 64 : 63;
+      cv.r = cv.s = 3;
+      cv.pad_h = cv.pad_w = 1;
+      return Problem(Context(cv));
+    }
+    // The dimension each operand runs along, and whether it must be a
+    // multiple of 4; K may be asked for by both.
+    GemmContext g;
+    g.m = g.n = g.k = 1024;
+    g.layout_a = a_t ? Layout::kT : Layout::kN;
+    g.layout_b = b_t ? Layout::kT : Layout::kN;
+    int64_t* dim_a = a_t ? &g.m : &g.k;
+    int64_t* dim_b = b_t ? &g.k : &g.n;
+    if (dim_a == dim_b && a4 != b4) return std::nullopt;
+    if (!a4) *dim_a = 1023;
+    if (!b4) *dim_b = 1023;
+    return Problem(g);
+  }
+
   // `{family, {params...}, rules}`: the rule mask has bit c set where the
   // family's device rules accept `params` in `precision` on problems of
   // RuleClass c. For gemm.mma, every rule but "grid" (which the header
   // computes) depends on the problem only through the precision, the
   // layouts and the copy widths CopyBytes(lda), CopyBytes(ldb)
   // (kernels/gemm_mma.cc MakeTiling): each class is evaluated on one
-  // problem with those. The ffma families' device rules give all or none.
+  // problem with those. The ffma families' rules likewise, on the classes
+  // of FfmaClassProblem.
   StatusOr<std::string> Row(int index, DType precision, const Params& params) {
     const KernelFamily& f = *used_[index];
     BT_RETURN_IF_ERROR(f.ValidateParams(params, "config"));
@@ -126,29 +160,23 @@ class HeaderFamilies {
       }
       mask = ~uint64_t{0};
     } else if (!mma) {
-      // The ffma families' register estimate depends on the op alone
-      // (kernels/gemm_ptx.cc KernelRegisterEstimate); "grid" the header
-      // computes, and "addressing" looks at the problem alone.
-      Problem problem;
-      if (op_ == Op::kGemm) {
-        GemmContext g;
-        g.m = g.n = g.k = 1024;
-        problem = Problem(g);
-      } else {
-        ConvContext c;
-        c.n = 1;
-        c.h = c.w = 56;
-        c.c = c.k = 64;
-        c.r = c.s = 3;
-        c.pad_h = c.pad_w = 1;
-        problem = Problem(c);
+      // The ffma families' register estimate counts the staged loads at
+      // the widths the generator picks (kernels/gemm_ptx.cc
+      // ChooseLoadWidths): 4 where the operand's contiguous dimension (K,
+      // or M / N for the other layout) is a multiple of 4, which the header's
+      // RuleClass reads off the problem. Each class is evaluated on one
+      // problem with those; "grid" the header computes, and "addressing"
+      // looks at the problem alone.
+      for (int c = 0; c < 64; ++c) {
+        auto problem = FfmaClassProblem(c);
+        if (!problem) continue;  // no such problem
+        bool ok = true;
+        for (int r = 0; ok && r < static_cast<int>(f.rules().size()); ++r) {
+          if (f.rules()[r] != "grid" && f.rules()[r] != "addressing")
+            ok = f.Passes(r, *problem, params, *limits_);
+        }
+        if (ok) mask |= uint64_t{1} << c;
       }
-      bool ok = true;
-      for (int r = 0; ok && r < static_cast<int>(f.rules().size()); ++r) {
-        if (f.rules()[r] != "grid" && f.rules()[r] != "addressing")
-          ok = f.Passes(r, problem, params, *limits_);
-      }
-      mask = ok ? ~uint64_t{0} : 0;
     } else {
       const int64_t es = SizeOf(precision);
       for (int c = 0; c < 64; ++c) {

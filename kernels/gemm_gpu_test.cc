@@ -181,6 +181,52 @@ void CheckRandomGemms(uint32_t seed, bool pipelined) {
   EXPECT_GT(vector_cases, 20);
 }
 
+// The largest thread tiles, which the register estimate accepts where the
+// operands load as vectors (M_S*N_S = 128: 8x16 and 16x8), against float64:
+// ragged M and N, every layout, K_G splits, ST 1 and 3.
+TEST_F(GemmGpuTest, LargeThreadTilesMatchFloat64) {
+  std::mt19937 rng(23);
+  auto pick = [&](std::initializer_list<int64_t> v) {
+    return *(v.begin() + rng() % v.size());
+  };
+  KernelLimits limits;
+  int cases = 0, draws = 0;
+  double worst = 0;
+  while (cases < 32) {
+    ASSERT_LT(++draws, 100000) << "the rules refuse every large tile";
+    Case c;
+    c.ctx.m = 4 * (1 + rng() % 100);
+    c.ctx.n = 4 * (1 + rng() % 100);
+    c.ctx.k = 4 * (1 + rng() % 150);
+    c.ctx.layout_a = rng() % 2 ? Layout::kT : Layout::kN;
+    c.ctx.layout_b = rng() % 2 ? Layout::kT : Layout::kN;
+    c.xb.ms = pick({8, 16});
+    c.xb.ns = c.xb.ms == 8 ? 16 : 8;
+    c.xb.ml = pick({64, 128, 256});
+    c.xb.nl = pick({64, 128, 256});
+    c.xb.u = pick({4, 8});
+    c.xb.kg = pick({1, 1, 2, 4});
+    c.xb.st = pick({1, 1, 3});
+    if (!Validate(c.xb).ok() || !CanImplement(c.ctx, c.xb, limits).ok())
+      continue;
+    const bool a_t = c.ctx.layout_a == Layout::kT;
+    const bool b_t = c.ctx.layout_b == Layout::kT;
+    c.lda = (a_t ? c.ctx.m : c.ctx.k) + 4 * (rng() % 2);
+    c.ldb = (b_t ? c.ctx.k : c.ctx.n) + 4 * (rng() % 2);
+    c.ldc = c.ctx.n + rng() % 4;
+    c.alpha = 1.f;
+    c.beta = rng() % 3 == 0 ? -0.5f : 0.f;
+    auto err = RunCase(c, rng);
+    const std::string what = ToString(Context(c.ctx)) + " " + ToString(c.xb);
+    ASSERT_TRUE(err.ok()) << what << ": " << err.status().ToString();
+    EXPECT_LT(*err, 1e-5) << what;
+    worst = std::max(worst, *err);
+    ++cases;
+  }
+  std::cout << cases << " large-tile cases, worst relative error " << worst
+            << "\n";
+}
+
 TEST_F(GemmGpuTest, RandomShapesLayoutsAndSplitsMatchFloat64) {
   CheckRandomGemms(7, /*pipelined=*/false);
 }

@@ -16,6 +16,40 @@ constexpr int64_t kMax32 = (int64_t{1} << 32) - 1;
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 std::string N(int64_t v) { return std::to_string(v); }
 
+// Global load vector widths (1 or 4 elements) of A and B: 4 where every
+// vector lies wholly inside or outside the bounds and starts 16-byte
+// aligned: along K when the operand is contiguous in K (U and K multiples
+// of 4), else along M or N (M_L and M, or N_L and N, multiples of 4). The
+// convolution's gathered A is scalar. Generate emits these; the register
+// estimate counts the loads at them.
+struct LoadWidths {
+  int64_t a, b;
+};
+LoadWidths ChooseLoadWidths(const GemmContext& g, bool conv,
+                            const BlockShape& xb) {
+  auto width = [&](bool contiguous_k, int64_t tile, int64_t dim) -> int64_t {
+    if (contiguous_k) return xb.u % 4 == 0 && g.k % 4 == 0 ? 4 : 1;
+    return tile % 4 == 0 && dim % 4 == 0 ? 4 : 1;
+  };
+  return {conv ? 1 : width(g.layout_a == Layout::kN, xb.ml, g.m),
+          width(g.layout_b == Layout::kT, xb.nl, g.n)};
+}
+
+// The implicit GEMM of a convolution as the kernel computes it: A the
+// gathered NHWC input (M = N*P*Q by K = C*R*S), B the KRSC filter, a
+// transposed K x N operand.
+GemmContext ConvAsGemm(const ConvContext& ctx) {
+  const GemmShape shape = ImplicitGemm(ctx);
+  GemmContext g;
+  g.m = shape.m;
+  g.n = shape.n;
+  g.k = shape.k;
+  g.layout_a = Layout::kN;
+  g.layout_b = Layout::kT;
+  g.dtype = ctx.dtype;
+  return g;
+}
+
 // The derived sizes of one block shape, named as in the PTX comments.
 struct Tiling {
   int64_t ml, nl, ms, ns, u, kg;
@@ -764,8 +798,12 @@ int64_t GemmSharedBytes(const BlockShape& xb) {
 }
 
 int64_t KernelRegisterEstimate(const Context& ctx, const BlockShape& xb) {
-  int64_t registers = GemmRegisterEstimate(xb);
-  if (std::holds_alternative<ConvContext>(ctx)) {
+  const auto* conv = std::get_if<ConvContext>(&ctx);
+  const LoadWidths w =
+      conv ? ChooseLoadWidths(ConvAsGemm(*conv), /*conv=*/true, xb)
+           : ChooseLoadWidths(std::get<GemmContext>(ctx), /*conv=*/false, xb);
+  int64_t registers = GemmRegisterEstimate(xb, w.a, w.b);
+  if (conv) {
     // Window origins per load, the (r, s, c) walks, twelve shape scalars.
     Tiling t(xb);
     const int64_t walks = t.threads % t.u == 0 ? 1 : t.loads_a;
@@ -790,15 +828,25 @@ Status CheckConvAddressing(const ConvContext& ctx) {
   return OkStatus();
 }
 
-int64_t GemmRegisterEstimate(const BlockShape& xb) {
-  Tiling t(xb);
-  // Per staged load: the value, a 64-bit pointer, its K index, its shared
-  // offset and address temporaries. Calibrated against ptxas 13.0 on 300
-  // sampled kernels (gemm_ptxas_test): with 5 per load and 40 overhead,
-  // 11 accepted shapes spilled at the 255-register ceiling. Fragments count
-  // twice: ptxas keeps the next step's A and B values in flight (an
-  // M_S=8, N_S=16 tile used 254 registers against an estimate of 235).
-  return t.ms * t.ns + 2 * (t.ms + t.ns) + 7 * (t.loads_a + t.loads_b) + 48;
+int64_t GemmRegisterEstimate(const BlockShape& xb, int64_t vec_a,
+                             int64_t vec_b) {
+  Tiling t(xb, vec_a, vec_b);
+  // Per staged load (a vector of vec elements or one): the values, a
+  // 64-bit pointer, its K index, its shared offset and address temporaries.
+  // Calibrated against ptxas 13.0 on 300 sampled kernels (gemm_ptxas_test):
+  // with 5 per load and 40 overhead, 11 accepted shapes spilled at the
+  // 255-register ceiling. Fragments count twice: ptxas keeps the next
+  // step's A and B values in flight (an M_S=8, N_S=16 tile used 254
+  // registers against an estimate of 235). The loads are counted at the
+  // widths Generate chooses: counted as scalars, every M_S*N_S = 128 tile of
+  // 128 or more threads was refused (estimates 280-336), while ptxas gives
+  // a 128x128, U = 8 one 223 registers with vector loads (it spills with
+  // scalar ones, estimate 336). K_G > 1 adds the split's bounds and the
+  // workspace addressing: 12, from the M_S*N_S = 128, U = 4, K_G = 4 tiles
+  // of 64 to 128 threads that spilled 24-32 bytes at 254 registers with 4
+  // (kernels/family_ptxas_test.cc, LargestThreadTiles...).
+  return t.ms * t.ns + 2 * (t.ms + t.ns) + 7 * (t.loads_a + t.loads_b) + 48 +
+         (t.kg > 1 ? 12 : 0);
 }
 
 const char* ToString(HardwareRule rule) {
@@ -919,21 +967,11 @@ StatusOr<GemmKernel> Generate(const GemmContext& g, bool conv,
                               " needs cp.async, sm_80 or later; arch is " +
                               arch);
   }
-  // Vector loads of 4 where every vector lies wholly inside or outside the
-  // bounds and starts 16-byte aligned: along K when the operand is
-  // contiguous in K (U and K multiples of 4), else along M or N (M_L and M,
-  // or N_L and N, multiples of 4). The convolution's gathered A is scalar.
-  auto width = [&](bool contiguous_k, int64_t tile, int64_t dim) -> int64_t {
-    if (contiguous_k) return xb.u % 4 == 0 && g.k % 4 == 0 ? 4 : 1;
-    return tile % 4 == 0 && dim % 4 == 0 ? 4 : 1;
-  };
-  const int64_t vec_a =
-      conv ? 1 : width(g.layout_a == Layout::kN, xb.ml, g.m);
-  const int64_t vec_b = width(g.layout_b == Layout::kT, xb.nl, g.n);
-  Tiling t(xb, vec_a, vec_b);
+  const LoadWidths w = ChooseLoadWidths(g, conv, xb);
+  Tiling t(xb, w.a, w.b);
   GemmKernel kernel;
-  kernel.vector_a = vec_a;
-  kernel.vector_b = vec_b;
+  kernel.vector_a = w.a;
+  kernel.vector_b = w.b;
   kernel.ptx = GemmEntry(g, t, arch, conv);
   kernel.entry = conv ? "blocktune_conv" : "blocktune_gemm";
   kernel.grid = {static_cast<unsigned>(CeilDiv(g.m, t.ml)),
@@ -979,16 +1017,8 @@ StatusOr<GemmKernel> GenerateGemm(const GemmContext& ctx, const BlockShape& xb,
 StatusOr<GemmKernel> GenerateConv(const ConvContext& ctx, const BlockShape& xb,
                                   const std::string& arch) {
   BT_RETURN_IF_ERROR(Validate(ctx, "conv"));
-  GemmShape shape = ImplicitGemm(ctx);
-  GemmContext g;
-  g.m = shape.m;
-  g.n = shape.n;
-  g.k = shape.k;
-  g.layout_a = Layout::kN;
-  g.layout_b = Layout::kT;
-  g.dtype = ctx.dtype;
   BT_RETURN_IF_ERROR(CheckConvAddressing(ctx));
-  return Generate(g, /*conv=*/true, xb, arch);
+  return Generate(ConvAsGemm(ctx), /*conv=*/true, xb, arch);
 }
 
 StatusOr<GemmKernel> GenerateKernel(const Context& ctx, const BlockShape& xb,

@@ -53,8 +53,10 @@ Status CheckConvAddressing(const ConvContext& ctx);
 // against bank conflicts.
 int64_t GemmSharedBytes(const BlockShape& xb);
 // A register estimate per thread: accumulators, fragments, staged loads
-// and addressing.
-int64_t GemmRegisterEstimate(const BlockShape& xb);
+// (vectors of vec_a and vec_b elements, as the generator loads them for a
+// context: KernelRegisterEstimate) and addressing.
+int64_t GemmRegisterEstimate(const BlockShape& xb, int64_t vec_a,
+                             int64_t vec_b);
 
 // The hardware rules, each named; the sampler counts rejections by them.
 enum class HardwareRule {
