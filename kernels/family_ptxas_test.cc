@@ -359,8 +359,9 @@ TEST(FfmaPtxasTest, LargestThreadTilesTheRulesAcceptDoNotSpill) {
                   }
         }
     // conv.ffma's gathered A loads as scalars: its rules refuse these tiles.
-    if (f.op() == Op::kGemm)
+    if (f.op() == Op::kGemm) {
       EXPECT_GE(jobs.size(), 8u) << name << ": the rules accept no large tile";
+    }
     int max_registers = 0;
     const std::vector<std::string> failures =
         AssembleAll(f, jobs, "sm_90", std::string(name) + "-large", &max_registers);
