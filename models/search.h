@@ -165,8 +165,10 @@ class SearchRange {
 
 // The number of bases whose variants the search scores (at least 8k). 512
 // missed the exhaustive best by 5% on one of search_refine_test's 12
-// contexts (gemm 35x8457x2560); 2048 matched on all of them.
-inline constexpr size_t kRefineShortlist = 2048;
+// contexts (gemm 35x8457x2560); 2048 matched on all of them, until the ffma
+// domain took the large thread tiles and long loops (2026-12-02): then
+// 2048 shared 7 of 1024^3's exhaustive top 10, 4096 shares 9.
+inline constexpr size_t kRefineShortlist = 4096;
 
 // How BlockSearch::Top treats refining parameters.
 enum class Refinement {
