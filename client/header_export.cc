@@ -105,6 +105,26 @@ class HeaderFamilies {
   }
   const KernelFamily& family(int i) const { return *used_[i]; }
 
+  // A problem of the header's gemm.mma RuleClass c: bit 5 A transposed,
+  // bit 4 B transposed, bits 2-3 and 0-1 the copy widths of A and B
+  // (2 << bits bytes). None where the width is below the element size.
+  static std::optional<Problem> MmaClassProblem(int c, DType precision) {
+    const int64_t es = SizeOf(precision);
+    const int64_t copy_a = int64_t{2} << ((c >> 2) & 3);
+    const int64_t copy_b = int64_t{2} << (c & 3);
+    if (copy_a < es || copy_b < es) return std::nullopt;
+    GemmContext g;
+    g.m = g.n = g.k = 1024;
+    g.layout_a = (c & 32) ? Layout::kT : Layout::kN;
+    g.layout_b = (c & 16) ? Layout::kT : Layout::kN;
+    g.dtype = precision;
+    Problem problem(g);
+    // ld * es = 1024 * es + copy: a multiple of copy, not of 2 * copy.
+    problem.lda = 1024 + (copy_a < 16 ? copy_a / es : 0);
+    problem.ldb = 1024 + (copy_b < 16 ? copy_b / es : 0);
+    return problem;
+  }
+
   // A problem of the header's ffma RuleClass c: bit 5 A transposed, bit 4
   // B transposed, bit 1 A's contiguous dimension a multiple of 4, bit 0
   // B's. A convolution's implicit GEMM is NN in the header's view, its K
@@ -159,42 +179,19 @@ class HeaderFamilies {
             "'s hardware rules");
       }
       mask = ~uint64_t{0};
-    } else if (!mma) {
-      // The ffma families' register estimate counts the staged loads at
-      // the widths the generator picks (kernels/gemm_ptx.cc
-      // ChooseLoadWidths): 4 where the operand's contiguous dimension (K,
-      // or M / N for the other layout) is a multiple of 4, which the header's
-      // RuleClass reads off the problem. Each class is evaluated on one
-      // problem with those; "grid" the header computes, and "addressing"
-      // looks at the problem alone.
+    } else {
+      // Each class of the header's RuleClass is evaluated on one problem of
+      // it (MmaClassProblem, FfmaClassProblem); "grid" the header computes,
+      // and ffma's "addressing" looks at the problem alone.
       for (int c = 0; c < 64; ++c) {
-        auto problem = FfmaClassProblem(c);
+        const std::optional<Problem> problem =
+            mma ? MmaClassProblem(c, precision) : FfmaClassProblem(c);
         if (!problem) continue;  // no such problem
         bool ok = true;
         for (int r = 0; ok && r < static_cast<int>(f.rules().size()); ++r) {
           if (f.rules()[r] != "grid" && f.rules()[r] != "addressing")
             ok = f.Passes(r, *problem, params, *limits_);
         }
-        if (ok) mask |= uint64_t{1} << c;
-      }
-    } else {
-      const int64_t es = SizeOf(precision);
-      for (int c = 0; c < 64; ++c) {
-        const int64_t copy_a = int64_t{2} << ((c >> 2) & 3);
-        const int64_t copy_b = int64_t{2} << (c & 3);
-        if (copy_a < es || copy_b < es) continue;  // no such problem
-        GemmContext g;
-        g.m = g.n = g.k = 1024;
-        g.layout_a = (c & 32) ? Layout::kT : Layout::kN;
-        g.layout_b = (c & 16) ? Layout::kT : Layout::kN;
-        g.dtype = precision;
-        Problem problem(g);
-        // ld * es = 1024 * es + copy: a multiple of copy, not of 2 * copy.
-        problem.lda = 1024 + (copy_a < 16 ? copy_a / es : 0);
-        problem.ldb = 1024 + (copy_b < 16 ? copy_b / es : 0);
-        bool ok = true;
-        for (int r = 0; ok && r < static_cast<int>(f.rules().size()); ++r)
-          if (f.rules()[r] != "grid") ok = f.Passes(r, problem, params, *limits_);
         if (ok) mask |= uint64_t{1} << c;
       }
     }

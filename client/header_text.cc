@@ -178,16 +178,13 @@ inline int Log2Index(std::int64_t v) {  // 2 -> 0, 4 -> 1, 8 -> 2, 16 -> 3
 // whether each operand's contiguous dimension is a multiple of 4 (its
 // loads are vectors of 4 or scalars).
 inline int RuleClass(const Family& f, const GemmView& g) {
-  if (f.kind == Kind::kFfma) {
-    return (g.a_t ? 32 : 0) + (g.b_t ? 16 : 0) +
-           ((g.a_t ? g.m : g.k) % 4 == 0 ? 2 : 0) +
-           ((g.b_t ? g.k : g.n) % 4 == 0 ? 1 : 0);
-  }
-  const auto es = static_cast<std::int64_t>(ElementBytes(g.dtype));
-  const std::int64_t lda = g.a_t ? g.m : g.k;
+  const std::int64_t lda = g.a_t ? g.m : g.k;  // the contiguous dimensions
   const std::int64_t ldb = g.b_t ? g.k : g.n;
-  return (g.a_t ? 32 : 0) + (g.b_t ? 16 : 0) + 4 * Log2Index(CopyBytes(lda, es)) +
-         Log2Index(CopyBytes(ldb, es));
+  const int layouts = (g.a_t ? 32 : 0) + (g.b_t ? 16 : 0);
+  if (f.kind == Kind::kFfma)
+    return layouts + (lda % 4 == 0 ? 2 : 0) + (ldb % 4 == 0 ? 1 : 0);
+  const auto es = static_cast<std::int64_t>(ElementBytes(g.dtype));
+  return layouts + 4 * Log2Index(CopyBytes(lda, es)) + Log2Index(CopyBytes(ldb, es));
 }
 
 // The K_G partial sums' workspace (each family's Shape().workspace_bytes).
