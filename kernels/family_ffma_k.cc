@@ -39,6 +39,9 @@ const Field kFields[] = {
     {"WK", &FfmaKParams::wk, FfmaKWarpValues,
      "WK: groups of WM x WN warps splitting each stage's K (summed in "
      "shared memory)"},
+    {"CL", &FfmaKParams::cl, FfmaKClusterValues,
+     "CL: splits of K per thread-block cluster, their sums added in "
+     "distributed shared memory (sm_90)"},
 };
 constexpr int kFieldCount = static_cast<int>(std::size(kFields));
 
@@ -114,7 +117,7 @@ class FfmaKFamily : public KernelFamily {
     s.split_k = p.kg;
     s.threads = p.Threads();
     s.programs = CeilDiv(g.m, s.tile_m) * CeilDiv(g.n, s.tile_n) * p.kg;
-    s.workspace_bytes = p.kg > 1 ? p.kg * g.m * g.n * 4 : 0;
+    s.workspace_bytes = p.Partials() > 1 ? p.Partials() * g.m * g.n * 4 : 0;
     return s;
   }
 
@@ -123,7 +126,8 @@ class FfmaKFamily : public KernelFamily {
     // 64 x 32 tile; then narrower ones for few columns (N = 16: 16 x 2
     // lanes of 2 x 8; N <= 4: 32 x 1 lanes of 2 x 4, 1 x 1), three stages
     // of 32; last, the first tile with its stages split over 4 groups of
-    // warps (16 warps).
+    // warps (16 warps); and a covariance's tile over 512 splits of K in
+    // clusters of 8.
     std::vector<Params> out;
     const FfmaKParams shapes[] = {
         {8, 4, 4, 2, 2, 32, 3, 1, 1},  {8, 4, 4, 2, 1, 32, 3, 1, 1},
@@ -131,6 +135,7 @@ class FfmaKFamily : public KernelFamily {
         {32, 2, 4, 2, 1, 32, 3, 1, 1}, {32, 2, 1, 4, 1, 32, 3, 1, 1},
         {32, 1, 1, 4, 1, 32, 3, 1, 1}, {8, 4, 4, 1, 2, 32, 3, 1, 1},
         {4, 4, 2, 1, 4, 32, 3, 1, 1},  {8, 4, 4, 2, 2, 32, 3, 1, 4},
+        {4, 8, 4, 2, 2, 32, 3, 512, 1, 8},
     };
     for (const FfmaKParams& p : shapes) out.push_back(FromFfmaK(p));
     return out;

@@ -61,7 +61,7 @@ constexpr Golden kGolden[] = {
      "kGemmWgmmaTailGeneratorVersion (kernels/gemm_wgmma.h)"},
     {"gemm.gemv", 3, 0xeaff295ae58427a6ull,
      "kGemmGemvGeneratorVersion (kernels/gemm_gemv.h)"},
-    {"gemm.ffma_k", 2, 0x1dde22c9640de617ull,
+    {"gemm.ffma_k", 3, 0x705d45607b412d42ull,
      "kGemmFfmaKGeneratorVersion (kernels/gemm_ffma_k.h)"},
 };
 
@@ -212,8 +212,8 @@ void AddPadded(std::vector<Case>* out, const std::string& ctx, int64_t lda,
 
 // gemm.ffma_k: a covariance, an MLP layer, a decode product, square and
 // ragged NT products with padded rows; every value of LM, TM, TN, WM, WN,
-// KC, ST, K_G and WK; copies that do and do not fill the threads; sm_90 and
-// sm_80.
+// KC, ST, K_G, WK and CL; copies that do and do not fill the threads;
+// sm_90 and sm_80.
 std::vector<Case> GemmFfmaKCases() {
   std::vector<Case> out;
   auto add = [&](const std::string& ctx, int64_t lda, int64_t ldb,
@@ -252,6 +252,17 @@ std::vector<Case> GemmFfmaKCases() {
       "LM=4 TM=8 TN=8 WM=1 WN=1 KC=16 ST=2 KG=1 WK=4", "sm_80");
   add("gemm m=64 n=64 k=4096 layout=NT dtype=fp32", 0, 0, 0,
       "LM=8 TM=1 TN=8 WM=2 WN=1 KC=64 ST=3 KG=8 WK=8", "sm_90");
+  // Clusters of CL splits adding their sums in distributed shared memory
+  // (v3): into K_G / CL partial sums, into C (K_G = CL), with WK groups, K_G
+  // 512 and 1024.
+  add("gemm m=64 n=64 k=65536 layout=NT dtype=fp32", 0, 0, 0,
+      "LM=4 TM=8 TN=4 WM=2 WN=2 KC=32 ST=3 KG=512 CL=8", "sm_90");
+  add("gemm m=4096 n=16 k=4096 layout=NT dtype=fp32", 0, 0, 0,
+      "LM=16 TM=2 TN=8 WM=4 WN=1 KC=32 ST=4 KG=4 CL=4", "sm_90");
+  add("gemm m=64 n=64 k=131072 layout=NT dtype=fp32", 0, 0, 0,
+      "LM=8 TM=8 TN=4 WM=1 WN=4 KC=32 ST=3 KG=1024 WK=2 CL=2", "sm_90");
+  add("gemm m=1000 n=50 k=1001 layout=NT dtype=fp32", 1004, 1004, 53,
+      "LM=8 TM=1 TN=2 WM=8 WN=4 KC=16 ST=2 KG=8 CL=8", "sm_90");
   return out;
 }
 

@@ -726,11 +726,12 @@ TEST(FamilyRegistryTest, PowerOfTwoRuleLeavesSwitchesAlone) {
 TEST(FfmaKFamilyTest, RulesOfferNtOnly) {
   const KernelFamily& f = Family("gemm.ffma_k");
   EXPECT_EQ(f.op(), Op::kGemm);
-  EXPECT_EQ(f.version(), 2);
+  EXPECT_EQ(f.version(), 3);
   EXPECT_EQ(f.precisions(), std::vector<DType>{DType::kFp32});
   EXPECT_EQ(f.rules(), (std::vector<std::string>{"layout", "tile", "threads",
                                                  "k_warps", "vector_ld",
-                                                 "shared", "registers"}));
+                                                 "shared", "registers",
+                                                 "cluster"}));
   const KernelLimits h100 = H100();
   auto p = f.Parse("LM=8 TM=4 TN=4 WM=2 WN=4 KC=32 ST=3 KG=16");
   ASSERT_TRUE(p.ok()) << p.status().ToString();
@@ -800,8 +801,40 @@ TEST(FfmaKFamilyTest, RulesOfferNtOnly) {
                        DType::kFp32)),
           *huge, "shared",
           "shared: ST=4 stages of (256 + 256) rows of KC=64 (+4) floats, or "
-          "WK-1=0 groups' 256 x 256 sums, are 557056 bytes of shared memory, "
-          "more than the 232448");
+          "WK-1=0 groups' (with CL > 1 at least one) 256 x 256 sums, are "
+          "557056 bytes of shared memory, more than the 232448");
+  // CL splits per cluster add their sums in distributed shared memory:
+  // 512 splits in clusters of 8 leave 64 partial sums; K_G = CL none (the
+  // cluster writes C). Clusters need sm_90, and no more splits than K_G.
+  auto clustered = f.Parse("LM=4 TM=8 TN=4 WM=2 WN=2 KC=32 ST=3 KG=512 CL=8");
+  ASSERT_TRUE(clustered.ok()) << clustered.status().ToString();
+  EXPECT_TRUE(f.CanImplement(cov, *clustered, h100).ok());
+  EXPECT_EQ(f.Shape(cov, *clustered).programs, 512);
+  EXPECT_EQ(f.Shape(cov, *clustered).split_k, 512);
+  EXPECT_EQ(f.Shape(cov, *clustered).workspace_bytes, 64 * 64 * 64 * 4);
+  auto gk = f.Generate(cov, *clustered, "sm_90");
+  ASSERT_TRUE(gk.ok()) << gk.status().ToString();
+  EXPECT_THAT(gk->ptx, HasSubstr(".reqnctapercluster 1, 1, 8"));
+  EXPECT_THAT(gk->ptx, HasSubstr("ld.shared::cluster.f32"));
+  EXPECT_THAT(gk->ptx, HasSubstr("mov.u32 %kg, 64;"));
+  EXPECT_EQ(gk->workspace_bytes, 64 * 64 * 64 * 4);
+  auto whole = f.Parse("LM=4 TM=8 TN=4 WM=2 WN=2 KC=32 ST=3 KG=8 CL=8");
+  ASSERT_TRUE(whole.ok());
+  auto wk8 = f.Generate(cov, *whole, "sm_90");
+  ASSERT_TRUE(wk8.ok()) << wk8.status().ToString();
+  EXPECT_TRUE(wk8->reduce_entry.empty());
+  EXPECT_EQ(wk8->workspace_bytes, 0);
+  EXPECT_EQ(f.Shape(cov, *whole).workspace_bytes, 0);
+  KernelLimits a100 = h100;
+  a100.compute_capability = 80;
+  ExpectRefusedBy(f, a100, cov, *clustered, "cluster",
+                  "cluster: CL=8 splits per cluster need thread-block "
+                  "clusters (compute capability 9.0 or later), got 8.0");
+  auto over = f.Parse("LM=4 TM=8 TN=4 WM=2 WN=2 KC=32 ST=3 KG=4 CL=8");
+  ASSERT_TRUE(over.ok());
+  refused(cov, *over, "cluster", "cluster: CL=8 splits per cluster need CL <= KG=4");
+  EXPECT_EQ(f.Generate(cov, *clustered, "sm_80").status().code(),
+            StatusCode::kFailedPrecondition);
   // 8 x 8 outputs per lane at 512 threads pass the per-thread estimate but
   // not the SM's register file.
   auto wide = f.Parse("LM=8 TM=8 TN=8 WM=4 WN=4 KC=16 ST=2 KG=1");
@@ -847,7 +880,7 @@ TEST(FfmaKFamilyTest, GenerateStagesKMajorThroughCpAsync) {
   auto k = f.Generate(problem, *p, "sm_90");
   ASSERT_TRUE(k.ok()) << k.status().ToString();
   EXPECT_EQ(k->entry, "blocktune_ffma_k");
-  EXPECT_THAT(k->ptx, HasSubstr("// blocktune gemm.ffma_k v2"));
+  EXPECT_THAT(k->ptx, HasSubstr("// blocktune gemm.ffma_k v3"));
   EXPECT_THAT(k->ptx, HasSubstr("cp.async.cg.shared.global"));
   EXPECT_THAT(k->ptx, HasSubstr("cp.async.wait_group 1;"));
   EXPECT_THAT(k->ptx, HasSubstr("ld.shared.v4.f32"));
@@ -1313,7 +1346,17 @@ void ExpectConsistent(const KernelFamily& f, const Problem& problem,
       << what;
   EXPECT_EQ(k->workspace_bytes, shape.workspace_bytes) << what;
   EXPECT_FALSE(k->entry_params.empty());
-  if (shape.split_k > 1) {
+  // gemm.ffma_k's clusters along the split (1 x 1 x CL) add CL partial
+  // sums in distributed shared memory first: K_G / CL in the workspace,
+  // none (and no reduce entry) where K_G = CL.
+  const bool cluster_sums =
+      k->ptx.find(".reqnctapercluster 1, 1, ") != std::string::npos;
+  if (shape.split_k > 1 && cluster_sums) {
+    const GemmShape g = ImplicitGemm(problem.ctx);
+    EXPECT_EQ(k->workspace_bytes % (g.m * g.n * 4), 0) << what;
+    EXPECT_LT(k->workspace_bytes, shape.split_k * g.m * g.n * 4) << what;
+    EXPECT_EQ(k->reduce_entry.empty(), k->workspace_bytes == 0) << what;
+  } else if (shape.split_k > 1) {
     const GemmShape g = ImplicitGemm(problem.ctx);
     EXPECT_GE(k->workspace_bytes, shape.split_k * g.m * g.n * 4) << what;
     // The partial sums are added by a second entry or, with a counter, by
@@ -1414,6 +1457,10 @@ TEST(FamilyTest, GenerateIsConsistentWithShapeAndThePtx) {
         for (const Params& p : configs) {
           if (!f->CanImplement(problem, p, H100()).ok()) continue;
           for (const char* arch : archs) {
+            // A configuration for sm_90 alone (gemm.ffma_k's clusters).
+            if (std::string(arch) == "sm_80" &&
+                !f->CanImplement(problem, p, Sm80()).ok())
+              continue;
             ExpectConsistent(*f, problem, p, arch);
             if (HasFailure()) return;
           }

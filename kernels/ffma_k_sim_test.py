@@ -11,7 +11,8 @@ is added here as the reduce entry would, and C must match the reference
 padding past N untouched). Small shapes, chosen to hit what the generator
 can get wrong: ragged M, N and K (a K tail that is no multiple of 4), a
 split with no work, copies that do not fill the threads, every stage
-count, N = 1, every WK. Not a GPU test: the GPU test is tuner/gemm_gemv_gpu_test.cc.
+count, N = 1, every WK, clusters of 2 to 8 splits (their sums added in
+distributed shared memory). Not a GPU test: the GPU test is tuner/gemm_gemv_gpu_test.cc.
 """
 import math
 import os
@@ -40,6 +41,15 @@ CASES = [
     (64, 64, 130, 132, 132, 64, "LM=8 TM=4 TN=4 WM=1 WN=2 KC=32 ST=3 KG=2 WK=4", 1.0, 0.0),
     (33, 40, 61, 64, 64, 40, "LM=8 TM=1 TN=8 WM=2 WN=1 KC=64 ST=3 KG=8 WK=8", 0.5, 0.0),
     (40, 70, 50, 52, 52, 71, "LM=4 TM=8 TN=8 WM=1 WN=1 KC=16 ST=2 KG=1 WK=4", 1.0, -1.0),
+    # CL splits per cluster adding their sums in distributed shared memory:
+    # into fewer partial sums (K_G / CL), straight into C where K_G = CL
+    # (with beta), with WK groups, a slice of the tile larger than the
+    # program's threads, and splits with no work.
+    (40, 24, 70, 72, 72, 26, "LM=8 TM=2 TN=2 WM=1 WN=2 KC=16 ST=3 KG=4 CL=2", 1.0, 0.0),
+    (40, 24, 70, 72, 72, 26, "LM=8 TM=2 TN=2 WM=1 WN=2 KC=16 ST=2 KG=4 CL=4", 0.5, 0.5),
+    (64, 64, 130, 132, 132, 64, "LM=8 TM=4 TN=4 WM=1 WN=2 KC=32 ST=3 KG=8 WK=2 CL=8", 1.0, -1.0),
+    (33, 40, 61, 64, 64, 40, "LM=4 TM=8 TN=4 WM=2 WN=1 KC=16 ST=3 KG=16 CL=8", 1.0, 0.0),
+    (7, 9, 5, 8, 8, 11, "LM=4 TM=2 TN=1 WM=1 WN=1 KC=16 ST=2 KG=8 CL=2", 1.0, 0.25),
 ]
 
 
@@ -74,7 +84,10 @@ def run_case(cli, case, mode, seed):
     pa, pb = mem.alloc(a), mem.alloc(b)
     c_init = c0 if beta != 0 else [float('nan')] * (m * ldc)
     pc = mem.alloc(c_init)
-    kg = grid[2]
+    # Partial sums the reduce entry adds: K_G / CL (none where K_G = CL:
+    # the cluster wrote C).
+    cl = int(re.search(r'CL=(\d+)', params).group(1)) if 'CL=' in params else 1
+    kg = grid[2] // cl
     pw = mem.alloc([float('nan')] * (workspace // 4)) if workspace else 0
     ptx_sim.run_grid(ptx, 'blocktune_ffma_k',
                      [pa, pb, pc, pw, m, n, k, lda, ldb, ldc, alpha, beta],

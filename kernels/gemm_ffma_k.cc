@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/family_params.h"
+#include "kernels/gemm_mma_ptx.h"
 #include "kernels/ptx_text.h"
 
 namespace blocktune {
@@ -54,6 +55,91 @@ std::string Vec4(const char* reg, int64_t first) {
   return s + "}";
 }
 
+// CL > 1: the program's sums (group 0's, after the WK adds) to its shared
+// memory, word s*G + tmn for sum s of thread tmn; a cluster barrier; then
+// program r of the cluster adds words [r*E/CL, (r+1)*E/CL) of the tile (E =
+// TileM * TileN) over the CL programs' shared memory in rank order and
+// writes them: to W[z / CL] when K_G > CL, else alpha * sum + beta * C to
+// C. A second cluster barrier keeps every program's shared memory until
+// the cluster's last read of it.
+void ClusterEpilogue(const Plan& t, PtxText* out) {
+  PtxText& p = *out;
+  const FfmaKParams& q = t.p;
+  const int64_t sums = q.tm * q.tn;
+  const int64_t g = t.gthreads;
+  const int64_t words = sums * g;        // E: the tile
+  const int64_t slice = words / q.cl;    // words per program of the cluster
+  const int64_t rounds = CeilDiv(slice, t.threads);
+  const bool to_c = q.Partials() == 1;
+  p << "\t// ---- the " << N(q.cl)
+    << " splits of the cluster add their sums in distributed shared memory\n";
+  if (q.wk == 1) {
+    p << "\tcp.async.wait_group 0;\n\tbar.sync 0;\n"
+      << "\tmad.lo.u32 %ws, %t, 4, %smem;\n";
+  }
+  for (int64_t i = 0; i < sums; ++i)
+    p << "\tst.shared.f32 [%ws+" << N(i * g * 4) << "], %acc" << N(i)
+      << ";\n";
+  p << "$CLUSTER:\n"
+    << "\tbarrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;\n"
+    << "\tmov.u32 %rank, %cluster_ctarank;\n"
+    << "\tshr.u32 %z, %z, " << N(Log2(q.cl)) << ";  // the cluster's split\n";
+  if (to_c) p << "\tsetp.ne.f32 %pbeta, %beta, 0f00000000;\n";
+  for (int64_t r = 0; r < rounds; ++r) {
+    p << "\t// word w = rank*" << N(slice) << " + t + " << N(r * t.threads)
+      << " of the tile\n"
+      << "\tadd.u32 %w, %t, " << N(r * t.threads) << ";\n";
+    if ((r + 1) * t.threads > slice)
+      p << "\tsetp.lt.u32 %pv, %w, " << N(slice) << ";\n";
+    else
+      p << "\tsetp.eq.u32 %pv, %t, %t;\n";
+    p << "\tmad.lo.u32 %w, %rank, " << N(slice) << ", %w;\n"
+      << "\tmad.lo.u32 %wl, %w, 4, %smem;\n";
+    for (int64_t c = 0; c < q.cl; ++c) {
+      p << "\tmapa.shared::cluster.u32 %rc, %wl, " << N(c) << ";\n"
+        << "\t@%pv ld.shared::cluster.f32 " << (c ? "%old" : "%v")
+        << ", [%rc];\n";
+      if (c) p << "\t@%pv add.f32 %v, %v, %old;\n";
+    }
+    // w = s*G + tmn, s = i*TN + j; tmn = 32*warp + lane, lane = lm + LM*ln.
+    p << "\tshr.u32 %s, %w, " << N(Log2(g)) << ";\n"
+      << "\tand.b32 %cw, %w, " << N(g - 1) << ";  // tmn\n"
+      << "\tand.b32 %r, %cw, 31;\n"
+      << "\tand.b32 %row, %r, " << N(q.lanes_m - 1) << ";\n"
+      << "\tshr.u32 %col, %r, " << N(Log2(q.lanes_m)) << ";\n"
+      << "\tshr.u32 %cw, %cw, 5;  // warp\n"
+      << "\tand.b32 %r, %cw, " << N(q.wm - 1) << ";\n"
+      << "\tmad.lo.u32 %row, %r, " << N(q.lanes_m * q.tm) << ", %row;\n"
+      << "\tshr.u32 %r, %cw, " << N(Log2(q.wm)) << ";\n"
+      << "\tmad.lo.u32 %col, %r, " << N(t.ln * q.tn) << ", %col;\n"
+      << "\tshr.u32 %r, %s, " << N(Log2(q.tn)) << ";  // i\n"
+      << "\tmad.lo.u32 %row, %r, " << N(q.lanes_m) << ", %row;\n"
+      << "\tand.b32 %r, %s, " << N(q.tn - 1) << ";  // j\n"
+      << "\tmad.lo.u32 %col, %r, " << N(t.ln) << ", %col;\n"
+      << "\tadd.u32 %row, %row, %m0;\n\tadd.u32 %col, %col, %n0;\n"
+      << "\tsetp.lt.and.u32 %prow, %row, %M, %pv;\n"
+      << "\tsetp.lt.and.u32 %pv, %col, %N, %prow;\n";
+    if (to_c) {
+      p << "\tmul.wide.u32 %o, %row, %ldc;\n\tcvt.u64.u32 %o2, %col;\n"
+        << "\tadd.u64 %o, %o, %o2;\n\tshl.b64 %o, %o, 2;\n"
+        << "\tadd.u64 %o, %C, %o;\n"
+        << "\tmul.f32 %v, %v, %alpha;\n"
+        << "\tand.pred %p, %pv, %pbeta;\n"
+        << "\t@%p ld.global.f32 %old, [%o];\n"
+        << "\t@%p fma.rn.f32 %v, %old, %beta, %v;\n";
+    } else {  // ((z*M + row) * N + col) in 64 bits
+      p << "\tmul.wide.u32 %o, %z, %M;\n\tcvt.u64.u32 %o2, %row;\n"
+        << "\tadd.u64 %o, %o, %o2;\n\tcvt.u64.u32 %o2, %N;\n"
+        << "\tmul.lo.u64 %o, %o, %o2;\n\tcvt.u64.u32 %o2, %col;\n"
+        << "\tadd.u64 %o, %o, %o2;\n"
+        << "\tshl.b64 %o, %o, 2;\n\tadd.u64 %o, %W, %o;\n";
+    }
+    p << "\t@%pv st.global.f32 [%o], %v;\n";
+  }
+  p << "\tbarrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;\n"
+    << "\tret;\n}\n";
+}
+
 std::string Entry(const Plan& t, const std::string& arch) {
   const FfmaKParams& q = t.p;
   PtxText p;
@@ -69,7 +155,11 @@ std::string Entry(const Plan& t, const std::string& arch) {
     << " tile of C\n"
     << "// KC=" << N(q.kc) << " elements of K per stage, ST=" << N(q.stages)
     << " stages (" << N(q.SharedBytes()) << " bytes of shared memory), K_G="
-    << N(q.kg) << "\n"
+    << N(q.kg);
+  if (q.cl > 1)
+    p << ", CL=" << N(q.cl) << " splits per cluster adding their sums in "
+      << "distributed shared memory";
+  p << "\n"
     << "//\n"
     << ".version 8.0\n.target " << arch << "\n.address_size 64\n\n"
     << ".extern .shared .align 128 .b8 smem[];\n\n";
@@ -78,8 +168,9 @@ std::string Entry(const Plan& t, const std::string& arch) {
     << "\t.param .u64 pA, .param .u64 pB, .param .u64 pC, .param .u64 pW,\n"
     << "\t.param .u32 pM, .param .u32 pN, .param .u32 pK,\n"
     << "\t.param .u32 plda, .param .u32 pldb, .param .u32 pldc,\n"
-    << "\t.param .f32 palpha, .param .f32 pbeta)\n"
-    << "{\n";
+    << "\t.param .f32 palpha, .param .f32 pbeta)\n";
+  if (q.cl > 1) p << ".reqnctapercluster 1, 1, " << N(q.cl) << "\n";
+  p << "{\n";
   const int64_t sums = q.tm * q.tn;
   p << "\t.reg .pred %p, %pi, %pa_last, %pb_last, %pbeta, %prow, %pv"
     << (q.wk > 1 ? ", %pk" : "") << ";\n"
@@ -87,7 +178,8 @@ std::string Entry(const Plan& t, const std::string& arch) {
        "%ln, %m0, %n0, %z, %kbeg, %kend, %len, %ntiles, %tile, %it, %kt, "
        "%kk, %sz, %q4, %r, %row, %col, %smem, %send, %ws, %rs, %da, %db, "
        "%oa, %ob, %xa, %xb, %crow0, %ccol0"
-    << (q.wk > 1 ? ", %wk, %tmn" : "") << ";\n"
+    << (q.wk > 1 ? ", %wk, %tmn" : "")
+    << (q.cl > 1 ? ", %rank, %w, %wl, %cw, %s, %rc" : "") << ";\n"
     << "\t.reg .b64 %A, %B, %C, %W, %o, %o2, %addr, %ga<" << N(t.ca)
     << ">, %gb<" << N(t.cb) << ">;\n"
     << "\t.reg .f32 %alpha, %beta, %v, %old, %acc<" << N(sums) << ">, %fa<"
@@ -255,6 +347,9 @@ std::string Entry(const Plan& t, const std::string& arch) {
     << "\tsetp.lt.u32 %p, %tile, %ntiles;\n\t@%p bra $MAIN;\n";
 
   p << "$EPILOGUE:\n";
+  // With CL > 1 every thread of the cluster reaches its barriers: the
+  // groups 1 .. WK-1 skip only the adds.
+  const char* skip = q.cl > 1 ? "$CLUSTER" : "$DONE";
   if (q.wk > 1) {
     // Sum s of thread tmn of group g (1 .. WK-1) at word
     // ((g-1)*TM*TN + s)*G + tmn of the ring (G: a group's threads), once
@@ -271,12 +366,16 @@ std::string Entry(const Plan& t, const std::string& arch) {
     for (int64_t i = 0; i < sums; ++i)
       p << "\t@%pk st.shared.f32 [%da+" << N(i * t.gthreads * 4)
         << "], %acc" << N(i) << ";\n";
-    p << "\tbar.sync 0;\n\t@%pk bra $DONE;\n";
+    p << "\tbar.sync 0;\n\t@%pk bra " << skip << ";\n";
     for (int64_t g = 1; g < q.wk; ++g)
       for (int64_t i = 0; i < sums; ++i)
         p << "\tld.shared.f32 %v, [%ws+"
           << N(((g - 1) * sums + i) * t.gthreads * 4) << "];\n"
           << "\tadd.f32 %acc" << N(i) << ", %acc" << N(i) << ", %v;\n";
+  }
+  if (q.cl > 1) {
+    ClusterEpilogue(t, &p);
+    return p.str();
   }
   if (q.kg == 1) {
     p << "\t// ---- C[row][col] = alpha * sum + beta * C (C is not read when "
@@ -342,9 +441,16 @@ const std::vector<int64_t>& FfmaKStageValues() {
   return v;
 }
 const std::vector<int64_t>& FfmaKSplitValues() {
-  // Up to 256: a 64 x 64 covariance is one tile, and its K alone fills the
-  // SMs.
-  static const std::vector<int64_t> v = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+  // Up to 1024: a 64 x 64 covariance is one tile, and its K alone fills
+  // the SMs (512 and 1024 for more programs per SM: with CL = 8 their
+  // workspace is that of 64 and 128).
+  static const std::vector<int64_t> v = {1,  2,   4,   8,   16, 32,
+                                         64, 128, 256, 512, 1024};
+  return v;
+}
+const std::vector<int64_t>& FfmaKClusterValues() {
+  // 8: the largest portable cluster.
+  static const std::vector<int64_t> v = {1, 2, 4, 8};
   return v;
 }
 
@@ -358,7 +464,8 @@ Status Validate(const FfmaKParams& p, std::string_view field) {
   BT_RETURN_IF_ERROR(CheckOneOf(f + ".KC", FfmaKStepValues(), p.kc));
   BT_RETURN_IF_ERROR(CheckOneOf(f + ".ST", FfmaKStageValues(), p.stages));
   BT_RETURN_IF_ERROR(CheckOneOf(f + ".KG", FfmaKSplitValues(), p.kg));
-  return CheckOneOf(f + ".WK", FfmaKWarpValues(), p.wk);
+  BT_RETURN_IF_ERROR(CheckOneOf(f + ".WK", FfmaKWarpValues(), p.wk));
+  return CheckOneOf(f + ".CL", FfmaKClusterValues(), p.cl);
 }
 
 const char* ToString(FfmaKRule rule) {
@@ -377,6 +484,8 @@ const char* ToString(FfmaKRule rule) {
       return "shared";
     case FfmaKRule::kRegisters:
       return "registers";
+    case FfmaKRule::kCluster:
+      return "cluster";
   }
   return "unknown";
 }
@@ -418,6 +527,8 @@ bool Passes(FfmaKRule rule, const Problem& problem, const FfmaKParams& p,
       return regs <= limits.max_registers_per_thread &&
              regs * p.Threads() < limits.registers_per_sm;
     }
+    case FfmaKRule::kCluster:
+      return p.cl == 1 || (p.cl <= p.kg && limits.compute_capability >= 90);
   }
   return false;
 }
@@ -467,7 +578,8 @@ Status CanImplement(const Problem& problem, const FfmaKParams& p,
         return FailedPrecondition(
             "shared: ST=" + N(p.stages) + " stages of (" + N(p.TileM()) +
             " + " + N(p.TileN()) + ") rows of KC=" + N(p.kc) +
-            " (+4) floats, or WK-1=" + N(p.wk - 1) + " groups' " +
+            " (+4) floats, or WK-1=" + N(p.wk - 1) + " groups' (with CL > 1 "
+            "at least one) " +
             N(p.TileM()) + " x " + N(p.TileN()) + " sums, are " +
             N(p.SharedBytes()) + " bytes of shared memory, more than the " +
             N(limits.max_dynamic_shared_bytes) + " a program may have");
@@ -479,6 +591,15 @@ Status CanImplement(const Problem& problem, const FfmaKParams& p,
             N(limits.max_registers_per_thread) + ", or times " +
             N(p.Threads()) + " threads reach the SM's " +
             N(limits.registers_per_sm));
+      case FfmaKRule::kCluster:
+        return FailedPrecondition(
+            "cluster: CL=" + N(p.cl) + " splits per cluster need " +
+            (p.cl > p.kg ? "CL <= KG=" + N(p.kg)
+                         : std::string("thread-block clusters (compute "
+                                       "capability 9.0 or later), got ") +
+                               N(limits.compute_capability / 10) + "." +
+                               N(limits.compute_capability % 10)) +
+            "; CL=1 runs anywhere");
     }
   }
   return OkStatus();
@@ -492,7 +613,10 @@ StatusOr<GemmKernel> GenerateFfmaK(const Problem& problem,
     return InvalidArgument("context: gemm.ffma_k computes a gemm");
   BT_RETURN_IF_ERROR(Validate(problem.ctx));
   BT_RETURN_IF_ERROR(Validate(p));
-  BT_RETURN_IF_ERROR(CanImplement(problem, p, KernelLimits{}));
+  // The H100's limits, at the architecture asked for (CL > 1 needs sm_90).
+  KernelLimits limits;
+  limits.compute_capability = mma_internal::ArchNumber(arch);
+  BT_RETURN_IF_ERROR(CanImplement(problem, p, limits));
   const GemmContext& g = GemmOf(problem);
   GemmKernel k;
   k.ptx = Entry(MakePlan(p), arch);
@@ -503,7 +627,8 @@ StatusOr<GemmKernel> GenerateFfmaK(const Problem& problem,
   k.block = {static_cast<unsigned>(p.Threads()), 1, 1};
   k.vector_a = 4;
   k.vector_b = 4;
-  if (p.kg > 1) AddSplitReduce(p.kg, g.m, g.n, &k);
+  if (p.Partials() > 1)
+    AddSplitReduce(p.Partials(), g.m, g.n, &k, /*fixed_partials=*/p.cl > 1);
   return k;
 }
 

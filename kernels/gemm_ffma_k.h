@@ -27,8 +27,15 @@
 // sums in shared memory and group 0 adds them and writes C.
 // With K_G > 1 the reduction is split over K_G programs (grid z) whose
 // partial sums go to a workspace that gemm.ffma's reduce entry adds
-// (kernels/gemm_ptx.h AddSplitReduce). The PTX depends on the parameters
-// only; M, N, K and the leading dimensions are the entry's arguments.
+// (kernels/gemm_ptx.h AddSplitReduce). With CL > 1 (sm_90: thread-block
+// clusters) the CL consecutive splits of a cluster (1 x 1 x CL, fixed in
+// the PTX) first add their sums through distributed shared memory: each
+// leaves its tile in its own shared memory, and program r of the cluster
+// adds slice r of the tile over the CL programs in rank order (a fixed
+// order: the same bits every run), so the workspace holds K_G / CL partial
+// sums, not K_G, and where K_G = CL the cluster writes C itself and there
+// is no reduce entry. The PTX depends on the parameters only; M, N, K and
+// the leading dimensions are the entry's arguments.
 #ifndef BLOCKTUNE_KERNELS_GEMM_FFMA_K_H_
 #define BLOCKTUNE_KERNELS_GEMM_FFMA_K_H_
 
@@ -46,7 +53,7 @@
 namespace blocktune {
 
 // Bumped whenever the emitted PTX can change (family_golden_test).
-inline constexpr int kGemmFfmaKGeneratorVersion = 2;
+inline constexpr int kGemmFfmaKGeneratorVersion = 3;
 inline constexpr const char kGemmFfmaKFamily[] = "gemm.ffma_k";
 
 struct FfmaKParams {
@@ -59,6 +66,7 @@ struct FfmaKParams {
   int64_t stages = 3;   // ST: stages of the cp.async ring
   int64_t kg = 1;       // K_G: programs splitting K
   int64_t wk = 1;       // WK: groups of WM x WN warps splitting each stage
+  int64_t cl = 1;       // CL: splits of K per cluster, added in DSMEM
 
   int64_t LanesN() const { return 32 / lanes_m; }
   // Threads of one group of WM x WN warps, and of the program.
@@ -70,22 +78,30 @@ struct FfmaKParams {
   int64_t RowBytes() const { return (kc + 4) * 4; }
   int64_t StageBytes() const { return (TileM() + TileN()) * RowBytes(); }
   int64_t RingBytes() const { return stages * StageBytes(); }
-  // The ring, reused at the end for WK - 1 groups' sums (4 bytes each).
-  int64_t ReduceBytes() const { return (wk - 1) * TileM() * TileN() * 4; }
+  // The ring, reused at the end for WK - 1 groups' sums (4 bytes each),
+  // and with CL > 1 for the program's own (the cluster reads them).
+  int64_t ReduceBytes() const {
+    const int64_t groups = cl > 1 ? (wk > 1 ? wk - 1 : 1) : wk - 1;
+    return groups * TileM() * TileN() * 4;
+  }
   int64_t SharedBytes() const {
     return RingBytes() > ReduceBytes() ? RingBytes() : ReduceBytes();
   }
+  // Partial sums in the workspace: K_G / CL; 1 means none (C is written
+  // by the main entry).
+  int64_t Partials() const { return kg / cl; }
 };
 
 // The parameters' domains, in FfmaKParams order (LM, TM, TN, WM, WN, KC,
-// ST, KG, WK; WK takes FfmaKWarpValues).
+// ST, KG, WK, CL; WK takes FfmaKWarpValues).
 const std::vector<int64_t>& FfmaKLaneValues();
 const std::vector<int64_t>& FfmaKThreadTileValues();
 const std::vector<int64_t>& FfmaKWarpValues();
 const std::vector<int64_t>& FfmaKStepValues();
 const std::vector<int64_t>& FfmaKStageValues();
 const std::vector<int64_t>& FfmaKSplitValues();
-// INVALID_ARGUMENT naming "<field>.<LM|TM|TN|WM|WN|KC|ST|KG|WK>" for a value
+const std::vector<int64_t>& FfmaKClusterValues();
+// INVALID_ARGUMENT naming "<field>.<LM|TM|TN|WM|WN|KC|ST|KG|WK|CL>" for a value
 // outside its domain.
 Status Validate(const FfmaKParams& p, std::string_view field = "params");
 
@@ -101,11 +117,13 @@ enum class FfmaKRule {
                // larger) <= the dynamic shared memory per block
   kRegisters,  // FfmaKRegisterEstimate <= registers per thread, and times
                // the program's threads < the SM's registers
+  kCluster,    // CL = 1, or CL <= K_G on compute capability 9.0 or later
+               // (thread-block clusters and distributed shared memory)
 };
 inline constexpr FfmaKRule kFfmaKRules[] = {
     FfmaKRule::kLayout,   FfmaKRule::kTile,   FfmaKRule::kThreads,
     FfmaKRule::kKWarps,   FfmaKRule::kVectorLd, FfmaKRule::kShared,
-    FfmaKRule::kRegisters};
+    FfmaKRule::kRegisters, FfmaKRule::kCluster};
 const char* ToString(FfmaKRule rule);
 
 // 16-byte copies per thread per stage of A and of B.
@@ -129,9 +147,11 @@ Status CanImplement(const Problem& problem, const FfmaKParams& p,
 // "blocktune_ffma_k" with EntryParams(Op::kGemm)'s parameters, grid
 // (ceil(M / TileM), ceil(N / TileN), K_G), block 32*WM*WN*WK, dynamic shared
 // memory SharedBytes (GemmKernel has no field for it: the family sets
-// GeneratedKernel::dynamic_shared_bytes); with K_G > 1 the reduce entry
-// and workspace of AddSplitReduce. vector_a = vector_b = 4. Refuses
-// (FAILED_PRECONDITION) what CanImplement on the H100's limits refuses.
+// GeneratedKernel::dynamic_shared_bytes); with K_G / CL > 1 the reduce
+// entry and workspace of AddSplitReduce for K_G / CL partial sums (that
+// count fixed in its PTX). vector_a = vector_b = 4. Refuses
+// (FAILED_PRECONDITION) what CanImplement on the H100's limits at `arch`'s
+// compute capability refuses (CL > 1 below sm_90).
 StatusOr<GemmKernel> GenerateFfmaK(const Problem& problem,
                                    const FfmaKParams& p,
                                    const std::string& arch = "sm_90");

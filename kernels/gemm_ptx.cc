@@ -703,7 +703,7 @@ constexpr int kReduceUnroll = 8;
 // Lane l of an output adds z = l, l + L, l + 2L, ... in order, eight loads
 // in flight at a time, then lane 0 adds the L lane sums in lane order: a fixed
 // order, so every run gives the same bits.
-std::string ReduceEntry(int64_t lanes) {
+std::string ReduceEntry(int64_t lanes, int64_t fixed_partials) {
   const int64_t outputs = kReduceThreads / lanes;  // per program
   Ptx p;
   p << "\n// ---- reduction of the K_G partial sums, in a fixed order: "
@@ -724,8 +724,13 @@ std::string ReduceEntry(int64_t lanes) {
     << "\tld.param.u64 %W, [pW];\n\tcvta.to.global.u64 %W, %W;\n"
     << "\tld.param.u64 %C, [pC];\n\tcvta.to.global.u64 %C, %C;\n"
     << "\tld.param.u32 %M, [pM];\n\tld.param.u32 %N, [pN];\n"
-    << "\tld.param.u32 %ldc, [pldc];\n\tld.param.u32 %kg, [pkg];\n"
-    << "\tld.param.f32 %alpha, [palpha];\n\tld.param.f32 %beta, [pbeta];\n"
+    << "\tld.param.u32 %ldc, [pldc];\n";
+  if (fixed_partials > 0)
+    p << "\tmov.u32 %kg, " << N(fixed_partials)
+      << ";  // the partial sums, whatever pkg says\n";
+  else
+    p << "\tld.param.u32 %kg, [pkg];\n";
+  p << "\tld.param.f32 %alpha, [palpha];\n\tld.param.f32 %beta, [pbeta];\n"
     << "\t// output i = ctaid * " << N(outputs) << " + tid % " << N(outputs)
     << ", lane tid / " << N(outputs) << "\n"
     << "\tmov.u32 %r, %tid.x;\n"
@@ -984,9 +989,10 @@ StatusOr<GemmKernel> Generate(const GemmContext& g, bool conv,
 
 }  // namespace
 
-void AddSplitReduce(int64_t kg, int64_t m, int64_t n, GemmKernel* kernel) {
+void AddSplitReduce(int64_t kg, int64_t m, int64_t n, GemmKernel* kernel,
+                    bool fixed_partials) {
   const int64_t lanes = ReduceLanes(kg);
-  kernel->ptx += ReduceEntry(lanes);
+  kernel->ptx += ReduceEntry(lanes, fixed_partials ? kg : 0);
   kernel->reduce_entry = "blocktune_gemm_reduce";
   kernel->reduce_grid = {
       static_cast<unsigned>(CeilDiv(m * n, kReduceThreads / lanes)), 1, 1};

@@ -133,7 +133,11 @@ StatusOr<GemmKernel> GenerateConv(const ConvContext& ctx, const BlockShape& xb,
 // the workspace W as K_G x M x N floats, W[(z*M + row)*N + col]; the
 // reduction adds them in z order (deterministic) and writes
 // C = alpha * sum + beta * C, not reading C where beta == 0.
-void AddSplitReduce(int64_t kg, int64_t m, int64_t n, GemmKernel* kernel);
+// fixed_partials: the entry adds exactly `kg` partial sums, a constant of
+// its PTX, and ignores its K_G argument (gemm.ffma_k with clusters, whose
+// K_G programs leave K_G / CL sums); false: as many as K_G says.
+void AddSplitReduce(int64_t kg, int64_t m, int64_t n, GemmKernel* kernel,
+                    bool fixed_partials = false);
 
 // A GeneratedKernel of a GemmKernel (gemm.ffma's, conv.ffma's and
 // gemm.gemv's): its reduce entry where K_G > 1, the entry parameters of

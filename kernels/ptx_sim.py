@@ -5,7 +5,9 @@ It runs one entry of the PTX that blocktune's CUDA-core generators emit
 (the instruction subset of kernels/gemm_ffma_k.cc: integer and fp32
 arithmetic, predicates and branches, ld/st.global.f32, ld.shared.v4.f32,
 ld/st.shared.f32, cp.async with a source size, commit/wait groups,
-bar.sync) over a grid of programs, one program at a time, its threads one
+bar.sync; and for thread-block clusters %cluster_ctarank, mapa,
+ld.shared::cluster.f32 and barrier.cluster) over a grid of programs, one
+program (or one cluster of programs along z) at a time, its threads one
 after another between barriers. It is a model, not a GPU: what it checks is the generator's
 indexing, guards, stage ring and split of K, against a reference. Two
 timings of cp.async bracket the hardware's:
@@ -39,8 +41,8 @@ class PtxError(Exception):
 
 
 def parse_entry(ptx, entry):
-    m = re.search(r'\.entry\s+' + re.escape(entry) + r'\s*\((.*?)\)\s*\{', ptx,
-                  re.S)
+    m = re.search(r'\.entry\s+' + re.escape(entry) +
+                  r'\s*\((.*?)\)\s*(?:\.reqnctapercluster[^{]*)?\{', ptx, re.S)
     if not m:
         raise PtxError('no entry ' + entry)
     params = re.findall(r'\.param\s+\.(\w+)\s+(\w+)', m.group(1))
@@ -125,11 +127,18 @@ class Thread:
         self.open = []      # copies not yet committed
 
 
+# mapa's addresses: the target program's rank + 1 above the low 24 bits
+# (a shared address of its own), so that a plain ld.shared of one fails.
+CLUSTER_SHIFT = 24
+
+
 class Program:
     def __init__(self, code, labels, params, args, mem, ctaid, threads,
-                 shared_bytes, mode, rng):
+                 shared_bytes, mode, rng, rank=0):
         self.code, self.labels, self.mem = code, labels, mem
         self.ctaid, self.mode, self.rng = ctaid, mode, rng
+        self.rank = rank
+        self.cluster = [self]
         self.param = dict(zip([n for _, n in params], args))
         self.param_type = {n: t for t, n in params}
         # Shared memory starts as garbage (NaN): a read of a word never
@@ -138,23 +147,7 @@ class Program:
         self.threads = [Thread(t) for t in range(threads)]
 
     def run(self, budget=50_000_000):
-        steps = 0
-        while True:
-            live = [t for t in self.threads if t.state != 'done']
-            if not live:
-                return steps
-            order = list(live)
-            self.rng.shuffle(order)
-            for t in order:
-                t.state = 'run'
-                while t.state == 'run':
-                    steps += 1
-                    if steps > budget:
-                        raise PtxError('step budget exhausted')
-                    self.step(t)
-            if any(t.state == 'bar' for t in self.threads) and any(
-                    t.state == 'done' for t in self.threads):
-                raise PtxError('a thread left while others wait at a barrier')
+        return run_cluster(self.cluster, self.rng, budget)
 
     def val(self, t, a, kind='u'):
         if a.startswith('%'):
@@ -164,6 +157,8 @@ class Program:
                 return 0
             if a.startswith('%ctaid.'):
                 return self.ctaid['xyz'.index(a[-1])]
+            if a == '%cluster_ctarank':
+                return self.rank
             if a not in t.regs:
                 raise PtxError('read of unset register %s (thread %d, pc %d)'
                                % (a, t.tid, t.pc))
@@ -216,6 +211,25 @@ class Program:
             t.state = 'done'
         elif op == 'bar.sync':
             t.state = 'bar'
+        elif op in ('barrier.cluster.arrive', 'barrier.cluster.arrive.release'):
+            pass  # the wait that follows is the barrier
+        elif op in ('barrier.cluster.wait', 'barrier.cluster.wait.acquire'):
+            t.state = 'cbar'
+        elif op == 'mapa.shared::cluster.u32':
+            rank = v(a[2])
+            if not 0 <= rank < len(self.cluster):
+                raise PtxError('mapa to rank %d of a cluster of %d'
+                               % (rank, len(self.cluster)))
+            R[a[0]] = (rank + 1) << CLUSTER_SHIFT | v(a[1])
+        elif op == 'ld.shared::cluster.f32':
+            at = self.addr(t, a[1])
+            rank = (at >> CLUSTER_SHIFT) - 1
+            if not 0 <= rank < len(self.cluster):
+                raise PtxError('ld.shared::cluster of %#x: not a mapa address'
+                               % at)
+            peer = self.cluster[rank]
+            low = at & ((1 << CLUSTER_SHIFT) - 1)
+            R[a[0]] = peer.shared[peer.shared_index(low, 1)]
         elif op == 'bra':
             t.pc = self.labels[a[0]]
         elif name == 'ld' and base[1] == 'param':
@@ -319,17 +333,81 @@ def signed(x, bits):
     return x - (1 << bits) if x >> (bits - 1) & 1 else x
 
 
+def run_cluster(programs, rng, budget):
+    """Runs the programs of one cluster to their end: every thread not
+    waiting runs until it reaches a barrier (bar.sync: its program's
+    threads; barrier.cluster.wait: every thread of the cluster) or returns,
+    in a shuffled order, and then the barriers that every thread they wait
+    for has reached release."""
+    steps = 0
+    threads = [t for p in programs for t in p.threads]
+    owner = {id(t): p for p in programs for t in p.threads}
+    for t in threads:
+        t.state = 'ready'
+    while True:
+        order = [t for t in threads if t.state == 'ready']
+        if not order:
+            if all(t.state == 'done' for t in threads):
+                return steps
+            raise PtxError('deadlock: threads wait at barriers that cannot '
+                           'release')
+        rng.shuffle(order)
+        for t in order:
+            t.state = 'run'
+            while t.state == 'run':
+                steps += 1
+                if steps > budget:
+                    raise PtxError('step budget exhausted')
+                owner[id(t)].step(t)
+        for p in programs:
+            states = {t.state for t in p.threads}
+            if 'bar' in states and 'done' in states:
+                raise PtxError('a thread left while others wait at a barrier')
+            if 'bar' in states and 'cbar' in states:
+                raise PtxError('threads of one program wait at different '
+                               'barriers')
+            if states == {'bar'}:
+                for t in p.threads:
+                    t.state = 'ready'
+        if all(t.state == 'cbar' for t in threads):
+            for t in threads:
+                t.state = 'ready'
+        elif any(t.state == 'cbar' for t in threads) and any(
+                t.state == 'done' for t in threads):
+            raise PtxError('a thread left while others wait at a cluster '
+                           'barrier')
+
+
+def cluster_dims(ptx, entry):
+    """The entry's .reqnctapercluster (x, y, z); (1, 1, 1) without one."""
+    m = re.search(r'\.entry\s+' + re.escape(entry) + r'\s*\(.*?\)\s*'
+                  r'\.reqnctapercluster\s+(\d+)\s*,\s*(\d+)\s*,\s*(\d+)',
+                  ptx, re.S)
+    return tuple(int(x) for x in m.groups()) if m else (1, 1, 1)
+
+
 def run_grid(ptx, entry, args, mem, grid, block, shared_bytes, mode, seed=1):
+    """Runs `entry` over `grid`; clusters (the PTX's .reqnctapercluster)
+    only along z."""
     params, code, labels = parse_entry(ptx, entry)
+    cx, cy, cluster_z = cluster_dims(ptx, entry)
+    if cx != 1 or cy != 1:
+        raise PtxError('clusters along x or y are not modelled')
     if len(params) != len(args):
         raise PtxError('%d arguments for %d parameters' % (len(args),
                                                            len(params)))
+    if grid[2] % cluster_z:
+        raise PtxError('grid z %d is no multiple of the cluster %d'
+                       % (grid[2], cluster_z))
     rng = random.Random(seed)
     steps = 0
-    for z in range(grid[2]):
+    for z0 in range(0, grid[2], cluster_z):
         for y in range(grid[1]):
             for x in range(grid[0]):
-                prog = Program(code, labels, params, args, mem, (x, y, z),
-                               block[0], shared_bytes, mode, rng)
-                steps += prog.run()
+                progs = [Program(code, labels, params, args, mem,
+                                 (x, y, z0 + r), block[0], shared_bytes, mode,
+                                 rng, rank=r) for r in range(cluster_z)]
+                for prog in progs:
+                    prog.cluster = progs
+                steps += run_cluster(progs, rng, 50_000_000)
     return steps
