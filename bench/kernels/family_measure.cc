@@ -371,7 +371,21 @@ const std::vector<std::string>& Prior(std::string_view family) {
           // covariance and MLP tiles again with each stage split over 2-8
           // groups of warps (WK: more warps per SM, the same workspace).
           {"gemm.ffma_k",
-           {"LM=8 TM=4 TN=4 WM=2 WN=4 KC=32 ST=3 KG=128 WK=1",
+           {// v3: clusters of CL splits adding their sums in distributed
+            // shared memory (more programs per SM, a workspace of K_G /
+            // CL sums), beside v2's best covariance (K_G = 256).
+            "LM=4 TM=8 TN=4 WM=2 WN=2 KC=32 ST=3 KG=256 WK=1",
+            "LM=4 TM=8 TN=4 WM=2 WN=2 KC=32 ST=3 KG=512 WK=1 CL=8",
+            "LM=4 TM=8 TN=4 WM=2 WN=2 KC=32 ST=3 KG=256 WK=1 CL=8",
+            "LM=4 TM=8 TN=4 WM=2 WN=2 KC=32 ST=3 KG=1024 WK=1 CL=8",
+            "LM=4 TM=8 TN=4 WM=2 WN=2 KC=32 ST=3 KG=512 WK=1 CL=4",
+            "LM=4 TM=8 TN=4 WM=2 WN=2 KC=32 ST=4 KG=512 WK=1 CL=8",
+            "LM=4 TM=8 TN=4 WM=2 WN=2 KC=64 ST=3 KG=256 WK=1 CL=8",
+            "LM=8 TM=4 TN=4 WM=2 WN=2 KC=32 ST=3 KG=512 WK=1 CL=8",
+            "LM=4 TM=8 TN=4 WM=2 WN=2 KC=16 ST=4 KG=1024 WK=1 CL=8",
+            "LM=8 TM=4 TN=4 WM=2 WN=1 KC=32 ST=3 KG=8 WK=4 CL=8",
+            "LM=16 TM=2 TN=8 WM=4 WN=1 KC=32 ST=4 KG=4 WK=1 CL=4",
+            "LM=8 TM=4 TN=4 WM=2 WN=4 KC=32 ST=3 KG=128 WK=1",
             "LM=8 TM=4 TN=4 WM=2 WN=4 KC=32 ST=3 KG=64 WK=1",
             "LM=8 TM=4 TN=4 WM=2 WN=4 KC=64 ST=2 KG=128 WK=1",
             "LM=8 TM=8 TN=8 WM=1 WN=2 KC=16 ST=4 KG=128 WK=1",
