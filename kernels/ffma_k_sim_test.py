@@ -84,10 +84,9 @@ def run_case(cli, case, mode, seed):
     pa, pb = mem.alloc(a), mem.alloc(b)
     c_init = c0 if beta != 0 else [float('nan')] * (m * ldc)
     pc = mem.alloc(c_init)
-    # Partial sums the reduce entry adds: K_G / CL (none where K_G = CL:
-    # the cluster wrote C).
-    cl = int(re.search(r'CL=(\d+)', params).group(1)) if 'CL=' in params else 1
-    kg = grid[2] // cl
+    # Partial sums the reduce entry adds, as many as the workspace holds
+    # (K_G / CL; none where K_G = CL: the cluster wrote C).
+    kg = workspace // (4 * m * n)
     pw = mem.alloc([float('nan')] * (workspace // 4)) if workspace else 0
     ptx_sim.run_grid(ptx, 'blocktune_ffma_k',
                      [pa, pb, pc, pw, m, n, k, lda, ldb, ldc, alpha, beta],

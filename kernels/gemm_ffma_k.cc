@@ -55,6 +55,16 @@ std::string Vec4(const char* reg, int64_t first) {
   return s + "}";
 }
 
+// C[%o] = alpha * src + beta * C[%o] under %pv (C not read where %pbeta,
+// beta != 0, is false), through %v and %old.
+void EmitScaledStore(PtxText& p, const std::string& src) {
+  p << "\tmul.f32 %v, " << src << ", %alpha;\n"
+    << "\tand.pred %p, %pv, %pbeta;\n"
+    << "\t@%p ld.global.f32 %old, [%o];\n"
+    << "\t@%p fma.rn.f32 %v, %old, %beta, %v;\n"
+    << "\t@%pv st.global.f32 [%o], %v;\n";
+}
+
 // CL > 1: the program's sums (group 0's, after the WK adds) to its shared
 // memory, word s*G + tmn for sum s of thread tmn; a cluster barrier; then
 // program r of the cluster adds words [r*E/CL, (r+1)*E/CL) of the tile (E =
@@ -122,19 +132,16 @@ void ClusterEpilogue(const Plan& t, PtxText* out) {
     if (to_c) {
       p << "\tmul.wide.u32 %o, %row, %ldc;\n\tcvt.u64.u32 %o2, %col;\n"
         << "\tadd.u64 %o, %o, %o2;\n\tshl.b64 %o, %o, 2;\n"
-        << "\tadd.u64 %o, %C, %o;\n"
-        << "\tmul.f32 %v, %v, %alpha;\n"
-        << "\tand.pred %p, %pv, %pbeta;\n"
-        << "\t@%p ld.global.f32 %old, [%o];\n"
-        << "\t@%p fma.rn.f32 %v, %old, %beta, %v;\n";
+        << "\tadd.u64 %o, %C, %o;\n";
+      EmitScaledStore(p, "%v");
     } else {  // ((z*M + row) * N + col) in 64 bits
       p << "\tmul.wide.u32 %o, %z, %M;\n\tcvt.u64.u32 %o2, %row;\n"
         << "\tadd.u64 %o, %o, %o2;\n\tcvt.u64.u32 %o2, %N;\n"
         << "\tmul.lo.u64 %o, %o, %o2;\n\tcvt.u64.u32 %o2, %col;\n"
         << "\tadd.u64 %o, %o, %o2;\n"
-        << "\tshl.b64 %o, %o, 2;\n\tadd.u64 %o, %W, %o;\n";
+        << "\tshl.b64 %o, %o, 2;\n\tadd.u64 %o, %W, %o;\n"
+        << "\t@%pv st.global.f32 [%o], %v;\n";
     }
-    p << "\t@%pv st.global.f32 [%o], %v;\n";
   }
   p << "\tbarrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;\n"
     << "\tret;\n}\n";
@@ -403,11 +410,7 @@ std::string Entry(const Plan& t, const std::string& arch) {
         << "\tsetp.lt.and.u32 %pv, %col, %N, %prow;\n"
         << "\tmul.wide.u32 %o, %col, 4;\n\tadd.u64 %o, %addr, %o;\n";
       if (q.kg == 1) {
-        p << "\tmul.f32 %v, " << acc << ", %alpha;\n"
-          << "\tand.pred %p, %pv, %pbeta;\n"
-          << "\t@%p ld.global.f32 %old, [%o];\n"
-          << "\t@%p fma.rn.f32 %v, %old, %beta, %v;\n"
-          << "\t@%pv st.global.f32 [%o], %v;\n";
+        EmitScaledStore(p, acc);
       } else {
         p << "\t@%pv st.global.f32 [%o], " << acc << ";\n";
       }

@@ -122,7 +122,7 @@ class Thread:
         self.tid = tid
         self.regs = {}
         self.pc = 0
-        self.state = 'run'  # run, bar, done
+        self.state = 'run'  # ready, run, bar, cbar (barrier.cluster), done
         self.pending = []   # committed groups of copies, oldest first
         self.open = []      # copies not yet committed
 
@@ -145,9 +145,6 @@ class Program:
         # written is caught by the reference check.
         self.shared = [float('nan')] * (shared_bytes // 4)
         self.threads = [Thread(t) for t in range(threads)]
-
-    def run(self, budget=50_000_000):
-        return run_cluster(self.cluster, self.rng, budget)
 
     def val(self, t, a, kind='u'):
         if a.startswith('%'):
