@@ -367,6 +367,7 @@ struct Client::Impl {
     if (!k.reduce_entry.empty()) {
       k.reduce_grid = Dims(resp.reduce_grid());
       k.reduce_block = Dims(resp.reduce_block());
+      k.reduce_dependent = resp.reduce_dependent();
       k.reduce_params = ToParams(resp.reduce_params());
     }
     k.workspace_bytes = resp.workspace_bytes();

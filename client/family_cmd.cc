@@ -256,7 +256,9 @@ int RunLocalKernel(const Context& ctx, const LocalKernelFlags& flags,
     if (!k.reduce_entry.empty()) {
       o << ", \"reduce_entry\": " << JsonString(k.reduce_entry)
         << ", \"reduce_grid\": " << Dim3Json(k.reduce_grid)
-        << ", \"reduce_block\": " << Dim3Json(k.reduce_block);
+        << ", \"reduce_block\": " << Dim3Json(k.reduce_block)
+        << ", \"reduce_dependent\": "
+        << (k.reduce_dependent ? "true" : "false");
     }
     if (!k.tensor_maps.empty()) {
       o << ", \"tensor_maps\": [";
@@ -310,7 +312,10 @@ int RunLocalKernel(const Context& ctx, const LocalKernelFlags& flags,
   if (!k.reduce_entry.empty()) {
     out << "reduce entry: " << k.reduce_entry << ", grid "
         << Dim3(k.reduce_grid) << ", block " << Dim3(k.reduce_block)
-        << " (launch after entry, same stream)\n";
+        << (k.reduce_dependent
+                ? " (launch after entry, same stream; it waits in "
+                  "griddepcontrol.wait: a programmatic dependent launch)\n"
+                : " (launch after entry, same stream)\n");
   }
   for (const TensorMapParam& t : k.tensor_maps) {
     out << "tensor map: " << k.entry_params[t.param_index].name << " = "

@@ -316,7 +316,9 @@ void PrintKernelSummary(const v1::GetKernelResponse& k, std::ostream& out) {
   if (!k.reduce_entry().empty()) {
     out << "then: " << k.reduce_entry() << "  grid " << dims(k.reduce_grid())
         << "  block " << dims(k.reduce_block()) << "  workspace "
-        << k.workspace_bytes() << " B\n";
+        << k.workspace_bytes() << " B"
+        << (k.reduce_dependent() ? "  (programmatic dependent launch)" : "")
+        << "\n";
   }
   if (k.counter_offset() >= 0 && k.workspace_bytes() > 0) {
     out << "counters: at workspace + " << k.counter_offset()

@@ -411,6 +411,7 @@ StatusOr<ConvMmaKernel> GenerateConvMma(const ConvMmaProblem& problem,
         problem.precision, p.kg, g.m, g.n, arch);
     k.ptx += r.ptx;
     k.reduce_entry = r.entry;
+    k.reduce_dependent = r.dependent;
     k.reduce_grid = r.grid;
     k.reduce_block = r.block;
   }

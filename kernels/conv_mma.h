@@ -104,6 +104,7 @@ struct ConvMmaKernel {
   std::string ptx;
   std::string entry = "blocktune_conv_mma";
   std::string reduce_entry;
+  bool reduce_dependent = false;  // GeneratedKernel::reduce_dependent
   std::array<unsigned, 3> grid{};
   std::array<unsigned, 3> block{};
   unsigned shared_bytes = 0;

@@ -149,6 +149,11 @@ struct GeneratedKernel {
   // Present when the partial sums of K_G > 1 are added by a second
   // launch after `entry` on the same stream.
   std::string reduce_entry;
+  // The reduce entry begins with griddepcontrol.wait (sm_90): launch it as
+  // a programmatic dependent launch (cuda::LaunchDependent), so that it is
+  // scheduled while `entry` drains and waits for its results on the GPU.
+  // false: an ordinary launch after `entry`.
+  bool reduce_dependent = false;
   std::array<unsigned, 3> grid{};
   std::array<unsigned, 3> block{};
   // Programs per thread-block cluster along x, fixed in the PTX

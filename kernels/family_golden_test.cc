@@ -61,7 +61,7 @@ constexpr Golden kGolden[] = {
      "kGemmWgmmaTailGeneratorVersion (kernels/gemm_wgmma.h)"},
     {"gemm.gemv", 3, 0xeaff295ae58427a6ull,
      "kGemmGemvGeneratorVersion (kernels/gemm_gemv.h)"},
-    {"gemm.ffma_k", 3, 0x705d45607b412d42ull,
+    {"gemm.ffma_k", 4, 0xa9f92e0538d6aaa1ull,
      "kGemmFfmaKGeneratorVersion (kernels/gemm_ffma_k.h)"},
 };
 

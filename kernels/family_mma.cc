@@ -160,6 +160,7 @@ GeneratedKernel FromMmaKernel(const KernelFamily& family, MmaKernel k,
   out.pack_grid = k.pack_grid;
   out.pack_block = k.pack_block;
   out.reduce_entry = std::move(k.reduce_entry);
+  out.reduce_dependent = k.reduce_dependent;
   out.dynamic_shared_bytes = k.shared_bytes;
   out.reduce_grid = k.reduce_grid;
   out.reduce_block = k.reduce_block;
@@ -406,6 +407,7 @@ class ConvMmaKernelFamily : public KernelFamily {
                         ToMma(params, kConvFieldCount), arch));
     GeneratedKernel out = ToGenerated(*this, k);
     out.reduce_entry = std::move(k.reduce_entry);
+    out.reduce_dependent = k.reduce_dependent;
     out.dynamic_shared_bytes = k.shared_bytes;
     out.reduce_grid = k.reduce_grid;
     out.reduce_block = k.reduce_block;

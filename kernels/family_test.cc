@@ -726,7 +726,7 @@ TEST(FamilyRegistryTest, PowerOfTwoRuleLeavesSwitchesAlone) {
 TEST(FfmaKFamilyTest, RulesOfferNtOnly) {
   const KernelFamily& f = Family("gemm.ffma_k");
   EXPECT_EQ(f.op(), Op::kGemm);
-  EXPECT_EQ(f.version(), 3);
+  EXPECT_EQ(f.version(), 4);
   EXPECT_EQ(f.precisions(), std::vector<DType>{DType::kFp32});
   EXPECT_EQ(f.rules(), (std::vector<std::string>{"layout", "tile", "threads",
                                                  "k_warps", "vector_ld",
@@ -880,7 +880,7 @@ TEST(FfmaKFamilyTest, GenerateStagesKMajorThroughCpAsync) {
   auto k = f.Generate(problem, *p, "sm_90");
   ASSERT_TRUE(k.ok()) << k.status().ToString();
   EXPECT_EQ(k->entry, "blocktune_ffma_k");
-  EXPECT_THAT(k->ptx, HasSubstr("// blocktune gemm.ffma_k v3"));
+  EXPECT_THAT(k->ptx, HasSubstr("// blocktune gemm.ffma_k v4"));
   EXPECT_THAT(k->ptx, HasSubstr("cp.async.cg.shared.global"));
   EXPECT_THAT(k->ptx, HasSubstr("cp.async.wait_group 1;"));
   EXPECT_THAT(k->ptx, HasSubstr("ld.shared.v4.f32"));
@@ -916,6 +916,23 @@ TEST(FfmaKFamilyTest, GenerateStagesKMajorThroughCpAsync) {
   auto k2 = f.Generate(other, *p, "sm_90");
   ASSERT_TRUE(k2.ok()) << k2.status().ToString();
   EXPECT_EQ(k2->ptx, k->ptx);
+  // On sm_90 the reduce entry is a programmatic dependent launch: the main
+  // entry lets it be scheduled, the reduce entry waits before it reads W.
+  EXPECT_TRUE(k->reduce_dependent);
+  EXPECT_EQ(count("griddepcontrol.launch_dependents;"), 1u);
+  const std::string reduce = k->ptx.substr(main.size());
+  EXPECT_LT(reduce.find("griddepcontrol.wait;"), reduce.find("ld.global"));
+  // sm_80 has neither; nor a kernel without a reduce entry.
+  auto k80 = f.Generate(problem, *p, "sm_80");
+  ASSERT_TRUE(k80.ok()) << k80.status().ToString();
+  EXPECT_FALSE(k80->reduce_dependent);
+  EXPECT_EQ(k80->ptx.find("griddepcontrol"), std::string::npos);
+  auto one = f.Parse("LM=8 TM=4 TN=4 WM=2 WN=1 KC=32 ST=3 KG=1");
+  ASSERT_TRUE(one.ok());
+  auto k1 = f.Generate(problem, *one, "sm_90");
+  ASSERT_TRUE(k1.ok()) << k1.status().ToString();
+  EXPECT_TRUE(k1->reduce_entry.empty());
+  EXPECT_EQ(k1->ptx.find("griddepcontrol"), std::string::npos);
 }
 
 // The kernel: vector loads of A past L1 (through it where WN warps share
@@ -1384,8 +1401,18 @@ void ExpectConsistent(const KernelFamily& f, const Problem& problem,
       EXPECT_GT(k->reduce_block[i], 0u) << what;
     }
     EXPECT_EQ(k->counter_offset, -1) << what;
+    // A programmatic dependent launch exactly where the reduce entry waits
+    // for the main grid (launched so without the wait, it could read
+    // partial sums not yet written).
+    const size_t at = k->ptx.find(".entry " + k->reduce_entry);
+    const std::string reduce =
+        k->ptx.substr(at, k->ptx.find(".entry ", at + 1) - at);
+    EXPECT_EQ(k->reduce_dependent,
+              reduce.find("griddepcontrol.wait;") != std::string::npos)
+        << what;
   } else {
     EXPECT_TRUE(k->reduce_params.empty()) << what;
+    EXPECT_FALSE(k->reduce_dependent) << what;
   }
   if (k->counter_offset >= 0) {
     EXPECT_LT(k->counter_offset, k->workspace_bytes) << what;

@@ -155,6 +155,7 @@ void FillGemmEntry(const WgmmaKernel& k, GeneratedKernel* out) {
   out->cluster = k.cluster[0];
   out->counter_offset = k.counter_offset;
   out->reduce_entry = k.reduce_entry;
+  out->reduce_dependent = k.reduce_dependent;
   out->reduce_grid = k.reduce_grid;
   out->reduce_block = k.reduce_block;
   if (!out->reduce_entry.empty()) out->reduce_params = ReduceParams();

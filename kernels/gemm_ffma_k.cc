@@ -192,6 +192,10 @@ std::string Entry(const Plan& t, const std::string& arch) {
     << "\t.reg .f32 %alpha, %beta, %v, %old, %acc<" << N(sums) << ">, %fa<"
     << N(4 * q.tm) << ">, %fb<" << N(4 * q.tn) << ">;\n\n";
 
+  if (q.Partials() > 1 && mma_internal::ArchNumber(arch) >= 90)
+    p << "\t// ---- the reduce entry may be scheduled now (a programmatic "
+         "dependent launch); it waits for this grid in griddepcontrol.wait\n"
+      << "\tgriddepcontrol.launch_dependents;\n";
   p << "\t// ---- parameters; program (x, y, z) owns rows x*" << N(t.tile_m)
     << " .., columns y*" << N(t.tile_n) << " .. and split z of K\n"
     << "\tld.param.u64 %A, [pA];\n\tcvta.to.global.u64 %A, %A;\n"
@@ -631,7 +635,8 @@ StatusOr<GemmKernel> GenerateFfmaK(const Problem& problem,
   k.vector_a = 4;
   k.vector_b = 4;
   if (p.Partials() > 1)
-    AddSplitReduce(p.Partials(), g.m, g.n, &k, /*fixed_partials=*/p.cl > 1);
+    AddSplitReduce(p.Partials(), g.m, g.n, &k, /*fixed_partials=*/p.cl > 1,
+                   /*dependent=*/mma_internal::ArchNumber(arch) >= 90);
   return k;
 }
 

@@ -34,8 +34,13 @@
 // adds slice r of the tile over the CL programs in rank order (a fixed
 // order: the same bits every run), so the workspace holds K_G / CL partial
 // sums, not K_G, and where K_G = CL the cluster writes C itself and there
-// is no reduce entry. The PTX depends on the parameters only; M, N, K and
-// the leading dimensions are the entry's arguments.
+// is no reduce entry. On sm_90 (v4) the reduce entry is a programmatic
+// dependent launch: the main entry executes griddepcontrol.launch_dependents
+// first thing, so the reduce programs are scheduled as soon as every main
+// program has started, and they wait in griddepcontrol.wait until the main
+// grid's sums are complete and visible (no launch gap between the two).
+// The PTX depends on the parameters only; M, N, K and the leading
+// dimensions are the entry's arguments.
 #ifndef BLOCKTUNE_KERNELS_GEMM_FFMA_K_H_
 #define BLOCKTUNE_KERNELS_GEMM_FFMA_K_H_
 
@@ -53,7 +58,7 @@
 namespace blocktune {
 
 // Bumped whenever the emitted PTX can change (family_golden_test).
-inline constexpr int kGemmFfmaKGeneratorVersion = 3;
+inline constexpr int kGemmFfmaKGeneratorVersion = 4;
 inline constexpr const char kGemmFfmaKFamily[] = "gemm.ffma_k";
 
 struct FfmaKParams {

@@ -364,6 +364,7 @@ StatusOr<MmaKernel> GenerateMain(const MmaProblem& problem, const MmaParams& p,
         problem.precision, p.kg, g.m, g.n, arch);
     k.ptx += r.ptx;
     k.reduce_entry = r.entry;
+    k.reduce_dependent = r.dependent;
     k.reduce_grid = r.grid;
     k.reduce_block = r.block;
   }

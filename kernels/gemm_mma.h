@@ -216,6 +216,7 @@ struct MmaKernel {
   std::string entry = "blocktune_gemm_mma";
   // Present when K_G > 1: adds the partial sums and applies alpha, beta.
   std::string reduce_entry;
+  bool reduce_dependent = false;  // GeneratedKernel::reduce_dependent
   std::array<unsigned, 3> grid{};
   std::array<unsigned, 3> block{};
   unsigned shared_bytes = 0;  // dynamic; above 48 KiB needs the opt-in

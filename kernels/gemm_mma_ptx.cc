@@ -1212,6 +1212,7 @@ ReduceLaunch MakeReduceLaunch(MmaPrecision prec, int64_t kg, int64_t m,
   r.grid = {static_cast<unsigned>(CeilDiv(m * n, kReduceThreads / lanes)), 1,
             1};
   r.block = {static_cast<unsigned>(kReduceThreads), 1, 1};
+  r.dependent = ArchNumber(arch) >= 90;  // ReduceEntry's griddepcontrol.wait
   return r;
 }
 

@@ -227,6 +227,7 @@ struct ReduceLaunch {
   std::string entry = "blocktune_gemm_mma_reduce";
   std::array<unsigned, 3> grid{};
   std::array<unsigned, 3> block{};
+  bool dependent = false;  // the entry waits in griddepcontrol.wait (sm_90)
 };
 ReduceLaunch MakeReduceLaunch(MmaPrecision prec, int64_t kg, int64_t m,
                               int64_t n, const std::string& arch);

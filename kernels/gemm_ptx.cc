@@ -703,7 +703,8 @@ constexpr int kReduceUnroll = 8;
 // Lane l of an output adds z = l, l + L, l + 2L, ... in order, eight loads
 // in flight at a time, then lane 0 adds the L lane sums in lane order: a fixed
 // order, so every run gives the same bits.
-std::string ReduceEntry(int64_t lanes, int64_t fixed_partials) {
+std::string ReduceEntry(int64_t lanes, int64_t fixed_partials,
+                        bool dependent) {
   const int64_t outputs = kReduceThreads / lanes;  // per program
   Ptx p;
   p << "\n// ---- reduction of the K_G partial sums, in a fixed order: "
@@ -720,8 +721,11 @@ std::string ReduceEntry(int64_t lanes, int64_t fixed_partials) {
     << "\t.reg .b32 %r, %M, %N, %ldc, %kg, %z, %zj, %lane, %xo, %sp;\n"
     << "\t.reg .b64 %W, %C, %i, %mn, %row, %col, %a, %n64, %stride;\n"
     << "\t.reg .f32 %sum, %w<" << N(kReduceUnroll)
-    << ">, %alpha, %beta, %old, %part;\n"
-    << "\tld.param.u64 %W, [pW];\n\tcvta.to.global.u64 %W, %W;\n"
+    << ">, %alpha, %beta, %old, %part;\n";
+  if (dependent)
+    p << "\t// a programmatic dependent launch: the main entry's partial sums "
+         "are complete and visible past this point\n\tgriddepcontrol.wait;\n";
+  p << "\tld.param.u64 %W, [pW];\n\tcvta.to.global.u64 %W, %W;\n"
     << "\tld.param.u64 %C, [pC];\n\tcvta.to.global.u64 %C, %C;\n"
     << "\tld.param.u32 %M, [pM];\n\tld.param.u32 %N, [pN];\n"
     << "\tld.param.u32 %ldc, [pldc];\n";
@@ -990,10 +994,11 @@ StatusOr<GemmKernel> Generate(const GemmContext& g, bool conv,
 }  // namespace
 
 void AddSplitReduce(int64_t kg, int64_t m, int64_t n, GemmKernel* kernel,
-                    bool fixed_partials) {
+                    bool fixed_partials, bool dependent) {
   const int64_t lanes = ReduceLanes(kg);
-  kernel->ptx += ReduceEntry(lanes, fixed_partials ? kg : 0);
+  kernel->ptx += ReduceEntry(lanes, fixed_partials ? kg : 0, dependent);
   kernel->reduce_entry = "blocktune_gemm_reduce";
+  kernel->reduce_dependent = dependent;
   kernel->reduce_grid = {
       static_cast<unsigned>(CeilDiv(m * n, kReduceThreads / lanes)), 1, 1};
   kernel->reduce_block = {static_cast<unsigned>(kReduceThreads), 1, 1};
@@ -1004,6 +1009,7 @@ GeneratedKernel FromGemmKernel(const KernelFamily& family, GemmKernel k,
                                Op op) {
   GeneratedKernel out = ToGenerated(family, k);
   out.reduce_entry = std::move(k.reduce_entry);
+  out.reduce_dependent = k.reduce_dependent;
   out.reduce_grid = k.reduce_grid;
   out.reduce_block = k.reduce_block;
   out.align_a = k.vector_a;

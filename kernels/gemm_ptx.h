@@ -95,6 +95,7 @@ struct GemmKernel {
   // Present when K_G > 1: adds the K_G partial sums, in order, and applies
   // alpha and beta. Launch it after `entry` on the same stream.
   std::string reduce_entry;
+  bool reduce_dependent = false;  // GeneratedKernel::reduce_dependent
   std::array<unsigned, 3> grid{};   // for `entry`
   std::array<unsigned, 3> block{};
   std::array<unsigned, 3> reduce_grid{};
@@ -136,8 +137,11 @@ StatusOr<GemmKernel> GenerateConv(const ConvContext& ctx, const BlockShape& xb,
 // fixed_partials: the entry adds exactly `kg` partial sums, a constant of
 // its PTX, and ignores its K_G argument (gemm.ffma_k with clusters, whose
 // K_G programs leave K_G / CL sums); false: as many as K_G says.
+// dependent (sm_90 only): the entry begins with griddepcontrol.wait and is
+// launched as a programmatic dependent launch (kernel->reduce_dependent);
+// the main entry should execute griddepcontrol.launch_dependents early.
 void AddSplitReduce(int64_t kg, int64_t m, int64_t n, GemmKernel* kernel,
-                    bool fixed_partials = false);
+                    bool fixed_partials = false, bool dependent = false);
 
 // A GeneratedKernel of a GemmKernel (gemm.ffma's, conv.ffma's and
 // gemm.gemv's): its reduce entry where K_G > 1, the entry parameters of

@@ -538,6 +538,7 @@ WgmmaKernel AssembleGemmWgmma(const Problem& problem, const WgmmaParams& p,
         mma_internal::MakeReduceLaunch(prec, p.kg, g.m, g.n, arch);
     k.ptx += r.ptx;
     k.reduce_entry = r.entry;
+    k.reduce_dependent = r.dependent;
     k.reduce_grid = r.grid;
     k.reduce_block = r.block;
   }

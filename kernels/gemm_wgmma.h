@@ -322,6 +322,7 @@ struct WgmmaKernel {
   // module) that adds them in a fixed order and applies alpha and beta.
   int64_t workspace_bytes = 0;
   std::string reduce_entry;  // empty when kg == 1
+  bool reduce_dependent = false;  // GeneratedKernel::reduce_dependent
   // tail > 1: bytes from the workspace to the tail split's counters, which
   // must be zero before the first launch (every launch leaves them zero);
   // -1 where there are none.

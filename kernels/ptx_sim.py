@@ -210,6 +210,8 @@ class Program:
             t.state = 'bar'
         elif op in ('barrier.cluster.arrive', 'barrier.cluster.arrive.release'):
             pass  # the wait that follows is the barrier
+        elif op in ('griddepcontrol.launch_dependents', 'griddepcontrol.wait'):
+            pass  # the grids run one after another here: the wait has waited
         elif op in ('barrier.cluster.wait', 'barrier.cluster.wait.acquire'):
             t.state = 'cbar'
         elif op == 'mapa.shared::cluster.u32':

@@ -1190,6 +1190,7 @@ grpc::Status BlocktuneService::GetKernel(grpc::ServerContext* ctx,
       resp->set_reduce_entry(k.reduce_entry);
       for (unsigned d : k.reduce_grid) resp->add_reduce_grid(d);
       for (unsigned d : k.reduce_block) resp->add_reduce_block(d);
+      resp->set_reduce_dependent(k.reduce_dependent);
       ToProto(k.reduce_params, resp->mutable_reduce_params());
     }
     resp->set_workspace_bytes(k.workspace_bytes);

@@ -111,7 +111,7 @@ Status LoadedKernel::Enqueue(const cuda::Function& fn,
                              const std::array<unsigned, 3>& grid,
                              const std::array<unsigned, 3>& block,
                              unsigned shared_bytes,
-                             const KernelOperands& ops) const {
+                             const KernelOperands& ops, bool dependent) const {
   const GemmShape g = ImplicitGemm(problem_.ctx);
   const auto ld = LeadingDims(problem_);
   const ConvContext* cv = std::get_if<ConvContext>(&problem_.ctx);
@@ -188,9 +188,11 @@ Status LoadedKernel::Enqueue(const cuda::Function& fn,
   }
   // Generators leave unused dimensions 0 (a 1-D reduce grid).
   auto dim = [](unsigned v) { return v == 0 ? 1u : v; };
-  return cuda::Launch(fn, {dim(grid[0]), dim(grid[1]), dim(grid[2])},
-                      {dim(block[0]), dim(block[1]), dim(block[2])},
-                      shared_bytes, std::move(pointers));
+  const cuda::Dim3 g3{dim(grid[0]), dim(grid[1]), dim(grid[2])},
+      b3{dim(block[0]), dim(block[1]), dim(block[2])};
+  if (dependent)
+    return cuda::LaunchDependent(fn, g3, b3, shared_bytes, std::move(pointers));
+  return cuda::Launch(fn, g3, b3, shared_bytes, std::move(pointers));
 }
 
 Status LoadedKernel::Launch(const KernelOperands& ops,
@@ -237,7 +239,8 @@ Status LoadedKernel::Launch(const KernelOperands& ops,
   BT_RETURN_IF_ERROR(Enqueue(main_, main_args_, grid, k.block,
                              k.dynamic_shared_bytes, ops));
   if (k.reduce_entry.empty()) return OkStatus();
-  return Enqueue(reduce_, reduce_args_, k.reduce_grid, k.reduce_block, 0, ops);
+  return Enqueue(reduce_, reduce_args_, k.reduce_grid, k.reduce_block, 0, ops,
+                 k.reduce_dependent && dependent_reduce_);
 }
 
 }  // namespace blocktune

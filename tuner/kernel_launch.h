@@ -59,7 +59,12 @@ class LoadedKernel {
   // whole clusters): only for kernels whose programs walk their work units
   // grid-stride (gemm.wgmma and conv.wgmma and their variants), which the
   // caller must know; the benchmarks measure other grids with it.
+  // A reduce entry that waits for the main entry in griddepcontrol.wait
+  // (GeneratedKernel::reduce_dependent) goes as a programmatic dependent
+  // launch, unless set_dependent_reduce(false) asked for an ordinary one
+  // (the same result; the benchmarks time both).
   Status Launch(const KernelOperands& ops, unsigned programs = 0) const;
+  void set_dependent_reduce(bool on) { dependent_reduce_ = on; }
 
  private:
   LoadedKernel() = default;
@@ -76,7 +81,7 @@ class LoadedKernel {
   Status Enqueue(const cuda::Function& fn, const std::vector<Arg>& args,
                  const std::array<unsigned, 3>& grid,
                  const std::array<unsigned, 3>& block, unsigned shared_bytes,
-                 const KernelOperands& ops) const;
+                 const KernelOperands& ops, bool dependent = false) const;
 
   Problem problem_;
   GeneratedKernel kernel_;
@@ -84,6 +89,7 @@ class LoadedKernel {
   std::unique_ptr<cuda::Module> module_;
   cuda::Function main_, reduce_, pack_;
   unsigned persistent_programs_ = 0;  // kernel_.persistent: SMs x resident
+  bool dependent_reduce_ = true;
   std::vector<Arg> main_args_, reduce_args_;
 };
 

@@ -280,6 +280,9 @@ int Main(int argc, char** argv) {
   // the median per-launch time of the batches of the second half (a
   // sustained load, as a training or serving loop runs it).
   double sustain_s = 0;
+  // --plain-reduce: launch reduce entries that wait in griddepcontrol.wait
+  // as ordinary launches, not programmatic dependent ones (to time both).
+  bool plain_reduce = false;
   std::string triton_path;
   bool list_shapes = false, plan = false;
   Op op = Op::kGemm;
@@ -306,6 +309,8 @@ int Main(int argc, char** argv) {
       plan = true;
     else if (!std::strcmp(argv[i], "--compile"))
       compile = true;
+    else if (!std::strcmp(argv[i], "--plain-reduce"))
+      plain_reduce = true;
     else if (!std::strcmp(argv[i], "--sustain") && i + 1 < argc)
       sustain_s = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--programs") && i + 1 < argc)
@@ -319,7 +324,8 @@ int Main(int argc, char** argv) {
                    "usage: mma_bench [--op gemm|conv] [--quick] [--configs N] "
                    "[--only S,..] "
                    "[--flush write|read] [--families F,..] [--ptx-dir DIR] "
-                   "[--triton TSV] [--compile] [--sustain S] [--list-shapes] "
+                   "[--triton TSV] [--compile] [--plain-reduce] [--sustain S] "
+                   "[--list-shapes] "
                    "[--plan] | "
                    "--profile \"bf16 NT m n k\" \"params\" [reps]\n");
       return 2;
@@ -616,6 +622,7 @@ int Main(int argc, char** argv) {
           }
           auto l = LoadedKernel::Load(c.problem, std::move(*gk), image,
                                       f->Shape(c.problem, cands[i]).split_k);
+          if (l.ok() && plain_reduce) (*l)->set_dependent_reduce(false);
           if (l.ok())
             loaded[i].kernel = std::move(*l);
           else

@@ -221,6 +221,10 @@ struct Kernel {
   std::string reduce_entry;  // empty when K_G == 1
   std::array<unsigned, 3> reduce_grid{};
   std::array<unsigned, 3> reduce_block{};
+  // The reduce entry waits for `entry` in griddepcontrol.wait: launch it
+  // as a programmatic dependent launch for its measured speed (an ordinary
+  // launch gives the same result).
+  bool reduce_dependent = false;
   std::vector<KernelParam> reduce_params;
   int64_t workspace_bytes = 0;
   int64_t dynamic_shared_bytes = 0;
