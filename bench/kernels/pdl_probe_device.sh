@@ -23,7 +23,7 @@ if [[ ${TESTS:-1} == 1 ]]; then
   echo "gpu_worker_test rc=$?" >>"$w/gpu_worker_test.txt"
   timeout 200 "$bin/gemm_gemv_gpu_test" >"$w/gemm_gemv_gpu_test.txt" 2>&1
   echo "gemm_gemv_gpu_test rc=$?" >>"$w/gemm_gemv_gpu_test.txt"
-  tail -3 "$w/gpu_worker_test.txt" "$w/gemm_gemv_gpu_test.txt"
+  tail -n 3 "$w/gpu_worker_test.txt" "$w/gemm_gemv_gpu_test.txt"
 fi
 o=$w/ab.txt
 echo "# $(date -u +%FT%TZ) dependent = the reduce as a programmatic dependent launch; plain = --plain-reduce" >"$o"
