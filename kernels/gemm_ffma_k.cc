@@ -147,7 +147,9 @@ void ClusterEpilogue(const Plan& t, PtxText* out) {
     << "\tret;\n}\n";
 }
 
-std::string Entry(const Plan& t, const std::string& arch) {
+// dependent: the reduce entry is a programmatic dependent launch, which the
+// main entry lets in first thing (GenerateFfmaK decides).
+std::string Entry(const Plan& t, const std::string& arch, bool dependent) {
   const FfmaKParams& q = t.p;
   PtxText p;
   p << "//\n// blocktune gemm.ffma_k v" << N(kGemmFfmaKGeneratorVersion)
@@ -192,7 +194,7 @@ std::string Entry(const Plan& t, const std::string& arch) {
     << "\t.reg .f32 %alpha, %beta, %v, %old, %acc<" << N(sums) << ">, %fa<"
     << N(4 * q.tm) << ">, %fb<" << N(4 * q.tn) << ">;\n\n";
 
-  if (q.Partials() > 1 && mma_internal::ArchNumber(arch) >= 90)
+  if (dependent)
     p << "\t// ---- the reduce entry may be scheduled now (a programmatic "
          "dependent launch); it waits for this grid in griddepcontrol.wait\n"
       << "\tgriddepcontrol.launch_dependents;\n";
@@ -626,7 +628,10 @@ StatusOr<GemmKernel> GenerateFfmaK(const Problem& problem,
   BT_RETURN_IF_ERROR(CanImplement(problem, p, limits));
   const GemmContext& g = GemmOf(problem);
   GemmKernel k;
-  k.ptx = Entry(MakePlan(p), arch);
+  // A reduce entry (K_G / CL partial sums) on sm_90 waits for the main grid
+  // in griddepcontrol.wait, and the main entry triggers it.
+  const bool dependent = p.Partials() > 1 && limits.compute_capability >= 90;
+  k.ptx = Entry(MakePlan(p), arch, dependent);
   k.entry = "blocktune_ffma_k";
   k.grid = {static_cast<unsigned>(CeilDiv(g.m, p.TileM())),
             static_cast<unsigned>(CeilDiv(g.n, p.TileN())),
@@ -636,7 +641,7 @@ StatusOr<GemmKernel> GenerateFfmaK(const Problem& problem,
   k.vector_b = 4;
   if (p.Partials() > 1)
     AddSplitReduce(p.Partials(), g.m, g.n, &k, /*fixed_partials=*/p.cl > 1,
-                   /*dependent=*/mma_internal::ArchNumber(arch) >= 90);
+                   dependent);
   return k;
 }
 
