@@ -38,6 +38,9 @@ const KernelFamily& GemmGemvFamily(); // kernels/family_gemv.cc
 // fp32 NT GEMMs with both operands K-major in shared memory; after
 // gemm.gemv (its rules offer it for NT with rows of 16-byte units only).
 const KernelFamily& GemmFfmaKFamily(); // kernels/family_ffma_k.cc
+// gemm.ffma_k on packed operands, for NT products whose rows are not whole
+// 16-byte units (its rule unaligned_rows offers it there only).
+const KernelFamily& GemmFfmaKPackedFamily(); // kernels/family_ffma_k.cc
 
 const std::vector<const KernelFamily*>& Families() {
   static const std::vector<const KernelFamily*> families = {
@@ -55,6 +58,7 @@ const std::vector<const KernelFamily*>& Families() {
       &GemmWgmmaTailFamily(),
       &GemmGemvFamily(),
       &GemmFfmaKFamily(),
+      &GemmFfmaKPackedFamily(),
   };
   return families;
 }

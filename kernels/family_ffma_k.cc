@@ -74,6 +74,9 @@ class FfmaKFamily : public KernelFamily {
 
   std::string_view name() const override { return kGemmFfmaKFamily; }
   int version() const override { return kGemmFfmaKGeneratorVersion; }
+  // cp.async (its ring) exists from sm_80 on: campaigns, models and queries
+  // leave the family out on older GPUs.
+  int min_compute_capability() const override { return 80; }
   Op op() const override { return Op::kGemm; }
   const std::vector<DType>& precisions() const override {
     static const std::vector<DType> p = {DType::kFp32};
@@ -147,22 +150,88 @@ class FfmaKFamily : public KernelFamily {
     BT_RETURN_IF_ERROR(CheckProblem(problem));
     BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
     const FfmaKParams p = ToFfmaK(params);
-    BT_ASSIGN_OR_RETURN(GemmKernel k, GenerateFfmaK(problem, p, arch));
-    // 16-byte copies: lda and ldb multiples of 4, A and B 16-byte aligned.
+    BT_ASSIGN_OR_RETURN(GemmKernel k, GenerateGemm(problem, p, arch));
+    // 16-byte copies: lda and ldb multiples of 4, A and B 16-byte aligned
+    // (gemm.ffma_kpk: the operands it reads in place).
     GeneratedKernel out = FromGemmKernel(*this, std::move(k), Op::kGemm);
     out.dynamic_shared_bytes = static_cast<unsigned>(p.SharedBytes());
     return out;
   }
 
- private:
+ protected:
+  // What gemm.ffma_kpk changes besides its name and rules.
+  virtual StatusOr<GemmKernel> GenerateGemm(const Problem& problem,
+                                            const FfmaKParams& p,
+                                            const std::string& arch) const {
+    return GenerateFfmaK(problem, p, arch);
+  }
+
   std::vector<ParamSpec> specs_;
   std::vector<std::string> rules_;
+};
+
+// gemm.ffma_k on packed operands (gemm_ffma_k.h PlanFfmaKPacking): its
+// parameters; its layout rule, then one of its own (some operand's rows
+// are not whole 16-byte units, else gemm.ffma_k reads them in place and
+// packing is a copy for nothing), then its other rules on the packed
+// problem.
+class FfmaKPackedFamily : public FfmaKFamily {
+ public:
+  FfmaKPackedFamily() { rules_.insert(rules_.begin() + 1, "unaligned_rows"); }
+
+  std::string_view name() const override { return kGemmFfmaKPackedFamily; }
+  int version() const override { return kGemmFfmaKPackedGeneratorVersion; }
+  std::string_view summary() const override {
+    return "gemm.ffma_k on packed operands: a first kernel copies A or B "
+           "whose rows are not whole 16-byte units into the workspace with "
+           "padded rows, so that fp32 NT products of any K get 16-byte "
+           "copies";
+  }
+
+  bool Passes(int rule, const Problem& problem, const Params& params,
+              const KernelLimits& limits) const override {
+    const FfmaKParams p = ToFfmaK(params);
+    if (rule == 0)
+      return blocktune::Passes(FfmaKRule::kLayout, problem, p, limits);
+    if (rule == 1) return NeedsFfmaKPacking(problem);
+    return blocktune::Passes(
+        kFfmaKRules[rule - 1],
+        PackedFfmaKProblem(problem, PlanFfmaKPacking(problem, p)), p, limits);
+  }
+
+  Status CanImplement(const Problem& problem, const Params& params,
+                      const KernelLimits& limits) const override {
+    BT_RETURN_IF_ERROR(CheckProblem(problem));
+    BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
+    return CanImplementFfmaKPacked(problem, ToFfmaK(params), limits);
+  }
+
+  ConfigShape Shape(const Problem& problem,
+                    const Params& params) const override {
+    ConfigShape s = FfmaKFamily::Shape(problem, params);
+    if (NeedsFfmaKPacking(problem))
+      s.workspace_bytes =
+          PlanFfmaKPacking(problem, ToFfmaK(params)).workspace_bytes;
+    return s;
+  }
+
+ protected:
+  StatusOr<GemmKernel> GenerateGemm(const Problem& problem,
+                                    const FfmaKParams& p,
+                                    const std::string& arch) const override {
+    return GenerateFfmaKPacked(problem, p, arch);
+  }
 };
 
 }  // namespace
 
 const KernelFamily& GemmFfmaKFamily() {
   static const FfmaKFamily family;
+  return family;
+}
+
+const KernelFamily& GemmFfmaKPackedFamily() {
+  static const FfmaKPackedFamily family;
   return family;
 }
 

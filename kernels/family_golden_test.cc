@@ -63,6 +63,8 @@ constexpr Golden kGolden[] = {
      "kGemmGemvGeneratorVersion (kernels/gemm_gemv.h)"},
     {"gemm.ffma_k", 4, 0xa9f92e0538d6aaa1ull,
      "kGemmFfmaKGeneratorVersion (kernels/gemm_ffma_k.h)"},
+    {"gemm.ffma_kpk", 1, 0xd6a2ddec4e7c080dull,
+     "kGemmFfmaKPackedGeneratorVersion (kernels/gemm_ffma_k.h)"},
 };
 
 struct Case {
@@ -263,6 +265,40 @@ std::vector<Case> GemmFfmaKCases() {
       "LM=8 TM=8 TN=4 WM=1 WN=4 KC=32 ST=3 KG=1024 WK=2 CL=2", "sm_90");
   add("gemm m=1000 n=50 k=1001 layout=NT dtype=fp32", 1004, 1004, 53,
       "LM=8 TM=1 TN=2 WM=8 WN=4 KC=16 ST=2 KG=8 CL=8", "sm_90");
+  return out;
+}
+
+// gemm.ffma_kpk: A, B or both packed (rows of an odd K, or padded rows
+// that are no multiple of 4), with and without a split over K, clusters,
+// sm_90 and sm_80.
+std::vector<Case> GemmFfmaKPackedCases() {
+  std::vector<Case> out;
+  auto add = [&](const std::string& ctx, int64_t lda, int64_t ldb,
+                 int64_t ldc, const char* params, const char* arch) {
+    AddPadded(&out, ctx, lda, ldb, ldc, params, arch);
+  };
+  add("gemm m=777 n=333 k=1555 layout=NT dtype=fp32", 0, 0, 0,
+      "LM=8 TM=4 TN=8 WM=2 WN=1 KC=32 ST=3 KG=1 WK=2", "sm_90");
+  add("gemm m=777 n=333 k=1555 layout=NT dtype=fp32", 0, 0, 0,
+      "LM=4 TM=8 TN=4 WM=2 WN=2 KC=16 ST=4 KG=8", "sm_80");
+  add("gemm m=64 n=64 k=65535 layout=NT dtype=fp32", 0, 0, 0,
+      "LM=4 TM=8 TN=4 WM=2 WN=2 KC=32 ST=3 KG=256 CL=8", "sm_90");
+  add("gemm m=4096 n=16 k=4096 layout=NT dtype=fp32", 4096, 4099, 0,
+      "LM=16 TM=4 TN=8 WM=2 WN=1 KC=32 ST=3 KG=8 WK=4", "sm_90");
+  add("gemm m=1000 n=50 k=1000 layout=NT dtype=fp32", 1001, 1000, 53,
+      "LM=8 TM=1 TN=2 WM=8 WN=4 KC=16 ST=2 KG=1", "sm_90");
+  add("gemm m=1000 n=50 k=1000 layout=NT dtype=fp32", 1000, 1002, 50,
+      "LM=8 TM=1 TN=2 WM=8 WN=4 KC=16 ST=2 KG=4 CL=2", "sm_90");
+  add("gemm m=4097 n=1 k=4095 layout=NT dtype=fp32", 0, 0, 0,
+      "LM=32 TM=2 TN=1 WM=4 WN=1 KC=16 ST=3 KG=2", "sm_90");
+  add("gemm m=2049 n=4099 k=4093 layout=NT dtype=fp32", 0, 0, 0,
+      "LM=4 TM=8 TN=8 WM=2 WN=2 KC=16 ST=3 KG=1", "sm_90");
+  add("gemm m=33 n=9 k=5 layout=NT dtype=fp32", 0, 0, 9,
+      "LM=4 TM=2 TN=1 WM=1 WN=1 KC=16 ST=2 KG=4", "sm_80");
+  add("gemm m=64 n=64 k=16383 layout=NT dtype=fp32", 0, 0, 0,
+      "LM=8 TM=8 TN=4 WM=1 WN=4 KC=32 ST=3 KG=128 WK=2", "sm_90");
+  add("gemm m=512 n=16 k=513 layout=NT dtype=fp32", 513, 516, 16,
+      "LM=8 TM=4 TN=4 WM=2 WN=1 KC=64 ST=2 KG=8 WK=4 CL=8", "sm_90");
   return out;
 }
 
@@ -494,6 +530,7 @@ std::vector<Case> CasesOf(std::string_view family) {
   if (family == "gemm.wgmma_ts") return GemmWgmmaTailCases();
   if (family == "gemm.gemv") return GemmGemvCases();
   if (family == "gemm.ffma_k") return GemmFfmaKCases();
+  if (family == "gemm.ffma_kpk") return GemmFfmaKPackedCases();
   if (family == "conv.wgmma_ps") return ConvWgmmaCases();
   return {};
 }

@@ -76,7 +76,9 @@ constexpr int kTailSamples = 100;
 int Samples(const std::string& family) {
   if (const char* env = std::getenv("BLOCKTUNE_PTXAS_SAMPLES"))
     return std::max(1, std::atoi(env));
-  if (family == "gemm.mma_pk" || family == "gemm.wgmma_pk") return kPackedSamples;
+  if (family == "gemm.mma_pk" || family == "gemm.wgmma_pk" ||
+      family == "gemm.ffma_kpk")
+    return kPackedSamples;
   // Their base family's PTX (family_test checks it byte for byte).
   if (family == "gemm.wgmma_ps" || family == "conv.wgmma_ps") return kPersistentSamples;
   if (family == "gemm.wgmma_ts") return kTailSamples;
@@ -140,7 +142,9 @@ Problem SampleGemv(std::mt19937& rng, DType dtype) {
 // gemm.ffma_k's contexts: NT only, rows of whole 16-byte units (its
 // rules); M and K over [1, 16384], N over [1, 16] one time in four (the
 // skinny shapes it is for), else over [1, 4096].
-Problem SampleFfmaK(std::mt19937& rng, DType dtype) {
+// `packed` (gemm.ffma_kpk): rows that are no multiple of 4 floats, A's,
+// B's or both.
+Problem SampleFfmaK(std::mt19937& rng, DType dtype, bool packed = false) {
   GemmContext g;
   g.m = 1 + rng() % 16384;
   g.n = rng() % 4 == 0 ? 1 + rng() % 16 : 1 + rng() % 4096;
@@ -152,6 +156,11 @@ Problem SampleFfmaK(std::mt19937& rng, DType dtype) {
   auto up = [](int64_t v) { return (v + 3) / 4 * 4; };
   p.lda = up(g.k);
   p.ldb = up(g.k);
+  if (packed) {
+    const int which = rng() % 3;
+    if (which != 1) p.lda = up(g.k) + 1 + rng() % 3;
+    if (which != 0) p.ldb = up(g.k) + 1 + rng() % 3;
+  }
   return p;
 }
 
@@ -254,8 +263,9 @@ TEST_P(FamilyPtxasTest, SampledKernelsAssembleWithoutSpills) {
     Job job;
     job.problem = f.name() == "gemm.gemv"
                       ? SampleGemv(rng, target.precision)
-                  : f.name() == "gemm.ffma_k"
-                      ? SampleFfmaK(rng, target.precision)
+                  : f.name() == "gemm.ffma_k" || f.name() == "gemm.ffma_kpk"
+                      ? SampleFfmaK(rng, target.precision,
+                                    f.name() == "gemm.ffma_kpk")
                   : f.op() == Op::kGemm ? SampleGemm(rng, target.precision)
                                         : SampleConv(rng, target.precision);
     job.params = SampleParams(f, rng);

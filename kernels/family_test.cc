@@ -166,12 +166,14 @@ TEST(FamilyRegistryTest, FamiliesForMatchesOpAndPrecision) {
     }
   }
   EXPECT_EQ(FamiliesFor(Op::kGemm, DType::kFp32).front()->name(), "gemm.ffma");
-  // gemm.gemv (N <= 128, NT) and gemm.ffma_k (NT) after it: gemm.ffma
-  // stays the fp32 default.
-  ASSERT_EQ(FamiliesFor(Op::kGemm, DType::kFp32).size(), 3u);
+  // gemm.gemv (N <= 128, NT), gemm.ffma_k (NT) and gemm.ffma_kpk (NT with
+  // rows that are not whole 16-byte units) after it: gemm.ffma stays the
+  // fp32 default.
+  ASSERT_EQ(FamiliesFor(Op::kGemm, DType::kFp32).size(), 4u);
   EXPECT_EQ(FamiliesFor(Op::kGemm, DType::kFp32)[1]->name(), "gemm.gemv");
+  EXPECT_EQ(FamiliesFor(Op::kGemm, DType::kFp32)[2]->name(), "gemm.ffma_k");
   EXPECT_EQ(FamiliesFor(Op::kGemm, DType::kFp32).back()->name(),
-            "gemm.ffma_k");
+            "gemm.ffma_kpk");
   EXPECT_EQ(FamiliesFor(Op::kConv, DType::kFp32).front()->name(), "conv.ffma");
   // gemm.wgmma is registered after gemm.mma: the default for a context
   // that names no family stays the one that runs on every tensor-core GPU.
@@ -871,6 +873,85 @@ TEST(FfmaKFamilyTest, RulesOfferNtOnly) {
 // The kernel: 16-byte cp.async copies into a ring of ST stages, 16-byte
 // shared reads, the FMAs, gemm.ffma's entry parameters and, for K_G > 1,
 // its reduce entry and workspace; its dynamic shared memory.
+// gemm.ffma_kpk: gemm.ffma_k's parameters; offered for NT where lda or
+// ldb is not a multiple of 4 (else gemm.ffma_k reads the rows in place);
+// gemm.ffma_k's other rules on the packed problem; a pack entry before the
+// main one, the packs after the partial sums in the workspace.
+TEST(FfmaKPackedFamilyTest, OfferedWhereRowsAreNotWhole16ByteUnits) {
+  const KernelFamily& f = Family("gemm.ffma_kpk");
+  EXPECT_EQ(f.version(), 1);
+  EXPECT_EQ(f.precisions(), std::vector<DType>{DType::kFp32});
+  EXPECT_EQ(f.rules(), (std::vector<std::string>{"layout", "unaligned_rows",
+                                                 "tile", "threads", "k_warps",
+                                                 "vector_ld", "shared",
+                                                 "registers", "cluster"}));
+  const KernelLimits h100 = H100();
+  auto p = f.Parse("LM=8 TM=4 TN=4 WM=2 WN=4 KC=32 ST=3 KG=4");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  auto refused = [&](const Problem& problem, const Params& params,
+                     const std::string& rule, const std::string& message) {
+    ExpectRefusedBy(f, h100, problem, params, rule, message);
+  };
+  refused(Problem(Gemm(777, 333, 1555, Layout::kN, Layout::kN, DType::kFp32)),
+          *p, "layout", "layout: gemm.ffma_k stages both operands K-major");
+  refused(Problem(Gemm(777, 333, 1556, Layout::kN, Layout::kT, DType::kFp32)),
+          *p, "unaligned_rows",
+          "unaligned_rows: gemm.ffma_kpk packs operands whose rows are not "
+          "whole 16-byte units, and lda=1556 and ldb=1556 are multiples of 4 "
+          "floats: gemm.ffma_k reads them in place");
+  refused(Problem(Gemm(32, 64, 1555, Layout::kN, Layout::kT, DType::kFp32)),
+          *p, "tile", "tile: the program's tile of 64 rows");
+  // Both packed: 777 and 333 rows of 1556 floats after 4 partial sums.
+  const Problem odd(Gemm(777, 333, 1555, Layout::kN, Layout::kT, DType::kFp32));
+  ASSERT_TRUE(f.CanImplement(odd, *p, h100).ok());
+  auto k = f.Generate(odd, *p, "sm_90");
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(k->entry, "blocktune_ffma_k");
+  EXPECT_EQ(k->pack_entry, "blocktune_gemm_mma_pack");
+  EXPECT_EQ(k->pack_block[0], 256u);
+  const int64_t partials = 4 * 777 * 333 * 4;  // 4,139,856: 256-byte aligned
+  const int64_t a_at = (partials + 255) / 256 * 256;
+  const int64_t b_at = a_at + (777 * 1556 * 4 + 255) / 256 * 256;
+  const int64_t end = b_at + (333 * 1556 * 4 + 255) / 256 * 256;
+  EXPECT_EQ(k->workspace_bytes, end);
+  EXPECT_EQ(f.Shape(odd, *p).workspace_bytes, end);
+  EXPECT_THAT(k->ptx, HasSubstr("add.u64 %A, %W, " + std::to_string(a_at)));
+  EXPECT_THAT(k->ptx, HasSubstr("add.u64 %B, %W, " + std::to_string(b_at)));
+  EXPECT_THAT(k->ptx, HasSubstr("mov.u32 %lda, 1556;"));
+  EXPECT_THAT(k->ptx, HasSubstr(".entry blocktune_gemm_mma_pack("));
+  EXPECT_FALSE(k->reduce_entry.empty());
+  // The packed operands need no alignment of their own.
+  EXPECT_EQ(k->align_a, 1);
+  EXPECT_EQ(k->align_b, 1);
+  // Only B's rows unaligned: A is read in place, with gemm.ffma_k's copies.
+  Problem b_only = odd;
+  std::get<GemmContext>(b_only.ctx).k = 1556;
+  b_only.ldb = 1557;
+  auto kb = f.Generate(b_only, *p, "sm_90");
+  ASSERT_TRUE(kb.ok()) << kb.status().ToString();
+  EXPECT_EQ(kb->align_a, 4);
+  EXPECT_EQ(kb->align_b, 1);
+  EXPECT_THAT(kb->ptx, Not(HasSubstr("add.u64 %A, %W")));
+  EXPECT_THAT(kb->ptx, HasSubstr("add.u64 %B, %W, " + std::to_string(a_at)));
+  // gemm.ffma_k's main entry is the same PTX but for where it reads A and
+  // B: the packed main entry less the packs' lines, and less the pack
+  // entry, is gemm.ffma_k's kernel for the packed problem.
+  const KernelFamily& base = Family("gemm.ffma_k");
+  Problem aligned = odd;
+  aligned.lda = aligned.ldb = 1556;
+  auto kk = base.Generate(aligned, *p, "sm_90");
+  ASSERT_TRUE(kk.ok()) << kk.status().ToString();
+  std::string main = k->ptx.substr(0, k->ptx.find("\n// ---- packing"));
+  for (const char* x : {"A", "B"}) {
+    const size_t at = main.find(std::string("\t// ---- ") + x + " packed");
+    ASSERT_NE(at, std::string::npos) << x;
+    size_t end_line = at;
+    for (int i = 0; i < 3; ++i) end_line = main.find('\n', end_line) + 1;
+    main.erase(at, end_line - at);
+  }
+  EXPECT_EQ(main, kk->ptx);
+}
+
 TEST(FfmaKFamilyTest, GenerateStagesKMajorThroughCpAsync) {
   const KernelFamily& f = Family("gemm.ffma_k");
   Problem problem(Gemm(1000, 50, 1001, Layout::kN, Layout::kT, DType::kFp32));
@@ -1248,11 +1329,13 @@ TEST(FamilyTest, CanImplementRefusesTheWrongOpOrPrecisionNamingTheField) {
       g.n = 8;
       g.layout_b = Layout::kT;
     }
-    // gemm.ffma_k takes NT only.
-    if (f->name() == "gemm.ffma_k") {
+    // gemm.ffma_k takes NT only; gemm.ffma_kpk NT with rows that are not
+    // whole 16-byte units.
+    if (f->name() == "gemm.ffma_k" || f->name() == "gemm.ffma_kpk") {
       GemmContext& g = std::get<GemmContext>(right.ctx);
       g.layout_a = Layout::kN;
       g.layout_b = Layout::kT;
+      if (f->name() == "gemm.ffma_kpk") g.k = 63;
     }
     if (f->op() == Op::kGemm)
       std::get<GemmContext>(right.ctx).dtype = f->precisions().front();

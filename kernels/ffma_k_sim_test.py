@@ -12,7 +12,10 @@ padding past N untouched). Small shapes, chosen to hit what the generator
 can get wrong: ragged M, N and K (a K tail that is no multiple of 4), a
 split with no work, copies that do not fill the threads, every stage
 count, N = 1, every WK, clusters of 2 to 8 splits (their sums added in
-distributed shared memory). Not a GPU test: the GPU test is tuner/gemm_gemv_gpu_test.cc.
+distributed shared memory); and gemm.ffma_kpk, whose pack entry runs first
+(rows of A, B or both that are no multiple of 4 floats, copied into the
+workspace, which starts as NaN). Not a GPU test: the GPU test is
+tuner/gemm_gemv_gpu_test.cc.
 """
 import math
 import os
@@ -50,6 +53,15 @@ CASES = [
     (64, 64, 130, 132, 132, 64, "LM=8 TM=4 TN=4 WM=1 WN=2 KC=32 ST=3 KG=8 WK=2 CL=8", 1.0, -1.0),
     (33, 40, 61, 64, 64, 40, "LM=4 TM=8 TN=4 WM=2 WN=1 KC=16 ST=3 KG=16 CL=8", 1.0, 0.0),
     (7, 9, 5, 8, 8, 11, "LM=4 TM=2 TN=1 WM=1 WN=1 KC=16 ST=2 KG=8 CL=2", 1.0, 0.25),
+    # gemm.ffma_kpk: rows that are no multiple of 4 floats, copied by the
+    # pack entry into the workspace first (after the partial sums): both
+    # packed with a split, A only, B only with clusters.
+    (40, 24, 70, 70, 71, 26, "LM=8 TM=2 TN=2 WM=1 WN=2 KC=16 ST=3 KG=4", 1.0, 0.5,
+     "gemm.ffma_kpk"),
+    (33, 40, 61, 61, 64, 40, "LM=8 TM=1 TN=8 WM=4 WN=1 KC=16 ST=4 KG=1", 1.0, 0.0,
+     "gemm.ffma_kpk"),
+    (40, 24, 70, 72, 73, 26, "LM=8 TM=2 TN=2 WM=1 WN=2 KC=16 ST=2 KG=4 CL=2", 0.5, 0.5,
+     "gemm.ffma_kpk"),
 ]
 
 
@@ -64,12 +76,13 @@ def geometry(text):
 
 
 def run_case(cli, case, mode, seed):
-    m, n, k, lda, ldb, ldc, params, alpha, beta = case
+    m, n, k, lda, ldb, ldc, params, alpha, beta = case[:9]
+    family = case[9] if len(case) > 9 else "gemm.ffma_k"
     with tempfile.TemporaryDirectory() as d:
         ptx_path = os.path.join(d, 'k.ptx')
         out = subprocess.run(
             [cli, 'kernel', 'gemm', '--m', str(m), '--n', str(n), '--k', str(k),
-             '--layout', 'NT', '--family', 'gemm.ffma_k', '--params', params,
+             '--layout', 'NT', '--family', family, '--params', params,
              '--lda', str(lda), '--ldb', str(ldb), '--ldc', str(ldc), '-o',
              ptx_path], capture_output=True, text=True)
         if out.returncode != 0:
@@ -84,13 +97,21 @@ def run_case(cli, case, mode, seed):
     pa, pb = mem.alloc(a), mem.alloc(b)
     c_init = c0 if beta != 0 else [float('nan')] * (m * ldc)
     pc = mem.alloc(c_init)
-    # Partial sums the reduce entry adds, as many as the workspace holds
-    # (K_G / CL; none where K_G = CL: the cluster wrote C).
-    kg = workspace // (4 * m * n)
+    # Partial sums the reduce entry adds: K_G / CL (none where K_G = CL:
+    # the cluster wrote C). gemm.ffma_kpk's packs follow them.
+    kg = int(re.search(r'KG=(\d+)', params).group(1))
+    cl = re.search(r'CL=(\d+)', params)
+    kg //= int(cl.group(1)) if cl else 1
     pw = mem.alloc([float('nan')] * (workspace // 4)) if workspace else 0
-    ptx_sim.run_grid(ptx, 'blocktune_ffma_k',
-                     [pa, pb, pc, pw, m, n, k, lda, ldb, ldc, alpha, beta],
-                     mem, grid, block, shared, mode, seed)
+    args = [pa, pb, pc, pw, m, n, k, lda, ldb, ldc, alpha, beta]
+    pack = re.search(r'pack entry: (\S+), grid (\d+) x 1 x 1, block (\d+)',
+                     out.stdout)
+    if pack:
+        ptx_sim.run_grid(ptx, pack.group(1), args, mem,
+                         (int(pack.group(2)), 1, 1), (int(pack.group(3)), 1, 1),
+                         0, mode, seed)
+    ptx_sim.run_grid(ptx, 'blocktune_ffma_k', args, mem, grid, block, shared,
+                     mode, seed)
     got = [mem.words[pc + 4 * i] for i in range(m * ldc)]
     if kg > 1:  # the reduce entry: C = alpha * sum_z W[z] + beta * C
         for i in range(m):

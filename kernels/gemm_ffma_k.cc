@@ -149,7 +149,10 @@ void ClusterEpilogue(const Plan& t, PtxText* out) {
 
 // dependent: the reduce entry is a programmatic dependent launch, which the
 // main entry lets in first thing (GenerateFfmaK decides).
-std::string Entry(const Plan& t, const std::string& arch, bool dependent) {
+// pack: gemm.ffma_kpk's packed operands, read from the workspace (nullptr:
+// gemm.ffma_k's PTX, A and B where the arguments say).
+std::string Entry(const Plan& t, const std::string& arch, bool dependent,
+                  const MmaPacking* pack = nullptr) {
   const FfmaKParams& q = t.p;
   PtxText p;
   p << "//\n// blocktune gemm.ffma_k v" << N(kGemmFfmaKGeneratorVersion)
@@ -217,6 +220,16 @@ std::string Entry(const Plan& t, const std::string& arch, bool dependent) {
     << ";\n"
     << "\tmov.u32 %smem, smem;\n"
     << "\tadd.u32 %send, %smem, " << N(q.stages * t.stage) << ";\n";
+  if (pack != nullptr && pack->a)
+    p << "\t// ---- A packed by the pack entry: rows of " << N(pack->lda)
+      << " floats at W+" << N(pack->a_offset) << "\n"
+      << "\tadd.u64 %A, %W, " << N(pack->a_offset) << ";\n"
+      << "\tmov.u32 %lda, " << N(pack->lda) << ";\n";
+  if (pack != nullptr && pack->b)
+    p << "\t// ---- B packed by the pack entry: rows of " << N(pack->ldb)
+      << " floats at W+" << N(pack->b_offset) << "\n"
+      << "\tadd.u64 %B, %W, " << N(pack->b_offset) << ";\n"
+      << "\tmov.u32 %ldb, " << N(pack->ldb) << ";\n";
 
   p << "\t// ---- this program's share of K: ceil(ceil(K / KC) / K_G) "
        "stages from z times that\n"
@@ -614,24 +627,34 @@ Status CanImplement(const Problem& problem, const FfmaKParams& p,
   return OkStatus();
 }
 
-StatusOr<GemmKernel> GenerateFfmaK(const Problem& problem,
-                                   const FfmaKParams& p,
-                                   const std::string& arch) {
+namespace {
+
+Status CheckGenerate(const Problem& problem, const FfmaKParams& p,
+                     const std::string& arch) {
   BT_RETURN_IF_ERROR(CheckArch("arch", arch));
   if (OpOf(problem.ctx) != Op::kGemm)
     return InvalidArgument("context: gemm.ffma_k computes a gemm");
   BT_RETURN_IF_ERROR(Validate(problem.ctx));
-  BT_RETURN_IF_ERROR(Validate(p));
-  // The H100's limits, at the architecture asked for (CL > 1 needs sm_90).
+  return Validate(p);
+}
+
+// The H100's limits, at the architecture asked for (CL > 1 needs sm_90).
+KernelLimits LimitsFor(const std::string& arch) {
   KernelLimits limits;
   limits.compute_capability = mma_internal::ArchNumber(arch);
-  BT_RETURN_IF_ERROR(CanImplement(problem, p, limits));
+  return limits;
+}
+
+// gemm.ffma_k's main entry (reading the packs where `pack` is given) and
+// its reduce entry, for a problem the rules took.
+GemmKernel Main(const Problem& problem, const FfmaKParams& p,
+                const std::string& arch, const MmaPacking* pack) {
   const GemmContext& g = GemmOf(problem);
   GemmKernel k;
   // A reduce entry (K_G / CL partial sums) on sm_90 waits for the main grid
   // in griddepcontrol.wait, and the main entry triggers it.
-  const bool dependent = p.Partials() > 1 && limits.compute_capability >= 90;
-  k.ptx = Entry(MakePlan(p), arch, dependent);
+  const bool dependent = p.Partials() > 1 && mma_internal::ArchNumber(arch) >= 90;
+  k.ptx = Entry(MakePlan(p), arch, dependent, pack);
   k.entry = "blocktune_ffma_k";
   k.grid = {static_cast<unsigned>(CeilDiv(g.m, p.TileM())),
             static_cast<unsigned>(CeilDiv(g.n, p.TileN())),
@@ -642,6 +665,93 @@ StatusOr<GemmKernel> GenerateFfmaK(const Problem& problem,
   if (p.Partials() > 1)
     AddSplitReduce(p.Partials(), g.m, g.n, &k, /*fixed_partials=*/p.cl > 1,
                    dependent);
+  return k;
+}
+
+int64_t RoundUp(int64_t v, int64_t to) { return CeilDiv(v, to) * to; }
+
+}  // namespace
+
+StatusOr<GemmKernel> GenerateFfmaK(const Problem& problem,
+                                   const FfmaKParams& p,
+                                   const std::string& arch) {
+  BT_RETURN_IF_ERROR(CheckGenerate(problem, p, arch));
+  BT_RETURN_IF_ERROR(CanImplement(problem, p, LimitsFor(arch)));
+  return Main(problem, p, arch, nullptr);
+}
+
+bool NeedsFfmaKPacking(const Problem& problem) {
+  const auto ld = LeadingDims(problem);
+  return ld[0] % 4 != 0 || ld[1] % 4 != 0;
+}
+
+MmaPacking PlanFfmaKPacking(const Problem& problem, const FfmaKParams& p) {
+  const GemmContext& g = GemmOf(problem);
+  const auto ld = LeadingDims(problem);
+  MmaPacking pk;
+  pk.rows_a = g.m;
+  pk.rows_b = g.n;
+  pk.cols_a = pk.cols_b = g.k;
+  pk.a = ld[0] % 4 != 0;
+  pk.b = ld[1] % 4 != 0;
+  pk.lda = pk.a ? RoundUp(g.k, 4) : ld[0];
+  pk.ldb = pk.b ? RoundUp(g.k, 4) : ld[1];
+  // gemm.ffma_k's partial sums stay at the workspace's start, where its
+  // reduce entry finds them.
+  int64_t at = p.Partials() > 1 ? RoundUp(p.Partials() * g.m * g.n * 4, 256) : 0;
+  if (pk.a) {
+    pk.a_offset = at;
+    at += RoundUp(pk.rows_a * pk.lda * 4, 256);
+  }
+  if (pk.b) {
+    pk.b_offset = at;
+    at += RoundUp(pk.rows_b * pk.ldb * 4, 256);
+  }
+  pk.workspace_bytes = at;
+  return pk;
+}
+
+Problem PackedFfmaKProblem(const Problem& problem, const MmaPacking& pk) {
+  Problem q = problem;
+  q.lda = pk.lda;
+  q.ldb = pk.ldb;
+  return q;
+}
+
+Status CanImplementFfmaKPacked(const Problem& problem, const FfmaKParams& p,
+                               const KernelLimits& limits) {
+  if (!Passes(FfmaKRule::kLayout, problem, p, limits))
+    return CanImplement(problem, p, limits);  // names the layout rule
+  if (!NeedsFfmaKPacking(problem)) {
+    const auto ld = LeadingDims(problem);
+    return FailedPrecondition(
+        "unaligned_rows: gemm.ffma_kpk packs operands whose rows are not "
+        "whole 16-byte units, and lda=" + N(ld[0]) + " and ldb=" + N(ld[1]) +
+        " are multiples of 4 floats: gemm.ffma_k reads them in place");
+  }
+  return CanImplement(PackedFfmaKProblem(problem, PlanFfmaKPacking(problem, p)),
+                      p, limits);
+}
+
+StatusOr<GemmKernel> GenerateFfmaKPacked(const Problem& problem,
+                                         const FfmaKParams& p,
+                                         const std::string& arch) {
+  BT_RETURN_IF_ERROR(CheckGenerate(problem, p, arch));
+  BT_RETURN_IF_ERROR(CanImplementFfmaKPacked(problem, p, LimitsFor(arch)));
+  const MmaPacking pk = PlanFfmaKPacking(problem, p);
+  GemmKernel k = Main(PackedFfmaKProblem(problem, pk), p, arch, &pk);
+  // gemm.mma_pk's pack entry with 4-byte elements (tf32 is stored as fp32).
+  k.ptx += mma_internal::PackEntry(MmaPrecision::kTf32, pk);
+  k.pack_entry = "blocktune_gemm_mma_pack";
+  const int64_t chunks = mma_internal::PackChunksA(pk, 4) +
+                         mma_internal::PackChunksB(pk, 4);
+  k.pack_grid = mma_internal::PackGrid(chunks);
+  k.pack_block = {static_cast<unsigned>(mma_internal::kPackThreads), 1, 1};
+  k.workspace_bytes = pk.workspace_bytes;
+  // The packs are read from the workspace; an operand read in place keeps
+  // gemm.ffma_k's 16-byte copies.
+  k.vector_a = pk.a ? 1 : 4;
+  k.vector_b = pk.b ? 1 : 4;
   return k;
 }
 

@@ -51,6 +51,7 @@
 
 #include "kernels/context.h"
 #include "kernels/family.h"
+#include "kernels/gemm_mma.h"
 #include "kernels/gemm_ptx.h"
 #include "kernels/limits.h"
 #include "kernels/status.h"
@@ -160,6 +161,37 @@ Status CanImplement(const Problem& problem, const FfmaKParams& p,
 StatusOr<GemmKernel> GenerateFfmaK(const Problem& problem,
                                    const FfmaKParams& p,
                                    const std::string& arch = "sm_90");
+
+// Packed operands (family gemm.ffma_kpk). gemm.ffma_k copies 16 bytes at a
+// time, so it refuses an operand whose rows are not whole 16-byte units
+// (lda or ldb not a multiple of 4: rule vector_ld), and gemm.ffma reads
+// such rows in 4-byte pieces: fp32 777 x 333 x 1555 NT ran at 0.61x of
+// cuBLASLt on the H200 (eval-v4). gemm.ffma_kpk first copies each such
+// operand into the workspace with its rows padded to 4 floats (zeros past
+// K; gemm.mma_pk's pack entry, 4-byte elements), then runs gemm.ffma_k's
+// main entry on the copies, whose PTX differs from gemm.ffma_k's only in
+// where it reads them (the workspace at a constant offset, a constant
+// leading dimension). Aligned operands are read in place. The workspace
+// holds gemm.ffma_k's partial sums first, then the packs.
+inline constexpr int kGemmFfmaKPackedGeneratorVersion = 1;
+inline constexpr const char kGemmFfmaKPackedFamily[] = "gemm.ffma_kpk";
+// Whether some operand's rows are not whole 16-byte units.
+bool NeedsFfmaKPacking(const Problem& problem);
+// The packing with `p`: the operands NeedsFfmaKPacking names, as stored
+// (NT: A M rows of K, B N rows of K).
+MmaPacking PlanFfmaKPacking(const Problem& problem, const FfmaKParams& p);
+// What the main entry reads: `problem` with the packed leading dimensions.
+Problem PackedFfmaKProblem(const Problem& problem, const MmaPacking& pk);
+// The layout rule and "unaligned_rows" on `problem`, then gemm.ffma_k's
+// rules on the packed problem.
+Status CanImplementFfmaKPacked(const Problem& problem, const FfmaKParams& p,
+                               const KernelLimits& limits);
+// The pack entry, then gemm.ffma_k's main entry reading the packs (and its
+// reduce entry where K_G / CL > 1). The PTX is for this problem's M, N and
+// K (the packs' sizes and offsets are constants in it).
+StatusOr<GemmKernel> GenerateFfmaKPacked(const Problem& problem,
+                                         const FfmaKParams& p,
+                                         const std::string& arch = "sm_90");
 
 }  // namespace blocktune
 

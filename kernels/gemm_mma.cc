@@ -379,12 +379,6 @@ bool RowsUnaligned(int64_t ld, int64_t es) {
   return mma_internal::CopyBytes(ld, es) < 16;
 }
 
-// The pack entry's grid: a grid-stride loop, so any size is correct; at
-// most 16 programs per SM of an H100 (132 SMs), enough to keep its loads
-// in flight.
-constexpr int64_t kPackThreads = 256;
-constexpr int64_t kMaxPackPrograms = 132 * 16;
-
 }  // namespace
 
 StatusOr<MmaKernel> GenerateGemmMma(const MmaProblem& problem,
@@ -466,10 +460,8 @@ StatusOr<MmaKernel> GenerateGemmMmaPacked(const MmaProblem& problem,
   k.pack_entry = "blocktune_gemm_mma_pack";
   const int64_t chunks = mma_internal::PackChunksA(pk, k.element_bytes) +
                          mma_internal::PackChunksB(pk, k.element_bytes);
-  k.pack_grid = {static_cast<unsigned>(std::min<int64_t>(
-                     CeilDiv(chunks, kPackThreads), kMaxPackPrograms)),
-                 1, 1};
-  k.pack_block = {static_cast<unsigned>(kPackThreads), 1, 1};
+  k.pack_grid = mma_internal::PackGrid(chunks);
+  k.pack_block = {static_cast<unsigned>(mma_internal::kPackThreads), 1, 1};
   k.workspace_bytes = pk.workspace_bytes;
   // The packed operands are read whole-chunk from the workspace; the
   // others keep gemm.mma's in-place widths.

@@ -211,6 +211,18 @@ inline int64_t PackChunksA(const MmaPacking& pack, int64_t element_bytes) {
 inline int64_t PackChunksB(const MmaPacking& pack, int64_t element_bytes) {
   return pack.b ? pack.rows_b * pack.ldb * element_bytes / 16 : 0;
 }
+// The pack entry's launch (gemm.mma_pk's and gemm.ffma_kpk's): a
+// grid-stride loop, so any grid is correct; kPackThreads a program and at
+// most 16 programs per SM of an H100 (132 SMs), enough to keep its loads
+// in flight.
+inline constexpr int64_t kPackThreads = 256;
+inline constexpr int64_t kMaxPackPrograms = 132 * 16;
+inline std::array<unsigned, 3> PackGrid(int64_t chunks) {
+  const int64_t programs = (chunks + kPackThreads - 1) / kPackThreads;
+  return {static_cast<unsigned>(programs < kMaxPackPrograms ? programs
+                                                            : kMaxPackPrograms),
+          1, 1};
+}
 // The K_G reduction entry "blocktune_gemm_mma_reduce"; on sm_90 and later
 // it starts with griddepcontrol.wait (launched as a programmatic dependent
 // of the main entry).

@@ -1012,6 +1012,9 @@ GeneratedKernel FromGemmKernel(const KernelFamily& family, GemmKernel k,
   out.reduce_dependent = k.reduce_dependent;
   out.reduce_grid = k.reduce_grid;
   out.reduce_block = k.reduce_block;
+  out.pack_entry = std::move(k.pack_entry);
+  out.pack_grid = k.pack_grid;
+  out.pack_block = k.pack_block;
   out.align_a = k.vector_a;
   out.align_b = k.vector_b;
   out.align_bytes = 4 * std::max(k.vector_a, k.vector_b);

@@ -96,6 +96,11 @@ struct GemmKernel {
   // alpha and beta. Launch it after `entry` on the same stream.
   std::string reduce_entry;
   bool reduce_dependent = false;  // GeneratedKernel::reduce_dependent
+  // Present when a first launch copies operands into the workspace
+  // (GeneratedKernel::pack_entry: gemm.ffma_kpk's).
+  std::string pack_entry;
+  std::array<unsigned, 3> pack_grid{};
+  std::array<unsigned, 3> pack_block{};
   std::array<unsigned, 3> grid{};   // for `entry`
   std::array<unsigned, 3> block{};
   std::array<unsigned, 3> reduce_grid{};

@@ -138,6 +138,7 @@ class Program:
         self.code, self.labels, self.mem = code, labels, mem
         self.ctaid, self.mode, self.rng = ctaid, mode, rng
         self.rank = rank
+        self.grid = (1, 1, 1)  # %nctaid (run_grid sets it)
         self.cluster = [self]
         self.param = dict(zip([n for _, n in params], args))
         self.param_type = {n: t for t, n in params}
@@ -154,6 +155,10 @@ class Program:
                 return 0
             if a.startswith('%ctaid.'):
                 return self.ctaid['xyz'.index(a[-1])]
+            if a.startswith('%nctaid.'):
+                return self.grid['xyz'.index(a[-1])]
+            if a == '%ntid.x':
+                return len(self.threads)
             if a == '%cluster_ctarank':
                 return self.rank
             if a not in t.regs:
@@ -229,7 +234,7 @@ class Program:
             peer = self.cluster[rank]
             low = at & ((1 << CLUSTER_SHIFT) - 1)
             R[a[0]] = peer.shared[peer.shared_index(low, 1)]
-        elif op == 'bra':
+        elif op in ('bra', 'bra.uni'):
             t.pc = self.labels[a[0]]
         elif name == 'ld' and base[1] == 'param':
             pname = a[1].strip('[]')
@@ -296,6 +301,13 @@ class Program:
             R[a[0]] = self.mem.load(self.addr(t, a[1]))
         elif op == 'st.global.f32':
             self.mem.store(self.addr(t, a[0]), v(a[1], 'f'))
+        elif op == 'st.global.v4.b32':  # gemm.ffma_kpk's pack entry
+            regs = [r.strip() for r in a[1].strip('{}').split(',')]
+            at = self.addr(t, a[0])
+            if at % 16:
+                raise PtxError('st.global.v4 to %#x: not 16-byte aligned' % at)
+            for k, r in enumerate(regs):
+                self.mem.store(at + 4 * k, v(r, 'f'))
         elif op == 'ld.shared.v4.f32':
             regs = [r.strip() for r in a[0].strip('{}').split(',')]
             i = self.shared_index(self.addr(t, a[1]), 4)
@@ -408,5 +420,6 @@ def run_grid(ptx, entry, args, mem, grid, block, shared_bytes, mode, seed=1):
                                  rng, rank=r) for r in range(cluster_z)]
                 for prog in progs:
                     prog.cluster = progs
+                    prog.grid = tuple(grid)
                 steps += run_cluster(progs, rng, 50_000_000)
     return steps

@@ -332,15 +332,16 @@ TEST_F(CampaignTest, WatchStreamsProgressToTheEnd) {
   EXPECT_GT(last.acceptance(), 0.05);
   EXPECT_GT(last.best_tflops(), 0);
   EXPECT_EQ(last.verified(), 3000);
-  // fp32: gemm.ffma, gemm.gemv and gemm.ffma_k, each its own stream.
-  ASSERT_EQ(last.samples_by_family_size(), 3);
-  EXPECT_GT(last.samples_by_family().at("gemm.ffma"), 0);
-  EXPECT_GT(last.samples_by_family().at("gemm.gemv"), 0);
-  EXPECT_GT(last.samples_by_family().at("gemm.ffma_k"), 0);
-  EXPECT_EQ(last.samples_by_family().at("gemm.ffma") +
-                last.samples_by_family().at("gemm.gemv") +
-                last.samples_by_family().at("gemm.ffma_k"),
-            3000);
+  // fp32: gemm.ffma, gemm.gemv, gemm.ffma_k and gemm.ffma_kpk, each its
+  // own stream.
+  ASSERT_EQ(last.samples_by_family_size(), 4);
+  int64_t sum = 0;
+  for (const char* f :
+       {"gemm.ffma", "gemm.gemv", "gemm.ffma_k", "gemm.ffma_kpk"}) {
+    EXPECT_GT(last.samples_by_family().at(f), 0) << f;
+    sum += last.samples_by_family().at(f);
+  }
+  EXPECT_EQ(sum, 3000);
 }
 
 // By default a kernel is measured in 4 contexts per GPU in use, so that
@@ -536,7 +537,8 @@ TEST_F(CampaignTest, AnFp32CampaignStillMeasuresGemmFfma) {
       continue;
     }
     ASSERT_TRUE(s.kernel.family == "gemm.gemv" ||
-                s.kernel.family == "gemm.ffma_k")
+                s.kernel.family == "gemm.ffma_k" ||
+                s.kernel.family == "gemm.ffma_kpk")
         << s.seq << " " << s.kernel.family;
     auto family = FindFamily(s.kernel.family);
     ASSERT_TRUE(family.ok());
@@ -547,6 +549,7 @@ TEST_F(CampaignTest, AnFp32CampaignStillMeasuresGemmFfma) {
   EXPECT_GT(by_family["gemm.ffma"], 0);
   EXPECT_GT(by_family["gemm.gemv"], 0);
   EXPECT_GT(by_family["gemm.ffma_k"], 0);
+  EXPECT_GT(by_family["gemm.ffma_kpk"], 0);
 }
 
 TEST_F(CampaignTest, FamiliesThatDoNotImplementTheDtypeAreRefused) {

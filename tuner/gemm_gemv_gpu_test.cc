@@ -254,8 +254,12 @@ TEST_F(GemvGpuTest, RandomDecodeShapesMatchFloat64) {
             << " refused by the rules), worst relative error " << worst << "\n";
 }
 
-TEST_F(GemvGpuTest, FfmaKRandomNtShapesMatchFloat64) {
-  auto found = FindFamily("gemm.ffma_k");
+// gemm.ffma_k's random NT cases; `packed` (gemm.ffma_kpk): rows that are
+// no multiple of 4 floats, A's, B's or both, the rest padded as for
+// gemm.ffma_k.
+void RandomNtCasesMatchFloat64(const char* family,
+                               bool packed) {
+  auto found = FindFamily(family);
   ASSERT_TRUE(found.ok()) << found.status().ToString();
   const KernelFamily& f = **found;
   const int n_params = static_cast<int>(f.params().size());
@@ -317,6 +321,11 @@ TEST_F(GemvGpuTest, FfmaKRandomNtShapesMatchFloat64) {
     c.problem = Problem(g);
     c.problem.lda = up(g.k + (rng() % 3 ? rng() % 9 : 0));
     c.problem.ldb = up(g.k + rng() % 9);
+    if (packed) {
+      const int which = rng() % 3;
+      if (which != 1) c.problem.lda = g.k + rng() % 9;
+      if (which != 0) c.problem.ldb = g.k + rng() % 9;
+    }
     c.problem.ldc = g.n + rng() % 4;
     c.alpha = rng() % 2 ? 1.f : 0.75f;
     c.beta = rng() % 3 == 0 ? -0.5f : 0.f;
@@ -338,9 +347,17 @@ TEST_F(GemvGpuTest, FfmaKRandomNtShapesMatchFloat64) {
       EXPECT_TRUE(seen.count({p, x}))
           << f.params()[p].name << "=" << x << " never ran";
   EXPECT_GT(split, 20);
-  std::cout << "gemm.ffma_k: " << cases << " cases (" << split
+  std::cout << family << ": " << cases << " cases (" << split
             << " split over K, " << refused
             << " refused by the rules), worst relative error " << worst << "\n";
+}
+
+TEST_F(GemvGpuTest, FfmaKRandomNtShapesMatchFloat64) {
+  RandomNtCasesMatchFloat64("gemm.ffma_k", /*packed=*/false);
+}
+
+TEST_F(GemvGpuTest, FfmaKPackedRandomUnalignedNtShapesMatchFloat64) {
+  RandomNtCasesMatchFloat64("gemm.ffma_kpk", /*packed=*/true);
 }
 
 }  // namespace

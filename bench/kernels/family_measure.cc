@@ -508,6 +508,8 @@ const std::vector<std::string>& Prior(std::string_view family) {
             "bm=64 bn=64 bk=64 st=6 wg=1 gm=1",
             "bm=64 bn=64 bk=128 st=4 wg=1 gm=1"}}};
   static const std::vector<std::string> kNone;
+  // gemm.ffma_kpk runs gemm.ffma_k's kernel on packed copies: its priors.
+  if (family == "gemm.ffma_kpk") family = "gemm.ffma_k";
   auto it = kPrior.find(family);
   return it == kPrior.end() ? kNone : it->second;
 }
