@@ -653,7 +653,8 @@ GemmKernel Main(const Problem& problem, const FfmaKParams& p,
   GemmKernel k;
   // A reduce entry (K_G / CL partial sums) on sm_90 waits for the main grid
   // in griddepcontrol.wait, and the main entry triggers it.
-  const bool dependent = p.Partials() > 1 && mma_internal::ArchNumber(arch) >= 90;
+  const bool dependent =
+      p.Partials() > 1 && mma_internal::ArchNumber(arch) >= 90;
   k.ptx = Entry(MakePlan(p), arch, dependent, pack);
   k.entry = "blocktune_ffma_k";
   k.grid = {static_cast<unsigned>(CeilDiv(g.m, p.TileM())),
@@ -698,7 +699,8 @@ MmaPacking PlanFfmaKPacking(const Problem& problem, const FfmaKParams& p) {
   pk.ldb = pk.b ? RoundUp(g.k, 4) : ld[1];
   // gemm.ffma_k's partial sums stay at the workspace's start, where its
   // reduce entry finds them.
-  int64_t at = p.Partials() > 1 ? RoundUp(p.Partials() * g.m * g.n * 4, 256) : 0;
+  int64_t at =
+      p.Partials() > 1 ? RoundUp(p.Partials() * g.m * g.n * 4, 256) : 0;
   if (pk.a) {
     pk.a_offset = at;
     at += RoundUp(pk.rows_a * pk.lda * 4, 256);
