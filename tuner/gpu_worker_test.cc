@@ -234,6 +234,46 @@ TEST_F(GpuWorkerTest, MmaPackedInEveryPrecisionMeasuresAndPassesTheCheck) {
   }
 }
 
+// gemm.ffma_kpk through the worker: the pack entry launched before the
+// main one by the daemon's launcher, the float64 check at sampled points;
+// corners with A, B or both packed, a split over K (the reduce entry after
+// the packs in the workspace) and clusters, then ten candidates the sampler
+// draws from its domain. Each beside gemm.ffma on the same context, the
+// family the unaligned rows had before.
+TEST_F(GpuWorkerTest, FfmaKPackedMeasuresAndPassesTheCheck) {
+  const KernelFamily& packed = **FindFamily("gemm.ffma_kpk");
+  const KernelFamily& ffma = **FindFamily("gemm.ffma");
+  const std::pair<std::string, std::string> corners[] = {
+      {"gemm m=777 n=333 k=1555 layout=NT dtype=fp32",
+       "LM=8 TM=4 TN=8 WM=2 WN=1 KC=32 ST=3 KG=1 WK=2"},
+      {"gemm m=777 n=333 k=1555 layout=NT dtype=fp32",
+       "LM=4 TM=8 TN=4 WM=2 WN=2 KC=16 ST=4 KG=8"},
+      {"gemm m=64 n=64 k=65535 layout=NT dtype=fp32",
+       "LM=4 TM=8 TN=4 WM=2 WN=2 KC=32 ST=3 KG=256 CL=8"},
+      {"gemm m=4097 n=1 k=4095 layout=NT dtype=fp32",
+       "LM=32 TM=2 TN=1 WM=4 WN=1 KC=16 ST=3 KG=2"},
+  };
+  auto profile = ProfileFromDevice(0);
+  ASSERT_TRUE(profile.ok()) << profile.status().message();
+  for (const auto& [context, params] : corners) {
+    SCOPED_TRACE(context + " | " + params);
+    tuner::WorkResult r = RunMma(context, params, nullptr, packed);
+    ExpectOk(r);
+    EXPECT_EQ(r.family(), "gemm.ffma_kpk");
+    Print("kpk  " + context + " | " + params, r);
+  }
+  tuner::WorkResult base =
+      RunMma("gemm m=777 n=333 k=1555 layout=NT dtype=fp32",
+             "ML=64 NL=128 MS=8 NS=4 U=16 KG=8 ST=1", nullptr, ffma);
+  ExpectOk(base);
+  Print("ffma gemm m=777 n=333 k=1555 layout=NT | ML=64 NL=128 MS=8 NS=4 "
+        "U=16 KG=8 ST=1",
+        base);
+  auto rules = RuleSet::ForSampling(packed, *profile);
+  ASSERT_TRUE(rules.ok()) << rules.status().message();
+  RunSampled(packed, DType::kFp32, *profile, *rules);
+}
+
 // conv.mma through the worker (issue 18): the daemon's launcher and its
 // float64 check at sampled points, in bf16, fp16 and tf32; corners (the
 // stem with C = 3, odd C, dilation, a split, 1x1 at batch 32) and
