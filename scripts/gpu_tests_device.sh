@@ -51,5 +51,14 @@ for t in gemm_wgmma_gpu_test conv_mma_gpu_test; do
 done
 run gemm_wgmma_gpu_test 240
 run conv_mma_gpu_test 240
+# gemm.gemv, gemm.ffma_k and gemm.ffma_kpk; the packed family's pack entry
+# under memcheck too (it reads rows whose length is no multiple of 16 bytes).
+run gemm_gemv_gpu_test 240
+if [ -x "$dir/bin/gemm_gemv_gpu_test" ] && [[ gemm_gemv_gpu_test =~ $filter ]]; then
+  timeout 300 compute-sanitizer --tool memcheck "$dir/bin/gemm_gemv_gpu_test" \
+    --gtest_filter='*FfmaKPacked*' >"$out/gemm_gemv_gpu_test_memcheck.txt" 2>&1
+  echo "gemm_gemv_gpu_test packed memcheck rc $? ($(grep -m1 'ERROR SUMMARY' "$out/gemm_gemv_gpu_test_memcheck.txt"))" |
+    tee -a "$out/summary.txt"
+fi
 run gpu_worker_test 240
 grep -h '^\[  FAILED  \]' "$out"/*.txt | sort -u | head -40
