@@ -220,16 +220,16 @@ std::string Entry(const Plan& t, const std::string& arch, bool dependent,
     << ";\n"
     << "\tmov.u32 %smem, smem;\n"
     << "\tadd.u32 %send, %smem, " << N(q.stages * t.stage) << ";\n";
-  if (pack != nullptr && pack->a)
-    p << "\t// ---- A packed by the pack entry: rows of " << N(pack->lda)
-      << " floats at W+" << N(pack->a_offset) << "\n"
-      << "\tadd.u64 %A, %W, " << N(pack->a_offset) << ";\n"
-      << "\tmov.u32 %lda, " << N(pack->lda) << ";\n";
-  if (pack != nullptr && pack->b)
-    p << "\t// ---- B packed by the pack entry: rows of " << N(pack->ldb)
-      << " floats at W+" << N(pack->b_offset) << "\n"
-      << "\tadd.u64 %B, %W, " << N(pack->b_offset) << ";\n"
-      << "\tmov.u32 %ldb, " << N(pack->ldb) << ";\n";
+  // An operand the pack entry copied: its rows at W + offset.
+  auto packed = [&](const char* x, int64_t ld, int64_t offset) {
+    p << "\t// ---- " << x << " packed by the pack entry: rows of " << N(ld)
+      << " floats at W+" << N(offset) << "\n"
+      << "\tadd.u64 %" << x << ", %W, " << N(offset) << ";\n"
+      << "\tmov.u32 %ld" << (x[0] == 'A' ? "a" : "b") << ", " << N(ld)
+      << ";\n";
+  };
+  if (pack != nullptr && pack->a) packed("A", pack->lda, pack->a_offset);
+  if (pack != nullptr && pack->b) packed("B", pack->ldb, pack->b_offset);
 
   p << "\t// ---- this program's share of K: ceil(ceil(K / KC) / K_G) "
        "stages from z times that\n"
@@ -699,17 +699,7 @@ MmaPacking PlanFfmaKPacking(const Problem& problem, const FfmaKParams& p) {
   pk.ldb = pk.b ? RoundUp(g.k, 4) : ld[1];
   // gemm.ffma_k's partial sums stay at the workspace's start, where its
   // reduce entry finds them.
-  int64_t at =
-      p.Partials() > 1 ? RoundUp(p.Partials() * g.m * g.n * 4, 256) : 0;
-  if (pk.a) {
-    pk.a_offset = at;
-    at += RoundUp(pk.rows_a * pk.lda * 4, 256);
-  }
-  if (pk.b) {
-    pk.b_offset = at;
-    at += RoundUp(pk.rows_b * pk.ldb * 4, 256);
-  }
-  pk.workspace_bytes = at;
+  PlaceMmaPacks(p.Partials() > 1 ? p.Partials() * g.m * g.n * 4 : 0, 4, &pk);
   return pk;
 }
 

@@ -409,17 +409,21 @@ MmaPacking PlanMmaPacking(const MmaProblem& problem, const MmaParams& p) {
   pk.ldb = pk.b ? RoundUp(pk.cols_b, v) : problem.Ldb();
   // The split-K partials and counters (PackedMmaProblem's) stay at the
   // workspace's start, where gemm.mma's reduce entry and tree find them.
-  int64_t at = RoundUp(MmaWorkspaceBytes(PackedMmaProblem(problem, pk), p), 256);
-  if (pk.a) {
-    pk.a_offset = at;
-    at += RoundUp(pk.rows_a * pk.lda * es, 256);
-  }
-  if (pk.b) {
-    pk.b_offset = at;
-    at += RoundUp(pk.rows_b * pk.ldb * es, 256);
-  }
-  pk.workspace_bytes = at;
+  PlaceMmaPacks(MmaWorkspaceBytes(PackedMmaProblem(problem, pk), p), es, &pk);
   return pk;
+}
+
+void PlaceMmaPacks(int64_t before, int64_t element_bytes, MmaPacking* pk) {
+  int64_t at = RoundUp(before, 256);
+  if (pk->a) {
+    pk->a_offset = at;
+    at += RoundUp(pk->rows_a * pk->lda * element_bytes, 256);
+  }
+  if (pk->b) {
+    pk->b_offset = at;
+    at += RoundUp(pk->rows_b * pk->ldb * element_bytes, 256);
+  }
+  pk->workspace_bytes = at;
 }
 
 MmaProblem PackedMmaProblem(const MmaProblem& problem, const MmaPacking& pk) {

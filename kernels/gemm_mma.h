@@ -272,6 +272,11 @@ struct MmaPacking {
 bool NeedsMmaPacking(const MmaProblem& problem);
 // The packing of `problem` with `p`: the operands NeedsMmaPacking names.
 MmaPacking PlanMmaPacking(const MmaProblem& problem, const MmaParams& p);
+// Places the packs of `pk` (which, rows and leading dimensions set) in the
+// workspace after its first `before` bytes (the split-K partials), each at
+// a 256-byte boundary: the offsets and workspace_bytes (gemm.mma_pk's and
+// gemm.ffma_kpk's layout).
+void PlaceMmaPacks(int64_t before, int64_t element_bytes, MmaPacking* pk);
 // What the main kernel reads: the problem with the packed operands'
 // leading dimensions.
 MmaProblem PackedMmaProblem(const MmaProblem& problem, const MmaPacking& pk);

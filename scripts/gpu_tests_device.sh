@@ -29,36 +29,33 @@ run() {  # name limit_s args...
     "$(grep -c '^\[  SKIPPED \]' "$log")" "$(( $(date +%s) - t0 ))" |
     tee -a "$out/summary.txt"
 }
+# One binary's tests matching FILTER under compute-sanitizer memcheck, its
+# log in $OUT/<binary>_memcheck.txt, one summary line naming LABEL.
+memcheck() {  # name limit filter label
+  local name=$1 limit=$2 filter_tests=$3 label=$4
+  [ -x "$dir/bin/$name" ] || return 0
+  [[ "$name" =~ $filter ]] || return 0
+  local log="$out/${name}_memcheck.txt"
+  timeout "$limit" compute-sanitizer --tool memcheck "$dir/bin/$name" \
+    --gtest_filter="$filter_tests" >"$log" 2>&1
+  echo "$name $label memcheck rc $? ($(grep -m1 'ERROR SUMMARY' "$log"))" |
+    tee -a "$out/summary.txt"
+}
 run cuda_driver_test 60
 run gemm_wgmma_test 90 --gtest_filter='*Sass*'
 run gemm_gpu_test 150
 # The fp32 families' cp.async stages under memcheck: zero-filled copies past
 # K read no memory (their source is the operand's base).
-if [ -x "$dir/bin/gemm_gpu_test" ] && [[ gemm_gpu_test =~ $filter ]]; then
-  timeout 240 compute-sanitizer --tool memcheck "$dir/bin/gemm_gpu_test" \
-    --gtest_filter='*CpAsync*' >"$out/gemm_gpu_test_memcheck.txt" 2>&1
-  echo "gemm_gpu_test cp.async memcheck rc $? ($(grep -m1 'ERROR SUMMARY' "$out/gemm_gpu_test_memcheck.txt"))" |
-    tee -a "$out/summary.txt"
-fi
+memcheck gemm_gpu_test 240 '*CpAsync*' cp.async
 run gemm_mma_gpu_test 150
 for t in gemm_wgmma_gpu_test conv_mma_gpu_test; do
-  if [ -x "$dir/bin/$t" ] && [[ "$t" =~ $filter ]]; then
-    timeout 180 compute-sanitizer --tool memcheck "$dir/bin/$t" --gtest_filter='*Smoke*' \
-      >"$out/${t}_memcheck.txt" 2>&1
-    echo "$t smoke memcheck rc $? ($(grep -m1 'ERROR SUMMARY' "$out/${t}_memcheck.txt"))" |
-      tee -a "$out/summary.txt"
-  fi
+  memcheck "$t" 180 '*Smoke*' smoke
 done
 run gemm_wgmma_gpu_test 240
 run conv_mma_gpu_test 240
 # gemm.gemv, gemm.ffma_k and gemm.ffma_kpk; the packed family's pack entry
 # under memcheck too (it reads rows whose length is no multiple of 16 bytes).
 run gemm_gemv_gpu_test 240
-if [ -x "$dir/bin/gemm_gemv_gpu_test" ] && [[ gemm_gemv_gpu_test =~ $filter ]]; then
-  timeout 300 compute-sanitizer --tool memcheck "$dir/bin/gemm_gemv_gpu_test" \
-    --gtest_filter='*FfmaKPacked*' >"$out/gemm_gemv_gpu_test_memcheck.txt" 2>&1
-  echo "gemm_gemv_gpu_test packed memcheck rc $? ($(grep -m1 'ERROR SUMMARY' "$out/gemm_gemv_gpu_test_memcheck.txt"))" |
-    tee -a "$out/summary.txt"
-fi
+memcheck gemm_gemv_gpu_test 300 '*FfmaKPacked*' packed
 run gpu_worker_test 240
 grep -h '^\[  FAILED  \]' "$out"/*.txt | sort -u | head -40
