@@ -669,7 +669,6 @@ GemmKernel Main(const Problem& problem, const FfmaKParams& p,
   return k;
 }
 
-int64_t RoundUp(int64_t v, int64_t to) { return CeilDiv(v, to) * to; }
 
 }  // namespace
 

@@ -371,8 +371,6 @@ StatusOr<MmaKernel> GenerateMain(const MmaProblem& problem, const MmaParams& p,
   return k;
 }
 
-int64_t RoundUp(int64_t v, int64_t to) { return CeilDiv(v, to) * to; }
-
 // Whether rows of `ld` elements of `es` bytes are copied in pieces narrower
 // than 16 bytes (gemm.mma's copy width, CopyBytes): what packing is for.
 bool RowsUnaligned(int64_t ld, int64_t es) {

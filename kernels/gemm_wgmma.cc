@@ -356,7 +356,6 @@ namespace {
 // Rows of `ld` elements of `es` bytes that TMA reads at full speed.
 bool RowsOff128(int64_t ld, int64_t es) { return ld * es % 128 != 0; }
 bool RowsOff16(int64_t ld, int64_t es) { return ld * es % 16 != 0; }
-int64_t RoundUp(int64_t v, int64_t m) { return CeilDiv(v, m) * m; }
 
 // The pack entry's grid: a grid-stride loop, so any size is correct; at
 // most 16 programs per SM of an H100 (132 SMs), enough to keep its loads in

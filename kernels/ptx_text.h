@@ -13,6 +13,8 @@ namespace blocktune {
 // A number as PTX text.
 inline std::string N(int64_t v) { return std::to_string(v); }
 inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// v rounded up to a multiple of `to`.
+inline int64_t RoundUp(int64_t v, int64_t to) { return CeilDiv(v, to) * to; }
 // The exponent of the least power of two >= v (v >= 1).
 inline int Log2(int64_t v) {
   int l = 0;
