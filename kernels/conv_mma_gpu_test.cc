@@ -178,7 +178,9 @@ StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
   // conv.wgmma's tf32 truncates the operands (gemm_wgmma.h), as
   // gemm_wgmma_gpu_test bounds it.
   const test_numerics::MmaBound bound_of(
-      prec, c.family == "conv.wgmma" && prec == MmaPrecision::kTf32 ? 4 : 1);
+      prec,
+      c.family.rfind("conv.wgmma", 0) == 0 && prec == MmaPrecision::kTf32 ? 4
+                                                                          : 1);
   Outcome o;
   for (int64_t n = 0; n < cv.n; ++n) {
     for (int64_t p = 0; p < P; ++p) {
@@ -260,14 +262,15 @@ std::string RandomParams(std::mt19937& rng) {
          " kg=" + pick({1, 1, 1, 2, 3, 8}) + " gm=" + pick({1, 2, 8});
 }
 
-std::string RandomWgmmaParams(std::mt19937& rng) {
+std::string RandomWgmmaParams(std::mt19937& rng, bool split = false) {
   auto pick = [&](std::initializer_list<int64_t> v) {
     return std::to_string(*(v.begin() + rng() % v.size()));
   };
   return "bm=" + pick({64, 128, 128, 256}) +
          " bn=" + pick({16, 32, 64, 128, 192, 256}) +
          " bk=" + pick({32, 64, 128}) + " st=" + pick({2, 3, 4, 5}) +
-         " wg=" + pick({1, 2}) + " gm=" + pick({1, 2, 8});
+         " wg=" + pick({1, 2}) + " gm=" + pick({1, 2, 8}) +
+         (split ? " kg=" + pick({2, 3, 4, 6, 8, 12, 16, 24, 32}) : "");
 }
 
 // Random convolutions of one precision: `cases` that the family implements
@@ -276,7 +279,8 @@ std::string RandomWgmmaParams(std::mt19937& rng) {
 void RunRandom(const std::string& family_name, MmaPrecision prec,
                uint32_t seed, int cases) {
   std::mt19937 rng(seed);
-  const bool wgmma = family_name == "conv.wgmma";
+  const bool wgmma = family_name.rfind("conv.wgmma", 0) == 0;
+  const bool split = family_name == "conv.wgmma_sk";
   const std::vector<int64_t> channels =
       wgmma ? std::vector<int64_t>{8, 16, 24, 40, 64, 72, 128, 136}
             : std::vector<int64_t>{1, 2, 3, 4, 5, 7, 8, 12, 16, 24, 33, 64};
@@ -310,7 +314,7 @@ void RunRandom(const std::string& family_name, MmaPrecision prec,
     if (cv.P() < 1 || cv.Q() < 1) continue;
     if (cv.n * cv.P() * cv.Q() * cv.k * cv.c * cv.r * cv.s > 60'000'000)
       continue;
-    c.params = wgmma ? RandomWgmmaParams(rng) : RandomParams(rng);
+    c.params = wgmma ? RandomWgmmaParams(rng, split) : RandomParams(rng);
     c.alpha = rng() % 2 ? 1.0f : -0.75f;
     c.beta = rng() % 3 ? 0.0f : 0.5f;
     // Only what the family implements on an H100.
@@ -353,6 +357,64 @@ TEST_F(ConvMmaGpuTest, WgmmaFp16RandomConvolutionsMatchFloat64) {
 }
 TEST_F(ConvMmaGpuTest, WgmmaTf32RandomConvolutionsMatchFloat64) {
   RunRandom("conv.wgmma", MmaPrecision::kTf32, 30, 40);
+}
+
+// conv.wgmma_sk: the same random convolutions with the reduction split 2
+// to 32 ways (each split at least one k tile: the family's rule), run
+// twice for the same bits.
+TEST_F(ConvMmaGpuTest, WgmmaSplitBf16RandomConvolutionsMatchFloat64) {
+  RunRandom("conv.wgmma_sk", MmaPrecision::kBf16, 38, 40);
+}
+TEST_F(ConvMmaGpuTest, WgmmaSplitFp16RandomConvolutionsMatchFloat64) {
+  RunRandom("conv.wgmma_sk", MmaPrecision::kFp16, 39, 40);
+}
+TEST_F(ConvMmaGpuTest, WgmmaSplitTf32RandomConvolutionsMatchFloat64) {
+  RunRandom("conv.wgmma_sk", MmaPrecision::kTf32, 40, 40);
+}
+
+// conv.wgmma_sk on the batch-1 layers it is for, each precision: issue
+// 18's 3x3 over 8x8 and 56x56 pixels, a 1x1 (the split walks channel steps
+// only), a 7x7 over an odd channel count (splits starting mid-tap), a
+// strided and dilated layer; splits that divide the k tiles and ones that
+// do not; beta 0 and 0.5 (the reduce entry applies both).
+TEST_F(ConvMmaGpuTest, WgmmaSplitLayersEveryPrecision) {
+  struct Layer {
+    const char* ctx;
+    const char* params;
+  };
+  const Layer layers[] = {
+      {"conv n=1 h=8 w=8 c=256 k=256 r=3 s=3 pad=1 stride=1 dilation=1",
+       "bm=64 bn=64 bk=64 st=4 wg=1 gm=1 kg=8"},
+      {"conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1",
+       "bm=128 bn=64 bk=64 st=4 wg=2 gm=1 kg=3"},
+      {"conv n=1 h=7 w=7 c=512 k=512 r=1 s=1 pad=0 stride=1 dilation=1",
+       "bm=64 bn=128 bk=64 st=3 wg=1 gm=2 kg=4"},
+      {"conv n=1 h=9 w=9 c=72 k=40 r=7 s=7 pad=3 stride=1 dilation=1",
+       "bm=64 bn=64 bk=64 st=4 wg=1 gm=1 kg=24"},
+      {"conv n=2 h=17 w=19 c=24 k=40 r=3 s=5 pad=1x2 stride=2x1 dilation=1x2",
+       "bm=64 bn=96 bk=64 st=3 wg=1 gm=1 kg=6"},
+  };
+  std::mt19937 rng(9);
+  for (MmaPrecision prec :
+       {MmaPrecision::kBf16, MmaPrecision::kFp16, MmaPrecision::kTf32}) {
+    for (const Layer& l : layers) {
+      for (float beta : {0.0f, 0.5f}) {
+        auto ctx = ContextFromString(std::string(l.ctx) + " dtype=bf16");
+        ASSERT_TRUE(ctx.ok()) << l.ctx;
+        Case c;
+        c.family = "conv.wgmma_sk";
+        c.conv = std::get<ConvContext>(*ctx);
+        c.conv.dtype = StorageType(prec);
+        c.precision = prec;
+        c.params = l.params;
+        if (prec == MmaPrecision::kTf32)
+          c.params.replace(c.params.find("bk=64"), 5, "bk=32");
+        c.beta = beta;
+        auto o = RunCase(c, rng);
+        ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
+      }
+    }
+  }
 }
 
 // conv.wgmma on layers of the shapes it is for, each precision: ResNet 3x3
@@ -465,7 +527,8 @@ TEST_F(ConvMmaGpuTest, SmokeUnderMemcheck) {
 }
 
 // conv.wgmma under compute-sanitizer too: padding on every side, a stride,
-// a ragged M and N, the TMA-store epilogue (beta 0) and the register one.
+// a ragged M and N, the TMA-store epilogue (beta 0) and the register one;
+// and conv.wgmma_sk's split on the same layer.
 TEST_F(ConvMmaGpuTest, WgmmaSmokeUnderMemcheck) {
   std::mt19937 rng(4);
   for (MmaPrecision prec : {MmaPrecision::kBf16, MmaPrecision::kTf32}) {
@@ -474,15 +537,20 @@ TEST_F(ConvMmaGpuTest, WgmmaSmokeUnderMemcheck) {
           "conv n=2 h=9 w=7 c=24 k=40 r=3 s=3 pad=2 stride=2x1 dilation=1 "
           "dtype=bf16");
       ASSERT_TRUE(ctx.ok());
-      Case c;
-      c.family = "conv.wgmma";
-      c.conv = std::get<ConvContext>(*ctx);
-      c.conv.dtype = StorageType(prec);
-      c.precision = prec;
-      c.params = "bm=64 bn=32 bk=64 st=3 wg=1 gm=1";
-      c.beta = beta;
-      auto o = RunCase(c, rng);
-      ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
+      // conv.wgmma, and conv.wgmma_sk's split (partial sums to the
+      // workspace, the reduce entry).
+      for (const char* family : {"conv.wgmma", "conv.wgmma_sk"}) {
+        Case c;
+        c.family = family;
+        c.conv = std::get<ConvContext>(*ctx);
+        c.conv.dtype = StorageType(prec);
+        c.precision = prec;
+        c.params = "bm=64 bn=32 bk=64 st=3 wg=1 gm=1";
+        if (c.family == "conv.wgmma_sk") c.params += " kg=4";
+        c.beta = beta;
+        auto o = RunCase(c, rng);
+        ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
+      }
     }
   }
 }

@@ -2,6 +2,7 @@
 // gemm.wgmma's emitter (gemm_wgmma_ptx.h MainEntry) with Tiling::conv.
 #include "kernels/conv_wgmma.h"
 
+#include "kernels/gemm_mma_ptx.h"
 #include "kernels/gemm_wgmma_ptx.h"
 
 namespace blocktune {
@@ -79,7 +80,7 @@ bool PassesConvWgmmaRule(ConvWgmmaRule rule, const ConvContext& c,
     case ConvWgmmaRule::kGrid: {
       const GemmShape g = ImplicitGemm(c);
       return g.m < (int64_t{1} << 31) &&
-             CeilDiv(g.m, p.bm) * CeilDiv(g.n, p.bn) <= 2147483647;
+             CeilDiv(g.m, p.bm) * CeilDiv(g.n, p.bn) * p.kg <= 2147483647;
     }
   }
   return false;
@@ -139,7 +140,7 @@ Status CanImplementConvWgmma(const ConvContext& c, const WgmmaParams& p,
     case ConvWgmmaRule::kGrid:
       return FailedPrecondition(name +
                                 ": N*P*Q must be below 2^31 and the tiles "
-                                "at most 2^31 - 1");
+                                "(times kg) at most 2^31 - 1");
   }
   return Internal("unknown rule");
 }
@@ -192,8 +193,19 @@ TensorMapSpec ConvWgmmaTensorMap(const ConvContext& c, const WgmmaParams& p,
   return m;
 }
 
-std::vector<KernelParam> ConvWgmmaEntryParams() {
-  return {{"tmap_a", "b8[128]", 0, 128, "CUtensorMap of the input (im2col)"},
+int64_t ConvWgmmaKTiles(const ConvContext& c, const WgmmaParams& p) {
+  return c.r * c.s * CeilDiv(c.c, p.bk);
+}
+
+int64_t ConvWgmmaWorkspaceBytes(const ConvContext& c, const WgmmaParams& p) {
+  if (p.kg <= 1) return 0;
+  const GemmShape g = ImplicitGemm(c);
+  return p.kg * g.m * g.n * 4;
+}
+
+std::vector<KernelParam> ConvWgmmaEntryParams(bool split) {
+  std::vector<KernelParam> params = {
+          {"tmap_a", "b8[128]", 0, 128, "CUtensorMap of the input (im2col)"},
           {"tmap_b", "b8[128]", 128, 128, "CUtensorMap of the filter"},
           {"tmap_c", "b8[128]", 256, 128, "CUtensorMap of the output"},
           {"C", "u64", 384, 8, "output device address"},
@@ -213,22 +225,42 @@ std::vector<KernelParam> ConvWgmmaEntryParams() {
           {"stride_w", "u32", 444, 4, "stride, width"},
           {"dilation_h", "u32", 448, 4, "dilation, height"},
           {"dilation_w", "u32", 452, 4, "dilation, width"}};
+  if (split) {
+    params.push_back(
+        {"W", "u64", 456, 8, "workspace: the splits' fp32 partial sums"});
+  }
+  return params;
 }
 
 StatusOr<ConvWgmmaKernel> GenerateConvWgmma(const ConvContext& c,
                                             const WgmmaParams& p,
                                             const std::string& arch) {
   BT_RETURN_IF_ERROR(Validate(Context(c)));
-  BT_RETURN_IF_ERROR(ValidateWgmmaParams(p));
+  // kg's own range here (conv.wgmma_sk's domain goes past gemm.wgmma's);
+  // the rest as gemm.wgmma validates it.
+  WgmmaParams unsplit = p;
+  unsplit.kg = 1;
+  BT_RETURN_IF_ERROR(ValidateWgmmaParams(unsplit));
+  if (p.kg < 1 || p.kg > kConvWgmmaMaxSplit) {
+    return InvalidArgument("params.kg: conv.wgmma splits the reduction over "
+                           "1 to " + N(kConvWgmmaMaxSplit) +
+                           " programs, got " + N(p.kg));
+  }
   if (c.dtype != DType::kBf16 && c.dtype != DType::kFp16 &&
       c.dtype != DType::kTf32) {
     return InvalidArgument("context.dtype: conv.wgmma implements bf16, fp16 "
                            "and tf32, got " +
                            std::string(ToString(c.dtype)));
   }
-  if (p.kg != 1 || p.cluster_m != 1)
-    return InvalidArgument("params: conv.wgmma has kg = 1 and cm = 1, got " +
+  if (p.cluster_m != 1)
+    return InvalidArgument("params: conv.wgmma has cm = 1, got " +
                            ToString(p));
+  if (p.kg > ConvWgmmaKTiles(c, p)) {
+    return InvalidArgument(
+        "params.kg: " + N(p.kg) + " splits of a reduction of " +
+        N(ConvWgmmaKTiles(c, p)) + " k tiles (R*S taps of ceil(C / bk) "
+        "channel steps) leave a split without work");
+  }
   if (arch != "sm_90a") {
     return InvalidArgument("arch must be sm_90a (wgmma and setmaxnreg), got '" +
                            arch + "'");
@@ -246,8 +278,23 @@ StatusOr<ConvWgmmaKernel> GenerateConvWgmma(const ConvContext& c,
   ConvWgmmaKernel k;
   k.ptx = wgmma_internal::MainEntry(t, arch);
   const GemmShape g = ImplicitGemm(c);
-  k.grid = {static_cast<unsigned>(CeilDiv(g.m, p.bm) * CeilDiv(g.n, p.bn)),
+  k.grid = {static_cast<unsigned>(CeilDiv(g.m, p.bm) * CeilDiv(g.n, p.bn) *
+                                  p.kg),
             1, 1};
+  if (p.kg > 1) {
+    const MmaPrecision prec =
+        c.dtype == DType::kFp16   ? MmaPrecision::kFp16
+        : c.dtype == DType::kTf32 ? MmaPrecision::kTf32
+                                  : MmaPrecision::kBf16;
+    const mma_internal::ReduceLaunch r =
+        mma_internal::MakeReduceLaunch(prec, p.kg, g.m, g.n, arch);
+    k.ptx += r.ptx;
+    k.reduce_entry = r.entry;
+    k.reduce_dependent = r.dependent;
+    k.reduce_grid = r.grid;
+    k.reduce_block = r.block;
+    k.workspace_bytes = ConvWgmmaWorkspaceBytes(c, p);
+  }
   k.block = {static_cast<unsigned>(p.Threads()), 1, 1};
   k.shared_bytes = static_cast<unsigned>(WgmmaSharedBytes(c.dtype, p));
   k.map_a = ConvWgmmaTensorMap(c, p, 'a');

@@ -66,6 +66,24 @@ inline constexpr char kConvWgmmaFamily[] = "conv.wgmma";
 // why a family of its own): conv.wgmma's PTX, its own version.
 inline constexpr int kConvWgmmaPersistentGeneratorVersion = 1;
 inline constexpr char kConvWgmmaPersistentFamily[] = "conv.wgmma_ps";
+// conv.wgmma's kernel with the reduction (C*R*S) split over kg programs
+// per tile (the work units are tiles x kg, as gemm.wgmma's split-K): split
+// z of a tile walks k tiles [z * ktiles / kg, (z + 1) * ktiles / kg) of the
+// tap-major, channel-minor walk, starting at the tap and channel step its
+// first k tile names, and stores its raw fp32 sums to W[z] (M x K rows);
+// gemm.mma's reduce entry (a programmatic dependent launch on sm_90) adds
+// the kg sums of each output in a fixed order and applies alpha and beta.
+// For layers whose tiles leave most SMs idle (batch-1 inference: 3x3 over
+// 8x8 to 56x56 pixels runs 4-49 programs of one tile each on 132 SMs).
+// A family of its own so that conv.wgmma's measurements stay valid: with
+// kg = 1 its PTX would be conv.wgmma's, so kg starts at 2.
+inline constexpr int kConvWgmmaSplitGeneratorVersion = 1;
+inline constexpr char kConvWgmmaSplitFamily[] = "conv.wgmma_sk";
+// conv.wgmma's parameters and kg (WgmmaParams' first seven fields).
+inline constexpr int kConvWgmmaSplitParamCount = 7;
+// The most splits of one tile's reduction (at least one k tile each: rule
+// split_has_work).
+inline constexpr int64_t kConvWgmmaMaxSplit = 32;
 
 // conv.wgmma's parameters: gemm.wgmma's bm, bn, bk, st, wg, gm (its
 // WgmmaParams with kg = 1 and cm = 1).
@@ -90,7 +108,8 @@ inline constexpr ConvWgmmaRule kConvWgmmaRules[] = {
 const char* ToString(ConvWgmmaRule rule);
 
 // The problem is a convolution whose dtype is bf16, fp16 or tf32; `p` has
-// kg = 1 and cm = 1.
+// cm = 1 and kg from 1 to kConvWgmmaMaxSplit (conv.wgmma_sk's own rules,
+// family_wgmma.cc, check that every split has work).
 bool PassesConvWgmmaRule(ConvWgmmaRule rule, const ConvContext& ctx,
                          const WgmmaParams& p, const KernelLimits& limits);
 // OK, or FAILED_PRECONDITION naming the first failing rule and the numbers.
@@ -107,18 +126,30 @@ TensorMapSpec ConvWgmmaTensorMap(const ConvContext& ctx, const WgmmaParams& p,
 //   value), .u64 C @384 (the output Y), .u32 M @392 (N*P*Q), N @396 (K),
 //   K @400 (C*R*S), ldc @404 (K), .f32 alpha @408, beta @412, .u32 C_in
 //   @416, P @420, Q @424, S @428, pad_h @432, pad_w @436, stride_h @440,
-//   stride_w @444, dilation_h @448, dilation_w @452.
-std::vector<KernelParam> ConvWgmmaEntryParams();
+//   stride_w @444, dilation_h @448, dilation_w @452; with a split (kg > 1)
+//   .u64 W @456 (the workspace of the partial sums).
+std::vector<KernelParam> ConvWgmmaEntryParams(bool split = false);
+
+// k tiles of one tile's reduction: R*S taps of ceil(C / bk) channel steps.
+int64_t ConvWgmmaKTiles(const ConvContext& ctx, const WgmmaParams& p);
+// The split's partial sums, kg * M * K * 4 bytes (M = N*P*Q); 0 for kg = 1.
+int64_t ConvWgmmaWorkspaceBytes(const ConvContext& ctx, const WgmmaParams& p);
 
 struct ConvWgmmaKernel {
   std::string ptx;
   std::string entry = "blocktune_conv_wgmma";
-  std::array<unsigned, 3> grid{};  // one program per tile
+  std::array<unsigned, 3> grid{};  // one program per tile and split
   std::array<unsigned, 3> block{};
   unsigned shared_bytes = 0;  // dynamic; needs the opt-in
   TensorMapSpec map_a, map_b, map_c;
   int element_bytes = 2;
-  int64_t workspace_bytes = 0;  // none: no split over the reduction
+  // kg > 1: the partial sums, and the reduce entry that adds them
+  // (gemm.mma's, in the same PTX), launched after the main entry.
+  int64_t workspace_bytes = 0;
+  std::string reduce_entry;
+  bool reduce_dependent = false;
+  std::array<unsigned, 3> reduce_grid{};
+  std::array<unsigned, 3> reduce_block{};
 };
 
 // `arch` must be "sm_90a".

@@ -246,9 +246,12 @@ inline constexpr int DefaultFeatureSet(Op op) {
 // waves' too: on its first H100 campaigns (run21: 12,000 bf16 and 8,000
 // tf32 samples, 5-member ensembles, the same split) validation MSE was
 // 0.056 (set 1), 0.045 (set 2), 0.018 (set 4) in bf16 and 0.021 (set 2),
-// 0.014 (set 4) in tf32.
+// 0.014 (set 4) in tf32. conv.wgmma_sk (conv.wgmma's kernel with the
+// reduction split over programs) takes them too: the split exists to fill
+// the SMs, which the last wave's fill (tiles x kg over SMs) measures.
 inline int DefaultFeatureSet(Op op, std::string_view family) {
-  if (family == "conv.wgmma_ps") return kWaveFeatures;
+  if (family == "conv.wgmma_ps" || family == "conv.wgmma_sk")
+    return kWaveFeatures;
   if (family == "conv.wgmma" || family == "gemm.ffma") return kShapeFeatures;
   return DefaultFeatureSet(op);
 }

@@ -65,6 +65,8 @@ constexpr Golden kGolden[] = {
      "kGemmFfmaKGeneratorVersion (kernels/gemm_ffma_k.h)"},
     {"gemm.ffma_kpk", 1, 0xd6a2ddec4e7c080dull,
      "kGemmFfmaKPackedGeneratorVersion (kernels/gemm_ffma_k.h)"},
+    {"conv.wgmma_sk", 1, 0x146e1beb6cf56e57ull,
+     "kConvWgmmaSplitGeneratorVersion (kernels/conv_wgmma.h)"},
 };
 
 struct Case {
@@ -437,6 +439,35 @@ std::vector<Case> ConvWgmmaCases() {
   return out;
 }
 
+// conv.wgmma_sk: the batch-1 layers it is for, each precision: splits
+// that divide the k tiles and ones that do not, two consumer warpgroups, a
+// 1x1 (the split walks channel steps only), a strided and dilated layer.
+std::vector<Case> ConvWgmmaSplitCases() {
+  std::vector<Case> out;
+  for (const char* dtype : {"bf16", "fp16", "tf32"}) {
+    const std::string tail = std::string(" dtype=") + dtype;
+    const bool tf32 = std::string(dtype) == "tf32";
+    const std::string bk = tf32 ? "bk=32" : "bk=64";
+    out.push_back(
+        {ParseProblem("conv n=1 h=8 w=8 c=256 k=256 r=3 s=3 pad=1 stride=1 "
+                      "dilation=1" + tail),
+         "bm=64 bn=64 " + bk + " st=4 wg=1 gm=1 kg=8", "sm_90a"});
+    out.push_back(
+        {ParseProblem("conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 "
+                      "dilation=1" + tail),
+         "bm=128 bn=64 " + bk + " st=4 wg=2 gm=1 kg=3", "sm_90a"});
+    out.push_back(
+        {ParseProblem("conv n=1 h=7 w=7 c=512 k=512 r=1 s=1 pad=0 stride=1 "
+                      "dilation=1" + tail),
+         "bm=64 bn=128 " + bk + " st=3 wg=1 gm=2 kg=4", "sm_90a"});
+    out.push_back(
+        {ParseProblem("conv n=2 h=17 w=19 c=24 k=40 r=3 s=5 pad=1x2 "
+                      "stride=2x1 dilation=1x2" + tail),
+         "bm=64 bn=96 " + bk + " st=3 wg=1 gm=1 kg=6", "sm_90a"});
+  }
+  return out;
+}
+
 // gemm.wgmma_rs: tf32 NN (swapped, C stored transposed) and TT, one and
 // two consumer warpgroups, a deep k (banks alternate many times), beta's
 // register epilogue; TT with a split (the reduce entry) and a cluster pair.
@@ -532,6 +563,7 @@ std::vector<Case> CasesOf(std::string_view family) {
   if (family == "gemm.ffma_k") return GemmFfmaKCases();
   if (family == "gemm.ffma_kpk") return GemmFfmaKPackedCases();
   if (family == "conv.wgmma_ps") return ConvWgmmaCases();
+  if (family == "conv.wgmma_sk") return ConvWgmmaSplitCases();
   return {};
 }
 

@@ -408,7 +408,9 @@ std::vector<Target> Targets() {
           c.n = 1;
           c.h = c.w = 8;
           c.c = c.k = 16;
-          c.r = c.s = 1;
+          // 3x3: nine k tiles, so that conv.wgmma_sk's default split works.
+          c.r = c.s = 3;
+          c.pad_h = c.pad_w = 1;
           c.dtype = d;
           probe = Problem(Context(c));
         }

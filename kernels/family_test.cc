@@ -194,10 +194,12 @@ TEST(FamilyRegistryTest, FamiliesForMatchesOpAndPrecision) {
   }
   for (DType d : {DType::kBf16, DType::kFp16, DType::kTf32}) {
     const auto all = FamiliesFor(Op::kConv, d);
-    ASSERT_EQ(all.size(), 3u) << ToString(d);
+    ASSERT_EQ(all.size(), 4u) << ToString(d);
     EXPECT_EQ(all[0]->name(), "conv.mma");
     EXPECT_EQ(all[1]->name(), "conv.wgmma");
     EXPECT_EQ(all[2]->name(), "conv.wgmma_ps");
+    // The split over the reduction, offered where the tiles are few.
+    EXPECT_EQ(all[3]->name(), "conv.wgmma_sk");
   }
 }
 
@@ -500,6 +502,105 @@ TEST(WgmmaFamilyTest, PersistentFamiliesEmitTheirBaseFamilysKernel) {
   ASSERT_TRUE(k.ok()) << k.status().ToString();
   EXPECT_EQ(k->cluster, 2u);
   EXPECT_EQ(k->grid[0] % 2, 0u);
+}
+
+// conv.wgmma_sk is conv.wgmma with kg = 2..32: conv.wgmma's rules, then
+// split_has_work and few_tiles; its PTX is conv.wgmma's but for the
+// split's start, the workspace parameter, the partial-sum epilogue and
+// the reduce entry; conv.wgmma's own PTX is what it was (the golden test).
+TEST(WgmmaFamilyTest, ConvSplitFamilySplitsTheReductionWhereTilesAreFew) {
+  const KernelFamily& base = Family("conv.wgmma");
+  const KernelFamily& sk = Family("conv.wgmma_sk");
+  EXPECT_EQ(sk.op(), Op::kConv);
+  EXPECT_EQ(sk.precisions(), base.precisions());
+  std::vector<std::string> rules = base.rules();
+  rules.push_back("split_has_work");
+  rules.push_back("few_tiles");
+  EXPECT_EQ(sk.rules(), rules);
+  ASSERT_EQ(sk.params().size(), base.params().size() + 1);
+  EXPECT_EQ(sk.params().back().name, "kg");
+  EXPECT_EQ(sk.params().back().values,
+            (std::vector<int64_t>{2, 3, 4, 6, 8, 12, 16, 24, 32}));
+  EXPECT_EQ(sk.min_compute_capability(), 90);
+  // kg = 1 is conv.wgmma's kernel, so it is not this family's; past 32
+  // neither. The message names the field and the values.
+  for (const char* bad : {"bm=64 bn=64 bk=64 st=4 wg=1 gm=1 kg=1",
+                          "bm=64 bn=64 bk=64 st=4 wg=1 gm=1 kg=64"}) {
+    auto p = sk.Parse(bad);
+    const Status s = p.ok() ? sk.ValidateParams(*p) : p.status();
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_THAT(s.message(), HasSubstr("kg")) << s.ToString();
+  }
+  // Two consumer warpgroups still need bm a multiple of 128.
+  EXPECT_FALSE(sk.Parse("bm=64 bn=64 bk=64 st=4 wg=2 gm=1 kg=4").ok());
+
+  auto layer = ContextFromString(
+      "conv n=1 h=8 w=8 c=256 k=256 r=3 s=3 pad=1 stride=1 dilation=1 "
+      "dtype=bf16");
+  ASSERT_TRUE(layer.ok()) << layer.status().ToString();
+  const Problem problem(*layer);
+  KernelLimits h100 = H100();
+  h100.sm_count = 132;
+  auto params = sk.Parse("bm=64 bn=64 bk=64 st=4 wg=1 gm=1 kg=8");
+  ASSERT_TRUE(params.ok()) << params.status().ToString();
+  ASSERT_TRUE(sk.CanImplement(problem, *params, h100).ok());
+  const ConfigShape shape = sk.Shape(problem, *params);
+  EXPECT_EQ(shape.split_k, 8);
+  EXPECT_EQ(shape.programs, 4 * 8);  // 1 x 4 tiles, 8 splits each
+  EXPECT_EQ(shape.workspace_bytes, 8 * 64 * 256 * 4);
+  auto k = sk.Generate(problem, *params, "sm_90");
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(k->family, "conv.wgmma_sk");
+  EXPECT_EQ(k->target, "sm_90a");
+  EXPECT_EQ(k->grid[0], 32u);
+  EXPECT_EQ(k->workspace_bytes, shape.workspace_bytes);
+  EXPECT_EQ(k->reduce_entry, "blocktune_gemm_mma_reduce");
+  EXPECT_TRUE(k->reduce_dependent);
+  EXPECT_FALSE(k->reduce_params.empty());
+  ASSERT_FALSE(k->entry_params.empty());
+  EXPECT_EQ(std::string(k->entry_params.back().name), "W");
+  EXPECT_EQ(k->entry_params.back().offset, 456);
+  EXPECT_THAT(k->ptx, HasSubstr(".param .u64 param_W)"));
+  EXPECT_THAT(k->ptx, HasSubstr("div.u32 %tr, %tmp, %Sf;"));
+  EXPECT_THAT(k->ptx, HasSubstr(".visible .entry blocktune_gemm_mma_reduce"));
+  // conv.wgmma's kernel for the same tile takes no workspace.
+  Params unsplit = *params;
+  unsplit.size = static_cast<int>(base.params().size());
+  auto b = base.Generate(problem, unsplit, "sm_90");
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(b->workspace_bytes, 0);
+  EXPECT_TRUE(b->reduce_entry.empty());
+  EXPECT_THAT(b->ptx, ::testing::Not(HasSubstr("param_W")));
+  EXPECT_EQ(b->grid[0], 4u);
+
+  // split_has_work: 9 taps of 4 channel steps are 36 k tiles; a 1x1 over
+  // 64 channels with bk = 64 is one.
+  auto one = ContextFromString(
+      "conv n=1 h=8 w=8 c=64 k=64 r=1 s=1 pad=0 stride=1 dilation=1 "
+      "dtype=bf16");
+  ASSERT_TRUE(one.ok());
+  const Status no_work = sk.CanImplement(Problem(*one), *params, h100);
+  EXPECT_FALSE(no_work.ok());
+  EXPECT_THAT(no_work.message(), HasSubstr("split_has_work"));
+  // few_tiles: a layer with as many tiles as SMs or more is refused by
+  // name where the SM count is known, and passes where it is not.
+  auto big = ContextFromString(
+      "conv n=32 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1 "
+      "dtype=bf16");
+  ASSERT_TRUE(big.ok());
+  const Status many = sk.CanImplement(Problem(*big), *params, h100);
+  EXPECT_FALSE(many.ok());
+  EXPECT_THAT(many.message(), HasSubstr("few_tiles"));
+  EXPECT_TRUE(sk.CanImplement(Problem(*big), *params, H100()).ok());
+  const int few_tiles = static_cast<int>(sk.rules().size()) - 1;
+  EXPECT_FALSE(sk.Passes(few_tiles, Problem(*big), *params, h100));
+  EXPECT_TRUE(sk.Passes(few_tiles, problem, *params, h100));
+  // The default candidates are conv.wgmma's, split four ways.
+  for (const Params& d : sk.DefaultCandidates()) {
+    EXPECT_EQ(d.size, 7);
+    EXPECT_EQ(d[6], 4);
+    EXPECT_TRUE(sk.ValidateParams(d).ok()) << sk.Format(d);
+  }
 }
 
 // gemm.wgmma_ts is gemm.wgmma_ps with the tail split: its rules; tl = 2..4

@@ -4,7 +4,8 @@
 // (conv_wgmma.h): the implicit-GEMM convolution on the same kernel;
 // `gemm.wgmma_pk`, on packed operands; `gemm.wgmma_ps` and `conv.wgmma_ps`,
 // gemm.wgmma's and conv.wgmma's kernels launched as persistent grids;
-// `gemm.wgmma_ts`, gemm.wgmma_ps with the tail split. Behind the family
+// `gemm.wgmma_ts`, gemm.wgmma_ps with the tail split; `conv.wgmma_sk`,
+// conv.wgmma with each tile's reduction split over programs. Behind the family
 // interface, registered in family.cc after gemm.mma and conv.mma.
 #include <iterator>
 #include <utility>
@@ -24,6 +25,7 @@ const KernelFamily& GemmWgmmaPackedFamily();
 const KernelFamily& ConvWgmmaFamily();
 const KernelFamily& GemmWgmmaPersistentFamily();
 const KernelFamily& ConvWgmmaPersistentFamily();
+const KernelFamily& ConvWgmmaSplitFamily();
 const KernelFamily& GemmWgmmaTailFamily();
 
 namespace {
@@ -433,7 +435,8 @@ class WgmmaRsFamily : public WgmmaFamilyBase {
 // conv.wgmma: gemm.wgmma's kernel with im2col copies (conv_wgmma.h).
 class ConvWgmmaKernelFamily : public WgmmaFamilyBase {
  public:
-  ConvWgmmaKernelFamily() : WgmmaFamilyBase(kConvWgmmaParamCount) {
+  explicit ConvWgmmaKernelFamily(int fields = kConvWgmmaParamCount)
+      : WgmmaFamilyBase(fields) {
     for (ConvWgmmaRule r : kConvWgmmaRules) rules_.push_back(ToString(r));
   }
 
@@ -470,9 +473,12 @@ class ConvWgmmaKernelFamily : public WgmmaFamilyBase {
     s.tile_m = w.bm;
     s.tile_n = w.bn;
     s.step_k = w.bk;
-    s.split_k = 1;
+    s.split_k = w.kg;  // 1 but for conv.wgmma_sk
     s.threads = w.Threads();
-    s.programs = ((g.m + w.bm - 1) / w.bm) * ((g.n + w.bn - 1) / w.bn);
+    s.programs =
+        ((g.m + w.bm - 1) / w.bm) * ((g.n + w.bn - 1) / w.bn) * w.kg;
+    s.workspace_bytes =
+        ConvWgmmaWorkspaceBytes(std::get<ConvContext>(problem.ctx), w);
     return s;
   }
 
@@ -508,11 +514,114 @@ class ConvWgmmaKernelFamily : public WgmmaFamilyBase {
     // output addresses 16-byte aligned.
     out.align_bytes = 16;
     out.target = target;
-    out.entry_params = ConvWgmmaEntryParams();
+    out.entry_params = ConvWgmmaEntryParams(!k.reduce_entry.empty());
     out.tensor_maps = {{0, 'A', k.map_a}, {1, 'B', k.map_b}, {2, 'C', k.map_c}};
+    // conv.wgmma_sk: the partial sums and the reduce entry that adds them.
+    out.workspace_bytes = k.workspace_bytes;
+    out.reduce_entry = k.reduce_entry;
+    out.reduce_dependent = k.reduce_dependent;
+    out.reduce_grid = k.reduce_grid;
+    out.reduce_block = k.reduce_block;
+    if (!out.reduce_entry.empty()) out.reduce_params = ReduceParams();
+    return out;
+  }
+};
+
+// conv.wgmma_sk (conv_wgmma.h): conv.wgmma's kernel with each tile's
+// reduction split over kg = 2..32 programs, offered where the layer's
+// tiles leave SMs idle. Its own rules after conv.wgmma's: every split has
+// a k tile (split_has_work) and the layer has fewer tiles than the device
+// has SMs (few_tiles; where the SM count is unknown it passes).
+class ConvWgmmaSplitKernelFamily : public ConvWgmmaKernelFamily {
+ public:
+  ConvWgmmaSplitKernelFamily()
+      : ConvWgmmaKernelFamily(kConvWgmmaSplitParamCount),
+        specs_(ConvWgmmaKernelFamily::params()) {
+    base_rules_ = static_cast<int>(rules_.size());
+    rules_.push_back("split_has_work");
+    rules_.push_back("few_tiles");
+    for (ParamSpec& spec : specs_)
+      if (spec.name == "kg") spec.values = {2, 3, 4, 6, 8, 12, 16, 24, 32};
+  }
+
+  std::string_view name() const override { return kConvWgmmaSplitFamily; }
+  int version() const override { return kConvWgmmaSplitGeneratorVersion; }
+  std::string_view summary() const override {
+    return "conv.wgmma with each tile's reduction (C*R*S) split over kg "
+           "programs: fp32 partial sums in the workspace, added in a fixed "
+           "order by a reduce entry (a dependent launch); for layers whose "
+           "tiles leave SMs idle (batch-1 inference)";
+  }
+  const std::vector<ParamSpec>& params() const override { return specs_; }
+
+  Status ValidateParams(const Params& params,
+                        std::string_view field) const override {
+    BT_RETURN_IF_ERROR(CheckParamCount(params, fields(), field));
+    for (int i = 0; i < fields(); ++i) {
+      BT_RETURN_IF_ERROR(CheckOneOf(
+          std::string(field) + "." + specs_[i].name, specs_[i].values,
+          params[i], std::string(" in ") + kConvWgmmaSplitFamily));
+    }
+    // The rest as gemm.wgmma validates it (its kg domain ends at 8).
+    WgmmaParams w = Wgmma(params);
+    w.kg = 1;
+    return RenameParamsField(ValidateWgmmaParams(w), field);
+  }
+
+  bool Passes(int rule, const Problem& problem, const Params& params,
+              const KernelLimits& limits) const override {
+    if (rule < base_rules_)
+      return ConvWgmmaKernelFamily::Passes(rule, problem, params, limits);
+    const ConvContext& c = std::get<ConvContext>(problem.ctx);
+    const WgmmaParams w = Wgmma(params);
+    if (rule == base_rules_) return w.kg <= ConvWgmmaKTiles(c, w);
+    return limits.sm_count <= 0 || Tiles(c, w) < limits.sm_count;
+  }
+
+  Status CanImplement(const Problem& problem, const Params& params,
+                      const KernelLimits& limits) const override {
+    BT_RETURN_IF_ERROR(
+        ConvWgmmaKernelFamily::CanImplement(problem, params, limits));
+    const ConvContext& c = std::get<ConvContext>(problem.ctx);
+    const WgmmaParams w = Wgmma(params);
+    if (w.kg > ConvWgmmaKTiles(c, w)) {
+      return FailedPrecondition(
+          "rule split_has_work: kg = " + std::to_string(w.kg) +
+          " splits of a reduction of " +
+          std::to_string(ConvWgmmaKTiles(c, w)) +
+          " k tiles (R*S taps of ceil(C / bk) channel steps) leave a split "
+          "without work");
+    }
+    if (limits.sm_count > 0 && Tiles(c, w) >= limits.sm_count) {
+      return FailedPrecondition(
+          "rule few_tiles: conv.wgmma_sk is offered only where the layer has "
+          "fewer tiles than the device's " +
+          std::to_string(limits.sm_count) + " SMs (this one has " +
+          std::to_string(Tiles(c, w)) +
+          "); with more, conv.wgmma and conv.wgmma_ps fill the SMs without "
+          "a split");
+    }
+    return OkStatus();
+  }
+
+  // conv.wgmma's, split 4 ways.
+  std::vector<Params> DefaultCandidates() const override {
+    std::vector<Params> out = ConvWgmmaKernelFamily::DefaultCandidates();
+    for (Params& p : out) {
+      p.size = kConvWgmmaSplitParamCount;
+      p[kConvWgmmaSplitParamCount - 1] = 4;
+    }
     return out;
   }
 
+ private:
+  static int64_t Tiles(const ConvContext& c, const WgmmaParams& w) {
+    const GemmShape g = ImplicitGemm(c);
+    return ((g.m + w.bm - 1) / w.bm) * ((g.n + w.bn - 1) / w.bn);
+  }
+
+  std::vector<ParamSpec> specs_;
+  int base_rules_ = 0;
 };
 
 // gemm.wgmma_ps and conv.wgmma_ps: a base family (gemm.wgmma's or
@@ -645,6 +754,11 @@ const KernelFamily& GemmWgmmaPersistentFamily() {
 
 const KernelFamily& GemmWgmmaTailFamily() {
   static const GemmTailSplitFamily family;
+  return family;
+}
+
+const KernelFamily& ConvWgmmaSplitFamily() {
+  static const ConvWgmmaSplitKernelFamily family;
   return family;
 }
 

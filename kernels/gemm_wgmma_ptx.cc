@@ -198,12 +198,23 @@ void EmitUnit(Ptx& p, const Tiling& t) {
 // under the filter's first tap, (q * stride_w - pad_w, p * stride_h -
 // pad_h) of image n), and the tap and channel walk from the start:
 // %tr, %ts the tap, %k0 the first channel of the stage.
-void EmitConvTileStart(Ptx& p) {
+void EmitConvTileStart(Ptx& p, const Tiling& t) {
   p << "\tdiv.u32 %cnc, %m0, %PQ;\n\trem.u32 %tmp, %m0, %PQ;\n"
     << "\tdiv.u32 %chc, %tmp, %Qout;\n\trem.u32 %cwc, %tmp, %Qout;\n"
     << "\tmul.lo.u32 %chc, %chc, %sth;\n\tsub.s32 %chc, %chc, %padh;\n"
-    << "\tmul.lo.u32 %cwc, %cwc, %stw;\n\tsub.s32 %cwc, %cwc, %padw;\n"
-    << "\tmov.u32 %tr, 0;\n\tmov.u32 %ts, 0;\n\tmov.u32 %k0, 0;\n";
+    << "\tmul.lo.u32 %cwc, %cwc, %stw;\n\tsub.s32 %cwc, %cwc, %padw;\n";
+  if (t.kg == 1) {
+    p << "\tmov.u32 %tr, 0;\n\tmov.u32 %ts, 0;\n\tmov.u32 %k0, 0;\n";
+    return;
+  }
+  // conv.wgmma_sk: the split starts at k tile %kb = tap * CB + step, tap
+  // (%tr, %ts) = divmod(tap, S), channels from step * bk.
+  p << "\t// the split's first k tile %kb: tap %kb / CB, channel step %kb % "
+       "CB\n"
+    << "\tdiv.u32 %tmp, %kb, %CB;\n"
+    << "\tmul.lo.u32 %k0, %tmp, %CB;\n\tsub.u32 %k0, %kb, %k0;\n"
+    << "\tmul.lo.u32 %k0, %k0, " << N(t.bk) << ";\n"
+    << "\tdiv.u32 %tr, %tmp, %Sf;\n\trem.u32 %ts, %tmp, %Sf;\n";
 }
 
 // conv.wgmma, one stage: tap (%tr, %ts), channels [%k0, %k0 + bk). A: one
@@ -261,7 +272,7 @@ void EmitProducer(Ptx& p, const Tiling& t) {
   EmitUnit(p, t);
   p << "\tmov.u32 %kt, %kb;\n";
   if (t.conv)
-    EmitConvTileStart(p);
+    EmitConvTileStart(p, t);
   else
     p << "\tmul.lo.u32 %k0, %kb, " << N(t.bk) << ";\n";
   p << "PLOOP:\n"
@@ -873,7 +884,13 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
   Ptx p;
   const int64_t threads = 128 * (1 + t.consumers);
   const int64_t acc = t.mt * t.bn / 2;
-  if (t.conv) {
+  if (t.conv && t.kg > 1) {
+    p << "//\n// blocktune conv.wgmma_sk v" << N(kConvWgmmaSplitGeneratorVersion)
+      << ": " << ToString(t.prec)
+      << ", implicit GEMM: A the NHWC input by im2col TMA, B the KRSC filter "
+         "(C, R*S, K); each tile's reduction split over K_G programs, fp32 "
+         "partial sums to W, the reduce entry below adds them\n";
+  } else if (t.conv) {
     p << "//\n// blocktune conv.wgmma v" << N(kConvWgmmaGeneratorVersion) << ": "
       << ToString(t.prec)
       << ", implicit GEMM: A the NHWC input by im2col TMA, B the KRSC filter "
@@ -926,7 +943,8 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
       << "\t.param .u32 pCin,\n\t.param .u32 pP,\n\t.param .u32 pQ,\n"
       << "\t.param .u32 pS,\n\t.param .u32 ppadh,\n\t.param .u32 ppadw,\n"
       << "\t.param .u32 psth,\n\t.param .u32 pstw,\n"
-      << "\t.param .u32 pdlh,\n\t.param .u32 pdlw)\n";
+      << "\t.param .u32 pdlh,\n\t.param .u32 pdlw"
+      << (t.kg > 1 ? ",\n\t.param .u64 param_W)\n" : ")\n");
   } else {
     p << ".visible .entry blocktune_gemm_wgmma" << (t.a_regs ? "_rs" : "")
       << "(\n" << GemmEntryParams(t.packed);
