@@ -490,6 +490,52 @@ TEST_F(GpuWorkerTest, PersistentWgmmaInEveryPrecisionMeasuresAndPassesTheCheck) 
   }
 }
 
+// conv.wgmma_sk through the generic launcher (the workspace, the reduce
+// entry as a dependent launch): issue 18's batch-1 layers, each beside
+// conv.wgmma's kernel of the same tile (printed, no timing asserted), every
+// precision; then candidates the sampler draws for this GPU (rule
+// few_tiles with its SM count).
+TEST_F(GpuWorkerTest, ConvSplitInEveryPrecisionMeasuresAndPassesTheCheck) {
+  auto profile = ProfileFromDevice(0);
+  ASSERT_TRUE(profile.ok()) << profile.status().message();
+  if (profile->cc_major != 9 || profile->cc_minor != 0)
+    GTEST_SKIP() << "conv.wgmma_sk runs on compute capability 9.0 only";
+  const KernelFamily& sk = **FindFamily("conv.wgmma_sk");
+  const KernelFamily& base = **FindFamily("conv.wgmma");
+  const std::pair<std::string, std::string> corners[] = {
+      {"conv n=1 h=8 w=8 c=256 k=256 r=3 s=3 pad=1 stride=1 dilation=1",
+       "bm=64 bn=64 bk=64 st=4 wg=1 gm=1 kg=8"},
+      {"conv n=1 h=16 w=16 c=256 k=256 r=3 s=3 pad=1 stride=1 dilation=1",
+       "bm=64 bn=64 bk=64 st=4 wg=1 gm=1 kg=4"},
+      {"conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1",
+       "bm=128 bn=64 bk=64 st=4 wg=1 gm=1 kg=3"},
+      {"conv n=1 h=7 w=7 c=512 k=512 r=3 s=3 pad=1 stride=1 dilation=1",
+       "bm=64 bn=64 bk=64 st=4 wg=1 gm=1 kg=12"},
+  };
+  auto rules = RuleSet::ForSampling(sk, *profile);
+  ASSERT_TRUE(rules.ok()) << rules.status().message();
+  for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
+    const std::string precision(ToString(dtype));
+    for (const auto& [ctx, params] : corners) {
+      const std::string context = ctx + " dtype=" + precision;
+      const std::string p = BkFor(params, dtype);
+      SCOPED_TRACE(context + " | " + p);
+      PreparedSample prepared;
+      tuner::WorkResult r = RunMma(context, p, &prepared, sk);
+      ExpectOk(r);
+      EXPECT_EQ(r.family(), "conv.wgmma_sk");
+      EXPECT_GT(prepared.kernel.workspace_bytes, 0);
+      EXPECT_FALSE(prepared.kernel.reduce_entry.empty());
+      Print("sk   " + context + " | " + p, r);
+      const std::string base_p = p.substr(0, p.find(" kg="));
+      tuner::WorkResult plain = RunMma(context, base_p, nullptr, base);
+      ExpectOk(plain);
+      Print("base " + context + " | " + base_p, plain);
+    }
+    RunSampled(sk, dtype, *profile, *rules);
+  }
+}
+
 TEST_F(GpuWorkerTest, AWrongKernelIsAWrongResultNeverATime) {
   // The kernel of an NT GEMM run as NN: it reads B transposed.
   PreparedSample nt;
