@@ -70,7 +70,10 @@ constexpr int kPackedSamples = 100;
 constexpr int kPersistentSamples = 10;
 // gemm.wgmma_ts: gemm.wgmma's tile code (sampled there) and the tail
 // split's own epilogue and unit walk, which 100 kernels per precision
-// cover.
+// cover; conv.wgmma_sk likewise (conv.wgmma's tile code; its own split
+// start, partial sums and reduce entry). BLOCKTUNE_PTXAS_SAMPLES=300 ran
+// 300 per precision for its first version
+// (bench/results/cpu/conv_wgmma_sk_ptxas.txt).
 constexpr int kTailSamples = 100;
 
 int Samples(const std::string& family) {
@@ -81,7 +84,8 @@ int Samples(const std::string& family) {
     return kPackedSamples;
   // Their base family's PTX (family_test checks it byte for byte).
   if (family == "gemm.wgmma_ps" || family == "conv.wgmma_ps") return kPersistentSamples;
-  if (family == "gemm.wgmma_ts") return kTailSamples;
+  if (family == "gemm.wgmma_ts" || family == "conv.wgmma_sk")
+    return kTailSamples;
   return kDefaultSamples;
 }
 

@@ -595,6 +595,22 @@ TEST(WgmmaFamilyTest, ConvSplitFamilySplitsTheReductionWhereTilesAreFew) {
   const int few_tiles = static_cast<int>(sk.rules().size()) - 1;
   EXPECT_FALSE(sk.Passes(few_tiles, Problem(*big), *params, h100));
   EXPECT_TRUE(sk.Passes(few_tiles, problem, *params, h100));
+  // ... and at most 4 waves of split units: 4 tiles x 32 splits = 128
+  // units pass on 132 SMs; 49 tiles (bm = 64 over 3136 pixels, bn = 64;
+  // 18 k tiles of 64 channels) x 12 = 588 do not, x 8 = 392 do.
+  auto k32 = sk.Parse("bm=64 bn=64 bk=64 st=4 wg=1 gm=1 kg=32");
+  ASSERT_TRUE(k32.ok());
+  EXPECT_TRUE(sk.Passes(few_tiles, problem, *k32, h100));
+  auto c56 = ContextFromString(
+      "conv n=1 h=56 w=56 c=128 k=64 r=3 s=3 pad=1 stride=1 dilation=1 "
+      "dtype=bf16");
+  ASSERT_TRUE(c56.ok());
+  auto k12 = sk.Parse("bm=64 bn=64 bk=64 st=4 wg=1 gm=1 kg=12");
+  ASSERT_TRUE(k12.ok());
+  EXPECT_FALSE(sk.Passes(few_tiles, Problem(*c56), *k12, h100));
+  EXPECT_THAT(sk.CanImplement(Problem(*c56), *k12, h100).message(),
+              HasSubstr("4 waves"));
+  EXPECT_TRUE(sk.Passes(few_tiles, Problem(*c56), *params, h100));
   // The default candidates are conv.wgmma's, split four ways.
   for (const Params& d : sk.DefaultCandidates()) {
     EXPECT_EQ(d.size, 7);

@@ -530,8 +530,9 @@ class ConvWgmmaKernelFamily : public WgmmaFamilyBase {
 // conv.wgmma_sk (conv_wgmma.h): conv.wgmma's kernel with each tile's
 // reduction split over kg = 2..32 programs, offered where the layer's
 // tiles leave SMs idle. Its own rules after conv.wgmma's: every split has
-// a k tile (split_has_work) and the layer has fewer tiles than the device
-// has SMs (few_tiles; where the SM count is unknown it passes).
+// a k tile (split_has_work), and the layer has fewer tiles than the device
+// has SMs and its tiles x kg units make at most 4 waves (few_tiles; where
+// the SM count is unknown it passes).
 class ConvWgmmaSplitKernelFamily : public ConvWgmmaKernelFamily {
  public:
   ConvWgmmaSplitKernelFamily()
@@ -575,7 +576,7 @@ class ConvWgmmaSplitKernelFamily : public ConvWgmmaKernelFamily {
     const ConvContext& c = std::get<ConvContext>(problem.ctx);
     const WgmmaParams w = Wgmma(params);
     if (rule == base_rules_) return w.kg <= ConvWgmmaKTiles(c, w);
-    return limits.sm_count <= 0 || Tiles(c, w) < limits.sm_count;
+    return FewTiles(c, w, limits);
   }
 
   Status CanImplement(const Problem& problem, const Params& params,
@@ -592,14 +593,15 @@ class ConvWgmmaSplitKernelFamily : public ConvWgmmaKernelFamily {
           " k tiles (R*S taps of ceil(C / bk) channel steps) leave a split "
           "without work");
     }
-    if (limits.sm_count > 0 && Tiles(c, w) >= limits.sm_count) {
+    if (!FewTiles(c, w, limits)) {
       return FailedPrecondition(
           "rule few_tiles: conv.wgmma_sk is offered only where the layer has "
           "fewer tiles than the device's " +
-          std::to_string(limits.sm_count) + " SMs (this one has " +
-          std::to_string(Tiles(c, w)) +
-          "); with more, conv.wgmma and conv.wgmma_ps fill the SMs without "
-          "a split");
+          std::to_string(limits.sm_count) + " SMs and the splits make at "
+          "most " + std::to_string(kMaxSplitWaves) + " waves of them (this "
+          "configuration has " + std::to_string(Tiles(c, w)) + " tiles, " +
+          std::to_string(Tiles(c, w) * w.kg) + " units); with more tiles, "
+          "conv.wgmma and conv.wgmma_ps fill the SMs without a split");
     }
     return OkStatus();
   }
@@ -615,6 +617,16 @@ class ConvWgmmaSplitKernelFamily : public ConvWgmmaKernelFamily {
   }
 
  private:
+  // Splits past a few waves add partial sums (workspace traffic) without
+  // filling the SMs any better.
+  static constexpr int64_t kMaxSplitWaves = 4;
+  static bool FewTiles(const ConvContext& c, const WgmmaParams& w,
+                       const KernelLimits& limits) {
+    if (limits.sm_count <= 0) return true;
+    const int64_t tiles = Tiles(c, w);
+    return tiles < limits.sm_count &&
+           tiles * w.kg <= kMaxSplitWaves * limits.sm_count;
+  }
   static int64_t Tiles(const ConvContext& c, const WgmmaParams& w) {
     const GemmShape g = ImplicitGemm(c);
     return ((g.m + w.bm - 1) / w.bm) * ((g.n + w.bn - 1) / w.bn);
