@@ -282,12 +282,8 @@ StatusOr<ConvWgmmaKernel> GenerateConvWgmma(const ConvContext& c,
                                   p.kg),
             1, 1};
   if (p.kg > 1) {
-    const MmaPrecision prec =
-        c.dtype == DType::kFp16   ? MmaPrecision::kFp16
-        : c.dtype == DType::kTf32 ? MmaPrecision::kTf32
-                                  : MmaPrecision::kBf16;
     const mma_internal::ReduceLaunch r =
-        mma_internal::MakeReduceLaunch(prec, p.kg, g.m, g.n, arch);
+        mma_internal::MakeReduceLaunch(c.dtype, p.kg, g.m, g.n, arch);
     k.ptx += r.ptx;
     k.reduce_entry = r.entry;
     k.reduce_dependent = r.dependent;

@@ -243,6 +243,15 @@ struct ReduceLaunch {
 };
 ReduceLaunch MakeReduceLaunch(MmaPrecision prec, int64_t kg, int64_t m,
                               int64_t n, const std::string& arch);
+// The same for an output stored in `storage` (bf16, fp16; tf32's fp32):
+// the wgmma families' split-K (gemm.wgmma, conv.wgmma_sk).
+inline ReduceLaunch MakeReduceLaunch(DType storage, int64_t kg, int64_t m,
+                                     int64_t n, const std::string& arch) {
+  return MakeReduceLaunch(storage == DType::kFp16   ? MmaPrecision::kFp16
+                          : storage == DType::kTf32 ? MmaPrecision::kTf32
+                                                    : MmaPrecision::kBf16,
+                          kg, m, n, arch);
+}
 
 }  // namespace blocktune::mma_internal
 

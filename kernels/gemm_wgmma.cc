@@ -529,12 +529,8 @@ WgmmaKernel AssembleGemmWgmma(const Problem& problem, const WgmmaParams& p,
   k.workspace_bytes = WgmmaWorkspaceBytes(problem, p);
   if (p.tail > 1) k.counter_offset = WgmmaTailCounterOffset(problem, p);
   if (p.kg > 1) {
-    const MmaPrecision prec =
-        g.dtype == DType::kFp16   ? MmaPrecision::kFp16
-        : g.dtype == DType::kTf32 ? MmaPrecision::kTf32
-                                  : MmaPrecision::kBf16;
     const mma_internal::ReduceLaunch r =
-        mma_internal::MakeReduceLaunch(prec, p.kg, g.m, g.n, arch);
+        mma_internal::MakeReduceLaunch(g.dtype, p.kg, g.m, g.n, arch);
     k.ptx += r.ptx;
     k.reduce_entry = r.entry;
     k.reduce_dependent = r.dependent;

@@ -12,6 +12,9 @@
 # FEATURES=N trains on feature set N (blocktune train --features; default:
 # each family's own, kernels/family.h DefaultFeatureSet).
 #
+# MEMBERS=N and HIDDEN=W,W,.. change the ensemble (default 5 networks of
+# 128,128,128), for experiments; the shipped models use the defaults.
+#
 # FAMILY=F trains that family alone (a new family's first models) and
 # merges it into the existing DIR/models-<op>-<dtype>.json.gz, whose other
 # models are kept as they are; its report is appended to the .txt.
@@ -23,6 +26,8 @@ dir=${1:?usage: scripts/train_pretrained.sh DIR OP DTYPE [BUILD]}
 op=${2:?usage: scripts/train_pretrained.sh DIR OP DTYPE [BUILD]}
 dtype=${3:?usage: scripts/train_pretrained.sh DIR OP DTYPE [BUILD]}
 build=${4:-build}
+members=${MEMBERS:-5}
+hidden=${HIDDEN:-128,128,128}
 shopt -s nullglob
 inputs=("$dir/$op-$dtype"-samples*.json.gz)
 [[ $dtype == fp32 ]] && inputs+=("$dir/$op"-samples*.json.gz)
@@ -46,8 +51,8 @@ if [[ -n ${FAMILY:-} ]]; then
     echo "# $FAMILY: FAMILY=$FAMILY scripts/train_pretrained.sh $dir $op $dtype ($(date -u +%F)); merged into $(basename "$models")"
     for f in "${inputs[@]}"; do cli import "$f"; done
     cli import "$models"
-    cli train --op "$op" --dtype "$dtype" --family "$FAMILY" --members 5 \
-      --hidden 128,128,128 --features "${FEATURES:-0}" | grep -v " epoch "
+    cli train --op "$op" --dtype "$dtype" --family "$FAMILY" --members "$members" \
+      --hidden "$hidden" --features "${FEATURES:-0}" | grep -v " epoch "
     cli export --op "$op" --dtype "$dtype" --models -o "$run/merged.json.gz"
     # A family trained again: its older models (the store keeps every
     # model; the daemon answers with the newest) leave the shipped file.
@@ -75,7 +80,7 @@ fi
   echo "# scripts/train_pretrained.sh $dir $op $dtype ($(date -u +%F))"
   for f in "${inputs[@]}"; do cli import "$f"; done
   # One GPU model's samples only, so the device is the store's one.
-  cli train --op "$op" --dtype "$dtype" --members 5 --hidden 128,128,128 \
+  cli train --op "$op" --dtype "$dtype" --members "$members" --hidden "$hidden" \
     --features "${FEATURES:-0}" | grep -v " epoch "
   cli export --op "$op" --dtype "$dtype" --models -o "$models"
 } 2>&1 | tee "$report"
