@@ -407,13 +407,10 @@ StatusOr<ConvMmaKernel> GenerateConvMma(const ConvMmaProblem& problem,
   k.element_bytes = static_cast<int>(t.esize);
   k.workspace_bytes = ConvMmaWorkspaceBytes(problem, p);
   if (p.kg > 1) {
-    const mma_internal::ReduceLaunch r = mma_internal::MakeReduceLaunch(
-        problem.precision, p.kg, g.m, g.n, arch);
-    k.ptx += r.ptx;
-    k.reduce_entry = r.entry;
-    k.reduce_dependent = r.dependent;
-    k.reduce_grid = r.grid;
-    k.reduce_block = r.block;
+    mma_internal::AddReduceLaunch(
+        mma_internal::MakeReduceLaunch(problem.precision, p.kg, g.m, g.n,
+                                       arch),
+        &k);
   }
   return k;
 }

@@ -282,13 +282,8 @@ StatusOr<ConvWgmmaKernel> GenerateConvWgmma(const ConvContext& c,
                                   p.kg),
             1, 1};
   if (p.kg > 1) {
-    const mma_internal::ReduceLaunch r =
-        mma_internal::MakeReduceLaunch(c.dtype, p.kg, g.m, g.n, arch);
-    k.ptx += r.ptx;
-    k.reduce_entry = r.entry;
-    k.reduce_dependent = r.dependent;
-    k.reduce_grid = r.grid;
-    k.reduce_block = r.block;
+    mma_internal::AddReduceLaunch(
+        mma_internal::MakeReduceLaunch(c.dtype, p.kg, g.m, g.n, arch), &k);
     k.workspace_bytes = ConvWgmmaWorkspaceBytes(c, p);
   }
   k.block = {static_cast<unsigned>(p.Threads()), 1, 1};

@@ -68,6 +68,22 @@ std::vector<ParamSpec> WgmmaSpecs(int fields) {
   return specs;
 }
 
+// A family whose parameter domains narrow or widen gemm.wgmma's
+// (gemm.wgmma_ts's kg, cm and tl; conv.wgmma_sk's kg): `params` has one
+// value per spec, each in its spec's values.
+Status CheckOwnDomains(const std::vector<ParamSpec>& specs,
+                       const Params& params, std::string_view field,
+                       const char* family) {
+  BT_RETURN_IF_ERROR(
+      CheckParamCount(params, static_cast<int>(specs.size()), field));
+  for (size_t i = 0; i < specs.size(); ++i) {
+    BT_RETURN_IF_ERROR(CheckOneOf(std::string(field) + "." + specs[i].name,
+                                  specs[i].values, params[i],
+                                  std::string(" in ") + family));
+  }
+  return OkStatus();
+}
+
 // What the two Hopper families share: the precisions, the first `fields`
 // of gemm.wgmma's parameter domains, compute capability 9.0, and the
 // parameters' validation.
@@ -557,12 +573,8 @@ class ConvWgmmaSplitKernelFamily : public ConvWgmmaKernelFamily {
 
   Status ValidateParams(const Params& params,
                         std::string_view field) const override {
-    BT_RETURN_IF_ERROR(CheckParamCount(params, fields(), field));
-    for (int i = 0; i < fields(); ++i) {
-      BT_RETURN_IF_ERROR(CheckOneOf(
-          std::string(field) + "." + specs_[i].name, specs_[i].values,
-          params[i], std::string(" in ") + kConvWgmmaSplitFamily));
-    }
+    BT_RETURN_IF_ERROR(
+        CheckOwnDomains(specs_, params, field, kConvWgmmaSplitFamily));
     // The rest as gemm.wgmma validates it (its kg domain ends at 8).
     WgmmaParams w = Wgmma(params);
     w.kg = 1;
@@ -715,12 +727,8 @@ class GemmTailSplitFamily : public PersistentFamily<WgmmaFamily> {
 
   Status ValidateParams(const Params& params,
                         std::string_view field) const override {
-    BT_RETURN_IF_ERROR(CheckParamCount(params, fields(), field));
-    for (int i = 0; i < fields(); ++i) {
-      BT_RETURN_IF_ERROR(CheckOneOf(
-          std::string(field) + "." + specs_[i].name, specs_[i].values,
-          params[i], std::string(" in ") + kGemmWgmmaTailFamily));
-    }
+    BT_RETURN_IF_ERROR(
+        CheckOwnDomains(specs_, params, field, kGemmWgmmaTailFamily));
     return PersistentFamily::ValidateParams(params, field);
   }
 

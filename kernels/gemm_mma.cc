@@ -360,13 +360,10 @@ StatusOr<MmaKernel> GenerateMain(const MmaProblem& problem, const MmaParams& p,
   if (p.kg > 1 && t.sk == 1) {
     k.counter_offset = MmaPartialBytes(problem, p);
   } else if (p.kg > 1) {
-    const mma_internal::ReduceLaunch r = mma_internal::MakeReduceLaunch(
-        problem.precision, p.kg, g.m, g.n, arch);
-    k.ptx += r.ptx;
-    k.reduce_entry = r.entry;
-    k.reduce_dependent = r.dependent;
-    k.reduce_grid = r.grid;
-    k.reduce_block = r.block;
+    mma_internal::AddReduceLaunch(
+        mma_internal::MakeReduceLaunch(problem.precision, p.kg, g.m, g.n,
+                                       arch),
+        &k);
   }
   return k;
 }

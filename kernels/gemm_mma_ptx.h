@@ -243,6 +243,16 @@ struct ReduceLaunch {
 };
 ReduceLaunch MakeReduceLaunch(MmaPrecision prec, int64_t kg, int64_t m,
                               int64_t n, const std::string& arch);
+// Appends the launch `r` to a generated kernel `k` (gemm.mma's, conv.mma's,
+// gemm.wgmma's or conv.wgmma_sk's): the reduce entry joins the module.
+template <typename Kernel>
+void AddReduceLaunch(const ReduceLaunch& r, Kernel* k) {
+  k->ptx += r.ptx;
+  k->reduce_entry = r.entry;
+  k->reduce_dependent = r.dependent;
+  k->reduce_grid = r.grid;
+  k->reduce_block = r.block;
+}
 // The same for an output stored in `storage` (bf16, fp16; tf32's fp32):
 // the wgmma families' split-K (gemm.wgmma, conv.wgmma_sk).
 inline ReduceLaunch MakeReduceLaunch(DType storage, int64_t kg, int64_t m,

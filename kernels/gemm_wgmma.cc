@@ -529,13 +529,8 @@ WgmmaKernel AssembleGemmWgmma(const Problem& problem, const WgmmaParams& p,
   k.workspace_bytes = WgmmaWorkspaceBytes(problem, p);
   if (p.tail > 1) k.counter_offset = WgmmaTailCounterOffset(problem, p);
   if (p.kg > 1) {
-    const mma_internal::ReduceLaunch r =
-        mma_internal::MakeReduceLaunch(g.dtype, p.kg, g.m, g.n, arch);
-    k.ptx += r.ptx;
-    k.reduce_entry = r.entry;
-    k.reduce_dependent = r.dependent;
-    k.reduce_grid = r.grid;
-    k.reduce_block = r.block;
+    mma_internal::AddReduceLaunch(
+        mma_internal::MakeReduceLaunch(g.dtype, p.kg, g.m, g.n, arch), &k);
   }
   k.block = {static_cast<unsigned>(p.Threads()), 1, 1};
   k.shared_bytes = static_cast<unsigned>(WgmmaSharedBytes(g.dtype, p));
