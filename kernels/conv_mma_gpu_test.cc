@@ -372,37 +372,25 @@ TEST_F(ConvMmaGpuTest, WgmmaSplitTf32RandomConvolutionsMatchFloat64) {
   RunRandom("conv.wgmma_sk", MmaPrecision::kTf32, 40, 40);
 }
 
-// conv.wgmma_sk on the batch-1 layers it is for, each precision: issue
-// 18's 3x3 over 8x8 and 56x56 pixels, a 1x1 (the split walks channel steps
-// only), a 7x7 over an odd channel count (splits starting mid-tap), a
-// strided and dilated layer; splits that divide the k tiles and ones that
-// do not; beta 0 and 0.5 (the reduce entry applies both).
-TEST_F(ConvMmaGpuTest, WgmmaSplitLayersEveryPrecision) {
-  struct Layer {
-    const char* ctx;
-    const char* params;
-  };
-  const Layer layers[] = {
-      {"conv n=1 h=8 w=8 c=256 k=256 r=3 s=3 pad=1 stride=1 dilation=1",
-       "bm=64 bn=64 bk=64 st=4 wg=1 gm=1 kg=8"},
-      {"conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1",
-       "bm=128 bn=64 bk=64 st=4 wg=2 gm=1 kg=3"},
-      {"conv n=1 h=7 w=7 c=512 k=512 r=1 s=1 pad=0 stride=1 dilation=1",
-       "bm=64 bn=128 bk=64 st=3 wg=1 gm=2 kg=4"},
-      {"conv n=1 h=9 w=9 c=72 k=40 r=7 s=7 pad=3 stride=1 dilation=1",
-       "bm=64 bn=64 bk=64 st=4 wg=1 gm=1 kg=24"},
-      {"conv n=2 h=17 w=19 c=24 k=40 r=3 s=5 pad=1x2 stride=2x1 dilation=1x2",
-       "bm=64 bn=96 bk=64 st=3 wg=1 gm=1 kg=6"},
-  };
-  std::mt19937 rng(9);
+// A conv.wgmma family on named layers, every precision, beta 0 (TMA
+// stores; conv.wgmma_sk: the reduce entry) and 0.5 (the register epilogue;
+// the reduce entry reading Y). tf32 takes 32 channels a step (bk=64 ->
+// bk=32), so the ring fits as bf16's does.
+struct WgmmaLayer {
+  const char* ctx;
+  const char* params;
+};
+void RunWgmmaLayers(const std::string& family,
+                    const std::vector<WgmmaLayer>& layers, uint32_t seed) {
+  std::mt19937 rng(seed);
   for (MmaPrecision prec :
        {MmaPrecision::kBf16, MmaPrecision::kFp16, MmaPrecision::kTf32}) {
-    for (const Layer& l : layers) {
+    for (const WgmmaLayer& l : layers) {
       for (float beta : {0.0f, 0.5f}) {
         auto ctx = ContextFromString(std::string(l.ctx) + " dtype=bf16");
         ASSERT_TRUE(ctx.ok()) << l.ctx;
         Case c;
-        c.family = "conv.wgmma_sk";
+        c.family = family;
         c.conv = std::get<ConvContext>(*ctx);
         c.conv.dtype = StorageType(prec);
         c.precision = prec;
@@ -417,50 +405,44 @@ TEST_F(ConvMmaGpuTest, WgmmaSplitLayersEveryPrecision) {
   }
 }
 
-// conv.wgmma on layers of the shapes it is for, each precision: ResNet 3x3
-// at batch 8, a strided 3x3 (the copy engine's element strides), a 1x1, a
-// dilated 3x3 with padding 2, 7x7 with C past one channel step, and M, N
-// not multiples of the tile; beta 0 (TMA stores) and 0.5 (register
-// epilogue).
+// conv.wgmma_sk on the batch-1 layers it is for: issue 18's 3x3 over 8x8
+// and 56x56 pixels, a 1x1 (the split walks channel steps only), a 7x7 over
+// an odd channel count (splits starting mid-tap), a strided and dilated
+// layer; splits that divide the k tiles and ones that do not.
+TEST_F(ConvMmaGpuTest, WgmmaSplitLayersEveryPrecision) {
+  RunWgmmaLayers(
+      "conv.wgmma_sk",
+      {{"conv n=1 h=8 w=8 c=256 k=256 r=3 s=3 pad=1 stride=1 dilation=1",
+        "bm=64 bn=64 bk=64 st=4 wg=1 gm=1 kg=8"},
+       {"conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1",
+        "bm=128 bn=64 bk=64 st=4 wg=2 gm=1 kg=3"},
+       {"conv n=1 h=7 w=7 c=512 k=512 r=1 s=1 pad=0 stride=1 dilation=1",
+        "bm=64 bn=128 bk=64 st=3 wg=1 gm=2 kg=4"},
+       {"conv n=1 h=9 w=9 c=72 k=40 r=7 s=7 pad=3 stride=1 dilation=1",
+        "bm=64 bn=64 bk=64 st=4 wg=1 gm=1 kg=24"},
+       {"conv n=2 h=17 w=19 c=24 k=40 r=3 s=5 pad=1x2 stride=2x1 dilation=1x2",
+        "bm=64 bn=96 bk=64 st=3 wg=1 gm=1 kg=6"}},
+      9);
+}
+
+// conv.wgmma on layers of the shapes it is for: ResNet 3x3 at batch 8, a
+// strided 3x3 (the copy engine's element strides), a 1x1, a dilated 3x3
+// with padding 2, 7x7 with C past one channel step, and M, N not multiples
+// of the tile.
 TEST_F(ConvMmaGpuTest, WgmmaLayersEveryPrecision) {
-  struct Layer {
-    const char* ctx;
-    const char* params;
-  };
-  const Layer layers[] = {
-      {"conv n=8 h=14 w=14 c=128 k=128 r=3 s=3 pad=1 stride=1 dilation=1",
-       "bm=128 bn=128 bk=64 st=4 wg=1 gm=8"},
-      {"conv n=4 h=28 w=28 c=64 k=128 r=3 s=3 pad=1 stride=2 dilation=1",
-       "bm=128 bn=256 bk=64 st=4 wg=2 gm=8"},
-      {"conv n=8 h=14 w=14 c=256 k=64 r=1 s=1 pad=0 stride=1 dilation=1",
-       "bm=256 bn=64 bk=64 st=4 wg=2 gm=1"},
-      {"conv n=2 h=20 w=20 c=64 k=48 r=3 s=3 pad=2 stride=1 dilation=2",
-       "bm=64 bn=64 bk=64 st=3 wg=1 gm=1"},
-      {"conv n=2 h=23 w=23 c=72 k=40 r=7 s=7 pad=3 stride=2 dilation=1",
-       "bm=128 bn=64 bk=64 st=4 wg=1 gm=2"},
-  };
-  std::mt19937 rng(8);
-  for (MmaPrecision prec :
-       {MmaPrecision::kBf16, MmaPrecision::kFp16, MmaPrecision::kTf32}) {
-    for (const Layer& l : layers) {
-      for (float beta : {0.0f, 0.5f}) {
-        auto ctx = ContextFromString(std::string(l.ctx) + " dtype=bf16");
-        ASSERT_TRUE(ctx.ok()) << l.ctx;
-        Case c;
-        c.family = "conv.wgmma";
-        c.conv = std::get<ConvContext>(*ctx);
-        c.conv.dtype = StorageType(prec);
-        c.precision = prec;
-        // tf32: 32 channels a step, so the ring fits as bf16's does.
-        c.params = l.params;
-        if (prec == MmaPrecision::kTf32)
-          c.params.replace(c.params.find("bk=64"), 5, "bk=32");
-        c.beta = beta;
-        auto o = RunCase(c, rng);
-        ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
-      }
-    }
-  }
+  RunWgmmaLayers(
+      "conv.wgmma",
+      {{"conv n=8 h=14 w=14 c=128 k=128 r=3 s=3 pad=1 stride=1 dilation=1",
+        "bm=128 bn=128 bk=64 st=4 wg=1 gm=8"},
+       {"conv n=4 h=28 w=28 c=64 k=128 r=3 s=3 pad=1 stride=2 dilation=1",
+        "bm=128 bn=256 bk=64 st=4 wg=2 gm=8"},
+       {"conv n=8 h=14 w=14 c=256 k=64 r=1 s=1 pad=0 stride=1 dilation=1",
+        "bm=256 bn=64 bk=64 st=4 wg=2 gm=1"},
+       {"conv n=2 h=20 w=20 c=64 k=48 r=3 s=3 pad=2 stride=1 dilation=2",
+        "bm=64 bn=64 bk=64 st=3 wg=1 gm=1"},
+       {"conv n=2 h=23 w=23 c=72 k=40 r=7 s=7 pad=3 stride=2 dilation=1",
+        "bm=128 bn=64 bk=64 st=4 wg=1 gm=2"}},
+      8);
 }
 
 // The layers the issue names, each precision: the stem (7x7 stride 2, C =
