@@ -585,34 +585,36 @@ class ConvWgmmaSplitKernelFamily : public ConvWgmmaKernelFamily {
               const KernelLimits& limits) const override {
     if (rule < base_rules_)
       return ConvWgmmaKernelFamily::Passes(rule, problem, params, limits);
-    const ConvContext& c = std::get<ConvContext>(problem.ctx);
     const WgmmaParams w = Wgmma(params);
-    if (rule == base_rules_) return w.kg <= ConvWgmmaKTiles(c, w);
-    return FewTiles(c, w, limits);
+    if (rule == base_rules_)
+      return w.kg <= ConvWgmmaKTiles(std::get<ConvContext>(problem.ctx), w);
+    return FewTiles(Shape(problem, params), limits);
   }
 
   Status CanImplement(const Problem& problem, const Params& params,
                       const KernelLimits& limits) const override {
     BT_RETURN_IF_ERROR(
         ConvWgmmaKernelFamily::CanImplement(problem, params, limits));
-    const ConvContext& c = std::get<ConvContext>(problem.ctx);
     const WgmmaParams w = Wgmma(params);
-    if (w.kg > ConvWgmmaKTiles(c, w)) {
+    const int64_t ktiles =
+        ConvWgmmaKTiles(std::get<ConvContext>(problem.ctx), w);
+    if (w.kg > ktiles) {
       return FailedPrecondition(
           "rule split_has_work: kg = " + std::to_string(w.kg) +
-          " splits of a reduction of " +
-          std::to_string(ConvWgmmaKTiles(c, w)) +
+          " splits of a reduction of " + std::to_string(ktiles) +
           " k tiles (R*S taps of ceil(C / bk) channel steps) leave a split "
           "without work");
     }
-    if (!FewTiles(c, w, limits)) {
+    const ConfigShape shape = Shape(problem, params);
+    if (!FewTiles(shape, limits)) {
       return FailedPrecondition(
           "rule few_tiles: conv.wgmma_sk is offered only where the layer has "
           "fewer tiles than the device's " +
           std::to_string(limits.sm_count) + " SMs and the splits make at "
           "most " + std::to_string(kMaxSplitWaves) + " waves of them (this "
-          "configuration has " + std::to_string(Tiles(c, w)) + " tiles, " +
-          std::to_string(Tiles(c, w) * w.kg) + " units); with more tiles, "
+          "configuration has " +
+          std::to_string(shape.programs / shape.split_k) + " tiles, " +
+          std::to_string(shape.programs) + " units); with more tiles, "
           "conv.wgmma and conv.wgmma_ps fill the SMs without a split");
     }
     return OkStatus();
@@ -632,16 +634,11 @@ class ConvWgmmaSplitKernelFamily : public ConvWgmmaKernelFamily {
   // Splits past a few waves add partial sums (workspace traffic) without
   // filling the SMs any better.
   static constexpr int64_t kMaxSplitWaves = 4;
-  static bool FewTiles(const ConvContext& c, const WgmmaParams& w,
-                       const KernelLimits& limits) {
-    if (limits.sm_count <= 0) return true;
-    const int64_t tiles = Tiles(c, w);
-    return tiles < limits.sm_count &&
-           tiles * w.kg <= kMaxSplitWaves * limits.sm_count;
-  }
-  static int64_t Tiles(const ConvContext& c, const WgmmaParams& w) {
-    const GemmShape g = ImplicitGemm(c);
-    return ((g.m + w.bm - 1) / w.bm) * ((g.n + w.bn - 1) / w.bn);
+  // The tiles are the configuration's programs over its splits.
+  static bool FewTiles(const ConfigShape& s, const KernelLimits& limits) {
+    return limits.sm_count <= 0 ||
+           (s.programs / s.split_k < limits.sm_count &&
+            s.programs <= kMaxSplitWaves * limits.sm_count);
   }
 
   std::vector<ParamSpec> specs_;
