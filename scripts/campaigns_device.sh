@@ -24,6 +24,8 @@
 #   IMPORT=FILES datasets (`blocktune export --samples`) imported first
 #   FAMILIES=F,.. the families to sample (`campaign start --family`;
 #                default: every family of the op and precision)
+#   TAR=1        leave OUT as one OUT.tgz (a device call returns at most 8
+#                files from $OUT: two campaigns already write 10)
 #   SAMPLER=S    `campaign start --sampler S` (default bayes); guided measures
 #                the models' own top 6 per context and 2 of their ranks 7-64
 #                (server/campaign_plan.h), so IMPORT a models file
@@ -55,7 +57,10 @@ flags=(--db "$run/store.db" --listen "unix:$run/d.sock")
 "$build/server/blocktuned" "${flags[@]}" 2>"$run/daemon.log" &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null || true; wait $pid 2>/dev/null || true;
-      cp "$run/daemon.log" "$out/" 2>/dev/null || true' EXIT
+      cp "$run/daemon.log" "$out/" 2>/dev/null || true
+      if [[ ${TAR:-} == 1 ]]; then
+        tar czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")" && rm -rf "$out"
+      fi' EXIT
 for _ in $(seq 300); do
   grep -q "listening on" "$run/daemon.log" && break
   kill -0 "$pid" || { cat "$run/daemon.log"; exit 1; }
