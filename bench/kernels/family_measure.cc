@@ -266,22 +266,33 @@ LtResult TimeCudnn(cudnnHandle_t h, const Case& pr, Buffers& buf, Timer& timer,
   plan->fd = fd;
   plan->cd = cd;
   Buffers* b = &buf;
-  auto run_algo = [h, plan, b](cudnnConvolutionFwdAlgo_t algo) {
+  // cudnnFind lists an algorithm once per math type it tried (algo1 with
+  // tensor ops and again with the default math, another kernel with its own
+  // workspace); cuDNN runs what the descriptor's math type says, so each is
+  // timed with its own (as cuDNN's documentation asks). fp32 keeps
+  // CUDNN_FMA_MATH whatever the entry says: TF32 stays off.
+  const bool fp32 = pr.prec() == DType::kFp32;
+  auto run_algo = [h, plan, b, fp32](cudnnConvolutionFwdAlgo_t algo,
+                                     cudnnMathType_t math) {
     static const float alpha = 1, beta = 0;
+    cudnnSetConvolutionMathType(plan->cd, fp32 ? CUDNN_FMA_MATH : math);
     return cudnnConvolutionForward(h, &alpha, plan->xd, b->a, plan->fd, b->b,
                                    plan->cd, algo, b->ws, b->ws_bytes, &beta,
                                    plan->yd, b->c_ref) == CUDNN_STATUS_SUCCESS;
   };
   const int best = TimeFastest(
       r.algos_offered,
-      [&](int j) { return run_algo(perf[usable[j]].algo); }, buf, timer, reps,
-      &r);
+      [&](int j) {
+        return run_algo(perf[usable[j]].algo, perf[usable[j]].mathType);
+      },
+      buf, timer, reps, &r);
   if (best >= 0) {
     const cudnnConvolutionFwdAlgoPerf_t& p = perf[usable[best]];
     *best_name = "algo" + std::to_string(int(p.algo)) + " math" +
                  std::to_string(int(p.mathType));
     const cudnnConvolutionFwdAlgo_t algo = p.algo;
-    r.best = [run_algo, algo] { return run_algo(algo); };
+    const cudnnMathType_t math = p.mathType;
+    r.best = [run_algo, algo, math] { return run_algo(algo, math); };
   }
   return r;
 }
