@@ -56,8 +56,9 @@
 // in the same precision instead: NHWC input, KRSC filter (cuDNN's NHWC
 // filter), NHWC output; bf16/fp16 with fp32 accumulation, tf32 on fp32
 // data; math type CUDNN_TENSOR_OP_MATH. cudnnFindConvolutionForwardAlgorithmEx
-// (256 MiB workspace) lists the algorithms that run; each is timed here
-// with the same flush, events and median as ours, and the best counts (its
+// (256 MiB workspace) lists the algorithms that run, each with the math type
+// it tried; each is timed here with that math type and the same flush,
+// events and median as ours, and the best counts (its
 // output is the reference). Groups: c56 (3x3, batch 1, 56x56, C = K
 // 64-1024), hw (3x3, C = K = 256, H = W 8-256), r50 (ResNet-50's 3x3
 // layers, batch 1 and 32, bf16 and tf32), r50_1x1 (its 1x1 and strided
