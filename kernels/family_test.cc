@@ -516,6 +516,7 @@ TEST(WgmmaFamilyTest, ConvSplitFamilySplitsTheReductionWhereTilesAreFew) {
   std::vector<std::string> rules = base.rules();
   rules.push_back("split_has_work");
   rules.push_back("few_tiles");
+  rules.push_back("tile_fits_layer");
   EXPECT_EQ(sk.rules(), rules);
   ASSERT_EQ(sk.params().size(), base.params().size() + 1);
   EXPECT_EQ(sk.params().back().name, "kg");
@@ -592,7 +593,7 @@ TEST(WgmmaFamilyTest, ConvSplitFamilySplitsTheReductionWhereTilesAreFew) {
   EXPECT_FALSE(many.ok());
   EXPECT_THAT(many.message(), HasSubstr("few_tiles"));
   EXPECT_TRUE(sk.CanImplement(Problem(*big), *params, H100()).ok());
-  const int few_tiles = static_cast<int>(sk.rules().size()) - 1;
+  const int few_tiles = static_cast<int>(sk.rules().size()) - 2;
   EXPECT_FALSE(sk.Passes(few_tiles, Problem(*big), *params, h100));
   EXPECT_TRUE(sk.Passes(few_tiles, problem, *params, h100));
   // ... and at most 4 waves of split units: 4 tiles x 32 splits = 128
@@ -611,6 +612,27 @@ TEST(WgmmaFamilyTest, ConvSplitFamilySplitsTheReductionWhereTilesAreFew) {
   EXPECT_THAT(sk.CanImplement(Problem(*c56), *k12, h100).message(),
               HasSubstr("4 waves"));
   EXPECT_TRUE(sk.Passes(few_tiles, Problem(*c56), *params, h100));
+  // tile_fits_layer: the 8x8 layer's 64 pixels fill one m64 tile; bm = 128
+  // (one warpgroup or two) would hold 64 rows of no pixel, by name; on a
+  // batch of 2 (128 pixels) it passes, and bm = 64 passes everywhere.
+  const int fits = static_cast<int>(sk.rules().size()) - 1;
+  EXPECT_EQ(sk.rules()[fits], "tile_fits_layer");
+  for (const char* tall : {"bm=128 bn=64 bk=64 st=4 wg=1 gm=1 kg=8",
+                           "bm=128 bn=64 bk=64 st=4 wg=2 gm=1 kg=8"}) {
+    auto t = sk.Parse(tall);
+    ASSERT_TRUE(t.ok()) << tall;
+    EXPECT_FALSE(sk.Passes(fits, problem, *t, h100)) << tall;
+    const Status s = sk.CanImplement(problem, *t, h100);
+    EXPECT_FALSE(s.ok()) << tall;
+    EXPECT_THAT(s.message(), HasSubstr("tile_fits_layer: bm = 128"));
+    EXPECT_THAT(s.message(), HasSubstr("at most 64"));
+    auto two = ContextFromString(
+        "conv n=2 h=8 w=8 c=256 k=256 r=3 s=3 pad=1 stride=1 dilation=1 "
+        "dtype=bf16");
+    ASSERT_TRUE(two.ok());
+    EXPECT_TRUE(sk.Passes(fits, Problem(*two), *t, h100)) << tall;
+  }
+  EXPECT_TRUE(sk.Passes(fits, problem, *params, h100));
   // The default candidates are conv.wgmma's, split four ways.
   for (const Params& d : sk.DefaultCandidates()) {
     EXPECT_EQ(d.size, 7);
