@@ -255,11 +255,11 @@ StatusOr<ConvWgmmaKernel> GenerateConvWgmma(const ConvContext& c,
   if (p.cluster_m != 1)
     return InvalidArgument("params: conv.wgmma has cm = 1, got " +
                            ToString(p));
-  if (p.kg > ConvWgmmaKTiles(c, p)) {
+  if (const int64_t ktiles = ConvWgmmaKTiles(c, p); p.kg > ktiles) {
     return InvalidArgument(
-        "params.kg: " + N(p.kg) + " splits of a reduction of " +
-        N(ConvWgmmaKTiles(c, p)) + " k tiles (R*S taps of ceil(C / bk) "
-        "channel steps) leave a split without work");
+        "params.kg: " + N(p.kg) + " splits of a reduction of " + N(ktiles) +
+        " k tiles (R*S taps of ceil(C / bk) channel steps) leave a split "
+        "without work");
   }
   if (arch != "sm_90a") {
     return InvalidArgument("arch must be sm_90a (wgmma and setmaxnreg), got '" +

@@ -591,29 +591,34 @@ class ConvWgmmaSplitKernelFamily : public ConvWgmmaKernelFamily {
     if (rule < base_rules_)
       return ConvWgmmaKernelFamily::Passes(rule, problem, params, limits);
     const WgmmaParams w = Wgmma(params);
-    if (rule == base_rules_)
-      return w.kg <= ConvWgmmaKTiles(std::get<ConvContext>(problem.ctx), w);
-    if (rule == base_rules_ + 1)
-      return FewTiles(Shape(problem, params), limits);
-    return w.bm <= PixelRows(std::get<ConvContext>(problem.ctx));
+    switch (rule - base_rules_) {
+      case kSplitHasWork:
+        return w.kg <= ConvWgmmaKTiles(std::get<ConvContext>(problem.ctx), w);
+      case kFewTiles:
+        return FewTiles(Shape(problem, params), limits);
+      default:  // kTileFitsLayer
+        return w.bm <= PixelRows(problem);
+    }
   }
 
+  // conv.wgmma's checks, then each of this family's rules as Passes decides
+  // it, with the numbers behind a refusal.
   Status CanImplement(const Problem& problem, const Params& params,
                       const KernelLimits& limits) const override {
     BT_RETURN_IF_ERROR(
         ConvWgmmaKernelFamily::CanImplement(problem, params, limits));
     const WgmmaParams w = Wgmma(params);
-    const int64_t ktiles =
-        ConvWgmmaKTiles(std::get<ConvContext>(problem.ctx), w);
-    if (w.kg > ktiles) {
+    if (!Passes(base_rules_ + kSplitHasWork, problem, params, limits)) {
       return FailedPrecondition(
           "rule split_has_work: kg = " + std::to_string(w.kg) +
-          " splits of a reduction of " + std::to_string(ktiles) +
+          " splits of a reduction of " +
+          std::to_string(
+              ConvWgmmaKTiles(std::get<ConvContext>(problem.ctx), w)) +
           " k tiles (R*S taps of ceil(C / bk) channel steps) leave a split "
           "without work");
     }
-    const ConfigShape shape = Shape(problem, params);
-    if (!FewTiles(shape, limits)) {
+    if (!Passes(base_rules_ + kFewTiles, problem, params, limits)) {
+      const ConfigShape shape = Shape(problem, params);
       return FailedPrecondition(
           "rule few_tiles: conv.wgmma_sk is offered only where the layer has "
           "fewer tiles than the device's " +
@@ -624,14 +629,13 @@ class ConvWgmmaSplitKernelFamily : public ConvWgmmaKernelFamily {
           std::to_string(shape.programs) + " units); with more tiles, "
           "conv.wgmma and conv.wgmma_ps fill the SMs without a split");
     }
-    const ConvContext& c = std::get<ConvContext>(problem.ctx);
-    if (w.bm > PixelRows(c)) {
+    if (!Passes(base_rules_ + kTileFitsLayer, problem, params, limits)) {
       return FailedPrecondition(
           "rule tile_fits_layer: bm = " + std::to_string(w.bm) +
           " pixel rows per tile, but the layer has " +
-          std::to_string(c.n * c.P() * c.Q()) +
+          std::to_string(ImplicitGemm(problem.ctx).m) +
           " output pixels (N*P*Q), so bm may be at most " +
-          std::to_string(PixelRows(c)) +
+          std::to_string(PixelRows(problem)) +
           " (that rounded up to 64); a larger tile holds rows of no pixel");
     }
     return OkStatus();
@@ -648,13 +652,15 @@ class ConvWgmmaSplitKernelFamily : public ConvWgmmaKernelFamily {
   }
 
  private:
+  // This family's rules, in rules_ after conv.wgmma's (from base_rules_).
+  enum OwnRule { kSplitHasWork, kFewTiles, kTileFitsLayer };
   // Splits past a few waves add partial sums (workspace traffic) without
   // filling the SMs any better.
   static constexpr int64_t kMaxSplitWaves = 4;
   // The layer's output pixels (the GEMM's M) rounded up to whole m64
   // tiles: the largest bm whose tile holds some pixel in each 64 rows.
-  static int64_t PixelRows(const ConvContext& c) {
-    return (c.n * c.P() * c.Q() + 63) / 64 * 64;
+  static int64_t PixelRows(const Problem& problem) {
+    return (ImplicitGemm(problem.ctx).m + 63) / 64 * 64;
   }
   // The tiles are the configuration's programs over its splits.
   static bool FewTiles(const ConfigShape& s, const KernelLimits& limits) {
