@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <functional>
 
 #include "kernels/cuda_driver.h"
 #include "tuner/check_ptx.h"
@@ -34,7 +35,13 @@ class GpuWorkerTest : public ::testing::Test {
     backend_ = NewGpuBackend(0, options);
     hello_ = backend_->Open();
     ASSERT_TRUE(hello_.error().empty()) << hello_.error();
+    auto profile = ProfileFromDevice(0);
+    ASSERT_TRUE(profile.ok()) << profile.status().message();
+    profile_ = *profile;
   }
+
+  // The Hopper families' kernels target sm_90a.
+  bool IsSm90() const { return profile_.cc_major == 9 && profile_.cc_minor == 0; }
 
   // Parses, prepares and measures `item`.
   tuner::WorkResult Run(const tuner::WorkItem& item,
@@ -129,6 +136,32 @@ class GpuWorkerTest : public ::testing::Test {
       Print(c.ToString().substr(5), r);
     }
   }
+
+  using Corners = std::vector<std::pair<std::string, std::string>>;
+  // bf16, fp16 and tf32 in turn: each corner (a context without its
+  // precision, and parameters) handed to `each` as the context in that
+  // precision and the parameters, with both in the failure trace (`bk_for`:
+  // the parameters through BkFor, a wgmma configuration's tf32 row), then
+  // ten candidates the sampler draws from `family`'s domain.
+  void InEveryPrecision(
+      const KernelFamily& family, const Corners& corners, bool bk_for,
+      const std::function<void(const std::string& context, const std::string& params)>&
+          each) {
+    auto rules = RuleSet::ForSampling(family, profile_);
+    ASSERT_TRUE(rules.ok()) << rules.status().message();
+    for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
+      const std::string precision(ToString(dtype));
+      for (const auto& [ctx, params] : corners) {
+        const std::string context = ctx + " dtype=" + precision;
+        const std::string p = bk_for ? BkFor(params, dtype) : params;
+        SCOPED_TRACE(std::string(family.name()) + " " + context + " | " + p);
+        each(context, p);
+      }
+      RunSampled(family, dtype, profile_, *rules);
+    }
+  }
+
+  DeviceProfile profile_;
 };
 
 TEST_F(GpuWorkerTest, GeneratedKernelsMeasureAndPassTheCheck) {
@@ -159,7 +192,7 @@ TEST_F(GpuWorkerTest, GeneratedKernelsMeasureAndPassTheCheck) {
 // ragged and odd sizes, N = 1, over 48 KiB of shared memory), then
 // candidates the sampler draws for this GPU.
 TEST_F(GpuWorkerTest, MmaInEveryPrecisionMeasuresAndPassesTheCheck) {
-  const std::pair<std::string, std::string> corners[] = {
+  const Corners corners = {
       {"gemm m=1024 n=1024 k=1024 layout=NN", "bm=64 bn=128 bk=64 wm=2 wn=4 st=3"},
       {"gemm m=1000 n=776 k=3000 layout=TN", "bm=64 bn=64 bk=32 wm=2 wn=2 st=3 kg=4"},
       {"gemm m=4096 n=1 k=4096 layout=NT", "bm=64 bn=8 bk=128 wm=4 wn=1 st=4 kg=4 sk=1"},
@@ -167,25 +200,18 @@ TEST_F(GpuWorkerTest, MmaInEveryPrecisionMeasuresAndPassesTheCheck) {
       {"gemm m=1023 n=4096 k=512 layout=NN", "bm=128 bn=128 bk=32 wm=2 wn=4 st=4 gm=4"},
       {"gemm m=17 n=24 k=40 layout=NN", "bm=16 bn=8 bk=16 wm=1 wn=1 st=2"},
   };
-  auto profile = ProfileFromDevice(0);
-  ASSERT_TRUE(profile.ok()) << profile.status().message();
-  auto rules = RuleSet::ForSampling(Mma(), *profile);
-  ASSERT_TRUE(rules.ok()) << rules.status().message();
   for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
-    const std::string precision(ToString(dtype));
     const CheckBound bound = CheckBoundFor(dtype);
     std::printf("%s: |C - C_ref| <= %g * %.3g * sum|a||b| + %.3g * |C_ref|\n",
-                precision.c_str(), bound.c, bound.u_math, bound.u_out);
-    for (const auto& [ctx, params] : corners) {
-      const std::string context = ctx + " dtype=" + precision;
-      SCOPED_TRACE(context + " | " + params);
-      tuner::WorkResult r = RunMma(context, params);
-      ExpectOk(r);
-      EXPECT_EQ(r.family(), "gemm.mma");
-      Print(context + " | " + params, r);
-    }
-    RunSampled(Mma(), dtype, *profile, *rules);
+                std::string(ToString(dtype)).c_str(), bound.c, bound.u_math, bound.u_out);
   }
+  InEveryPrecision(Mma(), corners, /*bk_for=*/false,
+                   [&](const std::string& context, const std::string& params) {
+                     tuner::WorkResult r = RunMma(context, params);
+                     ExpectOk(r);
+                     EXPECT_EQ(r.family(), "gemm.mma");
+                     Print(context + " | " + params, r);
+                   });
 }
 
 // gemm.mma_pk through the worker: the pack entry before the main one, in
@@ -195,7 +221,7 @@ TEST_F(GpuWorkerTest, MmaInEveryPrecisionMeasuresAndPassesTheCheck) {
 // beside it, for the record (no timing is asserted).
 TEST_F(GpuWorkerTest, MmaPackedInEveryPrecisionMeasuresAndPassesTheCheck) {
   const KernelFamily& packed = **FindFamily("gemm.mma_pk");
-  const std::pair<std::string, std::string> corners[] = {
+  const Corners corners = {
       {"gemm m=777 n=333 k=1555 layout=NT", "bm=64 bn=64 bk=64 wm=2 wn=2 st=4"},
       {"gemm m=777 n=333 k=1555 layout=NN", "bm=64 bn=64 bk=32 wm=2 wn=2 st=3 kg=4"},
       {"gemm m=777 n=333 k=1555 layout=TN", "bm=64 bn=64 bk=32 wm=2 wn=2 st=3 kg=4 sk=1"},
@@ -206,32 +232,22 @@ TEST_F(GpuWorkerTest, MmaPackedInEveryPrecisionMeasuresAndPassesTheCheck) {
       {"gemm m=4097 n=1 k=4097 layout=NT", "bm=64 bn=8 bk=128 wm=4 wn=1 st=4 kg=4 sk=1"},
       {"gemm m=17 n=3 k=7 layout=TT", "bm=16 bn=8 bk=16 wm=1 wn=1 st=2"},
   };
-  auto profile = ProfileFromDevice(0);
-  ASSERT_TRUE(profile.ok()) << profile.status().message();
-  auto rules = RuleSet::ForSampling(packed, *profile);
-  ASSERT_TRUE(rules.ok()) << rules.status().message();
-  for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
-    const std::string precision(ToString(dtype));
-    for (const auto& [ctx, params] : corners) {
-      const std::string context = ctx + " dtype=" + precision;
-      SCOPED_TRACE(context + " | " + params);
-      if (!packed
-               .CanImplement(Problem(*ContextFromString(context)),
-                             *packed.Parse(params), profile->Limits())
-               .ok()) {
-        // tf32 rows of 3000 or 520 elements are 16-byte aligned.
-        continue;
-      }
-      tuner::WorkResult r = RunMma(context, params, nullptr, packed);
-      ExpectOk(r);
-      EXPECT_EQ(r.family(), "gemm.mma_pk");
-      Print("pk  " + context + " | " + params, r);
-      tuner::WorkResult narrow = RunMma(context, params);
-      ExpectOk(narrow);
-      Print("mma " + context + " | " + params, narrow);
+  InEveryPrecision(packed, corners, /*bk_for=*/false,
+                   [&](const std::string& context, const std::string& params) {
+    if (!packed
+             .CanImplement(Problem(*ContextFromString(context)),
+                           *packed.Parse(params), profile_.Limits())
+             .ok()) {
+      return;  // tf32 rows of 3000 or 520 elements are 16-byte aligned
     }
-    RunSampled(packed, dtype, *profile, *rules);
-  }
+    tuner::WorkResult r = RunMma(context, params, nullptr, packed);
+    ExpectOk(r);
+    EXPECT_EQ(r.family(), "gemm.mma_pk");
+    Print("pk  " + context + " | " + params, r);
+    tuner::WorkResult narrow = RunMma(context, params);
+    ExpectOk(narrow);
+    Print("mma " + context + " | " + params, narrow);
+  });
 }
 
 // gemm.ffma_kpk through the worker: the pack entry launched before the
@@ -243,7 +259,7 @@ TEST_F(GpuWorkerTest, MmaPackedInEveryPrecisionMeasuresAndPassesTheCheck) {
 TEST_F(GpuWorkerTest, FfmaKPackedMeasuresAndPassesTheCheck) {
   const KernelFamily& packed = **FindFamily("gemm.ffma_kpk");
   const KernelFamily& ffma = **FindFamily("gemm.ffma");
-  const std::pair<std::string, std::string> corners[] = {
+  const Corners corners = {
       {"gemm m=777 n=333 k=1555 layout=NT dtype=fp32",
        "LM=8 TM=4 TN=8 WM=2 WN=1 KC=32 ST=3 KG=1 WK=2"},
       {"gemm m=777 n=333 k=1555 layout=NT dtype=fp32",
@@ -253,8 +269,6 @@ TEST_F(GpuWorkerTest, FfmaKPackedMeasuresAndPassesTheCheck) {
       {"gemm m=4097 n=1 k=4095 layout=NT dtype=fp32",
        "LM=32 TM=2 TN=1 WM=4 WN=1 KC=16 ST=3 KG=2"},
   };
-  auto profile = ProfileFromDevice(0);
-  ASSERT_TRUE(profile.ok()) << profile.status().message();
   for (const auto& [context, params] : corners) {
     SCOPED_TRACE(context + " | " + params);
     tuner::WorkResult r = RunMma(context, params, nullptr, packed);
@@ -269,9 +283,9 @@ TEST_F(GpuWorkerTest, FfmaKPackedMeasuresAndPassesTheCheck) {
   Print("ffma gemm m=777 n=333 k=1555 layout=NT | ML=64 NL=128 MS=8 NS=4 "
         "U=16 KG=8 ST=1",
         base);
-  auto rules = RuleSet::ForSampling(packed, *profile);
+  auto rules = RuleSet::ForSampling(packed, profile_);
   ASSERT_TRUE(rules.ok()) << rules.status().message();
-  RunSampled(packed, DType::kFp32, *profile, *rules);
+  RunSampled(packed, DType::kFp32, profile_, *rules);
 }
 
 // conv.mma through the worker (issue 18): the daemon's launcher and its
@@ -281,7 +295,7 @@ TEST_F(GpuWorkerTest, FfmaKPackedMeasuresAndPassesTheCheck) {
 // for another precision's inputs fails the check.
 TEST_F(GpuWorkerTest, ConvMmaInEveryPrecisionMeasuresAndPassesTheCheck) {
   const KernelFamily& conv = **FindFamily("conv.mma");
-  const std::pair<std::string, std::string> corners[] = {
+  const Corners corners = {
       {"conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1",
        "bm=64 bn=64 bk=64 wm=2 wn=2 st=4"},
       {"conv n=2 h=64 w=64 c=3 k=64 r=7 s=7 pad=3 stride=2 dilation=1",
@@ -293,22 +307,13 @@ TEST_F(GpuWorkerTest, ConvMmaInEveryPrecisionMeasuresAndPassesTheCheck) {
       {"conv n=32 h=14 w=14 c=256 k=64 r=1 s=1 pad=0 stride=1 dilation=1",
        "bm=128 bn=64 bk=32 wm=2 wn=2 st=4"},
   };
-  auto profile = ProfileFromDevice(0);
-  ASSERT_TRUE(profile.ok()) << profile.status().message();
-  auto rules = RuleSet::ForSampling(conv, *profile);
-  ASSERT_TRUE(rules.ok()) << rules.status().message();
-  for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
-    const std::string precision(ToString(dtype));
-    for (const auto& [ctx, params] : corners) {
-      const std::string context = ctx + " dtype=" + precision;
-      SCOPED_TRACE(context + " | " + params);
-      tuner::WorkResult r = RunMma(context, params, nullptr, conv);
-      ExpectOk(r);
-      EXPECT_EQ(r.family(), "conv.mma");
-      Print(context + " | " + params, r);
-    }
-    RunSampled(conv, dtype, *profile, *rules);
-  }
+  InEveryPrecision(conv, corners, /*bk_for=*/false,
+                   [&](const std::string& context, const std::string& params) {
+                     tuner::WorkResult r = RunMma(context, params, nullptr, conv);
+                     ExpectOk(r);
+                     EXPECT_EQ(r.family(), "conv.mma");
+                     Print(context + " | " + params, r);
+                   });
   // A bf16 kernel on fp16 inputs of the same layer: the check must fail it.
   const std::string layer =
       "conv n=1 h=28 w=28 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1";
@@ -328,11 +333,8 @@ TEST_F(GpuWorkerTest, ConvMmaInEveryPrecisionMeasuresAndPassesTheCheck) {
 // layout it takes, then candidates the sampler draws for this GPU. Compute
 // capability 9.0 only.
 TEST_F(GpuWorkerTest, WgmmaInEveryPrecisionMeasuresAndPassesTheCheck) {
-  auto profile = ProfileFromDevice(0);
-  ASSERT_TRUE(profile.ok()) << profile.status().message();
-  if (profile->cc_major != 9 || profile->cc_minor != 0)
-    GTEST_SKIP() << "gemm.wgmma runs on compute capability 9.0 only";
-  const std::pair<std::string, std::string> corners[] = {
+  if (!IsSm90()) GTEST_SKIP() << "gemm.wgmma runs on compute capability 9.0 only";
+  const Corners corners = {
       {"gemm m=1024 n=1024 k=1024 layout=NT", "bm=128 bn=256 bk=64 st=4 wg=2"},
       {"gemm m=1000 n=776 k=3000 layout=NT", "bm=128 bn=128 bk=64 st=4 wg=1"},
       {"gemm m=1024 n=1024 k=1024 layout=NN", "bm=128 bn=128 bk=64 st=4 wg=1"},
@@ -340,27 +342,20 @@ TEST_F(GpuWorkerTest, WgmmaInEveryPrecisionMeasuresAndPassesTheCheck) {
       {"gemm m=1000 n=1024 k=1000 layout=TT", "bm=128 bn=128 bk=64 st=5 wg=2"},
       {"gemm m=17 n=24 k=40 layout=NT", "bm=64 bn=32 bk=64 st=2 wg=1"},
   };
-  auto rules = RuleSet::ForSampling(Wgmma(), *profile);
-  ASSERT_TRUE(rules.ok()) << rules.status().message();
-  for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
-    const std::string precision(ToString(dtype));
-    for (const auto& [ctx, params] : corners) {
-      // tf32: A N and B T only.
-      if (dtype == DType::kTf32 && ctx.find("layout=NT") == std::string::npos)
-        continue;
-      const std::string context = ctx + " dtype=" + precision;
-      const std::string p = BkFor(params, dtype);
-      SCOPED_TRACE(context + " | " + p);
-      PreparedSample prepared;
-      tuner::WorkResult r = RunMma(context, p, &prepared, Wgmma());
-      ExpectOk(r);
-      EXPECT_EQ(r.family(), "gemm.wgmma");
-      EXPECT_EQ(prepared.kernel.target, "sm_90a");
-      EXPECT_EQ(prepared.kernel.tensor_maps.size(), 3u);
-      Print(context + " | " + p, r);
-    }
-    RunSampled(Wgmma(), dtype, *profile, *rules);
-  }
+  InEveryPrecision(Wgmma(), corners, /*bk_for=*/true,
+                   [&](const std::string& context, const std::string& p) {
+    // tf32: A N and B T only.
+    if (context.find("dtype=tf32") != std::string::npos &&
+        context.find("layout=NT") == std::string::npos)
+      return;
+    PreparedSample prepared;
+    tuner::WorkResult r = RunMma(context, p, &prepared, Wgmma());
+    ExpectOk(r);
+    EXPECT_EQ(r.family(), "gemm.wgmma");
+    EXPECT_EQ(prepared.kernel.target, "sm_90a");
+    EXPECT_EQ(prepared.kernel.tensor_maps.size(), 3u);
+    Print(context + " | " + p, r);
+  });
 }
 
 // gemm.wgmma_pk through the generic launcher: the pack entry, then the
@@ -373,12 +368,9 @@ TEST_F(GpuWorkerTest, WgmmaInEveryPrecisionMeasuresAndPassesTheCheck) {
 // and parameters, it is measured too and printed beside (no timing is
 // asserted).
 TEST_F(GpuWorkerTest, WgmmaPackedInEveryPrecisionMeasuresAndPassesTheCheck) {
-  auto profile = ProfileFromDevice(0);
-  ASSERT_TRUE(profile.ok()) << profile.status().message();
-  if (profile->cc_major != 9 || profile->cc_minor != 0)
-    GTEST_SKIP() << "gemm.wgmma_pk runs on compute capability 9.0 only";
+  if (!IsSm90()) GTEST_SKIP() << "gemm.wgmma_pk runs on compute capability 9.0 only";
   const KernelFamily& packed = **FindFamily("gemm.wgmma_pk");
-  const std::pair<std::string, std::string> corners[] = {
+  const Corners corners = {
       {"gemm m=777 n=333 k=1555 layout=NT", "bm=128 bn=128 bk=64 st=4 wg=1"},
       {"gemm m=777 n=333 k=1555 layout=NN", "bm=128 bn=128 bk=64 st=4 wg=1 kg=3"},
       {"gemm m=777 n=333 k=1555 layout=TN", "bm=64 bn=128 bk=64 st=4 wg=1"},
@@ -390,39 +382,29 @@ TEST_F(GpuWorkerTest, WgmmaPackedInEveryPrecisionMeasuresAndPassesTheCheck) {
       {"gemm m=4097 n=1 k=4097 layout=NT", "bm=64 bn=16 bk=64 st=6 wg=1 kg=4"},
       {"gemm m=17 n=3 k=7 layout=TT", "bm=64 bn=64 bk=64 st=2 wg=1"},
   };
-  auto rules = RuleSet::ForSampling(packed, *profile);
-  ASSERT_TRUE(rules.ok()) << rules.status().message();
-  for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
-    const std::string precision(ToString(dtype));
-    for (const auto& [ctx, params] : corners) {
-      const std::string context = ctx + " dtype=" + precision;
-      const std::string p = BkFor(params, dtype);
-      SCOPED_TRACE(context + " | " + p);
-      const Problem problem(*ContextFromString(context));
-      if (!packed.CanImplement(problem, *packed.Parse(p), profile->Limits())
-               .ok()) {
-        // Not offered where every operand's rows are 16-byte aligned
-        // (1000 x 1000 x 1000 since the rule's narrowing; the GPU run of
-        // bench/results/h100/wgmma_pk/gpu_worker_test.txt measured it
-        // before).
-        continue;
-      }
-      PreparedSample prepared;
-      tuner::WorkResult r = RunMma(context, p, &prepared, packed);
-      ExpectOk(r);
-      EXPECT_EQ(r.family(), "gemm.wgmma_pk");
-      EXPECT_EQ(prepared.kernel.pack_entry, "blocktune_gemm_wgmma_pack");
-      EXPECT_EQ(prepared.kernel.tensor_maps.size(), 3u);
-      Print("pk    " + context + " | " + p, r);
-      if (Wgmma().CanImplement(problem, *Wgmma().Parse(p), profile->Limits())
-              .ok()) {
-        tuner::WorkResult plain = RunMma(context, p, nullptr, Wgmma());
-        ExpectOk(plain);
-        Print("wgmma " + context + " | " + p, plain);
-      }
+  InEveryPrecision(packed, corners, /*bk_for=*/true,
+                   [&](const std::string& context, const std::string& p) {
+    const Problem problem(*ContextFromString(context));
+    if (!packed.CanImplement(problem, *packed.Parse(p), profile_.Limits()).ok()) {
+      // Not offered where every operand's rows are 16-byte aligned
+      // (1000 x 1000 x 1000 since the rule's narrowing; the GPU run of
+      // bench/results/h100/wgmma_pk/gpu_worker_test.txt measured it
+      // before).
+      return;
     }
-    RunSampled(packed, dtype, *profile, *rules);
-  }
+    PreparedSample prepared;
+    tuner::WorkResult r = RunMma(context, p, &prepared, packed);
+    ExpectOk(r);
+    EXPECT_EQ(r.family(), "gemm.wgmma_pk");
+    EXPECT_EQ(prepared.kernel.pack_entry, "blocktune_gemm_wgmma_pack");
+    EXPECT_EQ(prepared.kernel.tensor_maps.size(), 3u);
+    Print("pk    " + context + " | " + p, r);
+    if (Wgmma().CanImplement(problem, *Wgmma().Parse(p), profile_.Limits()).ok()) {
+      tuner::WorkResult plain = RunMma(context, p, nullptr, Wgmma());
+      ExpectOk(plain);
+      Print("wgmma " + context + " | " + p, plain);
+    }
+  });
 }
 
 // gemm.wgmma_ps and conv.wgmma_ps through the generic launcher: the
@@ -433,11 +415,8 @@ TEST_F(GpuWorkerTest, WgmmaPackedInEveryPrecisionMeasuresAndPassesTheCheck) {
 // family's time for the same kernel is printed beside (no timing is
 // asserted).
 TEST_F(GpuWorkerTest, PersistentWgmmaInEveryPrecisionMeasuresAndPassesTheCheck) {
-  auto profile = ProfileFromDevice(0);
-  ASSERT_TRUE(profile.ok()) << profile.status().message();
-  if (profile->cc_major != 9 || profile->cc_minor != 0)
-    GTEST_SKIP() << "gemm.wgmma_ps runs on compute capability 9.0 only";
-  const std::pair<std::string, std::string> corners[] = {
+  if (!IsSm90()) GTEST_SKIP() << "gemm.wgmma_ps runs on compute capability 9.0 only";
+  const Corners corners = {
       {"gemm m=2048 n=2048 k=512 layout=NT", "bm=64 bn=64 bk=64 st=4 wg=1 gm=8"},
       {"gemm m=2000 n=3000 k=1000 layout=NT", "bm=128 bn=256 bk=64 st=4 wg=2 gm=4"},
       {"gemm m=1000 n=2048 k=4096 layout=NN", "bm=128 bn=128 bk=64 st=4 wg=1 kg=3"},
@@ -460,33 +439,25 @@ TEST_F(GpuWorkerTest, PersistentWgmmaInEveryPrecisionMeasuresAndPassesTheCheck) 
     const bool ts = std::string(name) == "gemm.wgmma_ts";
     const KernelFamily& base =
         **FindFamily(ts ? "gemm.wgmma_ps" : std::string(name).substr(0, 10));
-    auto rules = RuleSet::ForSampling(ps, *profile);
-    ASSERT_TRUE(rules.ok()) << rules.status().message();
-    for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
-      const std::string precision(ToString(dtype));
-      for (const auto& [ctx, params] : corners) {
-        if (ctx.compare(0, 4, name, 4) != 0) continue;
-        const std::string context = ctx + " dtype=" + precision;
-        const std::string p = BkFor(params, dtype);
-        SCOPED_TRACE(std::string(name) + " " + context + " | " + p);
-        const Problem problem(*ContextFromString(context));
-        auto parsed = ps.Parse(p);
-        if (!parsed.ok()) continue;  // another family's corner (tl)
-        if (!ps.CanImplement(problem, *parsed, profile->Limits()).ok())
-          continue;  // tf32's layouts; gemm.wgmma_ts's corners have tl
-        PreparedSample prepared;
-        tuner::WorkResult r = RunMma(context, p, &prepared, ps);
-        ExpectOk(r);
-        EXPECT_EQ(r.family(), name);
-        EXPECT_TRUE(prepared.kernel.persistent);
-        Print("ps   " + context + " | " + p, r);
-        const std::string base_p = p.substr(0, p.find(" tl="));
-        tuner::WorkResult plain = RunMma(context, base_p, nullptr, base);
-        ExpectOk(plain);
-        Print("base " + context + " | " + base_p, plain);
-      }
-      RunSampled(ps, dtype, *profile, *rules);
-    }
+    InEveryPrecision(ps, corners, /*bk_for=*/true,
+                     [&](const std::string& context, const std::string& p) {
+      if (context.compare(0, 4, name, 4) != 0) return;  // the other op
+      const Problem problem(*ContextFromString(context));
+      auto parsed = ps.Parse(p);
+      if (!parsed.ok()) return;  // another family's corner (tl)
+      if (!ps.CanImplement(problem, *parsed, profile_.Limits()).ok())
+        return;  // tf32's layouts; gemm.wgmma_ts's corners have tl
+      PreparedSample prepared;
+      tuner::WorkResult r = RunMma(context, p, &prepared, ps);
+      ExpectOk(r);
+      EXPECT_EQ(r.family(), name);
+      EXPECT_TRUE(prepared.kernel.persistent);
+      Print("ps   " + context + " | " + p, r);
+      const std::string base_p = p.substr(0, p.find(" tl="));
+      tuner::WorkResult plain = RunMma(context, base_p, nullptr, base);
+      ExpectOk(plain);
+      Print("base " + context + " | " + base_p, plain);
+    });
   }
 }
 
@@ -496,13 +467,10 @@ TEST_F(GpuWorkerTest, PersistentWgmmaInEveryPrecisionMeasuresAndPassesTheCheck) 
 // precision; then candidates the sampler draws for this GPU (rule
 // few_tiles with its SM count).
 TEST_F(GpuWorkerTest, ConvSplitInEveryPrecisionMeasuresAndPassesTheCheck) {
-  auto profile = ProfileFromDevice(0);
-  ASSERT_TRUE(profile.ok()) << profile.status().message();
-  if (profile->cc_major != 9 || profile->cc_minor != 0)
-    GTEST_SKIP() << "conv.wgmma_sk runs on compute capability 9.0 only";
+  if (!IsSm90()) GTEST_SKIP() << "conv.wgmma_sk runs on compute capability 9.0 only";
   const KernelFamily& sk = **FindFamily("conv.wgmma_sk");
   const KernelFamily& base = **FindFamily("conv.wgmma");
-  const std::pair<std::string, std::string> corners[] = {
+  const Corners corners = {
       {"conv n=1 h=8 w=8 c=256 k=256 r=3 s=3 pad=1 stride=1 dilation=1",
        "bm=64 bn=64 bk=64 st=4 wg=1 gm=1 kg=8"},
       {"conv n=1 h=16 w=16 c=256 k=256 r=3 s=3 pad=1 stride=1 dilation=1",
@@ -512,28 +480,20 @@ TEST_F(GpuWorkerTest, ConvSplitInEveryPrecisionMeasuresAndPassesTheCheck) {
       {"conv n=1 h=7 w=7 c=512 k=512 r=3 s=3 pad=1 stride=1 dilation=1",
        "bm=64 bn=64 bk=64 st=4 wg=1 gm=1 kg=12"},
   };
-  auto rules = RuleSet::ForSampling(sk, *profile);
-  ASSERT_TRUE(rules.ok()) << rules.status().message();
-  for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
-    const std::string precision(ToString(dtype));
-    for (const auto& [ctx, params] : corners) {
-      const std::string context = ctx + " dtype=" + precision;
-      const std::string p = BkFor(params, dtype);
-      SCOPED_TRACE(context + " | " + p);
-      PreparedSample prepared;
-      tuner::WorkResult r = RunMma(context, p, &prepared, sk);
-      ExpectOk(r);
-      EXPECT_EQ(r.family(), "conv.wgmma_sk");
-      EXPECT_GT(prepared.kernel.workspace_bytes, 0);
-      EXPECT_FALSE(prepared.kernel.reduce_entry.empty());
-      Print("sk   " + context + " | " + p, r);
-      const std::string base_p = p.substr(0, p.find(" kg="));
-      tuner::WorkResult plain = RunMma(context, base_p, nullptr, base);
-      ExpectOk(plain);
-      Print("base " + context + " | " + base_p, plain);
-    }
-    RunSampled(sk, dtype, *profile, *rules);
-  }
+  InEveryPrecision(sk, corners, /*bk_for=*/true,
+                   [&](const std::string& context, const std::string& p) {
+    PreparedSample prepared;
+    tuner::WorkResult r = RunMma(context, p, &prepared, sk);
+    ExpectOk(r);
+    EXPECT_EQ(r.family(), "conv.wgmma_sk");
+    EXPECT_GT(prepared.kernel.workspace_bytes, 0);
+    EXPECT_FALSE(prepared.kernel.reduce_entry.empty());
+    Print("sk   " + context + " | " + p, r);
+    const std::string base_p = p.substr(0, p.find(" kg="));
+    tuner::WorkResult plain = RunMma(context, base_p, nullptr, base);
+    ExpectOk(plain);
+    Print("base " + context + " | " + base_p, plain);
+  });
 }
 
 TEST_F(GpuWorkerTest, AWrongKernelIsAWrongResultNeverATime) {
