@@ -56,7 +56,8 @@
 // in the same precision instead: NHWC input, KRSC filter (cuDNN's NHWC
 // filter), NHWC output; bf16/fp16 with fp32 accumulation, tf32 on fp32
 // data; math type CUDNN_TENSOR_OP_MATH. cudnnFindConvolutionForwardAlgorithmEx
-// (256 MiB workspace) lists the algorithms that run, each with the math type
+// (256 MiB workspace; called twice, the first call warming cuDNN up) lists
+// the algorithms that run, each with the math type
 // it tried; each is timed here with that math type and the same flush,
 // events and median as ours, and the best counts (its
 // output is the reference). Groups: c56 (3x3, batch 1, 56x56, C = K
@@ -446,8 +447,9 @@ int Main(int argc, char** argv) {
   cudnnHandle_t dnn = nullptr;
   if (op == Op::kConv) {
     cudnnCreate(&dnn);
-    std::printf("# cuDNN %zu (NHWC, CUDNN_TENSOR_OP_MATH, cudnnFind Ex + "
-                "our timing of each algorithm)\n",
+    std::printf("# cuDNN %zu (NHWC, CUDNN_TENSOR_OP_MATH, the second of two "
+                "cudnnFind Ex calls + our timing of each algorithm with its "
+                "math type)\n",
                 cudnnGetVersion());
   }
 #else
