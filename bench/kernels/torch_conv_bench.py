@@ -13,7 +13,8 @@ For every convolution context of an evaluation plan (bench/eval/run.sh plan
 writes PREC/plan.tsv), channels-last input and filter in the plan's
 precision (tf32: fp32 tensors with torch.backends.cudnn.allow_tf32; fp32:
 TF32 off), F.conv2d with the context's padding, stride and dilation:
-benchmark mode's own search first (untimed), 3 warm-up launches, then --reps
+benchmark mode's own search first (untimed; benchmark_limit 0, so every
+engine the heuristics offer, not their first 10), 3 warm-up launches, then --reps
 timed launches: before each, a 256 MiB buffer is read (L2 flush, as
 eval_bench's --flush read), CUDA events around the convolution alone; the
 median. Inputs are random in [-1, 1]. The result is checked against the same
@@ -149,6 +150,14 @@ def main():
     if bool(a.plan) == bool(a.shapes) or bool(a.plan) != bool(a.tsv):
         sys.exit("give --plan FILE --tsv OUT, or --shapes FILE")
     torch.backends.cudnn.benchmark = True
+    # Benchmark mode times the first 10 engines cuDNN's heuristics rank
+    # unless told otherwise; 0: every engine they offer. On the H200 the
+    # kernel it kept for one layer moved between runs (56x56, C = 64,
+    # K = 256, batch 1: 33.3 us, then 5.5; bench/results/h200/eval-v5/).
+    limit = "default"
+    if hasattr(torch.backends.cudnn, "benchmark_limit"):
+        torch.backends.cudnn.benchmark_limit = 0
+        limit = "0 (every engine)"
     if a.plan:
         contexts = [(None, None, text, cv) for text, cv in contexts_of(a.plan)]
     else:
@@ -158,7 +167,8 @@ def main():
     flush = torch.empty(64 << 20, dtype=torch.float32, device="cuda")
     flush.uniform_()
     method = (f"torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, "
-              f"{torch.cuda.get_device_name()}; channels-last, cudnn.benchmark, "
+              f"{torch.cuda.get_device_name()}; channels-last, cudnn.benchmark "
+              f"(benchmark_limit {limit}), "
               f"TF32 for tf32 only; {a.reps} repetitions, median; L2 read-flushed "
               f"(256 MiB) before each launch")
     out = open(a.tsv, "w") if a.plan else sys.stdout
