@@ -86,7 +86,14 @@ for spec in "$@"; do
        python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
   seed=$((seed + 1))
   start=$(date +%s.%N)
-  cli campaign watch "$id" >"$out/${name}_watch.txt"
+  # A campaign that fails says why on the watch's last line: shown here, the
+  # report still written, and the script's status the watch's.
+  rc=0
+  cli campaign watch "$id" >"$out/${name}_watch.txt" || rc=$?
+  if ((rc != 0)); then
+    watch_rc=$rc
+    echo "campaigns_device.sh: $name: $(tail -n 1 "$out/${name}_watch.txt")" >&2
+  fi
   end=$(date +%s.%N)
   cli --json campaign watch "$id" | tail -c 20000 >"$out/${name}_progress.json" || true
   cli export --op "$op" --dtype "$dtype" --samples \
@@ -114,11 +121,16 @@ elapsed = float(p.get("elapsed_seconds", 0) or 0)
 fails = p.get("failures", {}) or {}
 fam = p.get("samples_by_family", {}) or {}
 ver = int(p.get("verified", 0) or 0)
+# A guided campaign draws nothing (its candidates are the models'): no rate.
+guided = (c.get("spec", {}) or {}).get("sampler") == "guided"
+accepted = ("- (guided)" if guided
+            else f"{100 * float(p.get('acceptance', 0) or 0):.1f}%")
 print(f"{name}: {c.get('state', '?')} {done} samples in {wall:.1f} s wall "
       f"({elapsed:.1f} s campaign time) = {done / wall:.1f} samples/s; "
-      f"acceptance {100 * float(p.get('acceptance', 0) or 0):.1f}%; "
+      f"acceptance {accepted}; "
       f"failures {dict(fails) if fails else 'none'}; "
       f"verified {ver}/{done} ({100 * ver / max(done, 1):.1f}%); "
       f"families {dict(fam)}")
 PY
 done
+exit "${watch_rc:-0}"
