@@ -118,17 +118,19 @@ class GpuWorkerTest : public ::testing::Test {
   std::unique_ptr<WorkerBackend> backend_;
   tuner::WorkerHello hello_;
 
-  // Ten candidates the sampler draws for this GPU from `family`'s domain in
-  // `dtype`, each measured and checked through the worker.
-  void RunSampled(const KernelFamily& family, DType dtype,
-                  const DeviceProfile& profile, const RuleSet& rules) {
+  // Ten candidates the sampler draws for this GPU (its profile and
+  // `family`'s sampling rules) from `family`'s domain in `dtype`, each
+  // measured and checked through the worker.
+  void RunSampled(const KernelFamily& family, DType dtype) {
+    auto rules = RuleSet::ForSampling(family, profile_);
+    ASSERT_TRUE(rules.ok()) << rules.status().message();
     Domain domain = *DefaultDomain(family);
     ASSERT_TRUE(SetPrecision(&domain, dtype).ok());
     SamplingOptions options;
     options.count = 10;
     options.seed = 17;
     std::vector<Candidate> sampled;
-    ASSERT_TRUE(RunSampling(domain, profile, rules, options, &sampled).ok());
+    ASSERT_TRUE(RunSampling(domain, profile_, *rules, options, &sampled).ok());
     for (const Candidate& c : sampled) {
       SCOPED_TRACE(c.ToString());
       tuner::WorkResult r = Run(WorkMessage(2, c).work());
@@ -147,8 +149,6 @@ class GpuWorkerTest : public ::testing::Test {
       const KernelFamily& family, const Corners& corners, bool bk_for,
       const std::function<void(const std::string& context, const std::string& params)>&
           each) {
-    auto rules = RuleSet::ForSampling(family, profile_);
-    ASSERT_TRUE(rules.ok()) << rules.status().message();
     for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
       const std::string precision(ToString(dtype));
       for (const auto& [ctx, params] : corners) {
@@ -157,7 +157,7 @@ class GpuWorkerTest : public ::testing::Test {
         SCOPED_TRACE(std::string(family.name()) + " " + context + " | " + p);
         each(context, p);
       }
-      RunSampled(family, dtype, profile_, *rules);
+      RunSampled(family, dtype);
     }
   }
 
@@ -283,9 +283,7 @@ TEST_F(GpuWorkerTest, FfmaKPackedMeasuresAndPassesTheCheck) {
   Print("ffma gemm m=777 n=333 k=1555 layout=NT | ML=64 NL=128 MS=8 NS=4 "
         "U=16 KG=8 ST=1",
         base);
-  auto rules = RuleSet::ForSampling(packed, profile_);
-  ASSERT_TRUE(rules.ok()) << rules.status().message();
-  RunSampled(packed, DType::kFp32, profile_, *rules);
+  RunSampled(packed, DType::kFp32);
 }
 
 // conv.mma through the worker (issue 18): the daemon's launcher and its
