@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""README.md's performance figures, made from the files in bench/results/.
+"""README.md's performance figures, made from the files in bench/results/
+and the shipped models in models/pretrained/.
 
 README.md holds regions
 
@@ -16,6 +17,9 @@ regions is README.md's own. Edit the template here, then run the script.
     scripts/readme_tables.py --check   exit 1 with a diff if README.md is not
                                        what the results files make (ctest:
                                        readme_tables_check)
+    --blocktune build/client/blocktune also the CLI's `families --json`
+                                       against bench/results/cpu/families.tsv
+                                       (rewritten, or with --check, compared)
 
 A results file whose lines are not where the parser expects them is an
 error naming the file and what is missing, never a silently wrong number.
@@ -23,11 +27,14 @@ Python 3 standard library only.
 """
 
 import argparse
+import datetime
 import difflib
+import gzip
 import json
 import math
 import pathlib
 import re
+import subprocess
 import sys
 import textwrap
 
@@ -48,8 +55,9 @@ class ResultsError(Exception):
 class Results:
     """Reads bench/results/ files once, with errors that name the file."""
 
-    def __init__(self, root):
+    def __init__(self, root, models_root=None):
         self.root = pathlib.Path(root)
+        self.models_root = pathlib.Path(models_root or ROOT / "models" / "pretrained")
         self._cache = {}
 
     def text(self, rel):
@@ -470,6 +478,135 @@ def gemm_app(r):
     return "```\n" + m.group(0).rstrip("\n") + "\n```"
 
 
+# ---- models/pretrained/<gpu>/models*.json.gz and cpu/families.tsv -------
+
+FAMILIES = "cpu/families.tsv"  # blocktune families --json, one line a family
+PRECISIONS = ["bf16", "fp16", "tf32", "fp32"]
+
+
+def families_tsv(blocktune):
+    """cpu/families.tsv as the binary `blocktune` lists its families."""
+    try:
+        out = subprocess.run([blocktune, "families", "--json"], check=True,
+                             capture_output=True, text=True, timeout=60).stdout
+        fams = json.loads(out)["families"]
+    except (OSError, subprocess.SubprocessError, ValueError, KeyError) as e:
+        raise ResultsError(f"{blocktune} families --json: {e}") from e
+    lines = ["# family\top\tprecisions\tversion\tmin_compute_capability"
+             "  (blocktune families --json; scripts/readme_tables.py --blocktune"
+             " BIN rewrites it)"]
+    for f in fams:
+        lines.append("\t".join([f["name"], f["op"], ",".join(f["precisions"]),
+                                str(f["version"]), str(f["min_compute_capability"])]))
+    return "\n".join(lines) + "\n"
+
+
+def families(r):
+    """[(name, op, [precisions], version, min_cc)] from cpu/families.tsv."""
+    rows = []
+    for n, line in enumerate(r.text(FAMILIES).splitlines(), 1):
+        if not line or line.startswith("#"):
+            continue
+        cols = line.split("\t")
+        if len(cols) != 5 or not cols[3].isdigit() or not cols[4].isdigit():
+            raise ResultsError(f"{FAMILIES}:{n}: not 'family op precisions "
+                               f"version min_cc' (tabs): {line!r}")
+        rows.append((cols[0], cols[1], cols[2].split(","), int(cols[3]), int(cols[4])))
+    if not rows:
+        raise ResultsError(f"{FAMILIES}: no family")
+    return rows
+
+
+def shipped_models(root):
+    """{gpu folder: [model dict]} of every models*.json.gz under root, in
+    the order an import stores them (a later model of the same device, op,
+    precision and family replaces an earlier one)."""
+    out = {}
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        for path in sorted(folder.glob("models*.json.gz")):
+            rel = f"models/pretrained/{folder.name}/{path.name}"
+            try:
+                with gzip.open(path, "rt", encoding="utf-8") as f:
+                    models = json.load(f).get("models", [])
+                for m in models:
+                    m["_metrics"] = json.loads(m["metrics_json"])
+                    m["_file"] = rel
+                    for key in ("op", "dtype", "family", "generator_version",
+                                "training_set", "device", "created_unix"):
+                        m[key]  # noqa: B018 (a KeyError names the field)
+            except (OSError, ValueError, KeyError) as e:
+                raise ResultsError(f"{rel}: not a models file: {e!r}") from e
+            out.setdefault(folder.name, []).extend(models)
+    if not out:
+        raise ResultsError(f"{root}: no models*.json.gz")
+    return out
+
+
+def models(r):
+    """A row per shipped model (the one an import keeps), then per GPU the
+    (op, precision, family) that run on it and have no model."""
+    fams = families(r)
+    order = {f[0]: i for i, f in enumerate(fams)}
+    version = {f[0]: f[3] for f in fams}
+    rows, missing = [], []
+    for folder, ms in shipped_models(r.models_root).items():
+        kept, superseded = {}, 0
+        for m in ms:
+            key = (m["op"], m["dtype"], m["family"])
+            superseded += key in kept
+            kept[key] = m
+        if not kept:
+            continue
+        dev = next(iter(kept.values()))["device"]
+        gpu = dev["name"].replace("NVIDIA ", "").split()[0]
+        cc = 10 * int(dev["cc_major"]) + int(dev["cc_minor"])
+        have = set()
+        for (op, dtype, fam), m in kept.items():
+            op, prec = op[3:].lower(), dtype[6:].lower()
+            have.add((op, prec, fam))
+            mt = m["_metrics"]
+            ok = re.search(r"\bok_samples=(\d+)", m["training_set"])
+            members = re.search(r"\bmembers=(\d+)", m["training_set"])
+            if fam not in version:
+                raise ResultsError(f"{m['_file']}: family {fam} is not in {FAMILIES}")
+            v = int(m["generator_version"])
+            ver = f"v{v}" if v == version[fam] else f"v{v}, STALE (now v{version[fam]})"
+            day = datetime.datetime.fromtimestamp(int(m["created_unix"]),
+                                                  datetime.timezone.utc)
+            rows.append(((gpu, ["gemm", "conv"].index(op), PRECISIONS.index(prec),
+                          order[fam]),
+                         [gpu, op, prec, f"{fam} ({ver})",
+                          thousands(ok.group(1)) if ok else "?",
+                          f"{float(mt['validation_mse']):.4f}",
+                          f"{float(mt['spearman_validation']):.3f}",
+                          (f"{float(mt['spearman_within_context_median']):.3f}"
+                           if int(mt.get("contexts_ranked", 0)) > 0 else "-"),
+                          f"{members.group(1) if members else 1} × {m['architecture']}",
+                          day.strftime("%Y-%m-%d")]))
+        gaps = []
+        for prec in PRECISIONS:
+            names = [name for name, op, precs, _, min_cc in fams
+                     if min_cc <= cc and prec in precs and (op, prec, name) not in have]
+            if names:
+                gaps.append(f"{prec} {', '.join(names)}")
+        note = f"{gpu}: " + ("; ".join(gaps) if gaps else "none")
+        if superseded:
+            note += (f" (and {superseded} older model{'s' if superseded > 1 else ''} "
+                     f"that a later one of the same family in the same file "
+                     f"replaces on import, not in the table)")
+        missing.append(note)
+    rows.sort(key=lambda t: t[0])
+    text = table(["GPU", "op", "precision", "family", "samples", "validation MSE",
+                  "Spearman", "Spearman within contexts (median)", "networks",
+                  "trained"], [r_ for _, r_ in rows])
+    return text + "\n\n" + fill(
+        f"Families that run on the GPU and have no shipped model there (a "
+        f"query searches the families that have one; a campaign of the family "
+        f"on that GPU and `scripts/train_pretrained.sh` add it; the list of "
+        f"families is `bench/results/{FAMILIES}`, checked against `blocktune "
+        f"families`). " + ". ".join(missing) + ".")
+
+
 GENERATORS = {
     "kernel_ratios": kernel_ratios,
     "sampling": sampling,
@@ -481,6 +618,7 @@ GENERATORS = {
     "eval_groups": eval_groups,
     "eval_quality": eval_quality,
     "gemm_app": gemm_app,
+    "models": models,
 }
 
 
@@ -511,27 +649,51 @@ def main(argv=None):
                     help="exit 1 with a diff if README.md differs; write nothing")
     ap.add_argument("--readme", default=str(ROOT / "README.md"))
     ap.add_argument("--results", default=str(ROOT / "bench" / "results"))
+    ap.add_argument("--models", default=str(ROOT / "models" / "pretrained"),
+                    help="the shipped models (models/pretrained)")
+    ap.add_argument("--blocktune", metavar="BIN",
+                    help=f"the CLI: its `families --json` must be {FAMILIES} "
+                         f"(--check) or is written there")
     args = ap.parse_args(argv)
     path = pathlib.Path(args.readme)
     readme = path.read_text(encoding="utf-8")
+    results = Results(args.results, args.models)
+    diffs = []
     try:
-        made = render(readme, Results(args.results))
+        if args.blocktune:
+            listed = families_tsv(args.blocktune)
+            fam_path = results.root / FAMILIES
+            committed = fam_path.read_text(encoding="utf-8") if fam_path.exists() else ""
+            if listed != committed:
+                if args.check:
+                    diffs += difflib.unified_diff(
+                        committed.splitlines(keepends=True), listed.splitlines(keepends=True),
+                        fromfile=f"{fam_path} (as committed)",
+                        tofile=f"{args.blocktune} families --json")
+                else:
+                    fam_path.write_text(listed, encoding="utf-8")
+                    print(f"rewrote {fam_path}")
+            results._cache[FAMILIES] = listed
+        made = render(readme, results)
     except ResultsError as e:
         print(f"readme_tables: {e}", file=sys.stderr)
         return 2
-    if made == readme:
+    if made != readme:
+        diffs += difflib.unified_diff(
+            readme.splitlines(keepends=True), made.splitlines(keepends=True),
+            fromfile=f"{path} (as committed)", tofile=f"{path} (from bench/results)")
+    if not diffs and made == readme:
         return 0
     if args.check:
-        sys.stdout.writelines(difflib.unified_diff(
-            readme.splitlines(keepends=True), made.splitlines(keepends=True),
-            fromfile=f"{path} (as committed)", tofile=f"{path} (from bench/results)"))
-        print("README.md differs from what bench/results/ makes: run "
-              "scripts/readme_tables.py", file=sys.stderr)
+        sys.stdout.writelines(diffs)
+        print("README.md or the families list differs from what bench/results/, "
+              "models/pretrained/ and the CLI make: run scripts/readme_tables.py "
+              "--blocktune build/client/blocktune", file=sys.stderr)
         return 1
-    path.write_text(made, encoding="utf-8")
-    print(f"rewrote the generated regions of {path}")
+    if made != readme:
+        path.write_text(made, encoding="utf-8")
+        print(f"rewrote the generated regions of {path}")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

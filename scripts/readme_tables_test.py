@@ -3,6 +3,7 @@
 
 import contextlib
 import io
+import json
 import pathlib
 import re
 import shutil
@@ -87,6 +88,73 @@ class ReadmeTablesTest(unittest.TestCase):
         self.assertEqual(code, 2)
         self.assertIn("missing", err)
 
+
+    def models_dir(self, *files):
+        """A models/pretrained/ of copies of these shipped files."""
+        root = self.dir / "pretrained"
+        for rel in files:
+            dst = root / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(ROOT / "models" / "pretrained" / rel, dst)
+        return root
+
+    def generated(self, name):
+        text = self.readme.read_text(encoding="utf-8")
+        m = re.search(rf"<!-- generated: {name} -->\n(.*?)<!-- end generated -->", text, re.S)
+        self.assertIsNotNone(m)
+        return " ".join(m.group(1).split())
+
+    def test_a_family_without_its_model_is_listed_as_missing(self):
+        # Only the H200's bf16 convolution models: every other family of the
+        # H200 is missing, the H100 has no row at all.
+        models = self.models_dir("h200/models-conv-bf16.json.gz")
+        self.assertEqual(self.run_script("--models", str(models))[0], 0)
+        text = self.generated("models")
+        self.assertIn("| H200 | conv | bf16 | conv.wgmma_sk (v1) |", text)
+        self.assertNotIn("| H100 |", text)
+        self.assertIn("H200: bf16 gemm.mma, gemm.wgmma,", text)
+        self.assertIn("fp32 gemm.ffma, conv.ffma, gemm.gemv, gemm.ffma_k, gemm.ffma_kpk.", text)
+        self.assertNotIn("conv.wgmma_sk;", text.split("H200:")[1].split("fp16")[0])
+
+    def test_a_model_of_an_older_generator_version_says_stale(self):
+        tsv = self.results / "cpu" / "families.tsv"
+        self.edit(tsv, "conv.wgmma_sk\tconv\tbf16,fp16,tf32\t1\t",
+                  "conv.wgmma_sk\tconv\tbf16,fp16,tf32\t2\t")
+        self.assertEqual(self.run_script()[0], 0)
+        self.assertIn("| H200 | conv | bf16 | conv.wgmma_sk (v1, STALE (now v2)) |",
+                      self.generated("models"))
+
+    def test_the_families_list_is_checked_against_the_cli(self):
+        # A stand-in CLI that lists one family more than the committed file.
+        tsv = self.results / "cpu" / "families.tsv"
+        fams = [dict(zip(["name", "op", "precisions", "version",
+                          "min_compute_capability"], line.split("\t")))
+                for line in tsv.read_text(encoding="utf-8").splitlines()
+                if line and not line.startswith("#")]
+        for f in fams:
+            f["precisions"] = f["precisions"].split(",")
+            f["version"] = int(f["version"])
+            f["min_compute_capability"] = int(f["min_compute_capability"])
+        fams.append({"name": "gemm.new", "op": "gemm", "precisions": ["bf16"],
+                     "version": 1, "min_compute_capability": 90})
+        cli = self.dir / "blocktune"
+        (self.dir / "families.json").write_text(json.dumps({"families": fams}))
+        cli.write_text(f"#!/bin/sh\ncat {self.dir / 'families.json'}\n")
+        cli.chmod(0o755)
+        code, out, err = self.run_script("--check", "--blocktune", str(cli))
+        self.assertEqual(code, 1)
+        self.assertIn("+gemm.new\tgemm\tbf16\t1\t90", out)
+        self.assertIn("--blocktune", err)
+        self.assertEqual(self.run_script("--blocktune", str(cli))[0], 0)
+        self.assertIn("gemm.new", tsv.read_text(encoding="utf-8"))
+        self.assertIn("H100: bf16 gemm.wgmma_ts, conv.wgmma_sk, gemm.new;",
+                      self.generated("models"))
+        self.assertEqual(self.run_script("--check", "--blocktune", str(cli))[0], 0)
+
+    def test_a_cli_that_fails_is_an_error(self):
+        code, _, err = self.run_script("--check", "--blocktune", str(self.dir / "nothing"))
+        self.assertEqual(code, 2)
+        self.assertIn("families --json", err)
 
 if __name__ == "__main__":
     unittest.main()
