@@ -398,6 +398,43 @@ TEST_F(QueryTest, PrecisionsNeverShareModelsAnswersOrFallbacks) {
 // on the H100 a --verify stored the measured top 5 of 4096x16x4096 bf16
 // (35 us) beside the earlier predictions (12-13 us), and the cache then
 // answered with a prediction that ran at 67 us.
+// A query of one family answers with that family's best, and leaves the
+// context's answer to a search of every family: it stored its answer as the
+// context's, and every later query of the shape was served that family's
+// configuration from the cache (the shipped H200 fp32 models: gemm.ffma's
+// 43.8 us where gemm.ffma_k predicts 30.5).
+TEST_F(QueryTest, AQueryOfOneFamilyIsNotTheContextsAnswer) {
+  auto d = Start({"--gpus", "none"});
+  auto shipped = ReadDatasetFile(std::string(BLOCKTUNE_SOURCE_DIR) +
+                                 "/models/pretrained/h200/models-gemm-fp32.json.gz");
+  ASSERT_TRUE(shipped.ok()) << shipped.status().ToString();
+  ASSERT_GE(shipped->models_size(), 2);
+  v1::ImportResponse imported;
+  ASSERT_TRUE(ImportDataset(*d->NewStub(), Ctx().get(), *shipped, &imported).ok());
+
+  v1::QueryRequest one = GemmQuery(4100, 16, 4096, 1);
+  one.set_family("gemm.ffma");
+  v1::QueryResponse ffma;
+  ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), one, &ffma).ok());
+  ASSERT_EQ(ffma.answers_size(), 1);
+  EXPECT_EQ(ffma.answers(0).kernel().family(), "gemm.ffma");
+  EXPECT_EQ(ffma.source(), v1::QUERY_SOURCE_PREDICTED);
+
+  v1::QueryResponse all;
+  ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), GemmQuery(4100, 16, 4096, 1), &all).ok());
+  EXPECT_EQ(all.source(), v1::QUERY_SOURCE_PREDICTED) << all.DebugString();
+  ASSERT_EQ(all.answers_size(), 1);
+  EXPECT_NE(all.answers(0).kernel().family(), "gemm.ffma") << all.DebugString();
+  EXPECT_LT(all.answers(0).predicted_seconds(), ffma.answers(0).predicted_seconds());
+  // Now stored, the context's answer is cached; the family's query still
+  // answers with its own family.
+  ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), GemmQuery(4100, 16, 4096, 1), &all).ok());
+  EXPECT_EQ(all.source(), v1::QUERY_SOURCE_CACHED);
+  EXPECT_NE(all.answers(0).kernel().family(), "gemm.ffma");
+  ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), one, &ffma).ok());
+  EXPECT_EQ(ffma.answers(0).kernel().family(), "gemm.ffma");
+}
+
 TEST_F(QueryTest, MeasuredAnswersOutrankFasterPredictions) {
   auto d = Start({"--gpus", "none"});
   ASSERT_TRUE(d->ok());

@@ -696,9 +696,14 @@ Status BlocktuneService::AnswerQueryOnDevice(
                    "families without a trained model were not searched: " +
                    unmodelled);
   }
-  WriteBatch batch;
-  batch.tuned = answers;
-  BT_RETURN_IF_ERROR(store_->Commit(batch).status());
+  // The answers of one family are not the context's answer: stored, they
+  // would be what the cache serves every later query of the context,
+  // whichever family is faster. Only a search over every family is kept.
+  if (q.family.empty()) {
+    WriteBatch batch;
+    batch.tuned = answers;
+    BT_RETURN_IF_ERROR(store_->Commit(batch).status());
+  }
   for (const TunedRecord& t : answers) ToProto(t, resp->add_answers());
   resp->set_match(v1::MATCH_PREDICTED);
   resp->set_source(source);
