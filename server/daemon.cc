@@ -8,7 +8,9 @@
 #include <signal.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -258,6 +260,39 @@ StatusOr<int> LockDatabase(const std::string& db) {
   return fd;
 }
 
+// A unix socket that another process still serves is refused: gRPC would
+// unlink it and bind its own, leaving the first daemon running but
+// unreachable (and without a socket file once the second one exits). A
+// socket file that nobody serves (a daemon killed with SIGKILL leaves one)
+// is replaced, as before.
+Status CheckUnixSocketFree(const std::string& listen) {
+  if (listen.rfind("unix:", 0) != 0) return OkStatus();
+  std::string path = listen.substr(5);
+  if (path.rfind("//", 0) == 0) path = path.substr(2);  // unix:///abs/path
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return OkStatus();  // nothing there
+  if (!S_ISSOCK(st.st_mode)) {
+    return FailedPrecondition("cannot listen on " + listen + ": " + path +
+                              " exists and is not a socket; remove it or "
+                              "give another --listen");
+  }
+  sockaddr_un addr {};
+  if (path.size() >= sizeof(addr.sun_path)) return OkStatus();  // gRPC says
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return OkStatus();
+  const bool served =
+      connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  if (served) {
+    return FailedPrecondition(
+        "cannot listen on " + listen + ": another process (a blocktuned?) "
+        "serves " + path + "; stop it, or give this one another --listen");
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 int RunDaemon(const DaemonOptions& options) {
@@ -302,6 +337,11 @@ int RunDaemon(const DaemonOptions& options) {
     return 1;
   }
 
+  // Before the store: a refused daemon changes nothing.
+  if (Status free = CheckUnixSocketFree(options.listen); !free.ok()) {
+    BT_LOG(kError) << free.message();
+    return 1;
+  }
   const std::string db = options.db.empty() ? DefaultDatabasePath() : options.db;
   StatusOr<std::unique_ptr<TuningStore>> store =
       Internal("no store");  // replaced below

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <climits>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <future>
@@ -614,6 +615,76 @@ TEST_F(DaemonTest, OneDaemonPerDatabase) {
                        db()},
                       dir_.path() + "/third.log");
   EXPECT_TRUE(third.ok()) << third.Log();
+}
+
+// A socket another daemon serves is refused, whatever database this one
+// would use (gRPC unlinked it and bound its own: the first daemon, still
+// running, was unreachable, and lost its socket file when the second
+// exited); a socket file left by a killed daemon is taken over.
+TEST_F(DaemonTest, OneDaemonPerUnixSocket) {
+  auto first = Start();
+  ASSERT_TRUE(first->ok());
+  const std::string socket = dir_.path() + "/s.sock";
+  {
+    DaemonProcess second(BLOCKTUNED,
+                         {"--listen", "unix:" + socket, "--db",
+                          dir_.path() + "/other.db"},
+                         dir_.path() + "/second.log");
+    EXPECT_FALSE(second.ok());
+    EXPECT_EQ(second.Wait(), 1);
+    EXPECT_THAT(second.Log(), HasSubstr("cannot listen on unix:" + socket +
+                                        ": another process (a blocktuned?) "
+                                        "serves " + socket));
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/other.db"));
+  v1::HealthResponse health;
+  EXPECT_TRUE(first->NewStub()->Health(Ctx().get(), {}, &health).ok());
+  // Not a socket: refused, the file left as it was.
+  const std::string file = dir_.path() + "/notes.txt";
+  { std::ofstream(file) << "mine"; }
+  DaemonProcess onto_file(BLOCKTUNED,
+                          {"--listen", "unix:" + file, "--db",
+                           dir_.path() + "/third.db"},
+                          dir_.path() + "/third.log");
+  EXPECT_EQ(onto_file.Wait(), 1);
+  EXPECT_THAT(onto_file.Log(), HasSubstr(file + " exists and is not a socket"));
+  std::ifstream in(file);
+  std::string kept;
+  in >> kept;
+  EXPECT_EQ(kept, "mine");
+  // Killed, the first daemon leaves its socket file; nobody serves it, so
+  // the next daemon takes it.
+  EXPECT_EQ(first->Stop(SIGKILL), 128 + SIGKILL);
+  ASSERT_TRUE(std::filesystem::exists(socket));
+  auto next = Start();
+  EXPECT_TRUE(next->ok()) << next->Log();
+  EXPECT_TRUE(next->NewStub()->Health(Ctx().get(), {}, &health).ok());
+}
+
+// A --db that is not a database is refused, and left as it was (its mode
+// was made 0600 before SQLite found it was no database).
+TEST_F(DaemonTest, AFileThatIsNotADatabaseIsRefusedAndLeftAlone) {
+  for (const std::string text : {"some notes\n", "short"}) {
+    const std::string file = dir_.path() + "/notes.txt";
+    { std::ofstream(file) << text; }
+    ASSERT_EQ(::chmod(file.c_str(), 0644), 0);
+    DaemonProcess d(BLOCKTUNED,
+                    {"--listen", "unix:" + dir_.path() + "/n.sock", "--db", file},
+                    dir_.path() + "/n.log");
+    EXPECT_EQ(d.Wait(), 1);
+    EXPECT_THAT(d.Log(), HasSubstr(file + " is not a blocktune database (not an "
+                                   "SQLite file); left as it is"));
+    struct stat st {};
+    ASSERT_EQ(::stat(file.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0644u);
+    EXPECT_EQ(st.st_size, static_cast<off_t>(text.size()));
+  }
+  DaemonProcess folder(BLOCKTUNED,
+                       {"--listen", "unix:" + dir_.path() + "/n.sock", "--db",
+                        dir_.path()},
+                       dir_.path() + "/f.log");
+  EXPECT_EQ(folder.Wait(), 1);
+  EXPECT_THAT(folder.Log(), HasSubstr("is a folder, not a database file"));
 }
 
 // The lock follows the file, not the path: a symlink or a hard link to a

@@ -9,6 +9,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <sqlite3.h>
 
+#include <fstream>
 #include <sstream>
 
 #include <cerrno>
@@ -1025,6 +1026,24 @@ class SqliteStore final : public TuningStore {
 
 StatusOr<std::vector<std::string>> PrepareDatabaseFile(const std::string& path) {
   if (path.empty()) return InvalidArgument("database path must not be empty");
+  // A file that is there and is not a database is refused before anything
+  // (its mode included) is changed.
+  if (struct stat there {}; stat(path.c_str(), &there) == 0) {
+    if (S_ISDIR(there.st_mode)) {
+      return FailedPrecondition(path + " is a folder, not a database file; "
+                                "give --db a file's path");
+    }
+    if (there.st_size > 0) {
+      char header[16] = {};
+      std::ifstream in(path, std::ios::binary);
+      in.read(header, sizeof(header));
+      if (in.gcount() < 16 || std::memcmp(header, "SQLite format 3", 16) != 0) {
+        return FailedPrecondition(path + " is not a blocktune database (not "
+                                  "an SQLite file); left as it is. Give --db "
+                                  "a new path or an existing database");
+      }
+    }
+  }
   BT_RETURN_IF_ERROR(MakeParentDirs(path));
   BT_RETURN_IF_ERROR(CreatePrivateFile(path));
   std::vector<std::string> warnings;
