@@ -187,6 +187,17 @@ Status CheckOptions(const DaemonOptions& options) {
   if (options.tls_cert.empty() != options.tls_key.empty()) {
     return InvalidArgument("--tls-cert and --tls-key go together; give both");
   }
+  // Written so that NaN, which every comparison refuses, is out of range
+  // too (CLI11's Range let "nan" through).
+  auto in = [](double v, double lo, double hi) { return v >= lo && v <= hi; };
+  if (!in(options.kernel_timeout_s, 0.1, 3600)) {
+    return InvalidArgument("--kernel-timeout must be in [0.1, 3600] seconds, got " +
+                           std::to_string(options.kernel_timeout_s));
+  }
+  if (!in(options.ensemble_risk, 0, 10)) {
+    return InvalidArgument("--ensemble-risk must be in [0, 10], got " +
+                           std::to_string(options.ensemble_risk));
+  }
   if (options.max_import_mib < 1 || options.max_import_mib > kMaxImportMib) {
     return InvalidArgument("--max-import-mib must be in [1, " +
                            std::to_string(kMaxImportMib) + "], got " +

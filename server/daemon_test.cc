@@ -687,6 +687,22 @@ TEST_F(DaemonTest, AFileThatIsNotADatabaseIsRefusedAndLeftAlone) {
   EXPECT_THAT(folder.Log(), HasSubstr("is a folder, not a database file"));
 }
 
+// NaN is no number in range: CLI11's Range let "nan" through, and a NaN
+// risk silently changed every query's ranking.
+TEST_F(DaemonTest, NotANumberIsOutOfRange) {
+  for (const auto& [flag, says] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"--ensemble-risk", "--ensemble-risk must be in [0, 10], got nan"},
+           {"--kernel-timeout", "--kernel-timeout must be in [0.1, 3600] seconds, got nan"}}) {
+    DaemonProcess d(BLOCKTUNED,
+                    {"--listen", "unix:" + dir_.path() + "/n.sock", "--db",
+                     db(), flag, "nan"},
+                    dir_.path() + "/n.log");
+    EXPECT_EQ(d.Wait(), 1) << flag;
+    EXPECT_THAT(d.Log(), HasSubstr(says));
+  }
+}
+
 // The lock follows the file, not the path: a symlink or a hard link to a
 // database in use names the same file and is refused.
 TEST_F(DaemonTest, OneDaemonPerDatabaseWhateverLinkNamesIt) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/family.h"
 #include "proto/convert.h"
 #include "proto/dataset_stream.h"
 #include "server/daemon_process.h"
@@ -161,6 +162,35 @@ TEST_F(ImportExportTest, ImportKeepsGeneratorVersionsAndRefusesFutureOnes) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(s.error_message(), HasSubstr("dataset.samples[2].kernel.family"));
   EXPECT_EQ(StoredSamples(*d), 2);
+  // A family that does not implement the context's precision (gemm.mma
+  // under an fp32 context): refused, samples and tuned answers alike. A
+  // tuned answer was imported, then served to fp32 queries.
+  const KernelFamily& mma = **FindFamily("gemm.mma");
+  v1::KernelConfig bf16_kernel;
+  bf16_kernel.set_family("gemm.mma");
+  bf16_kernel.set_generator_version(mma.version());
+  for (const ParamSpec& spec : mma.params()) {
+    v1::ConfigParam* kp = bf16_kernel.add_params();
+    kp->set_name(spec.name);
+    kp->set_value(spec.values[0]);
+  }
+  *future.mutable_samples(2)->mutable_kernel() = bf16_kernel;
+  s = ImportDataset(*d->NewStub(), Ctx().get(), future, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("dataset.samples[2].kernel.family 'gemm.mma' implements "
+                        "bf16, fp16, tf32, not the context's fp32"));
+  EXPECT_EQ(StoredSamples(*d), 2);
+  v1::Dataset tuned = Samples(3, /*batch=*/8);
+  tuned.clear_samples();
+  ASSERT_GT(tuned.tuned_size(), 0);
+  *tuned.mutable_tuned(0)->mutable_kernel() = bf16_kernel;
+  tuned.mutable_tuned(0)->clear_block_shape();
+  s = ImportDataset(*d->NewStub(), Ctx().get(), tuned, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("tuned[0].kernel.family 'gemm.mma' implements bf16, "
+                        "fp16, tf32, not the context's fp32"));
 }
 
 TEST_F(ImportExportTest, AnEmptyExportStillNamesItsFormat) {

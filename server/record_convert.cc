@@ -115,6 +115,23 @@ StatusOr<KernelConfig> KernelOf(const v1::KernelConfig* kernel,
   return KernelConfig::OfBlockShape(op, xb);
 }
 
+// A record's kernel family must implement the precision of its context: a
+// dataset's bf16 kernel filed under an fp32 context was imported, and then
+// served to fp32 queries.
+static Status CheckFamilyImplements(const KernelConfig& k, const Context& ctx,
+                                    std::string_view field) {
+  auto found = FindFamily(k.family);
+  if (!found.ok()) return found.status();  // KernelOf found it
+  const DType precision = DTypeOf(ctx);
+  if ((*found)->Implements(precision)) return OkStatus();
+  std::string precisions;
+  for (DType d : (*found)->precisions())
+    precisions += (precisions.empty() ? "" : ", ") + std::string(ToString(d));
+  return InvalidArgument(JoinField(JoinField(field, "kernel"), "family") + " '" +
+                         k.family + "' implements " + precisions +
+                         ", not the context's " + std::string(ToString(precision)));
+}
+
 v1::Source ToProto(TunedSource source) {
   switch (source) {
     case TunedSource::kMeasured: return v1::SOURCE_MEASURED;
@@ -195,6 +212,7 @@ StatusOr<SampleRecord> FromProto(const v1::Sample& p, std::string_view field) {
                          p.has_block_shape() ? &p.block_shape() : nullptr,
                          OpOf(s.context),
                          KernelVersions::kKept, field));
+  BT_RETURN_IF_ERROR(CheckFamilyImplements(s.kernel, s.context, field));
   BT_ASSIGN_OR_RETURN(s.measurement.status,
                       SampleStatusFromString(p.status(),
                                              JoinField(field, "status")));
@@ -221,6 +239,7 @@ StatusOr<TunedRecord> FromProto(const v1::TunedAnswer& p,
                          p.has_block_shape() ? &p.block_shape() : nullptr,
                          OpOf(t.context),
                          KernelVersions::kKept, field));
+  BT_RETURN_IF_ERROR(CheckFamilyImplements(t.kernel, t.context, field));
   t.predicted_s = p.predicted_seconds();
   t.measured_s = p.measured_seconds();
   switch (p.source()) {
