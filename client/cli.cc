@@ -507,7 +507,9 @@ int RunCli(int argc, char** argv) {
                     "follow its progress until it ends");
   c_start->add_option("--minutes", minutes, "time budget");
   c_start->add_option("--max-samples", max_samples, "sample budget");
-  c_start->add_option("--seed", seed, "sampler seed")->capture_default_str();
+  c_start->add_option("--seed", seed, "sampler seed")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   c_start->add_option("--label", label, "a note for people");
   int64_t campaign_id = 0;
   auto* c_watch = campaign->add_subcommand("watch", "follow a campaign's progress");
@@ -529,7 +531,8 @@ int RunCli(int argc, char** argv) {
                     "at most this many epochs (0: 400; early stopping ends "
                     "sooner)");
   uint64_t train_seed = 0;
-  train->add_option("--seed", train_seed, "split, weights and batches (0: 1)");
+  train->add_option("--seed", train_seed, "split, weights and batches (0: 1)")
+      ->check(CLI::NonNegativeNumber);
   std::string train_dtype = "fp32", train_family;
   train->add_option("--dtype", train_dtype,
                     "precision: fp32, tf32, bf16 or fp16")
@@ -653,6 +656,7 @@ int RunCli(int argc, char** argv) {
                      "h100, h200, a100, v100, or gpu (read GPU 0)")
       ->capture_default_str();
   sample->add_option("--seed", sample_flags.seed, "sampler seed")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   sample->add_option("--domain", sample_flags.domain,
                      "a SamplingDomain text file (default: built in)");

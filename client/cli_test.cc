@@ -81,6 +81,14 @@ TEST_F(CliTest, BadValuesAreUsageErrorsThatNameTheFlag) {
   EXPECT_THAT(r.out, HasSubstr("a campaign needs a budget"));
   r = Cli("frobnicate " + server_);
   EXPECT_EQ(r.code, 2);
+  // A negative seed was taken as 2^64 - 1.
+  for (const std::string cmd : {"sample --op gemm --seed -1",
+                                "campaign start --op gemm --max-samples 10 --seed -1",
+                                "train --op gemm --seed -1"}) {
+    r = Cli(cmd + " " + server_);
+    EXPECT_EQ(r.code, 2) << cmd << ": " << r.out;
+    EXPECT_THAT(r.out, HasSubstr("--seed")) << cmd;
+  }
 }
 
 TEST_F(CliTest, HelpIsExitZeroOnEverySubcommand) {

@@ -209,6 +209,10 @@ int RunLocalKernel(const Context& ctx, const LocalKernelFlags& flags,
     problem.ldb = flags.ldb;
     problem.ldc = flags.ldc;
   }
+  // The problem itself (the leading dimensions' range) is the user's to
+  // fix, whatever configuration would run it.
+  if (Status checked = family.CheckProblem(problem); !checked.ok())
+    return UsageError(checked.message());
 
   Params params;
   if (flags.params.empty()) {

@@ -284,6 +284,14 @@ TEST_F(FamilyCmdTest, UnalignedRowsTakeNarrowCopies) {
   r = Cli(odd + " --lda 520 --ldb 4104");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("alignment: lda a multiple of 8"));
+  // Out of range either way: a usage error naming the field (an lda of
+  // 2^63 - 8 wrote a kernel whose TMA stride was -16 bytes).
+  r = Cli(odd + " --lda 9223372036854775800");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("lda must be in [515, 2147483647], got 9223372036854775800"));
+  r = Cli(odd + " --lda 10");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("lda, ldb, ldc must be at least the stored rows' lengths"));
 }
 
 // gemm.mma_pk: the pack entry is named, with its geometry, in the summary

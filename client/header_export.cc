@@ -287,47 +287,6 @@ const char* LayoutName(const GemmContext& g) {
   return kNames[g.layout_a == Layout::kT][g.layout_b == Layout::kT];
 }
 
-// Keeps of `given` what the header can express: answers, candidates and
-// models of families whose rules LayoutOf writes. The rest (gemm.wgmma,
-// whose TMA launch and sm_90a rules the header does not know) is left out
-// and described in *note, one "// ..." line per family.
-HeaderSpec LeaveOutInexpressible(const HeaderSpec& given, std::string* note) {
-  HeaderSpec spec = given;
-  std::map<std::string, std::array<int, 3>> left;  // answers, candidates, models
-  auto expressible = [](const std::string& name) {
-    auto f = FindFamily(name);
-    // An unknown family stays, so the checks below name it.
-    return !f.ok() || LayoutOf(**f).ok();
-  };
-  spec.entries.clear();
-  for (const HeaderEntry& e : given.entries) {
-    if (expressible(e.config.family)) spec.entries.push_back(e);
-    else ++left[e.config.family][0];
-  }
-  spec.candidates.clear();
-  for (const HeaderCandidate& c : given.candidates) {
-    if (expressible(c.config.family)) spec.candidates.push_back(c);
-    else ++left[c.config.family][1];
-  }
-  spec.models.clear();
-  for (const v1::Model& m : given.models) {
-    auto key = HeaderModelKey(m, given.op);
-    if (!key.ok() || expressible(std::string(key->family->name()))) {
-      spec.models.push_back(m);
-    } else {
-      ++left[std::string(key->family->name())][2];
-    }
-  }
-  for (const auto& [family, n] : left) {
-    *note += "// left out: " + family + " (" + std::to_string(n[0]) +
-             " answers, " + std::to_string(n[1]) + " candidates, " +
-             std::to_string(n[2]) +
-             " models): the header cannot check its rules or launch it;\n"
-             "//           its contexts are answered from the other families\n";
-  }
-  return spec;
-}
-
 void WriteProvenance(std::ostream& out, const HeaderSpec& spec,
                      const std::vector<const v1::Model*>& models,
                      const std::string& file_op, const std::string& precisions,
@@ -372,6 +331,45 @@ void WriteProvenance(std::ostream& out, const HeaderSpec& spec,
 }
 
 }  // namespace
+
+HeaderSpec LeaveOutInexpressible(const HeaderSpec& given, std::string* note,
+                                  std::vector<std::string>* families) {
+  HeaderSpec spec = given;
+  std::map<std::string, std::array<int, 3>> left;  // answers, candidates, models
+  auto expressible = [](const std::string& name) {
+    auto f = FindFamily(name);
+    // An unknown family stays, so the checks below name it.
+    return !f.ok() || LayoutOf(**f).ok();
+  };
+  spec.entries.clear();
+  for (const HeaderEntry& e : given.entries) {
+    if (expressible(e.config.family)) spec.entries.push_back(e);
+    else ++left[e.config.family][0];
+  }
+  spec.candidates.clear();
+  for (const HeaderCandidate& c : given.candidates) {
+    if (expressible(c.config.family)) spec.candidates.push_back(c);
+    else ++left[c.config.family][1];
+  }
+  spec.models.clear();
+  for (const v1::Model& m : given.models) {
+    auto key = HeaderModelKey(m, given.op);
+    if (!key.ok() || expressible(std::string(key->family->name()))) {
+      spec.models.push_back(m);
+    } else {
+      ++left[std::string(key->family->name())][2];
+    }
+  }
+  for (const auto& [family, n] : left) {
+    if (families) families->push_back(family);
+    *note += "// left out: " + family + " (" + std::to_string(n[0]) +
+             " answers, " + std::to_string(n[1]) + " candidates, " +
+             std::to_string(n[2]) +
+             " models): the header cannot check its rules or launch it;\n"
+             "//           its contexts are answered from the other families\n";
+  }
+  return spec;
+}
 
 StatusOr<std::string> WriteTunedHeader(const HeaderSpec& given) {
   std::string left_out;

@@ -77,6 +77,13 @@ struct HeaderSpec {
 // cannot) are left out, and the header's leading comment says how many
 // ("// left out: gemm.wgmma (...)"); INVALID_ARGUMENT when nothing else
 // remains.
+// What WriteTunedHeader keeps of `spec`: answers, candidates and models of
+// the families whose rules LayoutOf writes. The rest (gemm.wgmma's TMA
+// launch and sm_90a rules, say) is left out: *note gets one "// left out:
+// F (...)" line per family, and `families` (when given) their names.
+HeaderSpec LeaveOutInexpressible(const HeaderSpec& spec, std::string* note,
+                                 std::vector<std::string>* families = nullptr);
+
 StatusOr<std::string> WriteTunedHeader(const HeaderSpec& spec);
 
 }  // namespace blocktune

@@ -315,15 +315,23 @@ int RunHeaderExport(Connection& conn, const HeaderExportFlags& f) {
     std::ofstream out(f.out, std::ios::binary | std::ios::trunc);
     out << *text;
     if (!out.flush()) return StatusFailed(InvalidArgument("cannot write '" + f.out + "'"));
+    // What the header holds: the families it cannot launch are left out.
+    std::string note;
+    std::vector<std::string> left_out;
+    const HeaderSpec kept = LeaveOutInexpressible(spec, &note, &left_out);
     std::string models;
-    for (const v1::Model& m : spec.models) {
+    for (const v1::Model& m : kept.models) {
       models += ", model " + std::to_string(m.id()) + " (" +
                 (m.family().empty() ? std::string(BlockShapeFamily(*op).name()) : m.family()) +
                 ")";
     }
-    std::cerr << "wrote " << f.out << ": " << spec.entries.size() << " " << ToString(*op)
-              << " answers, " << spec.candidates.size() << " candidate configurations"
-              << models << ", " << text->size() << " bytes\n";
+    std::string left;
+    for (const std::string& family : left_out) left += (left.empty() ? "" : ", ") + family;
+    std::cerr << "wrote " << f.out << ": " << kept.entries.size() << " " << ToString(*op)
+              << " answers, " << kept.candidates.size() << " candidate configurations"
+              << models << ", " << text->size() << " bytes"
+              << (left.empty() ? "" : "; left out (the header cannot launch them): " + left)
+              << "\n";
   }
   return kExitOk;
 }

@@ -813,6 +813,14 @@ TEST(HeaderExportFamiliesTest, WgmmaAnswersAreLeftOutWithANote) {
                                  "candidates, 0 models)"));
   EXPECT_THAT(*header, HasSubstr("{2048, 1024, 1024, Layout::NT"));
   EXPECT_THAT(*header, ::testing::Not(HasSubstr("{4096, 1024, 1024")));
+  // What the CLI's summary counts: the header's, not what was asked.
+  std::string note;
+  std::vector<std::string> left_out;
+  const HeaderSpec kept = LeaveOutInexpressible(spec, &note, &left_out);
+  EXPECT_EQ(kept.entries.size(), 1u);
+  EXPECT_EQ(kept.candidates.size(), 0u);
+  EXPECT_EQ(left_out, std::vector<std::string>{"gemm.wgmma"});
+  EXPECT_THAT(*header, HasSubstr(note));
   // Nothing left to export: refused, saying why.
   spec.entries = {b};
   header = WriteTunedHeader(spec);

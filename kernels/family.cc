@@ -146,6 +146,21 @@ Status KernelFamily::CheckProblem(const Problem& problem) const {
         std::to_string(g->n) + "), got " + std::to_string(ld[0]) + ", " +
         std::to_string(ld[1]) + ", " + std::to_string(ld[2]));
   }
+  // At most kMaxDim, and the rows they span at most kMaxTensorElements, as
+  // for the contexts' own sizes: byte offsets and strides cannot overflow
+  // (an lda of 2^63 - 8 made a TMA stride of -16 bytes).
+  const char* names[] = {"lda", "ldb", "ldc"};
+  const int64_t rows[] = {g->layout_a == Layout::kN ? g->m : g->k,
+                          g->layout_b == Layout::kN ? g->k : g->n, g->m};
+  for (int i = 0; i < 3; ++i) {
+    BT_RETURN_IF_ERROR(CheckRange(names[i], ld[i], i == 0   ? min_a
+                                                   : i == 1 ? min_b
+                                                            : g->n,
+                                  kMaxDim));
+    BT_RETURN_IF_ERROR(CheckedProduct(std::string(names[i]) + " times its rows",
+                                      ld[i], rows[i], kMaxTensorElements)
+                           .status());
+  }
   return OkStatus();
 }
 

@@ -148,6 +148,32 @@ TEST(FamilyRegistryTest, UnknownFamilyNamesTheFieldAndListsWhatExists) {
     EXPECT_THAT(f.status().message(), HasSubstr(std::string(x->name())));
 }
 
+// Leading dimensions: at least the rows' lengths, at most kMaxDim, and
+// their rows within kMaxTensorElements (an lda of 2^63 - 8 made a TMA
+// stride of -16 bytes), in every family.
+TEST(FamilyRegistryTest, LeadingDimensionsAreBoundedBothWays) {
+  GemmContext g;
+  g.m = g.n = g.k = 4096;
+  g.layout_a = Layout::kN;
+  g.layout_b = Layout::kT;
+  g.dtype = DType::kBf16;
+  const KernelFamily& wgmma = **FindFamily("gemm.wgmma");
+  Problem p{Context(g)};
+  p.lda = 4096;
+  EXPECT_TRUE(wgmma.CheckProblem(p).ok());
+  p.lda = 4095;
+  EXPECT_THAT(wgmma.CheckProblem(p).message(),
+              HasSubstr("lda, ldb, ldc must be at least the stored rows' lengths"));
+  p.lda = int64_t{9223372036854775800};
+  EXPECT_EQ(wgmma.CheckProblem(p).message(),
+            "lda must be in [4096, 2147483647], got 9223372036854775800");
+  p.lda = int64_t{1} << 30;  // 4096 rows of 2^30: 2^42 elements
+  EXPECT_THAT(wgmma.CheckProblem(p).message(), HasSubstr("lda times its rows"));
+  p.lda = 0;
+  p.ldc = int64_t{1} << 31;
+  EXPECT_THAT(wgmma.CheckProblem(p).message(), HasSubstr("ldc must be in [4096, 2147483647]"));
+}
+
 TEST(FamilyRegistryTest, FamiliesForMatchesOpAndPrecision) {
   for (Op op : {Op::kGemm, Op::kConv}) {
     for (DType d : {DType::kFp32, DType::kTf32, DType::kBf16, DType::kFp16,
