@@ -27,6 +27,15 @@
 namespace blocktune {
 namespace {
 
+// Decimal digits only: CLI11 reads "-1" into an unsigned flag as 2^64 - 1.
+const CLI::Validator kWholeNumber(
+    [](std::string& text) -> std::string {
+      if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos)
+        return "";
+      return "must be a whole number, 0 or more; got '" + text + "'";
+    },
+    "UINT");
+
 // Flags shared by every subcommand.
 struct Globals {
   ConnectionOptions connection;
@@ -508,7 +517,7 @@ int RunCli(int argc, char** argv) {
   c_start->add_option("--minutes", minutes, "time budget");
   c_start->add_option("--max-samples", max_samples, "sample budget");
   c_start->add_option("--seed", seed, "sampler seed")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kWholeNumber)
       ->capture_default_str();
   c_start->add_option("--label", label, "a note for people");
   int64_t campaign_id = 0;
@@ -532,7 +541,7 @@ int RunCli(int argc, char** argv) {
                     "sooner)");
   uint64_t train_seed = 0;
   train->add_option("--seed", train_seed, "split, weights and batches (0: 1)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kWholeNumber);
   std::string train_dtype = "fp32", train_family;
   train->add_option("--dtype", train_dtype,
                     "precision: fp32, tf32, bf16 or fp16")
@@ -656,7 +665,7 @@ int RunCli(int argc, char** argv) {
                      "h100, h200, a100, v100, or gpu (read GPU 0)")
       ->capture_default_str();
   sample->add_option("--seed", sample_flags.seed, "sampler seed")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kWholeNumber)
       ->capture_default_str();
   sample->add_option("--domain", sample_flags.domain,
                      "a SamplingDomain text file (default: built in)");
