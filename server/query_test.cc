@@ -553,6 +553,25 @@ TEST_F(QueryTest, AQueryWithoutADeviceSaysWhichDeviceAnswers) {
                                   "H100 80GB HBM3 too; --device chooses)"));
   ASSERT_EQ(r.answers_size(), 1);
   EXPECT_EQ(r.answers(0).device().name(), "NVIDIA H200");
+  // A device that has no model (a short name): NOT_FOUND, naming the
+  // devices that have one.
+  v1::QueryRequest unknown = GemmQuery(3000, 160, 1000, 1);
+  unknown.set_device_name("h100");
+  grpc::Status nf = d->NewStub()->Query(Ctx().get(), unknown, &r);
+  EXPECT_EQ(nf.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(nf.error_message(),
+              HasSubstr("(the devices with one: 'NVIDIA H200', 'NVIDIA H100 "
+                        "80GB HBM3'; --device takes the name as they say it)"));
+  // GetKernel likewise (it said "answer.device.cc_major must be in [1, 99],
+  // got 0").
+  v1::GetKernelRequest kr;
+  *kr.mutable_context() = unknown.context();
+  kr.set_device_name("h100");
+  v1::GetKernelResponse kernel;
+  nf = d->NewStub()->GetKernel(Ctx().get(), kr, &kernel);
+  EXPECT_EQ(nf.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(nf.error_message(), HasSubstr("device_name 'h100' is not in the store (it has "));
+  EXPECT_THAT(nf.error_message(), HasSubstr("'NVIDIA H200'"));
   v1::QueryRequest named = GemmQuery(3000, 160, 1000, 1);
   named.set_device_name("NVIDIA H100 80GB HBM3");
   ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), named, &r).ok());

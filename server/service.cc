@@ -552,9 +552,19 @@ Status BlocktuneService::AnswerQueryOnDevice(
         "no tuned answer and no trained " + kind + " model on " + where;
     if (q.fallback) return AnswerFallback(q, why, resp);
     BT_ASSIGN_OR_RETURN(std::string stale, StaleNote(q));
+    // A device named that has no model: the ones that have (a misspelt
+    // or short name, "h100", is the usual reason).
+    std::string have;
+    if (!q.device_name.empty() && surrogates_) {
+      for (const std::string& d : surrogates_->Devices(op, precision, q.family))
+        have += (have.empty() ? "" : "', '") + d;
+    }
     return NotFound(
         "no tuned answer for '" + ToString(q.context) + "' on " + where +
         " and no trained " + kind + " model to predict one" +
+        (have.empty() ? std::string()
+                      : " (the devices with one: '" + have +
+                            "'; --device takes the name as they say it)") +
         (stale.empty() ? std::string()
                        : " (" + stale + " exist: stale, they never answer; "
                          "blocktune campaign start --retune-stale re-measures "
@@ -1113,6 +1123,27 @@ grpc::Status BlocktuneService::GetKernel(grpc::ServerContext* ctx,
     // The device: the query answer's, else the one named, else this box's
     // GPU; unknown devices get the generic limits.
     DeviceFingerprint device;
+    // A device named must be one the store knows (or this box's GPU):
+    // else a fallback answer carried the bare name, and its fingerprint
+    // failed as "answer.device.cc_major must be in [1, 99], got 0".
+    if (!req->device_name().empty()) {
+      BT_ASSIGN_OR_RETURN(auto devices, store_->ListDevices());
+      bool known = std::any_of(attached_.begin(), attached_.end(),
+                               [&](const DeviceFingerprint& g) {
+                                 return g.name == req->device_name();
+                               });
+      std::string names;
+      for (const DeviceRecord& d : devices) {
+        known = known || d.fingerprint.name == req->device_name();
+        names += (names.empty() ? "'" : ", '") + d.fingerprint.name + "'";
+      }
+      if (!known) {
+        return NotFound("device_name '" + req->device_name() +
+                        "' is not in the store" +
+                        (names.empty() ? std::string() : " (it has " + names + ")") +
+                        "; blocktune devices lists them");
+      }
+    }
     if (!kernel) {
       ValidQuery q;
       q.context = context;
