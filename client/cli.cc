@@ -36,6 +36,22 @@ const CLI::Validator kWholeNumber(
     },
     "UINT");
 
+// A decimal integer as written: CLI11 reads "010" as octal 8 and "0x10" as
+// 16, and "9223372036854775808" as 2^63 - 1; each of those is refused here
+// (the ranges are checked with the context, naming the field).
+const CLI::Validator kDecimal(
+    [](std::string& text) -> std::string {
+      const size_t digits = text.size() - (!text.empty() && text[0] == '-');
+      const std::string body = text.substr(text.size() - digits);
+      if (digits >= 1 && digits <= 18 &&
+          body.find_first_not_of("0123456789") == std::string::npos &&
+          (body == "0" || body[0] != '0'))
+        return "";
+      return "must be a decimal integer (at most 18 digits, no leading zero); got '" +
+             text + "'";
+    },
+    "INT");
+
 // Flags shared by every subcommand.
 struct Globals {
   ConnectionOptions connection;
@@ -183,9 +199,9 @@ StatusOr<DType> DTypeFlag(const std::string& text) {
 }
 
 void AddGemmFlags(CLI::App* cmd, GemmFlags* f) {
-  cmd->add_option("--m", f->m, "rows of A and C")->required();
-  cmd->add_option("--n", f->n, "columns of B and C")->required();
-  cmd->add_option("--k", f->k, "the reduction")->required();
+  cmd->add_option("--m", f->m, "rows of A and C")->check(kDecimal)->required();
+  cmd->add_option("--n", f->n, "columns of B and C")->check(kDecimal)->required();
+  cmd->add_option("--k", f->k, "the reduction")->check(kDecimal)->required();
   cmd->add_option("--layout", f->layout,
                   "layouts of A and B, N or T each: NN, NT, TN, TT")
       ->capture_default_str();
@@ -194,13 +210,13 @@ void AddGemmFlags(CLI::App* cmd, GemmFlags* f) {
 }
 
 void AddConvFlags(CLI::App* cmd, ConvFlags* f) {
-  cmd->add_option("--n", f->n, "batch")->required();
-  cmd->add_option("--h", f->h, "input height")->required();
-  cmd->add_option("--w", f->w, "input width")->required();
-  cmd->add_option("--c", f->c, "input channels")->required();
-  cmd->add_option("--k", f->k, "output channels")->required();
-  cmd->add_option("--r", f->r, "filter height")->required();
-  cmd->add_option("--s", f->s, "filter width")->required();
+  cmd->add_option("--n", f->n, "batch")->check(kDecimal)->required();
+  cmd->add_option("--h", f->h, "input height")->check(kDecimal)->required();
+  cmd->add_option("--w", f->w, "input width")->check(kDecimal)->required();
+  cmd->add_option("--c", f->c, "input channels")->check(kDecimal)->required();
+  cmd->add_option("--k", f->k, "output channels")->check(kDecimal)->required();
+  cmd->add_option("--r", f->r, "filter height")->check(kDecimal)->required();
+  cmd->add_option("--s", f->s, "filter width")->check(kDecimal)->required();
   cmd->add_option("--pad", f->pad, "padding: P, or PH,PW")->capture_default_str();
   cmd->add_option("--stride", f->stride, "stride: S, or SH,SW")
       ->capture_default_str();

@@ -64,6 +64,10 @@ TEST_F(CliImportTest, ADeviceIsRefusedAtOnce) {
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_THAT(r.out, HasSubstr("/dev/zero is not a blocktune dataset"));
   EXPECT_LT(seconds, 5);
+  // A folder is said to be one (it read as "corrupt gzip data").
+  r = Cli("import " + dir_.path() + server_);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr(dir_.path() + " is a folder, not a dataset file"));
 }
 
 TEST_F(CliImportTest, AFileOverTheSizeLimitIsRefusedNamingIt) {

@@ -81,6 +81,15 @@ TEST_F(CliTest, BadValuesAreUsageErrorsThatNameTheFlag) {
   EXPECT_THAT(r.out, HasSubstr("a campaign needs a budget"));
   r = Cli("frobnicate " + server_);
   EXPECT_EQ(r.code, 2);
+  // Octal, hex and past int64: refused, not read as 8, 16 and 2^63 - 1.
+  for (const std::string m : {"010", "0x10", "9223372036854775808", ""}) {
+    r = Cli("query gemm --m '" + m + "' --n 16 --k 4096 " + server_);
+    EXPECT_EQ(r.code, 2) << m << ": " << r.out;
+    EXPECT_THAT(r.out, HasSubstr("--m: must be a decimal integer")) << m;
+  }
+  r = Cli("query conv --n 1 --h 056 --w 56 --c 64 --k 64 --r 3 --s 3 " + server_);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--h: must be a decimal integer"));
   // A negative seed was taken as 2^64 - 1.
   for (const std::string cmd : {"sample --op gemm --seed -1",
                                 "campaign start --op gemm --max-samples 10 --seed -1",

@@ -654,6 +654,10 @@ inline double gemm_predict_seconds(std::int64_t m, std::int64_t n, std::int64_t 
 // (see the top of this file for the order of preference).
 inline Config gemm_config(std::int64_t m, std::int64_t n, std::int64_t k, Layout layout,
                           DType dtype) {
+  // No such product: no configuration (and no overflow in the arithmetic
+  // below, whose sizes stay under 2^31 as blocktuned's do).
+  const std::int64_t kMaxDim = 2147483647;
+  if (m < 1 || n < 1 || k < 1 || m > kMaxDim || n > kMaxDim || k > kMaxDim) return Config{};
   for (const detail::GemmEntry* e = detail::kGemmEntries; e->config.family >= 0; ++e) {
     if (e->m == m && e->n == n && e->k == k && e->layout == layout && e->dtype == dtype) {
       return detail::MakeConfig(detail::kGemmFamilies, e->config, Match::kExact,
@@ -772,6 +776,19 @@ inline double conv_predict_seconds(const ConvShape& shape, const BlockShape& blo
 // The configuration to run the convolution `shape` in `dtype` with (see the
 // top of this file for the order of preference).
 inline Config conv_config(const ConvShape& shape, DType dtype) {
+  // No such convolution: no configuration (sizes as blocktuned takes them;
+  // the output at least 1 x 1).
+  const std::int64_t kMaxDim = 2147483647, kMaxWindow = 65535;
+  const std::int64_t sizes[] = {shape.n, shape.h, shape.w, shape.c, shape.k};
+  for (std::int64_t v : sizes)
+    if (v < 1 || v > kMaxDim) return Config{};
+  const std::int64_t windows[] = {shape.r, shape.s, shape.stride_h, shape.stride_w,
+                                  shape.dilation_h, shape.dilation_w};
+  for (std::int64_t v : windows)
+    if (v < 1 || v > kMaxWindow) return Config{};
+  if (shape.pad_h < 0 || shape.pad_w < 0 || shape.pad_h > kMaxWindow ||
+      shape.pad_w > kMaxWindow || detail::ConvP(shape) < 1 || detail::ConvQ(shape) < 1)
+    return Config{};
   for (const detail::ConvEntry* e = detail::kConvEntries; e->config.family >= 0; ++e) {
     if (e->dtype == dtype && detail::SameShape(e->shape, shape)) {
       return detail::MakeConfig(detail::kConvFamilies, e->config, Match::kExact,
@@ -821,6 +838,8 @@ inline Config conv_config(const ConvShape& shape) {
          "// A configuration fits when a split leaves every program at least one\n"
          "// reduction step (K_G * U <= K), the grid fits, the device's rules\n"
          "// hold, and the K_G partial sums fit in 1 GiB with the operands.\n"
+         "// A shape blocktuned would refuse (a size below 1 or above 2^31 - 1, no\n"
+         "// output) gets Config{}: family null, as a precision with no family.\n"
          "// The fp32 forms without a dtype are those of headers before precisions.\n"
       << "#ifndef " << guard << "\n#define " << guard << "\n\n"
       << "#include <cmath>\n#include <cstddef>\n#include <cstdint>\n#include <cstring>\n\n"

@@ -547,6 +547,16 @@ TEST_F(HeaderExportTest, HeadersCompileCleanAndMatchTheDaemon) {
     }
     std::printf("%s: the header's gemm.mma fit rule agrees with the search range on "
                 "%zu (shape, candidate) pairs (%d fit)\n", compiler, fits.size(), fitting);
+    // Shapes blocktuned would refuse get no configuration (m = 0 and -1
+    // got a default one; m = 2^63 - 1 overflowed in CeilDiv).
+    const std::vector<std::string> refused = {
+        "g 0 16 16 NN fp32", "g -1 16 16 NT bf16", "g 9223372036854775807 16 16 NT bf16",
+        "g 16 16 2147483648 NN tf32", "c 1 7 7 8 8 9 9 0 0 1 1 1 1 fp32",
+        "c 0 7 7 8 8 3 3 1 1 1 1 1 1 bf16", "c 1 7 7 8 8 3 3 -1 1 1 1 1 1 bf16"};
+    const std::vector<Output> none = RunDriver(exe, refused);
+    ASSERT_EQ(none.size(), refused.size());
+    for (size_t i = 0; i < refused.size(); ++i)
+      EXPECT_EQ(none[i].family, "none") << refused[i];
     EXPECT_GT(fitting, static_cast<int>(fits.size() / 10));  // both outcomes occur
     EXPECT_LT(fitting, static_cast<int>(fits.size() * 9 / 10));
     std::vector<std::string> lookups;

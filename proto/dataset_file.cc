@@ -36,6 +36,9 @@ StatusOr<std::string> ReadBounded(const std::string& path, int64_t max_bytes,
       st.st_size > max_bytes) {
     return TooLarge(path, "the file", max_bytes);
   }
+  // A folder opens and reads as "corrupt gzip data".
+  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return InvalidArgument(path + " is a folder, not a dataset file");
   gzFile f = gzopen(path.c_str(), "rb");
   if (f == nullptr) return NotFound("cannot read " + path);
   std::string out;

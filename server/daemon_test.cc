@@ -898,6 +898,21 @@ TEST_F(DaemonTest, ATooShortTokenIsRefusedAtStart) {
   EXPECT_FALSE(daemon.ok());
   EXPECT_EQ(daemon.Wait(), 1);
   EXPECT_THAT(daemon.Log(), HasSubstr("token must have at least 16 characters"));
+  // A missing file, a folder and an empty file are each said as such.
+  const std::string empty = dir_.path() + "/empty";
+  std::ofstream(empty) << "\n";
+  for (const auto& [path, says] : std::vector<std::pair<std::string, std::string>>{
+           {dir_.path() + "/none", "cannot read token file " + dir_.path() +
+                                       "/none: No such file or directory"},
+           {dir_.path(), "token file " + dir_.path() + " is not a file"},
+           {empty, "token file " + empty + " is empty"}}) {
+    DaemonProcess other(BLOCKTUNED,
+                        {"--listen", "unix:" + dir_.path() + "/t.sock", "--db",
+                         dir_.path() + "/t.db", "--token-file", path},
+                        dir_.path() + "/t.log");
+    EXPECT_EQ(other.Wait(), 1) << path;
+    EXPECT_THAT(other.Log(), HasSubstr(says));
+  }
 }
 
 // ------------------------------------------------------------- shutdown --

@@ -1038,7 +1038,7 @@ StatusOr<std::vector<std::string>> PrepareDatabaseFile(const std::string& path) 
       std::ifstream in(path, std::ios::binary);
       in.read(header, sizeof(header));
       if (in.gcount() < 16 || std::memcmp(header, "SQLite format 3", 16) != 0) {
-        return FailedPrecondition(path + " is not a blocktune database (not "
+        return DataLoss(path + " is not a blocktune database (not "
                                   "an SQLite file); left as it is. Give --db "
                                   "a new path or an existing database");
       }
