@@ -332,6 +332,11 @@ void WriteProvenance(std::ostream& out, const HeaderSpec& spec,
 
 }  // namespace
 
+bool HeaderExpresses(const std::string& family) {
+  auto f = FindFamily(family);
+  return f.ok() && LayoutOf(**f).ok();
+}
+
 HeaderSpec LeaveOutInexpressible(const HeaderSpec& given, std::string* note,
                                   std::vector<std::string>* families) {
   HeaderSpec spec = given;

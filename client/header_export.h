@@ -77,6 +77,10 @@ struct HeaderSpec {
 // cannot) are left out, and the header's leading comment says how many
 // ("// left out: gemm.wgmma (...)"); INVALID_ARGUMENT when nothing else
 // remains.
+// Whether a header can check `family`'s rules and launch it (gemm.ffma,
+// conv.ffma, gemm.mma; not gemm.wgmma, gemm.ffma_k, ...).
+bool HeaderExpresses(const std::string& family);
+
 // What WriteTunedHeader keeps of `spec`: answers, candidates and models of
 // the families whose rules LayoutOf writes. The rest (gemm.wgmma's TMA
 // launch and sm_90a rules, say) is left out: *note gets one "// left out:

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <cmath>
+#include <functional>
 #include <ctime>
 #include <fstream>
 #include <iostream>
@@ -154,6 +157,97 @@ StatusOr<std::vector<Context>> ReadShapesFile(const std::string& path, Op op,
   return out;
 }
 
+// The shapes whose best answer is of a family the header cannot launch
+// (gemm.wgmma, gemm.ffma_k, ...: LeaveOutInexpressible) get the best answer
+// of the families it can, each asked for by name (a query of one family
+// leaves the shape's stored answer as it is); the header then holds every
+// shape, with what it can run. Returns a line for the summary ("" when no
+// shape needed it); a shape no launchable family answers stays as it was
+// and is left out with the header's note.
+static StatusOr<std::string> AnswerWithLaunchableFamilies(
+    Connection& conn, const std::string& device, int top, HeaderSpec* spec,
+    const std::function<void(DType, const HeaderConfig&)>& add_candidate) {
+  struct Asked {
+    size_t entry;
+    std::string family;
+  };
+  std::vector<Asked> asked;
+  for (size_t i = 0; i < spec->entries.size(); ++i) {
+    const HeaderEntry& e = spec->entries[i];
+    if (HeaderExpresses(e.config.family)) continue;
+    for (const KernelFamily* f : FamiliesFor(spec->op, DTypeOf(e.context))) {
+      if (HeaderExpresses(std::string(f->name())))
+        asked.push_back({i, std::string(f->name())});
+    }
+  }
+  std::map<size_t, HeaderEntry> best;  // entry -> the fastest launchable
+  for (size_t start = 0; start < asked.size(); start += kBatch) {
+    const size_t end = std::min(asked.size(), start + kBatch);
+    v1::BatchQueryRequest req;
+    for (size_t j = start; j < end; ++j) {
+      v1::QueryRequest* q = req.add_queries();
+      ToProto(spec->entries[asked[j].entry].context, q->mutable_context());
+      q->set_device_name(device);
+      q->set_top(top);
+      q->set_family(asked[j].family);
+    }
+    v1::BatchQueryResponse resp;
+    auto ctx = conn.NewContext();
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::hours(1));
+    grpc::Status s = conn.stub().BatchQuery(ctx.get(), req, &resp);
+    if (!s.ok()) {
+      return Status(StatusCode::kUnavailable,
+                    "a query of the header's families: " + s.error_message());
+    }
+    for (int r = 0; r < resp.results_size(); ++r) {
+      const v1::BatchQueryResult& result = resp.results(r);
+      if (result.code() != 0 || result.response().answers().empty()) continue;
+      const Asked& a = asked[start + r];
+      const DType precision = DTypeOf(spec->entries[a.entry].context);
+      for (const v1::TunedAnswer& answer : result.response().answers()) {
+        if (auto c = ConfigOf(answer, spec->op); c.ok()) add_candidate(precision, *c);
+      }
+      const v1::TunedAnswer& first = result.response().answers(0);
+      auto config = ConfigOf(first, spec->op);
+      const double seconds = AnswerSeconds(first);
+      if (!config.ok() || seconds <= 0) continue;
+      auto it = best.find(a.entry);
+      if (it == best.end() || seconds < it->second.seconds) {
+        HeaderEntry e = spec->entries[a.entry];
+        e.config = *config;
+        e.seconds = seconds;
+        e.source = SourceName(first.source());
+        best[a.entry] = e;
+      }
+    }
+  }
+  if (best.empty()) return std::string();
+  std::map<std::string, int> replaced_from;  // family -> shapes
+  double log_slower = 0;
+  int timed = 0;
+  for (const auto& [i, pick] : best) {
+    HeaderEntry& e = spec->entries[i];
+    ++replaced_from[e.config.family];
+    if (e.seconds > 0) {
+      log_slower += std::log(pick.seconds / e.seconds);
+      ++timed;
+    }
+    e = pick;
+  }
+  std::string from;
+  for (const auto& [family, n] : replaced_from)
+    from += (from.empty() ? "" : ", ") + family + " " + std::to_string(n);
+  std::ostringstream line;
+  line << best.size() << " of " << spec->entries.size()
+       << " shapes are answered fastest by families the header cannot launch (" << from
+       << "); the header has the best answer of those it can";
+  if (timed > 0) {
+    line.precision(3);
+    line << ", " << std::exp(log_slower / timed) << "x the time (geomean)";
+  }
+  return line.str();
+}
+
 int RunHeaderExport(Connection& conn, const HeaderExportFlags& f) {
   auto op = OpFromString(f.op, "--op");
   if (!op.ok()) return UsageError(op.status().message());
@@ -265,6 +359,11 @@ int RunHeaderExport(Connection& conn, const HeaderExportFlags& f) {
     return UsageError("the answers come from several devices (" + names +
                       "); choose one with --device");
   }
+  auto launchable = AnswerWithLaunchableFamilies(
+      conn, f.device.empty() ? spec.device.name() : f.device,
+      f.with_model ? kCandidateTop : 1, &spec, add_candidate);
+  if (!launchable.ok()) return StatusFailed(launchable.status());
+  if (!launchable->empty()) std::cerr << "blocktune: " << *launchable << "\n";
 
   if (f.with_model) {
     v1::ExportRequest req;

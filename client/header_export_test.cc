@@ -586,6 +586,36 @@ TEST_F(HeaderExportTest, HeadersCompileCleanAndMatchTheDaemon) {
   }
 }
 
+// Shapes whose best answer is of a family a header cannot launch (the
+// H200's fp32 gemm.ffma_k) get the best answer of those it can: they were
+// left out, and a file of them alone exported nothing (exit 4). The
+// family queries this takes leave the shapes' own answers as they were.
+TEST_F(HeaderExportTest, ShapesOfFamiliesItCannotLaunchGetTheBestItCan) {
+  const std::string cli = std::string(BLOCKTUNE_CLI);
+  ShellRun r = Shell(cli + " import " + BLOCKTUNE_SOURCE_DIR +
+                     "/models/pretrained/h200/models-gemm-fp32.json.gz" + server_);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ofstream(dir_.path() + "/s.txt") << "gemm m=4096 n=16 k=4096 layout=NT\n"
+                                           "gemm m=4100 n=16 k=4096 layout=NT\n";
+  const std::string header = dir_.path() + "/h.h";
+  r = Shell(cli + " export --op gemm --dtype fp32 --device 'NVIDIA H200' --shapes " +
+            dir_.path() + "/s.txt -o " + header + server_);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("2 of 2 shapes are answered fastest by families the header "
+                               "cannot launch (gemm.ffma_k 2); the header has the best "
+                               "answer of those it can, "));
+  EXPECT_THAT(r.out, HasSubstr(": 2 gemm answers"));
+  EXPECT_THAT(r.out, HasSubstr("left out (the header cannot launch them): gemm.ffma_k"));
+  std::ifstream in(header);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, HasSubstr("{4096, 16, 4096, Layout::NT, DType::kFp32, {0, {"));
+  EXPECT_THAT(text, HasSubstr("{4100, 16, 4096, Layout::NT, DType::kFp32, {0, {"));
+  r = Shell(cli + " query gemm --m 4100 --n 16 --k 4096 --layout NT --device 'NVIDIA H200'" +
+            server_);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("gemm.ffma_k"));
+}
+
 TEST_F(HeaderExportTest, WithoutAModelUnseenShapesGetTheNearestAnswer) {
   std::mt19937_64 rng(11);
   std::vector<Context> gemms;
