@@ -847,8 +847,12 @@ int RunCli(int argc, char** argv) {
   }
 
   Connection conn(g.connection);
-  if (Status connected = conn.Connect(); !connected.ok())
-    return StatusFailed(connected);
+  // Unreachable: 3. A token file or CA that cannot be read: nothing was
+  // sent, a usage error (2).
+  if (Status connected = conn.Connect(); !connected.ok()) {
+    return connected.code() == StatusCode::kUnavailable ? StatusFailed(connected)
+                                                         : UsageError(connected.message());
+  }
 
   if (*health) {
     v1::HealthResponse resp;

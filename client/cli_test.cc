@@ -90,6 +90,14 @@ TEST_F(CliTest, BadValuesAreUsageErrorsThatNameTheFlag) {
   r = Cli("query conv --n 1 --h 056 --w 56 --c 64 --k 64 --r 3 --s 3 " + server_);
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_THAT(r.out, HasSubstr("--h: must be a decimal integer"));
+  // A token file or CA that cannot be read: nothing was sent (2), not a
+  // server error (4).
+  r = Cli("health --token-file /nonexistent/token " + server_);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("cannot read token file /nonexistent/token"));
+  r = Cli("health --tls-ca /nonexistent/ca.pem " + server_);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--tls-ca: cannot read /nonexistent/ca.pem"));
   // A negative seed was taken as 2^64 - 1.
   for (const std::string cmd : {"sample --op gemm --seed -1",
                                 "campaign start --op gemm --max-samples 10 --seed -1",
