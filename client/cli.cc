@@ -568,12 +568,14 @@ int RunCli(int argc, char** argv) {
   int members = 0;
   train->add_option("--members", members,
                     "an ensemble of this many networks, member i trained with "
-                    "seed + i (0 or 1: one network; at most 16)");
+                    "seed + i (0 or 1: one network; at most 16)")
+      ->check(CLI::Range(0, 16));  // models/train.cc Validate
   int feature_set = 0;
   train->add_option("--features", feature_set,
                     "the input feature set: 1 log2 parameters and context, 2 "
                     "and the tiling's, 3 and the rows' alignment, 4 and the "
-                    "waves' (0: each family's default)");
+                    "waves' (0: each family's default)")
+      ->check(CLI::Range(0, kNewestFeatureSet));
 
   auto* query = app.add_subcommand("query", "best kernel configurations for a context");
   query->require_subcommand(1);

@@ -98,6 +98,14 @@ TEST_F(CliTest, BadValuesAreUsageErrorsThatNameTheFlag) {
   r = Cli("health --tls-ca /nonexistent/ca.pem " + server_);
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_THAT(r.out, HasSubstr("--tls-ca: cannot read /nonexistent/ca.pem"));
+  // train's --features and --members are checked here, by their names
+  // (the daemon said "feature_set" and "members").
+  r = Cli("train --op gemm --features 9 " + server_);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--features"));
+  r = Cli("train --op gemm --members 17 " + server_);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--members"));
   // A negative seed was taken as 2^64 - 1.
   for (const std::string cmd : {"sample --op gemm --seed -1",
                                 "campaign start --op gemm --max-samples 10 --seed -1",
