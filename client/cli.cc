@@ -703,6 +703,20 @@ int RunCli(int argc, char** argv) {
 
   AddSharedFlags(&app, &g);
 
+  // A first word that is no command is said to be one (CLI11 said "A
+  // subcommand is required").
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::string names;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known = known || sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      return UsageError("unknown command '" + std::string(argv[1]) +
+                        "'; the commands are " + names + " (blocktune --help)");
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -81,6 +81,7 @@ TEST_F(CliTest, BadValuesAreUsageErrorsThatNameTheFlag) {
   EXPECT_THAT(r.out, HasSubstr("a campaign needs a budget"));
   r = Cli("frobnicate " + server_);
   EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.out, HasSubstr("unknown command 'frobnicate'; the commands are "));
   // Octal, hex and past int64: refused, not read as 8, 16 and 2^63 - 1.
   for (const std::string m : {"010", "0x10", "9223372036854775808", ""}) {
     r = Cli("query gemm --m '" + m + "' --n 16 --k 4096 " + server_);
