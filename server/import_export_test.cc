@@ -199,6 +199,13 @@ TEST_F(ImportExportTest, AnEmptyExportStillNamesItsFormat) {
   ASSERT_TRUE(ExportDataset(*d->NewStub(), Ctx().get(), {}, &exported).ok());
   EXPECT_EQ(exported.format(), kDatasetFormat);
   EXPECT_EQ(exported.tuned_size(), 0);
+  // A device the store does not know is NOT_FOUND, not an empty dataset (a
+  // misspelt name exported nothing and said nothing).
+  v1::ExportRequest unknown;
+  unknown.set_device_name("NoSuch");
+  grpc::Status s = ExportDataset(*d->NewStub(), Ctx().get(), unknown, &exported);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(s.error_message(), HasSubstr("device_name 'NoSuch' is not in the store"));
 }
 
 TEST_F(ImportExportTest,

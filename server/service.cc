@@ -328,6 +328,23 @@ grpc::Status BlocktuneService::CancelCampaign(
   });
 }
 
+Status BlocktuneService::CheckKnownDevice(const std::string& field,
+                                          const std::string& name) {
+  if (name.empty()) return OkStatus();
+  BT_ASSIGN_OR_RETURN(auto devices, store_->ListDevices());
+  bool known = std::any_of(attached_.begin(), attached_.end(),
+                           [&](const DeviceFingerprint& g) { return g.name == name; });
+  std::string names;
+  for (const DeviceRecord& d : devices) {
+    known = known || d.fingerprint.name == name;
+    names += (names.empty() ? "'" : ", '") + d.fingerprint.name + "'";
+  }
+  if (known) return OkStatus();
+  return NotFound(field + " '" + name + "' is not in the store" +
+                  (names.empty() ? std::string() : " (it has " + names + ")") +
+                  "; blocktune devices lists them");
+}
+
 StatusOr<BlocktuneService::ValidQuery> BlocktuneService::ValidateQuery(
     const v1::QueryRequest& req, std::string_view field) {
   ValidQuery q;
@@ -1126,24 +1143,7 @@ grpc::Status BlocktuneService::GetKernel(grpc::ServerContext* ctx,
     // A device named must be one the store knows (or this box's GPU):
     // else a fallback answer carried the bare name, and its fingerprint
     // failed as "answer.device.cc_major must be in [1, 99], got 0".
-    if (!req->device_name().empty()) {
-      BT_ASSIGN_OR_RETURN(auto devices, store_->ListDevices());
-      bool known = std::any_of(attached_.begin(), attached_.end(),
-                               [&](const DeviceFingerprint& g) {
-                                 return g.name == req->device_name();
-                               });
-      std::string names;
-      for (const DeviceRecord& d : devices) {
-        known = known || d.fingerprint.name == req->device_name();
-        names += (names.empty() ? "'" : ", '") + d.fingerprint.name + "'";
-      }
-      if (!known) {
-        return NotFound("device_name '" + req->device_name() +
-                        "' is not in the store" +
-                        (names.empty() ? std::string() : " (it has " + names + ")") +
-                        "; blocktune devices lists them");
-      }
-    }
+    BT_RETURN_IF_ERROR(CheckKnownDevice("device_name", req->device_name()));
     if (!kernel) {
       ValidQuery q;
       q.context = context;
@@ -1246,6 +1246,7 @@ grpc::Status BlocktuneService::Export(
   return Serve("Export", ctx, [&]() -> Status {
     StoreFilter filter;
     BT_RETURN_IF_ERROR(CheckDeviceName("device_name", req->device_name()));
+    BT_RETURN_IF_ERROR(CheckKnownDevice("device_name", req->device_name()));
     filter.device_name = req->device_name();
     BT_ASSIGN_OR_RETURN(filter.op, OptionalOp(req->op(), "op"));
     // Every record names its family and generator version, so stale rows

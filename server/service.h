@@ -127,6 +127,11 @@ class BlocktuneService final : public v1::Blocktune::Service {
   // nothing, else e.g. "stored answers of gemm.ffma generator version 0
   // (current: 1)".
   StatusOr<std::string> StaleNote(const ValidQuery& q);
+  // NOT_FOUND naming `field` and the store's devices when `name` (not
+  // empty) is neither a device of the store nor this daemon's GPU: a
+  // misspelt or short name ("h100") would otherwise get a default answer
+  // or an empty export.
+  Status CheckKnownDevice(const std::string& field, const std::string& name);
 
   // The records of a whole streamed import, checked; CANCELLED if the
   // stream ended before the chunk marked commit.
