@@ -1,13 +1,23 @@
-# blocktune_test(<name> SOURCES <files...> LIBS <targets...> [LABELS <labels...>])
+# blocktune_test(<name> SOURCES <files...> LIBS <targets...> [LABELS <labels...>]
+#                [COST <n>])
+# COST: ctest starts tests of a higher cost first; the long ones (ptxas
+# sweeps, compiled headers) get one so that a clean CI run, which has no
+# timings of an earlier run, does not end with them alone.
 # One gtest executable per test file, registered with ctest through
 # gtest_discover_tests so each TEST shows up on its own.
 function(blocktune_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "COST" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
   set(props "")
   if(ARG_LABELS)
-    set(props PROPERTIES LABELS "${ARG_LABELS}")
+    list(APPEND props LABELS "${ARG_LABELS}")
+  endif()
+  if(ARG_COST)
+    list(APPEND props COST ${ARG_COST})
+  endif()
+  if(props)
+    set(props PROPERTIES ${props})
   endif()
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 ${props})
 endfunction()
