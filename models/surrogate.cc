@@ -2,7 +2,9 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cmath>
 #include <thread>
 
@@ -363,6 +365,36 @@ int Surrogate::feature_set() const { return impl_->feature_set; }
 int Surrogate::wave_sms() const { return impl_->wave_sms; }
 const SearchValues& Surrogate::search_values() const {
   return impl_->search_values;
+}
+
+std::string Surrogate::Extrapolation(const Context& ctx, double limit) const {
+  const Impl& m = *impl_;
+  const std::vector<std::string> names = m.family->FeatureNames(m.feature_set);
+  const std::vector<std::string>& context_names = ContextFeatureNames(OpOf(ctx));
+  std::vector<float> values;
+  AppendContextFeatures(ctx, &values);
+  std::string worst;
+  double worst_z = limit;
+  for (size_t c = 0; c < context_names.size() && c < values.size(); ++c) {
+    const auto at = std::find(names.begin(), names.end(), context_names[c]);
+    const size_t i = static_cast<size_t>(at - names.begin());
+    // Sizes only (log2_*): a layout flag a family's data holds mostly one
+    // way is not an extrapolation.
+    if (context_names[c].rfind("log2_", 0) != 0) continue;
+    if (at == names.end() || i >= m.mean.size() || !(m.stddev[i] > 0)) continue;
+    const double z = (values[c] - m.mean[i]) / m.stddev[i];
+    if (std::abs(z) > worst_z) {
+      worst_z = std::abs(z);
+      char text[160];
+      std::snprintf(text, sizeof(text),
+                    "%s = %.3g is %.1f standard deviations %s its training data's "
+                    "mean (%.3g)",
+                    context_names[c].c_str(), values[c], std::abs(z),
+                    z > 0 ? "above" : "below", m.mean[i]);
+      worst = text;
+    }
+  }
+  return worst;
 }
 
 StatusOr<Surrogate> Surrogate::Ensemble(std::vector<Surrogate> members) {

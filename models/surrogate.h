@@ -132,6 +132,13 @@ class Surrogate {
   std::string SerializeWeights() const;
   std::string SerializeNormalization() const;
   const SearchValues& search_values() const;
+  // Where `ctx` lies outside the contexts it learned: the size feature
+  // (log2_*) farthest from its training mean, when more than `limit`
+  // standard deviations ("log2_k = 29.9 is 6.8 standard deviations above
+  // its training data's mean (11.1)"); "" when none is. A log-uniform
+  // sample spans at most sqrt(3) = 1.73 of them; at 3, the ResNet stem's
+  // C = 3 was flagged for conv.mma (3.1), so 4.
+  std::string Extrapolation(const Context& ctx, double limit = 4.0) const;
 
   // Predicted ln(flop/s) for `n` rows of raw features (Features),
   // row-major.

@@ -433,6 +433,15 @@ TEST_F(QueryTest, AQueryOfOneFamilyIsNotTheContextsAnswer) {
   EXPECT_NE(all.answers(0).kernel().family(), "gemm.ffma");
   ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), one, &ffma).ok());
   EXPECT_EQ(ffma.answers(0).kernel().family(), "gemm.ffma");
+  EXPECT_THAT(all.note(), ::testing::Not(HasSubstr("extrapolates")));
+
+  // Far from what the models learned (K = 10^9; they saw K up to 2^14 or
+  // so): the answer says it is an extrapolation.
+  v1::QueryResponse far;
+  ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), GemmQuery(1, 1, 1000000000, 1), &far).ok());
+  EXPECT_THAT(far.note(), HasSubstr(") extrapolates here: log2_k = 29.9 is "));
+  EXPECT_THAT(far.note(), HasSubstr("standard deviations above its training data's mean"));
+  EXPECT_THAT(far.note(), HasSubstr("its prediction is a guess (--verify measures it)"));
 }
 
 TEST_F(QueryTest, MeasuredAnswersOutrankFasterPredictions) {

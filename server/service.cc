@@ -718,6 +718,17 @@ Status BlocktuneService::AnswerQueryOnDevice(
     }
   }
   if (static_cast<int>(answers.size()) > q.top) answers.resize(q.top);
+  // A context far from what the answering model learned (a 1 x 1 x 10^9
+  // GEMM was predicted at 8 s, and said nothing): said so.
+  if (const std::string far =
+          top.front().model->search->model().Extrapolation(q.context);
+      !far.empty()) {
+    resp->set_note(resp->note() + (resp->note().empty() ? "" : "; ") + "model " +
+                   std::to_string(top.front().model->id) + " (" +
+                   std::string(top.front().model->family->name()) +
+                   ") extrapolates here: " + far +
+                   "; its prediction is a guess (--verify measures it)");
+  }
   if (!unmodelled.empty()) {
     resp->set_note(resp->note() + (resp->note().empty() ? "" : "; ") +
                    "families without a trained model were not searched: " +
