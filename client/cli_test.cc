@@ -56,64 +56,41 @@ TEST_F(CliTest, QueryOnAnEmptyStoreIsAClearNotFound) {
 }
 
 TEST_F(CliTest, BadValuesAreUsageErrorsThatNameTheFlag) {
-  CliRun r = Cli("query gemm --m 0 --n 16 --k 4096 " + server_);
-  EXPECT_EQ(r.code, 2);
-  EXPECT_THAT(r.out, HasSubstr("gemm.m must be in [1, 2147483647], got 0"));
-  r = Cli("query gemm --m 12 --n 16 --k 4096 --layout NX " + server_);
-  EXPECT_EQ(r.code, 2);
-  EXPECT_THAT(r.out, HasSubstr("--layout (B) must be one of N, T"));
-  r = Cli("query gemm --m 99999999999999999999 --n 1 --k 1 " + server_);
-  EXPECT_EQ(r.code, 2);
-  r = Cli("query gemm --n 16 --k 4096 " + server_);
-  EXPECT_EQ(r.code, 2);
-  EXPECT_THAT(r.out, HasSubstr("--m is required"));
-  r = Cli("query gemm --m 1 --n 1 --k 1 --top 500 " + server_);
-  EXPECT_EQ(r.code, 2);
-  EXPECT_THAT(r.out, HasSubstr("--top must be in [1, 100]"));
-  r = Cli("query conv --n 1 --h 2 --w 2 --c 1 --k 1 --r 3 --s 3 " + server_);
-  EXPECT_EQ(r.code, 2);
-  EXPECT_THAT(r.out, HasSubstr("filter height"));
-  r = Cli("campaign start --op fft --minutes 3 " + server_);
-  EXPECT_EQ(r.code, 2);
-  EXPECT_THAT(r.out, HasSubstr("--op must be one of gemm, conv; got 'fft'"));
-  r = Cli("campaign start --op gemm " + server_);
-  EXPECT_EQ(r.code, 2);
-  EXPECT_THAT(r.out, HasSubstr("a campaign needs a budget"));
-  r = Cli("frobnicate " + server_);
-  EXPECT_EQ(r.code, 2);
-  EXPECT_THAT(r.out, HasSubstr("unknown command 'frobnicate'; the commands are "));
-  // Octal, hex and past int64: refused, not read as 8, 16 and 2^63 - 1.
-  for (const std::string m : {"010", "0x10", "9223372036854775808", ""}) {
-    r = Cli("query gemm --m '" + m + "' --n 16 --k 4096 " + server_);
-    EXPECT_EQ(r.code, 2) << m << ": " << r.out;
-    EXPECT_THAT(r.out, HasSubstr("--m: must be a decimal integer")) << m;
-  }
-  r = Cli("query conv --n 1 --h 056 --w 56 --c 64 --k 64 --r 3 --s 3 " + server_);
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_THAT(r.out, HasSubstr("--h: must be a decimal integer"));
-  // A token file or CA that cannot be read: nothing was sent (2), not a
-  // server error (4).
-  r = Cli("health --token-file /nonexistent/token " + server_);
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_THAT(r.out, HasSubstr("cannot read token file /nonexistent/token"));
-  r = Cli("health --tls-ca /nonexistent/ca.pem " + server_);
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_THAT(r.out, HasSubstr("--tls-ca: cannot read /nonexistent/ca.pem"));
-  // train's --features and --members are checked here, by their names
-  // (the daemon said "feature_set" and "members").
-  r = Cli("train --op gemm --features 9 " + server_);
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_THAT(r.out, HasSubstr("--features"));
-  r = Cli("train --op gemm --members 17 " + server_);
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_THAT(r.out, HasSubstr("--members"));
-  // A negative seed was taken as 2^64 - 1.
-  for (const std::string cmd : {"sample --op gemm --seed -1",
-                                "campaign start --op gemm --max-samples 10 --seed -1",
-                                "train --op gemm --seed -1"}) {
-    r = Cli(cmd + " " + server_);
-    EXPECT_EQ(r.code, 2) << cmd << ": " << r.out;
-    EXPECT_THAT(r.out, HasSubstr("--seed")) << cmd;
+  // Each: the arguments, and what the usage error (exit 2) says.
+  const std::pair<std::string, std::string> cases[] = {
+      {"query gemm --m 0 --n 16 --k 4096", "gemm.m must be in [1, 2147483647], got 0"},
+      {"query gemm --m 12 --n 16 --k 4096 --layout NX", "--layout (B) must be one of N, T"},
+      {"query gemm --m 99999999999999999999 --n 1 --k 1", "--m"},
+      {"query gemm --n 16 --k 4096", "--m is required"},
+      {"query gemm --m 1 --n 1 --k 1 --top 500", "--top must be in [1, 100]"},
+      {"query conv --n 1 --h 2 --w 2 --c 1 --k 1 --r 3 --s 3", "filter height"},
+      {"campaign start --op fft --minutes 3", "--op must be one of gemm, conv; got 'fft'"},
+      {"campaign start --op gemm", "a campaign needs a budget"},
+      {"frobnicate", "unknown command 'frobnicate'; the commands are "},
+      // Octal, hex and past int64: refused, not read as 8, 16 and 2^63 - 1.
+      {"query gemm --m 010 --n 16 --k 4096", "--m: must be a decimal integer"},
+      {"query gemm --m 0x10 --n 16 --k 4096", "--m: must be a decimal integer"},
+      {"query gemm --m 9223372036854775808 --n 16 --k 4096", "--m: must be a decimal integer"},
+      {"query gemm --m '' --n 16 --k 4096", "--m: must be a decimal integer"},
+      {"query conv --n 1 --h 056 --w 56 --c 64 --k 64 --r 3 --s 3",
+       "--h: must be a decimal integer"},
+      // A token file or CA that cannot be read: nothing was sent (2), not
+      // a server error (4).
+      {"health --token-file /nonexistent/token", "cannot read token file /nonexistent/token"},
+      {"health --tls-ca /nonexistent/ca.pem", "--tls-ca: cannot read /nonexistent/ca.pem"},
+      // train's --features and --members are checked here, by their names
+      // (the daemon said "feature_set" and "members").
+      {"train --op gemm --features 9", "--features"},
+      {"train --op gemm --members 17", "--members"},
+      // A negative seed was taken as 2^64 - 1.
+      {"sample --op gemm --seed -1", "--seed: must be a whole number"},
+      {"campaign start --op gemm --max-samples 10 --seed -1", "--seed: must be a whole number"},
+      {"train --op gemm --seed -1", "--seed: must be a whole number"},
+  };
+  for (const auto& [args, says] : cases) {
+    CliRun r = Cli(args + " " + server_);
+    EXPECT_EQ(r.code, 2) << args << ": " << r.out;
+    EXPECT_THAT(r.out, HasSubstr(says)) << args;
   }
 }
 
