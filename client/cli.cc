@@ -738,6 +738,9 @@ int RunCli(int argc, char** argv) {
       return UsageError("--block-shape is for a kernel from the daemon; with "
                         "--family give --params");
   } else if (*k_gemm || *k_conv) {
+    if (kernel_flags.daemon && kernel_flags.family.empty())
+      return UsageError("--daemon goes with --family (without --family the "
+                        "kernel is the daemon's best answer already)");
     if (kernel_flags.lda || kernel_flags.ldb || kernel_flags.ldc)
       return UsageError("--lda, --ldb and --ldc are for a kernel generated "
                         "here (--family without --daemon)");
@@ -862,6 +865,19 @@ int RunCli(int argc, char** argv) {
     train_req.set_feature_set(feature_set);
   }
 
+  // A TCP port out of range is a usage error, not "cannot reach ... start
+  // it with: blocktuned --listen 127.0.0.1:99999".
+  if (const std::string& server = g.connection.server;
+      server.rfind("unix", 0) != 0 && server.find(':') != std::string::npos &&
+      server.back() != ']') {  // "[::1]": an IPv6 address without a port
+    const std::string port = server.substr(server.rfind(':') + 1);
+    const bool digits = !port.empty() && port.size() <= 5 &&
+                        port.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoi(port) < 1 || std::stoi(port) > 65535) {
+      return UsageError("--server " + server + ": the port must be in [1, 65535], got '" +
+                        port + "'");
+    }
+  }
   Connection conn(g.connection);
   // Unreachable: 3. A token file or CA that cannot be read: nothing was
   // sent, a usage error (2).

@@ -86,12 +86,16 @@ TEST_F(CliTest, BadValuesAreUsageErrorsThatNameTheFlag) {
       {"sample --op gemm --seed -1", "--seed: must be a whole number"},
       {"campaign start --op gemm --max-samples 10 --seed -1", "--seed: must be a whole number"},
       {"train --op gemm --seed -1", "--seed: must be a whole number"},
+      {"kernel gemm --m 64 --n 64 --k 64 --daemon", "--daemon goes with --family"},
   };
   for (const auto& [args, says] : cases) {
     CliRun r = Cli(args + " " + server_);
     EXPECT_EQ(r.code, 2) << args << ": " << r.out;
     EXPECT_THAT(r.out, HasSubstr(says)) << args;
   }
+  CliRun r = Cli("health --server 127.0.0.1:99999");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--server 127.0.0.1:99999: the port must be in [1, 65535]"));
 }
 
 TEST_F(CliTest, HelpIsExitZeroOnEverySubcommand) {
