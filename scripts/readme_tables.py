@@ -591,9 +591,9 @@ def models(r):
                 gaps.append(f"{prec} {', '.join(names)}")
         note = f"{gpu}: " + ("; ".join(gaps) if gaps else "none")
         if superseded:
-            note += (f" (and {superseded} older model{'s' if superseded > 1 else ''} "
-                     f"that a later one of the same family in the same file "
-                     f"replaces on import, not in the table)")
+            note += (f" (and {superseded} model{'s' if superseded > 1 else ''} "
+                     f"that a later one of the same family replaces on import, "
+                     f"not in the table)")
         missing.append(note)
     rows.sort(key=lambda t: t[0])
     text = table(["GPU", "op", "precision", "family", "samples", "validation MSE",
