@@ -6,13 +6,16 @@
 # --profile), every kernel of the run with its grid, time, SM and DRAM
 # throughput (ncu), and ncu's speed-of-light, launch, occupancy and
 # warp-state sections for ours and for cuDNN's kernels. Carry
-# build/gpu-carry (scripts/gpu_carry.sh). Writes to $OUT.
+# build/gpu-carry (scripts/gpu_carry.sh). Writes to $OUT. FAMILY names the
+# family (default conv.wgmma; conv.wgmma_sk's split adds its reduce entry,
+# which ncu counts as one of ours).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/conv-profile}
 mkdir -p "$out"
 export PATH="$PATH:/usr/local/cuda/bin"
 bin=${MMA_BENCH:-build/gpu-carry/bin/mma_bench}
+family=${FAMILY:-conv.wgmma}
 export LD_LIBRARY_PATH="$(dirname "$(dirname "$bin")")/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv >"$out/device.txt" 2>&1
 i=0
@@ -20,17 +23,17 @@ for arg in "$@"; do
   i=$((i + 1))
   shape=${arg%%|*} params=${arg#*|}
   echo "# $shape [$params]" >"$out/$i-bench.txt"
-  timeout 90 "$bin" --op conv --families conv.wgmma --profile "$shape" "$params" 21 \
+  timeout 90 "$bin" --op conv --families "$family" --profile "$shape" "$params" 21 \
     >>"$out/$i-bench.txt" 2>&1
   # Every kernel of the run but the L2 flush: cuDNN's candidates and ours.
   timeout 150 ncu --print-summary per-kernel -k 'regex:^(?!.*flush).*$' \
     --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size,launch__registers_per_thread,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed \
-    "$bin" --op conv --families conv.wgmma --profile "$shape" "$params" 3 >"$out/$i-kernels.txt" 2>&1
+    "$bin" --op conv --families "$family" --profile "$shape" "$params" 3 >"$out/$i-kernels.txt" 2>&1
   for who in ours vendor; do
-    if [[ $who == ours ]]; then k=regex:blocktune_conv; else k='regex:xmma|cutlass|sm90|implicit|fprop|cudnn'; fi
+    if [[ $who == ours ]]; then k=regex:blocktune_; else k='regex:xmma|cutlass|sm90|implicit|fprop|cudnn'; fi
     timeout 120 ncu -k "$k" --launch-skip 2 --launch-count 1 --section SpeedOfLight \
       --section LaunchStats --section Occupancy --section WarpStateStats \
-      "$bin" --op conv --families conv.wgmma --profile "$shape" "$params" 3 >"$out/$i-$who.txt" 2>&1
+      "$bin" --op conv --families "$family" --profile "$shape" "$params" 3 >"$out/$i-$who.txt" 2>&1
   done
   echo "$i done at ${SECONDS}s"
 done
