@@ -61,13 +61,6 @@ std::string Join(const std::vector<int64_t>& values) {
   return out;
 }
 
-std::string Precisions(const KernelFamily& f) {
-  std::string out;
-  for (DType d : f.precisions())
-    out += (out.empty() ? "" : ", ") + std::string(ToString(d));
-  return out;
-}
-
 std::string FamilyJson(const KernelFamily& f) {
   std::ostringstream o;
   o << "    {\"name\": " << JsonString(f.name())
@@ -95,7 +88,7 @@ std::string FamilyJson(const KernelFamily& f) {
 }
 
 void PrintFamily(const KernelFamily& f, std::ostream& out) {
-  out << f.name() << " (" << ToString(f.op()) << "; " << Precisions(f)
+  out << f.name() << " (" << ToString(f.op()) << "; " << PrecisionNames(f)
       << "; version " << f.version() << "; compute capability "
       << f.min_compute_capability() / 10 << "." << f.min_compute_capability() % 10
       << " or later)\n  " << f.summary() << "\n  parameters:\n";
@@ -166,12 +159,9 @@ int RunLocalKernel(const Context& ctx, const LocalKernelFlags& flags,
     std::string others;
     for (const KernelFamily* f : FamiliesFor(op, dtype))
       others += (others.empty() ? "" : ", ") + std::string(f->name());
-    std::string have;
-    for (DType d : family.precisions())
-      have += (have.empty() ? "" : ", ") + std::string(ToString(d));
     return UsageError("--dtype " + std::string(ToString(dtype)) +
                       ": family " + std::string(family.name()) +
-                      " implements " + have +
+                      " implements " + PrecisionNames(family) +
                       (others.empty() ? std::string(" (no family here does)")
                                       : "; for " +
                                             std::string(ToString(dtype)) +

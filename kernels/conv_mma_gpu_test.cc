@@ -262,7 +262,9 @@ std::string RandomParams(std::mt19937& rng) {
          " kg=" + pick({1, 1, 1, 2, 3, 8}) + " gm=" + pick({1, 2, 8});
 }
 
-std::string RandomWgmmaParams(std::mt19937& rng, bool split = false) {
+// `family`: conv.wgmma_sk's splits go to 32, conv.wgmma_sc's (the programs
+// of a cluster) to 8; conv.wgmma and conv.wgmma_ps take no kg.
+std::string RandomWgmmaParams(std::mt19937& rng, const std::string& family) {
   auto pick = [&](std::initializer_list<int64_t> v) {
     return std::to_string(*(v.begin() + rng() % v.size()));
   };
@@ -270,7 +272,10 @@ std::string RandomWgmmaParams(std::mt19937& rng, bool split = false) {
          " bn=" + pick({16, 32, 64, 128, 192, 256}) +
          " bk=" + pick({32, 64, 128}) + " st=" + pick({2, 3, 4, 5}) +
          " wg=" + pick({1, 2}) + " gm=" + pick({1, 2, 8}) +
-         (split ? " kg=" + pick({2, 3, 4, 6, 8, 12, 16, 24, 32}) : "");
+         (family == "conv.wgmma_sk"
+              ? " kg=" + pick({2, 3, 4, 6, 8, 12, 16, 24, 32})
+          : family == "conv.wgmma_sc" ? " kg=" + pick({2, 3, 4, 5, 6, 7, 8})
+                                      : "");
 }
 
 // Random convolutions of one precision: `cases` that the family implements
@@ -280,7 +285,6 @@ void RunRandom(const std::string& family_name, MmaPrecision prec,
                uint32_t seed, int cases) {
   std::mt19937 rng(seed);
   const bool wgmma = family_name.rfind("conv.wgmma", 0) == 0;
-  const bool split = family_name == "conv.wgmma_sk";
   const std::vector<int64_t> channels =
       wgmma ? std::vector<int64_t>{8, 16, 24, 40, 64, 72, 128, 136}
             : std::vector<int64_t>{1, 2, 3, 4, 5, 7, 8, 12, 16, 24, 33, 64};
@@ -314,7 +318,8 @@ void RunRandom(const std::string& family_name, MmaPrecision prec,
     if (cv.P() < 1 || cv.Q() < 1) continue;
     if (cv.n * cv.P() * cv.Q() * cv.k * cv.c * cv.r * cv.s > 60'000'000)
       continue;
-    c.params = wgmma ? RandomWgmmaParams(rng, split) : RandomParams(rng);
+    c.params =
+        wgmma ? RandomWgmmaParams(rng, family_name) : RandomParams(rng);
     c.alpha = rng() % 2 ? 1.0f : -0.75f;
     c.beta = rng() % 3 ? 0.0f : 0.5f;
     // Only what the family implements on an H100.
@@ -372,6 +377,19 @@ TEST_F(ConvMmaGpuTest, WgmmaSplitTf32RandomConvolutionsMatchFloat64) {
   RunRandom("conv.wgmma_sk", MmaPrecision::kTf32, 40, 40);
 }
 
+// conv.wgmma_sc: the same with the splits in one cluster (2 to 8), the
+// partial sums added in the first program's shared memory; twice for the
+// same bits.
+TEST_F(ConvMmaGpuTest, WgmmaClusterSplitBf16RandomConvolutionsMatchFloat64) {
+  RunRandom("conv.wgmma_sc", MmaPrecision::kBf16, 41, 40);
+}
+TEST_F(ConvMmaGpuTest, WgmmaClusterSplitFp16RandomConvolutionsMatchFloat64) {
+  RunRandom("conv.wgmma_sc", MmaPrecision::kFp16, 42, 40);
+}
+TEST_F(ConvMmaGpuTest, WgmmaClusterSplitTf32RandomConvolutionsMatchFloat64) {
+  RunRandom("conv.wgmma_sc", MmaPrecision::kTf32, 43, 40);
+}
+
 // A conv.wgmma family on named layers, every precision, beta 0 (TMA
 // stores; conv.wgmma_sk: the reduce entry) and 0.5 (the register epilogue;
 // the reduce entry reading Y). tf32 takes 32 channels a step (bk=64 ->
@@ -423,6 +441,24 @@ TEST_F(ConvMmaGpuTest, WgmmaSplitLayersEveryPrecision) {
        {"conv n=2 h=17 w=19 c=24 k=40 r=3 s=5 pad=1x2 stride=2x1 dilation=1x2",
         "bm=64 bn=96 bk=64 st=3 wg=1 gm=1 kg=6"}},
       9);
+}
+
+// conv.wgmma_sc on the same layers: clusters of 8, 3 (two consumer
+// warpgroups), 4, 7 (splits starting mid-tap) and 6.
+TEST_F(ConvMmaGpuTest, WgmmaClusterSplitLayersEveryPrecision) {
+  RunWgmmaLayers(
+      "conv.wgmma_sc",
+      {{"conv n=1 h=8 w=8 c=256 k=256 r=3 s=3 pad=1 stride=1 dilation=1",
+        "bm=64 bn=64 bk=64 st=4 wg=1 gm=1 kg=8"},
+       {"conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1",
+        "bm=128 bn=64 bk=64 st=4 wg=2 gm=1 kg=3"},
+       {"conv n=1 h=7 w=7 c=512 k=512 r=1 s=1 pad=0 stride=1 dilation=1",
+        "bm=64 bn=128 bk=64 st=3 wg=1 gm=2 kg=4"},
+       {"conv n=1 h=9 w=9 c=72 k=40 r=7 s=7 pad=3 stride=1 dilation=1",
+        "bm=64 bn=64 bk=64 st=4 wg=1 gm=1 kg=7"},
+       {"conv n=2 h=17 w=19 c=24 k=40 r=3 s=5 pad=1x2 stride=2x1 dilation=1x2",
+        "bm=64 bn=96 bk=64 st=3 wg=1 gm=1 kg=6"}},
+      10);
 }
 
 // conv.wgmma on layers of the shapes it is for: ResNet 3x3 at batch 8, a
@@ -510,7 +546,7 @@ TEST_F(ConvMmaGpuTest, SmokeUnderMemcheck) {
 
 // conv.wgmma under compute-sanitizer too: padding on every side, a stride,
 // a ragged M and N, the TMA-store epilogue (beta 0) and the register one;
-// and conv.wgmma_sk's split on the same layer.
+// and conv.wgmma_sk's and conv.wgmma_sc's splits on the same layer.
 TEST_F(ConvMmaGpuTest, WgmmaSmokeUnderMemcheck) {
   std::mt19937 rng(4);
   for (MmaPrecision prec : {MmaPrecision::kBf16, MmaPrecision::kTf32}) {
@@ -519,16 +555,17 @@ TEST_F(ConvMmaGpuTest, WgmmaSmokeUnderMemcheck) {
           "conv n=2 h=9 w=7 c=24 k=40 r=3 s=3 pad=2 stride=2x1 dilation=1 "
           "dtype=bf16");
       ASSERT_TRUE(ctx.ok());
-      // conv.wgmma, and conv.wgmma_sk's split (partial sums to the
-      // workspace, the reduce entry).
-      for (const char* family : {"conv.wgmma", "conv.wgmma_sk"}) {
+      // conv.wgmma, conv.wgmma_sk's split (partial sums to the workspace,
+      // the reduce entry) and conv.wgmma_sc's (distributed shared memory).
+      for (const char* family :
+           {"conv.wgmma", "conv.wgmma_sk", "conv.wgmma_sc"}) {
         Case c;
         c.family = family;
         c.conv = std::get<ConvContext>(*ctx);
         c.conv.dtype = StorageType(prec);
         c.precision = prec;
         c.params = "bm=64 bn=32 bk=64 st=3 wg=1 gm=1";
-        if (c.family == "conv.wgmma_sk") c.params += " kg=4";
+        if (c.family != "conv.wgmma") c.params += " kg=4";
         c.beta = beta;
         auto o = RunCase(c, rng);
         ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();

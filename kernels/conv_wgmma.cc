@@ -198,7 +198,7 @@ int64_t ConvWgmmaKTiles(const ConvContext& c, const WgmmaParams& p) {
 }
 
 int64_t ConvWgmmaWorkspaceBytes(const ConvContext& c, const WgmmaParams& p) {
-  if (p.kg <= 1) return 0;
+  if (p.kg <= 1 || p.split_cluster) return 0;
   const GemmShape g = ImplicitGemm(c);
   return p.kg * g.m * g.n * 4;
 }
@@ -246,6 +246,12 @@ StatusOr<ConvWgmmaKernel> GenerateConvWgmma(const ConvContext& c,
                            "1 to " + N(kConvWgmmaMaxSplit) +
                            " programs, got " + N(p.kg));
   }
+  if (p.split_cluster && (p.kg < 2 || p.kg > kConvWgmmaMaxClusterSplit)) {
+    return InvalidArgument(
+        "params.kg: conv.wgmma_sc splits the reduction over the 2 to " +
+        N(kConvWgmmaMaxClusterSplit) + " programs of a cluster, got " +
+        N(p.kg));
+  }
   if (c.dtype != DType::kBf16 && c.dtype != DType::kFp16 &&
       c.dtype != DType::kTf32) {
     return InvalidArgument("context.dtype: conv.wgmma implements bf16, fp16 "
@@ -281,7 +287,9 @@ StatusOr<ConvWgmmaKernel> GenerateConvWgmma(const ConvContext& c,
   k.grid = {static_cast<unsigned>(CeilDiv(g.m, p.bm) * CeilDiv(g.n, p.bn) *
                                   p.kg),
             1, 1};
-  if (p.kg > 1) {
+  if (t.split_cluster) {
+    k.cluster = static_cast<unsigned>(p.kg);
+  } else if (p.kg > 1) {
     mma_internal::AddReduceLaunch(
         mma_internal::MakeReduceLaunch(c.dtype, p.kg, g.m, g.n, arch), &k);
     k.workspace_bytes = ConvWgmmaWorkspaceBytes(c, p);

@@ -84,6 +84,22 @@ inline constexpr int kConvWgmmaSplitParamCount = 7;
 // The most splits of one tile's reduction (at least one k tile each: rule
 // split_has_work).
 inline constexpr int64_t kConvWgmmaMaxSplit = 32;
+// conv.wgmma_sk with the splits of a tile in one thread-block cluster
+// (WgmmaParams::split_cluster): split z is the program's rank in the
+// cluster; splits z > 0 store their fp32 sums into the first program's
+// shared memory through distributed shared memory and arrive on its
+// mbarrier, and the first program adds them in the order z = 1 .. kg - 1
+// and stores the tile with conv.wgmma's epilogue. No workspace, no reduce
+// entry, one launch: on the H100 (bench/results/h100/conv_sk/) conv.wgmma_sk's
+// best at 8x8 x 256 channels took 8.0 us, a floor it shared with 16x16,
+// which the second launch, the partial sums' round trip through L2 and
+// the reduce programs belong to. kg = 2 .. 8 (the portable cluster size);
+// the slots take (kg - 1) * bm * bn * 4 bytes of shared memory (rule
+// shared_memory). Its own family so that conv.wgmma_sk's measurements and
+// models stay valid.
+inline constexpr int kConvWgmmaClusterSplitGeneratorVersion = 1;
+inline constexpr char kConvWgmmaClusterSplitFamily[] = "conv.wgmma_sc";
+inline constexpr int64_t kConvWgmmaMaxClusterSplit = 8;
 
 // conv.wgmma's parameters: gemm.wgmma's bm, bn, bk, st, wg, gm (its
 // WgmmaParams with kg = 1 and cm = 1).
@@ -126,13 +142,14 @@ TensorMapSpec ConvWgmmaTensorMap(const ConvContext& ctx, const WgmmaParams& p,
 //   value), .u64 C @384 (the output Y), .u32 M @392 (N*P*Q), N @396 (K),
 //   K @400 (C*R*S), ldc @404 (K), .f32 alpha @408, beta @412, .u32 C_in
 //   @416, P @420, Q @424, S @428, pad_h @432, pad_w @436, stride_h @440,
-//   stride_w @444, dilation_h @448, dilation_w @452; with a split (kg > 1)
-//   .u64 W @456 (the workspace of the partial sums).
+//   stride_w @444, dilation_h @448, dilation_w @452; with conv.wgmma_sk's
+//   split (kg > 1 through a workspace) .u64 W @456 (the partial sums).
 std::vector<KernelParam> ConvWgmmaEntryParams(bool split = false);
 
 // k tiles of one tile's reduction: R*S taps of ceil(C / bk) channel steps.
 int64_t ConvWgmmaKTiles(const ConvContext& ctx, const WgmmaParams& p);
-// The split's partial sums, kg * M * K * 4 bytes (M = N*P*Q); 0 for kg = 1.
+// The split's partial sums, kg * M * K * 4 bytes (M = N*P*Q); 0 for kg = 1
+// and with split_cluster (the sums stay in shared memory).
 int64_t ConvWgmmaWorkspaceBytes(const ConvContext& ctx, const WgmmaParams& p);
 
 struct ConvWgmmaKernel {
@@ -140,6 +157,9 @@ struct ConvWgmmaKernel {
   std::string entry = "blocktune_conv_wgmma";
   std::array<unsigned, 3> grid{};  // one program per tile and split
   std::array<unsigned, 3> block{};
+  // Programs per cluster along x, fixed in the PTX (.reqnctapercluster):
+  // kg with split_cluster, else 1.
+  unsigned cluster = 1;
   unsigned shared_bytes = 0;  // dynamic; needs the opt-in
   TensorMapSpec map_a, map_b, map_c;
   int element_bytes = 2;

@@ -44,6 +44,8 @@ const KernelFamily& GemmFfmaKPackedFamily(); // kernels/family_ffma_k.cc
 // conv.wgmma with each tile's reduction split over programs, for layers
 // with fewer tiles than SMs (its rule few_tiles offers it there only).
 const KernelFamily& ConvWgmmaSplitFamily(); // kernels/family_wgmma.cc
+// conv.wgmma_sk's split added inside a thread-block cluster (one launch).
+const KernelFamily& ConvWgmmaClusterSplitFamily(); // kernels/family_wgmma.cc
 
 const std::vector<const KernelFamily*>& Families() {
   static const std::vector<const KernelFamily*> families = {
@@ -63,6 +65,7 @@ const std::vector<const KernelFamily*>& Families() {
       &GemmFfmaKFamily(),
       &GemmFfmaKPackedFamily(),
       &ConvWgmmaSplitFamily(),
+      &ConvWgmmaClusterSplitFamily(),
   };
   return families;
 }
@@ -118,6 +121,13 @@ bool KernelFamily::Implements(DType precision) const {
   return std::find(p.begin(), p.end(), precision) != p.end();
 }
 
+std::string PrecisionNames(const KernelFamily& f) {
+  std::string out;
+  for (DType d : f.precisions())
+    out += (out.empty() ? "" : ", ") + std::string(ToString(d));
+  return out;
+}
+
 Status KernelFamily::CheckProblem(const Problem& problem) const {
   const Op got = OpOf(problem.ctx);
   if (got != op()) {
@@ -126,37 +136,33 @@ Status KernelFamily::CheckProblem(const Problem& problem) const {
                            ", got a " + std::string(ToString(got)));
   }
   if (!Implements(DTypeOf(problem.ctx))) {
-    std::string have;
-    for (DType d : precisions())
-      have += (have.empty() ? "" : ", ") + std::string(ToString(d));
     return InvalidArgument("context.dtype: family " + std::string(name()) +
-                           " implements " + have + "; got " +
+                           " implements " + PrecisionNames(*this) + "; got " +
                            std::string(ToString(DTypeOf(problem.ctx))));
   }
   BT_RETURN_IF_ERROR(Validate(problem.ctx));
   const auto* g = std::get_if<GemmContext>(&problem.ctx);
   if (g == nullptr) return OkStatus();
   const auto ld = LeadingDims(problem);
-  const int64_t min_a = g->layout_a == Layout::kN ? g->k : g->m;
-  const int64_t min_b = g->layout_b == Layout::kN ? g->n : g->k;
-  if (ld[0] < min_a || ld[1] < min_b || ld[2] < g->n) {
+  // The stored rows' lengths (the least each leading dimension may be) and
+  // how many rows each operand has.
+  const int64_t lengths[] = {g->layout_a == Layout::kN ? g->k : g->m,
+                             g->layout_b == Layout::kN ? g->n : g->k, g->n};
+  const int64_t rows[] = {g->layout_a == Layout::kN ? g->m : g->k,
+                          g->layout_b == Layout::kN ? g->k : g->n, g->m};
+  if (ld[0] < lengths[0] || ld[1] < lengths[1] || ld[2] < lengths[2]) {
     return InvalidArgument(
         "lda, ldb, ldc must be at least the stored rows' lengths (" +
-        std::to_string(min_a) + ", " + std::to_string(min_b) + ", " +
-        std::to_string(g->n) + "), got " + std::to_string(ld[0]) + ", " +
+        std::to_string(lengths[0]) + ", " + std::to_string(lengths[1]) + ", " +
+        std::to_string(lengths[2]) + "), got " + std::to_string(ld[0]) + ", " +
         std::to_string(ld[1]) + ", " + std::to_string(ld[2]));
   }
   // At most kMaxDim, and the rows they span at most kMaxTensorElements, as
   // for the contexts' own sizes: byte offsets and strides cannot overflow
   // (an lda of 2^63 - 8 made a TMA stride of -16 bytes).
   const char* names[] = {"lda", "ldb", "ldc"};
-  const int64_t rows[] = {g->layout_a == Layout::kN ? g->m : g->k,
-                          g->layout_b == Layout::kN ? g->k : g->n, g->m};
   for (int i = 0; i < 3; ++i) {
-    BT_RETURN_IF_ERROR(CheckRange(names[i], ld[i], i == 0   ? min_a
-                                                   : i == 1 ? min_b
-                                                            : g->n,
-                                  kMaxDim));
+    BT_RETURN_IF_ERROR(CheckRange(names[i], ld[i], lengths[i], kMaxDim));
     BT_RETURN_IF_ERROR(CheckedProduct(std::string(names[i]) + " times its rows",
                                       ld[i], rows[i], kMaxTensorElements)
                            .status());

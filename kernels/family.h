@@ -248,9 +248,11 @@ inline constexpr int DefaultFeatureSet(Op op) {
 // 0.056 (set 1), 0.045 (set 2), 0.018 (set 4) in bf16 and 0.021 (set 2),
 // 0.014 (set 4) in tf32. conv.wgmma_sk (conv.wgmma's kernel with the
 // reduction split over programs) takes them too: the split exists to fill
-// the SMs, which the last wave's fill (tiles x kg over SMs) measures.
+// the SMs, which the last wave's fill (tiles x kg over SMs) measures; so
+// does conv.wgmma_sc, the same split added inside a cluster.
 inline int DefaultFeatureSet(Op op, std::string_view family) {
-  if (family == "conv.wgmma_ps" || family == "conv.wgmma_sk")
+  if (family == "conv.wgmma_ps" || family == "conv.wgmma_sk" ||
+      family == "conv.wgmma_sc")
     return kWaveFeatures;
   if (family == "conv.wgmma" || family == "gemm.ffma") return kShapeFeatures;
   return DefaultFeatureSet(op);
@@ -442,6 +444,8 @@ std::vector<const KernelFamily*> FamiliesFor(Op op, DType precision);
 // The family a context goes to when none is named: the first registered
 // family of its op that implements its precision.
 StatusOr<const KernelFamily*> DefaultFamily(Op op, DType precision);
+// The precisions `f` implements, as a message names them: "bf16, fp16, tf32".
+std::string PrecisionNames(const KernelFamily& f);
 
 }  // namespace blocktune
 

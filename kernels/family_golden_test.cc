@@ -67,6 +67,8 @@ constexpr Golden kGolden[] = {
      "kGemmFfmaKPackedGeneratorVersion (kernels/gemm_ffma_k.h)"},
     {"conv.wgmma_sk", 1, 0x146e1beb6cf56e57ull,
      "kConvWgmmaSplitGeneratorVersion (kernels/conv_wgmma.h)"},
+    {"conv.wgmma_sc", 1, 0x3938eed7ef4e3ad2ull,
+     "kConvWgmmaClusterSplitGeneratorVersion (kernels/conv_wgmma.h)"},
 };
 
 struct Case {
@@ -468,6 +470,35 @@ std::vector<Case> ConvWgmmaSplitCases() {
   return out;
 }
 
+// conv.wgmma_sc: conv.wgmma_sk's layers with clusters of 8 (issue 18's
+// 8x8 tile), 3 (two consumer warpgroups), 4 (a 1x1) and 6 (strided,
+// dilated, a tile of 96 columns).
+std::vector<Case> ConvWgmmaClusterSplitCases() {
+  std::vector<Case> out;
+  for (const char* dtype : {"bf16", "fp16", "tf32"}) {
+    const std::string tail = std::string(" dtype=") + dtype;
+    const bool tf32 = std::string(dtype) == "tf32";
+    const std::string bk = tf32 ? "bk=32" : "bk=64";
+    out.push_back(
+        {ParseProblem("conv n=1 h=8 w=8 c=256 k=256 r=3 s=3 pad=1 stride=1 "
+                      "dilation=1" + tail),
+         "bm=64 bn=16 " + bk + " st=5 wg=1 gm=1 kg=8", "sm_90a"});
+    out.push_back(
+        {ParseProblem("conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 "
+                      "dilation=1" + tail),
+         "bm=128 bn=64 " + bk + " st=4 wg=2 gm=1 kg=3", "sm_90a"});
+    out.push_back(
+        {ParseProblem("conv n=1 h=7 w=7 c=512 k=512 r=1 s=1 pad=0 stride=1 "
+                      "dilation=1" + tail),
+         "bm=64 bn=128 " + bk + " st=3 wg=1 gm=2 kg=4", "sm_90a"});
+    out.push_back(
+        {ParseProblem("conv n=2 h=17 w=19 c=24 k=40 r=3 s=5 pad=1x2 "
+                      "stride=2x1 dilation=1x2" + tail),
+         "bm=64 bn=96 " + bk + " st=3 wg=1 gm=1 kg=6", "sm_90a"});
+  }
+  return out;
+}
+
 // gemm.wgmma_rs: tf32 NN (swapped, C stored transposed) and TT, one and
 // two consumer warpgroups, a deep k (banks alternate many times), beta's
 // register epilogue; TT with a split (the reduce entry) and a cluster pair.
@@ -564,6 +595,7 @@ std::vector<Case> CasesOf(std::string_view family) {
   if (family == "gemm.ffma_kpk") return GemmFfmaKPackedCases();
   if (family == "conv.wgmma_ps") return ConvWgmmaCases();
   if (family == "conv.wgmma_sk") return ConvWgmmaSplitCases();
+  if (family == "conv.wgmma_sc") return ConvWgmmaClusterSplitCases();
   return {};
 }
 

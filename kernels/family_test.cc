@@ -220,12 +220,14 @@ TEST(FamilyRegistryTest, FamiliesForMatchesOpAndPrecision) {
   }
   for (DType d : {DType::kBf16, DType::kFp16, DType::kTf32}) {
     const auto all = FamiliesFor(Op::kConv, d);
-    ASSERT_EQ(all.size(), 4u) << ToString(d);
+    ASSERT_EQ(all.size(), 5u) << ToString(d);
     EXPECT_EQ(all[0]->name(), "conv.mma");
     EXPECT_EQ(all[1]->name(), "conv.wgmma");
     EXPECT_EQ(all[2]->name(), "conv.wgmma_ps");
-    // The split over the reduction, offered where the tiles are few.
+    // The split over the reduction, offered where the tiles are few, and
+    // the same split added inside a cluster.
     EXPECT_EQ(all[3]->name(), "conv.wgmma_sk");
+    EXPECT_EQ(all[4]->name(), "conv.wgmma_sc");
   }
 }
 
@@ -665,6 +667,81 @@ TEST(WgmmaFamilyTest, ConvSplitFamilySplitsTheReductionWhereTilesAreFew) {
     EXPECT_EQ(d[6], 4);
     EXPECT_TRUE(sk.ValidateParams(d).ok()) << sk.Format(d);
   }
+}
+
+// conv.wgmma_sc is conv.wgmma_sk's split with the kg = 2..8 programs of a
+// tile in one cluster: the same rules, no workspace and no reduce entry,
+// the cluster fixed in the PTX, the slots of partial sums counted in the
+// shared memory (rule shared_memory).
+TEST(WgmmaFamilyTest, ConvClusterSplitAddsTheSumsInsideTheCluster) {
+  const KernelFamily& sk = Family("conv.wgmma_sk");
+  const KernelFamily& sc = Family("conv.wgmma_sc");
+  EXPECT_EQ(sc.op(), Op::kConv);
+  EXPECT_EQ(sc.version(), 1);
+  EXPECT_EQ(sc.precisions(), sk.precisions());
+  EXPECT_EQ(sc.rules(), sk.rules());
+  ASSERT_EQ(sc.params().size(), sk.params().size());
+  EXPECT_EQ(sc.params().back().name, "kg");
+  EXPECT_EQ(sc.params().back().values,
+            (std::vector<int64_t>{2, 3, 4, 5, 6, 7, 8}));
+  for (const char* bad : {"bm=64 bn=64 bk=64 st=4 wg=1 gm=1 kg=1",
+                          "bm=64 bn=64 bk=64 st=4 wg=1 gm=1 kg=12"}) {
+    auto p = sc.Parse(bad);
+    const Status s = p.ok() ? sc.ValidateParams(*p) : p.status();
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_THAT(s.message(), HasSubstr("kg")) << s.ToString();
+    EXPECT_THAT(s.message(), HasSubstr("conv.wgmma_sc")) << s.ToString();
+  }
+
+  auto layer = ContextFromString(
+      "conv n=1 h=8 w=8 c=256 k=256 r=3 s=3 pad=1 stride=1 dilation=1 "
+      "dtype=bf16");
+  ASSERT_TRUE(layer.ok()) << layer.status().ToString();
+  const Problem problem(*layer);
+  KernelLimits h100 = H100();
+  h100.sm_count = 132;
+  auto params = sc.Parse("bm=64 bn=16 bk=128 st=5 wg=1 gm=1 kg=8");
+  ASSERT_TRUE(params.ok()) << params.status().ToString();
+  ASSERT_TRUE(sc.CanImplement(problem, *params, h100).ok());
+  const ConfigShape shape = sc.Shape(problem, *params);
+  EXPECT_EQ(shape.split_k, 8);
+  EXPECT_EQ(shape.programs, 16 * 8);  // 1 x 16 tiles, 8 splits each
+  EXPECT_EQ(shape.workspace_bytes, 0);
+  auto k = sc.Generate(problem, *params, "sm_90");
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(k->family, "conv.wgmma_sc");
+  EXPECT_EQ(k->grid[0], 128u);
+  EXPECT_EQ(k->cluster, 8u);
+  EXPECT_EQ(k->workspace_bytes, 0);
+  EXPECT_TRUE(k->reduce_entry.empty());
+  ASSERT_FALSE(k->entry_params.empty());
+  EXPECT_EQ(std::string(k->entry_params.back().name), "dilation_w");
+  EXPECT_THAT(k->ptx, ::testing::Not(HasSubstr("param_W")));
+  EXPECT_THAT(k->ptx, HasSubstr(".reqnctapercluster 8, 1, 1"));
+  EXPECT_THAT(k->ptx, HasSubstr("mov.u32 %z, %cluster_ctarank;"));
+  EXPECT_THAT(k->ptx, HasSubstr("st.shared::cluster.v4.f32"));
+  EXPECT_THAT(k->ptx, HasSubstr(
+      "mbarrier.arrive.release.cluster.shared::cluster.b64"));
+  // 7 slots of 64 x 16 fp32 past conv.wgmma_sk's shared memory, and the
+  // mbarrier's 16 bytes.
+  auto s = sk.Generate(problem, *params, "sm_90");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(k->dynamic_shared_bytes,
+            s->dynamic_shared_bytes + 16 + 7 * 64 * 16 * 4);
+  EXPECT_FALSE(s->reduce_entry.empty());
+  EXPECT_EQ(s->cluster, 1u);
+  // Rule shared_memory counts the slots: 7 of 128 x 128 fp32 do not fit
+  // where conv.wgmma_sk's kernel of the same tile does.
+  auto wide = sc.Parse("bm=128 bn=128 bk=64 st=3 wg=1 gm=1 kg=8");
+  ASSERT_TRUE(wide.ok());
+  auto two = ContextFromString(
+      "conv n=2 h=8 w=8 c=256 k=256 r=3 s=3 pad=1 stride=1 dilation=1 "
+      "dtype=bf16");
+  ASSERT_TRUE(two.ok());
+  EXPECT_TRUE(sk.CanImplement(Problem(*two), *wide, h100).ok());
+  const Status big = sc.CanImplement(Problem(*two), *wide, h100);
+  EXPECT_FALSE(big.ok());
+  EXPECT_THAT(big.message(), HasSubstr("shared_memory"));
 }
 
 // gemm.wgmma_ts is gemm.wgmma_ps with the tail split: its rules; tl = 2..4

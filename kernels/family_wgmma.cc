@@ -5,7 +5,8 @@
 // `gemm.wgmma_pk`, on packed operands; `gemm.wgmma_ps` and `conv.wgmma_ps`,
 // gemm.wgmma's and conv.wgmma's kernels launched as persistent grids;
 // `gemm.wgmma_ts`, gemm.wgmma_ps with the tail split; `conv.wgmma_sk`,
-// conv.wgmma with each tile's reduction split over programs. Behind the family
+// conv.wgmma with each tile's reduction split over programs, and
+// `conv.wgmma_sc`, the same split added inside a cluster. Behind the family
 // interface, registered in family.cc after gemm.mma and conv.mma.
 #include <iterator>
 #include <utility>
@@ -26,6 +27,7 @@ const KernelFamily& ConvWgmmaFamily();
 const KernelFamily& GemmWgmmaPersistentFamily();
 const KernelFamily& ConvWgmmaPersistentFamily();
 const KernelFamily& ConvWgmmaSplitFamily();
+const KernelFamily& ConvWgmmaClusterSplitFamily();
 const KernelFamily& GemmWgmmaTailFamily();
 
 namespace {
@@ -109,10 +111,14 @@ class WgmmaFamilyBase : public KernelFamily {
 
  protected:
   WgmmaParams Wgmma(const Params& params) const {
-    return ToWgmma(params, fields_);
+    WgmmaParams w = ToWgmma(params, fields_);
+    w.split_cluster = split_cluster_;
+    return w;
   }
   int fields() const { return fields_; }
   std::vector<std::string> rules_;
+  // conv.wgmma_sc: every kernel's splits add their sums in a cluster.
+  bool split_cluster_ = false;
 
  private:
   int fields_;
@@ -532,6 +538,7 @@ class ConvWgmmaKernelFamily : public WgmmaFamilyBase {
     out.target = target;
     out.entry_params = ConvWgmmaEntryParams(!k.reduce_entry.empty());
     out.tensor_maps = {{0, 'A', k.map_a}, {1, 'B', k.map_b}, {2, 'C', k.map_c}};
+    out.cluster = k.cluster;  // conv.wgmma_sc: kg
     // conv.wgmma_sk: the partial sums and the reduce entry that adds them.
     out.workspace_bytes = k.workspace_bytes;
     out.reduce_entry = k.reduce_entry;
@@ -556,18 +563,12 @@ class ConvWgmmaKernelFamily : public WgmmaFamilyBase {
 class ConvWgmmaSplitKernelFamily : public ConvWgmmaKernelFamily {
  public:
   ConvWgmmaSplitKernelFamily()
-      : ConvWgmmaKernelFamily(kConvWgmmaSplitParamCount),
-        specs_(ConvWgmmaKernelFamily::params()) {
-    base_rules_ = static_cast<int>(rules_.size());
-    rules_.push_back("split_has_work");
-    rules_.push_back("few_tiles");
-    rules_.push_back("tile_fits_layer");
-    for (ParamSpec& spec : specs_)
-      if (spec.name == "kg") spec.values = {2, 3, 4, 6, 8, 12, 16, 24, 32};
-  }
+      : ConvWgmmaSplitKernelFamily(kConvWgmmaSplitFamily,
+                                   kConvWgmmaSplitGeneratorVersion,
+                                   {2, 3, 4, 6, 8, 12, 16, 24, 32}) {}
 
-  std::string_view name() const override { return kConvWgmmaSplitFamily; }
-  int version() const override { return kConvWgmmaSplitGeneratorVersion; }
+  std::string_view name() const override { return name_; }
+  int version() const override { return version_; }
   std::string_view summary() const override {
     return "conv.wgmma with each tile's reduction (C*R*S) split over kg "
            "programs: fp32 partial sums in the workspace, added in a fixed "
@@ -578,8 +579,7 @@ class ConvWgmmaSplitKernelFamily : public ConvWgmmaKernelFamily {
 
   Status ValidateParams(const Params& params,
                         std::string_view field) const override {
-    BT_RETURN_IF_ERROR(
-        CheckOwnDomains(specs_, params, field, kConvWgmmaSplitFamily));
+    BT_RETURN_IF_ERROR(CheckOwnDomains(specs_, params, field, name_));
     // The rest as gemm.wgmma validates it (its kg domain ends at 8).
     WgmmaParams w = Wgmma(params);
     w.kg = 1;
@@ -620,8 +620,9 @@ class ConvWgmmaSplitKernelFamily : public ConvWgmmaKernelFamily {
     if (!Passes(base_rules_ + kFewTiles, problem, params, limits)) {
       const ConfigShape shape = Shape(problem, params);
       return FailedPrecondition(
-          "rule few_tiles: conv.wgmma_sk is offered only where the layer has "
-          "fewer tiles than the device's " +
+          "rule few_tiles: " + std::string(name_) +
+          " is offered only where the layer has fewer tiles than the "
+          "device's " +
           std::to_string(limits.sm_count) + " SMs and the splits make at "
           "most " + std::to_string(kMaxSplitWaves) + " waves of them (this "
           "configuration has " +
@@ -651,6 +652,22 @@ class ConvWgmmaSplitKernelFamily : public ConvWgmmaKernelFamily {
     return out;
   }
 
+ protected:
+  // conv.wgmma_sc's: its name, version and kg domain.
+  ConvWgmmaSplitKernelFamily(const char* name, int version,
+                             std::vector<int64_t> kg_values)
+      : ConvWgmmaKernelFamily(kConvWgmmaSplitParamCount),
+        specs_(ConvWgmmaKernelFamily::params()),
+        name_(name),
+        version_(version) {
+    base_rules_ = static_cast<int>(rules_.size());
+    rules_.push_back("split_has_work");
+    rules_.push_back("few_tiles");
+    rules_.push_back("tile_fits_layer");
+    for (ParamSpec& spec : specs_)
+      if (spec.name == "kg") spec.values = std::move(kg_values);
+  }
+
  private:
   // This family's rules, in rules_ after conv.wgmma's (from base_rules_).
   enum OwnRule { kSplitHasWork, kFewTiles, kTileFitsLayer };
@@ -671,6 +688,49 @@ class ConvWgmmaSplitKernelFamily : public ConvWgmmaKernelFamily {
 
   std::vector<ParamSpec> specs_;
   int base_rules_ = 0;
+  const char* name_;
+  int version_;
+};
+
+// conv.wgmma_sc (conv_wgmma.h): conv.wgmma_sk's split with the kg = 2..8
+// programs of a tile in one cluster, adding their sums in the first one's
+// shared memory (one launch, no workspace). conv.wgmma_sk's rules; the
+// slots count in rule shared_memory.
+class ConvWgmmaClusterSplitKernelFamily : public ConvWgmmaSplitKernelFamily {
+ public:
+  ConvWgmmaClusterSplitKernelFamily()
+      : ConvWgmmaSplitKernelFamily(kConvWgmmaClusterSplitFamily,
+                                   kConvWgmmaClusterSplitGeneratorVersion,
+                                   {2, 3, 4, 5, 6, 7, 8}) {
+    split_cluster_ = true;
+  }
+
+  std::string_view summary() const override {
+    return "conv.wgmma_sk's split with the kg programs of a tile in one "
+           "thread-block cluster: the partial sums added in the first "
+           "program's shared memory (distributed shared memory, an "
+           "mbarrier), one launch, no workspace";
+  }
+
+  // Tiles whose kg - 1 slots of partial sums fit beside the ring (the
+  // split's defaults, conv.wgmma's large tiles, do not).
+  std::vector<Params> DefaultCandidates() const override {
+    auto make = [](int64_t bm, int64_t bn, int64_t bk, int64_t st,
+                   int64_t wg, int64_t kg) {
+      WgmmaParams w;
+      w.bm = bm;
+      w.bn = bn;
+      w.bk = bk;
+      w.stages = st;
+      w.consumers = wg;
+      w.group_m = 1;
+      w.kg = kg;
+      return FromWgmma(w, kConvWgmmaSplitParamCount);
+    };
+    return {make(64, 64, 64, 4, 1, 4), make(64, 32, 128, 4, 1, 8),
+            make(64, 16, 128, 5, 1, 8), make(128, 64, 64, 4, 1, 2),
+            make(128, 128, 64, 3, 2, 2)};
+  }
 };
 
 // gemm.wgmma_ps and conv.wgmma_ps: a base family (gemm.wgmma's or
@@ -804,6 +864,11 @@ const KernelFamily& GemmWgmmaTailFamily() {
 
 const KernelFamily& ConvWgmmaSplitFamily() {
   static const ConvWgmmaSplitKernelFamily family;
+  return family;
+}
+
+const KernelFamily& ConvWgmmaClusterSplitFamily() {
+  static const ConvWgmmaClusterSplitKernelFamily family;
   return family;
 }
 

@@ -111,7 +111,11 @@ int64_t WgmmaSharedBytes(DType precision, const WgmmaParams& p) {
   const int64_t esize = WgmmaElementBytes(precision);
   return 1024 + p.stages * (p.bm + p.bn) * p.bk * esize +
          wgmma_internal::EpilogueBytes(p.bn, esize, p.consumers) +
-         16 * p.stages;
+         16 * p.stages + WgmmaClusterSplitBytes(p);
+}
+
+int64_t WgmmaClusterSplitBytes(const WgmmaParams& p) {
+  return p.split_cluster ? 16 + (p.kg - 1) * p.bm * p.bn * 4 : 0;
 }
 
 int64_t WgmmaRegisterEstimate(const WgmmaParams& p) {

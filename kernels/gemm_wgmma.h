@@ -189,13 +189,19 @@ struct WgmmaParams {
   // persistent grid's last, partly empty round (the tail split below); 1:
   // none. gemm.wgmma and the other families take 1 alone.
   int64_t tail = 1;
+  // conv.wgmma_sc only (conv_wgmma.h): the kg splits of a tile form one
+  // thread-block cluster and add their partial sums in distributed shared
+  // memory instead of a workspace and a reduce entry. Not a parameter of
+  // its own: the family sets it; the rules (shared memory) and the PTX
+  // read it.
+  bool split_cluster = false;
 
   int64_t Threads() const { return 128 * (1 + consumers); }
   int64_t RowsPerConsumer() const { return bm / consumers; }
   int64_t MTiles() const { return RowsPerConsumer() / 64; }  // per consumer
   auto Tie() const {
     return std::tie(bm, bn, bk, stages, consumers, group_m, kg, cluster_m,
-                    tail);
+                    tail, split_cluster);
   }
   friend bool operator==(const WgmmaParams& a, const WgmmaParams& b) {
     return a.Tie() == b.Tie();
@@ -276,8 +282,11 @@ const char* ToString(WgmmaRule rule);
 int WgmmaElementBytes(DType precision);
 // Dynamic shared memory: 1024 bytes of alignment slack, the ring, the
 // epilogue's two 8 KiB buffers per consumer warpgroup, and two 8-byte
-// mbarriers per stage.
+// mbarriers per stage; with split_cluster also 16 bytes (the reduction's
+// mbarrier) and kg - 1 slots of bm * bn fp32 partial sums (the cluster's
+// other splits', received by its first program: WgmmaClusterSplitBytes).
 int64_t WgmmaSharedBytes(DType precision, const WgmmaParams& p);
+int64_t WgmmaClusterSplitBytes(const WgmmaParams& p);
 // Per consumer thread: the accumulators (m tiles * bn / 2) and addressing.
 int64_t WgmmaRegisterEstimate(const WgmmaParams& p);
 // Registers a consumer thread may use by the rule: 224 with two consumer

@@ -107,12 +107,16 @@ void EmitCopies(Ptx& p, const Tiling& t, char x) {
 
 // The first work unit of this program (its cluster's, with pairs: both
 // programs of a pair take the same units) and the stride to the next.
+// conv.wgmma_sc: every program of a cluster takes its cluster's tile (one
+// split each).
 void EmitFirstUnit(Ptx& p, const Tiling& t) {
-  p << "\tmov.u32 %unit, " << (t.cm == 2 ? "%clusterid.x" : "%ctaid.x")
+  const bool cluster = t.cm == 2 || t.split_cluster;
+  p << "\tmov.u32 %unit, " << (cluster ? "%clusterid.x" : "%ctaid.x")
     << ";\n";
 }
 void EmitNextUnit(Ptx& p, const Tiling& t) {
-  p << "\tmov.u32 %tmp, " << (t.cm == 2 ? "%nclusterid.x" : "%nctaid.x")
+  const bool cluster = t.cm == 2 || t.split_cluster;
+  p << "\tmov.u32 %tmp, " << (cluster ? "%nclusterid.x" : "%nctaid.x")
     << ";\n\tadd.u32 %unit, %unit, %tmp;\n";
 }
 
@@ -185,7 +189,10 @@ void EmitUnit(Ptx& p, const Tiling& t) {
     p << "\tmov.u32 %kb, 0;\n\tmov.u32 %kend, %ktiles;\n";
     return;
   }
-  p << "\trem.u32 %tile, %unit, %tiles;\n\tdiv.u32 %z, %unit, %tiles;\n";
+  if (t.split_cluster)  // conv.wgmma_sc: the cluster's tile, split = rank
+    p << "\tmov.u32 %tile, %unit;\n\tmov.u32 %z, %cluster_ctarank;\n";
+  else
+    p << "\trem.u32 %tile, %unit, %tiles;\n\tdiv.u32 %z, %unit, %tiles;\n";
   EmitRaster(p, t);
   p << "\tmul.lo.u32 %kb, %z, %ktiles;\n\tdiv.u32 %kb, %kb, " << N(t.kg)
     << ";\n"
@@ -730,6 +737,63 @@ void EmitPartialEpilogue(Ptx& p, const Tiling& t) {
   }
 }
 
+// conv.wgmma_sc (Tiling::split_cluster): the cluster's splits add their
+// sums in the first program's shared memory. Slot z - 1 holds split z's
+// accumulators in register order, as the tail split's slots do: 4q .. 4q +
+// 3 of consumer thread c at byte (q * threads + c) * 16. Split z > 0 stores
+// into the first program's slot through distributed shared memory and
+// arrives on its mbarrier (release at cluster scope: each thread's stores
+// are visible before its arrival counts); the first program waits for the
+// (kg - 1) * threads arrivals (acquire), adds slots 1 .. kg - 1 in order
+// (the same bits every run) and goes on to the tile's epilogue. The other
+// splits then exit; the first program waited for every store into its
+// shared memory, so none lands after it exits.
+void EmitClusterSplitEpilogue(Ptx& p, const Tiling& t) {
+  const int64_t acc = t.mt * t.bn / 2;
+  const int64_t threads = 128 * t.consumers;
+  const int64_t slot_bytes = acc * 4 * threads;  // bm * bn * 4
+  static const char* kVals[] = {"%v", "%v1", "%cf", "%cf1"};
+  p << "\t// ---- conv.wgmma_sc: the splits add their sums in the first "
+       "program's shared memory\n"
+    << "\tsetp.eq.u32 %pp, %z, 0;\n\t@%pp bra SC_FIRST;\n"
+    << "\tsub.u32 %tmp, %z, 1;\n"
+    << "\tmad.lo.u32 %tmp, %tmp, " << N(slot_bytes) << ", %rslot;\n"
+    << "\tmapa.shared::cluster.u32 %tmp, %tmp, 0;\n";
+  for (int64_t q = 0; q < acc / 4; ++q) {
+    p << "\tst.shared::cluster.v4.f32 [%tmp+" << N(q * threads * 16)
+      << "], {%acc" << N(4 * q) << ", %acc" << N(4 * q + 1) << ", %acc"
+      << N(4 * q + 2) << ", %acc" << N(4 * q + 3) << "};\n";
+  }
+  p << "\tmapa.shared::cluster.u32 %tmp, %red, 0;\n"
+    << "\tmbarrier.arrive.release.cluster.shared::cluster.b64 _, [%tmp];\n"
+    << "\tbra CNEXT;\n"
+    << "SC_FIRST:\n"
+    << "\t// the first split: wait for the others' sums, add them in order\n"
+    << "SC_WAIT:\n"
+    << "\tmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 %pw, "
+       "[%red], %rph;\n"
+    << "\t@!%pw bra SC_WAIT;\n"
+    << "\txor.b32 %rph, %rph, 1;\n"
+    // A loop over the slots that ptxas keeps a loop: unrolled, it hoists
+    // every slot's loads ahead of the adds (a kernel of 48 accumulators
+    // took 120 registers with kg = 2, 216 with 4 and spilled with 5).
+    << "\tmov.u32 %tmp, %rslot;\n\tmov.u32 %r, 1;\n"
+    << "SC_ADD:\n"
+    << "\t.pragma \"nounroll\";\n"
+    << "\tsetp.ge.u32 %pp, %r, " << N(t.kg) << ";\n\t@%pp bra SC_ADDED;\n";
+  for (int64_t q = 0; q < acc / 4; ++q) {
+    p << "\tld.shared.v4.f32 {%v, %v1, %cf, %cf1}, [%tmp+"
+      << N(q * threads * 16) << "];\n";
+    for (int64_t e = 0; e < 4; ++e) {
+      p << "\tadd.f32 %acc" << N(4 * q + e) << ", %acc" << N(4 * q + e)
+        << ", " << kVals[e] << ";\n";
+    }
+  }
+  p << "\tadd.u32 %tmp, %tmp, " << N(slot_bytes) << ";\n"
+    << "\tadd.u32 %r, %r, 1;\n\tbra SC_ADD;\n"
+    << "SC_ADDED:\n";
+}
+
 // K_G > 1: the workspace's address and pair alignment.
 void EmitPartialSetup(Ptx& p, const Tiling& t) {
   if (t.tail > 1) {
@@ -742,6 +806,14 @@ void EmitPartialSetup(Ptx& p, const Tiling& t) {
     return;
   }
   if (t.kg == 1) return;
+  if (t.split_cluster) {
+    p << "\t// conv.wgmma_sc: this consumer thread's 16 bytes of a slot "
+         "(slots from the reduction's mbarrier + 16), the mbarrier's phase\n"
+      << "\tmad.lo.u32 %tmp, %cw, 128, %ctid;\n"
+      << "\tshl.b32 %tmp, %tmp, 4;\n\tadd.u32 %rslot, %red, 16;\n"
+      << "\tadd.u32 %rslot, %rslot, %tmp;\n\tmov.u32 %rph, 0;\n";
+    return;
+  }
   p << "\tld.param.u64 %W, [param_W];\n"
     << "\t// W rows are N floats: pairs are 8-byte aligned where N is even\n"
     << "\tand.b32 %tmp, %N, 1;\n\tsetp.eq.u32 %pwvec, %tmp, 0;\n";
@@ -884,7 +956,14 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
   Ptx p;
   const int64_t threads = 128 * (1 + t.consumers);
   const int64_t acc = t.mt * t.bn / 2;
-  if (t.conv && t.kg > 1) {
+  if (t.conv && t.split_cluster) {
+    p << "//\n// blocktune conv.wgmma_sc v"
+      << N(kConvWgmmaClusterSplitGeneratorVersion) << ": " << ToString(t.prec)
+      << ", implicit GEMM: A the NHWC input by im2col TMA, B the KRSC filter "
+         "(C, R*S, K); each tile's reduction split over the K_G programs of "
+         "a cluster, the partial sums added in the first program's shared "
+         "memory\n";
+  } else if (t.conv && t.kg > 1) {
     p << "//\n// blocktune conv.wgmma_sk v" << N(kConvWgmmaSplitGeneratorVersion)
       << ": " << ToString(t.prec)
       << ", implicit GEMM: A the NHWC input by im2col TMA, B the KRSC filter "
@@ -944,13 +1023,16 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
       << "\t.param .u32 pS,\n\t.param .u32 ppadh,\n\t.param .u32 ppadw,\n"
       << "\t.param .u32 psth,\n\t.param .u32 pstw,\n"
       << "\t.param .u32 pdlh,\n\t.param .u32 pdlw"
-      << (t.kg > 1 ? ",\n\t.param .u64 param_W)\n" : ")\n");
+      << (t.kg > 1 && !t.split_cluster ? ",\n\t.param .u64 param_W)\n"
+                                       : ")\n");
   } else {
     p << ".visible .entry blocktune_gemm_wgmma" << (t.a_regs ? "_rs" : "")
       << "(\n" << GemmEntryParams(t.packed);
   }
   p << ".maxntid " << N(threads) << ", 1, 1\n.minnctapersm 1\n"
-    << (t.cm == 2 ? ".reqnctapercluster 2, 1, 1\n" : "") << "{\n"
+    << (t.cm == 2 ? ".reqnctapercluster 2, 1, 1\n" : "")
+    << (t.split_cluster ? ".reqnctapercluster " + N(t.kg) + ", 1, 1\n" : "")
+    << "{\n"
     << "\t.reg .pred %pp, %pw, %plane, %pone, %prow, %pe, %pe1, %pv, %pnv, "
        "%ps0, %ps1, %pvec, %pbeta, %pwvec;\n"
     << "\t.reg .b32 %thr, %wg, %cw, %ctid, %warp, %lane, %M, %N, %K, %ldc;\n"
@@ -970,6 +1052,7 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << "\t.reg .f32 %alpha, %beta, %v, %v1, %cf, %cf1;\n"
     << "\t.reg .b16 %hs, %hs1;\n"
     << "\t.reg .f32 %acc<" << N(acc) << ">;\n";
+  if (t.split_cluster) p << "\t.reg .b32 %red, %rslot, %rph;\n";
   if (t.tail > 1) {
     p << "\t.reg .b32 %tP, %tF, %tL, %tLd, %tS, %tsd, %tj, %ti;\n"
       << "\t.reg .b64 %tofs, %dc;\n"
@@ -1036,6 +1119,8 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
       << "\tselp.u32 %tS, 1, %tS, %pp;\n"
       << "\tmax.u32 %tS, %tS, 1;\n"
       << "\tmad.lo.u32 %units, %tL, %tS, %tF;\n";
+  } else if (t.split_cluster) {
+    p << "\tmov.u32 %units, %tiles;  // one cluster of K_G splits per tile\n";
   } else {
     p << "\tmul.lo.u32 %units, %tiles, " << N(t.kg) << ";\n";
   }
@@ -1045,16 +1130,23 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << "\tmov.u32 %sm, smem;\n\tadd.u32 %sm, %sm, 1023;\n"
     << "\tand.b32 %sm, %sm, -1024;\n"
     << "\tadd.u32 %full, %sm, " << N(t.ring + t.epilogue) << ";\n"
-    << "\tadd.u32 %empty, %full, " << N(8 * t.stages) << ";\n"
-    << "\tsetp.ne.u32 %pp, %thr, 0;\n\t@%pp bra INIT_DONE;\n";
+    << "\tadd.u32 %empty, %full, " << N(8 * t.stages) << ";\n";
+  if (t.split_cluster)
+    p << "\tadd.u32 %red, %empty, " << N(8 * t.stages) << ";\n";
+  p << "\tsetp.ne.u32 %pp, %thr, 0;\n\t@%pp bra INIT_DONE;\n";
   for (int64_t s = 0; s < t.stages; ++s) {
     p << "\tmbarrier.init.shared::cta.b64 [%full+" << N(8 * s) << "], 1;\n"
       << "\tmbarrier.init.shared::cta.b64 [%empty+" << N(8 * s) << "], "
       << N(4 * t.consumers * t.cm) << ";\n";
   }
+  if (t.split_cluster) {
+    p << "\tmbarrier.init.shared::cta.b64 [%red], "
+      << N((t.kg - 1) * 128 * t.consumers) << ";\n";
+  }
   p << "\tfence.mbarrier_init.release.cluster;\n"
     << "INIT_DONE:\n";
-  if (t.cm == 2)
+  // The first program's mbarrier is initialized before the others arrive.
+  if (t.cm == 2 || t.split_cluster)
     EmitClusterSync(p);
   else
     p << "\tbar.sync 0;\n";
@@ -1077,7 +1169,9 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << "\tcvt.u64.u32 %cb64, %cbase;\n"
     << "\tsub.s32 %nrem, %N, %cbase;\n";
   if (t.tail > 1) EmitTailEpilogue(p, t);
-  if (t.kg > 1) {
+  if (t.split_cluster) {
+    EmitClusterSplitEpilogue(p, t);
+  } else if (t.kg > 1) {
     EmitPartialEpilogue(p, t);
     p << "\tbra CNEXT;\n";
   }

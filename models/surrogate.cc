@@ -376,11 +376,11 @@ std::string Surrogate::Extrapolation(const Context& ctx, double limit) const {
   std::string worst;
   double worst_z = limit;
   for (size_t c = 0; c < context_names.size() && c < values.size(); ++c) {
-    const auto at = std::find(names.begin(), names.end(), context_names[c]);
-    const size_t i = static_cast<size_t>(at - names.begin());
     // Sizes only (log2_*): a layout flag a family's data holds mostly one
     // way is not an extrapolation.
     if (context_names[c].rfind("log2_", 0) != 0) continue;
+    const auto at = std::find(names.begin(), names.end(), context_names[c]);
+    const size_t i = static_cast<size_t>(at - names.begin());
     if (at == names.end() || i >= m.mean.size() || !(m.stddev[i] > 0)) continue;
     const double z = (values[c] - m.mean[i]) / m.stddev[i];
     if (std::abs(z) > worst_z) {

@@ -29,16 +29,15 @@ Status TooLarge(const std::string& path, const char* what, int64_t max_bytes) {
 // open a JSON object, so that a device or a binary file is refused at once.
 StatusOr<std::string> ReadBounded(const std::string& path, int64_t max_bytes,
                                   bool json) {
-  struct stat st {};
   // A regular file's size is known up front; pipes and devices are counted
-  // as they are read (gzoffset below).
-  if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-      st.st_size > max_bytes) {
-    return TooLarge(path, "the file", max_bytes);
+  // as they are read (gzoffset below). A folder opens and reads as "corrupt
+  // gzip data": said as what it is.
+  if (struct stat st {}; stat(path.c_str(), &st) == 0) {
+    if (S_ISREG(st.st_mode) && st.st_size > max_bytes)
+      return TooLarge(path, "the file", max_bytes);
+    if (S_ISDIR(st.st_mode))
+      return InvalidArgument(path + " is a folder, not a dataset file");
   }
-  // A folder opens and reads as "corrupt gzip data".
-  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    return InvalidArgument(path + " is a folder, not a dataset file");
   gzFile f = gzopen(path.c_str(), "rb");
   if (f == nullptr) return NotFound("cannot read " + path);
   std::string out;

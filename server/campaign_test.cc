@@ -501,13 +501,15 @@ TEST_F(CampaignTest, ABf16ConvCampaignOnAnH100SamplesEveryConvFamily) {
   ASSERT_EQ(last.campaign().state(), v1::CAMPAIGN_STATE_DONE)
       << last.campaign().message() << "\n"
       << d->Log();
-  // conv.mma, conv.wgmma, conv.wgmma_ps (the persistent grid) and
-  // conv.wgmma_sk (the split over the reduction, on layers of few tiles).
-  ASSERT_EQ(last.samples_by_family_size(), 4);
+  // conv.mma, conv.wgmma, conv.wgmma_ps (the persistent grid),
+  // conv.wgmma_sk (the split over the reduction, on layers of few tiles)
+  // and conv.wgmma_sc (the same split added inside a cluster).
+  ASSERT_EQ(last.samples_by_family_size(), 5);
   EXPECT_GT(last.samples_by_family().at("conv.mma"), 0);
   EXPECT_GT(last.samples_by_family().at("conv.wgmma"), 0);
   EXPECT_GT(last.samples_by_family().at("conv.wgmma_ps"), 0);
   EXPECT_GT(last.samples_by_family().at("conv.wgmma_sk"), 0);
+  EXPECT_GT(last.samples_by_family().at("conv.wgmma_sc"), 0);
   const KernelLimits h100 = ProfileByName("h100")->Limits();
   for (const SampleRecord& s : Samples()) {
     auto family = FindFamily(s.kernel.family);

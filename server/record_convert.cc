@@ -124,11 +124,8 @@ static Status CheckFamilyImplements(const KernelConfig& k, const Context& ctx,
   if (!found.ok()) return found.status();  // KernelOf found it
   const DType precision = DTypeOf(ctx);
   if ((*found)->Implements(precision)) return OkStatus();
-  std::string precisions;
-  for (DType d : (*found)->precisions())
-    precisions += (precisions.empty() ? "" : ", ") + std::string(ToString(d));
   return InvalidArgument(JoinField(JoinField(field, "kernel"), "family") + " '" +
-                         k.family + "' implements " + precisions +
+                         k.family + "' implements " + PrecisionNames(**found) +
                          ", not the context's " + std::string(ToString(precision)));
 }
 

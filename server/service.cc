@@ -98,11 +98,8 @@ StatusOr<std::vector<const KernelFamily*>> QueryFamilies(
     std::string list;
     for (const KernelFamily* f : Families()) {
       if (f->op() != op) continue;
-      std::string precisions;
-      for (DType d : f->precisions())
-        precisions += (precisions.empty() ? "" : ", ") + std::string(ToString(d));
       list += (list.empty() ? "" : "; ") + std::string(f->name()) + " (" +
-              precisions + ")";
+              PrecisionNames(*f) + ")";
     }
     return list;
   };

@@ -494,6 +494,38 @@ TEST_F(GpuWorkerTest, ConvSplitInEveryPrecisionMeasuresAndPassesTheCheck) {
   });
 }
 
+// conv.wgmma_sc through the same launcher (the cluster fixed in the PTX,
+// no workspace, one launch): the same layers with clusters of 8, 4 and 3
+// splits, each beside conv.wgmma_sk's kernel of the same configuration
+// (printed, no timing asserted), every precision.
+TEST_F(GpuWorkerTest, ConvClusterSplitInEveryPrecisionMeasuresAndPassesTheCheck) {
+  if (!IsSm90()) GTEST_SKIP() << "conv.wgmma_sc runs on compute capability 9.0 only";
+  const KernelFamily& sc = **FindFamily("conv.wgmma_sc");
+  const KernelFamily& sk = **FindFamily("conv.wgmma_sk");
+  const Corners corners = {
+      {"conv n=1 h=8 w=8 c=256 k=256 r=3 s=3 pad=1 stride=1 dilation=1",
+       "bm=64 bn=16 bk=64 st=5 wg=1 gm=1 kg=8"},
+      {"conv n=1 h=16 w=16 c=256 k=256 r=3 s=3 pad=1 stride=1 dilation=1",
+       "bm=64 bn=32 bk=64 st=4 wg=1 gm=1 kg=4"},
+      {"conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1",
+       "bm=128 bn=64 bk=64 st=4 wg=1 gm=1 kg=3"},
+  };
+  InEveryPrecision(sc, corners, /*bk_for=*/true,
+                   [&](const std::string& context, const std::string& p) {
+    PreparedSample prepared;
+    tuner::WorkResult r = RunMma(context, p, &prepared, sc);
+    ExpectOk(r);
+    EXPECT_EQ(r.family(), "conv.wgmma_sc");
+    EXPECT_EQ(prepared.kernel.workspace_bytes, 0);
+    EXPECT_TRUE(prepared.kernel.reduce_entry.empty());
+    EXPECT_GT(prepared.kernel.cluster, 1u);
+    Print("sc   " + context + " | " + p, r);
+    tuner::WorkResult split = RunMma(context, p, nullptr, sk);
+    ExpectOk(split);
+    Print("sk   " + context + " | " + p, split);
+  });
+}
+
 TEST_F(GpuWorkerTest, AWrongKernelIsAWrongResultNeverATime) {
   // The kernel of an NT GEMM run as NN: it reads B transposed.
   PreparedSample nt;

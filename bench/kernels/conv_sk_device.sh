@@ -16,6 +16,10 @@
 #      median), one run.
 # Carry build/gpu-carry (scripts/gpu_carry.sh build); writes $OUT/device.txt,
 # tests.txt, memcheck.txt, worker.txt, conv_bench.txt, conv_bench.err.gz.
+# conv.wgmma_sc (the same split added inside a cluster) with
+#   TESTS='*ClusterSplit*' WORKER='*ConvClusterSplit*' \
+#   FAMILIES=conv.wgmma_sk,conv.wgmma_sc bench/kernels/conv_sk_device.sh
+# (FAMILIES: mma_bench --families; default every conv family).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PATH:/usr/local/cuda/bin"
@@ -27,7 +31,7 @@ t0=$(date +%s)
 el() { echo "$1 at $(( $(date +%s) - t0 ))s"; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version,temperature.gpu \
   --format=csv >"$out/device.txt" 2>&1
-timeout 240 "$b/conv_mma_gpu_test" --gtest_filter='*WgmmaSplit*:*WgmmaLayers*' \
+timeout 240 "$b/conv_mma_gpu_test" --gtest_filter="${TESTS:-*WgmmaSplit*:*WgmmaLayers*}" \
   >"$out/tests.txt" 2>&1
 el "conv_mma_gpu_test rc $?"
 grep -E "^\[  (PASSED|FAILED) |random convolutions|Failure" "$out/tests.txt" | head -20
@@ -35,12 +39,13 @@ timeout 120 compute-sanitizer --tool memcheck "$b/conv_mma_gpu_test" \
   --gtest_filter='*WgmmaSmokeUnderMemcheck*' >"$out/memcheck.txt" 2>&1
 el "memcheck rc $?"
 grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED) " "$out/memcheck.txt" | head -5
-timeout 200 "$b/gpu_worker_test" --gtest_filter='*ConvSplit*' >"$out/worker.txt" 2>&1
+timeout 200 "$b/gpu_worker_test" --gtest_filter="${WORKER:-*ConvSplit*}" >"$out/worker.txt" 2>&1
 el "gpu_worker_test rc $?"
-grep -E "^\[  (PASSED|FAILED) |^  (sk|base) |Failure" "$out/worker.txt" | head -30
+grep -E "^\[  (PASSED|FAILED) |^  (sk|sc|base) |Failure" "$out/worker.txt" | head -30
 [ "${BENCH:-1}" = 0 ] && exit 0
 timeout "${BENCH_LIMIT:-280}" "$b/mma_bench" --op conv --flush read \
   --configs "${CONFIGS:-32}" --only "${GROUPS:-c56,hw}" \
+  ${FAMILIES:+--families "$FAMILIES"} \
   >"$out/conv_bench.txt" 2>"$out/conv_bench.err"
 el "mma_bench rc $?"
 gzip -f "$out/conv_bench.err"
