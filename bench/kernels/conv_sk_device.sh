@@ -7,7 +7,7 @@
 #      and tuner/gpu_worker_test (through the daemon's launcher: the
 #      workspace and the dependent reduce launch; beside conv.wgmma's
 #      kernel of the same tile; then sampled candidates);
-#   2. mma_bench --op conv on the groups GROUPS (default c56,hw; c56: 3x3,
+#   2. mma_bench --op conv on the groups BENCH_GROUPS (default c56,hw; c56: 3x3,
 #      batch 1, 56x56, C = K 64-1024; hw: 3x3, batch 1, C = K = 256, H = W
 #      8-256; r50: ResNet-50's 3x3 layers at batch 1 and 32, and by prefix
 #      r50_1x1): every conv family's best of CONFIGS sampled configurations
@@ -19,12 +19,16 @@
 # conv.wgmma_sc (the same split added inside a cluster) with
 #   TESTS='*ClusterSplit*' WORKER='*ConvClusterSplit*' \
 #   FAMILIES=conv.wgmma_sk,conv.wgmma_sc bench/kernels/conv_sk_device.sh
-# (FAMILIES: mma_bench --families; default every conv family).
+# (FAMILIES: mma_bench --families; default every conv family). CARRY names
+# another folder of the binaries (bin/, lib/). The groups are BENCH_GROUPS
+# (bash's own GROUPS is the user's group ids: set in the environment it is
+# ignored, and the 2026-12-05 H200 run of conv.wgmma_sc got --only 0).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PATH:/usr/local/cuda/bin"
-export LD_LIBRARY_PATH=$PWD/build/gpu-carry/lib:/usr/local/cuda/lib64
-b=build/gpu-carry/bin
+carry=${CARRY:-build/gpu-carry}
+export LD_LIBRARY_PATH=$PWD/$carry/lib:/usr/local/cuda/lib64
+b=$carry/bin
 out=${OUT:-/tmp/conv-sk}
 mkdir -p "$out"
 t0=$(date +%s)
@@ -44,7 +48,7 @@ el "gpu_worker_test rc $?"
 grep -E "^\[  (PASSED|FAILED) |^  (sk|sc|base) |Failure" "$out/worker.txt" | head -30
 [ "${BENCH:-1}" = 0 ] && exit 0
 timeout "${BENCH_LIMIT:-280}" "$b/mma_bench" --op conv --flush read \
-  --configs "${CONFIGS:-32}" --only "${GROUPS:-c56,hw}" \
+  --configs "${CONFIGS:-32}" --only "${BENCH_GROUPS:-c56,hw}" \
   ${FAMILIES:+--families "$FAMILIES"} \
   >"$out/conv_bench.txt" 2>"$out/conv_bench.err"
 el "mma_bench rc $?"
