@@ -102,14 +102,15 @@ TEST(CampaignFamiliesTest, RefusesWhatTheGpuCannotRun) {
   EXPECT_EQ(wrong.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(wrong.status().message(), HasSubstr("spec.families[0]"));
   spec.families.clear();
-  // bf16 convolutions: conv.mma, and on 9.0 conv.wgmma, conv.wgmma_ps and
-  // conv.wgmma_sk.
+  // bf16 convolutions: conv.mma, and on 9.0 conv.wgmma, conv.wgmma_ps,
+  // conv.wgmma_sk and conv.wgmma_sc.
   spec.op = Op::kConv;
   auto conv = CampaignFamilies(spec, Profile("h100"));
   ASSERT_TRUE(conv.ok()) << conv.status().ToString();
   EXPECT_EQ(Names(*conv),
             (std::vector<std::string>{"conv.mma", "conv.wgmma",
-                                      "conv.wgmma_ps", "conv.wgmma_sk"}));
+                                      "conv.wgmma_ps", "conv.wgmma_sk",
+                                      "conv.wgmma_sc"}));
   auto conv_a100 = CampaignFamilies(spec, Profile("a100"));
   ASSERT_TRUE(conv_a100.ok()) << conv_a100.status().ToString();
   EXPECT_EQ(Names(*conv_a100), std::vector<std::string>{"conv.mma"});
