@@ -49,6 +49,7 @@ grep -E "^\[  (PASSED|FAILED) |^  (sk|sc|base) |Failure" "$out/worker.txt" | hea
 [ "${BENCH:-1}" = 0 ] && exit 0
 timeout "${BENCH_LIMIT:-280}" "$b/mma_bench" --op conv --flush read \
   --configs "${CONFIGS:-32}" --only "${BENCH_GROUPS:-c56,hw}" \
+  --deadline "$(( ${BENCH_LIMIT:-280} * 4 / 5 ))" \
   ${FAMILIES:+--families "$FAMILIES"} \
   >"$out/conv_bench.txt" 2>"$out/conv_bench.err"
 el "mma_bench rc $?"

@@ -282,6 +282,10 @@ int Main(int argc, char** argv) {
   // the median per-launch time of the batches of the second half (a
   // sustained load, as a training or serving loop runs it).
   double sustain_s = 0;
+  // --deadline S: start no new shape after S seconds, so that a run with a
+  // time limit (a device call) still ends with its summary table for the
+  // shapes it measured.
+  double deadline_s = 0;
   // --plain-reduce: launch reduce entries that wait in griddepcontrol.wait
   // as ordinary launches, not programmatic dependent ones (to time both).
   bool plain_reduce = false;
@@ -315,6 +319,8 @@ int Main(int argc, char** argv) {
       plain_reduce = true;
     else if (!std::strcmp(argv[i], "--sustain") && i + 1 < argc)
       sustain_s = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--deadline") && i + 1 < argc)
+      deadline_s = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--programs") && i + 1 < argc)
       programs = static_cast<unsigned>(std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--profile") && i + 2 < argc) {
@@ -327,6 +333,7 @@ int Main(int argc, char** argv) {
                    "[--only S,..] "
                    "[--flush write|read] [--families F,..] [--ptx-dir DIR] "
                    "[--triton TSV] [--compile] [--plain-reduce] [--sustain S] "
+                   "[--deadline S] "
                    "[--list-shapes] "
                    "[--plan] | "
                    "--profile \"bf16 NT m n k\" \"params\" [reps]\n");
@@ -523,8 +530,14 @@ int Main(int argc, char** argv) {
     shapes = all_shapes();
   }
   std::vector<Row> rows;
+  const double started = NowSeconds();
+  int left_out = 0;
   for (const Case& c : shapes) {
     if (!selected(c)) continue;
+    if (deadline_s > 0 && NowSeconds() - started > deadline_s) {
+      ++left_out;
+      continue;
+    }
     const GemmShape g = c.dims();
     Row row;
     row.group = c.group;
@@ -796,6 +809,10 @@ int Main(int argc, char** argv) {
                 row.flops / row.BestUs() * 1e-6);
     std::fflush(stdout);
     rows.push_back(row);
+  }
+  if (left_out > 0) {
+    std::printf("# --deadline %.0f s: %d selected shape(s) not measured\n",
+                deadline_s, left_out);
   }
   // Summary table (markdown).
   std::printf("\n| group | %s | prec | %s us (algos) |",
