@@ -441,62 +441,48 @@ std::vector<Case> ConvWgmmaCases() {
   return out;
 }
 
-// conv.wgmma_sk: the batch-1 layers it is for, each precision: splits
-// that divide the k tiles and ones that do not, two consumer warpgroups, a
-// 1x1 (the split walks channel steps only), a strided and dilated layer.
-std::vector<Case> ConvWgmmaSplitCases() {
+// The batch-1 layers the reduction splits are for, each precision, with
+// one tile (bk per precision) for each: issue 18's 3x3 over 8x8 pixels, a
+// 56x56 layer with two consumer warpgroups, a 1x1 (the split walks channel
+// steps only), a strided and dilated layer.
+std::vector<Case> ConvSplitLayerCases(const std::string (&tiles)[4][2]) {
+  const char* const layers[] = {
+      "conv n=1 h=8 w=8 c=256 k=256 r=3 s=3 pad=1 stride=1 dilation=1",
+      "conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1",
+      "conv n=1 h=7 w=7 c=512 k=512 r=1 s=1 pad=0 stride=1 dilation=1",
+      "conv n=2 h=17 w=19 c=24 k=40 r=3 s=5 pad=1x2 stride=2x1 dilation=1x2"};
   std::vector<Case> out;
   for (const char* dtype : {"bf16", "fp16", "tf32"}) {
     const std::string tail = std::string(" dtype=") + dtype;
     const bool tf32 = std::string(dtype) == "tf32";
     const std::string bk = tf32 ? "bk=32" : "bk=64";
-    out.push_back(
-        {ParseProblem("conv n=1 h=8 w=8 c=256 k=256 r=3 s=3 pad=1 stride=1 "
-                      "dilation=1" + tail),
-         "bm=64 bn=64 " + bk + " st=4 wg=1 gm=1 kg=8", "sm_90a"});
-    out.push_back(
-        {ParseProblem("conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 "
-                      "dilation=1" + tail),
-         "bm=128 bn=64 " + bk + " st=4 wg=2 gm=1 kg=3", "sm_90a"});
-    out.push_back(
-        {ParseProblem("conv n=1 h=7 w=7 c=512 k=512 r=1 s=1 pad=0 stride=1 "
-                      "dilation=1" + tail),
-         "bm=64 bn=128 " + bk + " st=3 wg=1 gm=2 kg=4", "sm_90a"});
-    out.push_back(
-        {ParseProblem("conv n=2 h=17 w=19 c=24 k=40 r=3 s=5 pad=1x2 "
-                      "stride=2x1 dilation=1x2" + tail),
-         "bm=64 bn=96 " + bk + " st=3 wg=1 gm=1 kg=6", "sm_90a"});
+    for (int i = 0; i < 4; ++i) {
+      out.push_back({ParseProblem(layers[i] + tail),
+                     tiles[i][0] + " " + bk + " " + tiles[i][1], "sm_90a"});
+    }
   }
   return out;
 }
 
-// conv.wgmma_sc: conv.wgmma_sk's layers with clusters of 8 (issue 18's
-// 8x8 tile), 3 (two consumer warpgroups), 4 (a 1x1) and 6 (strided,
-// dilated, a tile of 96 columns).
+// conv.wgmma_sk: splits that divide the k tiles and ones that do not.
+std::vector<Case> ConvWgmmaSplitCases() {
+  static const std::string tiles[4][2] = {
+      {"bm=64 bn=64", "st=4 wg=1 gm=1 kg=8"},
+      {"bm=128 bn=64", "st=4 wg=2 gm=1 kg=3"},
+      {"bm=64 bn=128", "st=3 wg=1 gm=2 kg=4"},
+      {"bm=64 bn=96", "st=3 wg=1 gm=1 kg=6"}};
+  return ConvSplitLayerCases(tiles);
+}
+
+// conv.wgmma_sc: clusters of 8 (issue 18's 8x8 tile), 3 (two consumer
+// warpgroups), 4 (a 1x1) and 6 (strided, dilated, a tile of 96 columns).
 std::vector<Case> ConvWgmmaClusterSplitCases() {
-  std::vector<Case> out;
-  for (const char* dtype : {"bf16", "fp16", "tf32"}) {
-    const std::string tail = std::string(" dtype=") + dtype;
-    const bool tf32 = std::string(dtype) == "tf32";
-    const std::string bk = tf32 ? "bk=32" : "bk=64";
-    out.push_back(
-        {ParseProblem("conv n=1 h=8 w=8 c=256 k=256 r=3 s=3 pad=1 stride=1 "
-                      "dilation=1" + tail),
-         "bm=64 bn=16 " + bk + " st=5 wg=1 gm=1 kg=8", "sm_90a"});
-    out.push_back(
-        {ParseProblem("conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 "
-                      "dilation=1" + tail),
-         "bm=128 bn=64 " + bk + " st=4 wg=2 gm=1 kg=3", "sm_90a"});
-    out.push_back(
-        {ParseProblem("conv n=1 h=7 w=7 c=512 k=512 r=1 s=1 pad=0 stride=1 "
-                      "dilation=1" + tail),
-         "bm=64 bn=128 " + bk + " st=3 wg=1 gm=2 kg=4", "sm_90a"});
-    out.push_back(
-        {ParseProblem("conv n=2 h=17 w=19 c=24 k=40 r=3 s=5 pad=1x2 "
-                      "stride=2x1 dilation=1x2" + tail),
-         "bm=64 bn=96 " + bk + " st=3 wg=1 gm=1 kg=6", "sm_90a"});
-  }
-  return out;
+  static const std::string tiles[4][2] = {
+      {"bm=64 bn=16", "st=5 wg=1 gm=1 kg=8"},
+      {"bm=128 bn=64", "st=4 wg=2 gm=1 kg=3"},
+      {"bm=64 bn=128", "st=3 wg=1 gm=2 kg=4"},
+      {"bm=64 bn=96", "st=3 wg=1 gm=1 kg=6"}};
+  return ConvSplitLayerCases(tiles);
 }
 
 // gemm.wgmma_rs: tf32 NN (swapped, C stored transposed) and TT, one and

@@ -56,6 +56,22 @@ Params FromWgmma(const WgmmaParams& w, int fields = kFieldCount) {
   return p;
 }
 
+// A default candidate: WgmmaParams' defaults but for the tile, stages,
+// consumers, group_m and kg given, as the first `fields` parameters.
+Params WgmmaCandidate(int fields, int64_t bm, int64_t bn, int64_t bk,
+                      int64_t st, int64_t wg, int64_t gm = WgmmaParams().group_m,
+                      int64_t kg = 1) {
+  WgmmaParams w;
+  w.bm = bm;
+  w.bn = bn;
+  w.bk = bk;
+  w.stages = st;
+  w.consumers = wg;
+  w.group_m = gm;
+  w.kg = kg;
+  return FromWgmma(w, fields);
+}
+
 std::vector<ParamSpec> WgmmaSpecs(int fields) {
   std::vector<ParamSpec> specs;
   for (int i = 0; i < fields; ++i) {
@@ -242,13 +258,7 @@ class WgmmaFamily : public WgmmaFamilyBase {
   std::vector<Params> DefaultCandidates() const override {
     auto make = [this](int64_t bm, int64_t bn, int64_t bk, int64_t st,
                        int64_t wg) {
-      WgmmaParams w;
-      w.bm = bm;
-      w.bn = bn;
-      w.bk = bk;
-      w.stages = st;
-      w.consumers = wg;
-      return FromWgmma(w, fields());
+      return WgmmaCandidate(fields(), bm, bn, bk, st, wg);
     };
     // 128x256 over two consumers is the shape Hopper GEMMs usually peak
     // at; the smaller ones fit tf32 (bk 32) and small problems.
@@ -507,13 +517,7 @@ class ConvWgmmaKernelFamily : public WgmmaFamilyBase {
   std::vector<Params> DefaultCandidates() const override {
     auto make = [](int64_t bm, int64_t bn, int64_t bk, int64_t st,
                    int64_t wg) {
-      WgmmaParams w;
-      w.bm = bm;
-      w.bn = bn;
-      w.bk = bk;
-      w.stages = st;
-      w.consumers = wg;
-      return FromWgmma(w, kConvWgmmaParamCount);
+      return WgmmaCandidate(kConvWgmmaParamCount, bm, bn, bk, st, wg);
     };
     return {make(128, 256, 64, 4, 2), make(128, 128, 64, 4, 1),
             make(128, 64, 64, 4, 1), make(64, 64, 64, 4, 1),
@@ -717,15 +721,8 @@ class ConvWgmmaClusterSplitKernelFamily : public ConvWgmmaSplitKernelFamily {
   std::vector<Params> DefaultCandidates() const override {
     auto make = [](int64_t bm, int64_t bn, int64_t bk, int64_t st,
                    int64_t wg, int64_t kg) {
-      WgmmaParams w;
-      w.bm = bm;
-      w.bn = bn;
-      w.bk = bk;
-      w.stages = st;
-      w.consumers = wg;
-      w.group_m = 1;
-      w.kg = kg;
-      return FromWgmma(w, kConvWgmmaSplitParamCount);
+      return WgmmaCandidate(kConvWgmmaSplitParamCount, bm, bn, bk, st, wg,
+                            /*gm=*/1, kg);
     };
     return {make(64, 64, 64, 4, 1, 4), make(64, 32, 128, 4, 1, 8),
             make(64, 16, 128, 5, 1, 8), make(128, 64, 64, 4, 1, 2),

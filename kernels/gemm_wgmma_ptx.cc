@@ -109,14 +109,14 @@ void EmitCopies(Ptx& p, const Tiling& t, char x) {
 // programs of a pair take the same units) and the stride to the next.
 // conv.wgmma_sc: every program of a cluster takes its cluster's tile (one
 // split each).
+bool UnitsByCluster(const Tiling& t) { return t.cm == 2 || t.split_cluster; }
 void EmitFirstUnit(Ptx& p, const Tiling& t) {
-  const bool cluster = t.cm == 2 || t.split_cluster;
-  p << "\tmov.u32 %unit, " << (cluster ? "%clusterid.x" : "%ctaid.x")
+  p << "\tmov.u32 %unit, " << (UnitsByCluster(t) ? "%clusterid.x" : "%ctaid.x")
     << ";\n";
 }
 void EmitNextUnit(Ptx& p, const Tiling& t) {
-  const bool cluster = t.cm == 2 || t.split_cluster;
-  p << "\tmov.u32 %tmp, " << (cluster ? "%nclusterid.x" : "%nctaid.x")
+  p << "\tmov.u32 %tmp, "
+    << (UnitsByCluster(t) ? "%nclusterid.x" : "%nctaid.x")
     << ";\n\tadd.u32 %unit, %unit, %tmp;\n";
 }
 
@@ -737,6 +737,35 @@ void EmitPartialEpilogue(Ptx& p, const Tiling& t) {
   }
 }
 
+// A slot of a tile's fp32 accumulators in register order (the tail
+// split's, in global memory, and conv.wgmma_sc's, in shared memory):
+// accumulators 4q .. 4q + 3 of consumer thread c at byte (q * threads + c)
+// * 16 from the slot, `base` holding this thread's address in it. Stores
+// this thread's accumulators with `store` (e.g. "st.global").
+void EmitSlotStore(Ptx& p, const Tiling& t, const char* store,
+                   const char* base) {
+  const int64_t threads = 128 * t.consumers;
+  for (int64_t q = 0; q < t.mt * t.bn / 8; ++q) {
+    p << "	" << store << ".v4.f32 [" << base << "+" << N(q * threads * 16)
+      << "], {%acc" << N(4 * q) << ", %acc" << N(4 * q + 1) << ", %acc"
+      << N(4 * q + 2) << ", %acc" << N(4 * q + 3) << "};\n";
+  }
+}
+// Adds the slot at `base` (read with `load`, e.g. "ld.global.cg") to this
+// thread's accumulators.
+void EmitSlotAdd(Ptx& p, const Tiling& t, const char* load, const char* base) {
+  static const char* kVals[] = {"%v", "%v1", "%cf", "%cf1"};
+  const int64_t threads = 128 * t.consumers;
+  for (int64_t q = 0; q < t.mt * t.bn / 8; ++q) {
+    p << "	" << load << ".v4.f32 {%v, %v1, %cf, %cf1}, [" << base << "+"
+      << N(q * threads * 16) << "];\n";
+    for (int64_t e = 0; e < 4; ++e) {
+      p << "	add.f32 %acc" << N(4 * q + e) << ", %acc" << N(4 * q + e)
+        << ", " << kVals[e] << ";\n";
+    }
+  }
+}
+
 // conv.wgmma_sc (Tiling::split_cluster): the cluster's splits add their
 // sums in the first program's shared memory. Slot z - 1 holds split z's
 // accumulators in register order, as the tail split's slots do: 4q .. 4q +
@@ -752,18 +781,13 @@ void EmitClusterSplitEpilogue(Ptx& p, const Tiling& t) {
   const int64_t acc = t.mt * t.bn / 2;
   const int64_t threads = 128 * t.consumers;
   const int64_t slot_bytes = acc * 4 * threads;  // bm * bn * 4
-  static const char* kVals[] = {"%v", "%v1", "%cf", "%cf1"};
   p << "\t// ---- conv.wgmma_sc: the splits add their sums in the first "
        "program's shared memory\n"
     << "\tsetp.eq.u32 %pp, %z, 0;\n\t@%pp bra SC_FIRST;\n"
     << "\tsub.u32 %tmp, %z, 1;\n"
     << "\tmad.lo.u32 %tmp, %tmp, " << N(slot_bytes) << ", %rslot;\n"
     << "\tmapa.shared::cluster.u32 %tmp, %tmp, 0;\n";
-  for (int64_t q = 0; q < acc / 4; ++q) {
-    p << "\tst.shared::cluster.v4.f32 [%tmp+" << N(q * threads * 16)
-      << "], {%acc" << N(4 * q) << ", %acc" << N(4 * q + 1) << ", %acc"
-      << N(4 * q + 2) << ", %acc" << N(4 * q + 3) << "};\n";
-  }
+  EmitSlotStore(p, t, "st.shared::cluster", "%tmp");
   p << "\tmapa.shared::cluster.u32 %tmp, %red, 0;\n"
     << "\tmbarrier.arrive.release.cluster.shared::cluster.b64 _, [%tmp];\n"
     << "\tbra CNEXT;\n"
@@ -781,14 +805,7 @@ void EmitClusterSplitEpilogue(Ptx& p, const Tiling& t) {
     << "SC_ADD:\n"
     << "\t.pragma \"nounroll\";\n"
     << "\tsetp.ge.u32 %pp, %r, " << N(t.kg) << ";\n\t@%pp bra SC_ADDED;\n";
-  for (int64_t q = 0; q < acc / 4; ++q) {
-    p << "\tld.shared.v4.f32 {%v, %v1, %cf, %cf1}, [%tmp+"
-      << N(q * threads * 16) << "];\n";
-    for (int64_t e = 0; e < 4; ++e) {
-      p << "\tadd.f32 %acc" << N(4 * q + e) << ", %acc" << N(4 * q + e)
-        << ", " << kVals[e] << ";\n";
-    }
-  }
+  EmitSlotAdd(p, t, "ld.shared", "%tmp");
   p << "\tadd.u32 %tmp, %tmp, " << N(slot_bytes) << ";\n"
     << "\tadd.u32 %r, %r, 1;\n\tbra SC_ADD;\n"
     << "SC_ADDED:\n";
@@ -841,11 +858,7 @@ void EmitTailEpilogue(Ptx& p, const Tiling& t) {
     << "\tsub.u32 %tmp, %z, 1;\n\tmad.lo.u32 %tmp, %tmp, %tL, %ti;\n"
     << "\tmul.wide.u32 %d0, %tmp, " << N(slot_bytes) << ";\n"
     << "\tadd.u64 %d0, %d0, %tofs;\n\tadd.u64 %ptr, %W, %d0;\n";
-  for (int64_t q = 0; q < acc / 4; ++q) {
-    p << "\tst.global.v4.f32 [%ptr+" << N(q * threads * 16) << "], {%acc"
-      << N(4 * q) << ", %acc" << N(4 * q + 1) << ", %acc" << N(4 * q + 2)
-      << ", %acc" << N(4 * q + 3) << "};\n";
-  }
+  EmitSlotStore(p, t, "st.global", "%ptr");
   p << "\tfence.acq_rel.gpu;\n"
     << "\tbar.sync 3, " << N(threads) << ";\n"
     << "\t@%pfix red.release.gpu.global.add.u32 [%dc], 1;\n"
@@ -868,15 +881,7 @@ void EmitTailEpilogue(Ptx& p, const Tiling& t) {
     << "\tmov.u32 %r, 1;\n"
     << "TAIL_ADD:\n"
     << "\tsetp.ge.u32 %pp, %r, %tS;\n\t@%pp bra TAIL_END;\n";
-  for (int64_t q = 0; q < acc / 4; ++q) {
-    p << "\tld.global.cg.v4.f32 {%v, %v1, %cf, %cf1}, [%ptr+"
-      << N(q * threads * 16) << "];\n";
-    for (int64_t e = 0; e < 4; ++e) {
-      static const char* kVals[] = {"%v", "%v1", "%cf", "%cf1"};
-      p << "\tadd.f32 %acc" << N(4 * q + e) << ", %acc" << N(4 * q + e)
-        << ", " << kVals[e] << ";\n";
-    }
-  }
+  EmitSlotAdd(p, t, "ld.global.cg", "%ptr");
   p << "\tadd.u64 %ptr, %ptr, %d0;\n\tadd.u32 %r, %r, 1;\n"
     << "\tbra TAIL_ADD;\n"
     << "TAIL_END:\n";
