@@ -46,6 +46,9 @@ const KernelFamily& GemmFfmaKPackedFamily(); // kernels/family_ffma_k.cc
 const KernelFamily& ConvWgmmaSplitFamily(); // kernels/family_wgmma.cc
 // conv.wgmma_sk's split added inside a thread-block cluster (one launch).
 const KernelFamily& ConvWgmmaClusterSplitFamily(); // kernels/family_wgmma.cc
+// gemm.wgmma with each tile's K split inside a thread-block cluster, for
+// products with fewer tiles than SMs (rule few_tiles).
+const KernelFamily& GemmWgmmaClusterSplitFamily(); // kernels/family_wgmma.cc
 
 const std::vector<const KernelFamily*>& Families() {
   static const std::vector<const KernelFamily*> families = {
@@ -66,6 +69,7 @@ const std::vector<const KernelFamily*>& Families() {
       &GemmFfmaKPackedFamily(),
       &ConvWgmmaSplitFamily(),
       &ConvWgmmaClusterSplitFamily(),
+      &GemmWgmmaClusterSplitFamily(),
   };
   return families;
 }

@@ -71,10 +71,10 @@ constexpr int kPersistentSamples = 10;
 // gemm.wgmma_ts: gemm.wgmma's tile code (sampled there) and the tail
 // split's own epilogue and unit walk, which 100 kernels per precision
 // cover; conv.wgmma_sk likewise (conv.wgmma's tile code; its own split
-// start, partial sums and reduce entry), and conv.wgmma_sc (its cluster
-// epilogue). BLOCKTUNE_PTXAS_SAMPLES=300 ran 300 per precision for their
-// first versions (bench/results/cpu/conv_wgmma_sk_ptxas.txt,
-// conv_wgmma_sc_ptxas.txt).
+// start, partial sums and reduce entry), conv.wgmma_sc and gemm.wgmma_sc
+// (their cluster epilogue). BLOCKTUNE_PTXAS_SAMPLES=300 ran 300 per
+// precision for their first versions (bench/results/cpu/
+// conv_wgmma_sk_ptxas.txt, conv_wgmma_sc_ptxas.txt, gemm_wgmma_sc_ptxas.txt).
 constexpr int kTailSamples = 100;
 
 int Samples(const std::string& family) {
@@ -86,7 +86,7 @@ int Samples(const std::string& family) {
   // Their base family's PTX (family_test checks it byte for byte).
   if (family == "gemm.wgmma_ps" || family == "conv.wgmma_ps") return kPersistentSamples;
   if (family == "gemm.wgmma_ts" || family == "conv.wgmma_sk" ||
-      family == "conv.wgmma_sc")
+      family == "conv.wgmma_sc" || family == "gemm.wgmma_sc")
     return kTailSamples;
   return kDefaultSamples;
 }

@@ -208,15 +208,17 @@ TEST(FamilyRegistryTest, FamiliesForMatchesOpAndPrecision) {
     const auto all = FamiliesFor(Op::kGemm, d);
     // tf32 has gemm.wgmma_rs too (NN and TT, A from registers); then
     // gemm.mma_pk and gemm.wgmma_pk (offered only where rows are not 16-
-    // and 128-byte aligned); then gemm.wgmma_ps (the persistent grid) and
-    // gemm.wgmma_ts (with the tail split).
-    ASSERT_EQ(all.size(), d == DType::kTf32 ? 7u : 6u) << ToString(d);
+    // and 128-byte aligned); then gemm.wgmma_ps (the persistent grid),
+    // gemm.wgmma_ts (with the tail split) and gemm.wgmma_sc (K split
+    // inside a cluster, where the tiles are few).
+    ASSERT_EQ(all.size(), d == DType::kTf32 ? 8u : 7u) << ToString(d);
     EXPECT_EQ(all[1]->name(), "gemm.wgmma");
     if (d == DType::kTf32) EXPECT_EQ(all[2]->name(), "gemm.wgmma_rs");
-    EXPECT_EQ(all[all.size() - 4]->name(), "gemm.mma_pk");
-    EXPECT_EQ(all[all.size() - 3]->name(), "gemm.wgmma_pk");
-    EXPECT_EQ(all[all.size() - 2]->name(), "gemm.wgmma_ps");
-    EXPECT_EQ(all.back()->name(), "gemm.wgmma_ts");
+    EXPECT_EQ(all[all.size() - 5]->name(), "gemm.mma_pk");
+    EXPECT_EQ(all[all.size() - 4]->name(), "gemm.wgmma_pk");
+    EXPECT_EQ(all[all.size() - 3]->name(), "gemm.wgmma_ps");
+    EXPECT_EQ(all[all.size() - 2]->name(), "gemm.wgmma_ts");
+    EXPECT_EQ(all.back()->name(), "gemm.wgmma_sc");
   }
   for (DType d : {DType::kBf16, DType::kFp16, DType::kTf32}) {
     const auto all = FamiliesFor(Op::kConv, d);
@@ -1564,6 +1566,8 @@ TEST(FamilyTest, CanImplementRefusesTheWrongOpOrPrecisionNamingTheField) {
     // 128-byte aligned.
     if (f->name() == "gemm.mma_pk" || f->name() == "gemm.wgmma_pk")
       std::get<GemmContext>(right.ctx).k = 63;
+    // gemm.wgmma_sc's defaults split K at least twice: a k tile each.
+    if (f->name() == "gemm.wgmma_sc") std::get<GemmContext>(right.ctx).k = 256;
     // gemm.gemv takes NT (NN only of one column), and its first default
     // is a tile of 8 columns (NC < 2N).
     if (f->name() == "gemm.gemv") {
@@ -1693,7 +1697,17 @@ void ExpectConsistent(const KernelFamily& f, const Problem& problem,
   // none (and no reduce entry) where K_G = CL.
   const bool cluster_sums =
       k->ptx.find(".reqnctapercluster 1, 1, ") != std::string::npos;
-  if (shape.split_k > 1 && cluster_sums) {
+  if (f.name() == "gemm.wgmma_sc") {
+    // The K_G splits of a tile are one cluster and add their sums in its
+    // shared memory: no workspace, no reduce entry.
+    EXPECT_EQ(int64_t{k->cluster}, shape.split_k) << what;
+    EXPECT_THAT(k->ptx, HasSubstr(".reqnctapercluster " +
+                                  std::to_string(shape.split_k) + ", 1, 1"))
+        << what;
+    EXPECT_EQ(k->workspace_bytes, 0) << what;
+    EXPECT_TRUE(k->reduce_entry.empty()) << what;
+    EXPECT_THAT(k->ptx, HasSubstr("st.shared::cluster")) << what;
+  } else if (shape.split_k > 1 && cluster_sums) {
     const GemmShape g = ImplicitGemm(problem.ctx);
     EXPECT_EQ(k->workspace_bytes % (g.m * g.n * 4), 0) << what;
     EXPECT_LT(k->workspace_bytes, shape.split_k * g.m * g.n * 4) << what;

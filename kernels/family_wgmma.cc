@@ -29,6 +29,7 @@ const KernelFamily& ConvWgmmaPersistentFamily();
 const KernelFamily& ConvWgmmaSplitFamily();
 const KernelFamily& ConvWgmmaClusterSplitFamily();
 const KernelFamily& GemmWgmmaTailFamily();
+const KernelFamily& GemmWgmmaClusterSplitFamily();
 
 namespace {
 
@@ -564,6 +565,32 @@ class ConvWgmmaKernelFamily : public WgmmaFamilyBase {
 // 8x8x256 bf16, the best of 37 sampled bm = 64 configurations measured
 // 7.76 us against 8.30 for bm = 128 (91 samples) and 9.79 for bm = 256;
 // the larger tiles hold rows of no pixel and took 78% of the samples).
+// The split families' rule few_tiles (conv.wgmma_sk, conv.wgmma_sc,
+// gemm.wgmma_sc): fewer tiles than the device has SMs, and at most
+// kMaxSplitWaves waves of tiles x kg units (where the SM count is unknown
+// it passes). Splits past a few waves add partial sums without filling the
+// SMs any better. The tiles are the configuration's programs over its
+// splits.
+constexpr int64_t kMaxSplitWaves = 4;
+bool FewTiles(const ConfigShape& s, const KernelLimits& limits) {
+  return limits.sm_count <= 0 ||
+         (s.programs / s.split_k < limits.sm_count &&
+          s.programs <= kMaxSplitWaves * limits.sm_count);
+}
+// few_tiles' refusal: what the configuration has, and who takes it instead.
+Status FewTilesRefusal(std::string_view family, std::string_view problem,
+                       const ConfigShape& shape, const KernelLimits& limits,
+                       std::string_view others) {
+  return FailedPrecondition(
+      "rule few_tiles: " + std::string(family) + " is offered only where the " +
+      std::string(problem) + " has fewer tiles than the "
+      "device's " + std::to_string(limits.sm_count) + " SMs and the splits "
+      "make at most " + std::to_string(kMaxSplitWaves) + " waves of them "
+      "(this configuration has " + std::to_string(shape.programs / shape.split_k) +
+      " tiles, " + std::to_string(shape.programs) + " units); with more "
+      "tiles, " + std::string(others) + " fill the SMs without a split");
+}
+
 class ConvWgmmaSplitKernelFamily : public ConvWgmmaKernelFamily {
  public:
   ConvWgmmaSplitKernelFamily()
@@ -622,17 +649,8 @@ class ConvWgmmaSplitKernelFamily : public ConvWgmmaKernelFamily {
           "without work");
     }
     if (!Passes(base_rules_ + kFewTiles, problem, params, limits)) {
-      const ConfigShape shape = Shape(problem, params);
-      return FailedPrecondition(
-          "rule few_tiles: " + std::string(name_) +
-          " is offered only where the layer has fewer tiles than the "
-          "device's " +
-          std::to_string(limits.sm_count) + " SMs and the splits make at "
-          "most " + std::to_string(kMaxSplitWaves) + " waves of them (this "
-          "configuration has " +
-          std::to_string(shape.programs / shape.split_k) + " tiles, " +
-          std::to_string(shape.programs) + " units); with more tiles, "
-          "conv.wgmma and conv.wgmma_ps fill the SMs without a split");
+      return FewTilesRefusal(name_, "layer", Shape(problem, params), limits,
+                             "conv.wgmma and conv.wgmma_ps");
     }
     if (!Passes(base_rules_ + kTileFitsLayer, problem, params, limits)) {
       return FailedPrecondition(
@@ -675,19 +693,10 @@ class ConvWgmmaSplitKernelFamily : public ConvWgmmaKernelFamily {
  private:
   // This family's rules, in rules_ after conv.wgmma's (from base_rules_).
   enum OwnRule { kSplitHasWork, kFewTiles, kTileFitsLayer };
-  // Splits past a few waves add partial sums (workspace traffic) without
-  // filling the SMs any better.
-  static constexpr int64_t kMaxSplitWaves = 4;
   // The layer's output pixels (the GEMM's M) rounded up to whole m64
   // tiles: the largest bm whose tile holds some pixel in each 64 rows.
   static int64_t PixelRows(const Problem& problem) {
     return (ImplicitGemm(problem.ctx).m + 63) / 64 * 64;
-  }
-  // The tiles are the configuration's programs over its splits.
-  static bool FewTiles(const ConfigShape& s, const KernelLimits& limits) {
-    return limits.sm_count <= 0 ||
-           (s.programs / s.split_k < limits.sm_count &&
-            s.programs <= kMaxSplitWaves * limits.sm_count);
   }
 
   std::vector<ParamSpec> specs_;
@@ -825,7 +834,92 @@ class GemmTailSplitFamily : public PersistentFamily<WgmmaFamily> {
   std::vector<ParamSpec> specs_;
 };
 
+// gemm.wgmma_sc (gemm_wgmma.h): gemm.wgmma with each tile's K split over
+// the kg = 2..8 programs of one cluster, which add their sums in the first
+// program's shared memory (conv.wgmma_sc's split on a GEMM). gemm.wgmma's
+// rules (the slots count in shared_memory; split_has_work: every split has
+// a k tile), then few_tiles; kg from gemm.wgmma's domain past 1, cm = 1
+// (the cluster is the splits').
+class GemmClusterSplitFamily : public WgmmaFamily {
+ public:
+  GemmClusterSplitFamily() : specs_(WgmmaFamily::params()) {
+    split_cluster_ = true;
+    base_rules_ = static_cast<int>(rules_.size());
+    rules_.push_back("few_tiles");
+    for (ParamSpec& spec : specs_) {
+      if (spec.name == "kg") {
+        spec.values = {2, 3, 4, 6, 8};
+        spec.meaning =
+            "programs of a cluster splitting each tile's K (K_G), adding "
+            "their fp32 sums in the first one's shared memory";
+      }
+      if (spec.name == "cm") spec.values = {1};
+    }
+  }
+
+  std::string_view name() const override {
+    return kGemmWgmmaClusterSplitFamily;
+  }
+  int version() const override {
+    return kGemmWgmmaClusterSplitGeneratorVersion;
+  }
+  std::string_view summary() const override {
+    return "gemm.wgmma with each tile's K split over the kg programs of one "
+           "thread-block cluster: the partial sums added in the first "
+           "program's shared memory (distributed shared memory, an "
+           "mbarrier), one launch, no workspace; for products of fewer "
+           "tiles than SMs";
+  }
+  const std::vector<ParamSpec>& params() const override { return specs_; }
+
+  Status ValidateParams(const Params& params,
+                        std::string_view field) const override {
+    BT_RETURN_IF_ERROR(CheckOwnDomains(specs_, params, field,
+                                       kGemmWgmmaClusterSplitFamily));
+    return WgmmaFamily::ValidateParams(params, field);
+  }
+
+  bool Passes(int rule, const Problem& problem, const Params& params,
+              const KernelLimits& limits) const override {
+    if (rule < base_rules_)
+      return WgmmaFamily::Passes(rule, problem, params, limits);
+    return FewTiles(Shape(problem, params), limits);
+  }
+
+  Status CanImplement(const Problem& problem, const Params& params,
+                      const KernelLimits& limits) const override {
+    BT_RETURN_IF_ERROR(WgmmaFamily::CanImplement(problem, params, limits));
+    if (!Passes(base_rules_, problem, params, limits)) {
+      return FewTilesRefusal(kGemmWgmmaClusterSplitFamily, "product",
+                             Shape(problem, params), limits,
+                             "gemm.wgmma and gemm.wgmma_ps");
+    }
+    return OkStatus();
+  }
+
+  // Tiles whose kg - 1 slots of partial sums fit beside the ring; bk 32
+  // for tf32 (a 128-byte row of K).
+  std::vector<Params> DefaultCandidates() const override {
+    auto make = [this](int64_t bm, int64_t bn, int64_t bk, int64_t st,
+                       int64_t wg, int64_t kg) {
+      return WgmmaCandidate(fields(), bm, bn, bk, st, wg, /*gm=*/8, kg);
+    };
+    return {make(128, 128, 64, 4, 1, 2), make(128, 128, 32, 4, 1, 2),
+            make(128, 64, 64, 4, 1, 4),  make(64, 64, 64, 4, 1, 4),
+            make(64, 64, 32, 4, 1, 4)};
+  }
+
+ private:
+  std::vector<ParamSpec> specs_;
+  int base_rules_ = 0;
+};
+
 }  // namespace
+
+const KernelFamily& GemmWgmmaClusterSplitFamily() {
+  static const GemmClusterSplitFamily family;
+  return family;
+}
 
 const KernelFamily& GemmWgmmaFamily() {
   static const WgmmaFamily family;

@@ -277,7 +277,8 @@ int64_t WgmmaWorkspaceBytes(const Problem& problem, const WgmmaParams& p) {
   const GemmContext& g = std::get<GemmContext>(problem.ctx);
   if (p.tail > 1)
     return WgmmaTailCounterOffset(problem, p) + WgmmaTailSlots(problem, p) * 4;
-  return p.kg > 1 ? p.kg * g.m * g.n * 4 : 0;
+  // gemm.wgmma_sc: the partial sums stay in the cluster's shared memory.
+  return p.kg > 1 && !p.split_cluster ? p.kg * g.m * g.n * 4 : 0;
 }
 
 TensorMapSpec WgmmaTensorMap(const Problem& problem, const WgmmaParams& p,
@@ -341,6 +342,12 @@ Status CheckGemmWgmma(const Problem& problem, const WgmmaParams& p,
     return InvalidArgument("params: tl = " + N(p.tail) +
                            " (the tail split) needs kg = 1 and cm = 1, got "
                            "kg = " + N(p.kg) + ", cm = " + N(p.cluster_m));
+  }
+  // gemm.wgmma_sc's cluster is its kg splits of one tile.
+  if (p.split_cluster && (p.kg < 2 || p.cluster_m != 1 || p.tail != 1)) {
+    return InvalidArgument("params: gemm.wgmma_sc splits each tile over the "
+                           "2 to 8 programs of a cluster (kg = 2..8) with "
+                           "cm = 1 and tl = 1, got " + ToString(p));
   }
   return OkStatus();
 }
@@ -529,10 +536,13 @@ WgmmaKernel AssembleGemmWgmma(const Problem& problem, const WgmmaParams& p,
                                   CeilDiv(g.m, p.bm * p.cluster_m) *
                                   CeilDiv(g.n, p.bn) * p.kg),
             1, 1};
-  k.cluster = {static_cast<unsigned>(p.cluster_m), 1, 1};
+  // gemm.wgmma_sc: a tile's kg splits are one cluster, and add their sums
+  // there (no reduce entry).
+  k.cluster = {static_cast<unsigned>(p.split_cluster ? p.kg : p.cluster_m),
+               1, 1};
   k.workspace_bytes = WgmmaWorkspaceBytes(problem, p);
   if (p.tail > 1) k.counter_offset = WgmmaTailCounterOffset(problem, p);
-  if (p.kg > 1) {
+  if (p.kg > 1 && !p.split_cluster) {
     mma_internal::AddReduceLaunch(
         mma_internal::MakeReduceLaunch(g.dtype, p.kg, g.m, g.n, arch), &k);
   }

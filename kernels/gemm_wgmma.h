@@ -170,6 +170,19 @@ inline constexpr char kGemmWgmmaPersistentFamily[] = "gemm.wgmma_ps";
 // change (tl = 1 is gemm.wgmma_ps's kernel, byte for byte).
 inline constexpr int kGemmWgmmaTailGeneratorVersion = 1;
 inline constexpr char kGemmWgmmaTailFamily[] = "gemm.wgmma_ts";
+// gemm.wgmma with each tile's K split over the kg = 2..8 programs of one
+// thread-block cluster (WgmmaParams::split_cluster), conv.wgmma_sc's split
+// on a GEMM: the splits z > 0 add their fp32 sums into the first program's
+// shared memory, which stores the tile. One launch, no workspace, no reduce
+// entry, for products of fewer tiles than SMs (1000^3 bf16: 64 tiles of
+// 128 x 128 on 132 SMs). Its own family, so gemm.wgmma's data stays valid
+// (gemm.wgmma's kg > 1 keeps the workspace and reduce entry). One cluster
+// per tile (the grid is tiles x kg programs): the first program's slots
+// take one tile's sums, and a cluster walking several tiles
+// (LoadedWgmma::Launch with fewer programs) could overwrite them before
+// they were added.
+inline constexpr int kGemmWgmmaClusterSplitGeneratorVersion = 1;
+inline constexpr char kGemmWgmmaClusterSplitFamily[] = "gemm.wgmma_sc";
 
 // The family's parameters. Thesis names: bm = M_L, bn = N_L, bk = U,
 // kg = K_G (v2: split-K into a workspace plus a reduce entry).
@@ -189,8 +202,8 @@ struct WgmmaParams {
   // persistent grid's last, partly empty round (the tail split below); 1:
   // none. gemm.wgmma and the other families take 1 alone.
   int64_t tail = 1;
-  // conv.wgmma_sc only (conv_wgmma.h): the kg splits of a tile form one
-  // thread-block cluster and add their partial sums in distributed shared
+  // conv.wgmma_sc and gemm.wgmma_sc only (conv_wgmma.h, above): the kg
+  // splits of a tile form one thread-block cluster and add their partial sums in distributed shared
   // memory instead of a workspace and a reduce entry. Not a parameter of
   // its own: the family sets it; the rules (shared memory) and the PTX
   // read it.

@@ -601,6 +601,68 @@ TEST_F(GemmWgmmaGpuTest, TailSplitEveryPrecision) {
   std::printf("tail split: %d cases pass\n", ran);
 }
 
+// gemm.wgmma_sc (WgmmaParams::split_cluster): each tile's K split over the
+// kg = 2..8 programs of a cluster, the partial sums added in the first
+// program's shared memory. Every precision and layout it takes, odd M, N
+// and K (edge tiles, splits of unequal k tiles), both consumer counts,
+// beta != 0, and the same bits on a second run (the order of the adds is
+// fixed). One cluster per tile, as the family launches it: a cluster that
+// walked several tiles would reuse the first program's slots, and nothing
+// holds a split's next store until the first program has added the last
+// ones.
+TEST_F(GemmWgmmaGpuTest, ClusterSplitEveryPrecision) {
+  std::mt19937 rng(23);
+  const int64_t kgs[] = {2, 3, 4, 6, 8};
+  int ran = 0;
+  for (DType dtype : {DType::kBf16, DType::kFp16, DType::kTf32}) {
+    const bool tf32 = dtype == DType::kTf32;
+    for (int l = 0; l < 4; ++l) {
+      const Layout la = l / 2 ? Layout::kT : Layout::kN;
+      const Layout lb = l % 2 ? Layout::kT : Layout::kN;
+      if (tf32 && (la != Layout::kN || lb != Layout::kT)) continue;
+      const int64_t shapes[][3] = {{1000, 1000, 1000},
+                                   {129, 257, 515},
+                                   {100, 72, 2050},
+                                   {300, 200, 640}};
+      for (int i = 0; i < 4; ++i) {
+        Case c = Make(dtype, shapes[i][0], shapes[i][1], shapes[i][2], la, lb,
+                      i % 2 ? "64 128 64 3 1" : "128 128 64 4 1");
+        const int64_t align = 16 / WgmmaElementBytes(dtype);
+        const auto ld = LeadingDims(c.problem);
+        c.problem.lda = (ld[0] + align - 1) / align * align;
+        c.problem.ldb = (ld[1] + align - 1) / align * align;
+        c.problem.ldc = (ld[2] + align - 1) / align * align;
+        if (tf32) c.params.bk = 32;
+        if (i == 3) c.params.consumers = 2;
+        c.params.kg = kgs[(i + 2 * l) % std::size(kgs)];
+        c.params.split_cluster = true;
+        // The slots of kg - 1 tiles beside the ring: fewer stages where
+        // they would not fit.
+        while (WgmmaSharedBytes(dtype, c.params) > 227 * 1024 &&
+               c.params.stages > 2)
+          --c.params.stages;
+        c.params.group_m = i % 2 ? 8 : 1;
+        c.alpha = i % 2 ? 1.0f : -0.75f;
+        c.beta = (i + l) % 2 ? 0.5f : 0.0f;
+        const Status can = CanImplementWgmma(c.problem, c.params);
+        ASSERT_TRUE(can.ok()) << Describe(c) << ": " << can.ToString();
+        auto o = RunCase(c, rng);
+        ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
+        ++ran;
+      }
+    }
+    // The covariance shape: one tile, split 8 ways.
+    Case c = Make(dtype, 64, 64, 16384, Layout::kN, Layout::kT,
+                  tf32 ? "64 64 32 6 1" : "64 64 64 6 1");
+    c.params.kg = 8;
+    c.params.split_cluster = true;
+    auto o = RunCase(c, rng);
+    ASSERT_TRUE(o.ok()) << Describe(c) << ": " << o.status().ToString();
+    ++ran;
+  }
+  std::printf("cluster split: %d cases pass\n", ran);
+}
+
 // The shapes the family is for: several tiles each way, the ring wrapping
 // K / bk / stages times, both consumer counts, every layout.
 TEST_F(GemmWgmmaGpuTest, LargerShapesEveryLayout) {

@@ -781,7 +781,8 @@ void EmitClusterSplitEpilogue(Ptx& p, const Tiling& t) {
   const int64_t acc = t.mt * t.bn / 2;
   const int64_t threads = 128 * t.consumers;
   const int64_t slot_bytes = acc * 4 * threads;  // bm * bn * 4
-  p << "\t// ---- conv.wgmma_sc: the splits add their sums in the first "
+  p << "\t// ---- " << (t.conv ? "conv" : "gemm")
+    << ".wgmma_sc: the splits add their sums in the first "
        "program's shared memory\n"
     << "\tsetp.eq.u32 %pp, %z, 0;\n\t@%pp bra SC_FIRST;\n"
     << "\tsub.u32 %tmp, %z, 1;\n"
@@ -824,7 +825,8 @@ void EmitPartialSetup(Ptx& p, const Tiling& t) {
   }
   if (t.kg == 1) return;
   if (t.split_cluster) {
-    p << "\t// conv.wgmma_sc: this consumer thread's 16 bytes of a slot "
+    p << "\t// " << (t.conv ? "conv" : "gemm")
+      << ".wgmma_sc: this consumer thread's 16 bytes of a slot "
          "(slots from the reduction's mbarrier + 16), the mbarrier's phase\n"
       << "\tmad.lo.u32 %tmp, %cw, 128, %ctid;\n"
       << "\tshl.b32 %tmp, %tmp, 4;\n\tadd.u32 %rslot, %red, 16;\n"
@@ -979,6 +981,13 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
       << ToString(t.prec)
       << ", implicit GEMM: A the NHWC input by im2col TMA, B the KRSC filter "
          "(C, R*S, K)\n";
+  } else if (t.split_cluster) {
+    p << "//\n// blocktune gemm.wgmma_sc v"
+      << N(kGemmWgmmaClusterSplitGeneratorVersion) << ": " << ToString(t.prec)
+      << ", A " << (t.a_kmajor ? "K-major (N)" : "M-major (T)") << ", B "
+      << (t.b_kmajor ? "K-major (T)" : "N-major (N)")
+      << "; each tile's K split over the K_G programs of a cluster, the "
+         "partial sums added in the first program's shared memory\n";
   } else if (t.a_regs) {
     p << "//\n// blocktune gemm.wgmma_rs v" << N(kGemmWgmmaRsGeneratorVersion)
       << ": " << ToString(t.prec)

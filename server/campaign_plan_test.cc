@@ -61,6 +61,7 @@ TEST(CampaignFamiliesTest, EveryFamilyOfTheDtypeThatRunsOnTheGpu) {
     hopper_families.push_back("gemm.wgmma_pk");
     hopper_families.push_back("gemm.wgmma_ps");
     hopper_families.push_back("gemm.wgmma_ts");
+    hopper_families.push_back("gemm.wgmma_sc");
     for (const char* hopper : {"h100", "h200"}) {
       got = CampaignFamilies(spec, Profile(hopper));
       ASSERT_TRUE(got.ok()) << got.status().ToString();
@@ -179,7 +180,8 @@ TEST(PlanGuidedTest, MeasuresTheModelsTopKInDistinctContextsOfTheDomain) {
                                                  "gemm.mma_pk bf16 GPU X",
                                                  "gemm.wgmma_pk bf16 GPU X",
                                                  "gemm.wgmma_ps bf16 GPU X",
-                                                 "gemm.wgmma_ts bf16 GPU X"}));
+                                                 "gemm.wgmma_ts bf16 GPU X",
+                                                 "gemm.wgmma_sc bf16 GPU X"}));
   ASSERT_EQ(plan->candidates.size(), 203u);
   EXPECT_EQ(plan->contexts, 26);
   EXPECT_EQ(*guide.asked, 26);
@@ -187,7 +189,7 @@ TEST(PlanGuidedTest, MeasuresTheModelsTopKInDistinctContextsOfTheDomain) {
               HasSubstr("guided by model 12 (gemm.mma): 26 contexts x (top 6 "
                         "+ 2 of ranks 7-64) = 203 candidates"));
   EXPECT_THAT(plan->summary, HasSubstr("not guided: gemm.wgmma: no current"));
-  ASSERT_EQ(plan->unguided.size(), 5u);
+  ASSERT_EQ(plan->unguided.size(), 6u);
   // Context after context, each new, in the campaign's precision: the
   // model's first 6 answers, then 2 more of its ranks 7 .. 64 (the fake
   // ranks 20), distinct and in its order, not always ranks 7 and 8.

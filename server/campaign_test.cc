@@ -233,9 +233,9 @@ TEST_P(CampaignResumeTest, ResumesAfterKill9WithNeitherDuplicatesNorGaps) {
     EXPECT_EQ(c.state(), v1::CAMPAIGN_STATE_DONE) << c.message();
     EXPECT_EQ(c.samples_ok() + c.samples_failed(), kSamples);
     // fp32: gemm.ffma alone; bf16 on the fake (compute capability 9.0):
-    // gemm.mma, gemm.wgmma, gemm.mma_pk, gemm.wgmma_pk, gemm.wgmma_ps and
-    // gemm.wgmma_ts, each its own stream in the cursor.
-    const int families = dtype == v1::DTYPE_FP32 ? 1 : 6;
+    // gemm.mma, gemm.wgmma, gemm.mma_pk, gemm.wgmma_pk, gemm.wgmma_ps,
+    // gemm.wgmma_ts and gemm.wgmma_sc, each its own stream in the cursor.
+    const int families = dtype == v1::DTYPE_FP32 ? 1 : 7;
     ASSERT_EQ(last.samples_by_family_size(), families);
     int64_t total = 0;
     for (const auto& [name, n] : last.samples_by_family()) {
@@ -265,7 +265,8 @@ TEST_P(CampaignResumeTest, ResumesAfterKill9WithNeitherDuplicatesNorGaps) {
                                                       "gemm.mma_pk",
                                                       "gemm.wgmma_pk",
                                                       "gemm.wgmma_ps",
-                                                      "gemm.wgmma_ts"};
+                                                      "gemm.wgmma_ts",
+                                                      "gemm.wgmma_sc"};
   for (const SampleRecord& r : resumed)
     EXPECT_TRUE(families.count(r.kernel.family)) << r.kernel.family;
 }
@@ -385,7 +386,8 @@ TEST_F(CampaignTest, AGpuWhoseWorkerCannotStartFailsTheCampaign) {
 // The old defect: "campaign start --dtype bf16" measured fp32 kernels under
 // a bf16 label. Every sample of a bf16 campaign is a kernel of a bf16
 // family (on the fake's compute capability 9.0: gemm.mma, gemm.wgmma,
-// gemm.mma_pk, gemm.wgmma_pk, gemm.wgmma_ps and gemm.wgmma_ts)
+// gemm.mma_pk, gemm.wgmma_pk, gemm.wgmma_ps, gemm.wgmma_ts and
+// gemm.wgmma_sc)
 // of today's generator, in a bf16 context, with parameters its family
 // accepts on that device.
 TEST_F(CampaignTest, ABf16CampaignMeasuresGemmMmaInBf16) {
@@ -397,13 +399,14 @@ TEST_F(CampaignTest, ABf16CampaignMeasuresGemmMmaInBf16) {
       << last.campaign().message() << "\n"
       << d->Log();
   EXPECT_EQ(last.done(), 300);
-  ASSERT_EQ(last.samples_by_family_size(), 6);
+  ASSERT_EQ(last.samples_by_family_size(), 7);
   EXPECT_EQ(last.samples_by_family().at("gemm.mma") +
                 last.samples_by_family().at("gemm.wgmma") +
                 last.samples_by_family().at("gemm.mma_pk") +
                 last.samples_by_family().at("gemm.wgmma_pk") +
                 last.samples_by_family().at("gemm.wgmma_ps") +
-                last.samples_by_family().at("gemm.wgmma_ts"),
+                last.samples_by_family().at("gemm.wgmma_ts") +
+                last.samples_by_family().at("gemm.wgmma_sc"),
             300);
   EXPECT_GT(last.samples_by_family().at("gemm.mma"), 0);
   EXPECT_GT(last.samples_by_family().at("gemm.wgmma"), 0);
@@ -411,6 +414,7 @@ TEST_F(CampaignTest, ABf16CampaignMeasuresGemmMmaInBf16) {
   EXPECT_GT(last.samples_by_family().at("gemm.wgmma_pk"), 0);
   EXPECT_GT(last.samples_by_family().at("gemm.wgmma_ps"), 0);
   EXPECT_GT(last.samples_by_family().at("gemm.wgmma_ts"), 0);
+  EXPECT_GT(last.samples_by_family().at("gemm.wgmma_sc"), 0);
   EXPECT_GT(last.best_tflops(), 20);  // past the fake's fp32 peak
   const std::vector<SampleRecord> samples = Samples();
   ASSERT_EQ(samples.size(), 300u);
@@ -423,7 +427,8 @@ TEST_F(CampaignTest, ABf16CampaignMeasuresGemmMmaInBf16) {
                 s.kernel.family == "gemm.mma_pk" ||
                 s.kernel.family == "gemm.wgmma_pk" ||
                 s.kernel.family == "gemm.wgmma_ps" ||
-                s.kernel.family == "gemm.wgmma_ts")
+                s.kernel.family == "gemm.wgmma_ts" ||
+                s.kernel.family == "gemm.wgmma_sc")
         << s.seq << " " << s.kernel.family;
     auto family = FindFamily(s.kernel.family);
     ASSERT_TRUE(family.ok()) << s.seq;

@@ -44,7 +44,7 @@ TEST(CampaignSpecTest, FamiliesMustImplementTheOpAndDtype) {
   spec.families = {"gemm.mma", "gemm.ffma"};
   EXPECT_EQ(Validate(spec).message(),
             "spec.families[1] must be one of the gemm families that implement "
-            "bf16: gemm.mma, gemm.wgmma, gemm.mma_pk, gemm.wgmma_pk, gemm.wgmma_ps, gemm.wgmma_ts; "
+            "bf16: gemm.mma, gemm.wgmma, gemm.mma_pk, gemm.wgmma_pk, gemm.wgmma_ps, gemm.wgmma_ts, gemm.wgmma_sc; "
             "got "
             "'gemm.ffma', which "
             "does not implement bf16");

@@ -526,6 +526,39 @@ TEST_F(GpuWorkerTest, ConvClusterSplitInEveryPrecisionMeasuresAndPassesTheCheck)
   });
 }
 
+// gemm.wgmma_sc through the worker (the campaigns' path): the evaluation's
+// lowest shape (1000^3, 64 tiles of 128 x 128 on 132 SMs) split in clusters
+// of 2, a projection of few tiles in clusters of 8, and a decode-like
+// product in clusters of 4; beside gemm.wgmma's split through the
+// workspace with the same parameters.
+TEST_F(GpuWorkerTest, GemmClusterSplitInEveryPrecisionMeasuresAndPassesTheCheck) {
+  if (!IsSm90()) GTEST_SKIP() << "gemm.wgmma_sc runs on compute capability 9.0 only";
+  const KernelFamily& sc = **FindFamily("gemm.wgmma_sc");
+  const KernelFamily& wgmma = **FindFamily("gemm.wgmma");
+  const Corners corners = {
+      {"gemm m=1000 n=1000 k=1000 layout=NT",
+       "bm=128 bn=128 bk=64 st=4 wg=1 gm=8 kg=2 cm=1"},
+      {"gemm m=512 n=768 k=3072 layout=NT",
+       "bm=64 bn=64 bk=64 st=4 wg=1 gm=1 kg=8 cm=1"},
+      {"gemm m=4096 n=16 k=4096 layout=NT",
+       "bm=128 bn=16 bk=64 st=5 wg=1 gm=1 kg=4 cm=1"},
+  };
+  InEveryPrecision(sc, corners, /*bk_for=*/true,
+                   [&](const std::string& context, const std::string& p) {
+    PreparedSample prepared;
+    tuner::WorkResult r = RunMma(context, p, &prepared, sc);
+    ExpectOk(r);
+    EXPECT_EQ(r.family(), "gemm.wgmma_sc");
+    EXPECT_EQ(prepared.kernel.workspace_bytes, 0);
+    EXPECT_TRUE(prepared.kernel.reduce_entry.empty());
+    EXPECT_GT(prepared.kernel.cluster, 1u);
+    Print("sc     " + context + " | " + p, r);
+    tuner::WorkResult split = RunMma(context, p, nullptr, wgmma);
+    ExpectOk(split);
+    Print("wgmma  " + context + " | " + p, split);
+  });
+}
+
 TEST_F(GpuWorkerTest, AWrongKernelIsAWrongResultNeverATime) {
   // The kernel of an NT GEMM run as NN: it reads B transposed.
   PreparedSample nt;
