@@ -634,13 +634,21 @@ TEST_F(GemmWgmmaGpuTest, ClusterSplitEveryPrecision) {
         c.problem.ldc = (ld[2] + align - 1) / align * align;
         if (tf32) c.params.bk = 32;
         if (i == 3) c.params.consumers = 2;
-        c.params.kg = kgs[(i + 2 * l) % std::size(kgs)];
         c.params.split_cluster = true;
-        // The slots of kg - 1 tiles beside the ring: fewer stages where
-        // they would not fit.
-        while (WgmmaSharedBytes(dtype, c.params) > 227 * 1024 &&
-               c.params.stages > 2)
-          --c.params.stages;
+        // The slots of kg - 1 tiles beside the ring: fewer stages, then
+        // fewer splits, where they would not fit (the H100's 227 KiB).
+        size_t s = (i + 2 * l) % std::size(kgs);
+        for (c.params.kg = kgs[s];
+             WgmmaSharedBytes(dtype, c.params) > 227 * 1024;) {
+          if (c.params.stages > 2) {
+            --c.params.stages;
+          } else if (s > 0) {
+            c.params.kg = kgs[--s];
+            c.params.stages = 4;
+          } else {
+            break;
+          }
+        }
         c.params.group_m = i % 2 ? 8 : 1;
         c.alpha = i % 2 ? 1.0f : -0.75f;
         c.beta = (i + l) % 2 ? 0.5f : 0.0f;

@@ -528,9 +528,9 @@ TEST_F(GpuWorkerTest, ConvClusterSplitInEveryPrecisionMeasuresAndPassesTheCheck)
 
 // gemm.wgmma_sc through the worker (the campaigns' path): the evaluation's
 // lowest shape (1000^3, 64 tiles of 128 x 128 on 132 SMs) split in clusters
-// of 2, a projection of few tiles in clusters of 8, and a decode-like
-// product in clusters of 4; beside gemm.wgmma's split through the
-// workspace with the same parameters.
+// of 2, a projection of 48 tiles and a decode-like product in clusters of
+// 4, a covariance (one tile) in clusters of 8; beside gemm.wgmma's split
+// through the workspace with the same parameters.
 TEST_F(GpuWorkerTest, GemmClusterSplitInEveryPrecisionMeasuresAndPassesTheCheck) {
   if (!IsSm90()) GTEST_SKIP() << "gemm.wgmma_sc runs on compute capability 9.0 only";
   const KernelFamily& sc = **FindFamily("gemm.wgmma_sc");
@@ -539,9 +539,11 @@ TEST_F(GpuWorkerTest, GemmClusterSplitInEveryPrecisionMeasuresAndPassesTheCheck)
       {"gemm m=1000 n=1000 k=1000 layout=NT",
        "bm=128 bn=128 bk=64 st=4 wg=1 gm=8 kg=2 cm=1"},
       {"gemm m=512 n=768 k=3072 layout=NT",
-       "bm=64 bn=64 bk=64 st=4 wg=1 gm=1 kg=8 cm=1"},
+       "bm=64 bn=128 bk=64 st=4 wg=1 gm=1 kg=4 cm=1"},
       {"gemm m=4096 n=16 k=4096 layout=NT",
        "bm=128 bn=16 bk=64 st=5 wg=1 gm=1 kg=4 cm=1"},
+      {"gemm m=64 n=64 k=16384 layout=NT",
+       "bm=64 bn=64 bk=64 st=6 wg=1 gm=1 kg=8 cm=1"},
   };
   InEveryPrecision(sc, corners, /*bk_for=*/true,
                    [&](const std::string& context, const std::string& p) {
