@@ -746,6 +746,91 @@ TEST(WgmmaFamilyTest, ConvClusterSplitAddsTheSumsInsideTheCluster) {
   EXPECT_THAT(big.message(), HasSubstr("shared_memory"));
 }
 
+// gemm.wgmma_sc is gemm.wgmma with each tile's K split inside a cluster:
+// gemm.wgmma's rules and few_tiles; kg = 2..8 from gemm.wgmma's domain,
+// cm = 1; no workspace or reduce entry (gemm.wgmma's split of the same
+// parameters has both); the slots counted in shared memory; PTX of its own.
+TEST(WgmmaFamilyTest, GemmClusterSplitAddsTheSumsInsideTheCluster) {
+  const KernelFamily& wg = Family("gemm.wgmma");
+  const KernelFamily& sc = Family("gemm.wgmma_sc");
+  EXPECT_EQ(sc.op(), Op::kGemm);
+  EXPECT_EQ(sc.version(), 1);
+  EXPECT_EQ(sc.precisions(), wg.precisions());
+  std::vector<std::string> rules = wg.rules();
+  rules.push_back("few_tiles");
+  EXPECT_EQ(sc.rules(), rules);
+  ASSERT_EQ(sc.params().size(), wg.params().size());
+  EXPECT_EQ(sc.params()[6].name, "kg");
+  EXPECT_EQ(sc.params()[6].values, (std::vector<int64_t>{2, 3, 4, 6, 8}));
+  EXPECT_EQ(sc.params()[7].name, "cm");
+  EXPECT_EQ(sc.params()[7].values, (std::vector<int64_t>{1}));
+  for (const char* bad : {"bm=128 bn=128 bk=64 st=4 wg=1 gm=8 kg=1 cm=1",
+                          "bm=128 bn=128 bk=64 st=4 wg=1 gm=8 kg=5 cm=1",
+                          "bm=128 bn=128 bk=64 st=4 wg=1 gm=8 kg=2 cm=2"}) {
+    auto p = sc.Parse(bad);
+    const Status s = p.ok() ? sc.ValidateParams(*p) : p.status();
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_THAT(s.message(), HasSubstr("gemm.wgmma_sc")) << s.ToString();
+  }
+
+  KernelLimits h100 = H100();
+  h100.sm_count = 132;
+  // 1000^3: 8 x 8 = 64 tiles of 128 x 128, split in clusters of 2.
+  const Problem odd(Padded(
+      Gemm(1000, 1000, 1000, Layout::kN, Layout::kN, DType::kBf16), 8));
+  auto params = sc.Parse("bm=128 bn=128 bk=64 st=4 wg=1 gm=8 kg=2 cm=1");
+  ASSERT_TRUE(params.ok()) << params.status().ToString();
+  ASSERT_TRUE(sc.CanImplement(odd, *params, h100).ok());
+  const ConfigShape shape = sc.Shape(odd, *params);
+  EXPECT_EQ(shape.split_k, 2);
+  EXPECT_EQ(shape.programs, 64 * 2);
+  EXPECT_EQ(shape.workspace_bytes, 0);
+  auto k = sc.Generate(odd, *params, "sm_90");
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(k->family, "gemm.wgmma_sc");
+  EXPECT_EQ(k->target, "sm_90a");
+  EXPECT_EQ(k->grid[0], 128u);
+  EXPECT_EQ(k->cluster, 2u);
+  EXPECT_EQ(k->workspace_bytes, 0);
+  EXPECT_TRUE(k->reduce_entry.empty());
+  EXPECT_THAT(k->ptx, HasSubstr("// blocktune gemm.wgmma_sc v1: bf16"));
+  EXPECT_THAT(k->ptx, HasSubstr(".reqnctapercluster 2, 1, 1"));
+  EXPECT_THAT(k->ptx, HasSubstr("mov.u32 %unit, %clusterid.x;"));
+  EXPECT_THAT(k->ptx, HasSubstr("mov.u32 %z, %cluster_ctarank;"));
+  EXPECT_THAT(k->ptx, HasSubstr("st.shared::cluster.v4.f32"));
+  EXPECT_THAT(k->ptx, HasSubstr(
+      "mbarrier.arrive.release.cluster.shared::cluster.b64"));
+  EXPECT_THAT(k->ptx, HasSubstr("// ---- gemm.wgmma_sc: the splits add"));
+  EXPECT_THAT(k->ptx, ::testing::Not(HasSubstr("conv.wgmma_sc")));
+  // gemm.wgmma's split of the same parameters: the workspace and the
+  // reduce entry, no cluster; the slot past its shared memory.
+  auto w = wg.Generate(odd, *params, "sm_90");
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ(w->workspace_bytes, 2 * 1000 * 1000 * 4);
+  EXPECT_FALSE(w->reduce_entry.empty());
+  EXPECT_EQ(w->cluster, 1u);
+  EXPECT_EQ(k->dynamic_shared_bytes,
+            w->dynamic_shared_bytes + 16 + 128 * 128 * 4);
+  // Rule shared_memory counts the slots: 7 of 128 x 128 fp32 do not fit.
+  auto wide = sc.Parse("bm=128 bn=128 bk=64 st=2 wg=1 gm=8 kg=8 cm=1");
+  ASSERT_TRUE(wide.ok());
+  const Status big = sc.CanImplement(odd, *wide, h100);
+  EXPECT_FALSE(big.ok());
+  EXPECT_THAT(big.message(), HasSubstr("shared_memory"));
+  // Rule few_tiles: 4096^3 has 1024 tiles of 128 x 128.
+  const Problem square(Gemm(4096, 4096, 4096, Layout::kN, Layout::kN,
+                            DType::kBf16));
+  const Status many = sc.CanImplement(square, *params, h100);
+  EXPECT_FALSE(many.ok());
+  EXPECT_THAT(many.message(), HasSubstr("few_tiles"));
+  EXPECT_THAT(many.message(), HasSubstr("1024 tiles"));
+  EXPECT_TRUE(wg.CanImplement(square, *params, h100).ok());
+  // Rule split_has_work: 2 splits of 64-wide k tiles need K >= 128.
+  const Problem shallow(Gemm(1024, 1024, 64, Layout::kN, Layout::kN,
+                             DType::kBf16));
+  EXPECT_FALSE(sc.CanImplement(shallow, *params, h100).ok());
+}
+
 // gemm.wgmma_ts is gemm.wgmma_ps with the tail split: its rules; tl = 2..4
 // with kg = 1 and cm = 1; the workspace's slots and counters; PTX of its
 // own.
