@@ -103,6 +103,17 @@ std::string Describe(const Case& c) {
          (c.rs ? " (gemm.wgmma_rs)" : "");
 }
 
+// TMA strides are multiples of 16 bytes: each leading dimension rounded up
+// to whole 16-byte units of the case's precision.
+void PadRowsToTma(Case* c) {
+  const int64_t align =
+      16 / WgmmaElementBytes(std::get<GemmContext>(c->problem.ctx).dtype);
+  const auto ld = LeadingDims(c->problem);
+  c->problem.lda = (ld[0] + align - 1) / align * align;
+  c->problem.ldb = (ld[1] + align - 1) / align * align;
+  c->problem.ldc = (ld[2] + align - 1) / align * align;
+}
+
 // Elements past C's last row, poisoned and checked: a store past M fails.
 constexpr size_t kGuard = 4096;
 // What C holds before a launch where beta == 0 (and past N and M always):
@@ -515,12 +526,7 @@ TEST_F(GemmWgmmaGpuTest, SplitKEveryPrecision) {
             {100, 72, 1000}, {129, 257, 515}, {7, 33, 2050}, {300, 200, 640}};
         Case c = Make(dtype, shapes[i][0], shapes[i][1], shapes[i][2], la, lb,
                       i % 2 ? "128 128 64 4 1" : "128 256 64 4 2");
-        // TMA strides are multiples of 16 bytes: pad odd leading dimensions.
-        const int64_t align = 16 / WgmmaElementBytes(dtype);
-        const auto ld = LeadingDims(c.problem);
-        c.problem.lda = (ld[0] + align - 1) / align * align;
-        c.problem.ldb = (ld[1] + align - 1) / align * align;
-        c.problem.ldc = (ld[2] + align - 1) / align * align;
+        PadRowsToTma(&c);
         c.params.bk = bk;
         if (dtype == DType::kTf32) c.params.bn = 128;
         c.params.kg = kgs[(i + l) % std::size(kgs)];
@@ -627,11 +633,7 @@ TEST_F(GemmWgmmaGpuTest, ClusterSplitEveryPrecision) {
       for (int i = 0; i < 4; ++i) {
         Case c = Make(dtype, shapes[i][0], shapes[i][1], shapes[i][2], la, lb,
                       i % 2 ? "64 128 64 3 1" : "128 128 64 4 1");
-        const int64_t align = 16 / WgmmaElementBytes(dtype);
-        const auto ld = LeadingDims(c.problem);
-        c.problem.lda = (ld[0] + align - 1) / align * align;
-        c.problem.ldb = (ld[1] + align - 1) / align * align;
-        c.problem.ldc = (ld[2] + align - 1) / align * align;
+        PadRowsToTma(&c);
         if (tf32) c.params.bk = 32;
         if (i == 3) c.params.consumers = 2;
         c.params.split_cluster = true;

@@ -107,8 +107,8 @@ void EmitCopies(Ptx& p, const Tiling& t, char x) {
 
 // The first work unit of this program (its cluster's, with pairs: both
 // programs of a pair take the same units) and the stride to the next.
-// conv.wgmma_sc: every program of a cluster takes its cluster's tile (one
-// split each).
+// The cluster split (conv.wgmma_sc, gemm.wgmma_sc): every program of a
+// cluster takes its cluster's tile (one split each).
 bool UnitsByCluster(const Tiling& t) { return t.cm == 2 || t.split_cluster; }
 void EmitFirstUnit(Ptx& p, const Tiling& t) {
   p << "\tmov.u32 %unit, " << (UnitsByCluster(t) ? "%clusterid.x" : "%ctaid.x")
@@ -189,7 +189,7 @@ void EmitUnit(Ptx& p, const Tiling& t) {
     p << "\tmov.u32 %kb, 0;\n\tmov.u32 %kend, %ktiles;\n";
     return;
   }
-  if (t.split_cluster)  // conv.wgmma_sc: the cluster's tile, split = rank
+  if (t.split_cluster)  // the cluster split: the cluster's tile, split = rank
     p << "\tmov.u32 %tile, %unit;\n\tmov.u32 %z, %cluster_ctarank;\n";
   else
     p << "\trem.u32 %tile, %unit, %tiles;\n\tdiv.u32 %z, %unit, %tiles;\n";
@@ -766,8 +766,8 @@ void EmitSlotAdd(Ptx& p, const Tiling& t, const char* load, const char* base) {
   }
 }
 
-// conv.wgmma_sc (Tiling::split_cluster): the cluster's splits add their
-// sums in the first program's shared memory. Slot z - 1 holds split z's
+// conv.wgmma_sc and gemm.wgmma_sc (Tiling::split_cluster): the cluster's
+// splits add their sums in the first program's shared memory. Slot z - 1 holds split z's
 // accumulators in register order, as the tail split's slots do: 4q .. 4q +
 // 3 of consumer thread c at byte (q * threads + c) * 16. Split z > 0 stores
 // into the first program's slot through distributed shared memory and

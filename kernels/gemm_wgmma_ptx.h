@@ -82,13 +82,14 @@ struct Tiling {
   // and the workspace's slots (WgmmaTailSlots), counters after them.
   int64_t tail = 1;
   int64_t tail_slots = 0;
-  // conv.wgmma_sc (WgmmaParams::split_cluster, kg > 1): the kg splits of a
-  // tile are one cluster (.reqnctapercluster kg), split z = the program's
-  // rank in it; splits z > 0 store their accumulators into slot z - 1 of
-  // the first program's shared memory (after the mbarriers: an 8-byte
-  // mbarrier, 8 bytes of padding, then kg - 1 slots of bm * bn fp32) and
-  // arrive on its mbarrier; the first program waits, adds the slots in
-  // order and stores the tile with the ordinary epilogue.
+  // conv.wgmma_sc and gemm.wgmma_sc (WgmmaParams::split_cluster, kg > 1):
+  // the kg splits of a tile are one cluster (.reqnctapercluster kg), split
+  // z = the program's rank in it; splits z > 0 store their accumulators
+  // into slot z - 1 of the first program's shared memory (after the
+  // mbarriers: an 8-byte mbarrier, 8 bytes of padding, then kg - 1 slots
+  // of bm * bn fp32) and arrive on its mbarrier; the first program waits,
+  // adds the slots in order and stores the tile with the ordinary
+  // epilogue.
   bool split_cluster = false;
 
   Tiling(DType precision, bool a_t, bool b_t, const WgmmaParams& p)

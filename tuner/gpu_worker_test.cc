@@ -161,6 +161,30 @@ class GpuWorkerTest : public ::testing::Test {
     }
   }
 
+  // A cluster-split family (conv.wgmma_sc, gemm.wgmma_sc) on `corners` in
+  // every precision: each kernel measures, passes the check and adds its
+  // sums inside its cluster (no workspace, no reduce entry); beside it
+  // `base`'s kernel of the same configuration, which splits through the
+  // workspace (printed, no timing asserted).
+  void ClusterSplitInEveryPrecision(const KernelFamily& sc,
+                                    const KernelFamily& base,
+                                    const Corners& corners) {
+    InEveryPrecision(sc, corners, /*bk_for=*/true,
+                     [&](const std::string& context, const std::string& p) {
+      PreparedSample prepared;
+      tuner::WorkResult r = RunMma(context, p, &prepared, sc);
+      ExpectOk(r);
+      EXPECT_EQ(r.family(), sc.name());
+      EXPECT_EQ(prepared.kernel.workspace_bytes, 0);
+      EXPECT_TRUE(prepared.kernel.reduce_entry.empty());
+      EXPECT_GT(prepared.kernel.cluster, 1u);
+      Print(std::string(sc.name()) + "  " + context + " | " + p, r);
+      tuner::WorkResult split = RunMma(context, p, nullptr, base);
+      ExpectOk(split);
+      Print(std::string(base.name()) + "  " + context + " | " + p, split);
+    });
+  }
+
   DeviceProfile profile_;
 };
 
@@ -510,20 +534,7 @@ TEST_F(GpuWorkerTest, ConvClusterSplitInEveryPrecisionMeasuresAndPassesTheCheck)
       {"conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1 stride=1 dilation=1",
        "bm=128 bn=64 bk=64 st=4 wg=1 gm=1 kg=3"},
   };
-  InEveryPrecision(sc, corners, /*bk_for=*/true,
-                   [&](const std::string& context, const std::string& p) {
-    PreparedSample prepared;
-    tuner::WorkResult r = RunMma(context, p, &prepared, sc);
-    ExpectOk(r);
-    EXPECT_EQ(r.family(), "conv.wgmma_sc");
-    EXPECT_EQ(prepared.kernel.workspace_bytes, 0);
-    EXPECT_TRUE(prepared.kernel.reduce_entry.empty());
-    EXPECT_GT(prepared.kernel.cluster, 1u);
-    Print("sc   " + context + " | " + p, r);
-    tuner::WorkResult split = RunMma(context, p, nullptr, sk);
-    ExpectOk(split);
-    Print("sk   " + context + " | " + p, split);
-  });
+  ClusterSplitInEveryPrecision(sc, sk, corners);
 }
 
 // gemm.wgmma_sc through the worker (the campaigns' path): the evaluation's
@@ -545,20 +556,7 @@ TEST_F(GpuWorkerTest, GemmClusterSplitInEveryPrecisionMeasuresAndPassesTheCheck)
       {"gemm m=64 n=64 k=16384 layout=NT",
        "bm=64 bn=64 bk=64 st=6 wg=1 gm=1 kg=8 cm=1"},
   };
-  InEveryPrecision(sc, corners, /*bk_for=*/true,
-                   [&](const std::string& context, const std::string& p) {
-    PreparedSample prepared;
-    tuner::WorkResult r = RunMma(context, p, &prepared, sc);
-    ExpectOk(r);
-    EXPECT_EQ(r.family(), "gemm.wgmma_sc");
-    EXPECT_EQ(prepared.kernel.workspace_bytes, 0);
-    EXPECT_TRUE(prepared.kernel.reduce_entry.empty());
-    EXPECT_GT(prepared.kernel.cluster, 1u);
-    Print("sc     " + context + " | " + p, r);
-    tuner::WorkResult split = RunMma(context, p, nullptr, wgmma);
-    ExpectOk(split);
-    Print("wgmma  " + context + " | " + p, split);
-  });
+  ClusterSplitInEveryPrecision(sc, wgmma, corners);
 }
 
 TEST_F(GpuWorkerTest, AWrongKernelIsAWrongResultNeverATime) {
