@@ -69,7 +69,7 @@ constexpr Golden kGolden[] = {
      "kConvWgmmaSplitGeneratorVersion (kernels/conv_wgmma.h)"},
     {"conv.wgmma_sc", 1, 0x3938eed7ef4e3ad2ull,
      "kConvWgmmaClusterSplitGeneratorVersion (kernels/conv_wgmma.h)"},
-    {"gemm.wgmma_sc", 1, 0x0f191d58fcc5ecbfull,
+    {"gemm.wgmma_sc", 2, 0x7db4be7728bacdddull,
      "kGemmWgmmaClusterSplitGeneratorVersion (kernels/gemm_wgmma.h)"},
 };
 
@@ -209,14 +209,17 @@ std::vector<Case> GemmWgmmaTailCases() {
 }
 
 // gemm.wgmma_sc: every layout (1000^3, the evaluation's lowest shape, in
-// clusters of 2), every precision, clusters of 2 to 8, two consumer
-// warpgroups, rows padded to 8 elements, the decode and covariance shapes.
+// clusters of 2; N-major B in one TMA box, rule cluster_box), every
+// precision, clusters of 2 to 8, two consumer warpgroups, rows padded to 8
+// elements, the decode and covariance shapes.
 std::vector<Case> GemmWgmmaClusterSplitCases() {
   std::vector<Case> out;
   for (const char* l : kLayouts) {
     out.push_back({WgmmaProblem(std::string("gemm m=1000 n=1000 k=1000 "
                                             "layout=") + l + " dtype=bf16", 8),
-                   "bm=128 bn=128 bk=64 st=4 wg=1 gm=8 kg=2 cm=1", "sm_90a"});
+                   l[1] == 'N' ? "bm=128 bn=64 bk=64 st=4 wg=1 gm=8 kg=2 cm=1"
+                               : "bm=128 bn=128 bk=64 st=4 wg=1 gm=8 kg=2 cm=1",
+                   "sm_90a"});
   }
   const struct {
     const char* ctx;
@@ -231,7 +234,7 @@ std::vector<Case> GemmWgmmaClusterSplitCases() {
       {"gemm m=2560 n=64 k=2560 layout=NN dtype=bf16",
        "bm=64 bn=64 bk=64 st=6 wg=1 gm=4 kg=6 cm=1"},
       {"gemm m=1023 n=517 k=1000 layout=TN dtype=fp16",
-       "bm=64 bn=128 bk=64 st=3 wg=1 gm=2 kg=3 cm=1"},
+       "bm=64 bn=64 bk=64 st=3 wg=1 gm=2 kg=3 cm=1"},
       {"gemm m=64 n=64 k=16384 layout=NT dtype=tf32",
        "bm=64 bn=64 bk=32 st=6 wg=1 gm=1 kg=8 cm=1"}};
   for (const auto& c : cases)

@@ -754,7 +754,7 @@ TEST(WgmmaFamilyTest, GemmClusterSplitAddsTheSumsInsideTheCluster) {
   const KernelFamily& wg = Family("gemm.wgmma");
   const KernelFamily& sc = Family("gemm.wgmma_sc");
   EXPECT_EQ(sc.op(), Op::kGemm);
-  EXPECT_EQ(sc.version(), 1);
+  EXPECT_EQ(sc.version(), 2);
   EXPECT_EQ(sc.precisions(), wg.precisions());
   std::vector<std::string> rules = wg.rules();
   rules.push_back("few_tiles");
@@ -775,9 +775,9 @@ TEST(WgmmaFamilyTest, GemmClusterSplitAddsTheSumsInsideTheCluster) {
 
   KernelLimits h100 = H100();
   h100.sm_count = 132;
-  // 1000^3: 8 x 8 = 64 tiles of 128 x 128, split in clusters of 2.
-  const Problem odd(Padded(
-      Gemm(1000, 1000, 1000, Layout::kN, Layout::kN, DType::kBf16), 8));
+  // 1000^3 NT: 8 x 8 = 64 tiles of 128 x 128, split in clusters of 2.
+  const Problem odd(
+      Padded(Gemm(1000, 1000, 1000, Layout::kN, Layout::kT, DType::kBf16), 8));
   auto params = sc.Parse("bm=128 bn=128 bk=64 st=4 wg=1 gm=8 kg=2 cm=1");
   ASSERT_TRUE(params.ok()) << params.status().ToString();
   ASSERT_TRUE(sc.CanImplement(odd, *params, h100).ok());
@@ -793,7 +793,7 @@ TEST(WgmmaFamilyTest, GemmClusterSplitAddsTheSumsInsideTheCluster) {
   EXPECT_EQ(k->cluster, 2u);
   EXPECT_EQ(k->workspace_bytes, 0);
   EXPECT_TRUE(k->reduce_entry.empty());
-  EXPECT_THAT(k->ptx, HasSubstr("// blocktune gemm.wgmma_sc v1: bf16"));
+  EXPECT_THAT(k->ptx, HasSubstr("// blocktune gemm.wgmma_sc v2: bf16"));
   EXPECT_THAT(k->ptx, HasSubstr(".reqnctapercluster 2, 1, 1"));
   EXPECT_THAT(k->ptx, HasSubstr("mov.u32 %unit, %clusterid.x;"));
   EXPECT_THAT(k->ptx, HasSubstr("mov.u32 %z, %cluster_ctarank;"));
@@ -818,13 +818,25 @@ TEST(WgmmaFamilyTest, GemmClusterSplitAddsTheSumsInsideTheCluster) {
   EXPECT_FALSE(big.ok());
   EXPECT_THAT(big.message(), HasSubstr("shared_memory"));
   // Rule few_tiles: 4096^3 has 1024 tiles of 128 x 128.
-  const Problem square(Gemm(4096, 4096, 4096, Layout::kN, Layout::kN,
-                            DType::kBf16));
+  const Problem square(
+      Gemm(4096, 4096, 4096, Layout::kN, Layout::kT, DType::kBf16));
   const Status many = sc.CanImplement(square, *params, h100);
   EXPECT_FALSE(many.ok());
   EXPECT_THAT(many.message(), HasSubstr("few_tiles"));
   EXPECT_THAT(many.message(), HasSubstr("1024 tiles"));
   EXPECT_TRUE(wg.CanImplement(square, *params, h100).ok());
+  // Rule cluster_box: N-major B (layout NN) in one TMA box, bn = 64 in
+  // bf16; gemm.wgmma takes bn = 128 there.
+  const Problem nn(
+      Padded(Gemm(1000, 1000, 1000, Layout::kN, Layout::kN, DType::kBf16), 8));
+  const Status two_boxes = sc.CanImplement(nn, *params, h100);
+  EXPECT_FALSE(two_boxes.ok());
+  EXPECT_THAT(two_boxes.message(), HasSubstr("cluster_box"));
+  EXPECT_THAT(two_boxes.message(), HasSubstr("got bn = 128"));
+  EXPECT_TRUE(wg.CanImplement(nn, *params, h100).ok());
+  auto narrow = sc.Parse("bm=128 bn=64 bk=64 st=4 wg=1 gm=8 kg=2 cm=1");
+  ASSERT_TRUE(narrow.ok());
+  EXPECT_TRUE(sc.CanImplement(nn, *narrow, h100).ok());
   // Rule split_has_work: 2 splits of 64-wide k tiles need K >= 128.
   const Problem shallow(Gemm(1024, 1024, 64, Layout::kN, Layout::kN,
                              DType::kBf16));
@@ -1651,8 +1663,12 @@ TEST(FamilyTest, CanImplementRefusesTheWrongOpOrPrecisionNamingTheField) {
     // 128-byte aligned.
     if (f->name() == "gemm.mma_pk" || f->name() == "gemm.wgmma_pk")
       std::get<GemmContext>(right.ctx).k = 63;
-    // gemm.wgmma_sc's defaults split K at least twice: a k tile each.
-    if (f->name() == "gemm.wgmma_sc") std::get<GemmContext>(right.ctx).k = 256;
+    // gemm.wgmma_sc's defaults split K at least twice (a k tile each) in
+    // tiles 128 wide, which take K-major B alone (rule cluster_box).
+    if (f->name() == "gemm.wgmma_sc") {
+      std::get<GemmContext>(right.ctx).k = 256;
+      std::get<GemmContext>(right.ctx).layout_b = Layout::kT;
+    }
     // gemm.gemv takes NT (NN only of one column), and its first default
     // is a tile of 8 columns (NC < 2N).
     if (f->name() == "gemm.gemv") {

@@ -180,6 +180,11 @@ bool PassesWgmmaRule(WgmmaRule rule, const Problem& problem,
     case WgmmaRule::kSplitHasWork:
       return p.kg == 1 || p.kg * p.bk <= g.k;
     case WgmmaRule::kClusterBox:
+      // gemm.wgmma_sc's clusters: N-major B in one box (its K-major B
+      // boxes, bk * element bytes = 256, computed right on the H100).
+      if (p.split_cluster && p.kg > 1 && g.layout_b == Layout::kN &&
+          p.bn * WgmmaElementBytes(g.dtype) != 128)
+        return false;
       return p.cluster_m == 1 ||
              (g.layout_b == Layout::kT ? p.bk : p.bn) *
                      WgmmaElementBytes(g.dtype) ==
@@ -253,6 +258,15 @@ Status CanImplementWgmma(const Problem& problem, const WgmmaParams& p,
           name + ": kg * bk = " + N(p.kg * p.bk) + " exceeds K = " + N(g.k) +
           ", so a split would have no k tile");
     case WgmmaRule::kClusterBox:
+      if (p.split_cluster && p.kg > 1)
+        return FailedPrecondition(
+            name +
+            ": in a cluster split (gemm.wgmma_sc) an N-major B "
+            "(layout_b N) must be one TMA box per stage: bn * element bytes "
+            "must be 128 (bn = " +
+            N(128 / esize) + "); got bn = " + N(p.bn) +
+            " (the H100 computes the second box's columns wrong in a "
+            "cluster launch)");
       return FailedPrecondition(
           name + ": a cluster pair (cm = 2) multicasts B only as one TMA box "
           "per stage: " +

@@ -90,7 +90,13 @@
 // element bytes = 128). On the H100 the first v2 kernels with two or more
 // B boxes per stage computed the second box's columns wrong in the
 // pair's second program (N-major B, bn 128 and 256: gemm_wgmma_gpu_test,
-// 2026-11-23), a cause not found yet; one box per stage passed.
+// 2026-11-23), a cause not found yet; one box per stage passed. gemm.wgmma_sc's
+// clusters (no multicast) showed it again on 2026-12-05: with N-major B and
+// bn = 128 the columns of the second box were wrong in every split
+// (ClusterSplitShares: either split's share alone is wrong there), while
+// K-major B, in one box or two (bk = 128), and N-major B with bn = 64 passed;
+// the same PTX without the cluster (gemm.wgmma's split through W) passes.
+// So the rule holds gemm.wgmma_sc's N-major B to one box per stage too.
 //
 // Split-K (kg > 1, v3): the grid walks tiles x kg work units; split z of a
 // tile runs k tiles [z*ktiles/kg, (z+1)*ktiles/kg) and stores its raw fp32
@@ -181,7 +187,11 @@ inline constexpr char kGemmWgmmaTailFamily[] = "gemm.wgmma_ts";
 // take one tile's sums, and a cluster walking several tiles
 // (LoadedWgmma::Launch with fewer programs) could overwrite them before
 // they were added.
-inline constexpr int kGemmWgmmaClusterSplitGeneratorVersion = 1;
+// v2 (2026-12-05): rule cluster_box holds N-major B to one TMA box per stage
+// (bn = 64 in 16-bit types). v1's first H100 run computed the second box's
+// columns wrong with N-major B and bn >= 128 (NN and TN); v1 has no
+// measurements. Each emitted kernel is byte for byte v1's.
+inline constexpr int kGemmWgmmaClusterSplitGeneratorVersion = 2;
 inline constexpr char kGemmWgmmaClusterSplitFamily[] = "gemm.wgmma_sc";
 
 // The family's parameters. Thesis names: bm = M_L, bn = N_L, bk = U,
@@ -281,7 +291,7 @@ enum class WgmmaRule {
   kAlignment,          // lda, ldb, ldc multiples of 16 bytes (TMA strides)
   kGrid,               // units <= 2^31 - 1
   kSplitHasWork,       // kg == 1 or kg * bk <= K: every split has a k tile
-  kClusterBox,         // cm = 2: B is one TMA box per stage (see below)
+  kClusterBox,         // cm = 2, cluster split: B in one box (see below)
 };
 inline constexpr WgmmaRule kWgmmaRules[] = {
     WgmmaRule::kComputeCapability, WgmmaRule::kPrecisionLayout,

@@ -120,6 +120,23 @@ constexpr size_t kGuard = 4096;
 // NaN in bf16, fp16 (7fc0) and fp32.
 constexpr uint32_t kPoison = 0x7fc07fc0;
 
+// The tile (m, n) of element (i, j), coded m * 10000 + n, added to `tiles`
+// once (the first 16 kept), and those tiles as text for a failure message.
+void AddTile(const WgmmaParams& p, int64_t i, int64_t j,
+             std::vector<int64_t>* tiles) {
+  const int64_t tile = (i / p.bm) * 10000 + j / p.bn;
+  if (tiles->size() < 16 &&
+      std::find(tiles->begin(), tiles->end(), tile) == tiles->end())
+    tiles->push_back(tile);
+}
+std::string TileList(const std::vector<int64_t>& tiles) {
+  std::string s;
+  for (int64_t t : tiles)
+    s += " (" + std::to_string(t / 10000) + "," + std::to_string(t % 10000) +
+         ")";
+  return s;
+}
+
 StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
   const GemmContext& g = std::get<GemmContext>(c.problem.ctx);
   const DType dtype = g.dtype;
@@ -172,14 +189,6 @@ StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
   BT_RETURN_IF_ERROR(wg->Launch(ops, c.programs));
   std::vector<uint8_t> out((cm.value.size() + kGuard) * es);
   BT_RETURN_IF_ERROR(dc.CopyToHost(out.data(), out.size()));
-  if ((c.params.kg > 1 || c.params.tail > 1) && c.beta == 0) {
-    // The reduction's order is fixed: a second run gives the same bits (and
-    // for the tail split, the first left its counters zero).
-    BT_RETURN_IF_ERROR(wg->Launch(ops, c.programs));
-    std::vector<uint8_t> again(out.size());
-    BT_RETURN_IF_ERROR(dc.CopyToHost(again.data(), again.size()));
-    if (again != out) return Internal("split-K: a second run differs");
-  }
   if (wk.counter_offset >= 0) {
     std::vector<uint32_t> all(static_cast<size_t>(wk.workspace_bytes / 4));
     BT_RETURN_IF_ERROR(dw.CopyToHost(all.data(), all.size() * 4));
@@ -203,64 +212,107 @@ StatusOr<Outcome> RunCase(const Case& c, std::mt19937& rng) {
                          : dtype == DType::kBf16 ? std::ldexp(1.0, -134)
                                                  : std::ldexp(1.0, -149);
   // Every element is checked; a failure reports how many are wrong and the
-  // first few, so a permutation (descriptor, swizzle) shows as a pattern.
-  Outcome o;
-  int64_t wrong = 0;
-  std::string first;
-  for (int64_t i = 0; i < g.m; ++i) {
-    for (int64_t j = 0; j < g.n; ++j) {
-      double sum = 0, abs_sum = 0;
-      for (int64_t l = 0; l < g.k; ++l) {
-        const double av = a_t ? a.value[l * lda + i] : a.value[i * lda + l];
-        const double bv = b_t ? b.value[j * ldb + l] : b.value[l * ldb + j];
-        sum += av * bv;
-        abs_sum += std::fabs(av * bv);
-      }
-      const double old = cm.value[i * ldc + j];
-      const double ref = c.alpha * sum + (c.beta == 0 ? 0.0 : c.beta * old);
-      const double got = OutputValue(dtype, out, i * ldc + j);
-      const double err = std::fabs(got - ref);
-      const double bound = cu * std::fabs(c.alpha) * abs_sum +
-                           u_out * std::fabs(ref) +
-                           std::ldexp(1.0, -22) * std::fabs(c.beta * old) +
-                           abs_out;
-      if (!std::isfinite(got) || err > bound) {
-        if (++wrong <= 6) {
-          first += " C[" + std::to_string(i) + "][" + std::to_string(j) +
-                   "] = " + std::to_string(got) + " (ref " +
-                   std::to_string(ref) + ", bound " + std::to_string(bound) +
-                   ")";
+  // first few and which tiles, so a permutation (descriptor, swizzle) or a
+  // wrong TMA box shows as a pattern.
+  auto verify = [&](const std::vector<uint8_t>& out) -> StatusOr<Outcome> {
+    Outcome o;
+    int64_t wrong = 0;
+    std::string first;
+    std::vector<int64_t> wrong_tiles;
+    for (int64_t i = 0; i < g.m; ++i) {
+      for (int64_t j = 0; j < g.n; ++j) {
+        double sum = 0, abs_sum = 0;
+        for (int64_t l = 0; l < g.k; ++l) {
+          const double av = a_t ? a.value[l * lda + i] : a.value[i * lda + l];
+          const double bv = b_t ? b.value[j * ldb + l] : b.value[l * ldb + j];
+          sum += av * bv;
+          abs_sum += std::fabs(av * bv);
         }
-        continue;
-      }
-      o.worst_bound_ratio = std::max(o.worst_bound_ratio, err / bound);
-    }
-  }
-  // Columns N .. ldc - 1 of every row and the guard past the last row:
-  // never written.
-  std::vector<uint8_t> in(out.size());
-  for (size_t i = 0; i + 4 <= in.size(); i += 4) {
-    std::memcpy(in.data() + i, &kPoison, 4);
-  }
-  if (c.beta != 0) std::memcpy(in.data(), Data(cm), cm.value.size() * es);
-  const size_t end = cm.value.size() * es;
-  if (std::memcmp(out.data() + end, in.data() + end, kGuard * es) != 0)
-    return Internal("an element past C's last row was written");
-  for (int64_t i = 0; i < g.m; ++i) {
-    const size_t from = static_cast<size_t>((i * ldc + g.n) * es);
-    const size_t to = static_cast<size_t>((i + 1) * ldc * es);
-    for (size_t b = from; b < to; ++b) {
-      if (out[b] != in[b]) {
-        return Internal("row " + std::to_string(i) + ": column " +
-                        std::to_string(b / es - i * ldc) +
-                        ", between N and ldc, was written");
+        const double old = cm.value[i * ldc + j];
+        const double ref = c.alpha * sum + (c.beta == 0 ? 0.0 : c.beta * old);
+        const double got = OutputValue(dtype, out, i * ldc + j);
+        const double err = std::fabs(got - ref);
+        const double bound =
+            cu * std::fabs(c.alpha) * abs_sum + u_out * std::fabs(ref) +
+            std::ldexp(1.0, -22) * std::fabs(c.beta * old) + abs_out;
+        if (!std::isfinite(got) || err > bound) {
+          AddTile(c.params, i, j, &wrong_tiles);
+          if (++wrong <= 6) {
+            first += " C[" + std::to_string(i) + "][" + std::to_string(j) +
+                     "] = " + std::to_string(got) + " (ref " +
+                     std::to_string(ref) + ", bound " + std::to_string(bound) +
+                     ")";
+          }
+          continue;
+        }
+        o.worst_bound_ratio = std::max(o.worst_bound_ratio, err / bound);
       }
     }
-  }
-  if (wrong > 0) {
-    return Internal(std::to_string(wrong) + " of " +
-                    std::to_string(g.m * g.n) +
-                    " elements wrong or unwritten (NaN); first:" + first);
+    // Columns N .. ldc - 1 of every row and the guard past the last row:
+    // never written.
+    std::vector<uint8_t> in(out.size());
+    for (size_t i = 0; i + 4 <= in.size(); i += 4) {
+      std::memcpy(in.data() + i, &kPoison, 4);
+    }
+    if (c.beta != 0) std::memcpy(in.data(), Data(cm), cm.value.size() * es);
+    const size_t end = cm.value.size() * es;
+    if (std::memcmp(out.data() + end, in.data() + end, kGuard * es) != 0)
+      return Internal("an element past C's last row was written");
+    for (int64_t i = 0; i < g.m; ++i) {
+      const size_t from = static_cast<size_t>((i * ldc + g.n) * es);
+      const size_t to = static_cast<size_t>((i + 1) * ldc * es);
+      for (size_t b = from; b < to; ++b) {
+        if (out[b] != in[b]) {
+          return Internal("row " + std::to_string(i) + ": column " +
+                          std::to_string(b / es - i * ldc) +
+                          ", between N and ldc, was written");
+        }
+      }
+    }
+    if (wrong > 0) {
+      return Internal(std::to_string(wrong) + " of " +
+                      std::to_string(g.m * g.n) +
+                      " elements wrong or unwritten (NaN); first:" + first +
+                      "; in tiles (m, n):" + TileList(wrong_tiles));
+    }
+    return o;
+  };
+  BT_ASSIGN_OR_RETURN(Outcome o, verify(out));
+  if ((c.params.kg > 1 || c.params.tail > 1) && c.beta == 0) {
+    // The reduction's order is fixed: later runs give the same bits (and
+    // for the tail split, the first left its counters zero). A run that
+    // differs is checked against the reference too, and the failure tells
+    // where it differs, by tile.
+    for (int run = 2; run <= 4; ++run) {
+      BT_RETURN_IF_ERROR(wg->Launch(ops, c.programs));
+      std::vector<uint8_t> again(out.size());
+      BT_RETURN_IF_ERROR(dc.CopyToHost(again.data(), again.size()));
+      if (again == out) continue;
+      int64_t differ = 0;
+      std::string where;
+      std::vector<int64_t> tiles;
+      for (int64_t i = 0; i < g.m; ++i) {
+        for (int64_t j = 0; j < g.n; ++j) {
+          const size_t at = static_cast<size_t>(i * ldc + j);
+          if (!std::memcmp(out.data() + at * es, again.data() + at * es, es))
+            continue;
+          AddTile(c.params, i, j, &tiles);
+          if (++differ <= 4) {
+            where += " C[" + std::to_string(i) + "][" + std::to_string(j) +
+                     "] " + std::to_string(OutputValue(dtype, out, at)) +
+                     " then " + std::to_string(OutputValue(dtype, again, at));
+          }
+        }
+      }
+      auto checked = verify(again);
+      return Internal(
+          "split-K: run " + std::to_string(run) + " differs from the first " +
+          "in " + std::to_string(differ) +
+          " elements, tiles (m, n):" + TileList(tiles) + ";" + where +
+          "; the first passed the bound, run " + std::to_string(run) + " " +
+          (checked.ok() ? std::string("passes too")
+                        : "fails: " + checked.status().ToString()));
+    }
   }
   return o;
 }
@@ -607,6 +659,35 @@ TEST_F(GemmWgmmaGpuTest, TailSplitEveryPrecision) {
   std::printf("tail split: %d cases pass\n", ran);
 }
 
+// gemm.wgmma_sc gives the same bits on every run, within the bound: 1000^3
+// in clusters of 2 and 4, both layouts of B (N-major B in one TMA box, rule
+// cluster_box), grouped raster or not; every variant is reported.
+TEST_F(GemmWgmmaGpuTest, ClusterSplitSameBitsEveryRun) {
+  std::mt19937 rng(29);
+  int failed = 0, ran = 0;
+  for (DType dtype : {DType::kBf16, DType::kFp16}) {
+    for (Layout lb : {Layout::kN, Layout::kT}) {
+      for (int v = 0; v < 4; ++v) {
+        Case c = Make(dtype, 1000, 1000, 1000, Layout::kN, lb,
+                      v < 2 ? "128 128 64 4 1" : "64 128 64 3 1");
+        if (lb == Layout::kN) c.params.bn = 64;
+        c.params.kg = v < 2 ? 2 : 4;
+        c.params.group_m = v % 2 ? 8 : 1;
+        c.params.split_cluster = true;
+        auto o = RunCase(c, rng);
+        ++ran;
+        if (!o.ok()) ++failed;
+        std::printf("%s: %s\n", Describe(c).c_str(),
+                    o.ok() ? "4 runs, the same bits, within the bound"
+                           : o.status().ToString().c_str());
+      }
+    }
+  }
+  std::printf("cluster split, repeated runs: %d of %d variants fail\n", failed,
+              ran);
+  EXPECT_EQ(failed, 0);
+}
+
 // gemm.wgmma_sc (WgmmaParams::split_cluster): each tile's K split over the
 // kg = 2..8 programs of a cluster, the partial sums added in the first
 // program's shared memory. Every precision and layout it takes, odd M, N
@@ -633,9 +714,11 @@ TEST_F(GemmWgmmaGpuTest, ClusterSplitEveryPrecision) {
       for (int i = 0; i < 4; ++i) {
         Case c = Make(dtype, shapes[i][0], shapes[i][1], shapes[i][2], la, lb,
                       i % 2 ? "64 128 64 3 1" : "128 128 64 4 1");
+        // Rule cluster_box: N-major B in one TMA box (bn * 2 bytes = 128).
+        if (lb == Layout::kN) c.params.bn = 64;
         PadRowsToTma(&c);
         if (tf32) c.params.bk = 32;
-        if (i == 3) c.params.consumers = 2;
+        if (i == 3) c.params.consumers = 2, c.params.bm = 128;
         c.params.split_cluster = true;
         // The slots of kg - 1 tiles beside the ring: fewer stages, then
         // fewer splits, where they would not fit (the H100's 227 KiB).
