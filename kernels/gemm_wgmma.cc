@@ -31,7 +31,8 @@ std::string ToString(const WgmmaParams& p) {
   return "bm=" + N(p.bm) + " bn=" + N(p.bn) + " bk=" + N(p.bk) +
          " st=" + N(p.stages) + " wg=" + N(p.consumers) + " gm=" +
          N(p.group_m) + " kg=" + N(p.kg) + " cm=" + N(p.cluster_m) +
-         (p.tail > 1 ? " tl=" + N(p.tail) : "");
+         (p.tail > 1 ? " tl=" + N(p.tail) : "") +
+         (p.b_per_box ? " (a wgmma per B box)" : "");
 }
 
 const std::vector<WgmmaParamDomain>& WgmmaParamDomains() {
@@ -180,6 +181,7 @@ bool PassesWgmmaRule(WgmmaRule rule, const Problem& problem,
     case WgmmaRule::kSplitHasWork:
       return p.kg == 1 || p.kg * p.bk <= g.k;
     case WgmmaRule::kClusterBox:
+      if (p.b_per_box && g.layout_b == Layout::kN) return true;
       // gemm.wgmma_sc's clusters: N-major B in one box (its K-major B
       // boxes, bk * element bytes = 256, computed right on the H100).
       if (p.split_cluster && p.kg > 1 && g.layout_b == Layout::kN &&

@@ -218,13 +218,21 @@ struct WgmmaParams {
   // its own: the family sets it; the rules (shared memory) and the PTX
   // read it.
   bool split_cluster = false;
+  // Experimental, no family sets it (the diagnosis of rule cluster_box,
+  // below): with N-major B in more than one TMA box per stage, one wgmma of
+  // N = a box's columns per box, on that box's accumulators, instead of one
+  // wgmma of N = bn across the boxes (whose second box reads through the
+  // descriptor's leading byte offset). With it, rule cluster_box lets an
+  // N-major B have several boxes in a cluster (cm = 2, cluster split), so
+  // that gemm_wgmma_gpu_test can tell the TMA copies from the wgmma reads.
+  bool b_per_box = false;
 
   int64_t Threads() const { return 128 * (1 + consumers); }
   int64_t RowsPerConsumer() const { return bm / consumers; }
   int64_t MTiles() const { return RowsPerConsumer() / 64; }  // per consumer
   auto Tie() const {
     return std::tie(bm, bn, bk, stages, consumers, group_m, kg, cluster_m,
-                    tail, split_cluster);
+                    tail, split_cluster, b_per_box);
   }
   friend bool operator==(const WgmmaParams& a, const WgmmaParams& b) {
     return a.Tie() == b.Tie();

@@ -688,6 +688,34 @@ TEST_F(GemmWgmmaGpuTest, ClusterSplitSameBitsEveryRun) {
   EXPECT_EQ(failed, 0);
 }
 
+// The cluster_box diagnosis (gemm_wgmma.h): N-major B of two boxes per
+// stage, a wgmma per box (WgmmaParams::b_per_box), without a cluster, in
+// cluster pairs and in the cluster split, NN and TN. One wgmma across the
+// boxes computed the second box's columns wrong in both kinds of cluster
+// (2026-11-23, 2026-12-05) and right without one. If these pass, the wgmma
+// read across boxes is what a cluster launch breaks, and a wgmma per box
+// lifts rule cluster_box; if the clustered ones fail too, it is the copy.
+TEST_F(GemmWgmmaGpuTest, ClusterBoxWithAWgmmaPerBox) {
+  std::mt19937 rng(37);
+  int failed = 0, ran = 0;
+  for (Layout la : {Layout::kN, Layout::kT}) {
+    for (int v = 0; v < 3; ++v) {
+      Case c = Make(DType::kBf16, 1000, 1000, 1000, la, Layout::kN,
+                    "128 128 64 4 1");
+      c.params.b_per_box = true;
+      if (v == 1) c.params.cluster_m = 2;
+      if (v == 2) c.params.kg = 2, c.params.split_cluster = true;
+      auto o = RunCase(c, rng);
+      ++ran;
+      if (!o.ok()) ++failed;
+      std::printf("%s: %s\n", Describe(c).c_str(),
+                  o.ok() ? "passes" : o.status().ToString().c_str());
+    }
+  }
+  std::printf("a wgmma per B box: %d of %d fail\n", failed, ran);
+  EXPECT_EQ(failed, 0);
+}
+
 // gemm.wgmma_sc (WgmmaParams::split_cluster): each tile's K split over the
 // kg = 2..8 programs of a cluster, the partial sums added in the first
 // program's shared memory. Every precision and layout it takes, odd M, N

@@ -311,11 +311,14 @@ void EmitProducer(Ptx& p, const Tiling& t) {
   p << "\tbra PTILE;\n";
 }
 
-std::string AccList(const Tiling& t, int64_t tile) {
+std::string AccList(const Tiling& t, int64_t tile, int64_t first_column = 0,
+                    int64_t columns = 0) {
   std::string s = "{";
   const int64_t n = t.bn / 2;
-  for (int64_t r = 0; r < n; ++r) {
-    if (r) s += ", ";
+  // m64nNk16's accumulators: 4 per 8 columns, in column order.
+  const int64_t from = first_column / 2, count = (columns ? columns : t.bn) / 2;
+  for (int64_t r = from; r < from + count; ++r) {
+    if (r > from) s += ", ";
     s += "%acc" + N(tile * n + r);
   }
   return s + "}";
@@ -405,13 +408,21 @@ void EmitMainLoop(Ptx& p, const Tiling& t) {
     p << "\tadd.s64 %dbk, %db, " << N(t.BOffset(kk) >> 4) << ";\n";
     for (int64_t i = 0; i < t.mt; ++i) {
       p << "\tadd.s64 %dak, %da, " << N((t.AOffset(i, kk) - t.AOffset(0, 0)) >> 4)
-        << ";\n"
-        << "\twgmma.mma_async.sync.aligned.m64n" << N(t.bn) << "k" << N(t.wk)
-        << "." << MmaTypes(t.prec) << " " << AccList(t, i)
-        << ", %dak, %dbk, %pone, 1, 1";
-      if (!tf32)
-        p << ", " << (t.a_kmajor ? "0" : "1") << ", " << (t.b_kmajor ? "0" : "1");
-      p << ";\n";
+        << ";\n";
+      // b_per_box: a wgmma per B box (its columns, its accumulators).
+      const int64_t boxes = t.b_per_box ? t.b_panels : 1;
+      const int64_t cols = t.bn / boxes;
+      for (int64_t j = 0; j < boxes; ++j) {
+        if (t.b_per_box)
+          p << "\tadd.s64 %dbj, %dbk, " << N(j * t.b_panel_bytes >> 4) << ";\n";
+        p << "\twgmma.mma_async.sync.aligned.m64n" << N(cols) << "k" << N(t.wk)
+          << "." << MmaTypes(t.prec) << " " << AccList(t, i, j * cols, cols)
+          << ", %dak, " << (t.b_per_box ? "%dbj" : "%dbk") << ", %pone, 1, 1";
+        if (!tf32)
+          p << ", " << (t.a_kmajor ? "0" : "1") << ", "
+            << (t.b_kmajor ? "0" : "1");
+        p << ";\n";
+      }
     }
   }
   EmitStepEnd(p, t, /*comment=*/true);
@@ -1059,6 +1070,7 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << (t.cm == 2 ? "\t.reg .b32 %rank, %peer, %rrow, %rofs, %rprev;\n"
                     "\t.reg .b16 %mask;\n"
                   : "")
+    << (t.b_per_box ? "\t.reg .b64 %dbj;\n" : "")
     << "\t.reg .b64 %tma, %tmb, %tmc, %da, %db, %dak, %dbk, %C, %ptr, %d0, "
        "%cb64, %W;\n"
     << "\t.reg .b32 %ebuf, %ebase, %ea, %sx, %bid, %erow;\n"

@@ -91,6 +91,8 @@ struct Tiling {
   // adds the slots in order and stores the tile with the ordinary
   // epilogue.
   bool split_cluster = false;
+  // WgmmaParams::b_per_box where it applies: N-major B in several boxes.
+  bool b_per_box = false;
 
   Tiling(DType precision, bool a_t, bool b_t, const WgmmaParams& p)
       : prec(precision),
@@ -123,6 +125,7 @@ struct Tiling {
     b_box_rows = (b_kmajor ? bn : bk) / cm;
     tail = p.tail;
     split_cluster = p.split_cluster && p.kg > 1;
+    b_per_box = p.b_per_box && !b_kmajor && b_panels > 1;
   }
   // Rows of one B TMA box: a whole panel, or with a cluster pair (cm = 2)
   // half of one, each program of the pair loading one half of every panel

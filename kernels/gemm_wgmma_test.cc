@@ -612,6 +612,56 @@ TEST(GemmWgmmaPtxasTest, Tf32SampledKernelsAssembleWithoutSpills) {
   AssembleSampled(DType::kTf32, 2302);
 }
 
+// WgmmaParams::b_per_box (the cluster_box diagnosis): N-major B of two
+// and four boxes per stage gets a wgmma of N = 64 per box, on that box's
+// accumulators and its descriptor (+ a box's bytes / 16); rule cluster_box
+// then takes the cluster pair and the cluster split; K-major B and one-box
+// tiles are untouched (the PTX of a kernel without it is unchanged: the
+// golden hashes). Assembles with ptxas where there is one.
+TEST(GemmWgmmaPtxasTest, AWgmmaPerBoxOfNMajorB) {
+  const Problem nn = Gemm(DType::kBf16, 1000, 1000, 1000, Layout::kN,
+                          Layout::kN);
+  WgmmaParams pair = Make(128, 128, 64, 4, 1);
+  pair.cluster_m = 2;
+  WgmmaParams split = Make(128, 256, 64, 2, 2);
+  split.kg = 2;
+  split.split_cluster = true;
+  for (WgmmaParams* p : {&pair, &split}) {
+    EXPECT_FALSE(GenerateGemmWgmma(nn, *p).ok()) << ToString(*p);
+    p->b_per_box = true;
+  }
+  const std::string ptxas = FindTool("BLOCKTUNE_PTXAS", "ptxas");
+  for (const WgmmaParams& p : {pair, split}) {
+    auto k = GenerateGemmWgmma(nn, p);
+    ASSERT_TRUE(k.ok()) << ToString(p) << ": " << k.status().ToString();
+    EXPECT_TRUE(Contains(k->ptx, "wgmma.mma_async.sync.aligned.m64n64k16"));
+    EXPECT_FALSE(Contains(k->ptx, "m64n" + std::to_string(p.bn) + "k16"));
+    // The second box: its descriptor 64 rows x 128 bytes = 8192 bytes on.
+    EXPECT_TRUE(Contains(k->ptx, "add.s64 %dbj, %dbk, 512;"));
+    // Its accumulators: the m tile's columns 64 .. 127 (registers 32 on).
+    EXPECT_TRUE(Contains(k->ptx, "{%acc32, %acc33,"));
+    if (ptxas.empty()) continue;
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("blocktune-wgmma-box-" + std::to_string(getpid()) +
+                       ".ptx");
+    std::ofstream(path) << k->ptx;
+    Assembled a = RunPtxas(ptxas, path.string());
+    EXPECT_TRUE(a.ok) << ToString(p) << "\n" << a.log;
+    EXPECT_EQ(a.spill_bytes, 0) << ToString(p);
+    std::printf("%s: %d registers\n", ToString(p).c_str(), a.registers);
+    std::filesystem::remove(path);
+    std::filesystem::remove(path.string() + ".cubin");
+  }
+  // K-major B (NT) is one box wide: the flag changes nothing.
+  const Problem nt = Gemm(DType::kBf16, 1000, 1000, 1000, Layout::kN,
+                          Layout::kT);
+  WgmmaParams wide = Make(128, 128, 64, 4, 1), flagged = wide;
+  flagged.b_per_box = true;
+  auto a = GenerateGemmWgmma(nt, wide), b = GenerateGemmWgmma(nt, flagged);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->ptx, b->ptx);
+}
+
 // The tensor cores' Hopper path shows as HGMMA in SASS (HMMA is mma.sync).
 TEST(GemmWgmmaPtxasTest, SassHasHgmma) {
   const std::string ptxas = FindTool("BLOCKTUNE_PTXAS", "ptxas");
