@@ -180,17 +180,17 @@ bool PassesWgmmaRule(WgmmaRule rule, const Problem& problem,
              2147483647;
     case WgmmaRule::kSplitHasWork:
       return p.kg == 1 || p.kg * p.bk <= g.k;
-    case WgmmaRule::kClusterBox:
-      if (p.b_per_box && g.layout_b == Layout::kN) return true;
-      // gemm.wgmma_sc's clusters: N-major B in one box (its K-major B
-      // boxes, bk * element bytes = 256, computed right on the H100).
-      if (p.split_cluster && p.kg > 1 && g.layout_b == Layout::kN &&
-          p.bn * WgmmaElementBytes(g.dtype) != 128)
-        return false;
-      return p.cluster_m == 1 ||
-             (g.layout_b == Layout::kT ? p.bk : p.bn) *
-                     WgmmaElementBytes(g.dtype) ==
-                 128;
+    case WgmmaRule::kClusterBox: {
+      // In a cluster launch (a pair, or the cluster split) an N-major B is
+      // one box per stage, unless each box has a wgmma of its own
+      // (b_per_box); a pair's multicast takes a K-major B in one box too
+      // (the cluster split's two K-major boxes, bk = 128, computed right).
+      const int64_t es = WgmmaElementBytes(g.dtype);
+      const bool pair = p.cluster_m == 2;
+      if (!pair && !(p.split_cluster && p.kg > 1)) return true;
+      if (g.layout_b == Layout::kN) return p.b_per_box || p.bn * es == 128;
+      return !pair || p.bk * es == 128;
+    }
   }
   return false;
 }

@@ -90,13 +90,14 @@
 // element bytes = 128). On the H100 the first v2 kernels with two or more
 // B boxes per stage computed the second box's columns wrong in the
 // pair's second program (N-major B, bn 128 and 256: gemm_wgmma_gpu_test,
-// 2026-11-23), a cause not found yet; one box per stage passed. gemm.wgmma_sc's
-// clusters (no multicast) showed it again on 2026-12-05: with N-major B and
-// bn = 128 the columns of the second box were wrong in every split
-// (ClusterSplitShares: either split's share alone is wrong there), while
-// K-major B, in one box or two (bk = 128), and N-major B with bn = 64 passed;
-// the same PTX without the cluster (gemm.wgmma's split through W) passes.
-// So the rule holds gemm.wgmma_sc's N-major B to one box per stage too.
+// 2026-11-23), a cause not found yet; one box per stage passed.
+// gemm.wgmma_sc's clusters (no multicast) showed it again on 2026-12-05:
+// with N-major B and bn = 128 the columns of the second box were wrong in
+// every split, with either split's share of K alone
+// (bench/results/h100/gemm_sc/README.md), while K-major B, in one box or
+// two (bk = 128), and N-major B with bn = 64 passed; the same PTX without
+// the cluster (gemm.wgmma's split through W) passes. So the rule holds
+// gemm.wgmma_sc's N-major B to one box per stage too.
 //
 // Split-K (kg > 1, v3): the grid walks tiles x kg work units; split z of a
 // tile runs k tiles [z*ktiles/kg, (z+1)*ktiles/kg) and stores its raw fp32
@@ -213,8 +214,9 @@ struct WgmmaParams {
   // none. gemm.wgmma and the other families take 1 alone.
   int64_t tail = 1;
   // conv.wgmma_sc and gemm.wgmma_sc only (conv_wgmma.h, above): the kg
-  // splits of a tile form one thread-block cluster and add their partial sums in distributed shared
-  // memory instead of a workspace and a reduce entry. Not a parameter of
+  // splits of a tile form one thread-block cluster and add their partial
+  // sums in distributed shared memory instead of a workspace and a reduce
+  // entry. Not a parameter of
   // its own: the family sets it; the rules (shared memory) and the PTX
   // read it.
   bool split_cluster = false;

@@ -704,7 +704,10 @@ TEST_F(GemmWgmmaGpuTest, ClusterBoxWithAWgmmaPerBox) {
                     "128 128 64 4 1");
       c.params.b_per_box = true;
       if (v == 1) c.params.cluster_m = 2;
-      if (v == 2) c.params.kg = 2, c.params.split_cluster = true;
+      if (v == 2) {
+        c.params.kg = 2;
+        c.params.split_cluster = true;
+      }
       auto o = RunCase(c, rng);
       ++ran;
       if (!o.ok()) ++failed;
@@ -746,7 +749,10 @@ TEST_F(GemmWgmmaGpuTest, ClusterSplitEveryPrecision) {
         if (lb == Layout::kN) c.params.bn = 64;
         PadRowsToTma(&c);
         if (tf32) c.params.bk = 32;
-        if (i == 3) c.params.consumers = 2, c.params.bm = 128;
+        if (i == 3) {
+          c.params.consumers = 2;
+          c.params.bm = 128;
+        }
         c.params.split_cluster = true;
         // The slots of kg - 1 tiles beside the ring: fewer stages, then
         // fewer splits, where they would not fit (the H100's 227 KiB).

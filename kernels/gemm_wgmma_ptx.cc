@@ -778,12 +778,13 @@ void EmitSlotAdd(Ptx& p, const Tiling& t, const char* load, const char* base) {
 }
 
 // conv.wgmma_sc and gemm.wgmma_sc (Tiling::split_cluster): the cluster's
-// splits add their sums in the first program's shared memory. Slot z - 1 holds split z's
-// accumulators in register order, as the tail split's slots do: 4q .. 4q +
-// 3 of consumer thread c at byte (q * threads + c) * 16. Split z > 0 stores
-// into the first program's slot through distributed shared memory and
-// arrives on its mbarrier (release at cluster scope: each thread's stores
-// are visible before its arrival counts); the first program waits for the
+// splits add their sums in the first program's shared memory. Slot z - 1
+// holds split z's accumulators in register order, as the tail split's
+// slots do: 4q .. 4q + 3 of consumer thread c at byte (q * threads + c) *
+// 16. Split z > 0 stores into the first program's slot through
+// distributed shared memory and arrives on its mbarrier (release at
+// cluster scope: each thread's stores are visible before its arrival
+// counts); the first program waits for the
 // (kg - 1) * threads arrivals (acquire), adds slots 1 .. kg - 1 in order
 // (the same bits every run) and goes on to the tile's epilogue. The other
 // splits then exit; the first program waited for every store into its
