@@ -754,7 +754,7 @@ TEST(WgmmaFamilyTest, GemmClusterSplitAddsTheSumsInsideTheCluster) {
   const KernelFamily& wg = Family("gemm.wgmma");
   const KernelFamily& sc = Family("gemm.wgmma_sc");
   EXPECT_EQ(sc.op(), Op::kGemm);
-  EXPECT_EQ(sc.version(), 2);
+  EXPECT_EQ(sc.version(), 3);
   EXPECT_EQ(sc.precisions(), wg.precisions());
   std::vector<std::string> rules = wg.rules();
   rules.push_back("few_tiles");
@@ -793,7 +793,7 @@ TEST(WgmmaFamilyTest, GemmClusterSplitAddsTheSumsInsideTheCluster) {
   EXPECT_EQ(k->cluster, 2u);
   EXPECT_EQ(k->workspace_bytes, 0);
   EXPECT_TRUE(k->reduce_entry.empty());
-  EXPECT_THAT(k->ptx, HasSubstr("// blocktune gemm.wgmma_sc v2: bf16"));
+  EXPECT_THAT(k->ptx, HasSubstr("// blocktune gemm.wgmma_sc v3: bf16"));
   EXPECT_THAT(k->ptx, HasSubstr(".reqnctapercluster 2, 1, 1"));
   EXPECT_THAT(k->ptx, HasSubstr("mov.u32 %unit, %clusterid.x;"));
   EXPECT_THAT(k->ptx, HasSubstr("mov.u32 %z, %cluster_ctarank;"));
@@ -825,18 +825,28 @@ TEST(WgmmaFamilyTest, GemmClusterSplitAddsTheSumsInsideTheCluster) {
   EXPECT_THAT(many.message(), HasSubstr("few_tiles"));
   EXPECT_THAT(many.message(), HasSubstr("1024 tiles"));
   EXPECT_TRUE(wg.CanImplement(square, *params, h100).ok());
-  // Rule cluster_box: N-major B (layout NN) in one TMA box, bn = 64 in
-  // bf16; gemm.wgmma takes bn = 128 there.
+  // Rule cluster_box (v3): N-major B (layout NN) of two TMA boxes per stage
+  // (bn = 128 in bf16) gets a wgmma of N = 64 per box, which the cluster
+  // computes right; K-major B keeps one wgmma across the tile.
   const Problem nn(
       Padded(Gemm(1000, 1000, 1000, Layout::kN, Layout::kN, DType::kBf16), 8));
-  const Status two_boxes = sc.CanImplement(nn, *params, h100);
+  EXPECT_TRUE(sc.CanImplement(nn, *params, h100).ok());
+  EXPECT_TRUE(wg.CanImplement(nn, *params, h100).ok());
+  auto per_box = sc.Generate(nn, *params, "sm_90");
+  ASSERT_TRUE(per_box.ok()) << per_box.status().ToString();
+  EXPECT_THAT(per_box->ptx, HasSubstr(".reg .b64 %dbj;"));
+  EXPECT_THAT(per_box->ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n64k16"));
+  EXPECT_THAT(per_box->ptx,
+              ::testing::Not(HasSubstr("wgmma.mma_async.sync.aligned.m64n128k16")));
+  EXPECT_THAT(k->ptx, ::testing::Not(HasSubstr("%dbj")));
+  EXPECT_THAT(k->ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n128k16"));
+  // gemm.wgmma's cluster pair keeps the rule: N-major B in one box.
+  auto pair = wg.Parse("bm=128 bn=128 bk=64 st=4 wg=1 gm=8 kg=1 cm=2");
+  ASSERT_TRUE(pair.ok());
+  const Status two_boxes = wg.CanImplement(nn, *pair, h100);
   EXPECT_FALSE(two_boxes.ok());
   EXPECT_THAT(two_boxes.message(), HasSubstr("cluster_box"));
-  EXPECT_THAT(two_boxes.message(), HasSubstr("got bn = 128"));
-  EXPECT_TRUE(wg.CanImplement(nn, *params, h100).ok());
-  auto narrow = sc.Parse("bm=128 bn=64 bk=64 st=4 wg=1 gm=8 kg=2 cm=1");
-  ASSERT_TRUE(narrow.ok());
-  EXPECT_TRUE(sc.CanImplement(nn, *narrow, h100).ok());
+  EXPECT_THAT(two_boxes.message(), HasSubstr("bn * element bytes"));
   // Rule split_has_work: 2 splits of 64-wide k tiles need K >= 128.
   const Problem shallow(Gemm(1024, 1024, 64, Layout::kN, Layout::kN,
                              DType::kBf16));

@@ -130,12 +130,16 @@ class WgmmaFamilyBase : public KernelFamily {
   WgmmaParams Wgmma(const Params& params) const {
     WgmmaParams w = ToWgmma(params, fields_);
     w.split_cluster = split_cluster_;
+    w.b_per_box = b_per_box_;
     return w;
   }
   int fields() const { return fields_; }
   std::vector<std::string> rules_;
   // conv.wgmma_sc: every kernel's splits add their sums in a cluster.
   bool split_cluster_ = false;
+  // gemm.wgmma_sc (v3): a wgmma per TMA box of an N-major B (rule
+  // cluster_box, gemm_wgmma.h).
+  bool b_per_box_ = false;
 
  private:
   int fields_;
@@ -839,11 +843,13 @@ class GemmTailSplitFamily : public PersistentFamily<WgmmaFamily> {
 // program's shared memory (conv.wgmma_sc's split on a GEMM). gemm.wgmma's
 // rules (the slots count in shared_memory; split_has_work: every split has
 // a k tile), then few_tiles; kg from gemm.wgmma's domain past 1, cm = 1
-// (the cluster is the splits').
+// (the cluster is the splits'). An N-major B of several TMA boxes per
+// stage gets a wgmma per box (v3), which rule cluster_box takes.
 class GemmClusterSplitFamily : public WgmmaFamily {
  public:
   GemmClusterSplitFamily() : specs_(WgmmaFamily::params()) {
     split_cluster_ = true;
+    b_per_box_ = true;
     base_rules_ = static_cast<int>(rules_.size());
     rules_.push_back("few_tiles");
     for (ParamSpec& spec : specs_) {

@@ -96,8 +96,13 @@
 // every split, with either split's share of K alone
 // (bench/results/h100/gemm_sc/README.md), while K-major B, in one box or
 // two (bk = 128), and N-major B with bn = 64 passed; the same PTX without
-// the cluster (gemm.wgmma's split through W) passes. So the rule holds
-// gemm.wgmma_sc's N-major B to one box per stage too.
+// the cluster (gemm.wgmma's split through W) passes. The cause, found the
+// same day: with a wgmma per B box (WgmmaParams::b_per_box) the pair and
+// the cluster split of N-major B in two boxes computed right (NN and TN,
+// bf16, 1000^3), so a cluster launch breaks one wgmma's read across the
+// boxes, not the copies. The rule takes b_per_box kernels; gemm.wgmma_sc
+// (v3) emits them, gemm.wgmma (whose new version would make its
+// measurements stale) keeps its pairs' N-major B to one box.
 //
 // Split-K (kg > 1, v3): the grid walks tiles x kg work units; split z of a
 // tile runs k tiles [z*ktiles/kg, (z+1)*ktiles/kg) and stores its raw fp32
@@ -192,7 +197,13 @@ inline constexpr char kGemmWgmmaTailFamily[] = "gemm.wgmma_ts";
 // (bn = 64 in 16-bit types). v1's first H100 run computed the second box's
 // columns wrong with N-major B and bn >= 128 (NN and TN); v1 has no
 // measurements. Each emitted kernel is byte for byte v1's.
-inline constexpr int kGemmWgmmaClusterSplitGeneratorVersion = 2;
+// v3 (2026-12-05): an N-major B of several TMA boxes per stage gets a
+// wgmma of N = a box's columns per box (WgmmaParams::b_per_box), and rule
+// cluster_box takes it: gemm_wgmma_gpu_test's ClusterBoxWithAWgmmaPerBox
+// passed on an H100 (bench/results/h100/gemm_sc/v3/), so a cluster launch
+// breaks one wgmma's read across B boxes, not the copies. v2 has no
+// measurements either.
+inline constexpr int kGemmWgmmaClusterSplitGeneratorVersion = 3;
 inline constexpr char kGemmWgmmaClusterSplitFamily[] = "gemm.wgmma_sc";
 
 // The family's parameters. Thesis names: bm = M_L, bn = N_L, bk = U,
@@ -220,13 +231,15 @@ struct WgmmaParams {
   // its own: the family sets it; the rules (shared memory) and the PTX
   // read it.
   bool split_cluster = false;
-  // Experimental, no family sets it (the diagnosis of rule cluster_box,
-  // below): with N-major B in more than one TMA box per stage, one wgmma of
+  // gemm.wgmma_sc (v3) sets it; gemm.wgmma does not (its cluster pairs
+  // would need a new version, which would make its measurements stale):
+  // with N-major B in more than one TMA box per stage, one wgmma of
   // N = a box's columns per box, on that box's accumulators, instead of one
   // wgmma of N = bn across the boxes (whose second box reads through the
   // descriptor's leading byte offset). With it, rule cluster_box lets an
-  // N-major B have several boxes in a cluster (cm = 2, cluster split), so
-  // that gemm_wgmma_gpu_test can tell the TMA copies from the wgmma reads.
+  // N-major B have several boxes in a cluster (cm = 2, cluster split): on
+  // an H100 the clusters computed right with it and wrong without it
+  // (ClusterBoxWithAWgmmaPerBox, 2026-12-05).
   bool b_per_box = false;
 
   int64_t Threads() const { return 128 * (1 + consumers); }

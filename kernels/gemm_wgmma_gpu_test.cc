@@ -660,8 +660,9 @@ TEST_F(GemmWgmmaGpuTest, TailSplitEveryPrecision) {
 }
 
 // gemm.wgmma_sc gives the same bits on every run, within the bound: 1000^3
-// in clusters of 2 and 4, both layouts of B (N-major B in one TMA box, rule
-// cluster_box), grouped raster or not; every variant is reported.
+// in clusters of 2 and 4, both layouts of B (N-major B in two TMA boxes with
+// a wgmma per box, as the family emits it since v3; and in one box),
+// grouped raster or not; every variant is reported.
 TEST_F(GemmWgmmaGpuTest, ClusterSplitSameBitsEveryRun) {
   std::mt19937 rng(29);
   int failed = 0, ran = 0;
@@ -670,7 +671,12 @@ TEST_F(GemmWgmmaGpuTest, ClusterSplitSameBitsEveryRun) {
       for (int v = 0; v < 4; ++v) {
         Case c = Make(dtype, 1000, 1000, 1000, Layout::kN, lb,
                       v < 2 ? "128 128 64 4 1" : "64 128 64 3 1");
-        if (lb == Layout::kN) c.params.bn = 64;
+        // N-major B: bn = 128 (two boxes, a wgmma per box) for v = 0 and 2,
+        // bn = 64 (one box) for v = 1 and 3.
+        if (lb == Layout::kN) {
+          c.params.b_per_box = true;
+          if (v % 2) c.params.bn = 64;
+        }
         c.params.kg = v < 2 ? 2 : 4;
         c.params.group_m = v % 2 ? 8 : 1;
         c.params.split_cluster = true;
@@ -745,8 +751,8 @@ TEST_F(GemmWgmmaGpuTest, ClusterSplitEveryPrecision) {
       for (int i = 0; i < 4; ++i) {
         Case c = Make(dtype, shapes[i][0], shapes[i][1], shapes[i][2], la, lb,
                       i % 2 ? "64 128 64 3 1" : "128 128 64 4 1");
-        // Rule cluster_box: N-major B in one TMA box (bn * 2 bytes = 128).
-        if (lb == Layout::kN) c.params.bn = 64;
+        // As the family emits it (v3): a wgmma per box of an N-major B.
+        c.params.b_per_box = true;
         PadRowsToTma(&c);
         if (tf32) c.params.bk = 32;
         if (i == 3) {
