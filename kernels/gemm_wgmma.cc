@@ -32,7 +32,8 @@ std::string ToString(const WgmmaParams& p) {
          " st=" + N(p.stages) + " wg=" + N(p.consumers) + " gm=" +
          N(p.group_m) + " kg=" + N(p.kg) + " cm=" + N(p.cluster_m) +
          (p.tail > 1 ? " tl=" + N(p.tail) : "") +
-         (p.b_per_box ? " (a wgmma per B box)" : "");
+         (p.b_per_box ? " (a wgmma per B box)" : "") +
+         (p.relaxed_start ? " (relaxed start)" : "");
 }
 
 const std::vector<WgmmaParamDomain>& WgmmaParamDomains() {

@@ -241,13 +241,22 @@ struct WgmmaParams {
   // an H100 the clusters computed right with it and wrong without it
   // (ClusterBoxWithAWgmmaPerBox, 2026-12-05).
   bool b_per_box = false;
+  // Experimental, no family sets it: the cluster barrier after the
+  // mbarrier init (cluster pairs, the cluster split) arrives relaxed
+  // (barrier.cluster.arrive.relaxed; the init's own
+  // fence.mbarrier_init.release.cluster orders it) instead of with release
+  // semantics, which ptxas emits as MEMBAR.ALL.GPU, ERRBAR and CCTL.IVALL
+  // at every program's start (bench/results/h100/gemm_sc/v3/). For
+  // gemm_wgmma_gpu_test's timing of the cluster variants; a family would
+  // take it with a new version.
+  bool relaxed_start = false;
 
   int64_t Threads() const { return 128 * (1 + consumers); }
   int64_t RowsPerConsumer() const { return bm / consumers; }
   int64_t MTiles() const { return RowsPerConsumer() / 64; }  // per consumer
   auto Tie() const {
     return std::tie(bm, bn, bk, stages, consumers, group_m, kg, cluster_m,
-                    tail, split_cluster, b_per_box);
+                    tail, split_cluster, b_per_box, relaxed_start);
   }
   friend bool operator==(const WgmmaParams& a, const WgmmaParams& b) {
     return a.Tie() == b.Tie();

@@ -135,8 +135,12 @@ void EmitRelease(Ptx& p, const Tiling& t, const std::string& pred) {
 // Every thread of the cluster: the partner's mbarriers are initialized
 // before use, and neither program exits while the other may still write
 // its shared memory or arrive on its mbarriers.
-void EmitClusterSync(Ptx& p) {
-  p << "\tbarrier.cluster.arrive.release;\n"
+// relaxed (WgmmaParams::relaxed_start): the arrive without release
+// semantics, where fence.mbarrier_init.release.cluster already orders the
+// only writes the partner reads.
+void EmitClusterSync(Ptx& p, bool relaxed = false) {
+  p << (relaxed ? "\tbarrier.cluster.arrive.relaxed;\n"
+                : "\tbarrier.cluster.arrive.release;\n")
     << "\tbarrier.cluster.wait.acquire;\n";
 }
 
@@ -1174,7 +1178,7 @@ std::string MainEntry(const Tiling& t, const std::string& arch) {
     << "INIT_DONE:\n";
   // The first program's mbarrier is initialized before the others arrive.
   if (t.cm == 2 || t.split_cluster)
-    EmitClusterSync(p);
+    EmitClusterSync(p, t.relaxed_start);
   else
     p << "\tbar.sync 0;\n";
   p << "\tshr.u32 %wg, %thr, 7;\n"

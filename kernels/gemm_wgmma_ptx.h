@@ -93,6 +93,8 @@ struct Tiling {
   bool split_cluster = false;
   // WgmmaParams::b_per_box where it applies: N-major B in several boxes.
   bool b_per_box = false;
+  // WgmmaParams::relaxed_start.
+  bool relaxed_start = false;
 
   Tiling(DType precision, bool a_t, bool b_t, const WgmmaParams& p)
       : prec(precision),
@@ -126,6 +128,7 @@ struct Tiling {
     tail = p.tail;
     split_cluster = p.split_cluster && p.kg > 1;
     b_per_box = p.b_per_box && !b_kmajor && b_panels > 1;
+    relaxed_start = p.relaxed_start;
   }
   // Rows of one B TMA box: a whole panel, or with a cluster pair (cm = 2)
   // half of one, each program of the pair loading one half of every panel

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -660,6 +661,59 @@ TEST(GemmWgmmaPtxasTest, AWgmmaPerBoxOfNMajorB) {
   auto a = GenerateGemmWgmma(nt, wide), b = GenerateGemmWgmma(nt, flagged);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a->ptx, b->ptx);
+}
+
+// WgmmaParams::relaxed_start (experimental): a cluster pair's barrier after
+// the mbarrier init arrives relaxed; the exit's barrier keeps release. The
+// PTX differs in that one line; in SASS the start loses its MEMBAR.ALL.GPU
+// (the release), the exit keeps its own.
+TEST(GemmWgmmaPtxasTest, RelaxedStartDropsTheStartsGpuFence) {
+  const Problem nn = Gemm(DType::kBf16, 1000, 1000, 1000, Layout::kN,
+                          Layout::kN);
+  WgmmaParams pair = Make(128, 64, 64, 8, 2);
+  pair.cluster_m = 2;
+  WgmmaParams relaxed = pair;
+  relaxed.relaxed_start = true;
+  auto a = GenerateGemmWgmma(nn, pair), b = GenerateGemmWgmma(nn, relaxed);
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto count = [](const std::string& text, const std::string& what) {
+    int n = 0;
+    for (size_t at = text.find(what); at != std::string::npos;
+         at = text.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count(a->ptx, "barrier.cluster.arrive.release;"), 2);
+  EXPECT_EQ(count(b->ptx, "barrier.cluster.arrive.release;"), 1);
+  EXPECT_EQ(count(b->ptx, "barrier.cluster.arrive.relaxed;"), 1);
+  std::string edited = a->ptx;
+  edited.replace(edited.find("barrier.cluster.arrive.release;"),
+                 std::strlen("barrier.cluster.arrive.release;"),
+                 "barrier.cluster.arrive.relaxed;");
+  EXPECT_EQ(edited, b->ptx);
+  const std::string ptxas = FindTool("BLOCKTUNE_PTXAS", "ptxas");
+  const std::string cuobjdump = FindTool("BLOCKTUNE_CUOBJDUMP", "cuobjdump");
+  if (ptxas.empty() || cuobjdump.empty())
+    GTEST_SKIP() << "no ptxas or cuobjdump (set BLOCKTUNE_CUOBJDUMP)";
+  int fences[2];
+  for (int i = 0; i < 2; ++i) {
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("blocktune-wgmma-relaxed-" + std::to_string(getpid()) +
+                       ".ptx");
+    std::ofstream(path) << (i ? b->ptx : a->ptx);
+    Assembled asm_ = RunPtxas(ptxas, path.string());
+    ASSERT_TRUE(asm_.ok) << asm_.log;
+    bool ok = false;
+    const std::string sass =
+        RunCommand(cuobjdump + " -sass " + path.string() + ".cubin", &ok);
+    ASSERT_TRUE(ok) << sass.substr(0, 2000);
+    fences[i] = count(sass, "MEMBAR.ALL.GPU");
+    std::filesystem::remove(path);
+    std::filesystem::remove(path.string() + ".cubin");
+  }
+  std::printf("MEMBAR.ALL.GPU in SASS: %d with a release start, %d relaxed\n",
+              fences[0], fences[1]);
+  EXPECT_EQ(fences[1], fences[0] - 1);
 }
 
 // The tensor cores' Hopper path shows as HGMMA in SASS (HMMA is mma.sync).
