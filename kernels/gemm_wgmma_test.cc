@@ -541,7 +541,9 @@ void AssembleSampled(DType dtype, uint32_t seed) {
     jobs.push_back(job);
   }
   EXPECT_EQ(static_cast<int>(jobs.size()), samples);
-  if (samples >= 20) EXPECT_GT(split, 0);
+  if (samples >= 20) {
+    EXPECT_GT(split, 0);
+  }
   if (dtype == DType::kTf32) {
     EXPECT_EQ(per_layout.size(), 1u);  // NT only (rule precision_layout)
   } else {
