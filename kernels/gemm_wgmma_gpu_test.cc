@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -823,6 +824,32 @@ TEST_F(GemmWgmmaGpuTest, LargerShapesEveryLayout) {
   ASSERT_TRUE(o.ok()) << Describe(t) << ": " << o.status().ToString();
 }
 
+// The median milliseconds of `reps` launches of `wg` after 3 warm-up ones,
+// each between two events; `before(r)` runs ahead of launch r, outside the
+// events (an L2 eviction).
+StatusOr<double> MedianLaunchMs(const LoadedWgmma& wg,
+                                const WgmmaOperands& ops, unsigned programs,
+                                int reps,
+                                const std::function<Status(int)>& before =
+                                    nullptr) {
+  BT_ASSIGN_OR_RETURN(auto start, cuda::Event::Create());
+  BT_ASSIGN_OR_RETURN(auto stop, cuda::Event::Create());
+  std::vector<float> ms;
+  for (int r = 0; r < reps + 3; ++r) {
+    if (before) {
+      BT_RETURN_IF_ERROR(before(r));
+    }
+    BT_RETURN_IF_ERROR(start->Record());
+    BT_RETURN_IF_ERROR(wg.Launch(ops, programs));
+    BT_RETURN_IF_ERROR(stop->Record());
+    BT_RETURN_IF_ERROR(stop->Synchronize());
+    BT_ASSIGN_OR_RETURN(float t, stop->MillisecondsSince(*start));
+    if (r >= 3) ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
 // First speed readings (not a benchmark: no L2 flush, no cuBLASLt beside
 // it; bench/kernels is where those live). Runs only with
 // BLOCKTUNE_WGMMA_TIME=1: median of 20 launches after 3 warm-ups, random
@@ -859,22 +886,10 @@ TEST_F(GemmWgmmaGpuTest, TimeSquareShapes) {
         ops.a = da->address();
         ops.b = db->address();
         ops.c = dc->address();
-        auto start = cuda::Event::Create();
-        auto stop = cuda::Event::Create();
-        ASSERT_TRUE(start.ok() && stop.ok());
         for (unsigned programs : {0u, sm_count}) {
-        std::vector<float> ms;
-        for (int r = 0; r < 23; ++r) {
-          ASSERT_TRUE((*start)->Record().ok());
-          ASSERT_TRUE((*wg)->Launch(ops, programs).ok());
-          ASSERT_TRUE((*stop)->Record().ok());
-          ASSERT_TRUE((*stop)->Synchronize().ok());
-          auto t = (*stop)->MillisecondsSince(**start);
-          ASSERT_TRUE(t.ok()) << t.status().ToString();
-          if (r >= 3) ms.push_back(*t);
-        }
-        std::sort(ms.begin(), ms.end());
-        const double median = ms[ms.size() / 2];
+        auto timed = MedianLaunchMs(**wg, ops, programs, 20);
+        ASSERT_TRUE(timed.ok()) << timed.status().ToString();
+        const double median = *timed;
         std::printf("time bf16 %s %ld^3 %s programs %u: %.1f us, %.0f "
                     "TFLOP/s (%d registers)\n",
                     layouts, static_cast<long>(size), ToString(c.params).c_str(),
@@ -917,9 +932,6 @@ TEST_F(GemmWgmmaGpuTest, TimeClusterVariantsAt1000) {
   ASSERT_TRUE(da.ok() && db.ok() && dc.ok() && flush.ok());
   ASSERT_TRUE(da->CopyFromHost(a.h.data(), 2 * n).ok());
   ASSERT_TRUE(db->CopyFromHost(b.h.data(), 2 * n).ok());
-  auto start = cuda::Event::Create();
-  auto stop = cuda::Event::Create();
-  ASSERT_TRUE(start.ok() && stop.ok());
   for (const auto& v : variants) {
     Case c = Make(DType::kBf16, size, size, size, Layout::kN, Layout::kN,
                   v.params);
@@ -940,24 +952,13 @@ TEST_F(GemmWgmmaGpuTest, TimeClusterVariantsAt1000) {
     ops.a = da->address();
     ops.b = db->address();
     ops.c = dc->address();
-    double median[2];
-    for (int flushed = 0; flushed < 2; ++flushed) {
-      std::vector<float> ms;
-      for (int r = 0; r < 24; ++r) {
-        if (flushed) {
-          ASSERT_TRUE(flush->Fill32(r).ok());
-        }
-        ASSERT_TRUE((*start)->Record().ok());
-        ASSERT_TRUE((*wg)->Launch(ops, 0).ok());
-        ASSERT_TRUE((*stop)->Record().ok());
-        ASSERT_TRUE((*stop)->Synchronize().ok());
-        auto t = (*stop)->MillisecondsSince(**start);
-        ASSERT_TRUE(t.ok()) << t.status().ToString();
-        if (r >= 3) ms.push_back(*t);
-      }
-      std::sort(ms.begin(), ms.end());
-      median[flushed] = 1e3 * ms[ms.size() / 2];
-    }
+    auto in_l2 = MedianLaunchMs(**wg, ops, 0, 21);
+    auto evicted = MedianLaunchMs(**wg, ops, 0, 21, [&](int r) {
+      return flush->Fill32(static_cast<uint32_t>(r));
+    });
+    ASSERT_TRUE(in_l2.ok() && evicted.ok())
+        << in_l2.status().ToString() << " " << evicted.status().ToString();
+    const double median[2] = {1e3 * *in_l2, 1e3 * *evicted};
     std::printf("time bf16 NN 1000^3 %s: %.2f us in L2, %.2f us after a "
                 "fill (%d registers, within %.2f of the bound)\n",
                 ToString(c.params).c_str(), median[0], median[1],

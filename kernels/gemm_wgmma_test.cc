@@ -77,6 +77,14 @@ bool Contains(const std::string& s, const std::string& what) {
   return s.find(what) != std::string::npos;
 }
 
+int Count(const std::string& s, const std::string& what) {
+  int n = 0;
+  for (size_t at = s.find(what); at != std::string::npos;
+       at = s.find(what, at + 1))
+    ++n;
+  return n;
+}
+
 TEST(GemmWgmmaTest, ParamsValidate) {
   EXPECT_TRUE(ValidateWgmmaParams(WgmmaParams{}).ok());
   EXPECT_TRUE(ValidateWgmmaParams(Make(256, 128, 64, 3, 2)).ok());
@@ -476,6 +484,33 @@ Assembled RunPtxas(const std::string& ptxas, const std::string& path) {
   return out;
 }
 
+// The PTX assembled for sm_90a and its SASS (cuobjdump -sass), through a
+// temporary file named by `tag`, removed afterwards; ok false with the
+// tool's output in `log` where either step fails.
+struct Sass {
+  bool ok = false;
+  std::string text, log;
+};
+Sass AssembleSass(const std::string& ptxas, const std::string& cuobjdump,
+                  const std::string& ptx, const std::string& tag) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("blocktune-wgmma-" + tag + "-" + std::to_string(getpid()) +
+                     ".ptx");
+  std::ofstream(path) << ptx;
+  Sass out;
+  Assembled a = RunPtxas(ptxas, path.string());
+  if (!a.ok) {
+    out.log = a.log;
+  } else {
+    out.text =
+        RunCommand(cuobjdump + " -sass " + path.string() + ".cubin", &out.ok);
+    if (!out.ok) out.log = out.text.substr(0, 2000);
+  }
+  std::filesystem::remove(path);
+  std::filesystem::remove(path.string() + ".cubin");
+  return out;
+}
+
 WgmmaParams SampleParams(std::mt19937& rng) {
   int64_t v[kGemmWgmmaParamCount];
   const auto& domains = WgmmaParamDomains();
@@ -678,16 +713,9 @@ TEST(GemmWgmmaPtxasTest, RelaxedStartDropsTheStartsGpuFence) {
   relaxed.relaxed_start = true;
   auto a = GenerateGemmWgmma(nn, pair), b = GenerateGemmWgmma(nn, relaxed);
   ASSERT_TRUE(a.ok() && b.ok());
-  auto count = [](const std::string& text, const std::string& what) {
-    int n = 0;
-    for (size_t at = text.find(what); at != std::string::npos;
-         at = text.find(what, at + 1))
-      ++n;
-    return n;
-  };
-  EXPECT_EQ(count(a->ptx, "barrier.cluster.arrive.release;"), 2);
-  EXPECT_EQ(count(b->ptx, "barrier.cluster.arrive.release;"), 1);
-  EXPECT_EQ(count(b->ptx, "barrier.cluster.arrive.relaxed;"), 1);
+  EXPECT_EQ(Count(a->ptx, "barrier.cluster.arrive.release;"), 2);
+  EXPECT_EQ(Count(b->ptx, "barrier.cluster.arrive.release;"), 1);
+  EXPECT_EQ(Count(b->ptx, "barrier.cluster.arrive.relaxed;"), 1);
   std::string edited = a->ptx;
   edited.replace(edited.find("barrier.cluster.arrive.release;"),
                  std::strlen("barrier.cluster.arrive.release;"),
@@ -699,19 +727,10 @@ TEST(GemmWgmmaPtxasTest, RelaxedStartDropsTheStartsGpuFence) {
     GTEST_SKIP() << "no ptxas or cuobjdump (set BLOCKTUNE_CUOBJDUMP)";
   int fences[2];
   for (int i = 0; i < 2; ++i) {
-    const auto path = std::filesystem::temp_directory_path() /
-                      ("blocktune-wgmma-relaxed-" + std::to_string(getpid()) +
-                       ".ptx");
-    std::ofstream(path) << (i ? b->ptx : a->ptx);
-    Assembled asm_ = RunPtxas(ptxas, path.string());
-    ASSERT_TRUE(asm_.ok) << asm_.log;
-    bool ok = false;
-    const std::string sass =
-        RunCommand(cuobjdump + " -sass " + path.string() + ".cubin", &ok);
-    ASSERT_TRUE(ok) << sass.substr(0, 2000);
-    fences[i] = count(sass, "MEMBAR.ALL.GPU");
-    std::filesystem::remove(path);
-    std::filesystem::remove(path.string() + ".cubin");
+    const Sass sass = AssembleSass(ptxas, cuobjdump, i ? b->ptx : a->ptx,
+                                   "relaxed");
+    ASSERT_TRUE(sass.ok) << sass.log;
+    fences[i] = Count(sass.text, "MEMBAR.ALL.GPU");
   }
   std::printf("MEMBAR.ALL.GPU in SASS: %d with a release start, %d relaxed\n",
               fences[0], fences[1]);
@@ -728,27 +747,14 @@ TEST(GemmWgmmaPtxasTest, SassHasHgmma) {
                          Layout::kT);
   auto k = GenerateGemmWgmma(p, Make(128, 256, 64, 4, 2));
   ASSERT_TRUE(k.ok());
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("blocktune-wgmma-sass-" + std::to_string(getpid()) +
-                     ".ptx");
-  std::ofstream(path) << k->ptx;
-  Assembled a = RunPtxas(ptxas, path.string());
-  ASSERT_TRUE(a.ok) << a.log;
-  bool ok = false;
-  const std::string sass =
-      RunCommand(cuobjdump + " -sass " + path.string() + ".cubin", &ok);
-  ASSERT_TRUE(ok) << sass.substr(0, 2000);
-  int hgmma = 0;
-  for (size_t at = sass.find("HGMMA"); at != std::string::npos;
-       at = sass.find("HGMMA", at + 1))
-    ++hgmma;
+  const Sass sass = AssembleSass(ptxas, cuobjdump, k->ptx, "sass");
+  ASSERT_TRUE(sass.ok) << sass.log;
+  const int hgmma = Count(sass.text, "HGMMA");
   std::printf("bm=128 bn=256 bk=64 wg=2 bf16 NT: %d HGMMA in SASS, HMMA %s\n",
-              hgmma, Contains(sass, "HMMA") ? "present" : "absent");
+              hgmma, Contains(sass.text, "HMMA") ? "present" : "absent");
   // bk/16 k steps of one m64n256 tile per consumer: 4 in the loop body
   // (more if ptxas unrolls it).
   EXPECT_GE(hgmma, 4);
-  std::filesystem::remove(path);
-  std::filesystem::remove(path.string() + ".cubin");
 }
 
 }  // namespace
