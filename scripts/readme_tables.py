@@ -29,6 +29,7 @@ Python 3 standard library only.
 import argparse
 import datetime
 import difflib
+import functools
 import gzip
 import json
 import math
@@ -517,6 +518,24 @@ def families(r):
     return rows
 
 
+@functools.lru_cache(maxsize=None)
+def _models_file(path, mtime_ns, size):
+    """The models of one models*.json.gz without their weights, read once
+    per (path, mtime, size): the files are tens of MB, and the tests render
+    the README many times in one process."""
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        models = json.load(f).get("models", [])
+    slim = []
+    for m in models:
+        m = {k: v for k, v in m.items() if k not in ("weights", "normalization")}
+        m["_metrics"] = json.loads(m["metrics_json"])
+        for key in ("op", "dtype", "family", "generator_version",
+                    "training_set", "device", "created_unix"):
+            m[key]  # noqa: B018 (a KeyError names the field)
+        slim.append(m)
+    return tuple(slim)
+
+
 def shipped_models(root):
     """{gpu folder: [model dict]} of every models*.json.gz under root, in
     the order an import stores them (a later model of the same device, op,
@@ -526,17 +545,10 @@ def shipped_models(root):
         for path in sorted(folder.glob("models*.json.gz")):
             rel = f"models/pretrained/{folder.name}/{path.name}"
             try:
-                with gzip.open(path, "rt", encoding="utf-8") as f:
-                    models = json.load(f).get("models", [])
-                for m in models:
-                    m["_metrics"] = json.loads(m["metrics_json"])
-                    m["_file"] = rel
-                    for key in ("op", "dtype", "family", "generator_version",
-                                "training_set", "device", "created_unix"):
-                        m[key]  # noqa: B018 (a KeyError names the field)
+                models = _models_file(path, path.stat().st_mtime_ns, path.stat().st_size)
             except (OSError, ValueError, KeyError) as e:
                 raise ResultsError(f"{rel}: not a models file: {e!r}") from e
-            out.setdefault(folder.name, []).extend(models)
+            out.setdefault(folder.name, []).extend(dict(m, _file=rel) for m in models)
     if not out:
         raise ResultsError(f"{root}: no models*.json.gz")
     return out
