@@ -134,8 +134,9 @@ CLUSTER_SHIFT = 24
 
 class Program:
     def __init__(self, code, labels, params, args, mem, ctaid, threads,
-                 shared_bytes, mode, rng, rank=0):
+                 shared_bytes, mode, rng, rank=0, fns=None):
         self.code, self.labels, self.mem = code, labels, mem
+        self.fns = fns if fns is not None else [None] * len(code)
         self.ctaid, self.mode, self.rng = ctaid, mode, rng
         self.rank = rank
         self.grid = (1, 1, 1)  # %nctaid (run_grid sets it)
@@ -146,39 +147,6 @@ class Program:
         # written is caught by the reference check.
         self.shared = [float('nan')] * (shared_bytes // 4)
         self.threads = [Thread(t) for t in range(threads)]
-
-    def val(self, t, a, kind='u'):
-        if a.startswith('%'):
-            if a in ('%tid.x',):
-                return t.tid
-            if a == '%tid.y' or a == '%tid.z':
-                return 0
-            if a.startswith('%ctaid.'):
-                return self.ctaid['xyz'.index(a[-1])]
-            if a.startswith('%nctaid.'):
-                return self.grid['xyz'.index(a[-1])]
-            if a == '%ntid.x':
-                return len(self.threads)
-            if a == '%cluster_ctarank':
-                return self.rank
-            if a not in t.regs:
-                raise PtxError('read of unset register %s (thread %d, pc %d)'
-                               % (a, t.tid, t.pc))
-            return t.regs[a]
-        if a == 'smem':
-            return 0
-        if a.startswith('0f'):
-            return f32_of_bits(int(a[2:], 16))
-        if kind == 'f':
-            return float(a)
-        return int(a, 0)
-
-    def addr(self, t, a):
-        inner = a.strip('[]')
-        m = re.match(r'(%?\w+)\s*\+\s*(-?\d+)$', inner)
-        if m:
-            return self.val(t, m.group(1)) + int(m.group(2))
-        return self.val(t, inner)
 
     def shared_index(self, addr, n):
         if addr % (4 * n) or addr < 0 or addr + 4 * n > 4 * len(self.shared):
@@ -194,150 +162,270 @@ class Program:
     def step(self, t):
         if t.pc >= len(self.code):
             raise PtxError('fell off the end')
-        pred, op, a = self.code[t.pc]
-        t.pc += 1
-        if pred is not None:
-            neg, p = pred
-            if t.regs.get(p) is None:
-                raise PtxError('unset predicate ' + p)
-            if t.regs[p] == neg:
-                return
-        base = op.split('.')
-        name = base[0]
-        typ = base[-1]
-        bits = int(re.sub(r'\D', '', typ) or 32) if typ[0] in 'usb' else 32
-        mask = MASK.get(bits, MASK[32])
-        R = t.regs
-        v = lambda x, k='u': self.val(t, x, k)
-        if op == 'ret':
+        pc = t.pc
+        fn = self.fns[pc]
+        if fn is None:  # decoded on first use, shared by the grid's programs
+            fn = self.fns[pc] = compile_instruction(*self.code[pc], self.labels)
+        t.pc = pc + 1
+        fn(self, t)
+
+
+def operand(a, kind='u'):
+    """A getter (program, thread) -> value of operand text `a`."""
+    if a.startswith('%'):
+        if a == '%tid.x':
+            return lambda p, t: t.tid
+        if a in ('%tid.y', '%tid.z'):
+            return lambda p, t: 0
+        if a.startswith('%ctaid.'):
+            i = 'xyz'.index(a[-1])
+            return lambda p, t: p.ctaid[i]
+        if a.startswith('%nctaid.'):
+            i = 'xyz'.index(a[-1])
+            return lambda p, t: p.grid[i]
+        if a == '%ntid.x':
+            return lambda p, t: len(p.threads)
+        if a == '%cluster_ctarank':
+            return lambda p, t: p.rank
+
+        def reg(p, t):
+            try:
+                return t.regs[a]
+            except KeyError:
+                raise PtxError('read of unset register %s (thread %d, pc %d)'
+                               % (a, t.tid, t.pc)) from None
+        return reg
+    if a == 'smem':
+        c = 0
+    elif a.startswith('0f'):
+        c = f32_of_bits(int(a[2:], 16))
+    elif kind == 'f':
+        c = float(a)
+    else:
+        c = int(a, 0)
+    return lambda p, t: c
+
+
+def address(a):
+    """A getter of the byte address of `[reg]`, `[reg + off]` or `[name]`."""
+    inner = a.strip('[]')
+    m = re.match(r'(%?\w+)\s*\+\s*(-?\d+)$', inner)
+    if m:
+        base, off = operand(m.group(1)), int(m.group(2))
+        return lambda p, t: base(p, t) + off
+    return operand(inner)
+
+
+def compile_instruction(pred, op, a, labels):
+    """The instruction as a function (program, thread) that executes it
+    (the thread's pc already past it); decoding once instead of at every
+    step is what makes the interpreter fast enough for CI."""
+    fn = _compile(op, a, labels)
+    if pred is None:
+        return fn
+    neg, pname = pred
+
+    def predicated(p, t):
+        v = t.regs.get(pname)
+        if v is None:
+            raise PtxError('unset predicate ' + pname)
+        if v != neg:
+            fn(p, t)
+    return predicated
+
+
+def _compile(op, a, labels):
+    base = op.split('.')
+    name = base[0]
+    typ = base[-1]
+    bits = int(re.sub(r'\D', '', typ) or 32) if typ[0] in 'usb' else 32
+    mask = MASK.get(bits, MASK[32])
+    if op == 'ret':
+        def fn(p, t):
             t.state = 'done'
-        elif op == 'bar.sync':
+    elif op == 'bar.sync':
+        def fn(p, t):
             t.state = 'bar'
-        elif op in ('barrier.cluster.arrive', 'barrier.cluster.arrive.release'):
-            pass  # the wait that follows is the barrier
-        elif op in ('griddepcontrol.launch_dependents', 'griddepcontrol.wait'):
-            pass  # the grids run one after another here: the wait has waited
-        elif op in ('barrier.cluster.wait', 'barrier.cluster.wait.acquire'):
+    elif op in ('barrier.cluster.arrive', 'barrier.cluster.arrive.release',
+                'griddepcontrol.launch_dependents', 'griddepcontrol.wait'):
+        # The wait that follows is the cluster barrier; the grids run one
+        # after another here: griddepcontrol's wait has waited.
+        def fn(p, t):
+            pass
+    elif op in ('barrier.cluster.wait', 'barrier.cluster.wait.acquire'):
+        def fn(p, t):
             t.state = 'cbar'
-        elif op == 'mapa.shared::cluster.u32':
-            rank = v(a[2])
-            if not 0 <= rank < len(self.cluster):
+    elif op == 'mapa.shared::cluster.u32':
+        d, x, r = a[0], operand(a[1]), operand(a[2])
+
+        def fn(p, t):
+            rank = r(p, t)
+            if not 0 <= rank < len(p.cluster):
                 raise PtxError('mapa to rank %d of a cluster of %d'
-                               % (rank, len(self.cluster)))
-            R[a[0]] = (rank + 1) << CLUSTER_SHIFT | v(a[1])
-        elif op == 'ld.shared::cluster.f32':
-            at = self.addr(t, a[1])
+                               % (rank, len(p.cluster)))
+            t.regs[d] = (rank + 1) << CLUSTER_SHIFT | x(p, t)
+    elif op == 'ld.shared::cluster.f32':
+        d, at_of = a[0], address(a[1])
+
+        def fn(p, t):
+            at = at_of(p, t)
             rank = (at >> CLUSTER_SHIFT) - 1
-            if not 0 <= rank < len(self.cluster):
+            if not 0 <= rank < len(p.cluster):
                 raise PtxError('ld.shared::cluster of %#x: not a mapa address'
                                % at)
-            peer = self.cluster[rank]
+            peer = p.cluster[rank]
             low = at & ((1 << CLUSTER_SHIFT) - 1)
-            R[a[0]] = peer.shared[peer.shared_index(low, 1)]
-        elif op in ('bra', 'bra.uni'):
-            t.pc = self.labels[a[0]]
-        elif name == 'ld' and base[1] == 'param':
-            pname = a[1].strip('[]')
-            R[a[0]] = self.param[pname]
-        elif op == 'cvta.to.global.u64':
-            R[a[0]] = v(a[1])
-        elif op == 'cvt.u64.u32':
-            R[a[0]] = v(a[1]) & MASK[32]
-        elif name == 'mov':
-            R[a[0]] = v(a[1], 'f' if typ == 'f32' else 'u')
-        elif name in ('add', 'sub', 'mul', 'mad', 'min', 'max', 'and', 'shr',
-                      'shl', 'div', 'rem') and typ == 'f32':
-            x, y = v(a[1], 'f'), v(a[2], 'f')
-            R[a[0]] = f32(x + y if name == 'add' else x - y if name == 'sub'
-                          else x * y)
-        elif name == 'fma':
-            R[a[0]] = f32(v(a[1], 'f') * v(a[2], 'f') + v(a[3], 'f'))
-        elif name == 'setp':
-            cmp = base[1]
-            if typ == 'f32':
-                x, y = v(a[1], 'f'), v(a[2], 'f')
-            else:
-                x, y = v(a[1]), v(a[2])
-                if typ[0] == 's':
-                    x, y = signed(x, bits), signed(y, bits)
-            r = {'lt': x < y, 'le': x <= y, 'gt': x > y, 'ge': x >= y,
-                 'eq': x == y, 'ne': x != y}[cmp]
-            if len(base) == 4 and base[2] == 'and':
-                r = r and R[a[3]]
-            R[a[0]] = r
-        elif op == 'and.pred':
-            R[a[0]] = R[a[1]] and R[a[2]]
-        elif name in ('add', 'sub', 'min', 'max', 'and', 'shr', 'shl', 'div',
-                      'rem', 'mul', 'mad'):
-            x, y = v(a[1]), v(a[2])
-            if typ[0] == 's':
-                x, y = signed(x, bits), signed(y, bits)
-            if name == 'add':
-                r = x + y
-            elif name == 'sub':
-                r = x - y
-            elif name == 'min':
-                r = min(x, y)
-            elif name == 'max':
-                r = max(x, y)
-            elif name == 'and':
-                r = x & y
-            elif name == 'shr':
-                r = x >> y
-            elif name == 'shl':
-                r = x << y
-            elif name == 'div':
-                r = x // y
-            elif name == 'rem':
-                r = x % y
-            elif name == 'mul':
-                r = x * y
-                if base[1] == 'wide':
-                    mask = MASK[64]
-            else:  # mad.lo
-                r = x * y + v(a[3])
-            R[a[0]] = r & mask
-        elif op == 'ld.global.f32' or op.startswith('ld.global.nc'):
-            R[a[0]] = self.mem.load(self.addr(t, a[1]))
-        elif op == 'st.global.f32':
-            self.mem.store(self.addr(t, a[0]), v(a[1], 'f'))
-        elif op == 'st.global.v4.b32':  # gemm.ffma_kpk's pack entry
-            regs = [r.strip() for r in a[1].strip('{}').split(',')]
-            at = self.addr(t, a[0])
+            t.regs[d] = peer.shared[peer.shared_index(low, 1)]
+    elif op in ('bra', 'bra.uni'):
+        label = a[0]
+
+        def fn(p, t):
+            t.pc = labels[label]
+    elif name == 'ld' and base[1] == 'param':
+        d, pname = a[0], a[1].strip('[]')
+
+        def fn(p, t):
+            t.regs[d] = p.param[pname]
+    elif op == 'cvta.to.global.u64':
+        d, x = a[0], operand(a[1])
+
+        def fn(p, t):
+            t.regs[d] = x(p, t)
+    elif op == 'cvt.u64.u32':
+        d, x = a[0], operand(a[1])
+
+        def fn(p, t):
+            t.regs[d] = x(p, t) & MASK[32]
+    elif name == 'mov':
+        d, x = a[0], operand(a[1], 'f' if typ == 'f32' else 'u')
+
+        def fn(p, t):
+            t.regs[d] = x(p, t)
+    elif name in ('add', 'sub', 'mul', 'mad', 'min', 'max', 'and', 'shr',
+                  'shl', 'div', 'rem') and typ == 'f32':
+        d, x, y = a[0], operand(a[1], 'f'), operand(a[2], 'f')
+        f = {'add': lambda u, v: u + v, 'sub': lambda u, v: u - v}.get(
+            name, lambda u, v: u * v)
+
+        def fn(p, t):
+            t.regs[d] = f32(f(x(p, t), y(p, t)))
+    elif name == 'fma':
+        d, x, y, z = a[0], operand(a[1], 'f'), operand(a[2], 'f'), operand(a[3], 'f')
+
+        def fn(p, t):
+            t.regs[d] = f32(x(p, t) * y(p, t) + z(p, t))
+    elif name == 'setp':
+        cmp = {'lt': lambda u, v: u < v, 'le': lambda u, v: u <= v,
+               'gt': lambda u, v: u > v, 'ge': lambda u, v: u >= v,
+               'eq': lambda u, v: u == v, 'ne': lambda u, v: u != v}[base[1]]
+        is_f = typ == 'f32'
+        is_signed = not is_f and typ[0] == 's'
+        d = a[0]
+        x, y = operand(a[1], 'f' if is_f else 'u'), operand(a[2], 'f' if is_f else 'u')
+        also = a[3] if len(base) == 4 and base[2] == 'and' else None
+
+        def fn(p, t):
+            u, v = x(p, t), y(p, t)
+            if is_signed:
+                u, v = signed(u, bits), signed(v, bits)
+            r = cmp(u, v)
+            if also is not None:
+                r = r and t.regs[also]
+            t.regs[d] = r
+    elif op == 'and.pred':
+        d, x, y = a
+
+        def fn(p, t):
+            t.regs[d] = t.regs[x] and t.regs[y]
+    elif name in ('add', 'sub', 'min', 'max', 'and', 'shr', 'shl', 'div',
+                  'rem', 'mul', 'mad'):
+        d, x, y = a[0], operand(a[1]), operand(a[2])
+        is_signed = typ[0] == 's'
+        if name == 'mul' and base[1] == 'wide':
+            mask = MASK[64]
+        if name == 'mad':
+            z = operand(a[3])
+            f = lambda u, v, p, t: u * v + z(p, t)  # mad.lo
+        else:
+            g = {'add': lambda u, v: u + v, 'sub': lambda u, v: u - v,
+                 'min': min, 'max': max, 'and': lambda u, v: u & v,
+                 'shr': lambda u, v: u >> v, 'shl': lambda u, v: u << v,
+                 'div': lambda u, v: u // v, 'rem': lambda u, v: u % v,
+                 'mul': lambda u, v: u * v}[name]
+            f = lambda u, v, p, t: g(u, v)
+
+        def fn(p, t):
+            u, v = x(p, t), y(p, t)
+            if is_signed:
+                u, v = signed(u, bits), signed(v, bits)
+            t.regs[d] = f(u, v, p, t) & mask
+    elif op == 'ld.global.f32' or op.startswith('ld.global.nc'):
+        d, at = a[0], address(a[1])
+
+        def fn(p, t):
+            t.regs[d] = p.mem.load(at(p, t))
+    elif op == 'st.global.f32':
+        at, x = address(a[0]), operand(a[1], 'f')
+
+        def fn(p, t):
+            p.mem.store(at(p, t), x(p, t))
+    elif op == 'st.global.v4.b32':  # gemm.ffma_kpk's pack entry
+        at_of = address(a[0])
+        xs = [operand(r.strip(), 'f') for r in a[1].strip('{}').split(',')]
+
+        def fn(p, t):
+            at = at_of(p, t)
             if at % 16:
                 raise PtxError('st.global.v4 to %#x: not 16-byte aligned' % at)
+            for k, x in enumerate(xs):
+                p.mem.store(at + 4 * k, x(p, t))
+    elif op == 'ld.shared.v4.f32':
+        regs = [r.strip() for r in a[0].strip('{}').split(',')]
+        at = address(a[1])
+
+        def fn(p, t):
+            i = p.shared_index(at(p, t), 4)
             for k, r in enumerate(regs):
-                self.mem.store(at + 4 * k, v(r, 'f'))
-        elif op == 'ld.shared.v4.f32':
-            regs = [r.strip() for r in a[0].strip('{}').split(',')]
-            i = self.shared_index(self.addr(t, a[1]), 4)
-            for k, r in enumerate(regs):
-                R[r] = self.shared[i + k]
-        elif op == 'ld.shared.f32':
-            R[a[0]] = self.shared[self.shared_index(self.addr(t, a[1]), 1)]
-        elif op == 'st.shared.f32':
-            self.shared[self.shared_index(self.addr(t, a[0]), 1)] = v(a[1], 'f')
-        elif op == 'cp.async.cg.shared.global':
-            dst, src = self.addr(t, a[0]), self.addr(t, a[1])
-            size, nbytes = int(a[2]), v(a[3])
+                t.regs[r] = p.shared[i + k]
+    elif op == 'ld.shared.f32':
+        d, at = a[0], address(a[1])
+
+        def fn(p, t):
+            t.regs[d] = p.shared[p.shared_index(at(p, t), 1)]
+    elif op == 'st.shared.f32':
+        at, x = address(a[0]), operand(a[1], 'f')
+
+        def fn(p, t):
+            p.shared[p.shared_index(at(p, t), 1)] = x(p, t)
+    elif op == 'cp.async.cg.shared.global':
+        dst_of, src_of, size, nbytes_of = (address(a[0]), address(a[1]),
+                                           int(a[2]), operand(a[3]))
+
+        def fn(p, t):
+            dst, src, nbytes = dst_of(p, t), src_of(p, t), nbytes_of(p, t)
             if size != 16 or nbytes not in (0, 4, 8, 12, 16):
                 raise PtxError('cp.async of %d with source size %d'
                                % (size, nbytes))
-            data = [self.mem.load(src + 4 * k) if 4 * k < nbytes else 0.0
+            data = [p.mem.load(src + 4 * k) if 4 * k < nbytes else 0.0
                     for k in range(4)]
-            if self.mode == 'early':
-                self.land([(dst, data)])
+            if p.mode == 'early':
+                p.land([(dst, data)])
             else:
                 t.open.append((dst, data))
-        elif op == 'cp.async.commit_group':
+    elif op == 'cp.async.commit_group':
+        def fn(p, t):
             t.pending.append(t.open)
             t.open = []
-        elif op == 'cp.async.wait_group':
-            keep = int(a[0])
+    elif op == 'cp.async.wait_group':
+        keep = int(a[0])
+
+        def fn(p, t):
             while len(t.pending) > keep:
-                self.land(t.pending.pop(0))
-        else:
+                p.land(t.pending.pop(0))
+    else:
+        def fn(p, t):
             raise PtxError('unmodelled instruction ' + op)
+    return fn
 
 
 def signed(x, bits):
@@ -411,13 +499,14 @@ def run_grid(ptx, entry, args, mem, grid, block, shared_bytes, mode, seed=1):
         raise PtxError('grid z %d is no multiple of the cluster %d'
                        % (grid[2], cluster_z))
     rng = random.Random(seed)
+    fns = [None] * len(code)
     steps = 0
     for z0 in range(0, grid[2], cluster_z):
         for y in range(grid[1]):
             for x in range(grid[0]):
                 progs = [Program(code, labels, params, args, mem,
                                  (x, y, z0 + r), block[0], shared_bytes, mode,
-                                 rng, rank=r) for r in range(cluster_z)]
+                                 rng, rank=r, fns=fns) for r in range(cluster_z)]
                 for prog in progs:
                     prog.cluster = progs
                     prog.grid = tuple(grid)
