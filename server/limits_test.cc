@@ -548,7 +548,8 @@ TEST_F(LimitsTest, UncachedSearchesBeyondTheQueueAreRefused) {
   for (int c = 0; c < kCalls; ++c) {
     calls.emplace_back([&, c] {
       v1::BatchQueryResponse r;
-      results[c] = d->NewStub()->BatchQuery(Ctx().get(), NewShapes(c, 100), &r);
+      // 25 new shapes a call: seconds of search, so the calls overlap.
+      results[c] = d->NewStub()->BatchQuery(Ctx().get(), NewShapes(c, 25), &r);
     });
   }
   for (std::thread& t : calls) t.join();
