@@ -9,9 +9,15 @@
 // only), and a kernel whose PTX needs an arch-specific target
 // (GeneratedKernel::target: gemm.wgmma's sm_90a) is assembled for it.
 //
-// Samples: BLOCKTUNE_PTXAS_SAMPLES accepted kernels per (family, precision,
-// arch), default 300 (the packed families 100); ptxas runs on 2 threads. Skips with a message where
-// ptxas is absent (BLOCKTUNE_PTXAS names one elsewhere).
+// Samples: the full count per (family, precision, arch) is 300 (fewer for
+// the families that reuse a base family's PTX, FullSamples). CI assembles
+// at most 100 per target and requires bench/results/cpu/family_ptxas.tsv to
+// record a passing full run of the family's current generator version,
+// made by scripts/ptxas_record.sh (BLOCKTUNE_PTXAS_SAMPLES=full): a
+// generator bump fails here until its full run is recorded.
+// BLOCKTUNE_PTXAS_SAMPLES=N assembles N per target. ptxas runs on 2
+// threads. Skips with a message where ptxas is absent (BLOCKTUNE_PTXAS
+// names one elsewhere).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -19,6 +25,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <map>
 #include <mutex>
 #include <random>
@@ -77,9 +85,10 @@ constexpr int kPersistentSamples = 10;
 // conv_wgmma_sk_ptxas.txt, conv_wgmma_sc_ptxas.txt, gemm_wgmma_sc_ptxas.txt).
 constexpr int kTailSamples = 100;
 
-int Samples(const std::string& family) {
-  if (const char* env = std::getenv("BLOCKTUNE_PTXAS_SAMPLES"))
-    return std::max(1, std::atoi(env));
+// What CI assembles per target; the full count is recorded (see above).
+constexpr int kCiSamples = 100;
+
+int FullSamples(const std::string& family) {
   if (family == "gemm.mma_pk" || family == "gemm.wgmma_pk" ||
       family == "gemm.ffma_kpk")
     return kPackedSamples;
@@ -89,6 +98,42 @@ int Samples(const std::string& family) {
       family == "conv.wgmma_sc" || family == "gemm.wgmma_sc")
     return kTailSamples;
   return kDefaultSamples;
+}
+
+int Samples(const std::string& family) {
+  if (const char* env = std::getenv("BLOCKTUNE_PTXAS_SAMPLES")) {
+    if (std::string(env) == "full") return FullSamples(family);
+    return std::max(1, std::atoi(env));
+  }
+  return std::min(kCiSamples, FullSamples(family));
+}
+
+constexpr char kRecord[] = "bench/results/cpu/family_ptxas.tsv";
+
+// The recorded full run of (family, precision, arch): an empty string if it
+// is there, passed and is of `version` with at least `full` kernels, else
+// what is wrong.
+std::string CheckRecord(const Target& t, int version, int full) {
+  const std::string path = std::string(BLOCKTUNE_SOURCE_DIR) + "/" + kRecord;
+  std::ifstream in(path);
+  if (!in) return std::string("cannot read ") + kRecord;
+  const std::string key = t.family + "\t" + std::string(ToString(t.precision)) + "\t" + t.arch + "\t";
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) != 0) continue;
+    std::istringstream cols(line.substr(key.size()));
+    int v = 0, kernels = 0, failed = -1;
+    cols >> v >> kernels >> failed;
+    if (v != version)
+      return std::string(kRecord) + " records " + t.family + " v" + std::to_string(v) +
+             "; the generator is v" + std::to_string(version);
+    if (kernels < full || failed != 0)
+      return std::string(kRecord) + " records " + std::to_string(kernels) + " kernels, " +
+             std::to_string(failed) + " failed; a full run is " + std::to_string(full) +
+             " kernels, none failed";
+    return "";
+  }
+  return std::string(kRecord) + " has no line for " + Name(t);
 }
 
 Params SampleParams(const KernelFamily& f, std::mt19937& rng) {
@@ -255,6 +300,14 @@ TEST_P(FamilyPtxasTest, SampledKernelsAssembleWithoutSpills) {
   ASSERT_TRUE(f.Implements(target.precision));
   const KernelLimits limits = LimitsOf(target.arch);
   const int samples = Samples(target.family);
+  const int full = FullSamples(target.family);
+  if (samples < full) {
+    const std::string wrong = CheckRecord(target, f.version(), full);
+    EXPECT_EQ(wrong, "") << "this run assembles " << samples << " of the full " << full
+                         << " kernels; record a full run of the current generator with "
+                            "scripts/ptxas_record.sh build '*"
+                         << Name(target) << "*'";
+  }
   const auto start = std::chrono::steady_clock::now();
 
   // Draw until `samples` are accepted, counting refusals by rule.

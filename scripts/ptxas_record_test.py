@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Tests of scripts/ptxas_record.py on a made-up log of family_ptxas_test."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SCRIPT = pathlib.Path(__file__).resolve().parent / "ptxas_record.py"
+
+LOG = """[ RUN      ] EveryFamily/FamilyPtxasTest.SampledKernelsAssembleWithoutSpills/gemm_mma_bf16_sm_90
+gemm.mma bf16 sm_90: 300 kernels assembled with /usr/local/cuda/bin/ptxas (2 threads) in 73.8 s, 0 failed; 1428 drawn, rejected: params=758; max registers 250
+[       OK ] EveryFamily/FamilyPtxasTest.SampledKernelsAssembleWithoutSpills/gemm_mma_bf16_sm_90 (73816 ms)
+[ RUN      ] EveryFamily/FamilyPtxasTest.SampledKernelsAssembleWithoutSpills/gemm_mma_fp16_sm_90
+gemm.mma fp16 sm_90: 300 kernels assembled with /usr/local/cuda/bin/ptxas (2 threads) in 70.1 s, 2 failed; 1400 drawn, rejected: params=700; max registers 255
+[  FAILED  ] EveryFamily/FamilyPtxasTest.SampledKernelsAssembleWithoutSpills/gemm_mma_fp16_sm_90, where GetParam() = gemm_mma_fp16_sm_90 (70100 ms)
+"""
+
+
+class PtxasRecordTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = pathlib.Path(tempfile.mkdtemp())
+        (self.dir / "log").write_text(LOG)
+        (self.dir / "families.json").write_text(json.dumps(
+            {"families": [{"name": "gemm.mma", "version": 4}]}))
+        self.tsv = self.dir / "record.tsv"
+
+    def run_script(self):
+        return subprocess.run(
+            [sys.executable, str(SCRIPT), str(self.dir / "log"),
+             str(self.dir / "families.json"), str(self.tsv)],
+            capture_output=True, text=True, env=dict(os.environ, COMMIT="abc1234"))
+
+    def test_records_passing_targets_with_their_version_only(self):
+        self.tsv.write_text("# header\ngemm.mma\tbf16\tsm_90\t3\t300\t0\t240\t60.0\told\n"
+                            "conv.mma\tbf16\tsm_90\t1\t300\t0\t200\t50.0\told\n")
+        r = self.run_script()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = [l for l in self.tsv.read_text().splitlines() if not l.startswith("#")]
+        self.assertEqual(lines, ["conv.mma\tbf16\tsm_90\t1\t300\t0\t200\t50.0\told",
+                                 "gemm.mma\tbf16\tsm_90\t4\t300\t0\t250\t73.8\tabc1234"])
+        self.assertIn("not recorded (failed): gemm.mma fp16 sm_90", r.stderr)
+
+    def test_nothing_passed_is_an_error(self):
+        (self.dir / "log").write_text(LOG.replace("[       OK ]", "[  FAILED  ]"))
+        r = self.run_script()
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("0 targets recorded", r.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
