@@ -11,7 +11,7 @@
 //
 // Samples: the full count per (family, precision, arch) is 300 (fewer for
 // the families that reuse a base family's PTX, FullSamples). CI assembles
-// at most 100 per target and requires bench/results/cpu/family_ptxas.tsv to
+// at most 50 per target and requires bench/results/cpu/family_ptxas.tsv to
 // record a passing full run of the family's current generator version,
 // made by scripts/ptxas_record.sh (BLOCKTUNE_PTXAS_SAMPLES=full): a
 // generator bump fails here until its full run is recorded.
@@ -86,7 +86,7 @@ constexpr int kPersistentSamples = 10;
 constexpr int kTailSamples = 100;
 
 // What CI assembles per target; the full count is recorded (see above).
-constexpr int kCiSamples = 100;
+constexpr int kCiSamples = 50;
 
 int FullSamples(const std::string& family) {
   if (family == "gemm.mma_pk" || family == "gemm.wgmma_pk" ||
