@@ -545,7 +545,8 @@ def shipped_models(root):
         for path in sorted(folder.glob("models*.json.gz")):
             rel = f"models/pretrained/{folder.name}/{path.name}"
             try:
-                models = _models_file(path, path.stat().st_mtime_ns, path.stat().st_size)
+                st = path.stat()
+                models = _models_file(path, st.st_mtime_ns, st.st_size)
             except (OSError, ValueError, KeyError) as e:
                 raise ResultsError(f"{rel}: not a models file: {e!r}") from e
             out.setdefault(folder.name, []).extend(dict(m, _file=rel) for m in models)
