@@ -9,6 +9,12 @@ function(blocktune_test name)
   cmake_parse_arguments(ARG "" "COST" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
+  # A test's own file needs neither -O2 nor full debug information: at -O1
+  # with line tables only (backtraces keep file:line) it compiles in about
+  # 55% of the time (campaign_test.cc: 27.5 s -> 15.3 s here), and the test
+  # files are most of a clean build. The code under test keeps the build's
+  # flags (it is in the libraries).
+  target_compile_options(${name} PRIVATE "$<$<CONFIG:RelWithDebInfo>:-O1;-g1>")
   set(props "")
   if(ARG_LABELS)
     list(APPEND props LABELS "${ARG_LABELS}")

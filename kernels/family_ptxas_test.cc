@@ -10,11 +10,17 @@
 // (GeneratedKernel::target: gemm.wgmma's sm_90a) is assembled for it.
 //
 // Samples: the full count per (family, precision, arch) is 300 (fewer for
-// the families that reuse a base family's PTX, FullSamples). CI assembles
-// at most 50 per target and requires bench/results/cpu/family_ptxas.tsv to
-// record a passing full run of the family's current generator version,
-// made by scripts/ptxas_record.sh (BLOCKTUNE_PTXAS_SAMPLES=full): a
-// generator bump fails here until its full run is recorded.
+// the families that reuse a base family's PTX, FullSamples).
+// bench/results/cpu/family_ptxas.tsv records a passing full run of each
+// target (scripts/ptxas_record.sh, BLOCKTUNE_PTXAS_SAMPLES=full) with the
+// generator version and a digest (FNV-1a, 64 bits) of the PTX of all the
+// full run's kernels. CI generates the full set's PTX (fast) and requires
+// the record's version and digest, so the recorded ptxas result is of
+// exactly the kernels the generator emits now; it assembles only the first
+// 10 per target itself, as a live check of ptxas and the harness. So a
+// generator bump fails here until its full run is recorded, and so does a
+// change to what a generator emits without a bump (the digest differs):
+// the rule that such a change bumps the family's version is checked.
 // BLOCKTUNE_PTXAS_SAMPLES=N assembles N per target. ptxas runs on 2
 // threads. Skips with a message where ptxas is absent (BLOCKTUNE_PTXAS
 // names one elsewhere).
@@ -85,8 +91,9 @@ constexpr int kPersistentSamples = 10;
 // conv_wgmma_sk_ptxas.txt, conv_wgmma_sc_ptxas.txt, gemm_wgmma_sc_ptxas.txt).
 constexpr int kTailSamples = 100;
 
-// What CI assembles per target; the full count is recorded (see above).
-constexpr int kCiSamples = 50;
+// What CI assembles per target; the full count is recorded (see above) and
+// its PTX digest compared.
+constexpr int kCiSamples = 10;
 
 int FullSamples(const std::string& family) {
   if (family == "gemm.mma_pk" || family == "gemm.wgmma_pk" ||
@@ -103,17 +110,35 @@ int FullSamples(const std::string& family) {
 int Samples(const std::string& family) {
   if (const char* env = std::getenv("BLOCKTUNE_PTXAS_SAMPLES")) {
     if (std::string(env) == "full") return FullSamples(family);
-    return std::max(1, std::atoi(env));
+    // 0: none assembled; the digest is still made and checked.
+    return std::max(0, std::atoi(env));
   }
   return std::min(kCiSamples, FullSamples(family));
 }
 
 constexpr char kRecord[] = "bench/results/cpu/family_ptxas.tsv";
 
+// FNV-1a, 64 bits: the digest of a full run's PTX (change detection, not
+// security).
+uint64_t Fnv1a(uint64_t h, const std::string& text) {
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
+
+std::string Hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
 // The recorded full run of (family, precision, arch): an empty string if it
-// is there, passed and is of `version` with at least `full` kernels, else
-// what is wrong.
-std::string CheckRecord(const Target& t, int version, int full) {
+// is there, passed, is of `version` with at least `full` kernels and its
+// PTX digest is `digest`, else what is wrong.
+std::string CheckRecord(const Target& t, int version, int full, const std::string& digest) {
   const std::string path = std::string(BLOCKTUNE_SOURCE_DIR) + "/" + kRecord;
   std::ifstream in(path);
   if (!in) return std::string("cannot read ") + kRecord;
@@ -122,8 +147,10 @@ std::string CheckRecord(const Target& t, int version, int full) {
   while (std::getline(in, line)) {
     if (line.rfind(key, 0) != 0) continue;
     std::istringstream cols(line.substr(key.size()));
-    int v = 0, kernels = 0, failed = -1;
-    cols >> v >> kernels >> failed;
+    int v = 0, kernels = 0, failed = -1, registers = 0;
+    double seconds = 0;
+    std::string commit, recorded_digest;
+    cols >> v >> kernels >> failed >> registers >> seconds >> commit >> recorded_digest;
     if (v != version)
       return std::string(kRecord) + " records " + t.family + " v" + std::to_string(v) +
              "; the generator is v" + std::to_string(version);
@@ -131,6 +158,10 @@ std::string CheckRecord(const Target& t, int version, int full) {
       return std::string(kRecord) + " records " + std::to_string(kernels) + " kernels, " +
              std::to_string(failed) + " failed; a full run is " + std::to_string(full) +
              " kernels, none failed";
+    if (recorded_digest != digest)
+      return std::string(kRecord) + " records PTX digest '" + recorded_digest + "' for " +
+             t.family + " v" + std::to_string(v) + "; the generator emits " + digest +
+             " now: a change to what a generator emits bumps its version";
     return "";
   }
   return std::string(kRecord) + " has no line for " + Name(t);
@@ -301,24 +332,20 @@ TEST_P(FamilyPtxasTest, SampledKernelsAssembleWithoutSpills) {
   const KernelLimits limits = LimitsOf(target.arch);
   const int samples = Samples(target.family);
   const int full = FullSamples(target.family);
-  if (samples < full) {
-    const std::string wrong = CheckRecord(target, f.version(), full);
-    EXPECT_EQ(wrong, "") << "this run assembles " << samples << " of the full " << full
-                         << " kernels; record a full run of the current generator with "
-                            "scripts/ptxas_record.sh build '*"
-                         << Name(target) << "*'";
-  }
   const auto start = std::chrono::steady_clock::now();
 
-  // Draw until `samples` are accepted, counting refusals by rule.
+  // Draw until the full count (or `samples`, if more) are accepted,
+  // counting refusals by rule. Drawing is sequential from a fixed seed, so
+  // a run of N assembles the first N of the full run's kernels.
   const std::string name = Name(target);
   std::seed_seq seed(name.begin(), name.end());
   std::mt19937 rng(seed);
   std::vector<Job> jobs;
   std::map<std::string, int> rejected;
   int drawn = 0;
-  while (static_cast<int>(jobs.size()) < samples) {
-    ASSERT_LT(++drawn, 1000 * samples) << "the rules refuse nearly everything";
+  const int to_draw = std::max(samples, full);
+  while (static_cast<int>(jobs.size()) < to_draw) {
+    ASSERT_LT(++drawn, 1000 * to_draw) << "the rules refuse nearly everything";
     Job job;
     job.problem = f.name() == "gemm.gemv"
                       ? SampleGemv(rng, target.precision)
@@ -348,6 +375,26 @@ TEST_P(FamilyPtxasTest, SampledKernelsAssembleWithoutSpills) {
     jobs.push_back(job);
   }
 
+  // The digest of the full run's kernels: each one's parameters, context,
+  // arch and PTX (or the generator's error), in order.
+  uint64_t h = kFnvOffset;
+  for (int i = 0; i < full; ++i) {
+    const Job& job = jobs[i];
+    h = Fnv1a(h, f.Format(job.params) + " " + ToString(job.problem.ctx) + " " +
+                     target.arch + "\n");
+    auto kernel = f.Generate(job.problem, job.params, target.arch);
+    h = Fnv1a(h, kernel.ok() ? kernel->ptx : kernel.status().ToString());
+  }
+  const std::string digest = Hex(h);
+  if (samples < full) {
+    const std::string wrong = CheckRecord(target, f.version(), full, digest);
+    EXPECT_EQ(wrong, "") << "this run assembles " << samples << " of the full " << full
+                         << " kernels; record a full run of the current generator with "
+                            "scripts/ptxas_record.sh build '*"
+                         << Name(target) << "*'";
+  }
+  jobs.resize(samples);
+
   int max_registers = 0;
   const std::vector<std::string> failures =
       AssembleAll(f, jobs, target.arch, Name(target), &max_registers);
@@ -361,10 +408,10 @@ TEST_P(FamilyPtxasTest, SampledKernelsAssembleWithoutSpills) {
                              .count();
   std::printf(
       "%s %s %s: %zu kernels assembled with %s (%d threads) in %.1f s, "
-      "%zu failed; %d drawn, rejected:%s; max registers %d\n",
+      "%zu failed; %d drawn, rejected:%s; max registers %d; ptx digest of %d: %s\n",
       target.family.c_str(), std::string(ToString(target.precision)).c_str(),
       target.arch.c_str(), jobs.size(), ptxas.c_str(), kThreads, seconds,
-      failures.size(), drawn, why.c_str(), max_registers);
+      failures.size(), drawn, why.c_str(), max_registers, full, digest.c_str());
 }
 
 // The ffma families' register estimate counts staged loads at the vector

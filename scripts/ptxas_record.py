@@ -20,9 +20,9 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 HEADER = ("# family\tprecision\tarch\tversion\tkernels\tfailed\tmax_registers"
-          "\tseconds\tcommit\n")
+          "\tseconds\tcommit\tptx_digest\n")
 RESULT = re.compile(r"^(\S+) (\S+) (\S+): (\d+) kernels assembled with .* in ([\d.]+) s, "
-                    r"(\d+) failed; .*max registers (\d+)$")
+                    r"(\d+) failed; .*max registers (\d+); ptx digest of (\d+): ([0-9a-f]{16})$")
 PASSED = re.compile(r"^\[ +OK \] EveryFamily/FamilyPtxasTest\.SampledKernelsAssembleWithoutSpills/(\S+) ")
 
 
@@ -53,9 +53,13 @@ def main(argv):
         m = RESULT.match(line)
         if not m:
             continue
-        family, precision, arch, kernels, seconds, failed, regs = m.groups()
+        family, precision, arch, kernels, seconds, failed, regs, of, digest = m.groups()
         if name(family, precision, arch) not in passed or failed != "0":
             print(f"not recorded (failed): {line}", file=sys.stderr)
+            continue
+        if kernels != of:
+            print(f"not recorded (assembled {kernels} of a full run of {of}): {line}",
+                  file=sys.stderr)
             continue
         if family not in versions:
             print(f"not recorded ({family} is not in the families list): {line}",
@@ -63,7 +67,7 @@ def main(argv):
             continue
         rows[(family, precision, arch)] = "\t".join(
             [family, precision, arch, str(versions[family]), kernels, failed, regs,
-             seconds, commit])
+             seconds, commit, digest])
         recorded += 1
     tsv.write_text(HEADER + "".join(rows[k] + "\n" for k in sorted(rows)), encoding="utf-8")
     print(f"{recorded} targets recorded in {tsv} ({len(rows)} lines)")

@@ -2,8 +2,9 @@
 # Assembles the full count of sampled kernels per (family, precision, arch)
 # with ptxas and records the passing targets in
 # bench/results/cpu/family_ptxas.tsv, with the generator version of each.
-# CI assembles fewer and requires this record for every current generator:
-# run it after a generator bump, and commit the file with the bump.
+# CI assembles fewer and requires this record, with the digest of the PTX
+# the generator emits now, for every current generator: run it after a
+# generator bump, and commit the file with the bump.
 #   scripts/ptxas_record.sh [BUILD_DIR] [GTEST_FILTER]
 #   e.g. scripts/ptxas_record.sh build '*gemm_wgmma_sc*'
 # A full run of every family takes about 40 minutes on 2 cores.

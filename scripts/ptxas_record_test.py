@@ -11,11 +11,14 @@ import unittest
 SCRIPT = pathlib.Path(__file__).resolve().parent / "ptxas_record.py"
 
 LOG = """[ RUN      ] EveryFamily/FamilyPtxasTest.SampledKernelsAssembleWithoutSpills/gemm_mma_bf16_sm_90
-gemm.mma bf16 sm_90: 300 kernels assembled with /usr/local/cuda/bin/ptxas (2 threads) in 73.8 s, 0 failed; 1428 drawn, rejected: params=758; max registers 250
+gemm.mma bf16 sm_90: 300 kernels assembled with /usr/local/cuda/bin/ptxas (2 threads) in 73.8 s, 0 failed; 1428 drawn, rejected: params=758; max registers 250; ptx digest of 300: 0123456789abcdef
 [       OK ] EveryFamily/FamilyPtxasTest.SampledKernelsAssembleWithoutSpills/gemm_mma_bf16_sm_90 (73816 ms)
 [ RUN      ] EveryFamily/FamilyPtxasTest.SampledKernelsAssembleWithoutSpills/gemm_mma_fp16_sm_90
-gemm.mma fp16 sm_90: 300 kernels assembled with /usr/local/cuda/bin/ptxas (2 threads) in 70.1 s, 2 failed; 1400 drawn, rejected: params=700; max registers 255
-[  FAILED  ] EveryFamily/FamilyPtxasTest.SampledKernelsAssembleWithoutSpills/gemm_mma_fp16_sm_90, where GetParam() = gemm_mma_fp16_sm_90 (70100 ms)
+gemm.mma fp16 sm_90: 300 kernels assembled with /usr/local/cuda/bin/ptxas (2 threads) in 70.1 s, 2 failed; 1400 drawn, rejected: params=700; max registers 255; ptx digest of 300: 00000000000000ff
+[       OK ] EveryFamily/FamilyPtxasTest.SampledKernelsAssembleWithoutSpills/gemm_mma_fp16_sm_90 (70100 ms)
+[ RUN      ] EveryFamily/FamilyPtxasTest.SampledKernelsAssembleWithoutSpills/gemm_mma_tf32_sm_90
+gemm.mma tf32 sm_90: 10 kernels assembled with /usr/local/cuda/bin/ptxas (2 threads) in 3.1 s, 0 failed; 60 drawn, rejected: params=50; max registers 200; ptx digest of 300: 0000000000000aaa
+[       OK ] EveryFamily/FamilyPtxasTest.SampledKernelsAssembleWithoutSpills/gemm_mma_tf32_sm_90 (3100 ms)
 """
 
 
@@ -40,8 +43,11 @@ class PtxasRecordTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         lines = [l for l in self.tsv.read_text().splitlines() if not l.startswith("#")]
         self.assertEqual(lines, ["conv.mma\tbf16\tsm_90\t1\t300\t0\t200\t50.0\told",
-                                 "gemm.mma\tbf16\tsm_90\t4\t300\t0\t250\t73.8\tabc1234"])
+                                 "gemm.mma\tbf16\tsm_90\t4\t300\t0\t250\t73.8\tabc1234"
+                                 "\t0123456789abcdef"])
+        # 2 failed (its OK line notwithstanding), and a run of 10 of 300.
         self.assertIn("not recorded (failed): gemm.mma fp16 sm_90", r.stderr)
+        self.assertIn("not recorded (assembled 10 of a full run of 300): gemm.mma tf32", r.stderr)
 
     def test_nothing_passed_is_an_error(self):
         (self.dir / "log").write_text(LOG.replace("[       OK ]", "[  FAILED  ]"))
