@@ -144,7 +144,7 @@ case "${1:-}" in
     python=python3
     [[ -x /usr/bin/python3 ]] && python=/usr/bin/python3  # Debian's, with matplotlib
     for dir in "$results"/*/; do
-      [[ -e $dir/eval.csv ]] || continue
+      compgen -G "$dir/eval*.csv" >/dev/null || continue  # eval.csv or parts eval-N.csv
       "$python" bench/eval/report.py --results "$dir" --out "$dir"
     done
     ;;
