@@ -269,6 +269,20 @@ struct Job {
   Params params;
 };
 
+// The digest of the first `n` jobs' kernels: each one's parameters,
+// context, arch and PTX (or the generator's error), in order.
+std::string PtxDigest(const KernelFamily& f, const std::vector<Job>& jobs, size_t n,
+                      const std::string& arch) {
+  uint64_t h = kFnvOffset;
+  for (size_t i = 0; i < n && i < jobs.size(); ++i) {
+    const Job& job = jobs[i];
+    h = Fnv1a(h, f.Format(job.params) + " " + ToString(job.problem.ctx) + " " + arch + "\n");
+    auto kernel = f.Generate(job.problem, job.params, arch);
+    h = Fnv1a(h, kernel.ok() ? kernel->ptx : kernel.status().ToString());
+  }
+  return Hex(h);
+}
+
 // Generates and assembles every job's kernel for `arch` (ptxas on kThreads
 // threads); returns what failed: a generator error, a ptxas error, or a
 // function that spills or uses more than 255 registers.
@@ -375,17 +389,7 @@ TEST_P(FamilyPtxasTest, SampledKernelsAssembleWithoutSpills) {
     jobs.push_back(job);
   }
 
-  // The digest of the full run's kernels: each one's parameters, context,
-  // arch and PTX (or the generator's error), in order.
-  uint64_t h = kFnvOffset;
-  for (int i = 0; i < full; ++i) {
-    const Job& job = jobs[i];
-    h = Fnv1a(h, f.Format(job.params) + " " + ToString(job.problem.ctx) + " " +
-                     target.arch + "\n");
-    auto kernel = f.Generate(job.problem, job.params, target.arch);
-    h = Fnv1a(h, kernel.ok() ? kernel->ptx : kernel.status().ToString());
-  }
-  const std::string digest = Hex(h);
+  const std::string digest = PtxDigest(f, jobs, full, target.arch);
   if (samples < full) {
     const std::string wrong = CheckRecord(target, f.version(), full, digest);
     EXPECT_EQ(wrong, "") << "this run assembles " << samples << " of the full " << full
@@ -421,7 +425,9 @@ TEST_P(FamilyPtxasTest, SampledKernelsAssembleWithoutSpills) {
 // above rarely draws them (its largest kernels use ~200 registers): here
 // every such tile the rules accept, on contexts with vector and with scalar
 // loads, in every layout, with and without K_G and stages, must assemble
-// for sm_90 without spilling.
+// for sm_90 without spilling. Recorded like the sampled targets (arch
+// "sm_90-largest"; scripts/ptxas_record.sh build '*largest*'): CI checks
+// the record's digest of every such kernel and assembles the first 10.
 TEST(FfmaPtxasTest, LargestThreadTilesTheRulesAcceptDoNotSpill) {
   if (FindPtxas().empty()) GTEST_SKIP() << "no ptxas (set BLOCKTUNE_PTXAS)";
   const KernelLimits limits = LimitsOf("sm_90");
@@ -478,13 +484,33 @@ TEST(FfmaPtxasTest, LargestThreadTilesTheRulesAcceptDoNotSpill) {
     if (f.op() == Op::kGemm) {
       EXPECT_GE(jobs.size(), 8u) << name << ": the rules accept no large tile";
     }
+    if (jobs.empty()) continue;
+    // Recorded like the sampled targets (arch "sm_90-largest"): CI checks
+    // the record's digest of all these kernels and assembles the first few.
+    const int full = static_cast<int>(jobs.size());
+    int samples = std::min(kCiSamples, full);
+    if (const char* env = std::getenv("BLOCKTUNE_PTXAS_SAMPLES"))
+      samples = std::string(env) == "full" ? full : std::min(full, std::max(0, std::atoi(env)));
+    const Target target{name, DType::kFp32, "sm_90-largest"};
+    const std::string digest = PtxDigest(f, jobs, full, "sm_90");
+    if (samples < full) {
+      EXPECT_EQ(CheckRecord(target, f.version(), full, digest), "")
+          << "this run assembles " << samples << " of the " << full
+          << " largest tiles; record a full run with scripts/ptxas_record.sh build '*largest*'";
+    }
+    jobs.resize(samples);
+    const auto start = std::chrono::steady_clock::now();
     int max_registers = 0;
     const std::vector<std::string> failures =
         AssembleAll(f, jobs, "sm_90", std::string(name) + "-large", &max_registers);
     for (const std::string& failure : failures) ADD_FAILURE() << failure;
-    std::printf("%s: %zu accepted tiles of 128 or 256 accumulators assembled, "
-                "%zu failed; max registers %d\n",
-                name, jobs.size(), failures.size(), max_registers);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("%s fp32 sm_90-largest: %zu kernels assembled with %s (%d threads) in %.1f s, "
+                "%zu failed; %d accepted tiles of 128 or 256 accumulators; max registers %d; "
+                "ptx digest of %d: %s\n",
+                name, jobs.size(), FindPtxas().c_str(), kThreads, seconds, failures.size(), full,
+                max_registers, full, digest.c_str());
   }
 }
 

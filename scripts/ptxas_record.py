@@ -23,6 +23,7 @@ HEADER = ("# family\tprecision\tarch\tversion\tkernels\tfailed\tmax_registers"
           "\tseconds\tcommit\tptx_digest\n")
 RESULT = re.compile(r"^(\S+) (\S+) (\S+): (\d+) kernels assembled with .* in ([\d.]+) s, "
                     r"(\d+) failed; .*max registers (\d+); ptx digest of (\d+): ([0-9a-f]{16})$")
+LARGEST_PASSED = re.compile(r"^\[ +OK \] FfmaPtxasTest\.LargestThreadTilesTheRulesAcceptDoNotSpill ")
 PASSED = re.compile(r"^\[ +OK \] EveryFamily/FamilyPtxasTest\.SampledKernelsAssembleWithoutSpills/(\S+) ")
 
 
@@ -43,6 +44,10 @@ def main(argv):
         ["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
         capture_output=True, text=True).stdout.strip() or "unknown"
     passed = {m.group(1) for line in log if (m := PASSED.match(line))}
+    # FfmaPtxasTest's largest tiles (arch "sm_90-largest"), one test for both families.
+    if any(LARGEST_PASSED.match(line) for line in log):
+        passed |= {name(m.group(1), m.group(2), m.group(3)) for line in log
+                   if (m := RESULT.match(line)) and m.group(3) == "sm_90-largest"}
     rows = {}
     if tsv.exists():
         for line in tsv.read_text(encoding="utf-8").splitlines():

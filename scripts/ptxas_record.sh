@@ -18,7 +18,11 @@ families=$(mktemp)
 trap 'rm -f "$log" "$families"' EXIT
 "$build/client/blocktune" families --json >"$families"
 status=0
+# The ffma families' largest tiles (FfmaPtxasTest) too, where the filter
+# takes them ('*', '*ffma*', '*largest*').
+tests="EveryFamily/FamilyPtxasTest.*/$filter"
+[[ $filter == '*' || $filter == *ffma* || $filter == *largest* ]] && tests+=":FfmaPtxasTest.*"
 BLOCKTUNE_PTXAS_SAMPLES=full "$build/kernels/family_ptxas_test" \
-  --gtest_filter="EveryFamily/FamilyPtxasTest.*/$filter" 2>&1 | tee "$log" || status=$?
+  --gtest_filter="$tests" 2>&1 | tee "$log" || status=$?
 python3 scripts/ptxas_record.py "$log" "$families"
 exit "$status"

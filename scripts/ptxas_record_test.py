@@ -21,6 +21,11 @@ gemm.mma tf32 sm_90: 10 kernels assembled with /usr/local/cuda/bin/ptxas (2 thre
 [       OK ] EveryFamily/FamilyPtxasTest.SampledKernelsAssembleWithoutSpills/gemm_mma_tf32_sm_90 (3100 ms)
 """
 
+LARGEST = """[ RUN      ] FfmaPtxasTest.LargestThreadTilesTheRulesAcceptDoNotSpill
+gemm.ffma fp32 sm_90-largest: 120 kernels assembled with /usr/local/cuda/bin/ptxas (2 threads) in 40.0 s, 0 failed; 120 accepted tiles of 128 or 256 accumulators; max registers 254; ptx digest of 120: 00000000000000bb
+[       OK ] FfmaPtxasTest.LargestThreadTilesTheRulesAcceptDoNotSpill (40000 ms)
+"""
+
 
 class PtxasRecordTest(unittest.TestCase):
     def setUp(self):
@@ -48,6 +53,19 @@ class PtxasRecordTest(unittest.TestCase):
         # 2 failed (its OK line notwithstanding), and a run of 10 of 300.
         self.assertIn("not recorded (failed): gemm.mma fp16 sm_90", r.stderr)
         self.assertIn("not recorded (assembled 10 of a full run of 300): gemm.mma tf32", r.stderr)
+
+    def test_records_the_largest_tiles_where_their_test_passed(self):
+        (self.dir / "log").write_text(LARGEST)
+        (self.dir / "families.json").write_text(json.dumps(
+            {"families": [{"name": "gemm.ffma", "version": 2}]}))
+        r = self.run_script()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = [l for l in self.tsv.read_text().splitlines() if not l.startswith("#")]
+        self.assertEqual(lines, ["gemm.ffma\tfp32\tsm_90-largest\t2\t120\t0\t254\t40.0"
+                                 "\tabc1234\t00000000000000bb"])
+        (self.dir / "log").write_text(LARGEST.replace("[       OK ]", "[  FAILED  ]"))
+        self.tsv.unlink()
+        self.assertEqual(self.run_script().returncode, 1)
 
     def test_nothing_passed_is_an_error(self):
         (self.dir / "log").write_text(LOG.replace("[       OK ]", "[  FAILED  ]"))
