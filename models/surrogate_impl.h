@@ -2,7 +2,16 @@
 #ifndef BLOCKTUNE_MODELS_SURROGATE_IMPL_H_
 #define BLOCKTUNE_MODELS_SURROGATE_IMPL_H_
 
-#include <torch/torch.h>
+// The parts of libtorch these two files use, not <torch/torch.h> (which
+// takes a minute a file to compile: the whole C++ frontend).
+#include <torch/cuda.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/adam.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+#include <torch/version.h>
 
 #include "models/surrogate.h"
 
