@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/family.h"
+#include "kernels/fnv1a.h"
 #include "kernels/gemm_mma.h"
 #include "kernels/gemm_ptx.h"
 #include "kernels/gemm_wgmma.h"
@@ -620,19 +621,6 @@ std::vector<Case> CasesOf(std::string_view family) {
   if (family == "gemm.wgmma_sc") return GemmWgmmaClusterSplitCases();
   return {};
 }
-
-// FNV-1a, 64 bits.
-struct Fnv1a {
-  uint64_t h = 0xcbf29ce484222325ull;
-  void Add(const std::string& s) {
-    for (unsigned char c : s) {
-      h ^= c;
-      h *= 0x100000001b3ull;
-    }
-    h ^= 0xff;  // a separator no PTX byte equals
-    h *= 0x100000001b3ull;
-  }
-};
 
 std::string Hex(uint64_t v) {
   char buf[32];

@@ -13,7 +13,7 @@
 // the families that reuse a base family's PTX, FullSamples).
 // bench/results/cpu/family_ptxas.tsv records a passing full run of each
 // target (scripts/ptxas_record.sh, BLOCKTUNE_PTXAS_SAMPLES=full) with the
-// generator version and a digest (FNV-1a, 64 bits) of the PTX of all the
+// generator version and a digest (kernels/fnv1a.h) of the PTX of all the
 // full run's kernels. CI generates the full set's PTX (fast) and requires
 // the record's version and digest, so the recorded ptxas result is of
 // exactly the kernels the generator emits now; it assembles only the first
@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "kernels/family.h"
+#include "kernels/fnv1a.h"
 #include "kernels/ptxas_harness.h"
 
 namespace blocktune {
@@ -107,27 +108,17 @@ int FullSamples(const std::string& family) {
   return kDefaultSamples;
 }
 
-int Samples(const std::string& family) {
+// How many of a target's `full` kernels this run assembles.
+int Samples(int full) {
   if (const char* env = std::getenv("BLOCKTUNE_PTXAS_SAMPLES")) {
-    if (std::string(env) == "full") return FullSamples(family);
+    if (std::string(env) == "full") return full;
     // 0: none assembled; the digest is still made and checked.
     return std::max(0, std::atoi(env));
   }
-  return std::min(kCiSamples, FullSamples(family));
+  return std::min(kCiSamples, full);
 }
 
 constexpr char kRecord[] = "bench/results/cpu/family_ptxas.tsv";
-
-// FNV-1a, 64 bits: the digest of a full run's PTX (change detection, not
-// security).
-uint64_t Fnv1a(uint64_t h, const std::string& text) {
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
 
 std::string Hex(uint64_t v) {
   char buf[17];
@@ -273,14 +264,14 @@ struct Job {
 // context, arch and PTX (or the generator's error), in order.
 std::string PtxDigest(const KernelFamily& f, const std::vector<Job>& jobs, size_t n,
                       const std::string& arch) {
-  uint64_t h = kFnvOffset;
+  Fnv1a fnv;
   for (size_t i = 0; i < n && i < jobs.size(); ++i) {
     const Job& job = jobs[i];
-    h = Fnv1a(h, f.Format(job.params) + " " + ToString(job.problem.ctx) + " " + arch + "\n");
+    fnv.Add(f.Format(job.params) + " " + ToString(job.problem.ctx) + " " + arch);
     auto kernel = f.Generate(job.problem, job.params, arch);
-    h = Fnv1a(h, kernel.ok() ? kernel->ptx : kernel.status().ToString());
+    fnv.Add(kernel.ok() ? kernel->ptx : kernel.status().ToString());
   }
-  return Hex(h);
+  return Hex(fnv.h);
 }
 
 // Generates and assembles every job's kernel for `arch` (ptxas on kThreads
@@ -344,8 +335,8 @@ TEST_P(FamilyPtxasTest, SampledKernelsAssembleWithoutSpills) {
   const KernelFamily& f = **found;
   ASSERT_TRUE(f.Implements(target.precision));
   const KernelLimits limits = LimitsOf(target.arch);
-  const int samples = Samples(target.family);
   const int full = FullSamples(target.family);
+  const int samples = Samples(full);
   const auto start = std::chrono::steady_clock::now();
 
   // Draw until the full count (or `samples`, if more) are accepted,
@@ -488,9 +479,7 @@ TEST(FfmaPtxasTest, LargestThreadTilesTheRulesAcceptDoNotSpill) {
     // Recorded like the sampled targets (arch "sm_90-largest"): CI checks
     // the record's digest of all these kernels and assembles the first few.
     const int full = static_cast<int>(jobs.size());
-    int samples = std::min(kCiSamples, full);
-    if (const char* env = std::getenv("BLOCKTUNE_PTXAS_SAMPLES"))
-      samples = std::string(env) == "full" ? full : std::min(full, std::max(0, std::atoi(env)));
+    const int samples = std::min(full, Samples(full));  // no more than there are
     const Target target{name, DType::kFp32, "sm_90-largest"};
     const std::string digest = PtxDigest(f, jobs, full, "sm_90");
     if (samples < full) {
