@@ -22,15 +22,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A shipped dataset or models file (what scripts/run.sh imports).
+bool IsDatasetFile(const fs::path& p) {
+  const std::string name = p.filename().string();
+  return name.size() > 8 && name.compare(name.size() - 8, 8, ".json.gz") == 0;
+}
+
 TEST(PretrainedTest, ShippedSamplesAndModelsAreCurrent) {
   const fs::path root = fs::path(BLOCKTUNE_SOURCE_DIR) / "models" / "pretrained";
   ASSERT_TRUE(fs::is_directory(root)) << root;
   std::vector<std::string> files;
   for (const auto& entry : fs::recursive_directory_iterator(root)) {
-    const std::string name = entry.path().string();
-    if (entry.is_regular_file() && name.size() > 8 &&
-        name.compare(name.size() - 8, 8, ".json.gz") == 0)
-      files.push_back(name);
+    if (entry.is_regular_file() && IsDatasetFile(entry.path()))
+      files.push_back(entry.path().string());
   }
   ASSERT_FALSE(files.empty()) << "no dataset files under " << root;
   int64_t samples = 0, models = 0;
@@ -78,9 +82,7 @@ TEST(PretrainedTest, TheH100HasAModelOfEveryFamilyAndPrecision) {
   std::set<std::pair<std::string, DType>> have;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind("models", 0) != 0 || name.size() < 8 ||
-        name.compare(name.size() - 8, 8, ".json.gz") != 0)
-      continue;
+    if (name.rfind("models", 0) != 0 || !IsDatasetFile(entry.path())) continue;
     auto dataset = ReadDatasetFile(entry.path().string());
     ASSERT_TRUE(dataset.ok()) << name << ": " << dataset.status().ToString();
     for (int i = 0; i < dataset->models_size(); ++i) {
