@@ -220,15 +220,15 @@ def quality(rows):
         # A miss that the answer's own second timing does not confirm: the
         # oracle is the fastest of several timings, the model's answer one
         # of two, so a miss smaller than the answer's own spread is noise.
-        within = [r for r in rows if r["model_vs_oracle"] >= 0.95]
+        within = h["model_within_5pct"]
         unconfirmed = [r for r in rows if r["model_vs_oracle"] < 0.95
                        and math.isfinite(r["model_repeat_us"])
                        and r["oracle_us"] / r["model_repeat_us"] >= 0.95]
         if unconfirmed:
-            out.append(f"- Of the {len(rows) - len(within)} misses of 5%, {len(unconfirmed)} "
+            out.append(f"- Of the {len(rows) - within} misses of 5%, {len(unconfirmed)} "
                        f"{'is' if len(unconfirmed) == 1 else 'are'} "
                        f"within 5% of the oracle in the answer's second timing (the same round): "
-                       f"{len(within) + len(unconfirmed)} of {len(rows)} counting those; "
+                       f"{within + len(unconfirmed)} of {len(rows)} counting those; "
                        f"the figure above counts the first timing only.")
     drift = [r["vendor_first_us"] / r["cudnn_find_us" if r["vendor"] == "PyTorch cuDNN"
                                         else "vendor_us"]
