@@ -96,7 +96,9 @@ def read_rows(results):
     for path in sorted(glob.glob(os.path.join(results, "eval*.csv"))):
         with open(path) as f:
             lines = f.readlines()
-        header += [l[1:].strip() for l in lines if l.startswith("#")]
+        # Parts measured on one machine carry the same header: say it once.
+        header += [h for h in (l[1:].strip() for l in lines if l.startswith("#"))
+                   if h not in header]
         for r in csv.DictReader(l for l in lines if not l.startswith("#")):
             for k in NUMBERS:
                 r[k] = number(r.get(k))
