@@ -60,12 +60,15 @@ if [[ -n ${FAMILY:-} ]]; then
 import gzip, json, sys
 path = sys.argv[1]
 data = json.load(gzip.open(path))
+# Keyed by the device's name: the rest of its record (the ptxas string, a
+# driver) may change between trainings on one GPU model.
+def key(m):
+    return ((m.get("device") or {}).get("name"), m["op"], m["dtype"], m["family"])
 newest = {}
 for m in data.get("models", []):
-    key = (json.dumps(m.get("device")), m["op"], m["dtype"], m["family"])
-    if key not in newest or int(m["id"]) > int(newest[key]["id"]):
-        newest[key] = m
-kept = [m for m in data.get("models", []) if newest[(json.dumps(m.get("device")), m["op"], m["dtype"], m["family"])] is m]
+    if key(m) not in newest or int(m["id"]) > int(newest[key(m)]["id"]):
+        newest[key(m)] = m
+kept = [m for m in data.get("models", []) if newest[key(m)] is m]
 if len(kept) != len(data.get("models", [])):
     print(f"dropped {len(data['models']) - len(kept)} older model(s) of a family trained again")
 data["models"] = kept

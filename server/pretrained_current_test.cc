@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
+#include <tuple>
 #include <set>
 #include <string>
 #include <utility>
@@ -101,6 +103,42 @@ TEST(PretrainedTest, TheH100HasAModelOfEveryFamilyAndPrecision) {
     }
   std::printf("%d (family, precision) pairs, %zu with an H100 model\n", pairs, have.size());
   EXPECT_TRUE(missing.empty()) << "no shipped H100 model of:" << missing;
+}
+
+// The daemon answers with the model it stored last of each (device, op,
+// precision, family), and scripts/run.sh and the fp32 evaluation import
+// several files of one device (models.json.gz holds the fp32 gemm and conv
+// models beside models-gemm-fp32.json.gz). A family trained again in one of
+// them and left older in another would be answered by whichever file came
+// last: every copy of a model must be the same one (its training time).
+TEST(PretrainedTest, NoShippedModelIsShadowedByAnOlderCopy) {
+  const fs::path root = fs::path(BLOCKTUNE_SOURCE_DIR) / "models" / "pretrained";
+  using Key = std::tuple<std::string, Op, DType, std::string>;
+  std::map<Key, std::pair<int64_t, std::string>> first;
+  std::string shadowed;
+  int copies = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("models", 0) != 0 || !IsDatasetFile(entry.path())) continue;
+    auto dataset = ReadDatasetFile(entry.path().string());
+    ASSERT_TRUE(dataset.ok()) << name << ": " << dataset.status().ToString();
+    for (int i = 0; i < dataset->models_size(); ++i) {
+      auto m = FromProto(dataset->models(i), "models[" + std::to_string(i) + "]");
+      ASSERT_TRUE(m.ok()) << name << ": " << m.status().ToString();
+      const Key key{m->device.name, m->op, m->precision, m->family};
+      const std::string where = entry.path().lexically_relative(root).string();
+      auto [it, added] = first.emplace(key, std::make_pair(m->created_unix, where));
+      if (added) continue;
+      ++copies;
+      if (it->second.first != m->created_unix)
+        shadowed += "\n  " + m->device.name + " " + m->family + " " +
+                    std::string(ToString(m->precision)) + ": trained at " +
+                    std::to_string(it->second.first) + " in " + it->second.second +
+                    ", at " + std::to_string(m->created_unix) + " in " + where;
+    }
+  }
+  std::printf("%zu models, %d copies in a second file\n", first.size(), copies);
+  EXPECT_TRUE(shadowed.empty()) << "one family, two different models:" << shadowed;
 }
 
 }  // namespace
