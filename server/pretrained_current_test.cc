@@ -8,9 +8,9 @@
 
 #include <filesystem>
 #include <map>
-#include <tuple>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -18,6 +18,7 @@
 
 #include "proto/dataset_file.h"
 #include "server/record_convert.h"
+#include "server/tuning_store.h"
 
 namespace blocktune {
 namespace {
@@ -28,6 +29,24 @@ namespace fs = std::filesystem;
 bool IsDatasetFile(const fs::path& p) {
   const std::string name = p.filename().string();
   return name.size() > 8 && name.compare(name.size() - 8, 8, ".json.gz") == 0;
+}
+
+// The models of every shipped models*.json.gz under dir (and its folders),
+// each with its file's path relative to dir.
+void ReadShippedModels(const fs::path& dir,
+                       std::vector<std::pair<std::string, ModelRecord>>* out) {
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("models", 0) != 0 || !IsDatasetFile(entry.path())) continue;
+    const std::string where = entry.path().lexically_relative(dir).string();
+    auto dataset = ReadDatasetFile(entry.path().string());
+    ASSERT_TRUE(dataset.ok()) << where << ": " << dataset.status().ToString();
+    for (int i = 0; i < dataset->models_size(); ++i) {
+      auto m = FromProto(dataset->models(i), "models[" + std::to_string(i) + "]");
+      ASSERT_TRUE(m.ok()) << where << ": " << m.status().ToString();
+      out->emplace_back(where, std::move(*m));
+    }
+  }
 }
 
 TEST(PretrainedTest, ShippedSamplesAndModelsAreCurrent) {
@@ -81,18 +100,10 @@ TEST(PretrainedTest, TheH100HasAModelOfEveryFamilyAndPrecision) {
   const fs::path dir =
       fs::path(BLOCKTUNE_SOURCE_DIR) / "models" / "pretrained" / "h100-sxm";
   ASSERT_TRUE(fs::is_directory(dir)) << dir;
+  std::vector<std::pair<std::string, ModelRecord>> models;
+  ASSERT_NO_FATAL_FAILURE(ReadShippedModels(dir, &models));
   std::set<std::pair<std::string, DType>> have;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("models", 0) != 0 || !IsDatasetFile(entry.path())) continue;
-    auto dataset = ReadDatasetFile(entry.path().string());
-    ASSERT_TRUE(dataset.ok()) << name << ": " << dataset.status().ToString();
-    for (int i = 0; i < dataset->models_size(); ++i) {
-      auto m = FromProto(dataset->models(i), "models[" + std::to_string(i) + "]");
-      ASSERT_TRUE(m.ok()) << name << ": " << m.status().ToString();
-      have.insert({m->family, m->precision});
-    }
-  }
+  for (const auto& [where, m] : models) have.insert({m.family, m.precision});
   std::string missing;
   int pairs = 0;
   for (const KernelFamily* f : Families())
@@ -112,30 +123,23 @@ TEST(PretrainedTest, TheH100HasAModelOfEveryFamilyAndPrecision) {
 // them and left older in another would be answered by whichever file came
 // last: every copy of a model must be the same one (its training time).
 TEST(PretrainedTest, NoShippedModelIsShadowedByAnOlderCopy) {
-  const fs::path root = fs::path(BLOCKTUNE_SOURCE_DIR) / "models" / "pretrained";
+  std::vector<std::pair<std::string, ModelRecord>> models;
+  ASSERT_NO_FATAL_FAILURE(ReadShippedModels(
+      fs::path(BLOCKTUNE_SOURCE_DIR) / "models" / "pretrained", &models));
   using Key = std::tuple<std::string, Op, DType, std::string>;
   std::map<Key, std::pair<int64_t, std::string>> first;
   std::string shadowed;
   int copies = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(root)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("models", 0) != 0 || !IsDatasetFile(entry.path())) continue;
-    auto dataset = ReadDatasetFile(entry.path().string());
-    ASSERT_TRUE(dataset.ok()) << name << ": " << dataset.status().ToString();
-    for (int i = 0; i < dataset->models_size(); ++i) {
-      auto m = FromProto(dataset->models(i), "models[" + std::to_string(i) + "]");
-      ASSERT_TRUE(m.ok()) << name << ": " << m.status().ToString();
-      const Key key{m->device.name, m->op, m->precision, m->family};
-      const std::string where = entry.path().lexically_relative(root).string();
-      auto [it, added] = first.emplace(key, std::make_pair(m->created_unix, where));
-      if (added) continue;
-      ++copies;
-      if (it->second.first != m->created_unix)
-        shadowed += "\n  " + m->device.name + " " + m->family + " " +
-                    std::string(ToString(m->precision)) + ": trained at " +
-                    std::to_string(it->second.first) + " in " + it->second.second +
-                    ", at " + std::to_string(m->created_unix) + " in " + where;
-    }
+  for (const auto& [where, m] : models) {
+    const Key key{m.device.name, m.op, m.precision, m.family};
+    auto [it, added] = first.emplace(key, std::make_pair(m.created_unix, where));
+    if (added) continue;
+    ++copies;
+    if (it->second.first != m.created_unix)
+      shadowed += "\n  " + m.device.name + " " + m.family + " " +
+                  std::string(ToString(m.precision)) + ": trained at " +
+                  std::to_string(it->second.first) + " in " + it->second.second +
+                  ", at " + std::to_string(m.created_unix) + " in " + where;
   }
   std::printf("%zu models, %d copies in a second file\n", first.size(), copies);
   EXPECT_TRUE(shadowed.empty()) << "one family, two different models:" << shadowed;
