@@ -274,6 +274,20 @@ std::string PtxDigest(const KernelFamily& f, const std::vector<Job>& jobs, size_
   return Hex(fnv.h);
 }
 
+// A run that assembles `samples` of a target's `full` kernels stands on the
+// recorded full run of them: the record must be of this generator version
+// and of exactly these kernels (their digest). `filter` is the
+// scripts/ptxas_record.sh argument that records it again.
+void ExpectRecordedFullRun(const Target& t, int version, int full, int samples,
+                           const std::string& digest, const std::string& filter) {
+  if (samples >= full) return;
+  EXPECT_EQ(CheckRecord(t, version, full, digest), "")
+      << "this run assembles " << samples << " of the full " << full
+      << " kernels; record a full run of the current generator with "
+         "scripts/ptxas_record.sh build '"
+      << filter << "'";
+}
+
 // Generates and assembles every job's kernel for `arch` (ptxas on kThreads
 // threads); returns what failed: a generator error, a ptxas error, or a
 // function that spills or uses more than 255 registers.
@@ -381,13 +395,7 @@ TEST_P(FamilyPtxasTest, SampledKernelsAssembleWithoutSpills) {
   }
 
   const std::string digest = PtxDigest(f, jobs, full, target.arch);
-  if (samples < full) {
-    const std::string wrong = CheckRecord(target, f.version(), full, digest);
-    EXPECT_EQ(wrong, "") << "this run assembles " << samples << " of the full " << full
-                         << " kernels; record a full run of the current generator with "
-                            "scripts/ptxas_record.sh build '*"
-                         << Name(target) << "*'";
-  }
+  ExpectRecordedFullRun(target, f.version(), full, samples, digest, "*" + Name(target) + "*");
   jobs.resize(samples);
 
   int max_registers = 0;
@@ -476,17 +484,11 @@ TEST(FfmaPtxasTest, LargestThreadTilesTheRulesAcceptDoNotSpill) {
       EXPECT_GE(jobs.size(), 8u) << name << ": the rules accept no large tile";
     }
     if (jobs.empty()) continue;
-    // Recorded like the sampled targets (arch "sm_90-largest"): CI checks
-    // the record's digest of all these kernels and assembles the first few.
     const int full = static_cast<int>(jobs.size());
     const int samples = std::min(full, Samples(full));  // no more than there are
-    const Target target{name, DType::kFp32, "sm_90-largest"};
     const std::string digest = PtxDigest(f, jobs, full, "sm_90");
-    if (samples < full) {
-      EXPECT_EQ(CheckRecord(target, f.version(), full, digest), "")
-          << "this run assembles " << samples << " of the " << full
-          << " largest tiles; record a full run with scripts/ptxas_record.sh build '*largest*'";
-    }
+    ExpectRecordedFullRun({name, DType::kFp32, "sm_90-largest"}, f.version(), full, samples,
+                          digest, "*largest*");
     jobs.resize(samples);
     const auto start = std::chrono::steady_clock::now();
     int max_registers = 0;
