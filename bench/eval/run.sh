@@ -55,9 +55,6 @@ case "${1:-}" in
       f=models/pretrained/$gpu/models-$op-$prec.json.gz
       [[ -e $f ]] && models+=(--models "$f")
     done
-    # fp32: both ops' models are in models.json.gz.
-    [[ $prec == fp32 && -e models/pretrained/$gpu/models.json.gz ]] &&
-      models+=(--models "models/pretrained/$gpu/models.json.gz")
     ((${#models[@]})) || { echo "no models/pretrained/$gpu/models-*-$prec.json.gz" >&2; exit 1; }
     if [[ -z ${BUILD_DIR:-} ]]; then
       scripts/setup.sh
@@ -68,7 +65,7 @@ case "${1:-}" in
     shapes=$(mktemp)
     trap 'rm -f "$shapes"' EXIT
     for op in gemm conv; do
-      [[ -e models/pretrained/$gpu/models-$op-$prec.json.gz || $prec == fp32 ]] &&
+      [[ -e models/pretrained/$gpu/models-$op-$prec.json.gz ]] &&
         grep -E "^[a-z0-9_]+ \| $op " bench/eval/shapes.txt
     done >"$shapes"
     "$build/bench/eval_plan" --blocktuned "$build/server/blocktuned" \
