@@ -152,7 +152,7 @@ done
 # geomean sqrt(1.25 * 1.6) = 1.41; a slower PyTorch time is not taken.
 mkdir "$tmp/t"
 cp "$tmp/r/eval.csv" "$tmp/t/"
-printf '# torch test\ncontext\ttorch_us\ttorch_us2\tmax_rel_err\n%s\t80\t81\t1e-3\n%s\t500\t500\t1e-3\n' \
+printf '# torch test\ncontext\ttorch_us\ttorch_us2\tmax_rel_err\tkernels\n%s\t80\t81\t1e-3\tsm90_xmma_fprop;k2\n%s\t500\t500\t1e-3\t-\n' \
   "conv n=1 h=56 w=56 c=64 k=64 r=3 s=3 pad=1x1 stride=1x1 dilation=1x1 dtype=bf16" \
   "conv n=1 h=8 w=8 c=64 k=64 r=3 s=3 pad=1x1 stride=1x1 dilation=1x1 dtype=bf16" >"$tmp/t/torch_conv.tsv"
 "$python" bench/eval/report.py --results "$tmp/t" --out "$tmp/t" --no-plots >"$tmp/report.log"
@@ -165,6 +165,15 @@ sed -i 's/\t80\t81\t/\t120\t121\t/' "$tmp/t/torch_conv.tsv"
 "$python" bench/eval/report.py --results "$tmp/t" --out "$tmp/t" --no-plots >"$tmp/report.log"
 grep -qF '| **five thesis families** | 2 | 1.58x |' "$tmp/t/summary.md" ||
   fail "slower torch time taken: $(grep five "$tmp/t/summary.md")"
+# A shape in two parts (measured again, the old part left in place) is an
+# error that names both files, not a shape counted twice.
+cp "$tmp/t/eval.csv" "$tmp/t/eval-2.csv"
+if "$python" bench/eval/report.py --results "$tmp/t" --out "$tmp/t" --no-plots >"$tmp/report.log" 2>&1; then
+  fail "a shape in two parts was counted"
+fi
+grep -qF "square 'gemm m=1000 n=1000 k=1000 layout=NN dtype=bf16' is in both eval-2.csv and eval.csv" "$tmp/report.log" ||
+  fail "duplicate shape not named: $(cat "$tmp/report.log")"
+rm "$tmp/t/eval-2.csv"
 # 4. run.sh gpu passes EVAL_GROUPS, SWEEP and REST on, asks for every
 #    candidate's time (--times) and the timing trace (--trace), and writes
 #    eval-PART.*, with a stand-in eval_bench that

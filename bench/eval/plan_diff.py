@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Where two plans' top 1 differ, the times an evaluation measured for both.
 
-  bench/eval/plan_diff.py OLD/plan.tsv NEW/plan.tsv RESULTS/eval-times.tsv.gz
+  bench/eval/plan_diff.py OLD/plan.tsv NEW/plan.tsv RESULTS/eval-times.tsv.gz...
+
+(several parts' eval-N-times.tsv.gz: each is read, header and all).
 
 For every shape whose model-only answer (rank 1) changed between the
 plans, the fastest time eval-times.tsv.gz holds for each answer (bench/eval
@@ -36,12 +38,13 @@ def top1(path):
 def main():
     old, new = top1(sys.argv[1]), top1(sys.argv[2])
     times = collections.defaultdict(dict)
-    with gzip.open(sys.argv[3], 'rt') as f:
-        next(f)
-        for line in f:
-            ctx, _, cfg, us, _ = line.rstrip('\n').split('\t')
-            cfg = strip(cfg)
-            times[ctx][cfg] = min(float(us), times[ctx].get(cfg, float('inf')))
+    for path in sys.argv[3:]:
+        with gzip.open(path, 'rt') as f:
+            next(f)
+            for line in f:
+                ctx, _, cfg, us, _ = line.rstrip('\n').split('\t')
+                cfg = strip(cfg)
+                times[ctx][cfg] = min(float(us), times[ctx].get(cfg, float('inf')))
     timed = [c for c in old if c in times]
     changed, ratios = 0, []
     for ctx in timed:

@@ -91,7 +91,7 @@ def read_rows(results):
     cuDNN (cudnnFind, the legacy API) and PyTorch's cuDNN (torch_conv.tsv,
     the graph API with benchmark mode), where that file is present:
     cudnn_find_us keeps the first, torch_us the second."""
-    rows, header = [], []
+    rows, header, where = [], [], {}
     torch_us, torch_header = read_torch_conv(results)
     for path in sorted(glob.glob(os.path.join(results, "eval*.csv"))):
         with open(path) as f:
@@ -100,6 +100,14 @@ def read_rows(results):
         header += [h for h in (l[1:].strip() for l in lines if l.startswith("#"))
                    if h not in header]
         for r in csv.DictReader(l for l in lines if not l.startswith("#")):
+            # A shape measured again goes in a new part; the old part's rows
+            # of it leave this folder, or the shape would count twice.
+            key = (r["group"], r["context"])
+            if key in where:
+                sys.exit(f"report.py: {r['group']} '{r['context']}' is in both "
+                         f"{where[key]} and {os.path.basename(path)}: keep one "
+                         "(move the older part's rows to history/)")
+            where[key] = os.path.basename(path)
             for k in NUMBERS:
                 r[k] = number(r.get(k))
             r["cudnn_find_us"] = r["vendor_us"] if r["vendor"] == "cuDNN" else float("nan")

@@ -26,9 +26,14 @@ is busy when it is queued: after the flush, a spin kernel
 (torch.cuda._sleep) keeps it busy while the host queues the start event and
 the convolution, so the events hold the convolution's GPU time.
 
+Which engine PyTorch's cuDNN kept is not exposed; the names of the GPU
+kernels one launch runs (torch.profiler, CUDA activity) say it, and are
+written beside the time.
+
 With --plan, writes --tsv, one row per context:
-  context  torch_us  torch_us2  max_rel_err
-(torch_us2: the median of a second batch, the timing noise), with '#' lines
+  context  torch_us  torch_us2  max_rel_err  kernels
+(torch_us2: the median of a second batch, the timing noise; kernels: the
+names, ';'-separated, or '-' where the profiler gave none), with '#' lines
 for the versions and the method. With --shapes (mma_bench --op conv
 --list-shapes lines, "group prec conv n=.. ..."), prints "group prec context
 us" per layer (bench/kernels/conv_bench_device.sh). Progress goes to stderr.
@@ -134,7 +139,24 @@ def time_one(cv, reps, flush):
         end.synchronize()
         times.append(start.elapsed_time(end) * 1e3)
     first, second = sorted(times[:reps]), sorted(times[reps:])
-    return first[reps // 2], second[reps // 2], err
+    return first[reps // 2], second[reps // 2], err, kernels_of(conv)
+
+
+def kernels_of(conv):
+    """The GPU kernels one launch of conv runs, ';'-separated ('-': none seen,
+    or the profiler failed)."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            conv()
+            torch.cuda.synchronize()
+        names = [e.name for e in prof.events()
+                 if e.device_type == torch.autograd.DeviceType.CUDA
+                 and not e.name.startswith(("Memset", "Memcpy"))]
+    except Exception as e:  # the time stands without the names
+        print(f"profiler: {e}", file=sys.stderr)
+        names = []
+    return ";".join(dict.fromkeys(n.replace("\t", " ") for n in names)) or "-"
 
 
 def main():
@@ -174,7 +196,7 @@ def main():
     out = open(a.tsv, "w") if a.plan else sys.stdout
     out.write(f"# {method}\n")
     if a.plan:
-        out.write("context\ttorch_us\ttorch_us2\tmax_rel_err\n")
+        out.write("context\ttorch_us\ttorch_us2\tmax_rel_err\tkernels\n")
     t0 = time.time()
     for i, (group, prec, text, cv) in enumerate(contexts):
         if time.time() - t0 > a.budget_s:
@@ -183,16 +205,17 @@ def main():
             break
         torch.backends.cudnn.allow_tf32 = cv["dtype"] == "tf32"
         try:
-            t1, t2, err = time_one(cv, a.reps, flush)
+            t1, t2, err, kernels = time_one(cv, a.reps, flush)
         except Exception as e:  # one shape's failure leaves the others
             print(f"{text}: {e}", file=sys.stderr)
             continue
         if a.plan:
-            out.write(f"{text}\t{t1:.3f}\t{t2:.3f}\t{err:.2e}\n")
+            out.write(f"{text}\t{t1:.3f}\t{t2:.3f}\t{err:.2e}\t{kernels}\n")
         else:
             out.write(f"{group} {prec} {text} {t1:.1f}\n")
         out.flush()
-        print(f"{text}: {t1:.2f} us ({t2:.2f}), rel err {err:.1e}", file=sys.stderr)
+        print(f"{text}: {t1:.2f} us ({t2:.2f}), rel err {err:.1e}, {kernels}",
+              file=sys.stderr)
         torch.cuda.empty_cache()
 
 
