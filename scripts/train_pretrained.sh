@@ -15,6 +15,10 @@
 # MEMBERS=N and HIDDEN=W,W,.. change the ensemble (default 5 networks of
 # 128,128,128), for experiments; the shipped models use the defaults.
 #
+# Another models*.json.gz in DIR that holds an older model of a family just
+# trained (models.json.gz keeps copies of the fp32 models) gets the new one
+# (scripts/sync_model_copies.py), so the older copy cannot answer.
+#
 # FAMILY=F trains that family alone (a new family's first models) and
 # merges it into the existing DIR/models-<op>-<dtype>.json.gz, whose other
 # models are kept as they are; its report is appended to the .txt.
@@ -76,6 +80,7 @@ with gzip.open(path, "wt") as f:
     json.dump(data, f)
 PY
     mv "$run/merged.json.gz" "$models"
+    python3 scripts/sync_model_copies.py "$models" "$dir"
   } 2>&1 | tee -a "$report"
   exit 0
 fi
@@ -86,4 +91,5 @@ fi
   cli train --op "$op" --dtype "$dtype" --members "$members" --hidden "$hidden" \
     --features "${FEATURES:-0}" | grep -v " epoch "
   cli export --op "$op" --dtype "$dtype" --models -o "$models"
+  python3 scripts/sync_model_copies.py "$models" "$dir"
 } 2>&1 | tee "$report"
