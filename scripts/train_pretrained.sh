@@ -17,7 +17,7 @@
 #
 # Another models*.json.gz in DIR that holds an older model of a family just
 # trained (models.json.gz keeps copies of the fp32 models) gets the new one
-# (scripts/sync_model_copies.py), so the older copy cannot answer.
+# (scripts/shipped_models.py sync), so the older copy cannot answer.
 #
 # FAMILY=F trains that family alone (a new family's first models) and
 # merges it into the existing DIR/models-<op>-<dtype>.json.gz, whose other
@@ -60,27 +60,9 @@ if [[ -n ${FAMILY:-} ]]; then
     cli export --op "$op" --dtype "$dtype" --models -o "$run/merged.json.gz"
     # A family trained again: its older models (the store keeps every
     # model; the daemon answers with the newest) leave the shipped file.
-    python3 - "$run/merged.json.gz" <<'PY'
-import gzip, json, sys
-path = sys.argv[1]
-data = json.load(gzip.open(path))
-# Keyed by the device's name: the rest of its record (the ptxas string, a
-# driver) may change between trainings on one GPU model.
-def key(m):
-    return ((m.get("device") or {}).get("name"), m["op"], m["dtype"], m["family"])
-newest = {}
-for m in data.get("models", []):
-    if key(m) not in newest or int(m["id"]) > int(newest[key(m)]["id"]):
-        newest[key(m)] = m
-kept = [m for m in data.get("models", []) if newest[key(m)] is m]
-if len(kept) != len(data.get("models", [])):
-    print(f"dropped {len(data['models']) - len(kept)} older model(s) of a family trained again")
-data["models"] = kept
-with gzip.open(path, "wt") as f:
-    json.dump(data, f)
-PY
+    python3 scripts/shipped_models.py keep-newest "$run/merged.json.gz"
     mv "$run/merged.json.gz" "$models"
-    python3 scripts/sync_model_copies.py "$models" "$dir"
+    python3 scripts/shipped_models.py sync "$models" "$dir"
   } 2>&1 | tee -a "$report"
   exit 0
 fi
@@ -91,5 +73,5 @@ fi
   cli train --op "$op" --dtype "$dtype" --members "$members" --hidden "$hidden" \
     --features "${FEATURES:-0}" | grep -v " epoch "
   cli export --op "$op" --dtype "$dtype" --models -o "$models"
-  python3 scripts/sync_model_copies.py "$models" "$dir"
+  python3 scripts/shipped_models.py sync "$models" "$dir"
 } 2>&1 | tee "$report"
