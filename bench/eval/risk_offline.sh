@@ -14,9 +14,19 @@ echo "# oracle_eval eval --risk R on the measured candidates of each evaluation"
 echo "# (bench/eval/times_to_results.py), with the shipped models of its GPU; $(date -u +%F)"
 one() {  # results-dir dtype op models-dir
   local dir=$1 dtype=$2 op=$3 models=$4
-  local n
+  local n times
   n=$(echo "$dir-$op" | tr '/' '_')
-  python3 bench/eval/times_to_results.py "$dir/eval-times.tsv.gz" "$tmp/$n.tsv" \
+  # One file, or the parts of an evaluation timed in several calls
+  # (eval-N-times.tsv.gz, each with its header).
+  times=$dir/eval-times.tsv.gz
+  if [[ ! -f $times ]]; then
+    times=$tmp/$n-times.tsv.gz
+    local first=1 part
+    for part in "$dir"/eval-*-times.tsv.gz; do
+      if ((first)); then zcat "$part"; first=0; else zcat "$part" | tail -n +2; fi
+    done | gzip >"$times"
+  fi
+  python3 bench/eval/times_to_results.py "$times" "$tmp/$n.tsv" \
     "$tmp/$n.ctx" "$op" >/dev/null
   for r in 0 0.5 1 1.5 2; do
     printf '%-44s %-5s %-4s risk %-4s ' "$dir" "$dtype" "$op" "$r"
@@ -29,6 +39,8 @@ one bench/results/h100/eval/bf16 bf16 gemm models/pretrained/h100-sxm
 one bench/results/h100/eval/bf16 bf16 conv models/pretrained/h100-sxm
 one bench/results/h100/eval/tf32 tf32 gemm models/pretrained/h100-sxm
 one bench/results/h100/eval/tf32 tf32 conv models/pretrained/h100-sxm
+one bench/results/h100/eval/fp32 fp32 gemm models/pretrained/h100-sxm
+one bench/results/h100/eval/fp32 fp32 conv models/pretrained/h100-sxm
 one bench/results/h200/eval/bf16 bf16 gemm models/pretrained/h200
 one bench/results/h200/eval/bf16 bf16 conv models/pretrained/h200
 one bench/results/h200/eval/fp32 fp32 gemm models/pretrained/h200
