@@ -224,6 +224,11 @@ grep -q "families  geomean vendor/pick 2.000x" "$tmp/rescore.txt" || fail "resco
   fail "times_to_results.py: $(head -1 "$tmp/o.tsv")"
 [[ $(cat "$tmp/o.ctx") == "$ctx" && $(wc -l <"$tmp/o.tsv") -eq 4 ]] ||
   fail "times_to_results.py contexts: $(cat "$tmp/o.ctx")"
+# Several parts' files, each with its header: every row of each, a context once.
+"$python" bench/eval/times_to_results.py "$tmp/s/eval-times.tsv.gz" "$tmp/s/eval-times.tsv.gz" \
+  "$tmp/o2.tsv" "$tmp/o2.ctx" gemm >/dev/null
+[[ $(cat "$tmp/o2.ctx") == "$ctx" && $(wc -l <"$tmp/o2.tsv") -eq 8 ]] ||
+  fail "times_to_results.py on two parts: $(wc -l <"$tmp/o2.tsv") rows, $(cat "$tmp/o2.ctx")"
 if [[ -x $build/bench/oracle_eval ]]; then
   for best in first last; do
     {

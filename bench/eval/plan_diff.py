@@ -14,10 +14,11 @@ the query path's ranking does to the answers; the shapes whose new answer
 was not measured are listed, not counted.
 """
 import collections
-import gzip
 import re
 import statistics
 import sys
+
+import eval_times  # bench/eval/, the script's own folder
 
 
 def strip(cfg):
@@ -38,13 +39,9 @@ def top1(path):
 def main():
     old, new = top1(sys.argv[1]), top1(sys.argv[2])
     times = collections.defaultdict(dict)
-    for path in sys.argv[3:]:
-        with gzip.open(path, 'rt') as f:
-            next(f)
-            for line in f:
-                ctx, _, cfg, us, _ = line.rstrip('\n').split('\t')
-                cfg = strip(cfg)
-                times[ctx][cfg] = min(float(us), times[ctx].get(cfg, float('inf')))
+    for ctx, _, cfg, us, _ in eval_times.rows(sys.argv[3:]):
+        cfg = strip(cfg)
+        times[ctx][cfg] = min(float(us), times[ctx].get(cfg, float('inf')))
     timed = [c for c in old if c in times]
     changed, ratios = 0, []
     for ctx in timed:

@@ -15,6 +15,8 @@ the policies with each other.
 
   bench/eval/rescore.py bench/results/h100/eval/bf16 [--k 10]
 
+(an evaluation timed in parts: every part's eval-N-times.tsv.gz.)
+
 Policies:
   plan      the plan's top k (what the evaluation reports as top-10);
   families  every family's own best (its rank 1) first, then the rest of the
@@ -22,10 +24,11 @@ Policies:
             k in all: one optimistic model cannot fill the list.
 """
 import argparse
-import gzip
 import math
 import os
 import sys
+
+import eval_times  # bench/eval/, the script's own folder
 
 
 def read_plan(path):
@@ -43,20 +46,17 @@ def read_plan(path):
     return out
 
 
-def read_times(path):
+def read_times(paths):
     """{(context, config): us}, the fullest timing of each."""
     times = {}
-    with gzip.open(path, "rt") as f:
-        next(f)
-        for line in f:
-            context, source, config, us, launches = line.rstrip("\n").split("\t")
-            us = float(us)
-            if math.isnan(us):
-                continue
-            key = (context, config)
-            n = int(launches)
-            if key not in times or n > times[key][1]:
-                times[key] = (us, n)
+    for context, source, config, us, launches in eval_times.rows(paths):
+        us = float(us)
+        if math.isnan(us):
+            continue
+        key = (context, config)
+        n = int(launches)
+        if key not in times or n > times[key][1]:
+            times[key] = (us, n)
     return {k: v[0] for k, v in times.items()}
 
 
@@ -94,7 +94,7 @@ def main():
     d = a.results
     plan = read_plan(os.path.join(d, "plan.tsv"))
     fams = read_plan(os.path.join(d, "plan-families.tsv"))
-    times = read_times(os.path.join(d, "eval-times.tsv.gz"))
+    times = read_times(eval_times.paths_of(d))
     # The vendor as report.py takes it (a convolution's: the faster of
     # cudnnFind and PyTorch's cuDNN).
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -16,17 +16,10 @@ one() {  # results-dir dtype op models-dir
   local dir=$1 dtype=$2 op=$3 models=$4
   local n times
   n=$(echo "$dir-$op" | tr '/' '_')
-  # One file, or the parts of an evaluation timed in several calls
-  # (eval-N-times.tsv.gz, each with its header).
-  times=$dir/eval-times.tsv.gz
-  if [[ ! -f $times ]]; then
-    times=$tmp/$n-times.tsv.gz
-    local first=1 part
-    for part in "$dir"/eval-*-times.tsv.gz; do
-      if ((first)); then zcat "$part"; first=0; else zcat "$part" | tail -n +2; fi
-    done | gzip >"$times"
-  fi
-  python3 bench/eval/times_to_results.py "$times" "$tmp/$n.tsv" \
+  # One file, or the parts of an evaluation timed in several calls.
+  times=("$dir"/eval-times.tsv.gz)
+  [[ -f ${times[0]} ]] || times=("$dir"/eval-*-times.tsv.gz)
+  python3 bench/eval/times_to_results.py "${times[@]}" "$tmp/$n.tsv" \
     "$tmp/$n.ctx" "$op" >/dev/null
   for r in 0 0.5 1 1.5 2; do
     printf '%-44s %-5s %-4s risk %-4s ' "$dir" "$dtype" "$op" "$r"

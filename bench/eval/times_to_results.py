@@ -8,17 +8,22 @@ oracle_run's output (context, "family params", ok, seconds) and the contexts
 one per line, so that `oracle_eval eval` scores any models on them offline:
 the models' top 1 among the measured configurations over the best of them.
 
-  bench/eval/times_to_results.py RESULTS/eval-times.tsv.gz out.tsv out.ctx gemm
+  bench/eval/times_to_results.py RESULTS/eval-times.tsv.gz... out.tsv out.ctx gemm
+
+(an evaluation timed in several calls: every part's eval-N-times.tsv.gz,
+each read with its header, as bench/eval/plan_diff.py does).
   build/bench/oracle_eval eval --contexts out.ctx --dtype bf16 \
       --models models.json.gz --results out.tsv
 """
-import gzip, re, sys
-src, out_res, out_ctx, op = sys.argv[1:5]
+import re, sys
+
+import eval_times  # bench/eval/, the script's own folder
+if len(sys.argv) < 5:
+    sys.exit('usage: bench/eval/times_to_results.py TIMES.tsv.gz... out.tsv out.ctx OP')
+*srcs, out_res, out_ctx, op = sys.argv[1:]
 ctxs = []
-with gzip.open(src, 'rt') as f, open(out_res, 'w') as o:
-    next(f)
-    for line in f:
-        c, s, cfg, us, n = line.rstrip('\n').split('\t')
+with open(out_res, 'w') as o:
+    for c, s, cfg, us, n in eval_times.rows(srcs):
         if not c.startswith(op + ' '):
             continue
         cfg = re.sub(r'^(\S+) v\d+ ', r'\1 ', cfg)
