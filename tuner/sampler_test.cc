@@ -401,13 +401,20 @@ uint64_t HashOf(const std::vector<Candidate>& list) {
 // rule asked K_G * U <= K of every kernel. So the first comparison leaves
 // that rule out, and the second applies the old form to the new output.
 // `d` with ST (ffma version 2's parameter) pinned to 1; and gemm.ffma's
-// domain as it was then: N from 16 (as M), without the 12 decode contexts
+// domain as it was then: M and K without the sizes that are not multiples
+// of 4 (added 2026-12-06), N from 16 (as M), without the 12 decode contexts
 // named last (N = 1 .. 8, added 2026-11-28).
 Domain PinnedToStageOne(Domain d) {
   if (d.op == Op::kGemm) {
     const auto at = [&](const char* name) {
       return std::find(d.names.begin(), d.names.end(), name) - d.names.begin();
     };
+    for (const char* name : {"m", "k"}) {
+      auto& v = d.values[at(name)];
+      v.erase(std::remove_if(v.begin(), v.end(),
+                             [](int64_t x) { return x % 4 != 0; }),
+              v.end());
+    }
     d.values[at("n")] = d.values[at("m")];
     d.named.resize(d.named.size() - 12);
   }
