@@ -229,6 +229,13 @@ grep -q "families  geomean vendor/pick 2.000x" "$tmp/rescore.txt" || fail "resco
   "$tmp/o2.tsv" "$tmp/o2.ctx" gemm >/dev/null
 [[ $(cat "$tmp/o2.ctx") == "$ctx" && $(wc -l <"$tmp/o2.tsv") -eq 8 ]] ||
   fail "times_to_results.py on two parts: $(wc -l <"$tmp/o2.tsv") rows, $(cat "$tmp/o2.ctx")"
+# A results folder: its whole-run file and a part timed again later, both
+# (eval_times.paths_of; the H100 bf16 evaluation has eval-times and eval-2).
+mkdir "$tmp/p" && cp "$tmp/s/eval-times.tsv.gz" "$tmp/p/" &&
+  cp "$tmp/s/eval-times.tsv.gz" "$tmp/p/eval-2-times.tsv.gz"
+"$python" bench/eval/times_to_results.py "$tmp/p" "$tmp/o3.tsv" "$tmp/o3.ctx" gemm >/dev/null
+[[ $(wc -l <"$tmp/o3.tsv") -eq 8 ]] ||
+  fail "times_to_results.py on a folder with a run and a part: $(wc -l <"$tmp/o3.tsv") rows"
 if [[ -x $build/bench/oracle_eval ]]; then
   for best in first last; do
     {

@@ -9,11 +9,20 @@ import os
 
 
 def paths_of(results):
-    """The times files of a results folder: its one file, or its parts'."""
+    """The times files of a results folder: its whole-run file and every
+    part's (a folder may hold both, as report.py reads every eval*.csv: a
+    run, then some of its groups timed again as a part)."""
     one = os.path.join(results, "eval-times.tsv.gz")
-    if os.path.exists(one):
-        return [one]
-    return sorted(glob.glob(os.path.join(results, "eval-*-times.tsv.gz")))
+    parts = sorted(glob.glob(os.path.join(results, "eval-*-times.tsv.gz")))
+    return ([one] if os.path.exists(one) else []) + parts
+
+
+def expand(sources):
+    """Each source as given, a results folder as its paths_of."""
+    out = []
+    for s in sources:
+        out += paths_of(s) if os.path.isdir(s) else [s]
+    return out
 
 
 def rows(paths):

@@ -2,6 +2,7 @@
 """Where two plans' top 1 differ, the times an evaluation measured for both.
 
   bench/eval/plan_diff.py OLD/plan.tsv NEW/plan.tsv RESULTS/eval-times.tsv.gz...
+  bench/eval/plan_diff.py OLD/plan.tsv NEW/plan.tsv RESULTS  (every times file of it)
 
 (several parts' eval-N-times.tsv.gz: each is read, header and all).
 
@@ -39,7 +40,7 @@ def top1(path):
 def main():
     old, new = top1(sys.argv[1]), top1(sys.argv[2])
     times = collections.defaultdict(dict)
-    for ctx, _, cfg, us, _ in eval_times.rows(sys.argv[3:]):
+    for ctx, _, cfg, us, _ in eval_times.rows(eval_times.expand(sys.argv[3:])):
         cfg = strip(cfg)
         times[ctx][cfg] = min(float(us), times[ctx].get(cfg, float('inf')))
     timed = [c for c in old if c in times]

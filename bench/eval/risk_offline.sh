@@ -14,12 +14,10 @@ echo "# oracle_eval eval --risk R on the measured candidates of each evaluation"
 echo "# (bench/eval/times_to_results.py), with the shipped models of its GPU; $(date -u +%F)"
 one() {  # results-dir dtype op models-dir
   local dir=$1 dtype=$2 op=$3 models=$4
-  local n times
+  local n
   n=$(echo "$dir-$op" | tr '/' '_')
-  # One file, or the parts of an evaluation timed in several calls.
-  times=("$dir"/eval-times.tsv.gz)
-  [[ -f ${times[0]} ]] || times=("$dir"/eval-*-times.tsv.gz)
-  python3 bench/eval/times_to_results.py "${times[@]}" "$tmp/$n.tsv" \
+  # The folder: its whole-run times file and every part's (eval_times.py).
+  python3 bench/eval/times_to_results.py "$dir" "$tmp/$n.tsv" \
     "$tmp/$n.ctx" "$op" >/dev/null
   for r in 0 0.5 1 1.5 2; do
     printf '%-44s %-5s %-4s risk %-4s ' "$dir" "$dtype" "$op" "$r"

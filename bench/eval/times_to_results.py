@@ -9,9 +9,11 @@ one per line, so that `oracle_eval eval` scores any models on them offline:
 the models' top 1 among the measured configurations over the best of them.
 
   bench/eval/times_to_results.py RESULTS/eval-times.tsv.gz... out.tsv out.ctx gemm
+  bench/eval/times_to_results.py RESULTS out.tsv out.ctx gemm
 
 (an evaluation timed in several calls: every part's eval-N-times.tsv.gz,
-each read with its header, as bench/eval/plan_diff.py does).
+each read with its header, as bench/eval/plan_diff.py does; a results
+folder stands for all of its times files, eval_times.paths_of).
   build/bench/oracle_eval eval --contexts out.ctx --dtype bf16 \
       --models models.json.gz --results out.tsv
 """
@@ -19,11 +21,11 @@ import re, sys
 
 import eval_times  # bench/eval/, the script's own folder
 if len(sys.argv) < 5:
-    sys.exit('usage: bench/eval/times_to_results.py TIMES.tsv.gz... out.tsv out.ctx OP')
+    sys.exit('usage: bench/eval/times_to_results.py TIMES.tsv.gz...|RESULTS out.tsv out.ctx OP')
 *srcs, out_res, out_ctx, op = sys.argv[1:]
 ctxs = []
 with open(out_res, 'w') as o:
-    for c, s, cfg, us, n in eval_times.rows(srcs):
+    for c, s, cfg, us, n in eval_times.rows(eval_times.expand(srcs)):
         if not c.startswith(op + ' '):
             continue
         cfg = re.sub(r'^(\S+) v\d+ ', r'\1 ', cfg)
