@@ -306,31 +306,24 @@ void ExploreRanks(uint64_t seed, size_t j, std::vector<Params>* ranked) {
 
 }  // namespace
 
-StatusOr<GuidedPlan> PlanGuided(const CampaignSpec& spec,
-                                const DeviceProfile& profile,
-                                const std::string& device_name,
-                                const GuideFinder& find, int threads) {
+StatusOr<std::unique_ptr<GuidedPlanner>> GuidedPlanner::Make(
+    const CampaignSpec& spec, const DeviceProfile& profile,
+    const std::string& device_name, const GuideFinder& find) {
   BT_RETURN_IF_ERROR(Validate(spec));
   if (!IsGuided(spec)) {
     return InvalidArgument("spec.sampler must be guided to plan a guided "
                            "campaign, got " + spec.sampler);
   }
   BT_ASSIGN_OR_RETURN(auto families, CampaignFamilies(spec, profile));
-  GuidedPlan plan;
-  struct Guided {
-    const KernelFamily* family;
-    GuideModel model;
-    std::unique_ptr<CandidateStream> stream;
-    std::set<std::string> seen;  // contexts drawn so far
-  };
-  std::vector<Guided> guided;
-  std::string ids;
+  std::unique_ptr<GuidedPlanner> planner(new GuidedPlanner());
+  planner->seed_ = spec.seed;
+  std::vector<std::unique_ptr<CandidateStream>> streams;
   for (size_t i = 0; i < families.size(); ++i) {
     const KernelFamily* f = families[i];
     auto model = find(*f, spec.dtype, device_name);
     if (!model.ok()) {
-      plan.unguided.push_back(std::string(f->name()) + ": " +
-                              model.status().message());
+      planner->unguided_.push_back(std::string(f->name()) + ": " +
+                                   model.status().message());
       continue;
     }
     BT_ASSIGN_OR_RETURN(Domain domain, DefaultDomain(*f));
@@ -338,13 +331,15 @@ StatusOr<GuidedPlan> PlanGuided(const CampaignSpec& spec,
     BT_ASSIGN_OR_RETURN(auto stream,
                         CandidateStream::Make(std::move(domain), profile,
                                               "uniform", FamilySeed(spec.seed, i)));
+    std::string& ids = planner->ids_;
     ids += (ids.empty() ? "" : ", ") + std::to_string(model->id) + " (" +
            std::string(f->name()) + ")";
-    guided.push_back({f, std::move(*model), std::move(stream), {}});
+    planner->guided_.push_back({f, std::move(*model)});
+    streams.push_back(std::move(stream));
   }
-  if (guided.empty()) {
+  if (planner->guided_.empty()) {
     std::string why;
-    for (const std::string& u : plan.unguided)
+    for (const std::string& u : planner->unguided_)
       why += (why.empty() ? "" : "; ") + u;
     return FailedPrecondition(
         "a guided " + std::string(ToString(spec.op)) + " " +
@@ -358,60 +353,86 @@ StatusOr<GuidedPlan> PlanGuided(const CampaignSpec& spec,
   // The contexts, family by family in rotation, each new to its family.
   const int64_t n_contexts =
       (spec.max_samples + kGuidedTopK - 1) / kGuidedTopK;
-  struct Job {
-    size_t family;
-    Context ctx;
-  };
-  std::vector<Job> jobs;
+  std::vector<std::set<std::string>> seen(streams.size());
   for (int64_t j = 0; j < n_contexts; ++j) {
-    const size_t g = static_cast<size_t>(j) % guided.size();
-    Guided& gd = guided[g];
+    const size_t g = static_cast<size_t>(j) % streams.size();
     for (int tries = 0;; ++tries) {
-      BT_ASSIGN_OR_RETURN(Candidate c, gd.stream->Next());
-      if (gd.seen.insert(ToString(c.ctx)).second) {
-        jobs.push_back({g, c.ctx});
+      BT_ASSIGN_OR_RETURN(Candidate c, streams[g]->Next());
+      if (seen[g].insert(ToString(c.ctx)).second) {
+        planner->jobs_.push_back({g, c.ctx});
         break;
       }
       if (tries == 10000) {
         return FailedPrecondition(
-            std::string(gd.family->name()) + "'s domain gave no new context "
-            "in 10,000 draws after " + std::to_string(gd.seen.size()) +
-            "; ask for fewer samples");
+            std::string(planner->guided_[g].family->name()) +
+            "'s domain gave no new context in 10,000 draws after " +
+            std::to_string(seen[g].size()) + "; ask for fewer samples");
       }
     }
   }
+  return planner;
+}
+
+std::vector<Candidate> GuidedPlanner::Search(int64_t begin, int64_t end,
+                                             int threads, int64_t* answered,
+                                             const std::atomic<bool>* stop) const {
+  begin = std::clamp<int64_t>(begin, 0, contexts());
+  end = std::clamp<int64_t>(end, begin, contexts());
   // The searches, on `threads` threads; each job's answer has its slot.
-  std::vector<std::vector<Params>> tops(jobs.size());
+  std::vector<std::vector<Params>> tops(static_cast<size_t>(end - begin));
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t j; (j = next.fetch_add(1)) < jobs.size();)
-      tops[j] = guided[jobs[j].family].model.top(jobs[j].ctx, kGuidedExploreRanks);
+    for (size_t i; (i = next.fetch_add(1)) < tops.size();) {
+      if (stop && stop->load()) return;
+      const Job& job = jobs_[static_cast<size_t>(begin) + i];
+      tops[i] = guided_[job.family].model.top(job.ctx, kGuidedExploreRanks);
+    }
   };
   std::vector<std::thread> pool;
-  const int n_threads = std::clamp(threads, 1, 64);
-  for (int t = 1; t < n_threads; ++t) pool.emplace_back(work);
+  const int n_threads =
+      std::clamp(threads, 1, std::max(1, static_cast<int>(tops.size())));
+  for (int t = 1; t < std::min(n_threads, 64); ++t) pool.emplace_back(work);
   work();
   for (std::thread& t : pool) t.join();
-  for (size_t j = 0; j < jobs.size(); ++j) {
-    if (!tops[j].empty()) ++plan.contexts;
-    ExploreRanks(spec.seed, j, &tops[j]);
-    for (Params& p : tops[j]) {
-      if (static_cast<int64_t>(plan.candidates.size()) == spec.max_samples)
-        break;
-      plan.candidates.push_back(
-          {guided[jobs[j].family].family, jobs[j].ctx, std::move(p)});
-    }
+  std::vector<Candidate> out;
+  int64_t with_answers = 0;
+  for (size_t i = 0; i < tops.size(); ++i) {
+    const size_t j = static_cast<size_t>(begin) + i;
+    if (!tops[i].empty()) ++with_answers;
+    ExploreRanks(seed_, j, &tops[i]);
+    for (Params& p : tops[i])
+      out.push_back({guided_[jobs_[j].family].family, jobs_[j].ctx, std::move(p)});
   }
-  plan.summary = "guided by model" + std::string(guided.size() > 1 ? "s " : " ") +
-                 ids + ": " + Plural(plan.contexts, "context", "contexts") +
-                 " x (top " + std::to_string(kGuidedTopK - kGuidedExplore) +
-                 " + " + std::to_string(kGuidedExplore) + " of ranks " +
-                 std::to_string(kGuidedTopK - kGuidedExplore + 1) + "-" +
-                 std::to_string(kGuidedExploreRanks) + ") = " +
-                 Plural(static_cast<int64_t>(plan.candidates.size()),
-                        "candidate", "candidates");
-  for (const std::string& u : plan.unguided)
-    plan.summary += "; not guided: " + u;
+  if (answered) *answered = with_answers;
+  return out;
+}
+
+std::string GuidedPlanner::Summary(int64_t answered, int64_t candidates) const {
+  std::string s =
+      "guided by model" + std::string(guided_.size() > 1 ? "s " : " ") +
+      ids_ + ": " + Plural(answered, "context", "contexts") + " x (top " +
+      std::to_string(kGuidedTopK - kGuidedExplore) + " + " +
+      std::to_string(kGuidedExplore) + " of ranks " +
+      std::to_string(kGuidedTopK - kGuidedExplore + 1) + "-" +
+      std::to_string(kGuidedExploreRanks) + ") = " +
+      Plural(candidates, "candidate", "candidates");
+  for (const std::string& u : unguided_) s += "; not guided: " + u;
+  return s;
+}
+
+StatusOr<GuidedPlan> PlanGuided(const CampaignSpec& spec,
+                                const DeviceProfile& profile,
+                                const std::string& device_name,
+                                const GuideFinder& find, int threads) {
+  BT_ASSIGN_OR_RETURN(auto planner,
+                      GuidedPlanner::Make(spec, profile, device_name, find));
+  GuidedPlan plan;
+  plan.candidates = planner->Search(0, planner->contexts(), threads, &plan.contexts);
+  if (static_cast<int64_t>(plan.candidates.size()) > spec.max_samples)
+    plan.candidates.resize(static_cast<size_t>(spec.max_samples));
+  plan.unguided = planner->unguided();
+  plan.summary = planner->Summary(
+      plan.contexts, static_cast<int64_t>(plan.candidates.size()));
   return plan;
 }
 

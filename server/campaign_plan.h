@@ -21,6 +21,7 @@
 #define BLOCKTUNE_SERVER_CAMPAIGN_PLAN_H_
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -188,6 +189,56 @@ struct GuidedPlan {
   std::string summary;
 };
 
+// A guided campaign's plan in pieces, so that a campaign can measure the
+// first contexts' candidates while the models rank the next ones (the
+// ranking is the slow part: 117.6 s on the H100 host's CPU for 2,000
+// contexts of gemm.ffma and gemm.ffma_k, run46, against 96.8 s of
+// measuring). Make draws every context (fast) and finds each family's
+// model; Search ranks a range of them. The contexts, and each one's
+// candidates, depend on the spec and the models alone, so any range gives
+// what PlanGuided gives for it. Search is safe to call from one thread at
+// a time; the models' searches it runs may serve queries meanwhile.
+class GuidedPlanner {
+ public:
+  // The contexts and models of PlanGuided(spec, profile, device_name,
+  // find), with its errors.
+  static StatusOr<std::unique_ptr<GuidedPlanner>> Make(
+      const CampaignSpec& spec, const DeviceProfile& profile,
+      const std::string& device_name, const GuideFinder& find);
+
+  // How many contexts the plan has: ceil(spec.max_samples / kGuidedTopK).
+  int64_t contexts() const { return static_cast<int64_t>(jobs_.size()); }
+
+  // The candidates of contexts [begin, end) (clamped to contexts()), in
+  // the order of GuidedPlan::candidates, ranked on `threads` threads;
+  // `*answered` (when given) counts the contexts that had any. `stop`
+  // (when given) is read between contexts: once true, the rest are left
+  // out and the result is partial.
+  std::vector<Candidate> Search(int64_t begin, int64_t end, int threads,
+                                int64_t* answered = nullptr,
+                                const std::atomic<bool>* stop = nullptr) const;
+
+  // GuidedPlan::summary for `answered` contexts and `candidates`.
+  std::string Summary(int64_t answered, int64_t candidates) const;
+  const std::vector<std::string>& unguided() const { return unguided_; }
+
+ private:
+  GuidedPlanner() = default;
+  struct Guided {
+    const KernelFamily* family;
+    GuideModel model;
+  };
+  struct Job {
+    size_t family;  // index into guided_
+    Context ctx;
+  };
+  uint64_t seed_ = 0;
+  std::vector<Guided> guided_;
+  std::vector<Job> jobs_;
+  std::vector<std::string> unguided_;
+  std::string ids_;
+};
+
 // Plans a guided campaign of `spec` (sampler "guided", max_samples > 0) on
 // a GPU of `profile` named `device_name`: the contexts of family i come from
 // its built-in domain in spec.dtype, drawn by a uniform candidate stream
@@ -199,7 +250,8 @@ struct GuidedPlan {
 // `threads` threads; the plan depends on the spec and the models alone.
 // FAILED_PRECONDITION, saying how to get one, when no family has a model
 // on the device; INVALID_ARGUMENT as Validate(spec) says, or for a spec that
-// is not guided; the errors of CampaignFamilies.
+// is not guided; the errors of CampaignFamilies. (GuidedPlanner in one
+// piece.)
 StatusOr<GuidedPlan> PlanGuided(const CampaignSpec& spec,
                                 const DeviceProfile& profile,
                                 const std::string& device_name,

@@ -230,6 +230,55 @@ TEST(PlanGuidedTest, MeasuresTheModelsTopKInDistinctContextsOfTheDomain) {
   EXPECT_NE(other->candidates, plan->candidates);
 }
 
+// The campaign measures a guided plan while the models rank the rest of it
+// (GuidedPlanner, a chunk of contexts at a time): any cut into ranges,
+// ranked in any order, gives the candidates of the plan in one piece; a
+// stop leaves the rest of a range out.
+TEST(PlanGuidedTest, APlanInPiecesIsThePlanInOne) {
+  CampaignSpec spec;
+  spec.dtype = DType::kBf16;
+  spec.sampler = "guided";
+  spec.max_samples = 8 * 30;
+  spec.seed = 11;
+  spec.families = {"gemm.mma", "gemm.wgmma"};
+  const KernelFamily& mma = **FindFamily("gemm.mma");
+  const KernelFamily& wgmma = **FindFamily("gemm.wgmma");
+  const FakeGuide a = GuideOf(mma, DType::kBf16, 12);
+  const FakeGuide b = GuideOf(wgmma, DType::kBf16, 5);  // < 8 a context
+  const GuideFinder find = [&](const KernelFamily& f, DType,
+                               const std::string&) {
+    return StatusOr<GuideModel>(&f == &mma ? a.Model(1) : b.Model(2));
+  };
+  auto whole = PlanGuided(spec, Profile("h100"), "GPU X", find, 3);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  auto planner = GuidedPlanner::Make(spec, Profile("h100"), "GPU X", find);
+  ASSERT_TRUE(planner.ok()) << planner.status().ToString();
+  ASSERT_EQ((*planner)->contexts(), 30);
+  const int asked_before = *a.asked + *b.asked;
+  std::vector<std::vector<Candidate>> parts(3);
+  int64_t answered = 0;
+  const std::vector<std::pair<int64_t, int64_t>> cuts = {{0, 7}, {7, 8}, {8, 99}};
+  for (int i : {2, 0, 1}) {  // out of order, on other thread counts
+    int64_t n = -1;
+    parts[i] = (*planner)->Search(cuts[i].first, cuts[i].second, i + 1, &n);
+    answered += n;
+  }
+  EXPECT_EQ(*a.asked + *b.asked - asked_before, 30);
+  std::vector<Candidate> joined;
+  for (auto& part : parts) joined.insert(joined.end(), part.begin(), part.end());
+  EXPECT_EQ(joined, whole->candidates);
+  EXPECT_EQ(joined.size(), 15u * 8 + 15u * 5);
+  EXPECT_EQ(answered, whole->contexts);
+  EXPECT_EQ((*planner)->Summary(answered, static_cast<int64_t>(joined.size())),
+            whole->summary);
+  // Ranges past the end are empty; a stop set before the search ranks none.
+  EXPECT_TRUE((*planner)->Search(30, 40, 2).empty());
+  std::atomic<bool> stop{true};
+  int64_t none = -1;
+  EXPECT_TRUE((*planner)->Search(0, 30, 2, &none, &stop).empty());
+  EXPECT_EQ(none, 0);
+}
+
 TEST(PlanGuidedTest, InterleavesFamiliesThatHaveModels) {
   CampaignSpec spec;
   spec.dtype = DType::kBf16;

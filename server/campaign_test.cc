@@ -786,9 +786,8 @@ TEST_F(CampaignTest, AGuidedCampaignMeasuresTheModelsOwnTopAnswers) {
     }
   }
 
-  // Its list is planned at once, so its time budget is what ends it: a
-  // 1-minute guided campaign on a slow fake GPU (50 ms a sample) stops
-  // with most of 4,000 candidates left, and says so.
+  // Its time budget ends it: a 1-minute guided campaign on a slow fake GPU
+  // (50 ms a sample) stops with most of 4,000 candidates left, and says so.
   // A short watchdog: the worker, idle while the plan is made, must not
   // be taken for a hung one when its first samples arrive.
   d->Stop(SIGTERM);
@@ -811,9 +810,58 @@ TEST_F(CampaignTest, AGuidedCampaignMeasuresTheModelsOwnTopAnswers) {
                         "; its 1-minute budget ended it with " +
                         std::to_string(4000 - done) + " left"));
   EXPECT_LT(took, 100) << timed.message();
-  EXPECT_THAT(slow->Log(), HasSubstr("planned in"));
+  // Its 500 contexts are ranked a chunk at a time beside the measuring:
+  // the first chunk's candidates went to the GPU before the last context
+  // was ranked.
+  EXPECT_THAT(slow->Log(), ::testing::ContainsRegex(
+                               "ranked its first candidates \\(to context "
+                               "[0-9]+ of 500\\)"));
+  EXPECT_THAT(slow->Log(), HasSubstr("the rest are ranked while the GPUs measure"));
   EXPECT_THAT(slow->Log(), ::testing::Not(HasSubstr("said nothing")))
       << slow->Log();
+  slow->Stop(SIGTERM);
+
+  // Killed while its plan is half ranked, it carries on where the cursor
+  // says: the same candidates in the same seqs as a run without the kill
+  // (the plan is the spec's and the model's), neither duplicates nor gaps.
+  spec.set_minutes(0);
+  spec.set_max_samples(480);
+  spec.set_seed(12);
+  auto reference = Start("measure_us=20");
+  const int64_t ref_id = StartSpec(*reference, spec).id();
+  ASSERT_EQ(WaitFor(*reference, ref_id, Ended).state(), v1::CAMPAIGN_STATE_DONE);
+  reference->Stop(SIGTERM);
+  auto killed = Start("measure_us=2000");
+  const int64_t kill_id = StartSpec(*killed, spec).id();
+  const v1::Campaign at_kill = WaitFor(*killed, kill_id, [](const v1::Campaign& c) {
+    return c.samples_ok() + c.samples_failed() >= 100;
+  });
+  EXPECT_LT(at_kill.samples_ok() + at_kill.samples_failed(), 480);
+  EXPECT_EQ(killed->Stop(SIGKILL), 128 + SIGKILL);
+  auto resumed = Start("measure_us=20");
+  const v1::Campaign end = WaitFor(*resumed, kill_id, Ended);
+  EXPECT_EQ(end.state(), v1::CAMPAIGN_STATE_DONE) << end.message();
+  EXPECT_EQ(end.samples_ok() + end.samples_failed(), 480);
+  resumed->Stop(SIGTERM);
+  auto by_seq = [&](int64_t campaign) {
+    StoreFilter f;
+    f.campaign_id = campaign;
+    std::map<int64_t, std::string> out;
+    auto store = OpenSqliteStore(dir_.path() + "/b.db");
+    EXPECT_TRUE(store.ok());
+    const std::vector<SampleRecord> rows = *(*store)->ListSamples(f);
+    for (const SampleRecord& r : rows) {
+      EXPECT_TRUE(out.emplace(r.seq, ToString(r.context) + " " + r.kernel.family +
+                                         " " + r.kernel.ParamsText())
+                      .second)
+          << "seq " << r.seq << " twice";
+    }
+    return out;
+  };
+  const auto want = by_seq(ref_id);
+  ASSERT_EQ(want.size(), 480u);
+  EXPECT_EQ(want.rbegin()->first, 479);
+  EXPECT_EQ(by_seq(kill_id), want);
 }
 
 }  // namespace

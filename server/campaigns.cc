@@ -1,7 +1,9 @@
 #include "server/campaigns.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <iomanip>
 #include <set>
 #include <thread>
@@ -90,6 +92,117 @@ void FillFromCursor(const tuner::CampaignCursor& cursor,
     p->samples_by_family[std::string(FfmaFamily(spec.op).name())] = p->done;
   }
 }
+
+// A guided campaign's plan, ranked ahead of the measuring on a thread of
+// its own: GuidedPlanner::Search over chunks of contexts in order, at most
+// kAhead chunks waiting to be stored. The campaign takes them in order
+// from the context its cursor says is next; a Take from any other context
+// (another daemon planned meanwhile, or a resume) drops what was ranked
+// and starts over from there.
+class GuidedPrefetch {
+ public:
+  struct Chunk {
+    int64_t begin = 0, end = 0;  // contexts [begin, end)
+    int64_t answered = 0;        // of them with candidates
+    std::vector<Candidate> candidates;
+  };
+  static constexpr size_t kAhead = 4;
+
+  // Ranks from context `from` at once; `on_ready` is called (on the
+  // prefetch thread, no lock held) after each chunk is ready.
+  GuidedPrefetch(std::unique_ptr<GuidedPlanner> planner, int64_t from,
+                 int threads, std::function<void()> on_ready)
+      : planner_(std::move(planner)),
+        threads_(std::max(1, threads)),
+        chunk_(std::max(8, 2 * threads_)),
+        on_ready_(std::move(on_ready)),
+        next_(from) {
+    thread_ = std::thread([this] { Main(); });
+  }
+  ~GuidedPrefetch() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    stopping_ = true;
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  const GuidedPlanner& planner() const { return *planner_; }
+  // Seconds the thread has spent ranking so far.
+  double ranking_s() {
+    std::lock_guard lock(mu_);
+    return ranking_s_;
+  }
+
+  // The chunk that starts at context `from`, waiting up to `wait` for it;
+  // nullopt when it is not ready by then, or `from` is past the last
+  // context.
+  std::optional<Chunk> Take(int64_t from, std::chrono::milliseconds wait) {
+    std::unique_lock lock(mu_);
+    while (!ready_.empty() && ready_.front().end <= from) ready_.pop_front();
+    const bool off = ready_.empty() ? next_ != from : ready_.front().begin != from;
+    if (off) {
+      ready_.clear();
+      next_ = from;
+      ++epoch_;
+      cv_.notify_all();
+    }
+    if (from >= planner_->contexts()) return std::nullopt;
+    cv_.wait_for(lock, wait, [&] { return !ready_.empty(); });
+    if (ready_.empty()) return std::nullopt;
+    Chunk c = std::move(ready_.front());
+    ready_.pop_front();
+    cv_.notify_all();  // room for one more
+    return c;
+  }
+
+ private:
+  void Main() {
+    std::unique_lock lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] {
+        return stop_ ||
+               (ready_.size() < kAhead && next_ < planner_->contexts());
+      });
+      if (stop_) return;
+      Chunk c;
+      c.begin = next_;
+      c.end = std::min(next_ + chunk_, planner_->contexts());
+      const uint64_t epoch = epoch_;
+      lock.unlock();
+      const auto started = Clock::now();
+      c.candidates =
+          planner_->Search(c.begin, c.end, threads_, &c.answered, &stopping_);
+      const double took = Since(started);
+      lock.lock();
+      ranking_s_ += took;
+      if (stop_) return;
+      if (epoch != epoch_) continue;  // a Take moved the start meanwhile
+      next_ = c.end;
+      ready_.push_back(std::move(c));
+      cv_.notify_all();
+      lock.unlock();
+      on_ready_();
+      lock.lock();
+    }
+  }
+
+  const std::unique_ptr<GuidedPlanner> planner_;
+  const int threads_;
+  const int64_t chunk_;
+  const std::function<void()> on_ready_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Chunk> ready_;
+  int64_t next_;         // the first context not ranked (nor being ranked)
+  uint64_t epoch_ = 0;   // moved by a Take from elsewhere
+  bool stop_ = false;
+  std::atomic<bool> stopping_{false};  // stop_, for Search between contexts
+  double ranking_s_ = 0;
+  std::thread thread_;
+};
 
 }  // namespace
 
@@ -344,16 +457,20 @@ class CampaignManager::Run {
 
   // Under the campaign's lock: a queued campaign starts running; with
   // `add`, one more item of candidates when the budget has room (a
-  // retune plans its whole list at once), else the plan is closed; a
-  // closed plan whose items are all done ends the campaign.
-  Status Plan(bool add) {
+  // retune plans its whole list at once; a guided campaign adds the next
+  // chunk its prefetch has ranked, and none while it ranks), else the plan
+  // is closed; a closed plan whose items are all done ends the campaign.
+  // `*added` (when given): whether an item was added.
+  Status Plan(bool add, bool* added = nullptr) {
+    if (added) *added = false;
     const TimeInto timed(&plan_s_);
-    // A retune or a guided campaign plans its whole list at once.
+    // A retune plans its whole list at once.
     struct ListPlan {
       std::vector<Candidate> candidates;
       std::string summary;
     };
     std::optional<ListPlan> retune;
+    std::optional<GuidedPrefetch::Chunk> chunk;
     if (add && PlansListAtOnce(record_.spec)) {
       BT_ASSIGN_OR_RETURN(tuner::CampaignCursor c, ReadCursor(record_));
       if (!c.plan_closed() && record_.spec.retune_stale) {
@@ -362,21 +479,30 @@ class CampaignManager::Run {
         std::string summary = r.Summary(record_.spec, device_name());
         retune = ListPlan{std::move(r.candidates), std::move(summary)};
       } else if (!c.plan_closed()) {
-        if (!options_.guide) {
-          return FailedPrecondition(
-              "a guided campaign needs the daemon's models, and this "
-              "campaign manager has none");
+        if (!guided_) {
+          if (!options_.guide) {
+            return FailedPrecondition(
+                "a guided campaign needs the daemon's models, and this "
+                "campaign manager has none");
+          }
+          BT_ASSIGN_OR_RETURN(auto planner,
+                              GuidedPlanner::Make(record_.spec, profile_,
+                                                  device_name(), options_.guide));
+          guided_started_ = Clock::now();
+          guided_ = std::make_unique<GuidedPrefetch>(
+              std::move(planner), c.guided_next_context(),
+              options_.guide_threads, [this] { Wake(); });
         }
-        const auto started = Clock::now();
-        BT_ASSIGN_OR_RETURN(
-            GuidedPlan g,
-            PlanGuided(record_.spec, profile_, device_name(), options_.guide,
-                       options_.guide_threads));
-        BT_LOG(kInfo) << "campaign " << record_.id << ": " << g.summary
-                      << " (planned in " << Since(started) << " s)";
-        retune = ListPlan{std::move(g.candidates), std::move(g.summary)};
+        // Idle GPUs wait a little for the first chunk; busy ones go on.
+        bool idle = todo_.empty();
+        for (const auto& slot : slots_) idle &= slot->sent.empty();
+        chunk = guided_->Take(c.guided_next_context(),
+                              std::chrono::milliseconds(idle ? 200 : 0));
+        if (!chunk && c.guided_next_context() < guided_->planner().contexts())
+          return OkStatus();  // still ranking
       }
     }
+    int64_t new_items = 0;
     auto plan = [&](CampaignRecord& record, const WorkTotals& totals)
         -> StatusOr<std::vector<WorkItem>> {
       std::vector<WorkItem> items;
@@ -399,7 +525,9 @@ class CampaignManager::Run {
       }
       if (add) Tick(cursor);
       if (add && !cursor.plan_closed()) {
-        if (retune) {
+        if (IsGuided(record.spec)) {
+          AddGuided(cursor, planned, chunk, items);
+        } else if (retune) {
           cursor.set_retune_total(static_cast<int64_t>(retune->candidates.size()));
           cursor.set_retune_summary(retune->summary);
           size_t n = retune->candidates.size();
@@ -412,8 +540,7 @@ class CampaignManager::Run {
           }
           cursor.set_next_seq(planned + static_cast<int64_t>(n));
           cursor.set_plan_closed(true);
-        } else if (PlansListAtOnce(record.spec) ||
-                   BudgetSpent(cursor, planned)) {
+        } else if (record.spec.retune_stale || BudgetSpent(cursor, planned)) {
           cursor.set_plan_closed(true);
         } else {
           int64_t n = options_.item_size;
@@ -429,13 +556,82 @@ class CampaignManager::Run {
       }
       int64_t open = totals.open;
       for (const WorkItem& item : items) open += item.state != WorkState::kDone;
+      new_items = static_cast<int64_t>(items.size());
       if (cursor.plan_closed() && open == 0) EndDone(record, cursor);
       record.rng_state = cursor.SerializeAsString();
       return items;
     };
     BT_ASSIGN_OR_RETURN(CampaignRecord record, store_->PlanWork(record_.id, plan));
+    const bool was_open = !cursor_.plan_closed();
     Adopt(record);
+    if (added) *added = new_items > 0;
+    if (guided_ && new_items > 0 && !guided_logged_) {
+      guided_logged_ = true;
+      BT_LOG(kInfo) << "campaign " << record_.id << ": the models ranked its "
+                    << "first candidates (to context "
+                    << cursor_.guided_next_context() << " of "
+                    << guided_->planner().contexts() << ") in " << std::fixed
+                    << std::setprecision(1) << Since(guided_started_)
+                    << " s; the rest are ranked while the GPUs measure";
+    }
+    if (guided_ && was_open && cursor_.plan_closed()) {
+      BT_LOG(kInfo) << "campaign " << record_.id << ": "
+                    << cursor_.retune_summary() << " (planned in "
+                    << std::fixed << std::setprecision(1)
+                    << Since(guided_started_) << " s, the models ranking for "
+                    << guided_->ranking_s() << " s while the GPUs measured)";
+      guided_.reset();
+    }
     return OkStatus();
+  }
+
+  // Under the campaign's lock, a guided campaign: stores the candidates of
+  // `chunk` (when it starts at the cursor's next context: else another
+  // daemon planned it first, and nothing is added) as items from seq
+  // `planned`, up to max_samples; closes the plan after the last context,
+  // at max_samples, or when the time budget is spent. retune_total is the
+  // budget until the plan is whole, then what was planned.
+  void AddGuided(tuner::CampaignCursor& cursor, int64_t planned,
+                 const std::optional<GuidedPrefetch::Chunk>& chunk,
+                 std::vector<WorkItem>& items) {
+    const CampaignSpec& spec = record_.spec;
+    if (cursor.retune_total() == 0) cursor.set_retune_total(spec.max_samples);
+    if (BudgetSpent(cursor, planned)) {
+      cursor.set_plan_closed(true);
+      return;
+    }
+    if (!guided_ || cursor.guided_next_context() >= guided_->planner().contexts()) {
+      cursor.set_plan_closed(true);  // every context planned
+      cursor.set_retune_total(planned);
+      return;
+    }
+    if (!chunk || chunk->begin != cursor.guided_next_context()) return;
+    const size_t n = static_cast<size_t>(std::min<int64_t>(
+        static_cast<int64_t>(chunk->candidates.size()),
+        spec.max_samples - planned));
+    for (size_t b = 0; b < n; b += options_.item_size) {
+      const size_t e = std::min<size_t>(n, b + options_.item_size);
+      items.push_back(ItemOf(planned + static_cast<int64_t>(b),
+                             chunk->candidates, b, e));
+    }
+    const int64_t now_planned = planned + static_cast<int64_t>(n);
+    cursor.set_next_seq(now_planned);
+    cursor.set_guided_next_context(chunk->end);
+    cursor.set_guided_answered(cursor.guided_answered() + chunk->answered);
+    cursor.set_retune_summary(
+        guided_->planner().Summary(cursor.guided_answered(), now_planned));
+    if (chunk->end >= guided_->planner().contexts() ||
+        now_planned >= spec.max_samples) {
+      cursor.set_plan_closed(true);
+      cursor.set_retune_total(now_planned);
+    }
+  }
+
+  // Wakes the loop (a guided chunk is ready to be planned).
+  void Wake() {
+    std::lock_guard lock(events_mu_);
+    wake_ = true;
+    events_cv_.notify_all();
   }
 
   // The campaign ran to the end of its plan.
@@ -472,7 +668,8 @@ class CampaignManager::Run {
   bool ListTimeSpent() const {
     const CampaignSpec& spec = record_.spec;
     return PlansListAtOnce(spec) && spec.minutes > 0 &&
-           cursor_.plan_closed() && cursor_.elapsed_s() >= 60.0 * spec.minutes;
+           (cursor_.plan_closed() || IsGuided(spec)) &&
+           cursor_.elapsed_s() >= 60.0 * spec.minutes;
   }
 
   std::string device_name() const {
@@ -530,8 +727,10 @@ class CampaignManager::Run {
       bool cancel, stop;
       {
         std::unique_lock lock(events_mu_);
-        events_cv_.wait_for(lock, std::chrono::milliseconds(50),
-                            [&] { return !events_.empty() || cancel_ || stop_; });
+        events_cv_.wait_for(lock, std::chrono::milliseconds(50), [&] {
+          return !events_.empty() || cancel_ || stop_ || wake_;
+        });
+        wake_ = false;
         events.swap(events_);
         cancel = cancel_;
         stop = stop_;
@@ -630,8 +829,13 @@ class CampaignManager::Run {
       claim_s_ += Since(claiming);
       if (!claimed) {
         if (!cursor_.plan_closed()) {
-          BT_RETURN_IF_ERROR(Plan(/*add=*/true));
+          bool added = false;
+          BT_RETURN_IF_ERROR(Plan(/*add=*/true, &added));
           if (IsTerminal(record_.state)) return OkStatus();
+          // A guided campaign whose next chunk is still being ranked: the
+          // loop comes back when it is ready (Wake) or in 50 ms.
+          if (!added && !cursor_.plan_closed() && IsGuided(record_.spec))
+            return OkStatus();
           continue;
         }
         // Every item is planned and held or done: look again later, for a
@@ -1072,10 +1276,16 @@ class CampaignManager::Run {
   std::mutex events_mu_;
   std::condition_variable events_cv_;
   std::deque<WorkerEvent> events_;
-  bool cancel_ = false, stop_ = false;
+  bool cancel_ = false, stop_ = false, wake_ = false;
 
   std::mutex progress_mu_;
   CampaignProgressInfo progress_;
+
+  // A guided campaign's ranking thread, while its plan is open; last, so it
+  // stops before the members its Wake uses go.
+  Clock::time_point guided_started_;
+  bool guided_logged_ = false;
+  std::unique_ptr<GuidedPrefetch> guided_;
 };
 
 // ------------------------------------------------------------ Manager --

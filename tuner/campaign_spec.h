@@ -55,8 +55,11 @@ struct CampaignSpec {
 inline bool IsGuided(const CampaignSpec& spec) {
   return spec.sampler == "guided";
 }
-// A retune_stale or guided campaign plans its whole list when it first runs,
-// instead of drawing item after item.
+// A retune_stale or guided campaign measures a list instead of drawing from
+// samplers: a retune plans its whole list when it first runs; a guided one
+// draws its list's contexts when it first runs and has the models rank
+// them a chunk at a time, while the first chunks are measured
+// (server/campaigns.cc GuidedPrefetch).
 inline bool PlansListAtOnce(const CampaignSpec& spec) {
   return spec.retune_stale || IsGuided(spec);
 }
