@@ -605,7 +605,15 @@ class CampaignManager::Run {
       cursor.set_retune_total(planned);
       return;
     }
-    if (!chunk || chunk->begin != cursor.guided_next_context()) return;
+    if (!chunk) return;
+    if (chunk->begin != cursor.guided_next_context()) {
+      BT_LOG(kDebug) << "campaign " << record_.id << ": contexts "
+                     << chunk->begin << ".." << chunk->end - 1
+                     << " were planned by another daemon first; ranking "
+                        "from context "
+                     << cursor.guided_next_context();
+      return;
+    }
     const size_t n = static_cast<size_t>(std::min<int64_t>(
         static_cast<int64_t>(chunk->candidates.size()),
         spec.max_samples - planned));

@@ -225,6 +225,82 @@ TEST_F(FleetTest, CancelOnOneDaemonStopsTheCampaignOnAll) {
 // A model trained through one daemon answers on the others (each loads
 // new models within a second), and an answer every daemon has cached is
 // refreshed on all of them after another daemon writes a better one.
+// A guided campaign on two daemons: each ranks the models' answers a
+// chunk of contexts at a time beside its GPU, a chunk the other daemon
+// stored first is dropped, and the campaign ends with the same candidates
+// in the same seqs as one daemon alone plans, each once.
+TEST_F(FleetTest, TwoDaemonsRunOneGuidedCampaign) {
+  auto a = Start("box-a", "measure_us=20000");
+  auto b = Start("box-b", "measure_us=20000");
+  // A small model of the fake GPU, from the test data renamed to it.
+  auto dataset = ReadDatasetFile(std::string(BLOCKTUNE_SOURCE_DIR) +
+                                 "/server/testdata/gemm-4000.json.gz");
+  ASSERT_TRUE(dataset.ok()) << dataset.status().ToString();
+  for (v1::Sample& sample : *dataset->mutable_samples())
+    sample.mutable_device()->set_name("Fake GPU");
+  v1::ImportResponse imported;
+  ASSERT_TRUE(ImportDataset(*a->NewStub(), Ctx().get(), *std::move(dataset),
+                            &imported)
+                  .ok());
+  v1::TrainModelRequest train;
+  train.set_op(v1::OP_GEMM);
+  train.add_hidden_layers(16);
+  train.set_epochs(2);
+  {
+    auto ctx = Ctx();
+    auto reader = a->NewStub()->TrainModel(ctx.get(), train);
+    v1::TrainProgress p;
+    while (reader->Read(&p)) {
+    }
+    ASSERT_TRUE(reader->Finish().ok()) << a->Log();
+  }
+  v1::StartCampaignRequest start;
+  start.mutable_spec()->set_op(v1::OP_GEMM);
+  start.mutable_spec()->set_dtype(v1::DTYPE_FP32);
+  start.mutable_spec()->set_sampler("guided");
+  start.mutable_spec()->add_families("gemm.ffma");
+  start.mutable_spec()->set_max_samples(800);
+  start.mutable_spec()->set_seed(31);
+  auto run = [&](DaemonProcess& d) {
+    v1::StartCampaignResponse started;
+    EXPECT_TRUE(d.NewStub()->StartCampaign(Ctx().get(), start, &started).ok());
+    const v1::CampaignProgress last = WatchToTheEnd(d, started.campaign().id());
+    EXPECT_EQ(last.campaign().state(), v1::CAMPAIGN_STATE_DONE)
+        << last.campaign().message() << a->Log() << b->Log();
+    EXPECT_EQ(last.done(), 800);
+    return last;
+  };
+  const v1::CampaignProgress both = run(*a);
+  EXPECT_GT(both.samples_by_daemon().at("box-a"), 0);
+  EXPECT_GT(both.samples_by_daemon().at("box-b"), 0) << b->Log();
+  EXPECT_THAT(a->Log() + b->Log(), HasSubstr("the rest are ranked while the GPUs measure"));
+  EXPECT_EQ(b->Stop(SIGTERM), 0);
+  const v1::CampaignProgress alone = run(*a);
+  EXPECT_EQ(alone.samples_by_daemon_size(), 1);
+
+  auto store = OpenPostgresStore(db_);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto by_seq = [&](int64_t id) {
+    StoreFilter filter;
+    filter.campaign_id = id;
+    std::map<int64_t, std::string> out;
+    auto samples = (*store)->ListSamples(filter);
+    EXPECT_TRUE(samples.ok());
+    for (const SampleRecord& s : *samples) {
+      EXPECT_TRUE(out.emplace(s.seq, ToString(s.context) + " " +
+                                         s.kernel.ParamsText())
+                      .second)
+          << "seq " << s.seq << " twice";
+    }
+    return out;
+  };
+  const auto want = by_seq(alone.campaign().id());
+  ASSERT_EQ(want.size(), 800u);
+  EXPECT_EQ(want.rbegin()->first, 799);
+  EXPECT_EQ(by_seq(both.campaign().id()), want);
+  EXPECT_EQ(a->Stop(SIGTERM), 0);
+}
+
 TEST_F(FleetTest, ModelsAndAnswersReachEveryDaemon) {
   auto a = Start("box-a", "");
   auto b = Start("box-b", "");
