@@ -672,7 +672,9 @@ class CampaignManager::Run {
     PublishProgress();
   }
 
-  // A list campaign whose whole list is planned and whose time is up.
+  // A list campaign whose time is up: a retune whose whole list is planned,
+  // or a guided campaign, planned or not (its plan steps stop adding at the
+  // budget, but the items already planned would run on).
   bool ListTimeSpent() const {
     const CampaignSpec& spec = record_.spec;
     return PlansListAtOnce(spec) && spec.minutes > 0 &&
