@@ -84,6 +84,36 @@ class FleetTest : public ::testing::Test {
     return false;
   }
 
+  // Imports the test data's 4,000 fp32 GEMM samples into `d` (as measured
+  // on `device` where given) and trains a small model on them; returns its
+  // id, 0 (and a test failure) when training failed.
+  static int64_t TrainSmallModel(const DaemonProcess& d,
+                                 const std::string& device = "") {
+    auto dataset = ReadDatasetFile(std::string(BLOCKTUNE_SOURCE_DIR) +
+                                   "/server/testdata/gemm-4000.json.gz");
+    EXPECT_TRUE(dataset.ok()) << dataset.status().ToString();
+    if (!dataset.ok()) return 0;
+    if (!device.empty()) {
+      for (v1::Sample& sample : *dataset->mutable_samples())
+        sample.mutable_device()->set_name(device);
+    }
+    v1::ImportResponse imported;
+    EXPECT_TRUE(ImportDataset(*d.NewStub(), Ctx().get(), *std::move(dataset),
+                              &imported)
+                    .ok());
+    v1::TrainModelRequest train;
+    train.set_op(v1::OP_GEMM);
+    train.add_hidden_layers(16);
+    train.set_epochs(2);
+    auto ctx = Ctx();
+    auto reader = d.NewStub()->TrainModel(ctx.get(), train);
+    v1::TrainProgress p;
+    int64_t model_id = 0;
+    while (reader->Read(&p)) model_id = p.model_id();
+    EXPECT_TRUE(reader->Finish().ok()) << d.Log();
+    return model_id;
+  }
+
   static grpc::Status Query(const DaemonProcess& d, v1::QueryResponse* resp,
                             int64_t m = 4096) {
     v1::QueryRequest req;
@@ -233,27 +263,7 @@ TEST_F(FleetTest, TwoDaemonsRunOneGuidedCampaign) {
   auto a = Start("box-a", "measure_us=20000");
   auto b = Start("box-b", "measure_us=20000");
   // A small model of the fake GPU, from the test data renamed to it.
-  auto dataset = ReadDatasetFile(std::string(BLOCKTUNE_SOURCE_DIR) +
-                                 "/server/testdata/gemm-4000.json.gz");
-  ASSERT_TRUE(dataset.ok()) << dataset.status().ToString();
-  for (v1::Sample& sample : *dataset->mutable_samples())
-    sample.mutable_device()->set_name("Fake GPU");
-  v1::ImportResponse imported;
-  ASSERT_TRUE(ImportDataset(*a->NewStub(), Ctx().get(), *std::move(dataset),
-                            &imported)
-                  .ok());
-  v1::TrainModelRequest train;
-  train.set_op(v1::OP_GEMM);
-  train.add_hidden_layers(16);
-  train.set_epochs(2);
-  {
-    auto ctx = Ctx();
-    auto reader = a->NewStub()->TrainModel(ctx.get(), train);
-    v1::TrainProgress p;
-    while (reader->Read(&p)) {
-    }
-    ASSERT_TRUE(reader->Finish().ok()) << a->Log();
-  }
+  ASSERT_GT(TrainSmallModel(*a, "Fake GPU"), 0);
   v1::StartCampaignRequest start;
   start.mutable_spec()->set_op(v1::OP_GEMM);
   start.mutable_spec()->set_dtype(v1::DTYPE_FP32);
@@ -308,23 +318,7 @@ TEST_F(FleetTest, ModelsAndAnswersReachEveryDaemon) {
   v1::QueryResponse resp;
   EXPECT_EQ(Query(*b, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
 
-  auto dataset = ReadDatasetFile(std::string(BLOCKTUNE_SOURCE_DIR) +
-                                 "/server/testdata/gemm-4000.json.gz");
-  ASSERT_TRUE(dataset.ok()) << dataset.status().ToString();
-  v1::ImportResponse imported;
-  ASSERT_TRUE(ImportDataset(*a->NewStub(), Ctx().get(), *std::move(dataset),
-                            &imported)
-                  .ok());
-  v1::TrainModelRequest train;
-  train.set_op(v1::OP_GEMM);
-  train.add_hidden_layers(16);
-  train.set_epochs(2);
-  auto ctx = Ctx();
-  auto reader = a->NewStub()->TrainModel(ctx.get(), train);
-  v1::TrainProgress p;
-  int64_t model_id = 0;
-  while (reader->Read(&p)) model_id = p.model_id();
-  ASSERT_TRUE(reader->Finish().ok());
+  const int64_t model_id = TrainSmallModel(*a);
   ASSERT_GT(model_id, 0);
 
   // b and c load a's model without a restart, and each predicts with it
@@ -352,6 +346,7 @@ TEST_F(FleetTest, ModelsAndAnswersReachEveryDaemon) {
   GemmContext g = TestGemm(4096, 16, 4096);
   g.layout_b = Layout::kT;
   ToProto(TestTuned(g, TestShape(32, 16, 2), 1e-9), better.add_tuned());
+  v1::ImportResponse imported;
   ASSERT_TRUE(ImportDataset(*a->NewStub(), Ctx().get(), better, &imported).ok());
   for (DaemonProcess* d : {a.get(), b.get(), c.get()}) {
     const auto wrote = Clock::now();
