@@ -121,10 +121,9 @@ class GuidedPrefetch {
   }
   ~GuidedPrefetch() {
     {
-      std::lock_guard lock(mu_);
+      std::lock_guard lock(mu_);  // so that no wait misses it
       stop_ = true;
     }
-    stopping_ = true;
     cv_.notify_all();
     thread_.join();
   }
@@ -174,7 +173,7 @@ class GuidedPrefetch {
       lock.unlock();
       const auto started = Clock::now();
       c.candidates =
-          planner_->Search(c.begin, c.end, threads_, &c.answered, &stopping_);
+          planner_->Search(c.begin, c.end, threads_, &c.answered, &stop_);
       const double took = Since(started);
       lock.lock();
       ranking_s_ += took;
@@ -198,8 +197,7 @@ class GuidedPrefetch {
   std::deque<Chunk> ready_;
   int64_t next_;         // the first context not ranked (nor being ranked)
   uint64_t epoch_ = 0;   // moved by a Take from elsewhere
-  bool stop_ = false;
-  std::atomic<bool> stopping_{false};  // stop_, for Search between contexts
+  std::atomic<bool> stop_{false};  // Search reads it between contexts too
   double ranking_s_ = 0;
   std::thread thread_;
 };
@@ -443,16 +441,21 @@ class CampaignManager::Run {
     return item;
   }
 
-  static WorkItem ItemOf(int64_t first, const std::vector<Candidate>& list,
-                         size_t begin, size_t end) {
-    tuner::PlannedWork planned;
-    for (size_t i = begin; i < end; ++i)
-      *planned.add_candidates() =
-          WorkMessage(first + static_cast<int64_t>(i - begin), list[i]).work();
-    WorkItem item;
-    item.count = static_cast<int64_t>(end - begin);
-    item.candidates = planned.SerializeAsString();
-    return item;
+  // The first `n` candidates of `list` as items of item_size candidates,
+  // seqs from `first` on, appended to `items`.
+  void AddItems(int64_t first, const std::vector<Candidate>& list, size_t n,
+                std::vector<WorkItem>& items) const {
+    for (size_t b = 0; b < n; b += options_.item_size) {
+      const size_t e = std::min<size_t>(n, b + options_.item_size);
+      tuner::PlannedWork planned;
+      for (size_t i = b; i < e; ++i)
+        *planned.add_candidates() =
+            WorkMessage(first + static_cast<int64_t>(i), list[i]).work();
+      WorkItem item;
+      item.count = static_cast<int64_t>(e - b);
+      item.candidates = planned.SerializeAsString();
+      items.push_back(std::move(item));
+    }
   }
 
   // Under the campaign's lock: a queued campaign starts running; with
@@ -533,11 +536,7 @@ class CampaignManager::Run {
           size_t n = retune->candidates.size();
           if (record.spec.max_samples > 0)
             n = std::min<size_t>(n, record.spec.max_samples);
-          for (size_t b = 0; b < n; b += options_.item_size) {
-            const size_t e = std::min<size_t>(n, b + options_.item_size);
-            items.push_back(ItemOf(planned + static_cast<int64_t>(b),
-                                   retune->candidates, b, e));
-          }
+          AddItems(planned, retune->candidates, n, items);
           cursor.set_next_seq(planned + static_cast<int64_t>(n));
           cursor.set_plan_closed(true);
         } else if (record.spec.retune_stale || BudgetSpent(cursor, planned)) {
@@ -617,11 +616,7 @@ class CampaignManager::Run {
     const size_t n = static_cast<size_t>(std::min<int64_t>(
         static_cast<int64_t>(chunk->candidates.size()),
         spec.max_samples - planned));
-    for (size_t b = 0; b < n; b += options_.item_size) {
-      const size_t e = std::min<size_t>(n, b + options_.item_size);
-      items.push_back(ItemOf(planned + static_cast<int64_t>(b),
-                             chunk->candidates, b, e));
-    }
+    AddItems(planned, chunk->candidates, n, items);
     const int64_t now_planned = planned + static_cast<int64_t>(n);
     cursor.set_next_seq(now_planned);
     cursor.set_guided_next_context(chunk->end);
