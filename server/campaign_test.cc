@@ -843,25 +843,11 @@ TEST_F(CampaignTest, AGuidedCampaignMeasuresTheModelsOwnTopAnswers) {
   EXPECT_EQ(end.state(), v1::CAMPAIGN_STATE_DONE) << end.message();
   EXPECT_EQ(end.samples_ok() + end.samples_failed(), 480);
   resumed->Stop(SIGTERM);
-  auto by_seq = [&](int64_t campaign) {
-    StoreFilter f;
-    f.campaign_id = campaign;
-    std::map<int64_t, std::string> out;
-    auto store = OpenSqliteStore(dir_.path() + "/b.db");
-    EXPECT_TRUE(store.ok());
-    const std::vector<SampleRecord> rows = *(*store)->ListSamples(f);
-    for (const SampleRecord& r : rows) {
-      EXPECT_TRUE(out.emplace(r.seq, ToString(r.context) + " " + r.kernel.family +
-                                         " " + r.kernel.ParamsText())
-                      .second)
-          << "seq " << r.seq << " twice";
-    }
-    return out;
-  };
-  const auto want = by_seq(ref_id);
+  const auto want = CampaignSamplesBySeq(**store, ref_id);  // the store above
   ASSERT_EQ(want.size(), 480u);
-  EXPECT_EQ(want.rbegin()->first, 479);
-  EXPECT_EQ(by_seq(kill_id), want);
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_EQ(want[i].first, static_cast<int64_t>(i)) << "a seq twice or missing";
+  EXPECT_EQ(CampaignSamplesBySeq(**store, kill_id), want);
 }
 
 }  // namespace

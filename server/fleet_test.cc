@@ -290,24 +290,11 @@ TEST_F(FleetTest, TwoDaemonsRunOneGuidedCampaign) {
 
   auto store = OpenPostgresStore(db_);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
-  auto by_seq = [&](int64_t id) {
-    StoreFilter filter;
-    filter.campaign_id = id;
-    std::map<int64_t, std::string> out;
-    auto samples = (*store)->ListSamples(filter);
-    EXPECT_TRUE(samples.ok());
-    for (const SampleRecord& s : *samples) {
-      EXPECT_TRUE(out.emplace(s.seq, ToString(s.context) + " " +
-                                         s.kernel.ParamsText())
-                      .second)
-          << "seq " << s.seq << " twice";
-    }
-    return out;
-  };
-  const auto want = by_seq(alone.campaign().id());
+  const auto want = CampaignSamplesBySeq(**store, alone.campaign().id());
   ASSERT_EQ(want.size(), 800u);
-  EXPECT_EQ(want.rbegin()->first, 799);
-  EXPECT_EQ(by_seq(both.campaign().id()), want);
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_EQ(want[i].first, static_cast<int64_t>(i)) << "a seq twice or missing";
+  EXPECT_EQ(CampaignSamplesBySeq(**store, both.campaign().id()), want);
   EXPECT_EQ(a->Stop(SIGTERM), 0);
 }
 

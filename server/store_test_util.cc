@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 
@@ -64,6 +65,21 @@ TunedRecord TestTuned(const Context& ctx, const BlockShape& xb,
   t.measured_s = measured_s;
   t.source = TunedSource::kMeasured;
   return t;
+}
+
+std::vector<std::pair<int64_t, std::string>> CampaignSamplesBySeq(
+    TuningStore& store, int64_t campaign) {
+  StoreFilter filter;
+  filter.campaign_id = campaign;
+  auto samples = store.ListSamples(filter);
+  std::vector<std::pair<int64_t, std::string>> out;
+  if (!samples.ok()) return out;
+  for (const SampleRecord& s : *samples) {
+    out.emplace_back(s.seq, ToString(s.context) + " " + s.kernel.family + " " +
+                                s.kernel.ParamsText());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 TempDir::TempDir() {

@@ -3,6 +3,8 @@
 #define BLOCKTUNE_SERVER_STORE_TEST_UTIL_H_
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "server/tuning_store.h"
 
@@ -18,6 +20,14 @@ SampleRecord TestSample(int64_t batch, int64_t i,
 TunedRecord TestTuned(const Context& ctx, const BlockShape& xb,
                       double measured_s,
                       const DeviceFingerprint& device = TestDevice());
+
+// Campaign `campaign`'s stored samples in seq order, each as (seq, "<context>
+// <family> <parameters>"): two campaigns that measured the same candidates
+// in the same seqs give equal lists, and a list whose i-th seq is i has
+// neither duplicates nor gaps. Empty (after a test failure) when the store
+// cannot list them.
+std::vector<std::pair<int64_t, std::string>> CampaignSamplesBySeq(
+    TuningStore& store, int64_t campaign);
 
 // A fresh temporary folder, removed with its contents when destroyed.
 class TempDir {
