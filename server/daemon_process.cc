@@ -34,4 +34,19 @@ v1::CampaignProgress WatchToTheEnd(const DaemonProcess& d, int64_t id) {
   return last;
 }
 
+int64_t TrainSmallGemmModel(const DaemonProcess& d, int seconds) {
+  v1::TrainModelRequest req;
+  req.set_op(v1::OP_GEMM);
+  req.add_hidden_layers(16);
+  req.set_epochs(2);
+  auto ctx = ContextWithDeadline(seconds);
+  auto reader = d.NewStub()->TrainModel(ctx.get(), req);
+  v1::TrainProgress p;
+  int64_t model_id = 0;
+  while (reader->Read(&p)) model_id = p.model_id();
+  grpc::Status s = reader->Finish();
+  EXPECT_TRUE(s.ok()) << s.error_message() << "\n" << d.Log();
+  return model_id;
+}
+
 }  // namespace blocktune::testing

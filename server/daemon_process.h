@@ -25,6 +25,11 @@ class DaemonProcess : public ChildDaemon {
 // at most); a failed watch is a test failure.
 v1::CampaignProgress WatchToTheEnd(const DaemonProcess& d, int64_t id);
 
+// Trains a small GEMM model from the daemon's samples (one hidden layer of
+// 16, 2 epochs, `seconds` at most) and returns its id (0 if none came); a
+// failed call is a test failure.
+int64_t TrainSmallGemmModel(const DaemonProcess& d, int seconds = 90);
+
 }  // namespace blocktune::testing
 
 #endif  // BLOCKTUNE_SERVER_DAEMON_PROCESS_H_

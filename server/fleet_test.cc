@@ -101,17 +101,7 @@ class FleetTest : public ::testing::Test {
     EXPECT_TRUE(ImportDataset(*d.NewStub(), Ctx().get(), *std::move(dataset),
                               &imported)
                     .ok());
-    v1::TrainModelRequest train;
-    train.set_op(v1::OP_GEMM);
-    train.add_hidden_layers(16);
-    train.set_epochs(2);
-    auto ctx = Ctx();
-    auto reader = d.NewStub()->TrainModel(ctx.get(), train);
-    v1::TrainProgress p;
-    int64_t model_id = 0;
-    while (reader->Read(&p)) model_id = p.model_id();
-    EXPECT_TRUE(reader->Finish().ok()) << d.Log();
-    return model_id;
+    return TrainSmallGemmModel(d);
   }
 
   static grpc::Status Query(const DaemonProcess& d, v1::QueryResponse* resp,

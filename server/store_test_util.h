@@ -24,8 +24,8 @@ TunedRecord TestTuned(const Context& ctx, const BlockShape& xb,
 // Campaign `campaign`'s stored samples in seq order, each as (seq, "<context>
 // <family> <parameters>"): two campaigns that measured the same candidates
 // in the same seqs give equal lists, and a list whose i-th seq is i has
-// neither duplicates nor gaps. Empty (after a test failure) when the store
-// cannot list them.
+// neither duplicates nor gaps. Empty when the store cannot list them, which
+// a caller's size or order check then reports.
 std::vector<std::pair<int64_t, std::string>> CampaignSamplesBySeq(
     TuningStore& store, int64_t campaign);
 

@@ -106,18 +106,7 @@ class TrainingCancelTest : public ::testing::Test {
   // A small training that must start at once (no "another TrainModel is
   // running") and store its model.
   static void TrainSmall(const DaemonProcess& d) {
-    v1::TrainModelRequest req;
-    req.set_op(v1::OP_GEMM);
-    req.add_hidden_layers(16);
-    req.set_epochs(2);
-    auto ctx = Ctx();
-    auto reader = d.NewStub()->TrainModel(ctx.get(), req);
-    v1::TrainProgress p;
-    int64_t model_id = 0;
-    while (reader->Read(&p)) model_id = p.model_id();
-    grpc::Status s = reader->Finish();
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    EXPECT_GT(model_id, 0);
+    EXPECT_GT(TrainSmallGemmModel(d, /*seconds=*/60), 0);
   }
 
   TempDir dir_;
