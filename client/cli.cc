@@ -449,6 +449,12 @@ int RunImport(Connection& conn, const Globals& g, const std::string& path) {
     std::cout << "imported " << resp.tuned() << " tuned answers, "
               << resp.samples() << " samples, " << resp.models()
               << " models\n";
+    if (resp.relabeled_samples() > 0) {
+      std::cout << resp.relabeled_samples()
+                << " samples of an older generator version were stored as "
+                   "current: this blocktune's generator emits the same "
+                   "kernel for them (the same kernel digest)\n";
+    }
   }
   return kExitOk;
 }

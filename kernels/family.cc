@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 
+#include "kernels/fnv1a.h"
+#include "kernels/tensor_map.h"
 #include "kernels/validate.h"
 
 namespace blocktune {
@@ -438,6 +441,36 @@ StatusOr<Params> KernelFamily::Parse(std::string_view text,
   }
   BT_RETURN_IF_ERROR(ValidateParams(p));
   return p;
+}
+
+std::string KernelDigest(const GeneratedKernel& k) {
+  auto dims = [](const std::array<unsigned, 3>& d) {
+    return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" +
+           std::to_string(d[2]);
+  };
+  Fnv1a fnv;
+  fnv.Add(k.ptx);
+  fnv.Add(k.entry);
+  fnv.Add(k.pack_entry);
+  fnv.Add(k.reduce_entry);
+  fnv.Add(k.target);
+  fnv.Add("grid " + dims(k.grid) + " block " + dims(k.block) + " cluster " +
+          std::to_string(k.cluster) + " persistent " +
+          std::to_string(k.persistent) + " shared " +
+          std::to_string(k.dynamic_shared_bytes) + " workspace " +
+          std::to_string(k.workspace_bytes) + " counters " +
+          std::to_string(k.counter_offset));
+  fnv.Add("pack " + dims(k.pack_grid) + " " + dims(k.pack_block) +
+          " reduce " + dims(k.reduce_grid) + " " + dims(k.reduce_block) +
+          " dependent " + std::to_string(k.reduce_dependent));
+  for (const TensorMapParam& t : k.tensor_maps) {
+    fnv.Add("map " + std::to_string(t.param_index) + " " + t.operand + " " +
+            std::to_string(t.offset) + " " + ToString(t.map));
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx",
+                static_cast<unsigned long long>(fnv.h));
+  return hex;
 }
 
 }  // namespace blocktune

@@ -203,6 +203,16 @@ inline unsigned ClampedPrograms(unsigned grid, unsigned programs,
   return whole > cluster ? whole : cluster;
 }
 
+// What a measurement of `kernel` depends on, as 16 lowercase hex digits
+// (FNV-1a, kernels/fnv1a.h): the PTX, the entries, the target and the
+// launch (grids, blocks, cluster, shared memory, workspace, tensor maps,
+// persistence). The family's name and generator version are left out, so
+// two versions that emit the same kernel for a configuration digest alike:
+// a store keeps each sample's digest and, after a generator version bump,
+// re-labels the samples whose kernel did not change (server/sample_digest.h)
+// instead of measuring them again. Change detection, not security.
+std::string KernelDigest(const GeneratedKernel& kernel);
+
 // The target to assemble `kernel` for when it was generated for `arch`.
 inline const std::string& TargetOf(const GeneratedKernel& kernel,
                                    const std::string& arch) {

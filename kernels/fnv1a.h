@@ -1,8 +1,8 @@
-// Test-only: FNV-1a, 64 bits, over strings with a separator after each, so
-// that ("ab", "c") and ("a", "bc") differ. The golden-hash test
-// (family_golden_test) and the ptxas record's PTX digest
-// (family_ptxas_test) hash generated kernels with it: change detection,
-// not security.
+// FNV-1a, 64 bits, over strings with a separator after each, so that
+// ("ab", "c") and ("a", "bc") differ. The golden-hash test
+// (family_golden_test), the ptxas record's PTX digest (family_ptxas_test)
+// and the samples' kernel digests (KernelDigest, kernels/family.h) hash
+// generated kernels with it: change detection, not security.
 #ifndef BLOCKTUNE_KERNELS_FNV1A_H_
 #define BLOCKTUNE_KERNELS_FNV1A_H_
 

@@ -16,6 +16,7 @@
 #include "proto/convert.h"
 #include "server/daemon_process.h"
 #include "server/record_convert.h"
+#include "server/sample_digest.h"
 #include "server/store_test_util.h"
 #include "server/tuning_store.h"
 #include "tuner/device_profile.h"
@@ -439,6 +440,11 @@ TEST_F(CampaignTest, ABf16CampaignMeasuresGemmMmaInBf16) {
                                         h100)
                     .ok())
         << s.seq;
+    // The digest of the kernel the worker generated, which the next
+    // generator version is compared with (server/sample_digest.h).
+    auto digest = RegeneratedDigest(s);
+    ASSERT_TRUE(digest.ok()) << s.seq << ": " << digest.status().ToString();
+    EXPECT_EQ(s.kernel_digest, *digest) << s.seq << " " << s.kernel.family;
     ok += s.measurement.status == SampleStatus::kOk;
   }
   EXPECT_EQ(ok, 300 - 12);

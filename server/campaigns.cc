@@ -959,7 +959,10 @@ class CampaignManager::Run {
     Record(seq, slot, std::move(m), false);
   }
 
-  void Record(int64_t seq, const Slot& slot, Measurement m, bool verified) {
+  // `digest`: the worker's KernelDigest of what it measured, kept when it
+  // generated the kernel with this build's version of the family.
+  void Record(int64_t seq, const Slot& slot, Measurement m, bool verified,
+              const std::string& digest = std::string(), int version = -1) {
     auto it = pending_.find(seq);
     if (it == pending_.end() || done_.count(seq)) return;
     Done d;
@@ -972,6 +975,9 @@ class CampaignManager::Run {
     s.measurement = std::move(m);
     s.measurement.error = Truncate(s.measurement.error);
     s.measured_unix = NowUnix();
+    if (version == s.kernel.generator_version &&
+        CheckKernelDigest(digest, "kernel_digest").ok())
+      s.kernel_digest = digest;
     d.verified = verified;
     done_[seq] = std::move(d);
   }
@@ -1004,7 +1010,8 @@ class CampaignManager::Run {
       slot.started_at = Clock::now();
     } else if (m.has_result()) {
       const tuner::WorkResult& r = m.result();
-      Record(r.seq(), slot, FromWorkResult(r), r.verified());
+      Record(r.seq(), slot, FromWorkResult(r), r.verified(), r.kernel_digest(),
+             r.version());
       slot.sent.erase(std::remove(slot.sent.begin(), slot.sent.end(), r.seq()),
                       slot.sent.end());
       if (slot.running == r.seq()) slot.running.reset();

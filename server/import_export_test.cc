@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <future>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "proto/dataset_stream.h"
 #include "server/daemon_process.h"
 #include "server/record_convert.h"
+#include "server/sample_digest.h"
 #include "server/store_test_util.h"
 
 namespace blocktune {
@@ -191,6 +193,71 @@ TEST_F(ImportExportTest, ImportKeepsGeneratorVersionsAndRefusesFutureOnes) {
   EXPECT_THAT(s.error_message(),
               HasSubstr("tuned[0].kernel.family 'gemm.mma' implements bf16, "
                         "fp16, tf32, not the context's fp32"));
+}
+
+// A generator version bump keeps the samples whose kernel did not change:
+// an import stores a stale sample as current when its kernel digest is what
+// this build's generator emits for it, and an export gives every current
+// sample its digest, so that the next bump can tell (server/sample_digest.h).
+TEST_F(ImportExportTest, ImportRelabelsStaleSamplesWhoseKernelIsUnchanged) {
+  auto d = Start();
+  const int current = BlockShapeFamily(Op::kGemm).version();
+  ASSERT_GE(current, 1);
+  v1::Dataset data = Samples(4, /*batch=*/3);
+  data.clear_tuned();
+  std::vector<std::string> digests;
+  for (const v1::Sample& p : data.samples()) {
+    auto s = FromProto(p, "sample");
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    auto digest = RegeneratedDigest(*s);
+    ASSERT_TRUE(digest.ok()) << digest.status().ToString();
+    digests.push_back(*digest);
+  }
+  // Another tile's kernel for sample 1's context (M is a kernel argument:
+  // samples 1 and 3 share one kernel).
+  auto one = FromProto(data.samples(1), "sample");
+  ASSERT_TRUE(one.ok());
+  one->kernel = KernelConfig::OfBlockShape(Op::kGemm, TestShape(128, 64));
+  auto other = RegeneratedDigest(*one);
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  ASSERT_NE(*other, digests[1]);
+  // 0: stale, today's kernel. 1: stale, another kernel's digest. 2: stale,
+  // no digest. 3: current, no digest.
+  for (int i : {0, 1, 2})
+    data.mutable_samples(i)->mutable_kernel()->set_generator_version(current - 1);
+  data.mutable_samples(0)->set_kernel_digest(digests[0]);
+  data.mutable_samples(1)->set_kernel_digest(*other);
+  v1::ImportResponse resp;
+  grpc::Status s = ImportDataset(*d->NewStub(), Ctx().get(), data, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.samples(), 4);
+  EXPECT_EQ(resp.relabeled_samples(), 1);
+  v1::HealthResponse health;
+  ASSERT_TRUE(d->NewStub()->Health(Ctx().get(), {}, &health).ok());
+  EXPECT_EQ(health.samples(), 4);
+  EXPECT_EQ(health.stale_samples(), 2);
+
+  v1::ExportRequest ex;
+  ex.set_include_samples(true);
+  ex.set_include_stale(true);
+  v1::Dataset all;
+  ASSERT_TRUE(ExportDataset(*d->NewStub(), Ctx().get(), ex, &all).ok());
+  ASSERT_EQ(all.samples_size(), 4);
+  std::map<int64_t, const v1::Sample*> by_m;
+  for (const v1::Sample& x : all.samples())
+    by_m[x.context().gemm().m()] = &x;
+  ASSERT_EQ(by_m.size(), 4u);
+  const std::vector<const v1::Sample*> out = {
+      by_m.begin()->second, std::next(by_m.begin(), 1)->second,
+      std::next(by_m.begin(), 2)->second, std::next(by_m.begin(), 3)->second};
+  EXPECT_EQ(out[0]->kernel().generator_version(), current);
+  EXPECT_EQ(out[0]->kernel_digest(), digests[0]);
+  EXPECT_EQ(out[1]->kernel().generator_version(), current - 1);
+  EXPECT_EQ(out[1]->kernel_digest(), *other);  // kept as measured
+  EXPECT_EQ(out[2]->kernel().generator_version(), current - 1);
+  EXPECT_EQ(out[2]->kernel_digest(), "");  // unknown, and stale: not filled
+  EXPECT_EQ(out[3]->kernel().generator_version(), current);
+  EXPECT_EQ(out[3]->kernel_digest(), digests[3]);  // filled on the way out
 }
 
 TEST_F(ImportExportTest, AnEmptyExportStillNamesItsFormat) {

@@ -220,7 +220,8 @@ class PgStore final : public TuningStore {
               ", s.id, s.campaign_id, s.context, s.family, "
               "s.generator_version, "
               "s.params, s.status, s.median_s, s.spread, s.repetitions, "
-              "s.sm_clock_mhz, s.measured_unix, s.error, s.seq "
+              "s.sm_clock_mhz, s.measured_unix, s.error, s.seq, "
+              "s.kernel_digest "
               "FROM samples s JOIN devices d ON d.id = s.device_id " +
               SampleWhere(filter) + " ORDER BY s.id" +
               LimitClause(filter.limit),
@@ -247,6 +248,7 @@ class PgStore final : public TuningStore {
         s.measured_unix = row[k + 11].as<int64_t>();
         s.measurement.error = row[k + 12].as<std::string>();
         s.seq = row[k + 13].as<int64_t>();
+        s.kernel_digest = row[k + 14].as<std::string>();
         out.push_back(std::move(s));
       }
       return OkStatus();
@@ -793,16 +795,18 @@ class PgStore final : public TuningStore {
       w.exec_params(
           "INSERT INTO samples (device_id, campaign_id, op, context, dtype, "
           "family, generator_version, params, status, median_s, spread, "
-          "repetitions, sm_clock_mhz, measured_unix, error, seq) VALUES "
+          "repetitions, sm_clock_mhz, measured_unix, error, seq, "
+          "kernel_digest) VALUES "
           "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, "
-          "$15, $16)",
+          "$15, $16, $17)",
           device_id(s.device), s.campaign_id,
           std::string(ToString(OpOf(s.context))), ToString(s.context),
           std::string(ToString(DTypeOf(s.context))), s.kernel.family,
           s.kernel.generator_version, s.kernel.ParamsText(),
           std::string(ToString(m.status)), m.median_s, m.spread,
           static_cast<int64_t>(m.repetitions), m.sm_clock_mhz,
-          s.measured_unix ? s.measured_unix : now, m.error, s.seq);
+          s.measured_unix ? s.measured_unix : now, m.error, s.seq,
+          s.kernel_digest);
     }
   }
 

@@ -152,6 +152,7 @@ void ToProto(const SampleRecord& s, v1::Sample* out) {
   out->set_sm_clock_mhz(s.measurement.sm_clock_mhz);
   out->set_measured_unix(s.measured_unix);
   out->set_error(s.measurement.error);
+  out->set_kernel_digest(s.kernel_digest);
 }
 
 void ToProto(const TunedRecord& t, v1::TunedAnswer* out) {
@@ -220,6 +221,7 @@ StatusOr<SampleRecord> FromProto(const v1::Sample& p, std::string_view field) {
   s.measurement.sm_clock_mhz = p.sm_clock_mhz();
   s.measurement.error = p.error();
   s.measured_unix = p.measured_unix();
+  s.kernel_digest = p.kernel_digest();
   BT_RETURN_IF_ERROR(Validate(s, field));
   return s;
 }

@@ -264,6 +264,13 @@ CREATE TABLE store_generation (
 );
 INSERT INTO store_generation (id, tuned, models) VALUES (1, 0, 0);
 )sql"},
+      {7, "samples keep the digest of the kernel they measured", R"sql(
+-- kernels/family.h KernelDigest: 16 lowercase hex digits of the PTX and
+-- the launch; '' where unknown (rows stored before this version). A
+-- generator version bump re-labels the stale samples whose digest the new
+-- generator reproduces (server/sample_digest.h).
+ALTER TABLE samples ADD COLUMN kernel_digest TEXT NOT NULL DEFAULT '';
+)sql"},
   };
   return kMigrations;
 }

@@ -13,6 +13,7 @@
 #include "server/grpc_status.h"
 #include "server/log.h"
 #include "server/record_convert.h"
+#include "server/sample_digest.h"
 
 #ifndef BLOCKTUNE_VERSION
 #define BLOCKTUNE_VERSION "0.0.0"
@@ -28,6 +29,11 @@ constexpr char kNoCampaigns[] =
 constexpr char kNoHeader[] =
     "the daemon exports datasets; C++ headers are written by the client: "
     "blocktune export --op gemm|conv (--shapes FILE | --all-tuned) -o tuned.h";
+
+// Threads that regenerate kernels for sample digests (import, export).
+int DigestThreads() {
+  return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
+}
 
 Status CheckDeviceName(std::string_view field, const std::string& name) {
   return CheckText(field, name, 0, 256);
@@ -1293,6 +1299,10 @@ grpc::Status BlocktuneService::Export(
     }
     if (req->include_samples()) {
       BT_ASSIGN_OR_RETURN(auto samples, store_->ListSamples(filter));
+      // Rows stored without a digest (before schema 7, or imported without
+      // one) leave with their kernel's, so that a later generator version
+      // that emits the same kernel keeps them (server/sample_digest.h).
+      FillMissingDigests(&samples, DigestThreads());
       for (const SampleRecord& s : samples) {
         if (!wanted(DTypeOf(s.context))) continue;
         v1::Sample out;
@@ -1345,6 +1355,9 @@ grpc::Status BlocktuneService::Import(
       if (stopping_) return Unavailable("blocktuned is shutting down");
     }
     BT_ASSIGN_OR_RETURN(WriteBatch batch, ReadImport(ctx, reader));
+    // Stale samples whose kernel this build's generator still emits are
+    // stored as current (server/sample_digest.h).
+    const int64_t relabeled = RelabelUnchanged(&batch.samples, DigestThreads());
     // A model that cannot answer queries is refused before anything of the
     // dataset is stored: stored, it would take over its device's queries.
     // A stale model (an older generator version) never answers: it is kept
@@ -1367,10 +1380,12 @@ grpc::Status BlocktuneService::Import(
         }
       }
     }
-    BT_LOG(kInfo) << "imported " << batch.samples.size() << " samples, "
-                  << batch.tuned.size() << " tuned answers, "
-                  << batch.models.size() << " models";
+    BT_LOG(kInfo) << "imported " << batch.samples.size() << " samples ("
+                  << relabeled << " of an older generator re-labeled current: "
+                  << "the same kernel digest), " << batch.tuned.size()
+                  << " tuned answers, " << batch.models.size() << " models";
     resp->set_samples(static_cast<int64_t>(batch.samples.size()));
+    resp->set_relabeled_samples(relabeled);
     resp->set_tuned(static_cast<int64_t>(batch.tuned.size()));
     resp->set_models(static_cast<int64_t>(batch.models.size()));
     return OkStatus();

@@ -277,7 +277,8 @@ class SqliteStore final : public TuningStore {
       SQLite::Statement q(db, std::string("SELECT ") + kDeviceColumns +
           ", s.id, s.campaign_id, s.context, s.family, s.generator_version, "
           "s.params, s.status, s.median_s, s.spread, s.repetitions, "
-          "s.sm_clock_mhz, s.measured_unix, s.error, s.seq "
+          "s.sm_clock_mhz, s.measured_unix, s.error, s.seq, "
+          "s.kernel_digest "
           "FROM samples s JOIN devices d ON d.id = s.device_id " +
           SampleWhere(filter) + " ORDER BY s.id LIMIT ?4");
       BindFilter(q, filter);
@@ -303,6 +304,7 @@ class SqliteStore final : public TuningStore {
         s.measured_unix = q.getColumn(c + 11).getInt64();
         s.measurement.error = q.getColumn(c + 12).getString();
         s.seq = q.getColumn(c + 13).getInt64();
+        s.kernel_digest = q.getColumn(c + 14).getString();
         out.push_back(std::move(s));
       }
       return OkStatus();
@@ -862,8 +864,9 @@ class SqliteStore final : public TuningStore {
     SQLite::Statement q(*writer_,
         "INSERT INTO samples (device_id, campaign_id, op, context, "
         "dtype, family, generator_version, params, status, median_s, "
-        "spread, repetitions, sm_clock_mhz, measured_unix, error, seq) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        "spread, repetitions, sm_clock_mhz, measured_unix, error, seq, "
+        "kernel_digest) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     for (const SampleRecord& s : samples) {
       const Measurement& m = s.measurement;
       q.bind(1, device_id(s.device));
@@ -880,6 +883,7 @@ class SqliteStore final : public TuningStore {
                                                       : now));
       q.bind(15, m.error);
       q.bind(16, static_cast<int64_t>(s.seq));
+      q.bind(17, s.kernel_digest);
       q.exec();
       q.reset();
     }

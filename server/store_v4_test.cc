@@ -71,10 +71,10 @@ TEST(StoreV4Test, MigratesTheV3Fixture) {
 
   auto store = OpenSqliteStore(db);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
-  // Through v4 (families), v5 (campaigns name their families) and on to v6
-  // (work items, generation counters).
-  EXPECT_EQ((*store)->SchemaVersion(), 6);
-  EXPECT_EQ(CurrentSchemaVersion(), 6);
+  // Through v4 (families), v5 (campaigns name their families), v6 (work
+  // items, generation counters) and on to v7 (kernel digests).
+  EXPECT_EQ((*store)->SchemaVersion(), 7);
+  EXPECT_EQ(CurrentSchemaVersion(), 7);
 
   // Samples: ffma family by op, version by date, the same x_B by name.
   auto samples = (*store)->ListSamples({});
@@ -91,6 +91,7 @@ TEST(StoreV4Test, MigratesTheV3Fixture) {
     ASSERT_TRUE(s.kernel.block_shape().has_value());
     EXPECT_EQ(*s.kernel.block_shape(), raw.xb) << s.seq;
     EXPECT_EQ(s.measured_unix, raw.unix_time);
+    EXPECT_EQ(s.kernel_digest, "");  // unknown before v7
     // The README: the first half of each campaign is dated before the change.
     const int64_t half = s.campaign_id == 1 ? 150 : 75;
     const int expected = s.seq < half ? 0 : 1;
@@ -173,7 +174,7 @@ TEST(StoreV4Test, MigratesTheV3Fixture) {
   // The old columns are gone; the file is whole.
   store->reset();
   SQLite::Database raw(db, SQLite::OPEN_READONLY);
-  EXPECT_EQ(raw.execAndGet("PRAGMA user_version").getInt(), 6);
+  EXPECT_EQ(raw.execAndGet("PRAGMA user_version").getInt(), 7);
   EXPECT_EQ(raw.execAndGet("PRAGMA integrity_check").getString(), "ok");
   for (const char* table : {"samples", "tuned"}) {
     EXPECT_EQ(raw.execAndGet(std::string("SELECT COUNT(*) FROM pragma_table_info('") +

@@ -206,8 +206,22 @@ Status Validate(const SampleRecord& s, std::string_view field) {
   BT_RETURN_IF_ERROR(Validate(s.measurement, field));
   BT_RETURN_IF_ERROR(CheckRange(JoinField(field, "campaign_id"), s.campaign_id,
                                 0, INT64_MAX));
+  BT_RETURN_IF_ERROR(CheckKernelDigest(s.kernel_digest,
+                                       JoinField(field, "kernel_digest")));
   return CheckRange(JoinField(field, "measured_unix"), s.measured_unix, 0,
                     INT64_MAX);
+}
+
+Status CheckKernelDigest(std::string_view digest, std::string_view field) {
+  const bool hex =
+      std::all_of(digest.begin(), digest.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+      });
+  if (digest.empty() || (digest.size() == 16 && hex)) return OkStatus();
+  return InvalidArgument(std::string(field) +
+                         " must be empty or 16 lowercase hex digits, got '" +
+                         std::string(digest.substr(0, 40)) +
+                         (digest.size() > 40 ? "...'" : "'"));
 }
 
 Status Validate(const TunedRecord& t, std::string_view field) {

@@ -103,6 +103,10 @@ struct SampleRecord {
   KernelConfig kernel;
   Measurement measurement;
   int64_t measured_unix = 0;
+  // KernelDigest of the kernel measured (16 lowercase hex digits), or
+  // empty where unknown. Lets a generator version bump keep the samples
+  // whose kernel it did not change (server/sample_digest.h).
+  std::string kernel_digest;
 };
 
 // Where a tuned answer came from.
@@ -215,6 +219,8 @@ Status Validate(const SampleRecord& sample, std::string_view field);
 Status Validate(const TunedRecord& tuned, std::string_view field);
 Status Validate(const ModelRecord& model, std::string_view field);
 Status Validate(const CampaignRecord& campaign, std::string_view field);
+// A SampleRecord::kernel_digest: empty or 16 lowercase hex digits.
+Status CheckKernelDigest(std::string_view digest, std::string_view field);
 // Validates every record of `batch`, naming the first bad one.
 Status Validate(const WriteBatch& batch);
 

@@ -34,6 +34,13 @@ class FakeBackend : public WorkerBackend {
     if (Every("compile_error_every", s->item.seq())) {
       s->status = Internal("fake ptxas: error");
       s->failure = "compile_error";
+      return;
+    }
+    // The real generator's kernel, for its digest (WorkResult.kernel_digest).
+    if (s->family != nullptr) {
+      auto kernel =
+          s->family->Generate(s->problem, s->params, FakeFingerprint().Arch());
+      if (kernel.ok()) s->kernel = std::move(*kernel);
     }
   }
 
@@ -43,6 +50,7 @@ class FakeBackend : public WorkerBackend {
       r.set_family(std::string(s.family->name()));
       r.set_version(s.family->version());
     }
+    if (!s.kernel.ptx.empty()) r.set_kernel_digest(KernelDigest(s.kernel));
     if (!s.status.ok()) {
       r.set_status(s.failure);
       r.set_error(s.status.message());

@@ -215,6 +215,7 @@ class GpuBackend : public WorkerBackend {
       r.set_family(std::string(s.family->name()));
       r.set_version(s.family->version());
     }
+    if (!s.kernel.ptx.empty()) r.set_kernel_digest(KernelDigest(s.kernel));
     if (!s.status.ok()) {
       r.set_status(s.failure);
       r.set_error(s.status.message());
