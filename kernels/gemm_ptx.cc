@@ -50,6 +50,20 @@ GemmContext ConvAsGemm(const ConvContext& ctx) {
   return g;
 }
 
+// How a thread's global loads of one operand walk the tile (OperandWalk):
+// r == 0, each load keeps its own pointer, K index and shared offset; r > 0,
+// load j lies j * r tile rows past load 0, so the loads share load 0's
+// pointer (plus j times a stride), K index and shared offset (plus j * smem
+// bytes).
+struct SharedWalk {
+  int64_t r = 0;     // tile rows between loads; 0: no shared walk
+  int64_t smem = 0;  // bytes between loads in a shared stage
+  bool contiguous_k = false;  // rows run along K (A N, B T)
+  // Every load's predicate is load 0's: the loads cover the tile exactly
+  // and share its column (a row across M or N).
+  bool one_predicate = false;
+};
+
 // The derived sizes of one block shape, named as in the PTX comments.
 struct Tiling {
   int64_t ml, nl, ms, ns, u, kg;
@@ -71,6 +85,8 @@ struct Tiling {
   int64_t va, vb;
   // Global load vector widths (1 or 4), chosen by Generate().
   int64_t vec_a, vec_b;
+  // Shared walks of A's and B's loads, set by Generate() (OperandWalk).
+  SharedWalk wa, wb;
   explicit Tiling(const BlockShape& xb, int64_t vec_a = 1, int64_t vec_b = 1)
       : ml(xb.ml), nl(xb.nl), ms(xb.ms), ns(xb.ns), u(xb.u), kg(xb.kg),
         st(xb.st), tm(xb.ml / xb.ms), tn(xb.nl / xb.ns), threads(tm * tn),
@@ -122,6 +138,29 @@ class Ptx {
   int labels_ = 0;
 };
 
+// Version 3: a thread's scalar loads of one operand share one pointer when
+// the thread count is a multiple of the elements per tile row: then load j
+// lies r = threads / per_row rows of the tile past load 0 (along K for a
+// row across M or N, across M or N for a row along K), its shared offset
+// `smem` bytes per load further and its pointer r * ld * 4 bytes. Scalar
+// loads are an operand whose rows are not 16-byte aligned (an odd N, say):
+// with a pointer, K index and offset per load, the 64x128 kernel of
+// 1023x4097x520 NN took 153 registers (127 aligned) and 3 programs per SM
+// instead of 4 (H100: 193.6 us against 106.0 at 1024x4096x520); sharing
+// them, 127 registers and 113.7 us (bench/results/h100/ffma_odd_n/).
+// 16-byte vector loads (2 to 4 a thread) keep their own: the walk measured
+// 0.66-0.97x there on the 128x128 and 64x128 thread tiles, so aligned
+// shapes emit version 2's PTX byte for byte.
+SharedWalk OperandWalk(int64_t loads, int64_t extent, int64_t row, int64_t u,
+                       int64_t threads, int64_t vec, bool contiguous_k) {
+  const int64_t per_row = contiguous_k ? u / vec : extent / vec;
+  if (vec != 1 || loads < 2 || per_row < 1 || threads % per_row != 0) return {};
+  const int64_t r = threads / per_row;
+  const bool exact = (extent * u / vec) % threads == 0;
+  return {r, contiguous_k ? r * 4 : r * row * 4, contiguous_k,
+          !contiguous_k && exact};
+}
+
 // One operand's staging: for load j of this thread, element (or vector of
 // `vec` elements) e = tid + j*T of the tile, its offset in a shared stage,
 // its reduction index kk and a pointer that walks along K one step at a
@@ -129,7 +168,8 @@ class Ptx {
 // when `contiguous_k`, else along M (A) or N (B).
 void EmitOperandSetup(Ptx& p, char name, int64_t loads, int64_t extent,
                       int64_t row, int64_t u, int64_t threads, int64_t vec,
-                      bool contiguous_k, bool k_major_pointer) {
+                      bool contiguous_k, bool k_major_pointer,
+                      const SharedWalk& w = {}) {
   // name 'a': extent = M_L, row origin %m0, bound %M, ld %lda
   // name 'b': extent = N_L, col origin %n0, bound %N, ld %ldb
   const std::string s(1, name);
@@ -141,6 +181,11 @@ void EmitOperandSetup(Ptx& p, char name, int64_t loads, int64_t extent,
   const int64_t per_row = contiguous_k ? u / vec : extent / vec;
   for (int64_t j = 0; j < loads; ++j) {
     const std::string J = N(j);
+    // With a shared walk, loads past the first keep only their predicate.
+    const bool own = w.r == 0 || j == 0;
+    if (!own && w.one_predicate) continue;
+    const std::string kj = own ? "%k" + s + J : "%kt";
+    const std::string sj = own ? "%s" + s + J : "%st";
     p << "\t// " << (name == 'a' ? "A" : "B") << " load " << J << ": "
       << (vec > 1 ? "vector of " + N(vec) + " at " : "element ") << "tid + "
       << N(j * threads) << " of the "
@@ -149,24 +194,24 @@ void EmitOperandSetup(Ptx& p, char name, int64_t loads, int64_t extent,
     p << "\tsetp.lt.u32 %q" << s << J << ", %e, " << N(extent * u / vec)
       << ";\n";
     if (contiguous_k) {
-      p << "\trem.u32 %k" << s << J << ", %e, " << N(per_row) << ";\n";
+      p << "\trem.u32 " << kj << ", %e, " << N(per_row) << ";\n";
       if (vec > 1) {
-        p << "\tmul.lo.u32 %k" << s << J << ", %k" << s << J << ", "
+        p << "\tmul.lo.u32 " << kj << ", " << kj << ", "
           << N(vec) << ";\n";
       }
       p << "\tdiv.u32 %x, %e, " << N(per_row) << ";\n";
     } else {
       p << "\trem.u32 %x, %e, " << N(per_row) << ";\n";
       if (vec > 1) p << "\tmul.lo.u32 %x, %x, " << N(vec) << ";\n";
-      p << "\tdiv.u32 %k" << s << J << ", %e, " << N(per_row) << ";\n";
+      p << "\tdiv.u32 " << kj << ", %e, " << N(per_row) << ";\n";
     }
     // Offset in a stage: stage[kk][x], x the row of A or column of B.
-    p << "\tmad.lo.u32 %s" << s << J << ", %k" << s << J << ", " << N(row)
-      << ", %x;\n";
-    p << "\tshl.b32 %s" << s << J << ", %s" << s << J << ", 2;\n";
+    p << "\tmad.lo.u32 " << sj << ", " << kj << ", " << N(row) << ", %x;\n";
+    p << "\tshl.b32 " << sj << ", " << sj << ", 2;\n";
     p << "\tadd.u32 %x, %x, " << origin << ";\n";
     p << "\tsetp.lt.and.u32 %q" << s << J << ", %x, " << bound << ", %q" << s
       << J << ";\n";
+    if (!own) continue;
     p << "\tadd.u32 %y, %kbeg, %k" << s << J << ";\n";
     if (k_major_pointer) {  // element (x, kk) at kk*ld + x
       p << "\tmul.wide.u32 %o, %y, " << ld << ";\n";
@@ -180,6 +225,16 @@ void EmitOperandSetup(Ptx& p, char name, int64_t loads, int64_t extent,
     p << "\tadd.u64 %p" << s << J << ", " << base << ", %o;\n";
     p << "\tadd.u32 %s" << s << J << ", %s" << s << J << ", " << smem << ";\n";
   }
+  if (w.r > 0) {
+    p << "\tmul.wide.u32 %jst_" << s << ", " << ld << ", " << N(w.r * 4)
+      << ";\n";
+  }
+}
+
+// A shared address `at` bytes past %y: "[%y]" for 0, as versions before the
+// shared walk wrote it, so that their kernels stay byte for byte the same.
+std::string SharedAddress(int64_t at) {
+  return at == 0 ? "[%y]" : "[%y+" + N(at) + "]";
 }
 
 // "{%la4, %la5, %la6, %la7}" for load 1 of width 4; "%la1" for width 1.
@@ -196,19 +251,35 @@ std::string StagingRegs(char name, int64_t j, int64_t vec) {
 // and on K (past %kend nothing is read and zeros are staged), then the
 // pointers advance one step. A vector lies wholly inside or outside the
 // bounds: its width divides K (or M, N) and U (or M_L, N_L).
-void EmitLoads(Ptx& p, char name, int64_t loads, int64_t vec) {
+void EmitLoads(Ptx& p, char name, int64_t loads, int64_t vec,
+               const SharedWalk& w = {}) {
   const std::string s(1, name);
   for (int64_t j = 0; j < loads; ++j) {
     const std::string J = N(j);
-    p << "\tadd.u32 %y, %k0, %k" << s << J << ";\n";
-    p << "\tsetp.lt.and.u32 %pl, %y, %kend, %q" << s << J << ";\n";
+    std::string ptr = "%p" + s + J;
+    if (w.r > 0) {
+      p << "\tadd.u32 %y, %k0, %k" << s << "0;\n";
+      if (!w.contiguous_k && j > 0)
+        p << "\tadd.u32 %y, %y, " << N(j * w.r) << ";\n";
+      p << (j == 0 ? "\tmov.u64 %wp, %p" + s + "0;\n"
+                   : "\tadd.u64 %wp, %wp, %jst_" + s + ";\n");
+      ptr = "%wp";
+    } else {
+      p << "\tadd.u32 %y, %k0, %k" << s << J << ";\n";
+    }
+    const std::string Q = w.one_predicate ? "0" : J;
+    p << "\tsetp.lt.and.u32 %pl, %y, %kend, %q" << s << Q << ";\n";
     for (int64_t v = 0; v < vec; ++v)
       p << "\tmov.f32 %l" << s << N(j * vec + v) << ", 0f00000000;\n";
     p << "\t@%pl ld.global.nc" << (vec > 1 ? ".v" + N(vec) : "") << ".f32 "
-      << StagingRegs(name, j, vec) << ", [%p" << s << J << "];\n";
-    p << "\tadd.u64 %p" << s << J << ", %p" << s << J << ", %step_" << s
-      << ";\n";
+      << StagingRegs(name, j, vec) << ", [" << ptr << "];\n";
+    if (w.r == 0) {
+      p << "\tadd.u64 %p" << s << J << ", %p" << s << J << ", %step_" << s
+        << ";\n";
+    }
   }
+  if (w.r > 0)
+    p << "\tadd.u64 %p" << s << "0, %p" << s << "0, %step_" << s << ";\n";
 }
 
 // Where a staged vector of `vec` elements goes in a shared stage whose
@@ -227,30 +298,49 @@ int64_t StagedElementOffset(int64_t v, bool contiguous_k, int64_t row) {
 // store where it would store it; past K the copy reads nothing (src-size 0,
 // from the operand's base) and zero-fills.
 void EmitAsyncLoads(Ptx& p, char name, int64_t loads, int64_t vec,
-                    bool contiguous_k, int64_t row, const std::string& stage) {
+                    bool contiguous_k, int64_t row, const std::string& stage,
+                    const SharedWalk& w = {}) {
   const std::string s(1, name);
   const std::string base = name == 'a' ? "%A" : "%B";
   const bool whole = StagedVectorIsWhole(vec, contiguous_k, row);
   for (int64_t j = 0; j < loads; ++j) {
     const std::string J = N(j);
-    p << "\tadd.u32 %y, %k0, %k" << s << J << ";\n"
-      << "\tsetp.lt.and.u32 %pl, %y, %kend, %q" << s << J << ";\n"
-      << "\tselp.b64 %src, %p" << s << J << ", " << base << ", %pl;\n"
+    std::string ptr = "%p" + s + J, off = "%s" + s + J;
+    int64_t at = 0;  // bytes past the offset register
+    if (w.r > 0) {
+      p << "\tadd.u32 %y, %k0, %k" << s << "0;\n";
+      if (!w.contiguous_k && j > 0)
+        p << "\tadd.u32 %y, %y, " << N(j * w.r) << ";\n";
+      p << (j == 0 ? "\tmov.u64 %wp, %p" + s + "0;\n"
+                   : "\tadd.u64 %wp, %wp, %jst_" + s + ";\n");
+      ptr = "%wp";
+      off = "%s" + s + "0";
+      at = j * w.smem;
+    } else {
+      p << "\tadd.u32 %y, %k0, %k" << s << J << ";\n";
+    }
+    const std::string Q = w.one_predicate ? "0" : J;
+    p << "\tsetp.lt.and.u32 %pl, %y, %kend, %q" << s << Q << ";\n"
+      << "\tselp.b64 %src, " << ptr << ", " << base << ", %pl;\n"
       << "\tselp.u32 %cz, " << N(whole ? 4 * vec : 4) << ", 0, %pl;\n"
-      << "\tadd.u32 %y, %s" << s << J << ", " << stage << ";\n";
+      << "\tadd.u32 %y, " << off << ", " << stage << ";\n";
     if (whole) {
-      p << "\t@%q" << s << J << " cp.async.cg.shared.global [%y], [%src], "
-        << N(4 * vec) << ", %cz;\n";
+      p << "\t@%q" << s << Q << " cp.async.cg.shared.global "
+        << SharedAddress(at) << ", [%src], " << N(4 * vec) << ", %cz;\n";
     } else {
       for (int64_t v = 0; v < vec; ++v) {
-        p << "\t@%q" << s << J << " cp.async.ca.shared.global [%y+"
-          << N(StagedElementOffset(v, contiguous_k, row)) << "], [%src+"
+        p << "\t@%q" << s << Q << " cp.async.ca.shared.global [%y+"
+          << N(at + StagedElementOffset(v, contiguous_k, row)) << "], [%src+"
           << N(4 * v) << "], 4, %cz;\n";
       }
     }
-    p << "\tadd.u64 %p" << s << J << ", %p" << s << J << ", %step_" << s
-      << ";\n";
+    if (w.r == 0) {
+      p << "\tadd.u64 %p" << s << J << ", %p" << s << J << ", %step_" << s
+        << ";\n";
+    }
   }
+  if (w.r > 0)
+    p << "\tadd.u64 %p" << s << "0, %p" << s << "0, %step_" << s << ";\n";
 }
 
 // Staging registers into the shared stage whose offset is in `stage`. A
@@ -260,18 +350,22 @@ void EmitAsyncLoads(Ptx& p, char name, int64_t loads, int64_t vec,
 // they would feed are never written. A vector along K goes to `vec` rows of
 // the stage; one across M or N is one vector store when rows stay aligned.
 void EmitStores(Ptx& p, char name, int64_t loads, const std::string& stage,
-                int64_t vec, bool contiguous_k, int64_t row) {
+                int64_t vec, bool contiguous_k, int64_t row,
+                const SharedWalk& w = {}) {
   const std::string s(1, name);
   for (int64_t j = 0; j < loads; ++j) {
-    p << "\tadd.u32 %y, %s" << s << N(j) << ", " << stage << ";\n";
+    const int64_t at = w.r > 0 ? j * w.smem : 0;
+    const std::string Q = w.one_predicate ? "0" : N(j);
+    p << "\tadd.u32 %y, %s" << s << (w.r > 0 ? N(0) : N(j)) << ", " << stage
+      << ";\n";
     if (StagedVectorIsWhole(vec, contiguous_k, row)) {
-      p << "\t@%q" << s << N(j) << " st.shared.v" << N(vec) << ".f32 [%y], "
-        << StagingRegs(name, j, vec) << ";\n";
+      p << "\t@%q" << s << Q << " st.shared.v" << N(vec) << ".f32 "
+        << SharedAddress(at) << ", " << StagingRegs(name, j, vec) << ";\n";
       continue;
     }
     for (int64_t v = 0; v < vec; ++v) {
-      p << "\t@%q" << s << N(j) << " st.shared.f32 [%y+"
-        << N(StagedElementOffset(v, contiguous_k, row)) << "], %l" << s
+      p << "\t@%q" << s << Q << " st.shared.f32 [%y+"
+        << N(at + StagedElementOffset(v, contiguous_k, row)) << "], %l" << s
         << N(j * vec + v) << ";\n";
     }
   }
@@ -401,7 +495,7 @@ void EmitALoads(Ptx& p, const Tiling& t, int64_t walks) {
   if (walks > 0) {
     EmitConvLoads(p, t, walks);
   } else {
-    EmitLoads(p, 'a', t.loads_a, t.vec_a);
+    EmitLoads(p, 'a', t.loads_a, t.vec_a, t.wa);
   }
 }
 
@@ -412,9 +506,9 @@ void EmitAsyncStep(Ptx& p, const Tiling& t, int64_t walks, bool a_t, bool b_t,
   if (walks > 0) {
     EmitConvLoads(p, t, walks, stage_a);
   } else {
-    EmitAsyncLoads(p, 'a', t.loads_a, t.vec_a, !a_t, t.row_a, stage_a);
+    EmitAsyncLoads(p, 'a', t.loads_a, t.vec_a, !a_t, t.row_a, stage_a, t.wa);
   }
-  EmitAsyncLoads(p, 'b', t.loads_b, t.vec_b, b_t, t.row_b, stage_b);
+  EmitAsyncLoads(p, 'b', t.loads_b, t.vec_b, b_t, t.row_b, stage_b, t.wb);
   p << "\tcp.async.commit_group;\n";
 }
 
@@ -524,6 +618,9 @@ std::string GemmEntry(const GemmContext& ctx, const Tiling& t,
     << "\t.reg .b32 %ka<" << N(t.loads_a) << ">, %kb<" << N(t.loads_b)
     << ">, %sa<" << N(t.loads_a) << ">, %sb<" << N(t.loads_b) << ">;\n"
     << "\t.reg .b64 %A, %B, %C, %W, %o, %o2, %step_a, %step_b, %addr;\n"
+    << (t.wa.r > 0 || t.wb.r > 0
+            ? "\t.reg .b64 %wp, %jst_a, %jst_b;\n\t.reg .b32 %kt, %st;\n"
+            : "")
     << "\t.reg .b64 %pa<" << N(t.loads_a) << ">, %pb<" << N(t.loads_b) << ">;\n"
     << "\t.reg .f32 %alpha, %beta, %v, %old;\n"
     << "\t.reg .f32 %c<" << N(t.ms * t.ns) << ">, %fa<" << N(t.ms) << ">, %fb<"
@@ -586,11 +683,11 @@ std::string GemmEntry(const GemmContext& ctx, const Tiling& t,
   } else {
     EmitOperandSetup(p, 'a', t.loads_a, t.ml, t.row_a, t.u, t.threads,
                      t.vec_a,
-                     /*contiguous_k=*/!a_t, /*k_major_pointer=*/a_t);
+                     /*contiguous_k=*/!a_t, /*k_major_pointer=*/a_t, t.wa);
   }
   EmitOperandSetup(p, 'b', t.loads_b, t.nl, t.row_b, t.u, t.threads,
                    t.vec_b,
-                   /*contiguous_k=*/b_t, /*k_major_pointer=*/!b_t);
+                   /*contiguous_k=*/b_t, /*k_major_pointer=*/!b_t, t.wb);
   // One step along K: U columns of A (N) or U rows (T), likewise for B.
   if (!conv) {
     p << (a_t ? "\tmul.wide.u32 %step_a, %lda, " + N(t.u * 4) + ";\n"
@@ -609,9 +706,9 @@ std::string GemmEntry(const GemmContext& ctx, const Tiling& t,
     p << "\t// ---- prologue: the first step into stage 0\n"
       << "\tmov.u32 %k0, %kbeg;\n";
     EmitALoads(p, t, walks);
-    EmitLoads(p, 'b', t.loads_b, t.vec_b);
-    EmitStores(p, 'a', t.loads_a, "0", t.vec_a, !a_t, t.row_a);
-    EmitStores(p, 'b', t.loads_b, "0", t.vec_b, b_t, t.row_b);
+    EmitLoads(p, 'b', t.loads_b, t.vec_b, t.wb);
+    EmitStores(p, 'a', t.loads_a, "0", t.vec_a, !a_t, t.row_a, t.wa);
+    EmitStores(p, 'b', t.loads_b, "0", t.vec_b, b_t, t.row_b, t.wb);
     p << "\tbar.sync 0;\n"
       << "\tmov.u32 %cur_a, %sA_0;\n\tmov.u32 %cur_b, %sB_0;\n"
       << "\tmov.u32 %nxt_a, " << N(t.stage_a) << ";\n"
@@ -621,14 +718,14 @@ std::string GemmEntry(const GemmContext& ctx, const Tiling& t,
       << "\t// ---- prefetch step t+1 into registers (nothing past K)\n"
       << "\tadd.u32 %k0, %k0, " << N(t.u) << ";\n";
     EmitALoads(p, t, walks);
-    EmitLoads(p, 'b', t.loads_b, t.vec_b);
+    EmitLoads(p, 'b', t.loads_b, t.vec_b, t.wb);
     p << "\t// ---- compute step t from shared memory\n"
       << "\tmad.lo.u32 %ra, %tm, " << N(4 * t.va) << ", %cur_a;\n"
       << "\tmad.lo.u32 %rb, %tn, " << N(4 * t.vb) << ", %cur_b;\n";
     EmitCompute(p, t);
     p << "\t// ---- stage step t+1, then swap stages\n";
-    EmitStores(p, 'a', t.loads_a, "%nxt_a", t.vec_a, !a_t, t.row_a);
-    EmitStores(p, 'b', t.loads_b, "%nxt_b", t.vec_b, b_t, t.row_b);
+    EmitStores(p, 'a', t.loads_a, "%nxt_a", t.vec_a, !a_t, t.row_a, t.wa);
+    EmitStores(p, 'b', t.loads_b, "%nxt_b", t.vec_b, b_t, t.row_b, t.wb);
     p << "\tbar.sync 0;\n"
       << "\tadd.u32 %cur_a, %sA_0, %nxt_a;\n"
       << "\tadd.u32 %cur_b, %sB_0, %nxt_b;\n"
@@ -978,6 +1075,12 @@ StatusOr<GemmKernel> Generate(const GemmContext& g, bool conv,
   }
   const LoadWidths w = ChooseLoadWidths(g, conv, xb);
   Tiling t(xb, w.a, w.b);
+  if (!conv) {
+    t.wa = OperandWalk(t.loads_a, t.ml, t.row_a, t.u, t.threads, t.vec_a,
+                       /*contiguous_k=*/g.layout_a == Layout::kN);
+  }
+  t.wb = OperandWalk(t.loads_b, t.nl, t.row_b, t.u, t.threads, t.vec_b,
+                     /*contiguous_k=*/g.layout_b == Layout::kT);
   GemmKernel kernel;
   kernel.vector_a = w.a;
   kernel.vector_b = w.b;

@@ -38,8 +38,12 @@ namespace blocktune {
 // is the generator with the in-order K_G reduction kernel; data measured
 // before it is version 0. Version 2 adds ST, the cp.async pipeline (ST = 1
 // emits version 1's PTX byte for byte; rows of version 1 read as ST = 1).
-inline constexpr int kGemmFfmaGeneratorVersion = 2;
-inline constexpr int kConvFfmaGeneratorVersion = 2;
+// Version 3 walks an operand's scalar loads (rows not 16-byte aligned) from
+// one pointer (gemm_ptx.cc OperandWalk); aligned kernels are version 2's
+// byte for byte, so their samples keep their measurements (a store
+// re-labels them by kernel digest, server/sample_digest.h).
+inline constexpr int kGemmFfmaGeneratorVersion = 3;
+inline constexpr int kConvFfmaGeneratorVersion = 3;
 
 // The estimate for the kernel of `ctx`: a convolution adds its window
 // origins and reduction walks.
