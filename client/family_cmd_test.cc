@@ -100,7 +100,7 @@ TEST_F(FamilyCmdTest, FamiliesJsonListsGemmMmaWithBf16) {
 
   r = Cli("families");
   ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_THAT(r.out, HasSubstr("gemm.ffma (gemm; fp32; version 2"));
+  EXPECT_THAT(r.out, HasSubstr("gemm.ffma (gemm; fp32; version 3"));
   EXPECT_THAT(r.out, HasSubstr("conv.ffma (conv; fp32"));
   EXPECT_THAT(r.out, HasSubstr("gemm.gemv (gemm; fp32; version 3"));
   EXPECT_THAT(r.out, HasSubstr("gemm.mma (gemm; bf16, fp16, tf32"));
