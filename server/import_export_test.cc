@@ -68,10 +68,13 @@ class ImportExportTest : public ::testing::Test {
     EXPECT_TRUE(d->ok()) << d->Log();
     return d;
   }
-  static int64_t StoredSamples(const DaemonProcess& d) {
+  static v1::HealthResponse Health(const DaemonProcess& d) {
     v1::HealthResponse health;
     EXPECT_TRUE(d.NewStub()->Health(Ctx().get(), {}, &health).ok());
-    return health.samples();
+    return health;
+  }
+  static int64_t StoredSamples(const DaemonProcess& d) {
+    return Health(d).samples();
   }
   TempDir dir_;
 };
@@ -126,8 +129,7 @@ TEST_F(ImportExportTest, ImportKeepsGeneratorVersionsAndRefusesFutureOnes) {
   v1::ImportResponse resp;
   grpc::Status s = ImportDataset(*d->NewStub(), Ctx().get(), data, &resp);
   ASSERT_TRUE(s.ok()) << s.error_message();
-  v1::HealthResponse health;
-  ASSERT_TRUE(d->NewStub()->Health(Ctx().get(), {}, &health).ok());
+  const v1::HealthResponse health = Health(*d);
   EXPECT_EQ(health.samples(), 2);
   EXPECT_EQ(health.stale_samples(), 1);
 
@@ -232,8 +234,7 @@ TEST_F(ImportExportTest, ImportRelabelsStaleSamplesWhoseKernelIsUnchanged) {
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(resp.samples(), 4);
   EXPECT_EQ(resp.relabeled_samples(), 1);
-  v1::HealthResponse health;
-  ASSERT_TRUE(d->NewStub()->Health(Ctx().get(), {}, &health).ok());
+  const v1::HealthResponse health = Health(*d);
   EXPECT_EQ(health.samples(), 4);
   EXPECT_EQ(health.stale_samples(), 2);
 
@@ -247,9 +248,8 @@ TEST_F(ImportExportTest, ImportRelabelsStaleSamplesWhoseKernelIsUnchanged) {
   for (const v1::Sample& x : all.samples())
     by_m[x.context().gemm().m()] = &x;
   ASSERT_EQ(by_m.size(), 4u);
-  const std::vector<const v1::Sample*> out = {
-      by_m.begin()->second, std::next(by_m.begin(), 1)->second,
-      std::next(by_m.begin(), 2)->second, std::next(by_m.begin(), 3)->second};
+  std::vector<const v1::Sample*> out;  // in the dataset's order (m = 64 + i)
+  for (const auto& [m, sample] : by_m) out.push_back(sample);
   EXPECT_EQ(out[0]->kernel().generator_version(), current);
   EXPECT_EQ(out[0]->kernel_digest(), digests[0]);
   EXPECT_EQ(out[1]->kernel().generator_version(), current - 1);

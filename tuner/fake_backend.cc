@@ -46,16 +46,7 @@ class FakeBackend : public WorkerBackend {
 
   tuner::WorkResult Measure(const PreparedSample& s, bool* broken) override {
     tuner::WorkResult r;
-    if (s.family != nullptr) {
-      r.set_family(std::string(s.family->name()));
-      r.set_version(s.family->version());
-    }
-    if (!s.kernel.ptx.empty()) r.set_kernel_digest(KernelDigest(s.kernel));
-    if (!s.status.ok()) {
-      r.set_status(s.failure);
-      r.set_error(s.status.message());
-      return r;
-    }
+    if (!BeginResult(s, &r)) return r;
     const int64_t seq = s.item.seq();
     if (Every("crash_every", seq)) std::abort();
     if (Every("hang_every", seq)) {

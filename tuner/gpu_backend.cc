@@ -211,16 +211,7 @@ class GpuBackend : public WorkerBackend {
   tuner::WorkResult Measure(const PreparedSample& s, bool* broken) override {
     tuner::WorkResult r;
     r.set_compile_s(s.compile_s);
-    if (s.family != nullptr) {
-      r.set_family(std::string(s.family->name()));
-      r.set_version(s.family->version());
-    }
-    if (!s.kernel.ptx.empty()) r.set_kernel_digest(KernelDigest(s.kernel));
-    if (!s.status.ok()) {
-      r.set_status(s.failure);
-      r.set_error(s.status.message());
-      return r;
-    }
+    if (!BeginResult(s, &r)) return r;
     Status st = MeasureOnGpu(s, &r);
     if (!st.ok()) {
       r.set_status(r.status().empty() ? "launch_error" : r.status());

@@ -123,6 +123,18 @@ tuner::DaemonMessage WorkMessage(int64_t seq, const Candidate& c) {
   return m;
 }
 
+bool BeginResult(const PreparedSample& s, tuner::WorkResult* r) {
+  if (s.family != nullptr) {
+    r->set_family(std::string(s.family->name()));
+    r->set_version(s.family->version());
+  }
+  if (!s.kernel.ptx.empty()) r->set_kernel_digest(KernelDigest(s.kernel));
+  if (s.status.ok()) return true;
+  r->set_status(s.failure);
+  r->set_error(s.status.message());
+  return false;
+}
+
 Measurement FromWorkResult(const tuner::WorkResult& r) {
   Measurement m;
   auto status = SampleStatusFromString(r.status(), "status");

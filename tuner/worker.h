@@ -101,6 +101,12 @@ bool ParseWorkItem(PreparedSample* sample);
 // The daemon's side: a work item for candidate `c` numbered `seq`, with
 // its family's current generator version.
 tuner::DaemonMessage WorkMessage(int64_t seq, const Candidate& c);
+// Begins the result of measuring `sample`, as every backend does: what
+// was measured (the family, its generator version and, where a kernel was
+// generated, its KernelDigest) and, for a sample that failed before the
+// GPU, its failure and why. Returns false for such a sample: *result is
+// then complete.
+bool BeginResult(const PreparedSample& sample, tuner::WorkResult* result);
 // A worker's result as a Measurement. A status the daemon does not know, or
 // numbers that do not validate, become launch_error saying so.
 Measurement FromWorkResult(const tuner::WorkResult& r);
