@@ -258,8 +258,10 @@ def datasets(r):
         except (ValueError, KeyError) as e:
             raise ResultsError(f"{rel}: not a campaign's final progress: {e}") from e
         failed = sum(int(v) for v in (d.get("failures") or {}).values())
-        # A guided campaign draws nothing: its candidates are the models'.
-        accepted = ("guided" if spec.get("sampler") == "guided"
+        # A guided campaign draws nothing: its candidates are the models'; a
+        # --retune-stale one measures the store's stale samples again.
+        accepted = ("re-measure" if spec.get("retune_stale")
+                    else "guided" if spec.get("sampler") == "guided"
                     else f"{acceptance:.1f}%")
         rows.append((path.parent.name, device, spec["op"][3:].lower(),
                      spec["dtype"][6:].lower(), thousands(done),
