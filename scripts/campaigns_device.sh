@@ -121,9 +121,11 @@ elapsed = float(p.get("elapsed_seconds", 0) or 0)
 fails = p.get("failures", {}) or {}
 fam = p.get("samples_by_family", {}) or {}
 ver = int(p.get("verified", 0) or 0)
-# A guided campaign draws nothing (its candidates are the models'): no rate.
-guided = (c.get("spec", {}) or {}).get("sampler") == "guided"
-accepted = ("- (guided)" if guided
+# A guided campaign draws nothing (its candidates are the models'), nor does
+# a --retune-stale one (it measures the store's stale samples again): no rate.
+spec = c.get("spec", {}) or {}
+accepted = ("- (re-measure)" if spec.get("retune_stale")
+            else "- (guided)" if spec.get("sampler") == "guided"
             else f"{100 * float(p.get('acceptance', 0) or 0):.1f}%")
 print(f"{name}: {c.get('state', '?')} {done} samples in {wall:.1f} s wall "
       f"({elapsed:.1f} s campaign time) = {done / wall:.1f} samples/s; "
