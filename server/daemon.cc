@@ -457,7 +457,6 @@ int RunDaemon(const DaemonOptions& options) {
   QueryPolicy policy;
   policy.verify_always = options.verify_queries;
   policy.verify_top = options.verify_top;
-  policy.verify_confirm = options.verify_confirm;
   policy.search_threads = options.search_threads;
   policy.search_queue = options.search_queue;
   service.SetSurrogates(&surrogates, policy);

@@ -27,7 +27,6 @@ struct DaemonOptions {
   // (as if each query said --verify); score on the GPU when libtorch can.
   bool verify_queries = false;
   int verify_top = 10;
-  int verify_confirm = 3;  // QueryPolicy::verify_confirm
   std::string score_device = "cpu";  // "cpu", "cuda" or "auto"
   // The members' spread an ensemble's ranking charges (models/search.h
   // kEnsembleRisk; 0 ranks by the mean).

@@ -45,12 +45,6 @@ int main(int argc, char** argv) {
                  "block shapes a verified query re-benchmarks")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
-  app.add_option("--verify-confirm", options.verify_confirm,
-                 "the fastest of a verified query's re-benchmarked block "
-                 "shapes measured again, the answer being the fastest of "
-                 "that second round; 0: the first round decides")
-      ->check(CLI::Range(0, 100))
-      ->capture_default_str();
   app.add_option("--ensemble-risk", options.ensemble_risk,
                  "standard deviations of an ensemble's members' disagreement "
                  "(in ln flop/s) that count against a configuration when "

@@ -529,60 +529,6 @@ TEST_F(QueryTest, VerifyRebenchmarksTopKOnTheWorker) {
   EXPECT_EQ(again.source(), v1::QUERY_SOURCE_CACHED);
 }
 
-// The fastest of k noisy times reads fast by chance, so --verify measures
-// its fastest (and the search's own first) again and answers with the
-// fastest of that second round. The fake worker here reads the fifth
-// configuration of a list 4x fast (lucky_every=5): with --verify-confirm 0
-// that lucky time decides and is stored; with the default second round
-// (at most four configurations, so none of them lucky) every answer
-// carries its true time, the lucky one 4x its first.
-TEST_F(QueryTest, VerifyMeasuresTheFastestTwice) {
-  auto answers = [&](const std::string& confirm) {
-    // A store of its own each (the first's answer would be cached).
-    for (const char* f : {"/q.db", "/q.db-wal", "/q.db-shm"})
-      std::filesystem::remove(dir_.path() + f);
-    auto d = Start({"--fake-gpus", "1", "--fake-worker", "measure_us=100,lucky_every=5",
-                    "--verify-top", "5", "--verify-confirm", confirm});
-    EXPECT_TRUE(d->ok());
-    ImportAndTrain(*d);
-    v1::QueryRequest q = GemmQuery(3000, 48, 1000, 5);
-    q.set_verify(true);
-    v1::QueryResponse r;
-    grpc::Status s = d->NewStub()->Query(Ctx().get(), q, &r);
-    EXPECT_TRUE(s.ok()) << s.error_message() << d->Log();
-    EXPECT_EQ(r.source(), v1::QUERY_SOURCE_VERIFIED) << r.note();
-    EXPECT_THAT(r.note(), ::testing::Not(HasSubstr("measured once")));
-    std::vector<std::pair<std::string, double>> out;
-    for (const v1::TunedAnswer& a : r.answers()) {
-      EXPECT_EQ(a.source(), v1::SOURCE_VERIFIED);
-      out.push_back({a.kernel().ShortDebugString(), a.measured_seconds()});
-    }
-    return out;
-  };
-  const auto once = answers("0");
-  const auto twice = answers("3");
-  ASSERT_EQ(once.size(), 5u);
-  ASSERT_EQ(twice.size(), 5u);
-  for (size_t i = 1; i < 5; ++i) {
-    EXPECT_LE(once[i - 1].second, once[i].second);
-    EXPECT_LE(twice[i - 1].second, twice[i].second);
-  }
-  // The same five configurations (the same data and seed trained both
-  // models): the same times but for the lucky one, which led the first.
-  int moved = 0;
-  for (const auto& [config, t] : twice) {
-    const auto it = std::find_if(once.begin(), once.end(),
-                                 [&](const auto& o) { return o.first == config; });
-    ASSERT_NE(it, once.end()) << config;
-    if (std::abs(t - it->second) > 1e-12) {
-      ++moved;
-      EXPECT_EQ(it, once.begin()) << config;
-      EXPECT_NEAR(t, 4 * it->second, 1e-12) << config;
-    }
-  }
-  EXPECT_EQ(moved, 1);
-}
-
 }  // namespace
 }  // namespace blocktune
 

@@ -670,7 +670,7 @@ Status BlocktuneService::AnswerQueryOnDevice(
   v1::QuerySource source = v1::QUERY_SOURCE_PREDICTED;
 
   if (verify) {
-    std::string why, confirm_note;
+    std::string why;
     if (!campaigns_ || !campaigns_->has_gpu()) {
       why = "no GPU: blocktuned owns no GPU";
     } else {
@@ -698,31 +698,20 @@ Status BlocktuneService::AnswerQueryOnDevice(
                 measured->measurements[0].error + ")";
           answers.clear();
         } else {
-          const std::vector<bool> confirmed =
-              ConfirmFastest(list, &answers, &confirm_note);
-          // Measured ones first: those measured twice by their second time,
-          // then the rest by their first; failures dropped.
-          std::vector<std::pair<bool, TunedRecord>> kept;
-          for (size_t i = 0; i < answers.size(); ++i)
-            if (answers[i].measured_s > 0)
-              kept.push_back({confirmed[i], std::move(answers[i])});
-          std::stable_sort(kept.begin(), kept.end(),
-                           [](const auto& a, const auto& b) {
-                             if (a.first != b.first) return a.first;
-                             return a.second.measured_s < b.second.measured_s;
+          // Measured ones first, fastest first; failures dropped.
+          answers.erase(std::remove_if(answers.begin(), answers.end(),
+                                       [](const TunedRecord& t) {
+                                         return t.measured_s <= 0;
+                                       }),
+                        answers.end());
+          std::stable_sort(answers.begin(), answers.end(),
+                           [](const TunedRecord& a, const TunedRecord& b) {
+                             return a.measured_s < b.measured_s;
                            });
-          answers.clear();
-          for (auto& [c, t] : kept) answers.push_back(std::move(t));
-          if (answers.empty()) {
-            why = "none of the top " + std::to_string(list.size()) +
-                  " configurations ran correctly twice";
-          } else {
-            source = v1::QUERY_SOURCE_VERIFIED;
-          }
+          source = v1::QUERY_SOURCE_VERIFIED;
         }
       }
     }
-    if (!confirm_note.empty() && why.empty()) resp->set_note(confirm_note);
     if (!why.empty()) {
       resp->set_note("not re-benchmarked: " + why);
       if (answers.empty()) {
@@ -760,48 +749,6 @@ Status BlocktuneService::AnswerQueryOnDevice(
   resp->set_match(v1::MATCH_PREDICTED);
   resp->set_source(source);
   return OkStatus();
-}
-
-std::vector<bool> BlocktuneService::ConfirmFastest(
-    const std::vector<Candidate>& list, std::vector<TunedRecord>* answers,
-    std::string* note) {
-  std::vector<bool> confirmed(answers->size(), false);
-  std::vector<size_t> order;
-  for (size_t i = 0; i < answers->size(); ++i)
-    if ((*answers)[i].measured_s > 0) order.push_back(i);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return (*answers)[a].measured_s < (*answers)[b].measured_s;
-  });
-  const size_t n = std::min(order.size(),
-                            static_cast<size_t>(std::max(0, policy_.verify_confirm)));
-  std::vector<size_t> finalists(order.begin(), order.begin() + n);
-  if (n > 0 && (*answers)[0].measured_s > 0 &&
-      std::find(finalists.begin(), finalists.end(), 0) == finalists.end()) {
-    finalists.push_back(0);
-  }
-  if (finalists.size() < 2) return confirmed;
-  std::vector<Candidate> again;
-  for (size_t i : finalists) again.push_back(list[i]);
-  auto second = campaigns_->Measure(again);
-  if (!second.ok()) {
-    *note = "the fastest " + std::to_string(finalists.size()) +
-            " were measured once, not twice: " + second.status().message();
-    return confirmed;
-  }
-  for (size_t j = 0; j < finalists.size(); ++j) {
-    const Measurement& m = second->measurements[j];
-    TunedRecord& t = (*answers)[finalists[j]];
-    if (m.status == SampleStatus::kOk) {
-      t.measured_s = m.median_s;
-      confirmed[finalists[j]] = true;
-    } else {
-      BT_LOG(kWarning) << "verify: " << list[finalists[j]].ToString()
-                       << " ran correctly once, then " << ToString(m.status)
-                       << " " << m.error << "; dropped";
-      t.measured_s = 0;
-    }
-  }
-  return confirmed;
 }
 
 grpc::Status BlocktuneService::TrainModel(

@@ -35,13 +35,6 @@ struct QueryPolicy {
   bool verify_always = false;  // re-benchmark every new answer when a GPU
                                // is free, as if each query said --verify
   int verify_top = 10;         // block shapes re-benchmarked per verify
-  // The fastest verify_confirm of them (and the search's own first, where
-  // it is not among them) are measured a second time, and the answer is the
-  // fastest of that second measurement (0: the first round decides). The
-  // minimum of k noisy times reads fast by chance: on the H100's bf16
-  // evaluation a top-10 pick decided by one round ran >2% slower than the
-  // model's own first on 19 of 94 shapes when timed again.
-  int verify_confirm = 3;
   int search_threads = 0;      // surrogate searches at once; 0: as many as
                                // keep every core busy
                                // (SearchPool::DefaultThreads)
@@ -125,17 +118,6 @@ class BlocktuneService final : public v1::Blocktune::Service {
   Status AnswerQueryOnDevice(const ValidQuery& q,
                              std::chrono::system_clock::time_point deadline,
                              v1::QueryResponse* resp);
-  // A verify's second round (QueryPolicy::verify_confirm): `answers` (one
-  // per candidate of `list`, measured_s > 0 where the first round measured
-  // it) has its fastest verify_confirm and its first (the search's own
-  // pick) measured again; their measured_s becomes the second time, or 0
-  // where the second run failed (a configuration that fails once is not an
-  // answer). True for each one measured twice; `note` says why there was
-  // no second round when one was due and could not run (the first round
-  // decides then).
-  std::vector<bool> ConfirmFastest(const std::vector<Candidate>& list,
-                                   std::vector<TunedRecord>* answers,
-                                   std::string* note);
   // QueryRequest.fallback: the nearest stored context's answer, else a
   // default configuration (MATCH_STALE when only stale rows exist for the
   // context); `why` says why nothing better was found.

@@ -89,10 +89,7 @@ class FakeBackend : public WorkerBackend {
       default: break;
     }
     r.set_status("ok");
-    // lucky_every: a time that reads 4x fast by chance (the winner's curse
-    // of picking the minimum of noisy times, for --verify's second round).
-    const double lucky = Every("lucky_every", seq) ? 0.25 : 1.0;
-    r.set_median_s(lucky * (3e-6 + flops / (peak * quality)));
+    r.set_median_s(3e-6 + flops / (peak * quality));
     r.set_spread(0.01);
     r.set_repetitions(5);
     r.set_sm_clock_mhz(FakeFingerprint().sm_clock_mhz);
@@ -121,8 +118,7 @@ StatusOr<std::unique_ptr<WorkerBackend>> NewFakeBackend(const std::string& spec)
   static const char* kKnown[] = {"measure_us",   "compile_us",
                                  "crash_every",  "hang_every",
                                  "sticky_every", "wrong_every",
-                                 "compile_error_every", "lucky_every",
-                                 "no_device"};
+                                 "compile_error_every", "no_device"};
   std::map<std::string, int64_t> knobs;
   std::stringstream in(spec);
   std::string item;
@@ -140,7 +136,7 @@ StatusOr<std::unique_ptr<WorkerBackend>> NewFakeBackend(const std::string& spec)
                              "' is not key=N with N >= 0 and key one of "
                              "measure_us, compile_us, crash_every, hang_every, "
                              "sticky_every, wrong_every, compile_error_every, "
-                             "lucky_every, no_device");
+                             "no_device");
     }
     knobs[key] = v;
   }

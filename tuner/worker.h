@@ -120,7 +120,6 @@ Measurement FromWorkResult(const tuner::WorkResult& r);
 //   sticky_every=N      ... reports launch_error and exits kExitBroken
 //   wrong_every=N       ... reports wrong_result
 //   compile_error_every=N
-//   lucky_every=N       ... reports a time 4x below the true one
 //   no_device=1         Hello says there is no GPU
 // Times are a deterministic function of the sample (its FLOPs, output tile
 // and precision), so runs repeat.

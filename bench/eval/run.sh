@@ -23,8 +23,6 @@
 # gpu takes SWEEP (random configurations per family, default 40), EVAL_GROUPS
 # (a space-separated list of shapes.txt groups; default all) and PART (N:
 # the files are eval-N.*), so that a long evaluation runs in several calls,
-# CONFIRM (eval_bench --confirm: the top 10's fastest timed a second time to
-# decide the pick, as the daemon's --verify does; default 3, 0: one round)
 # and REST (eval_bench --rest: seconds idle before a rested re-time of each
 # shape's vendor and oracle). gpu logs the card's SM clock, power and
 # temperature every 100 ms (eval*-smi.csv.gz) beside eval_bench's --trace
@@ -131,7 +129,7 @@ case "${1:-}" in
     fi
     "$bin/eval_bench" --plan "$dir/plan.tsv" --csv "$out.csv" \
       --times "$out-times.tsv" --trace "$out-trace.tsv" --sweep "${SWEEP:-40}" \
-      ${REST:+--rest "$REST"} ${CONFIRM:+--confirm "$CONFIRM"} "${groups[@]}" "${triton[@]}" "${extra[@]}" \
+      ${REST:+--rest "$REST"} "${groups[@]}" "${triton[@]}" "${extra[@]}" \
       2>"$out.err" | tee "$out.txt"
     [[ -n $smi_pid ]] && kill "$smi_pid" 2>/dev/null || true
     gzip -f "$out.err"

@@ -30,7 +30,7 @@
 //
 //   eval_bench --plan plan.tsv --csv out.csv [--group G]... [--sweep 40]
 //              [--reps 21] [--triton TSV] [--times out.tsv] [--extra F.tsv]
-//              [--trace out.tsv] [--rest S] [--confirm N]
+//              [--trace out.tsv] [--rest S]
 // --times: every candidate's time too, a row each (context, source: the
 // plan's rank 1..10, "family" or "sweep", configuration, microseconds,
 // launches timed; NaN where it did not run), the data to score another
@@ -45,13 +45,6 @@
 // --trace: a line per timing (wall-clock seconds since the epoch, shape,
 // what was timed, microseconds), to lay beside a clock and power log
 // (nvidia-smi --query-gpu=timestamp,clocks.sm,... -lms 100).
-// --confirm N (default 3; 0: off): the top 10's pick is decided as the
-// daemon's --verify decides it (QueryPolicy::verify_confirm): the N fastest
-// of the top 10 with a correct output, and the model's answer, are timed
-// round-robin a second time and the fastest of that round is the pick (the
-// minimum of ten noisy times reads fast by chance: in the H100 bf16
-// evaluation of 2026-12-06, decided by one round, the pick ran more than 2%
-// slower than the model's answer on 19 of 94 shapes when timed again).
 // --rest S: after the picks, the GPU is left idle S seconds and then the
 // vendor and the oracle's pick are timed round-robin once more (traced and
 // printed to stderr, not in the CSV): the same two on a rested card.
@@ -314,7 +307,7 @@ int Usage() {
                "usage: eval_bench --plan FILE (--csv FILE [--group G]... "
                "[--sweep N (0..2000)] [--reps N (5..1000)] [--triton TSV] "
                "[--times FILE] [--extra FILE] [--trace FILE] "
-               "[--rest S (0..60)] [--confirm N (0..10)] | "
+               "[--rest S (0..60)] | "
                "--list-triton | --list-candidates)\n");
   return 2;
 }
@@ -323,7 +316,7 @@ int Main(int argc, char** argv) {
   std::string plan_path, csv_path, triton_path, times_path, extra_path,
       trace_path;
   std::set<std::string> groups;
-  long sweep = 40, reps = 21, rest_s = 0, confirm = 3;
+  long sweep = 40, reps = 21, rest_s = 0;
   bool list_triton = false, list_candidates = false;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
@@ -351,24 +344,17 @@ int Main(int argc, char** argv) {
       trace_path = v;
     } else if (flag == "--group") {
       groups.insert(v);
-    } else if (flag == "--sweep" || flag == "--reps" || flag == "--rest" ||
-               flag == "--confirm") {
+    } else if (flag == "--sweep" || flag == "--reps" || flag == "--rest") {
       char* end = nullptr;
       const long x = std::strtol(v, &end, 10);
       const long lo = flag == "--reps" ? 5 : 0,
-                 hi = flag == "--sweep"     ? 2000
-                      : flag == "--reps"    ? 1000
-                      : flag == "--confirm" ? 10
-                                            : 60;
+                 hi = flag == "--sweep" ? 2000 : flag == "--reps" ? 1000 : 60;
       if (end == v || *end != '\0' || x < lo || x > hi) {
         std::fprintf(stderr, "%s: '%s' is not an integer in [%ld, %ld]\n",
                      flag.c_str(), v, lo, hi);
         return 2;
       }
-      (flag == "--sweep"     ? sweep
-       : flag == "--reps"    ? reps
-       : flag == "--confirm" ? confirm
-                             : rest_s) = x;
+      (flag == "--sweep" ? sweep : flag == "--reps" ? reps : rest_s) = x;
     } else {
       return Usage();
     }
@@ -483,13 +469,8 @@ int Main(int argc, char** argv) {
   };
   std::fprintf(csv,
                "# %s; cuBLASLt %zu; sweep %ld per family, %ld repetitions; "
-               "%s; L2 read-flushed before each launch; %s\n%s\n",
+               "L2 read-flushed before each launch; %s\n%s\n",
                ToString(*fp).c_str(), cublasLtGetVersion(), sweep, reps,
-               confirm > 0
-                   ? ("top-10 pick decided by a second round of its " +
-                      std::to_string(confirm) + " fastest and the model's answer")
-                         .c_str()
-                   : "top-10 pick decided by one round",
                loader.Describe().c_str(), kCsvHeader);
   std::printf("# %s; sweep %ld per family; %zu Triton times\n",
               ToString(*fp).c_str(), sweep, triton.size());
@@ -627,35 +608,13 @@ int Main(int argc, char** argv) {
       if (std::isfinite(us[i])) order.push_back({us[i], i});
     std::sort(order.begin(), order.end());
     size_t top_i = SIZE_MAX;
-    std::vector<size_t> confirmed;  // --confirm's finalists
     for (const auto& [t, i] : order) {
-      if (confirmed.size() == static_cast<size_t>(std::max(confirm, 1L))) break;
       err[i] = check(i);
       if (correct(err[i])) {
-        if (top_i == SIZE_MAX) top_i = i;
-        confirmed.push_back(i);
-      } else {
-        ++wrong;
+        top_i = i;
+        break;
       }
-    }
-    if (confirm > 0 && top_i != SIZE_MAX && std::isfinite(us[0]) &&
-        std::find(confirmed.begin(), confirmed.end(), 0) == confirmed.end()) {
-      if (!std::isfinite(err[0])) err[0] = check(0);
-      if (correct(err[0])) confirmed.push_back(0);
-    }
-    if (confirm > 0 && confirmed.size() >= 2) {
-      std::vector<Timer::Slot> again;
-      for (size_t i : confirmed) again.push_back(slot(i));
-      const std::vector<double> t2 =
-          timer.TimeRoundRobin(again, static_cast<int>(reps));
-      double best = INFINITY;
-      for (size_t j = 0; j < confirmed.size(); ++j) {
-        trace(c, "confirm " + configs[confirmed[j]].Text(), t2[j]);
-        if (t2[j] < best) {
-          best = t2[j];
-          top_i = confirmed[j];
-        }
-      }
+      ++wrong;
     }
     // The oracle's finalists: the 4 fastest sweep candidates whose output
     // is correct.
