@@ -108,7 +108,10 @@ class Timer {
  public:
   // read_flush: read the flush buffer before each timed launch instead of
   // writing it (see --flush).
-  explicit Timer(bool read_flush = false) : read_flush_(read_flush) {
+  // no_flush: no flush at all (L2 and the instruction and constant caches
+  // stay warm; to tell a flush's cost from the kernel's).
+  explicit Timer(bool read_flush = false, bool no_flush = false)
+      : read_flush_(read_flush), no_flush_(no_flush) {
     CHECK_CUDA(cudaMalloc(&flush_, kFlushBytes));
     CHECK_CUDA(cudaMemset(flush_, 0, kFlushBytes));
     CHECK_CUDA(cudaEventCreate(&start_));
@@ -124,6 +127,7 @@ class Timer {
     }
   }
   void Flush(int r) {
+    if (no_flush_) return;
     if (!read_flush_) {
       cudaMemsetAsync(flush_, r & 0xff, kFlushBytes);
       return;
@@ -213,6 +217,7 @@ class Timer {
   void* flush_ = nullptr;
   cudaEvent_t start_, stop_;
   bool read_flush_ = false;
+  bool no_flush_ = false;
   std::unique_ptr<cuda::Module> module_;
   cuda::Function read_;
 };

@@ -27,7 +27,7 @@
 // own times go to stderr. Inputs are random in [-1, 1]. Our kernels'
 // outputs are compared with cuBLASLt's best (relative Frobenius error).
 //
-//   mma_bench [--quick] [--configs N] [--only S1,S2,..] [--flush write|read]
+//   mma_bench [--quick] [--configs N] [--only S1,S2,..] [--flush write|read|none]
 //             [--families gemm.mma,gemm.wgmma] [--triton TSV]
 //             [--ptx-dir DIR] [--list-shapes] [--plan]
 // --flush read (default): a kernel reads 256 MiB before each timed launch,
@@ -35,6 +35,8 @@
 // --flush write: a 256 MiB memset instead; it leaves L2 full of dirty
 // lines, which the timed kernel writes back to DRAM as its reads evict
 // them (mma_split.txt).
+// --flush none: no flush; operands, code and constants stay in L2 (to
+// separate what a flush costs a short kernel from the kernel itself).
 // --families: the families to run, in that order (default: every
 // registered tensor-core GEMM family the device runs).
 // --plan: lists each shape's candidates per family for an H100 (no GPU).
@@ -266,7 +268,7 @@ int Main(int argc, char** argv) {
   bool quick = false;
   size_t configs = 60;
   std::string only, families_arg, ptx_dir;
-  bool read_flush = true;
+  bool read_flush = true, no_flush = false;
   std::string profile_shape, profile_params;
   int profile_reps = 5;
   // --programs N: at most N programs of the main entry, walking the tiles
@@ -301,8 +303,11 @@ int Main(int argc, char** argv) {
       configs = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
       only = argv[++i];
-    else if (!std::strcmp(argv[i], "--flush") && i + 1 < argc)
-      read_flush = !std::strcmp(argv[++i], "read");
+    else if (!std::strcmp(argv[i], "--flush") && i + 1 < argc) {
+      ++i;
+      read_flush = !std::strcmp(argv[i], "read");
+      no_flush = !std::strcmp(argv[i], "none");
+    }
     else if (!std::strcmp(argv[i], "--families") && i + 1 < argc)
       families_arg = argv[++i];
     else if (!std::strcmp(argv[i], "--ptx-dir") && i + 1 < argc)
@@ -331,7 +336,7 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: mma_bench [--op gemm|conv] [--quick] [--configs N] "
                    "[--only S,..] "
-                   "[--flush write|read] [--families F,..] [--ptx-dir DIR] "
+                   "[--flush write|read|none] [--families F,..] [--ptx-dir DIR] "
                    "[--triton TSV] [--compile] [--plain-reduce] [--sustain S] "
                    "[--deadline S] "
                    "[--list-shapes] "
@@ -475,10 +480,11 @@ int Main(int argc, char** argv) {
     std::printf(" %s v%d", std::string(f->name()).c_str(), f->version());
   std::printf(" (PTX generated for %s, JIT-compiled by the driver)\n",
               arch.c_str());
-  Timer timer(read_flush);
+  Timer timer(read_flush, no_flush);
   std::printf("# L2 flush before each timed launch: %s\n",
-              read_flush ? "read 256 MiB (L2 left clean)"
-                         : "memset 256 MiB (L2 left dirty)");
+              no_flush     ? "none (--flush none: L2 stays warm)"
+              : read_flush ? "read 256 MiB (L2 left clean)"
+                           : "memset 256 MiB (L2 left dirty)");
 
   // Triton's times for the same shapes, measured in the same device call
   // by triton_bench.py --tsv: "prec layout m n k lda ldb us config".
