@@ -433,7 +433,7 @@ int Main(int argc, char** argv) {
   cudnnHandle_t dnn;
   cudnnCreate(&dnn);
 #endif
-  Timer timer(/*read_flush=*/true);
+  Timer timer(Timer::FlushMode::kRead);
   Loader loader(arch);
   // Opens an output file (none for an empty path) and writes its header;
   // false where it cannot be written.

@@ -106,17 +106,19 @@ std::vector<double> ToDoubles(const void* dev, size_t elems, DType prec);
 
 class Timer {
  public:
-  // read_flush: read the flush buffer before each timed launch instead of
-  // writing it (see --flush).
-  // no_flush: no flush at all (L2 and the instruction and constant caches
-  // stay warm; to tell a flush's cost from the kernel's).
-  explicit Timer(bool read_flush = false, bool no_flush = false)
-      : read_flush_(read_flush), no_flush_(no_flush) {
-    CHECK_CUDA(cudaMalloc(&flush_, kFlushBytes));
-    CHECK_CUDA(cudaMemset(flush_, 0, kFlushBytes));
+  // What runs before each timed launch (see mma_bench --flush): a 256 MiB
+  // memset (L2 left dirty), a kernel reading 256 MiB (L2 left clean), or
+  // nothing (L2 and the instruction and constant caches stay warm; to tell
+  // a flush's cost from the kernel's).
+  enum class FlushMode { kWrite, kRead, kNone };
+  explicit Timer(FlushMode flush = FlushMode::kWrite) : flush_mode_(flush) {
+    if (flush_mode_ != FlushMode::kNone) {
+      CHECK_CUDA(cudaMalloc(&flush_, kFlushBytes));
+      CHECK_CUDA(cudaMemset(flush_, 0, kFlushBytes));
+    }
     CHECK_CUDA(cudaEventCreate(&start_));
     CHECK_CUDA(cudaEventCreate(&stop_));
-    if (read_flush_) {
+    if (flush_mode_ == FlushMode::kRead) {
       auto m = cuda::Module::Load(CheckPtx());  // the tuner's helpers
       if (!m.ok()) {
         std::fprintf(stderr, "flush kernel: %s\n", m.status().ToString().c_str());
@@ -127,13 +129,18 @@ class Timer {
     }
   }
   void Flush(int r) {
-    if (no_flush_) return;
-    if (!read_flush_) {
-      cudaMemsetAsync(flush_, r & 0xff, kFlushBytes);
-      return;
+    switch (flush_mode_) {
+      case FlushMode::kNone:
+        return;
+      case FlushMode::kWrite:
+        cudaMemsetAsync(flush_, r & 0xff, kFlushBytes);
+        return;
+      case FlushMode::kRead: {
+        uint64_t p = reinterpret_cast<uint64_t>(flush_), n = kFlushBytes / 16;
+        (void)cuda::Launch(read_, {132 * 8}, {512}, 0, {&p, &n});
+        return;
+      }
     }
-    uint64_t p = reinterpret_cast<uint64_t>(flush_), n = kFlushBytes / 16;
-    (void)cuda::Launch(read_, {132 * 8}, {512}, 0, {&p, &n});
   }
   ~Timer() {
     cudaFree(flush_);
@@ -216,8 +223,7 @@ class Timer {
   static constexpr size_t kFlushBytes = size_t{256} << 20;
   void* flush_ = nullptr;
   cudaEvent_t start_, stop_;
-  bool read_flush_ = false;
-  bool no_flush_ = false;
+  FlushMode flush_mode_ = FlushMode::kWrite;
   std::unique_ptr<cuda::Module> module_;
   cuda::Function read_;
 };

@@ -268,7 +268,7 @@ int Main(int argc, char** argv) {
   bool quick = false;
   size_t configs = 60;
   std::string only, families_arg, ptx_dir;
-  bool read_flush = true, no_flush = false;
+  Timer::FlushMode flush = Timer::FlushMode::kRead;
   std::string profile_shape, profile_params;
   int profile_reps = 5;
   // --programs N: at most N programs of the main entry, walking the tiles
@@ -305,8 +305,9 @@ int Main(int argc, char** argv) {
       only = argv[++i];
     else if (!std::strcmp(argv[i], "--flush") && i + 1 < argc) {
       ++i;
-      read_flush = !std::strcmp(argv[i], "read");
-      no_flush = !std::strcmp(argv[i], "none");
+      flush = !std::strcmp(argv[i], "read")   ? Timer::FlushMode::kRead
+              : !std::strcmp(argv[i], "none") ? Timer::FlushMode::kNone
+                                              : Timer::FlushMode::kWrite;
     }
     else if (!std::strcmp(argv[i], "--families") && i + 1 < argc)
       families_arg = argv[++i];
@@ -480,11 +481,11 @@ int Main(int argc, char** argv) {
     std::printf(" %s v%d", std::string(f->name()).c_str(), f->version());
   std::printf(" (PTX generated for %s, JIT-compiled by the driver)\n",
               arch.c_str());
-  Timer timer(read_flush, no_flush);
+  Timer timer(flush);
   std::printf("# L2 flush before each timed launch: %s\n",
-              no_flush     ? "none (--flush none: L2 stays warm)"
-              : read_flush ? "read 256 MiB (L2 left clean)"
-                           : "memset 256 MiB (L2 left dirty)");
+              flush == Timer::FlushMode::kNone   ? "none (--flush none: L2 stays warm)"
+              : flush == Timer::FlushMode::kRead ? "read 256 MiB (L2 left clean)"
+                                             : "memset 256 MiB (L2 left dirty)");
 
   // Triton's times for the same shapes, measured in the same device call
   // by triton_bench.py --tsv: "prec layout m n k lda ldb us config".
