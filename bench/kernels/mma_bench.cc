@@ -53,6 +53,15 @@
 // is timed (the per-launch time under a sustained load).
 // ratio = cuBLASLt time / ours; > 1 means ours is faster.
 //
+//   mma_bench --floor
+// The timing floor of this protocol: a kernel that does nothing (1 program
+// of 32 threads; 132 x 128) and one whose 132 x 128 threads each load one
+// cold 128-byte line (one DRAM round trip after a flush), timed as every
+// kernel here is (events around the launch alone, round-robin, median of
+// 101) after each kind of flush. No kernel timed this way, ours or the
+// vendor's, can take less; a latency-bound layer's ratio is capped by
+// (vendor - floor) against (ours - floor).
+//
 //   mma_bench --op conv [flags as above]
 // The tensor-core convolution families (conv.mma, issue 18) against cuDNN
 // in the same precision instead: NHWC input, KRSC filter (cuDNN's NHWC
@@ -264,6 +273,68 @@ double Geomean(const std::pair<double, int>& v) {
   return v.second > 0 ? std::exp(v.first / v.second) : NAN;
 }
 
+// mma_bench --floor (see the top of this file).
+int TimeFloor(int sm_count) {
+  static const char kPtx[] =
+      ".version 7.0\n.target sm_80\n.address_size 64\n"
+      ".visible .entry bt_null()\n{\n  ret;\n}\n"
+      ".visible .entry bt_touch(.param .u64 src, .param .u64 dst)\n{\n"
+      "  .reg .pred %p;\n  .reg .b32 %r<6>;\n  .reg .b64 %rd<6>;\n"
+      "  ld.param.u64 %rd1, [src];\n  ld.param.u64 %rd2, [dst];\n"
+      "  cvta.to.global.u64 %rd1, %rd1;\n  cvta.to.global.u64 %rd2, %rd2;\n"
+      "  mov.u32 %r1, %ctaid.x;\n  mov.u32 %r2, %ntid.x;\n"
+      "  mov.u32 %r3, %tid.x;\n  mad.lo.u32 %r4, %r1, %r2, %r3;\n"
+      "  mul.wide.u32 %rd3, %r4, 128;\n  add.u64 %rd4, %rd1, %rd3;\n"
+      "  ld.global.u32 %r5, [%rd4];\n"
+      "  setp.eq.u32 %p, %r5, 305419896;\n"  // never: the buffer is zero
+      "  @%p st.global.u32 [%rd2], %r5;\n  ret;\n}\n";
+  auto m = cuda::Module::Load(kPtx);
+  if (!m.ok()) {
+    std::fprintf(stderr, "mma_bench --floor: %s\n", m.status().ToString().c_str());
+    return 1;
+  }
+  auto null_fn = (*m)->GetFunction("bt_null");
+  auto touch_fn = (*m)->GetFunction("bt_touch");
+  if (!null_fn.ok() || !touch_fn.ok()) {
+    std::fprintf(stderr, "mma_bench --floor: entry not found\n");
+    return 1;
+  }
+  const unsigned programs = static_cast<unsigned>(sm_count);
+  void *src = nullptr, *dst = nullptr;
+  const size_t src_bytes = size_t{programs} * 128 * 128;
+  CHECK_CUDA(cudaMalloc(&src, src_bytes));
+  CHECK_CUDA(cudaMemset(src, 0, src_bytes));
+  CHECK_CUDA(cudaMalloc(&dst, 4));
+  uint64_t s = reinterpret_cast<uint64_t>(src), d = reinterpret_cast<uint64_t>(dst);
+  const std::vector<Timer::Slot> slots = {
+      {nullptr, [&] { return cuda::Launch(*null_fn, {1}, {32}, 0, {}).ok(); }},
+      {nullptr,
+       [&] { return cuda::Launch(*null_fn, {programs}, {128}, 0, {}).ok(); }},
+      {nullptr, [&] {
+         return cuda::Launch(*touch_fn, {programs}, {128}, 0, {&s, &d}).ok();
+       }}};
+  std::printf("# the timing floor: events around one launch, round-robin, "
+              "median of 101, after each kind of flush (two rounds each)\n");
+  std::printf("%-7s %12s %14s %26s\n", "flush", "empty 1x32",
+              "empty Px128", "one cold line Px128");
+  const std::pair<const char*, Timer::FlushMode> modes[] = {
+      {"read", Timer::FlushMode::kRead},
+      {"write", Timer::FlushMode::kWrite},
+      {"none", Timer::FlushMode::kNone}};
+  for (const auto& [name, mode] : modes) {
+    Timer timer(mode);
+    for (int round = 0; round < 2; ++round) {
+      const std::vector<double> us = timer.TimeRoundRobin(slots, 101);
+      std::printf("%-7s %12.2f %14.2f %26.2f   (P = %u)\n", name, us[0], us[1],
+                  us[2], programs);
+    }
+  }
+  cudaFree(src);
+  cudaFree(dst);
+  return 0;
+}
+
+
 int Main(int argc, char** argv) {
   bool quick = false;
   size_t configs = 60;
@@ -292,7 +363,7 @@ int Main(int argc, char** argv) {
   // as ordinary launches, not programmatic dependent ones (to time both).
   bool plain_reduce = false;
   std::string triton_path;
-  bool list_shapes = false, plan = false;
+  bool list_shapes = false, plan = false, floor = false;
   Op op = Op::kGemm;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick"))
@@ -321,6 +392,8 @@ int Main(int argc, char** argv) {
       plan = true;
     else if (!std::strcmp(argv[i], "--compile"))
       compile = true;
+    else if (!std::strcmp(argv[i], "--floor"))
+      floor = true;
     else if (!std::strcmp(argv[i], "--plain-reduce"))
       plain_reduce = true;
     else if (!std::strcmp(argv[i], "--sustain") && i + 1 < argc)
@@ -341,7 +414,7 @@ int Main(int argc, char** argv) {
                    "[--triton TSV] [--compile] [--plain-reduce] [--sustain S] "
                    "[--deadline S] "
                    "[--list-shapes] "
-                   "[--plan] | "
+                   "[--plan] | --floor | "
                    "--profile \"bf16 NT m n k\" \"params\" [reps]\n");
       return 2;
     }
@@ -421,6 +494,7 @@ int Main(int argc, char** argv) {
   limits.sm_count = dev->sm_count;
   const std::string arch = "sm_" + std::to_string(limits.compute_capability);
   const int sm_count = dev->sm_count;
+  if (floor) return TimeFloor(sm_count);
 
   // The families: --families, or every tensor-core GEMM family (bf16) this
   // device runs.
