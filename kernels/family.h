@@ -207,7 +207,9 @@ inline unsigned ClampedPrograms(unsigned grid, unsigned programs,
 // (FNV-1a, kernels/fnv1a.h): the PTX, the entries, the target and the
 // launch (grids, blocks, cluster, shared memory, workspace, tensor maps,
 // persistence). The family's name and generator version are left out, so
-// two versions that emit the same kernel for a configuration digest alike:
+// two versions that emit the same kernel for a configuration digest alike
+// (but most generators also write their version into a PTX comment, which
+// is in the digest: RelabelUnchanged tries it at older values):
 // a store keeps each sample's digest and, after a generator version bump,
 // re-labels the samples whose kernel did not change (server/sample_digest.h)
 // instead of measuring them again. Change detection, not security.

@@ -29,9 +29,13 @@ namespace blocktune {
 StatusOr<std::string> RegeneratedDigest(const SampleRecord& sample);
 
 // Stale samples whose kernel_digest RegeneratedDigest reproduces get their
-// family's current generator version. Samples without a digest, of an
-// unknown family or of a newer version stay as they are. Returns how many
-// were re-labeled. Uses up to `threads` threads (at least one).
+// family's current generator version; so do those it reproduces with the
+// generator versions that most families write into their PTX's comments
+// ("// blocktune gemm.ffma_k v4, ...") set back to older values, which
+// KernelDigest cannot leave out: the kernel is the same but for a comment.
+// Samples without a digest, of an unknown family or of a newer version stay as
+// they are. Returns how many were re-labeled. Uses up to `threads` threads (at
+// least one).
 int64_t RelabelUnchanged(std::vector<SampleRecord>* samples, int threads = 1);
 
 // Current samples without a digest get RegeneratedDigest: by the

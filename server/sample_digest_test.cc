@@ -105,6 +105,48 @@ TEST(SampleDigestTest, RelabelsOnlyStaleSamplesWhoseKernelIsUnchanged) {
   EXPECT_EQ(RelabelUnchanged(&samples, 4), 0);
 }
 
+// gemm.ffma_k writes its generator version into its PTX
+// ("// blocktune gemm.ffma_k v4, fp32: ..."): a sample measured under an
+// older version whose kernel differs from today's only there is re-labeled;
+// one whose code differs too is not.
+TEST(SampleDigestTest, RelabelsAKernelThatDiffersOnlyInItsVersionComment) {
+  auto family = FindFamily("gemm.ffma_k");
+  ASSERT_TRUE(family.ok()) << family.status().ToString();
+  const int current = (*family)->version();
+  ASSERT_GE(current, 2);
+  auto params = (*family)->Parse("LM=16 TM=2 TN=8 WM=4 WN=1 KC=32 ST=4 KG=2");
+  ASSERT_TRUE(params.ok()) << params.status().ToString();
+  SampleRecord s = TestSample(1, 0);
+  s.context = GemmContext{4096, 16, 4096, Layout::kN, Layout::kT, DType::kFp32};
+  s.kernel = KernelConfig::Current(**family, *params);
+  auto today =
+      (*family)->Generate(Problem(s.context), s.kernel.params, s.device.Arch());
+  ASSERT_TRUE(today.ok()) << today.status().ToString();
+  const std::string now = " gemm.ffma_k v" + std::to_string(current);
+  const size_t at = today->ptx.find(now);
+  ASSERT_NE(at, std::string::npos) << "the PTX no longer names its version";
+  auto measured = [&](int version, bool code_changed) {
+    GeneratedKernel k = *today;
+    k.ptx.replace(at, now.size(), " gemm.ffma_k v" + std::to_string(version));
+    if (code_changed) k.ptx.replace(k.ptx.find("add.u32"), 7, "sub.u32");
+    SampleRecord r = s;
+    r.kernel.generator_version = version;
+    r.kernel_digest = KernelDigest(k);
+    return r;
+  };
+  std::vector<SampleRecord> samples = {
+      measured(current - 1, false),  // the same kernel, an older comment
+      measured(1, false),            // older still
+      measured(current - 1, true),   // the code changed too
+  };
+  // The digest does see the comment: the plain comparison alone misses it.
+  ASSERT_NE(samples[0].kernel_digest, *RegeneratedDigest(samples[0]));
+  EXPECT_EQ(RelabelUnchanged(&samples, 2), 2);
+  EXPECT_TRUE(samples[0].kernel.IsCurrent());
+  EXPECT_TRUE(samples[1].kernel.IsCurrent());
+  EXPECT_EQ(samples[2].kernel.generator_version, current - 1);
+}
+
 TEST(SampleDigestTest, FillsDigestsOfCurrentSamplesOnly) {
   std::vector<SampleRecord> samples = {Sample(1000, TestShape(64, 64)),
                                        Sample(1000, TestShape(64, 64)),
