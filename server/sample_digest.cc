@@ -43,7 +43,8 @@ bool IsNameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-// The version tokens of the PTX's comment lines, at most `limit`.
+// The version tokens of the PTX's comment lines that have an older value
+// (2 and up), at most `limit`.
 std::vector<VersionToken> VersionTokens(const std::string& ptx, size_t limit) {
   std::vector<VersionToken> out;
   size_t line = 0;
@@ -67,7 +68,9 @@ std::vector<VersionToken> VersionTokens(const std::string& ptx, size_t limit) {
           --b;
         }
         if (!dot || b == v) continue;
-        out.push_back({d, e - d, std::stoi(ptx.substr(d, e - d))});
+        // v1 (or v0) has no older value to try.
+        const int value = std::stoi(ptx.substr(d, e - d));
+        if (value >= 2) out.push_back({d, e - d, value});
       }
     }
     line = end + 1;

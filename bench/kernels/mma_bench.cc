@@ -334,7 +334,6 @@ int TimeFloor(int sm_count) {
   return 0;
 }
 
-
 int Main(int argc, char** argv) {
   bool quick = false;
   size_t configs = 60;
