@@ -18,8 +18,8 @@ struct Field {
   int64_t FfmaKParams::*member;
   const std::vector<int64_t>& (*values)();
   const char* meaning;
-  // false for ST (2, 3, 4): the sampling rule power_of_two would never draw
-  // ST = 3.
+  // false for ST (2, 3, 4) and KG (3, 5, 6, 7 since v5): the sampling rule
+  // power_of_two would never draw them.
   bool power_of_two = true;
 };
 const Field kFields[] = {
@@ -35,7 +35,7 @@ const Field kFields[] = {
     {"ST", &FfmaKParams::stages, FfmaKStageValues,
      "ST: stages of the cp.async ring (ST - 1 in flight)", false},
     {"KG", &FfmaKParams::kg, FfmaKSplitValues,
-     "K_G: programs splitting one reduction"},
+     "K_G: programs splitting one reduction", false},
     {"WK", &FfmaKParams::wk, FfmaKWarpValues,
      "WK: groups of WM x WN warps splitting each stage's K (summed in "
      "shared memory)"},

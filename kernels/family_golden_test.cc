@@ -64,9 +64,9 @@ constexpr Golden kGolden[] = {
      "kGemmWgmmaTailGeneratorVersion (kernels/gemm_wgmma.h)"},
     {"gemm.gemv", 3, 0xeaff295ae58427a6ull,
      "kGemmGemvGeneratorVersion (kernels/gemm_gemv.h)"},
-    {"gemm.ffma_k", 4, 0xa9f92e0538d6aaa1ull,
+    {"gemm.ffma_k", 5, 0xed27f92445ff0ecdull,
      "kGemmFfmaKGeneratorVersion (kernels/gemm_ffma_k.h)"},
-    {"gemm.ffma_kpk", 1, 0xd6a2ddec4e7c080dull,
+    {"gemm.ffma_kpk", 2, 0x9c70b2ac1a438f86ull,
      "kGemmFfmaKPackedGeneratorVersion (kernels/gemm_ffma_k.h)"},
     {"conv.wgmma_sk", 1, 0x146e1beb6cf56e57ull,
      "kConvWgmmaSplitGeneratorVersion (kernels/conv_wgmma.h)"},
@@ -308,6 +308,14 @@ std::vector<Case> GemmFfmaKCases() {
       "LM=8 TM=8 TN=4 WM=1 WN=4 KC=32 ST=3 KG=1024 WK=2 CL=2", "sm_90");
   add("gemm m=1000 n=50 k=1001 layout=NT dtype=fp32", 1004, 1004, 53,
       "LM=8 TM=1 TN=2 WM=8 WN=4 KC=16 ST=2 KG=8 CL=8", "sm_90");
+  // K_G that is no power of two (v5): the MLP layer of 7 x 1024 rows in 56
+  // x 7 programs, 3 splits on sm_80, 6 in clusters of 2.
+  add("gemm m=7168 n=16 k=7168 layout=NT dtype=fp32", 0, 0, 0,
+      "LM=16 TM=4 TN=8 WM=2 WN=1 KC=64 ST=3 KG=7 WK=4", "sm_90");
+  add("gemm m=1000 n=50 k=1001 layout=NT dtype=fp32", 1004, 1004, 53,
+      "LM=8 TM=1 TN=2 WM=8 WN=4 KC=16 ST=2 KG=3", "sm_80");
+  add("gemm m=4096 n=16 k=4096 layout=NT dtype=fp32", 0, 0, 0,
+      "LM=16 TM=2 TN=8 WM=4 WN=1 KC=32 ST=4 KG=6 CL=2", "sm_90");
   return out;
 }
 

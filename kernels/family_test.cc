@@ -1079,7 +1079,7 @@ TEST(FamilyRegistryTest, PowerOfTwoRuleLeavesSwitchesAlone) {
 TEST(FfmaKFamilyTest, RulesOfferNtOnly) {
   const KernelFamily& f = Family("gemm.ffma_k");
   EXPECT_EQ(f.op(), Op::kGemm);
-  EXPECT_EQ(f.version(), 4);
+  EXPECT_EQ(f.version(), 5);
   EXPECT_EQ(f.precisions(), std::vector<DType>{DType::kFp32});
   EXPECT_EQ(f.rules(), (std::vector<std::string>{"layout", "tile", "threads",
                                                  "k_warps", "vector_ld",
@@ -1186,6 +1186,23 @@ TEST(FfmaKFamilyTest, RulesOfferNtOnly) {
   auto over = f.Parse("LM=4 TM=8 TN=4 WM=2 WN=2 KC=32 ST=3 KG=4 CL=8");
   ASSERT_TRUE(over.ok());
   refused(cov, *over, "cluster", "cluster: CL=8 splits per cluster need CL <= KG=4");
+  // K_G that is no power of two (v5): its share of K divided, not shifted;
+  // clusters only of a divisor of it.
+  auto seven = f.Parse("LM=4 TM=8 TN=4 WM=2 WN=2 KC=32 ST=3 KG=7");
+  ASSERT_TRUE(seven.ok()) << seven.status().ToString();
+  EXPECT_EQ(f.Shape(cov, *seven).programs, 7);
+  auto g7 = f.Generate(cov, *seven, "sm_90");
+  ASSERT_TRUE(g7.ok()) << g7.status().ToString();
+  EXPECT_THAT(g7->ptx, HasSubstr("div.u32 %r, %r, 7;"));
+  EXPECT_EQ(g7->workspace_bytes, 7 * 64 * 64 * 4);
+  EXPECT_THAT(gk->ptx, ::testing::Not(HasSubstr("div.u32 %r, %r,")));
+  auto six = f.Parse("LM=4 TM=8 TN=4 WM=2 WN=2 KC=32 ST=3 KG=6 CL=2");
+  ASSERT_TRUE(six.ok());
+  EXPECT_TRUE(f.CanImplement(cov, *six, h100).ok());
+  auto uneven = f.Parse("LM=4 TM=8 TN=4 WM=2 WN=2 KC=32 ST=3 KG=6 CL=4");
+  ASSERT_TRUE(uneven.ok());
+  refused(cov, *uneven, "cluster",
+          "cluster: CL=4 splits per cluster need CL <= KG=6 and a divisor of it");
   EXPECT_EQ(f.Generate(cov, *clustered, "sm_80").status().code(),
             StatusCode::kFailedPrecondition);
   // 8 x 8 outputs per lane at 512 threads pass the per-thread estimate but
@@ -1230,7 +1247,7 @@ TEST(FfmaKFamilyTest, RulesOfferNtOnly) {
 // main one, the packs after the partial sums in the workspace.
 TEST(FfmaKPackedFamilyTest, OfferedWhereRowsAreNotWhole16ByteUnits) {
   const KernelFamily& f = Family("gemm.ffma_kpk");
-  EXPECT_EQ(f.version(), 1);
+  EXPECT_EQ(f.version(), 2);
   EXPECT_EQ(f.precisions(), std::vector<DType>{DType::kFp32});
   EXPECT_EQ(f.rules(), (std::vector<std::string>{"layout", "unaligned_rows",
                                                  "tile", "threads", "k_warps",
@@ -1312,7 +1329,7 @@ TEST(FfmaKFamilyTest, GenerateStagesKMajorThroughCpAsync) {
   auto k = f.Generate(problem, *p, "sm_90");
   ASSERT_TRUE(k.ok()) << k.status().ToString();
   EXPECT_EQ(k->entry, "blocktune_ffma_k");
-  EXPECT_THAT(k->ptx, HasSubstr("// blocktune gemm.ffma_k v4"));
+  EXPECT_THAT(k->ptx, HasSubstr("// blocktune gemm.ffma_k v5"));
   EXPECT_THAT(k->ptx, HasSubstr("cp.async.cg.shared.global"));
   EXPECT_THAT(k->ptx, HasSubstr("cp.async.wait_group 1;"));
   EXPECT_THAT(k->ptx, HasSubstr("ld.shared.v4.f32"));

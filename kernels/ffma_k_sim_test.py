@@ -53,6 +53,15 @@ CASES = [
     (64, 64, 130, 132, 132, 64, "LM=8 TM=4 TN=4 WM=1 WN=2 KC=32 ST=3 KG=8 WK=2 CL=8", 1.0, -1.0),
     (33, 40, 61, 64, 64, 40, "LM=4 TM=8 TN=4 WM=2 WN=1 KC=16 ST=3 KG=16 CL=8", 1.0, 0.0),
     (7, 9, 5, 8, 8, 11, "LM=4 TM=2 TN=1 WM=1 WN=1 KC=16 ST=2 KG=8 CL=2", 1.0, 0.25),
+    # K_G that is no power of two (v5: the share of K divided, not shifted):
+    # 3 and 7 splits of a ragged K (the last split shorter, 7 x 16 > 70 / 16
+    # stages: some with none), 6 in clusters of 2 and 3 of 3 never (CL is a
+    # power of two), 5 for the packed family.
+    (40, 24, 70, 72, 72, 26, "LM=8 TM=2 TN=2 WM=1 WN=2 KC=16 ST=3 KG=3", 1.0, 0.5),
+    (33, 40, 250, 252, 252, 40, "LM=8 TM=1 TN=8 WM=2 WN=1 KC=16 ST=2 KG=7", 1.0, 0.0),
+    (40, 24, 130, 132, 132, 26, "LM=8 TM=2 TN=2 WM=1 WN=2 KC=16 ST=2 KG=6 CL=2", 0.5, 0.0),
+    (40, 24, 70, 70, 71, 26, "LM=8 TM=2 TN=2 WM=1 WN=2 KC=16 ST=3 KG=5", 1.0, 0.0,
+     "gemm.ffma_kpk"),
     # gemm.ffma_kpk: rows that are no multiple of 4 floats, copied by the
     # pack entry into the workspace first (after the partial sums): both
     # packed with a split, A only, B only with clusters.

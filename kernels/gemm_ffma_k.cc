@@ -236,9 +236,13 @@ std::string Entry(const Plan& t, const std::string& arch, bool dependent,
     << "\tadd.u32 %r, %K, " << N(q.kc - 1) << ";\n"
     << "\tshr.u32 %r, %r, " << N(Log2(q.kc)) << ";\n";
   if (q.kg > 1) {
-    p << "\tadd.u32 %r, %r, " << N(q.kg - 1) << ";\n"
-      << "\tshr.u32 %r, %r, " << N(Log2(q.kg)) << ";\n"
-      << "\tmov.u32 %z, %ctaid.z;\n";
+    p << "\tadd.u32 %r, %r, " << N(q.kg - 1) << ";\n";
+    if ((q.kg & (q.kg - 1)) == 0) {
+      p << "\tshr.u32 %r, %r, " << N(Log2(q.kg)) << ";\n";
+    } else {
+      p << "\tdiv.u32 %r, %r, " << N(q.kg) << ";\n";
+    }
+    p << "\tmov.u32 %z, %ctaid.z;\n";
   } else {
     p << "\tmov.u32 %z, 0;\n";
   }
@@ -466,8 +470,13 @@ const std::vector<int64_t>& FfmaKSplitValues() {
   // Up to 1024: a 64 x 64 covariance is one tile, and its K alone fills
   // the SMs (512 and 1024 for more programs per SM: with CL = 8 their
   // workspace is that of 64 and 128).
-  static const std::vector<int64_t> v = {1,  2,   4,   8,   16, 32,
-                                         64, 128, 256, 512, 1024};
+  // 3, 5, 6 and 7 (v5): a grid of M tiles x K_G programs that fills the
+  // SMs where no power of two can (7168 rows = 7 x 1024: 56 tiles of 128
+  // rows x K_G = 7 is 392 programs, 2.97 per SM of an H100; with powers of
+  // two every grid is 7 x 2^j, 0.85 of the SMs at best; cuBLAS's own grid
+  // for that MLP layer is 56 x 7, bench/results/h100/ncu-misses/).
+  static const std::vector<int64_t> v = {1,  2,  3,  4,   5,   6,   7,   8,
+                                         16, 32, 64, 128, 256, 512, 1024};
   return v;
 }
 const std::vector<int64_t>& FfmaKClusterValues() {
@@ -550,7 +559,8 @@ bool Passes(FfmaKRule rule, const Problem& problem, const FfmaKParams& p,
              regs * p.Threads() < limits.registers_per_sm;
     }
     case FfmaKRule::kCluster:
-      return p.cl == 1 || (p.cl <= p.kg && limits.compute_capability >= 90);
+      return p.cl == 1 || (p.cl <= p.kg && p.kg % p.cl == 0 &&
+                           limits.compute_capability >= 90);
   }
   return false;
 }
@@ -616,11 +626,12 @@ Status CanImplement(const Problem& problem, const FfmaKParams& p,
       case FfmaKRule::kCluster:
         return FailedPrecondition(
             "cluster: CL=" + N(p.cl) + " splits per cluster need " +
-            (p.cl > p.kg ? "CL <= KG=" + N(p.kg)
-                         : std::string("thread-block clusters (compute "
-                                       "capability 9.0 or later), got ") +
-                               N(limits.compute_capability / 10) + "." +
-                               N(limits.compute_capability % 10)) +
+            (p.cl > p.kg || p.kg % p.cl != 0
+                 ? "CL <= KG=" + N(p.kg) + " and a divisor of it"
+                 : std::string("thread-block clusters (compute "
+                               "capability 9.0 or later), got ") +
+                       N(limits.compute_capability / 10) + "." +
+                       N(limits.compute_capability % 10)) +
             "; CL=1 runs anywhere");
     }
   }

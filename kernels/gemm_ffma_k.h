@@ -59,7 +59,7 @@
 namespace blocktune {
 
 // Bumped whenever the emitted PTX can change (family_golden_test).
-inline constexpr int kGemmFfmaKGeneratorVersion = 4;
+inline constexpr int kGemmFfmaKGeneratorVersion = 5;
 inline constexpr const char kGemmFfmaKFamily[] = "gemm.ffma_k";
 
 struct FfmaKParams {
@@ -70,7 +70,7 @@ struct FfmaKParams {
   int64_t wn = 2;       // WN: warps per program along N
   int64_t kc = 32;      // KC: elements of K per shared-memory stage
   int64_t stages = 3;   // ST: stages of the cp.async ring
-  int64_t kg = 1;       // K_G: programs splitting K
+  int64_t kg = 1;       // K_G: programs splitting K (v5: 3, 5, 6, 7 too)
   int64_t wk = 1;       // WK: groups of WM x WN warps splitting each stage
   int64_t cl = 1;       // CL: splits of K per cluster, added in DSMEM
 
@@ -173,7 +173,7 @@ StatusOr<GemmKernel> GenerateFfmaK(const Problem& problem,
 // where it reads them (the workspace at a constant offset, a constant
 // leading dimension). Aligned operands are read in place. The workspace
 // holds gemm.ffma_k's partial sums first, then the packs.
-inline constexpr int kGemmFfmaKPackedGeneratorVersion = 1;
+inline constexpr int kGemmFfmaKPackedGeneratorVersion = 2;
 inline constexpr const char kGemmFfmaKPackedFamily[] = "gemm.ffma_kpk";
 // Whether some operand's rows are not whole 16-byte units.
 bool NeedsFfmaKPacking(const Problem& problem);
