@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -63,39 +64,75 @@ TEST(PretrainedTest, ShippedSamplesAndModelsAreCurrent) {
       files.push_back(entry.path().string());
   }
   ASSERT_FALSE(files.empty()) << "no dataset files under " << root;
-  int64_t samples = 0, models = 0;
-  std::vector<std::string> stale;
-  // Rows of an older version, with where they are, for the re-labelling.
-  std::vector<SampleRecord> older;
-  std::vector<std::string> older_where;
-  for (const std::string& file : files) {
+  // One file's rows, read on a thread of its own (JSON parsing is most of
+  // this test's time).
+  struct FileRows {
+    std::string error;
+    int64_t samples = 0, models = 0;
+    std::vector<std::string> stale;
+    // Rows of an older version, with where they are, for the re-labelling.
+    std::vector<SampleRecord> older;
+    std::vector<std::string> older_where;
+  };
+  auto read = [](const std::string& file, FileRows* out) {
     auto dataset = ReadDatasetFile(file);
-    ASSERT_TRUE(dataset.ok()) << file << ": " << dataset.status().ToString();
+    if (!dataset.ok()) {
+      out->error = file + ": " + dataset.status().ToString();
+      return;
+    }
     for (int i = 0; i < dataset->samples_size(); ++i) {
       const std::string field = "samples[" + std::to_string(i) + "]";
       auto s = FromProto(dataset->samples(i), field);
-      ASSERT_TRUE(s.ok()) << file << ": " << s.status().ToString();
-      ++samples;
+      if (!s.ok()) {
+        out->error = file + ": " + s.status().ToString();
+        return;
+      }
+      ++out->samples;
       if (!s->kernel.IsCurrent()) {
-        older_where.push_back(file + " " + field + ": " + s->kernel.family + " v" +
-                              std::to_string(s->kernel.generator_version));
-        older.push_back(std::move(*s));
+        out->older_where.push_back(file + " " + field + ": " + s->kernel.family +
+                                   " v" + std::to_string(s->kernel.generator_version));
+        out->older.push_back(std::move(*s));
       }
     }
     for (int i = 0; i < dataset->models_size(); ++i) {
       const std::string field = "models[" + std::to_string(i) + "]";
       auto m = FromProto(dataset->models(i), field);
-      ASSERT_TRUE(m.ok()) << file << ": " << m.status().ToString();
-      ++models;
+      if (!m.ok()) {
+        out->error = file + ": " + m.status().ToString();
+        return;
+      }
+      ++out->models;
       if (!m->IsCurrent())
-        stale.push_back(file + " " + field + ": " + m->family + " v" +
-                        std::to_string(m->generator_version) + ", data v" +
-                        std::to_string(m->data_version));
+        out->stale.push_back(file + " " + field + ": " + m->family + " v" +
+                             std::to_string(m->generator_version) + ", data v" +
+                             std::to_string(m->data_version));
+    }
+  };
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<FileRows> rows(files.size());
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < files.size();) read(files[i], &rows[i]);
+    });
+  for (auto& t : pool) t.join();
+  int64_t samples = 0, models = 0;
+  std::vector<std::string> stale;
+  std::vector<SampleRecord> older;
+  std::vector<std::string> older_where;
+  for (FileRows& r : rows) {
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    samples += r.samples;
+    models += r.models;
+    stale.insert(stale.end(), r.stale.begin(), r.stale.end());
+    for (size_t i = 0; i < r.older.size(); ++i) {
+      older.push_back(std::move(r.older[i]));
+      older_where.push_back(std::move(r.older_where[i]));
     }
   }
   // What the import does with them: a row whose kernel this build emits
   // unchanged (but for the version in its comment) is stored as current.
-  const int threads = std::max(1u, std::thread::hardware_concurrency());
   const int64_t relabeled = RelabelUnchanged(&older, threads);
   for (size_t i = 0; i < older.size(); ++i)
     if (!older[i].kernel.IsCurrent())
