@@ -237,7 +237,7 @@ std::string Entry(const Plan& t, const std::string& arch, bool dependent,
     << "\tshr.u32 %r, %r, " << N(Log2(q.kc)) << ";\n";
   if (q.kg > 1) {
     p << "\tadd.u32 %r, %r, " << N(q.kg - 1) << ";\n";
-    if ((q.kg & (q.kg - 1)) == 0) {
+    if (IsPow2(q.kg)) {
       p << "\tshr.u32 %r, %r, " << N(Log2(q.kg)) << ";\n";
     } else {
       p << "\tdiv.u32 %r, %r, " << N(q.kg) << ";\n";

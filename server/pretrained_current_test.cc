@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -21,6 +20,7 @@
 
 #include "kernels/family.h"
 
+#include "kernels/ptxas_harness.h"  // ParallelFor
 #include "proto/dataset_file.h"
 #include "server/record_convert.h"
 #include "server/sample_digest.h"
@@ -110,13 +110,7 @@ TEST(PretrainedTest, ShippedSamplesAndModelsAreCurrent) {
   };
   const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<FileRows> rows(files.size());
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&] {
-      for (size_t i; (i = next++) < files.size();) read(files[i], &rows[i]);
-    });
-  for (auto& t : pool) t.join();
+  ParallelFor(files.size(), threads, [&](size_t i, int) { read(files[i], &rows[i]); });
   int64_t samples = 0, models = 0;
   std::vector<std::string> stale;
   std::vector<SampleRecord> older;
