@@ -11,6 +11,7 @@ build=${BUILD_DIR:-build}
 jobs=$(nproc)
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j "$jobs"
+echo "test.sh: setup and build took ${SECONDS} s"
 cd "$build"
 # shellcheck disable=SC2086
 ctest --output-on-failure -j "$jobs" --timeout 900 ${CTEST_ARGS:-}
