@@ -1,0 +1,169 @@
+// The configurations around one configuration: every combination of the
+// values of the named parameters (the others kept), that validates and that
+// the family's hardware rules accept for the shape on a Hopper profile of
+// --sm-count SMs, as lines of an evaluation plan (bench/eval/run.sh's
+// plan-families.tsv form), for eval_bench --extra. A local search a device
+// call can time in full beside the model's answers, where a random sweep
+// would draw a rare value a few times only (issue 18: gemm.ffma_k's K_G of
+// 3 to 7 on the MLP layers).
+//
+//   neighbors --group mlp --context "gemm m=7168 n=16 k=7168 layout=NT dtype=fp32"
+//     --config "gemm.ffma_k v5 LM=8 TM=8 TN=4 WM=1 WN=1 KC=32 ST=2 KG=4 WK=4 CL=4"
+//     --vary KG=3/5/6/7/8,CL,ST,WK [--sm-count 132]
+//
+// --vary names parameters, each with all of its values or those after '=',
+// separated by '/'.
+// Needs no GPU. Prints to stdout; a count to stderr.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/context.h"
+#include "kernels/family.h"
+#include "kernels/limits.h"
+
+namespace blocktune {
+namespace {
+
+int Usage() {
+  std::fprintf(stderr,
+               "usage: neighbors --group G --context TEXT --config 'FAMILY vN "
+               "K=V ...' --vary NAME[=V/V/...],... [--sm-count N]\n");
+  return 2;
+}
+
+int Main(int argc, char** argv) {
+  std::string group, context_text, config_text, vary_text;
+  int sm_count = 132;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) return Usage();
+    const std::string v = argv[++i];
+    if (flag == "--group") {
+      group = v;
+    } else if (flag == "--context") {
+      context_text = v;
+    } else if (flag == "--config") {
+      config_text = v;
+    } else if (flag == "--vary") {
+      vary_text = v;
+    } else if (flag == "--sm-count") {
+      sm_count = std::atoi(v.c_str());
+      if (sm_count < 1 || sm_count > 1024) {
+        std::fprintf(stderr, "--sm-count %s: expected 1 to 1024\n", v.c_str());
+        return 2;
+      }
+    } else {
+      return Usage();
+    }
+  }
+  if (group.empty() || context_text.empty() || config_text.empty() ||
+      vary_text.empty())
+    return Usage();
+  auto ctx = ContextFromString(context_text);
+  if (!ctx.ok()) {
+    std::fprintf(stderr, "--context: %s\n", ctx.status().ToString().c_str());
+    return 2;
+  }
+  const size_t sp1 = config_text.find(' ');
+  const size_t sp2 = sp1 == std::string::npos ? sp1 : config_text.find(' ', sp1 + 1);
+  if (sp2 == std::string::npos) {
+    std::fprintf(stderr, "--config '%s': expected 'FAMILY vN K=V ...'\n",
+                 config_text.c_str());
+    return 2;
+  }
+  auto family = FindFamily(config_text.substr(0, sp1));
+  if (!family.ok()) {
+    std::fprintf(stderr, "--config: %s\n", family.status().ToString().c_str());
+    return 2;
+  }
+  const KernelFamily& f = **family;
+  const std::string version = config_text.substr(sp1 + 1, sp2 - sp1 - 1);
+  if (version != "v" + std::to_string(f.version())) {
+    std::fprintf(stderr, "--config: %s is at v%d here, not %s\n",
+                 std::string(f.name()).c_str(), f.version(), version.c_str());
+    return 2;
+  }
+  auto seed = f.Parse(config_text.substr(sp2 + 1));
+  if (!seed.ok()) {
+    std::fprintf(stderr, "--config: %s\n", seed.status().ToString().c_str());
+    return 2;
+  }
+  // Each axis: a parameter and the values it takes (all of its domain's,
+  // or those after '=', separated by '/').
+  std::vector<int> axes;
+  std::vector<std::vector<int64_t>> values;
+  for (size_t start = 0; start <= vary_text.size();) {
+    size_t end = vary_text.find(',', start);
+    if (end == std::string::npos) end = vary_text.size();
+    const std::string item = vary_text.substr(start, end - start);
+    const size_t eq = item.find('=');
+    const std::string name = item.substr(0, eq);
+    const int at = f.ParamIndex(name);
+    if (at < 0) {
+      std::fprintf(stderr, "--vary: %s has no parameter '%s'\n",
+                   std::string(f.name()).c_str(), name.c_str());
+      return 2;
+    }
+    const std::vector<int64_t>& domain = f.params()[at].values;
+    std::vector<int64_t> these;
+    if (eq == std::string::npos) {
+      these = domain;
+    } else {
+      for (size_t v = eq + 1; v <= item.size();) {
+        size_t slash = item.find('/', v);
+        if (slash == std::string::npos) slash = item.size();
+        const std::string word = item.substr(v, slash - v);
+        char* stop = nullptr;
+        const long long x = std::strtoll(word.c_str(), &stop, 10);
+        if (word.empty() || *stop != '\0' ||
+            std::find(domain.begin(), domain.end(), x) == domain.end()) {
+          std::fprintf(stderr, "--vary: %s=%s is not among %s's values\n",
+                       name.c_str(), word.c_str(), name.c_str());
+          return 2;
+        }
+        these.push_back(x);
+        v = slash + 1;
+      }
+    }
+    axes.push_back(at);
+    values.push_back(std::move(these));
+    start = end + 1;
+  }
+  KernelLimits limits;  // the Hopper profile's
+  limits.sm_count = sm_count;
+  const Problem problem(*ctx);
+  const std::string prefix = std::string(f.name()) + " v" +
+                             std::to_string(f.version()) + " ";
+  // An odometer over the axes' values.
+  std::vector<size_t> at(axes.size(), 0);
+  long printed = 0, tried = 0;
+  for (;;) {
+    Params p = *seed;
+    for (size_t a = 0; a < axes.size(); ++a)
+      p[axes[a]] = values[a][at[a]];
+    ++tried;
+    if (f.ValidateParams(p).ok() && f.CanImplement(problem, p, limits).ok() &&
+        SplitHasWork(problem, f.Shape(problem, p))) {
+      std::printf("%s\t%s\t0\t%s%s\t0\n", group.c_str(), context_text.c_str(),
+                  prefix.c_str(), f.Format(p).c_str());
+      ++printed;
+    }
+    size_t a = 0;
+    for (; a < axes.size(); ++a) {
+      if (++at[a] < values[a].size()) break;
+      at[a] = 0;
+    }
+    if (a == axes.size()) break;
+  }
+  std::fprintf(stderr, "%ld of %ld combinations pass\n", printed, tried);
+  return 0;
+}
+
+}  // namespace
+}  // namespace blocktune
+
+int main(int argc, char** argv) { return blocktune::Main(argc, argv); }
