@@ -121,8 +121,11 @@ int Main(int argc, char** argv) {
         const long long x = std::strtoll(word.c_str(), &stop, 10);
         if (word.empty() || *stop != '\0' ||
             std::find(domain.begin(), domain.end(), x) == domain.end()) {
-          std::fprintf(stderr, "--vary: %s=%s is not among %s's values\n",
-                       name.c_str(), word.c_str(), name.c_str());
+          std::string allowed;
+          for (int64_t d : domain)
+            allowed += (allowed.empty() ? "" : ", ") + std::to_string(d);
+          std::fprintf(stderr, "--vary: %s=%s: expected one of %s's values {%s}\n",
+                       name.c_str(), word.c_str(), name.c_str(), allowed.c_str());
           return 2;
         }
         these.push_back(x);
