@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -108,6 +107,10 @@ int Main(int argc, char** argv) {
                    std::string(f.name()).c_str(), name.c_str());
       return 2;
     }
+    if (std::find(axes.begin(), axes.end(), at) != axes.end()) {
+      std::fprintf(stderr, "--vary: '%s' is named twice\n", name.c_str());
+      return 2;
+    }
     const std::vector<int64_t>& domain = f.params()[at].values;
     std::vector<int64_t> these;
     if (eq == std::string::npos) {
@@ -139,6 +142,8 @@ int Main(int argc, char** argv) {
   KernelLimits limits;  // the Hopper profile's
   limits.sm_count = sm_count;
   const Problem problem(*ctx);
+  // The plan's own spelling of the shape, which eval_bench matches.
+  const std::string shape = ToString(*ctx);
   const std::string prefix = std::string(f.name()) + " v" +
                              std::to_string(f.version()) + " ";
   // An odometer over the axes' values.
@@ -151,7 +156,7 @@ int Main(int argc, char** argv) {
     ++tried;
     if (f.ValidateParams(p).ok() && f.CanImplement(problem, p, limits).ok() &&
         SplitHasWork(problem, f.Shape(problem, p))) {
-      std::printf("%s\t%s\t0\t%s%s\t0\n", group.c_str(), context_text.c_str(),
+      std::printf("%s\t%s\t0\t%s%s\t0\n", group.c_str(), shape.c_str(),
                   prefix.c_str(), f.Format(p).c_str());
       ++printed;
     }

@@ -21,6 +21,12 @@ while IFS=$'\t' read -r group context rank config predicted extra; do
     fail "unexpected configuration: $config"
 done <<<"$out"
 
+# The shape is written as the plan spells it (eval_bench matches the text),
+# whatever spacing it was given in.
+spaced=$("$nb" --group mlp --context "gemm  m=7168 n=16   k=7168 layout=NT dtype=fp32" \
+           --config "$seed" --vary ST=2 2>/dev/null | cut -f2)
+[[ $spaced == "$ctx" ]] || fail "shape written as '$spaced'"
+
 # Every value of a parameter when no values are named; no duplicates.
 all=$("$nb" --group mlp --context "$ctx" --config "$seed" --vary ST 2>/dev/null)
 [[ $(wc -l <<<"$all") == 3 && $(sort -u <<<"$all" | wc -l) == 3 ]] || fail "ST: $all"
@@ -36,6 +42,7 @@ expect_refusal() {
 expect_refusal "KG=9: expected one of KG's values {1, 2, 3, 4, 5, 6, 7, 8, 16" \
   --group mlp --context "$ctx" --config "$seed" --vary KG=9
 expect_refusal "has no parameter 'XX'" --group mlp --context "$ctx" --config "$seed" --vary XX
+expect_refusal "'KG' is named twice" --group mlp --context "$ctx" --config "$seed" --vary KG,CL,KG
 expect_refusal "is at v5 here, not v4" --group mlp --context "$ctx" \
   --config "gemm.ffma_k v4 LM=8" --vary KG
 expect_refusal "--context" --group mlp --context "gemm m=0" --config "$seed" --vary KG
