@@ -6,8 +6,10 @@
 # at most SAMPLES samples, default 60000) through scripts/campaigns_device.sh,
 # which also reads SAMPLER and IMPORT (a guided campaign: SAMPLER=guided
 # IMPORT=models/pretrained/h200/models-gemm-fp32.json.gz). TEST=0 skips the
-# GPU test. Writes $OUT/cw.tgz (device.txt, the build logs,
-# gemm_gpu_test.txt, campaign/).
+# GPU test. FAMILIES=F,.. samples other families than gemm.ffma (the K_G
+# campaign of gemm.ffma_k, run52, on another GPU: TEST=0 MIN=5 SAMPLES=40000
+# FAMILIES=gemm.ffma_k,gemm.ffma_kpk). Writes $OUT/cw.tgz (device.txt, the
+# build logs, gemm_gpu_test.txt, campaign/).
 set -u
 cd "$(dirname "$0")/../.."
 w=/tmp/cw; mkdir -p $w; s0=$SECONDS
@@ -19,7 +21,7 @@ if [[ ${TEST:-1} != 0 ]]; then
 fi
 OFFLINE_TARGETS="blocktuned blocktune blocktune-worker" scripts/offline-deps.sh build > $w/build2.log 2>&1; echo "daemon built at $((SECONDS-s0)) s"; tail -2 $w/build2.log
 wait; [[ -f $w/gemm_gpu_test.txt ]] && grep -E "^\[  (PASSED|FAILED)|cases|Failure" $w/gemm_gpu_test.txt | head
-MINUTES=${MIN:-3} FAMILIES=gemm.ffma timeout $((60 * ${MIN:-3} + 150)) \
+MINUTES=${MIN:-3} FAMILIES=${FAMILIES:-gemm.ffma} timeout $((60 * ${MIN:-3} + 150)) \
   scripts/campaigns_device.sh $w/campaign build-gpu gemm:fp32:${SAMPLES:-60000} > $w/campaign.log 2>&1
 tail -3 $w/campaign.log; cat $w/campaign/report.txt; echo "done at $((SECONDS-s0)) s"
 tar czf $OUT/cw.tgz -C /tmp cw
