@@ -60,24 +60,13 @@
 #include <set>
 #include <thread>
 
+#include "bench/kernels/config_text.h"
 #include "bench/kernels/family_measure.h"
 #include "kernels/ptx_compiler.h"
 #include "tuner/compile_cache.h"
 
 namespace blocktune::bench {
 namespace {
-
-struct Config {
-  const KernelFamily* family = nullptr;
-  Params params;
-  std::string Text() const {
-    return std::string(family->name()) + " v" +
-           std::to_string(family->version()) + " " + family->Format(params);
-  }
-  friend bool operator==(const Config& a, const Config& b) {
-    return a.family == b.family && a.params == b.params;
-  }
-};
 
 struct Planned {
   Case c;
@@ -87,32 +76,6 @@ struct Planned {
   // timed as the top 10 are, and labelled "family" in --times.
   std::vector<Config> extra;
 };
-
-std::vector<std::string> Split(const std::string& line, char sep) {
-  std::vector<std::string> f;
-  size_t a = 0;
-  for (size_t b; (b = line.find(sep, a)) != std::string::npos; a = b + 1)
-    f.push_back(line.substr(a, b - a));
-  f.push_back(line.substr(a));
-  return f;
-}
-
-// "gemm.mma v3 bm=128 ..." of the family's current version.
-StatusOr<Config> ConfigFromText(const std::string& text) {
-  const auto words = Split(text, ' ');
-  if (words.size() < 3 || words[1].size() < 2 || words[1][0] != 'v')
-    return InvalidArgument("configuration '" + text +
-                           "': expected 'family vN params'");
-  BT_ASSIGN_OR_RETURN(const KernelFamily* f, FindFamily(words[0]));
-  if (words[1] != "v" + std::to_string(f->version()))
-    return FailedPrecondition(
-        "configuration '" + text + "' is of " + words[0] + " " + words[1] +
-        "; this build generates v" + std::to_string(f->version()) +
-        ": make the plan again (bench/eval/run.sh plan)");
-  BT_ASSIGN_OR_RETURN(Params p, f->Parse(text.substr(
-                                    words[0].size() + words[1].size() + 2)));
-  return Config{f, p};
-}
 
 // Reads plan lines into *out (a new shape each time its group and context
 // come first); with `extra`, into the shapes' extra lists, whose shapes

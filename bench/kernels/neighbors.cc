@@ -20,11 +20,12 @@
 #include <string>
 #include <vector>
 
+#include "bench/kernels/config_text.h"
 #include "kernels/context.h"
 #include "kernels/family.h"
 #include "kernels/limits.h"
 
-namespace blocktune {
+namespace blocktune::bench {
 namespace {
 
 int Usage() {
@@ -67,38 +68,17 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "--context: %s\n", ctx.status().ToString().c_str());
     return 2;
   }
-  const size_t sp1 = config_text.find(' ');
-  const size_t sp2 = sp1 == std::string::npos ? sp1 : config_text.find(' ', sp1 + 1);
-  if (sp2 == std::string::npos) {
-    std::fprintf(stderr, "--config '%s': expected 'FAMILY vN K=V ...'\n",
-                 config_text.c_str());
-    return 2;
-  }
-  auto family = FindFamily(config_text.substr(0, sp1));
-  if (!family.ok()) {
-    std::fprintf(stderr, "--config: %s\n", family.status().ToString().c_str());
-    return 2;
-  }
-  const KernelFamily& f = **family;
-  const std::string version = config_text.substr(sp1 + 1, sp2 - sp1 - 1);
-  if (version != "v" + std::to_string(f.version())) {
-    std::fprintf(stderr, "--config: %s is at v%d here, not %s\n",
-                 std::string(f.name()).c_str(), f.version(), version.c_str());
-    return 2;
-  }
-  auto seed = f.Parse(config_text.substr(sp2 + 1));
+  auto seed = ConfigFromText(config_text);
   if (!seed.ok()) {
     std::fprintf(stderr, "--config: %s\n", seed.status().ToString().c_str());
     return 2;
   }
+  const KernelFamily& f = *seed->family;
   // Each axis: a parameter and the values it takes (all of its domain's,
   // or those after '=', separated by '/').
   std::vector<int> axes;
   std::vector<std::vector<int64_t>> values;
-  for (size_t start = 0; start <= vary_text.size();) {
-    size_t end = vary_text.find(',', start);
-    if (end == std::string::npos) end = vary_text.size();
-    const std::string item = vary_text.substr(start, end - start);
+  for (const std::string& item : Split(vary_text, ',')) {
     const size_t eq = item.find('=');
     const std::string name = item.substr(0, eq);
     const int at = f.ParamIndex(name);
@@ -116,10 +96,7 @@ int Main(int argc, char** argv) {
     if (eq == std::string::npos) {
       these = domain;
     } else {
-      for (size_t v = eq + 1; v <= item.size();) {
-        size_t slash = item.find('/', v);
-        if (slash == std::string::npos) slash = item.size();
-        const std::string word = item.substr(v, slash - v);
+      for (const std::string& word : Split(item.substr(eq + 1), '/')) {
         char* stop = nullptr;
         const long long x = std::strtoll(word.c_str(), &stop, 10);
         if (word.empty() || *stop != '\0' ||
@@ -132,32 +109,29 @@ int Main(int argc, char** argv) {
           return 2;
         }
         these.push_back(x);
-        v = slash + 1;
       }
     }
     axes.push_back(at);
     values.push_back(std::move(these));
-    start = end + 1;
   }
   KernelLimits limits;  // the Hopper profile's
   limits.sm_count = sm_count;
   const Problem problem(*ctx);
   // The plan's own spelling of the shape, which eval_bench matches.
   const std::string shape = ToString(*ctx);
-  const std::string prefix = std::string(f.name()) + " v" +
-                             std::to_string(f.version()) + " ";
   // An odometer over the axes' values.
   std::vector<size_t> at(axes.size(), 0);
   long printed = 0, tried = 0;
   for (;;) {
-    Params p = *seed;
+    Config c = *seed;
+    Params& p = c.params;
     for (size_t a = 0; a < axes.size(); ++a)
       p[axes[a]] = values[a][at[a]];
     ++tried;
     if (f.ValidateParams(p).ok() && f.CanImplement(problem, p, limits).ok() &&
         SplitHasWork(problem, f.Shape(problem, p))) {
-      std::printf("%s\t%s\t0\t%s%s\t0\n", group.c_str(), shape.c_str(),
-                  prefix.c_str(), f.Format(p).c_str());
+      std::printf("%s\t%s\t0\t%s\t0\n", group.c_str(), shape.c_str(),
+                  c.Text().c_str());
       ++printed;
     }
     size_t a = 0;
@@ -172,6 +146,6 @@ int Main(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace blocktune
+}  // namespace blocktune::bench
 
-int main(int argc, char** argv) { return blocktune::Main(argc, argv); }
+int main(int argc, char** argv) { return blocktune::bench::Main(argc, argv); }

@@ -43,7 +43,7 @@ expect_refusal "KG=9: expected one of KG's values {1, 2, 3, 4, 5, 6, 7, 8, 16" \
   --group mlp --context "$ctx" --config "$seed" --vary KG=9
 expect_refusal "has no parameter 'XX'" --group mlp --context "$ctx" --config "$seed" --vary XX
 expect_refusal "'KG' is named twice" --group mlp --context "$ctx" --config "$seed" --vary KG,CL,KG
-expect_refusal "is at v5 here, not v4" --group mlp --context "$ctx" \
+expect_refusal "is of gemm.ffma_k v4; this build generates v5" --group mlp --context "$ctx" \
   --config "gemm.ffma_k v4 LM=8" --vary KG
 expect_refusal "--context" --group mlp --context "gemm m=0" --config "$seed" --vary KG
 expect_refusal "usage" --group mlp
