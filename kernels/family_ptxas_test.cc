@@ -368,7 +368,8 @@ TEST_P(FamilyPtxasTest, SampledKernelsAssembleWithoutSpills) {
     Job job;
     job.problem = f.name() == "gemm.gemv"
                       ? SampleGemv(rng, target.precision)
-                  : f.name() == "gemm.ffma_k" || f.name() == "gemm.ffma_kpk"
+                  : f.name() == "gemm.ffma_k" || f.name() == "gemm.ffma_kpk" ||
+                          f.name() == "gemm.ffma_ks"
                       ? SampleFfmaK(rng, target.precision,
                                     f.name() == "gemm.ffma_kpk")
                   : f.op() == Op::kGemm ? SampleGemm(rng, target.precision)
