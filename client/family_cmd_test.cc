@@ -251,8 +251,7 @@ TEST_F(FamilyCmdTest, BadFlagsAreUsageErrorsThatNameTheFlag) {
                                "gemm.wgmma_pk, gemm.wgmma_ps, "
                                "conv.wgmma_ps, gemm.wgmma_ts, gemm.gemv, "
                                "gemm.ffma_k, gemm.ffma_kpk, conv.wgmma_sk, "
-                               "conv.wgmma_sc, gemm.wgmma_sc, gemm.ffma_ks; "
-                               "got "
+                               "conv.wgmma_sc, gemm.wgmma_sc; got "
                                "'gemm.nope'"));
   r = Cli(gemm + "--family conv.ffma");
   EXPECT_EQ(r.code, 2) << r.out;

@@ -44,7 +44,6 @@ const KernelFamily& GemmFfmaKFamily(); // kernels/family_ffma_k.cc
 // gemm.ffma_k on packed operands, for NT products whose rows are not whole
 // 16-byte units (its rule unaligned_rows offers it there only).
 const KernelFamily& GemmFfmaKPackedFamily(); // kernels/family_ffma_k.cc
-const KernelFamily& GemmFfmaKStreamFamily(); // kernels/family_ffma_k.cc
 // conv.wgmma with each tile's reduction split over programs, for layers
 // with fewer tiles than SMs (its rule few_tiles offers it there only).
 const KernelFamily& ConvWgmmaSplitFamily(); // kernels/family_wgmma.cc
@@ -74,7 +73,6 @@ const std::vector<const KernelFamily*>& Families() {
       &ConvWgmmaSplitFamily(),
       &ConvWgmmaClusterSplitFamily(),
       &GemmWgmmaClusterSplitFamily(),
-      &GemmFfmaKStreamFamily(),
   };
   return families;
 }

@@ -165,11 +165,6 @@ struct GeneratedKernel {
   // programs (the driver's occupancy for `block` and dynamic_shared_bytes),
   // rounded down to whole clusters. Any grid from `cluster` to grid[0]
   // computes the same result; P is the one the measurements were made with.
-  // gemm.ffma_ks (stream-K) too, with two differences: its shares, and so
-  // the order of its adds (the bits, not the correctness), depend on P; and
-  // its programs wait on later programs' flags, so P must be no more than
-  // the programs the device holds at once (the launch above), not grid[0]
-  // on a device that holds fewer.
   bool persistent = false;
   unsigned dynamic_shared_bytes = 0;  // above 48 KiB needs the opt-in
   std::array<unsigned, 3> reduce_grid{};

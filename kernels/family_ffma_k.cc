@@ -1,7 +1,6 @@
 // The family `gemm.ffma_k` (gemm_ffma_k.h): fp32 NT GEMMs on CUDA cores
 // with both operands staged K-major in shared memory, behind the family
 // interface. Offered only for layout NT with rows of whole 16-byte units.
-#include <algorithm>
 #include <iterator>
 
 #include "kernels/family.h"
@@ -44,24 +43,25 @@ const Field kFields[] = {
      "CL: splits of K per thread-block cluster, their sums added in "
      "distributed shared memory (sm_90)"},
 };
-// The fields of a family, as indices into kFields: gemm.ffma_k's and
-// gemm.ffma_kpk's are all of them; gemm.ffma_ks has no KG and CL (its
-// split is the stream; they stay 1).
-const std::vector<int>& AllFields() {
-  static const std::vector<int> v = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
-  return v;
+constexpr int kFieldCount = static_cast<int>(std::size(kFields));
+
+FfmaKParams ToFfmaK(const Params& p) {
+  FfmaKParams g;
+  for (int i = 0; i < kFieldCount; ++i) g.*(kFields[i].member) = p[i];
+  return g;
 }
-const std::vector<int>& StreamFields() {
-  static const std::vector<int> v = {0, 1, 2, 3, 4, 5, 6, 8};
-  return v;
+
+Params FromFfmaK(const FfmaKParams& g) {
+  Params p;
+  p.size = kFieldCount;
+  for (int i = 0; i < kFieldCount; ++i) p[i] = g.*(kFields[i].member);
+  return p;
 }
 
 class FfmaKFamily : public KernelFamily {
  public:
-  explicit FfmaKFamily(const std::vector<int>& fields = AllFields())
-      : fields_(fields) {
-    for (int i : fields_) {
-      const Field& f = kFields[i];
+  FfmaKFamily() {
+    for (const Field& f : kFields) {
       ParamSpec s;
       s.name = f.name;
       s.values = f.values();
@@ -70,21 +70,6 @@ class FfmaKFamily : public KernelFamily {
       specs_.push_back(std::move(s));
     }
     for (FfmaKRule r : kFfmaKRules) rules_.push_back(ToString(r));
-  }
-
-  FfmaKParams ToFfmaK(const Params& p) const {
-    FfmaKParams g;
-    for (size_t i = 0; i < fields_.size(); ++i)
-      g.*(kFields[fields_[i]].member) = p[static_cast<int>(i)];
-    return g;
-  }
-
-  Params FromFfmaK(const FfmaKParams& g) const {
-    Params p;
-    p.size = static_cast<int>(fields_.size());
-    for (size_t i = 0; i < fields_.size(); ++i)
-      p[static_cast<int>(i)] = g.*(kFields[fields_[i]].member);
-    return p;
   }
 
   std::string_view name() const override { return kGemmFfmaKFamily; }
@@ -107,8 +92,7 @@ class FfmaKFamily : public KernelFamily {
 
   Status ValidateParams(const Params& params,
                         std::string_view field) const override {
-    BT_RETURN_IF_ERROR(
-        CheckParamCount(params, static_cast<int>(fields_.size()), field));
+    BT_RETURN_IF_ERROR(CheckParamCount(params, kFieldCount, field));
     return Validate(ToFfmaK(params), field);
   }
 
@@ -182,7 +166,6 @@ class FfmaKFamily : public KernelFamily {
     return GenerateFfmaK(problem, p, arch);
   }
 
-  const std::vector<int>& fields_;
   std::vector<ParamSpec> specs_;
   std::vector<std::string> rules_;
 };
@@ -240,78 +223,7 @@ class FfmaKPackedFamily : public FfmaKFamily {
   }
 };
 
-// gemm.ffma_k's kernel as a stream-K persistent grid (gemm_ffma_k.h
-// GenerateFfmaKStream): its parameters without KG and CL, its rules without
-// cluster.
-class FfmaKStreamFamily : public FfmaKFamily {
- public:
-  FfmaKStreamFamily() : FfmaKFamily(StreamFields()) { rules_.pop_back(); }
-
-  std::string_view name() const override { return kGemmFfmaKStreamFamily; }
-  int version() const override { return kGemmFfmaKStreamGeneratorVersion; }
-  std::string_view summary() const override {
-    return "gemm.ffma_k's kernel as a stream-K persistent grid: every "
-           "program an even share of the (tile, stage) units, a tile's "
-           "owner adding the other programs' sums in a fixed order, so that "
-           "every SM has the same work whatever the tile count";
-  }
-
-  Status CanImplement(const Problem& problem, const Params& params,
-                      const KernelLimits& limits) const override {
-    BT_RETURN_IF_ERROR(CheckProblem(problem));
-    BT_RETURN_IF_ERROR(ValidateParams(params, "params"));
-    return CanImplementFfmaKStream(problem, ToFfmaK(params), limits);
-  }
-
-  ConfigShape Shape(const Problem& problem,
-                    const Params& params) const override {
-    const FfmaKParams p = ToFfmaK(params);
-    ConfigShape s = FfmaKFamily::Shape(problem, params);
-    s.programs = std::min(FfmaKStreamUnits(problem, p), kFfmaKStreamMaxPrograms);
-    s.workspace_bytes = FfmaKStreamFlagOffset(problem, p) + s.programs * 4;
-    return s;
-  }
-
-  std::vector<Params> DefaultCandidates() const override {
-    // gemm.ffma_k's first tile (64 x 32); then for issue 18's MLP layers
-    // its best 128 x 16 tile on 7168x16x7168 (8 x 4 lanes of 8 x 4, 2 x 1
-    // warps, 4 groups over each stage of 64) and a 64 x 16 one; for decode
-    // products (N <= 2) 32 x 1 lanes of 2 x 1 and 1 x 1.
-    std::vector<Params> out;
-    const FfmaKParams shapes[] = {
-        {8, 4, 4, 2, 2, 32, 3, 1, 1},  {8, 8, 4, 2, 1, 64, 3, 1, 4},
-        {8, 8, 4, 1, 1, 64, 3, 1, 4},  {16, 4, 8, 2, 1, 64, 2, 1, 4},
-        {32, 2, 1, 4, 1, 32, 3, 1, 1}, {32, 1, 1, 4, 1, 32, 3, 1, 1},
-    };
-    for (const FfmaKParams& p : shapes) out.push_back(FromFfmaK(p));
-    return out;
-  }
-
-  StatusOr<GeneratedKernel> Generate(const Problem& problem,
-                                     const Params& params,
-                                     const std::string& arch) const override {
-    BT_ASSIGN_OR_RETURN(GeneratedKernel out,
-                        FfmaKFamily::Generate(problem, params, arch));
-    const FfmaKParams p = ToFfmaK(params);
-    out.persistent = true;
-    out.counter_offset = FfmaKStreamFlagOffset(problem, p);
-    return out;
-  }
-
- protected:
-  StatusOr<GemmKernel> GenerateGemm(const Problem& problem,
-                                    const FfmaKParams& p,
-                                    const std::string& arch) const override {
-    return GenerateFfmaKStream(problem, p, arch);
-  }
-};
-
 }  // namespace
-
-const KernelFamily& GemmFfmaKStreamFamily() {
-  static const FfmaKStreamFamily family;
-  return family;
-}
 
 const KernelFamily& GemmFfmaKFamily() {
   static const FfmaKFamily family;

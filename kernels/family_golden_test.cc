@@ -74,8 +74,6 @@ constexpr Golden kGolden[] = {
      "kConvWgmmaClusterSplitGeneratorVersion (kernels/conv_wgmma.h)"},
     {"gemm.wgmma_sc", 3, 0x38f7706fdb379fdbull,
      "kGemmWgmmaClusterSplitGeneratorVersion (kernels/gemm_wgmma.h)"},
-    {"gemm.ffma_ks", 1, 0xdb7cb203d8e83022ull,
-     "kGemmFfmaKStreamGeneratorVersion (kernels/gemm_ffma_k.h)"},
 };
 
 struct Case {
@@ -318,38 +316,6 @@ std::vector<Case> GemmFfmaKCases() {
       "LM=8 TM=1 TN=2 WM=8 WN=4 KC=16 ST=2 KG=3", "sm_80");
   add("gemm m=4096 n=16 k=4096 layout=NT dtype=fp32", 0, 0, 0,
       "LM=16 TM=2 TN=8 WM=4 WN=1 KC=32 ST=4 KG=6 CL=2", "sm_90");
-  return out;
-}
-
-// gemm.ffma_ks: issue 18's MLP layers, decode products, a covariance (one
-// tile shared by every program), square and ragged NT products with padded
-// rows; every value of LM, TM, TN, WM, WN, KC, ST and WK; sm_90 and sm_80.
-std::vector<Case> GemmFfmaKStreamCases() {
-  std::vector<Case> out;
-  auto add = [&](const std::string& ctx, int64_t lda, int64_t ldb,
-                 int64_t ldc, const char* params, const char* arch) {
-    AddPadded(&out, ctx, lda, ldb, ldc, params, arch);
-  };
-  add("gemm m=7168 n=16 k=7168 layout=NT dtype=fp32", 0, 0, 0,
-      "LM=8 TM=8 TN=4 WM=2 WN=1 KC=64 ST=3 WK=4", "sm_90");
-  add("gemm m=4096 n=16 k=4096 layout=NT dtype=fp32", 0, 0, 0,
-      "LM=16 TM=4 TN=8 WM=1 WN=1 KC=64 ST=4 WK=8", "sm_90");
-  add("gemm m=4096 n=1 k=4096 layout=NT dtype=fp32", 0, 0, 0,
-      "LM=32 TM=1 TN=1 WM=8 WN=1 KC=16 ST=2 WK=2", "sm_90");
-  add("gemm m=12288 n=8 k=4096 layout=NT dtype=fp32", 0, 0, 0,
-      "LM=16 TM=2 TN=2 WM=4 WN=2 KC=32 ST=3 WK=1", "sm_90");
-  add("gemm m=64 n=64 k=65536 layout=NT dtype=fp32", 0, 0, 0,
-      "LM=4 TM=8 TN=4 WM=2 WN=2 KC=32 ST=3 WK=1", "sm_90");
-  add("gemm m=4096 n=4096 k=4096 layout=NT dtype=fp32", 0, 0, 0,
-      "LM=4 TM=8 TN=8 WM=2 WN=4 KC=16 ST=2 WK=1", "sm_90");
-  add("gemm m=1000 n=50 k=1001 layout=NT dtype=fp32", 1004, 1004, 53,
-      "LM=8 TM=2 TN=2 WM=1 WN=4 KC=16 ST=4 WK=1", "sm_80");
-  add("gemm m=777 n=333 k=1555 layout=NT dtype=fp32", 1556, 1560, 0,
-      "LM=4 TM=4 TN=8 WM=4 WN=1 KC=64 ST=2 WK=2", "sm_80");
-  add("gemm m=33 n=9 k=5 layout=NT dtype=fp32", 8, 8, 9,
-      "LM=4 TM=2 TN=1 WM=1 WN=1 KC=16 ST=2 WK=1", "sm_90");
-  add("gemm m=2048 n=16 k=2048 layout=NT dtype=fp32", 0, 0, 0,
-      "LM=8 TM=8 TN=4 WM=1 WN=1 KC=64 ST=3 WK=4", "sm_90");
   return out;
 }
 
@@ -660,7 +626,6 @@ std::vector<Case> CasesOf(std::string_view family) {
   if (family == "gemm.gemv") return GemmGemvCases();
   if (family == "gemm.ffma_k") return GemmFfmaKCases();
   if (family == "gemm.ffma_kpk") return GemmFfmaKPackedCases();
-  if (family == "gemm.ffma_ks") return GemmFfmaKStreamCases();
   if (family == "conv.wgmma_ps") return ConvWgmmaCases();
   if (family == "conv.wgmma_sk") return ConvWgmmaSplitCases();
   if (family == "conv.wgmma_sc") return ConvWgmmaClusterSplitCases();

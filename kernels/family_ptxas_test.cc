@@ -368,8 +368,7 @@ TEST_P(FamilyPtxasTest, SampledKernelsAssembleWithoutSpills) {
     Job job;
     job.problem = f.name() == "gemm.gemv"
                       ? SampleGemv(rng, target.precision)
-                  : f.name() == "gemm.ffma_k" || f.name() == "gemm.ffma_kpk" ||
-                          f.name() == "gemm.ffma_ks"
+                  : f.name() == "gemm.ffma_k" || f.name() == "gemm.ffma_kpk"
                       ? SampleFfmaK(rng, target.precision,
                                     f.name() == "gemm.ffma_kpk")
                   : f.op() == Op::kGemm ? SampleGemm(rng, target.precision)

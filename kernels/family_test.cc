@@ -192,16 +192,14 @@ TEST(FamilyRegistryTest, FamiliesForMatchesOpAndPrecision) {
     }
   }
   EXPECT_EQ(FamiliesFor(Op::kGemm, DType::kFp32).front()->name(), "gemm.ffma");
-  // gemm.gemv (N <= 128, NT), gemm.ffma_k (NT), gemm.ffma_kpk (NT with
-  // rows that are not whole 16-byte units) and gemm.ffma_ks (NT, stream-K)
-  // after it: gemm.ffma stays the fp32 default.
-  ASSERT_EQ(FamiliesFor(Op::kGemm, DType::kFp32).size(), 5u);
+  // gemm.gemv (N <= 128, NT), gemm.ffma_k (NT) and gemm.ffma_kpk (NT with
+  // rows that are not whole 16-byte units) after it: gemm.ffma stays the
+  // fp32 default.
+  ASSERT_EQ(FamiliesFor(Op::kGemm, DType::kFp32).size(), 4u);
   EXPECT_EQ(FamiliesFor(Op::kGemm, DType::kFp32)[1]->name(), "gemm.gemv");
   EXPECT_EQ(FamiliesFor(Op::kGemm, DType::kFp32)[2]->name(), "gemm.ffma_k");
-  EXPECT_EQ(FamiliesFor(Op::kGemm, DType::kFp32)[3]->name(),
-            "gemm.ffma_kpk");
   EXPECT_EQ(FamiliesFor(Op::kGemm, DType::kFp32).back()->name(),
-            "gemm.ffma_ks");
+            "gemm.ffma_kpk");
   EXPECT_EQ(FamiliesFor(Op::kConv, DType::kFp32).front()->name(), "conv.ffma");
   // gemm.wgmma is registered after gemm.mma: the default for a context
   // that names no family stays the one that runs on every tensor-core GPU.
@@ -1705,10 +1703,9 @@ TEST(FamilyTest, CanImplementRefusesTheWrongOpOrPrecisionNamingTheField) {
       g.n = 8;
       g.layout_b = Layout::kT;
     }
-    // gemm.ffma_k and gemm.ffma_ks take NT only; gemm.ffma_kpk NT with
-    // rows that are not whole 16-byte units.
-    if (f->name() == "gemm.ffma_k" || f->name() == "gemm.ffma_kpk" ||
-        f->name() == "gemm.ffma_ks") {
+    // gemm.ffma_k takes NT only; gemm.ffma_kpk NT with rows that are not
+    // whole 16-byte units.
+    if (f->name() == "gemm.ffma_k" || f->name() == "gemm.ffma_kpk") {
       GemmContext& g = std::get<GemmContext>(right.ctx);
       g.layout_a = Layout::kN;
       g.layout_b = Layout::kT;

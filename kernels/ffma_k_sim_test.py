@@ -71,25 +71,6 @@ CASES = [
      "gemm.ffma_kpk"),
     (40, 24, 70, 72, 73, 26, "LM=8 TM=2 TN=2 WM=1 WN=2 KC=16 ST=2 KG=4 CL=2", 0.5, 0.5,
      "gemm.ffma_kpk"),
-    # gemm.ffma_ks (stream-K), run with P programs (the 11th field; the
-    # persistent launch's count) from the last to the first: shares that
-    # cross tiles (owners adding one or several later programs' slots),
-    # shares shorter than a tile, P larger than the units (empty shares,
-    # which the owner skips; a persistent launch never has more programs
-    # than units, but the kernel computes right with them), WK groups, a K
-    # tail, beta.
-    (40, 24, 70, 72, 72, 26, "LM=8 TM=2 TN=2 WM=1 WN=2 KC=16 ST=3", 1.0, 0.5,
-     "gemm.ffma_ks", 5),
-    (40, 24, 70, 72, 72, 26, "LM=8 TM=2 TN=2 WM=1 WN=2 KC=16 ST=2 WK=2", 0.75, 0.0,
-     "gemm.ffma_ks", 7),
-    (64, 16, 130, 132, 132, 16, "LM=8 TM=4 TN=4 WM=1 WN=1 KC=32 ST=3 WK=4", 1.0, -1.0,
-     "gemm.ffma_ks", 3),
-    (33, 40, 61, 64, 64, 40, "LM=8 TM=1 TN=8 WM=2 WN=1 KC=16 ST=2", 1.0, 0.0,
-     "gemm.ffma_ks", 11),
-    (7, 9, 5, 8, 8, 11, "LM=4 TM=2 TN=1 WM=1 WN=1 KC=16 ST=2", 1.0, 0.25,
-     "gemm.ffma_ks", 4),
-    (100, 16, 200, 200, 200, 16, "LM=8 TM=4 TN=4 WM=2 WN=1 KC=64 ST=4 WK=2", 1.0, 0.0,
-     "gemm.ffma_ks", 2),
 ]
 
 
@@ -106,7 +87,6 @@ def geometry(text):
 def run_case(cli, case, mode, seed):
     m, n, k, lda, ldb, ldc, params, alpha, beta = case[:9]
     family = case[9] if len(case) > 9 else "gemm.ffma_k"
-    stream = family == "gemm.ffma_ks"
     with tempfile.TemporaryDirectory() as d:
         ptx_path = os.path.join(d, 'k.ptx')
         out = subprocess.run(
@@ -128,16 +108,10 @@ def run_case(cli, case, mode, seed):
     pc = mem.alloc(c_init)
     # Partial sums the reduce entry adds: K_G / CL (none where K_G = CL:
     # the cluster wrote C). gemm.ffma_kpk's packs follow them.
-    kg = re.search(r'KG=(\d+)', params)
-    kg = int(kg.group(1)) if kg else 1
+    kg = int(re.search(r'KG=(\d+)', params).group(1))
     cl = re.search(r'CL=(\d+)', params)
     kg //= int(cl.group(1)) if cl else 1
-    work = [float('nan')] * (workspace // 4)
-    counters = re.search(r'counters: at workspace \+ (\d+) bytes', out.stdout)
-    flags = range(int(counters.group(1)) // 4, len(work)) if counters else []
-    for i in flags:  # zero before the first launch
-        work[i] = 0
-    pw = mem.alloc(work) if workspace else 0
+    pw = mem.alloc([float('nan')] * (workspace // 4)) if workspace else 0
     args = [pa, pb, pc, pw, m, n, k, lda, ldb, ldc, alpha, beta]
     pack = re.search(r'pack entry: (\S+), grid (\d+) x 1 x 1, block (\d+)',
                      out.stdout)
@@ -145,13 +119,8 @@ def run_case(cli, case, mode, seed):
         ptx_sim.run_grid(ptx, pack.group(1), args, mem,
                          (int(pack.group(2)), 1, 1), (int(pack.group(3)), 1, 1),
                          0, mode, seed)
-    if stream:  # P may exceed the launch's grid (U units): empty shares
-        grid = (case[10], 1, 1)
-    ptx_sim.run_grid(ptx, 'blocktune_ffma_ks' if stream else 'blocktune_ffma_k',
-                     args, mem, grid, block, shared, mode, seed,
-                     order='desc' if stream else 'asc')
-    if any(mem.words[pw + 4 * i] != 0 for i in flags):
-        return 'a flag left set (every launch must leave them zero)'
+    ptx_sim.run_grid(ptx, 'blocktune_ffma_k', args, mem, grid, block, shared,
+                     mode, seed)
     got = [mem.words[pc + 4 * i] for i in range(m * ldc)]
     if kg > 1:  # the reduce entry: C = alpha * sum_z W[z] + beta * C
         for i in range(m):

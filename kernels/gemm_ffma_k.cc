@@ -147,101 +147,15 @@ void ClusterEpilogue(const Plan& t, PtxText* out) {
     << "\tret;\n}\n";
 }
 
-void StoreSums(const Plan& t, const char* crow, const char* ccol,
-               PtxText* out);
-
-// gemm.ffma_ks: after a segment's main loop (and, with WK > 1, group 0's
-// adds of the other groups' sums; the other groups come here too, %pk set,
-// and pass every barrier). A segment that does not start its tile (only a
-// program's first can) leaves its sums in the program's slot, word s*G +
-// tmn for sum s of thread tmn, and sets the program's flag (after a
-// barrier, thread 0: fence.acq_rel.gpu, then the store). The tile's owner
-// adds the slots of programs p+1, p+2, ... whose shares start inside the
-// tile (skipping empty shares), each once thread 0 has seen its flag set
-// (ld.acquire.gpu; it clears the flag, so every launch leaves them zero),
-// then writes alpha * sum + beta * C. Then the next segment.
-void StreamEpilogue(const Plan& t, PtxText* out) {
-  PtxText& p = *out;
-  const FfmaKParams& q = t.p;
-  const int64_t sums = q.tm * q.tn;
-  const int64_t g = t.gthreads;
-  const int64_t slot_bytes = t.tile_m * t.tile_n * 4;
-  const char* tmn = q.wk > 1 ? "%tmn" : "%t";
-  const char* others = q.wk > 1 ? "\t@%pk bra " : nullptr;
-  p << "$FIX:\n"
-    << "\t@!%pown bra $PARTIAL;\n"
-    << "\t// ---- the owner adds the sums of the programs that continue the "
-       "tile, in order\n"
-    << "\tadd.u64 %qq, %pp, 1;\n"
-    << "$ADD:\n"
-    << "\tsetp.ge.u64 %p, %qq, %P;\n\t@%p bra $STORE;\n"
-    << "\tmul.lo.u64 %sq, %qq, %U;\n\tdiv.u64 %sq, %sq, %P;  // q's first "
-       "unit\n"
-    << "\tsetp.ge.u64 %p, %sq, %tend;\n\t@%p bra $STORE;\n"
-    << "\tadd.u64 %o, %qq, 1;\n\tmul.lo.u64 %eq, %o, %U;\n"
-    << "\tdiv.u64 %eq, %eq, %P;\n"
-    << "\tsetp.eq.u64 %p, %eq, %sq;  // an empty share (U < P)\n"
-    << "\t@%p bra $ADD_NEXT;\n"
-    << "\tshl.b64 %o, %qq, 2;\n\tadd.u64 %o, %fl, %o;  // q's flag\n"
-    << "\tsetp.eq.u32 %p0, %t, 0;\n\t@!%p0 bra $WAITED;\n"
-    << "$SPIN:\n"
-    << "\tld.acquire.gpu.global.u32 %f, [%o];\n"
-    << "\tsetp.eq.u32 %p, %f, 0;\n\t@%p bra $SPIN;\n"
-    << "\tmov.u32 %f, 0;\n\tst.relaxed.gpu.global.u32 [%o], %f;\n"
-    << "$WAITED:\n"
-    << "\tbar.sync 0;\n";
-  if (others) p << others << "$ADD_NEXT;\n";
-  p << "\tmul.lo.u64 %o, %qq, " << N(slot_bytes) << ";\n"
-    << "\tadd.u64 %o, %W, %o;\n"
-    << "\tmul.wide.u32 %o2, " << tmn << ", 4;\n\tadd.u64 %o, %o, %o2;\n";
-  for (int64_t i = 0; i < sums; ++i)
-    p << "\tld.relaxed.gpu.global.f32 %v, [%o+" << N(i * g * 4) << "];\n"
-      << "\tadd.f32 %acc" << N(i) << ", %acc" << N(i) << ", %v;\n";
-  p << "$ADD_NEXT:\n"
-    << "\tadd.u64 %qq, %qq, 1;\n\tbra $ADD;\n"
-    << "$STORE:\n";
-  if (others) p << others << "$NEXT;\n";
-  p << "\t// ---- C[row][col] = alpha * sum + beta * C (C is not read when "
-       "beta == 0)\n"
-    << "\tadd.u32 %crow, %crow0, %m0;\n\tadd.u32 %ccol, %ccol0, %n0;\n";
-  StoreSums(t, "%crow", "%ccol", &p);
-  p << "\tbra $NEXT;\n"
-    << "$PARTIAL:\n"
-    << "\t// ---- a segment inside the tile: its sums to the program's slot, "
-       "then its flag\n";
-  if (others) p << others << "$PUBLISH;\n";
-  p << "\tmul.wide.u32 %o2, " << tmn << ", 4;\n\tadd.u64 %o, %wp, %o2;\n";
-  for (int64_t i = 0; i < sums; ++i)
-    p << "\tst.global.f32 [%o+" << N(i * g * 4) << "], %acc" << N(i) << ";\n";
-  if (others) p << "$PUBLISH:\n";
-  p << "\tbar.sync 0;\n"
-    << "\tsetp.eq.u32 %p0, %t, 0;\n"
-    << "\tshl.b64 %o, %pp, 2;\n\tadd.u64 %o, %fl, %o;\n"
-    << "\t@%p0 fence.acq_rel.gpu;\n"
-    << "\tmov.u32 %f, 1;\n"
-    << "\t@%p0 st.relaxed.gpu.global.u32 [%o], %f;\n"
-    << "$NEXT:\n"
-    << "\t// the ring (and the groups' sums in it) is free for the next "
-       "segment\n"
-    << "\tcp.async.wait_group 0;\n\tbar.sync 0;\n"
-    << "\tbra $SEGMENT;\n"
-    << "$END:\n"
-    << "\tret;\n}\n";
-}
-
 // dependent: the reduce entry is a programmatic dependent launch, which the
 // main entry lets in first thing (GenerateFfmaK decides).
 // pack: gemm.ffma_kpk's packed operands, read from the workspace (nullptr:
 // gemm.ffma_k's PTX, A and B where the arguments say).
-// stream: gemm.ffma_ks's entry (gemm_ffma_k.h: a persistent grid whose
-// programs take even shares of the (tile, stage) units; K_G = CL = 1).
 std::string Entry(const Plan& t, const std::string& arch, bool dependent,
-                  const MmaPacking* pack = nullptr, bool stream = false) {
+                  const MmaPacking* pack = nullptr) {
   const FfmaKParams& q = t.p;
   PtxText p;
-  p << "//\n// blocktune "
-    << (stream ? "gemm.ffma_ks v" + N(kGemmFfmaKStreamGeneratorVersion)
-               : "gemm.ffma_k v" + N(kGemmFfmaKGeneratorVersion))
+  p << "//\n// blocktune gemm.ffma_k v" << N(kGemmFfmaKGeneratorVersion)
     << ", fp32: C = alpha * A * B^T + beta * C, A and B K-major in shared "
        "memory\n"
     << "// LM=" << N(q.lanes_m) << " x LN=" << N(t.ln)
@@ -252,12 +166,8 @@ std::string Entry(const Plan& t, const std::string& arch, bool dependent,
   p << " per program: a " << N(t.tile_m) << " x " << N(t.tile_n)
     << " tile of C\n"
     << "// KC=" << N(q.kc) << " elements of K per stage, ST=" << N(q.stages)
-    << " stages (" << N(q.SharedBytes()) << " bytes of shared memory)";
-  if (stream)
-    p << ", stream-K: each program of a persistent grid takes an even share "
-         "of the (tile, stage) units";
-  else
-    p << ", K_G=" << N(q.kg);
+    << " stages (" << N(q.SharedBytes()) << " bytes of shared memory), K_G="
+    << N(q.kg);
   if (q.cl > 1)
     p << ", CL=" << N(q.cl) << " splits per cluster adding their sums in "
       << "distributed shared memory";
@@ -266,7 +176,7 @@ std::string Entry(const Plan& t, const std::string& arch, bool dependent,
     << ".version 8.0\n.target " << arch << "\n.address_size 64\n\n"
     << ".extern .shared .align 128 .b8 smem[];\n\n";
 
-  p << ".visible .entry blocktune_ffma_k" << (stream ? "s" : "") << "(\n"
+  p << ".visible .entry blocktune_ffma_k(\n"
     << "\t.param .u64 pA, .param .u64 pB, .param .u64 pC, .param .u64 pW,\n"
     << "\t.param .u32 pM, .param .u32 pN, .param .u32 pK,\n"
     << "\t.param .u32 plda, .param .u32 pldb, .param .u32 pldc,\n"
@@ -275,20 +185,15 @@ std::string Entry(const Plan& t, const std::string& arch, bool dependent,
   p << "{\n";
   const int64_t sums = q.tm * q.tn;
   p << "\t.reg .pred %p, %pi, %pa_last, %pb_last, %pbeta, %prow, %pv"
-    << (q.wk > 1 ? ", %pk" : "") << (stream ? ", %pown, %p0" : "") << ";\n"
+    << (q.wk > 1 ? ", %pk" : "") << ";\n"
     << "\t.reg .b32 %M, %N, %K, %lda, %ldb, %ldc, %t, %lane, %warp, %lm, "
        "%ln, %m0, %n0, %z, %kbeg, %kend, %len, %ntiles, %tile, %it, %kt, "
        "%kk, %sz, %q4, %r, %row, %col, %smem, %send, %ws, %rs, %da, %db, "
        "%oa, %ob, %xa, %xb, %crow0, %ccol0"
     << (q.wk > 1 ? ", %wk, %tmn" : "")
-    << (q.cl > 1 ? ", %rank, %w, %wl, %cw, %s, %rc" : "")
-    << (stream ? ", %S, %tmc, %f, %crow, %ccol" : "") << ";\n"
+    << (q.cl > 1 ? ", %rank, %w, %wl, %cw, %s, %rc" : "") << ";\n"
     << "\t.reg .b64 %A, %B, %C, %W, %o, %o2, %addr, %ga<" << N(t.ca)
-    << ">, %gb<" << N(t.cb) << ">"
-    << (stream ? ", %P, %pp, %U, %u, %uend, %S64, %tl, %tend, %qq, %sq, %eq, "
-                 "%wp, %fl, %o3"
-               : "")
-    << ";\n"
+    << ">, %gb<" << N(t.cb) << ">;\n"
     << "\t.reg .f32 %alpha, %beta, %v, %old, %acc<" << N(sums) << ">, %fa<"
     << N(4 * q.tm) << ">, %fb<" << N(4 * q.tn) << ">;\n\n";
 
@@ -308,13 +213,12 @@ std::string Entry(const Plan& t, const std::string& arch, bool dependent,
     << "\tld.param.u32 %ldc, [pldc];\n"
     << "\tld.param.f32 %alpha, [palpha];\n\tld.param.f32 %beta, [pbeta];\n"
     << "\tmov.u32 %t, %tid.x;\n"
-    << "\tand.b32 %lane, %t, 31;\n\tshr.u32 %warp, %t, 5;\n";
-  if (!stream)
-    p << "\tmov.u32 %m0, %ctaid.x;\n\tmul.lo.u32 %m0, %m0, " << N(t.tile_m)
-      << ";\n"
-      << "\tmov.u32 %n0, %ctaid.y;\n\tmul.lo.u32 %n0, %n0, " << N(t.tile_n)
-      << ";\n";
-  p << "\tmov.u32 %smem, smem;\n"
+    << "\tand.b32 %lane, %t, 31;\n\tshr.u32 %warp, %t, 5;\n"
+    << "\tmov.u32 %m0, %ctaid.x;\n\tmul.lo.u32 %m0, %m0, " << N(t.tile_m)
+    << ";\n"
+    << "\tmov.u32 %n0, %ctaid.y;\n\tmul.lo.u32 %n0, %n0, " << N(t.tile_n)
+    << ";\n"
+    << "\tmov.u32 %smem, smem;\n"
     << "\tadd.u32 %send, %smem, " << N(q.stages * t.stage) << ";\n";
   // An operand the pack entry copied: its rows at W + offset.
   auto packed = [&](const char* x, int64_t ld, int64_t offset) {
@@ -327,33 +231,6 @@ std::string Entry(const Plan& t, const std::string& arch, bool dependent,
   if (pack != nullptr && pack->a) packed("A", pack->lda, pack->a_offset);
   if (pack != nullptr && pack->b) packed("B", pack->ldb, pack->b_offset);
 
-  if (stream) {
-    const int64_t slot_bytes = t.tile_m * t.tile_n * 4;
-    p << "\t// ---- stream-K: S = ceil(K / KC) stages per tile, U = tiles * S "
-         "units; program p of P takes units [p*U/P, (p+1)*U/P)\n"
-      << "\tadd.u32 %r, %K, " << N(q.kc - 1) << ";\n"
-      << "\tshr.u32 %S, %r, " << N(Log2(q.kc)) << ";\n"
-      << "\tadd.u32 %r, %M, " << N(t.tile_m - 1) << ";\n"
-      << "\tshr.u32 %tmc, %r, " << N(Log2(t.tile_m)) << ";  // tiles along M\n"
-      << "\tadd.u32 %f, %N, " << N(t.tile_n - 1) << ";\n"
-      << "\tshr.u32 %f, %f, " << N(Log2(t.tile_n)) << ";\n"
-      << "\tmul.wide.u32 %U, %tmc, %f;\n\tcvt.u64.u32 %S64, %S;\n"
-      << "\tmul.lo.u64 %U, %U, %S64;\n"
-      << "\tmov.u32 %r, %nctaid.x;\n\tcvt.u64.u32 %P, %r;\n"
-      << "\tmov.u32 %r, %ctaid.x;\n\tcvt.u64.u32 %pp, %r;\n"
-      << "\tmul.lo.u64 %u, %pp, %U;\n\tdiv.u64 %u, %u, %P;\n"
-      << "\tadd.u64 %o, %pp, 1;\n\tmul.lo.u64 %uend, %o, %U;\n"
-      << "\tdiv.u64 %uend, %uend, %P;\n"
-      << "\t// the workspace: a slot of " << N(t.tile_m * t.tile_n)
-      << " sums per program of min(U, " << N(kFfmaKStreamMaxPrograms)
-      << "), then a 4-byte flag per program\n"
-      << "\tmin.u64 %o, %U, " << N(kFfmaKStreamMaxPrograms) << ";\n"
-      << "\tmul.lo.u64 %o, %o, " << N(slot_bytes) << ";\n"
-      << "\tadd.u64 %fl, %W, %o;\n"
-      << "\tmul.lo.u64 %o, %pp, " << N(slot_bytes) << ";\n"
-      << "\tadd.u64 %wp, %W, %o;  // this program's slot\n"
-      << "\tsetp.ne.f32 %pbeta, %beta, 0f00000000;\n";
-  } else {
   p << "\t// ---- this program's share of K: ceil(ceil(K / KC) / K_G) "
        "stages from z times that\n"
     << "\tadd.u32 %r, %K, " << N(q.kc - 1) << ";\n"
@@ -377,7 +254,6 @@ std::string Entry(const Plan& t, const std::string& arch, bool dependent,
     << "\tsub.u32 %len, %kend, %kbeg;\n"
     << "\tadd.u32 %len, %len, " << N(q.kc - 1) << ";\n"
     << "\tshr.u32 %ntiles, %len, " << N(Log2(q.kc)) << ";\n";
-  }
 
   p << "\t// ---- copies: thread t brings 16 bytes at k = 4*(t mod " << N(t.cpr)
     << ") of rows t/" << N(t.cpr) << " + j*" << N(t.rstep)
@@ -388,8 +264,8 @@ std::string Entry(const Plan& t, const std::string& arch, bool dependent,
     << "\tshr.u32 %r, %t, " << N(Log2(t.cpr)) << ";\n"
     << "\tmad.lo.u32 %oa, %r, " << N(t.row_bytes) << ", 0;\n"
     << "\tmad.lo.u32 %oa, %q4, 4, %oa;  // this thread's byte in a stage's A\n"
-    << "\tadd.u32 %ob, %oa, " << N(t.stage_a) << ";  // and in its B\n";
-  if (!stream) p << "\tadd.u32 %kk, %kbeg, %q4;\n\tcvt.u64.u32 %o2, %kk;\n";
+    << "\tadd.u32 %ob, %oa, " << N(t.stage_a) << ";  // and in its B\n"
+    << "\tadd.u32 %kk, %kbeg, %q4;\n\tcvt.u64.u32 %o2, %kk;\n";
   auto pointers = [&](const char* name, const char* base, const char* rows,
                       const char* ld, const char* first, int64_t copies,
                       int64_t tile, const char* last_pred) {
@@ -408,10 +284,8 @@ std::string Entry(const Plan& t, const std::string& arch, bool dependent,
       p << "\tsetp.lt.u32 " << last_pred << ", %r, "
         << N(tile - (copies - 1) * t.rstep) << ";\n";
   };
-  if (!stream) {
-    pointers("ga", "%A", "%M", "%lda", "%m0", t.ca, t.tile_m, "%pa_last");
-    pointers("gb", "%B", "%N", "%ldb", "%n0", t.cb, t.tile_n, "%pb_last");
-  }
+  pointers("ga", "%A", "%M", "%lda", "%m0", t.ca, t.tile_m, "%pa_last");
+  pointers("gb", "%B", "%N", "%ldb", "%n0", t.cb, t.tile_n, "%pb_last");
 
   // The copies of stage `%it` (k from %kt) into the stage at %ws, under
   // %pi (the stage is one of this split's); then the pointers move on.
@@ -467,34 +341,6 @@ std::string Entry(const Plan& t, const std::string& arch, bool dependent,
       << "\tshr.u32 %wk, %warp, " << N(Log2(q.wm * q.wn)) << ";\n"
       << "\tmad.lo.u32 %xa, %wk, " << N(16 * t.gq) << ", %xa;\n"
       << "\tmad.lo.u32 %xb, %wk, " << N(16 * t.gq) << ", %xb;\n";
-  if (stream) {
-    p << "$SEGMENT:\n"
-      << "\t// ---- the next segment: units u .. min(uend, the end of u's "
-         "tile)\n"
-      << "\tsetp.ge.u64 %p, %u, %uend;\n\t@%p bra $END;\n"
-      << "\tdiv.u64 %tl, %u, %S64;  // the tile\n"
-      << "\tmul.lo.u64 %tend, %tl, %S64;\n"
-      << "\tsub.u64 %o3, %u, %tend;  // its first stage in the tile\n"
-      << "\tcvt.u32.u64 %kbeg, %o3;\n"
-      << "\tsetp.eq.u64 %pown, %o3, 0;  // the segment starts the tile: its "
-         "owner\n"
-      << "\tadd.u64 %tend, %tend, %S64;\n"
-      << "\tmin.u64 %o3, %uend, %tend;\n"
-      << "\tsub.u64 %o, %o3, %u;\n\tcvt.u32.u64 %ntiles, %o;\n"
-      << "\tmov.u64 %u, %o3;\n"
-      << "\tcvt.u32.u64 %r, %tl;\n"
-      << "\trem.u32 %m0, %r, %tmc;\n\tmul.lo.u32 %m0, %m0, " << N(t.tile_m)
-      << ";\n"
-      << "\tdiv.u32 %n0, %r, %tmc;\n\tmul.lo.u32 %n0, %n0, " << N(t.tile_n)
-      << ";\n"
-      << "\tshl.b32 %kbeg, %kbeg, " << N(Log2(q.kc)) << ";\n"
-      << "\tshl.b32 %len, %ntiles, " << N(Log2(q.kc)) << ";\n"
-      << "\tadd.u32 %kend, %kbeg, %len;\n\tmin.u32 %kend, %kend, %K;\n"
-      << "\tshr.u32 %r, %t, " << N(Log2(t.cpr)) << ";\n"
-      << "\tadd.u32 %kk, %kbeg, %q4;\n\tcvt.u64.u32 %o2, %kk;\n";
-    pointers("ga", "%A", "%M", "%lda", "%m0", t.ca, t.tile_m, "%pa_last");
-    pointers("gb", "%B", "%N", "%ldb", "%n0", t.cb, t.tile_n, "%pb_last");
-  }
   for (int64_t i = 0; i < sums; ++i)
     p << "\tmov.f32 %acc" << N(i) << ", 0f00000000;\n";
 
@@ -533,7 +379,7 @@ std::string Entry(const Plan& t, const std::string& arch, bool dependent,
   p << "$EPILOGUE:\n";
   // With CL > 1 every thread of the cluster reaches its barriers: the
   // groups 1 .. WK-1 skip only the adds.
-  const char* skip = stream ? "$FIX" : q.cl > 1 ? "$CLUSTER" : "$DONE";
+  const char* skip = q.cl > 1 ? "$CLUSTER" : "$DONE";
   if (q.wk > 1) {
     // Sum s of thread tmn of group g (1 .. WK-1) at word
     // ((g-1)*TM*TN + s)*G + tmn of the ring (G: a group's threads), once
@@ -561,10 +407,6 @@ std::string Entry(const Plan& t, const std::string& arch, bool dependent,
     ClusterEpilogue(t, &p);
     return p.str();
   }
-  if (stream) {
-    StreamEpilogue(t, &p);
-    return p.str();
-  }
   if (q.kg == 1) {
     p << "\t// ---- C[row][col] = alpha * sum + beta * C (C is not read when "
          "beta == 0)\n"
@@ -573,20 +415,8 @@ std::string Entry(const Plan& t, const std::string& arch, bool dependent,
     p << "\t// ---- the partial sums to W[z][row][col]\n";
   }
   p << "\tadd.u32 %crow0, %crow0, %m0;\n\tadd.u32 %ccol0, %ccol0, %n0;\n";
-  StoreSums(t, "%crow0", "%ccol0", &p);
-  if (q.wk > 1) p << "$DONE:\n";
-  p << "\tret;\n}\n";
-  return p.str();
-}
-
-// The lane's sums to C (alpha, beta; K_G = 1, or a stream's owner) or to
-// W[z] (K_G > 1): rows crow + LM*i, columns ccol + LN*j.
-void StoreSums(const Plan& t, const char* crow, const char* ccol,
-               PtxText* out) {
-  PtxText& p = *out;
-  const FfmaKParams& q = t.p;
   for (int64_t i = 0; i < q.tm; ++i) {
-    p << "\tadd.u32 %row, " << crow << ", " << N(q.lanes_m * i) << ";\n"
+    p << "\tadd.u32 %row, %crow0, " << N(q.lanes_m * i) << ";\n"
       << "\tsetp.lt.u32 %prow, %row, %M;\n";
     if (q.kg == 1) {
       p << "\tmul.wide.u32 %o, %row, %ldc;\n"
@@ -599,7 +429,7 @@ void StoreSums(const Plan& t, const char* crow, const char* ccol,
     }
     for (int64_t j = 0; j < q.tn; ++j) {
       const std::string acc = "%acc" + N(i * q.tn + j);
-      p << "\tadd.u32 %col, " << ccol << ", " << N(t.ln * j) << ";\n"
+      p << "\tadd.u32 %col, %ccol0, " << N(t.ln * j) << ";\n"
         << "\tsetp.lt.and.u32 %pv, %col, %N, %prow;\n"
         << "\tmul.wide.u32 %o, %col, 4;\n\tadd.u64 %o, %addr, %o;\n";
       if (q.kg == 1) {
@@ -609,6 +439,9 @@ void StoreSums(const Plan& t, const char* crow, const char* ccol,
       }
     }
   }
+  if (q.wk > 1) p << "$DONE:\n";
+  p << "\tret;\n}\n";
+  return p.str();
 }
 
 }  // namespace
@@ -826,16 +659,15 @@ KernelLimits LimitsFor(const std::string& arch) {
 // gemm.ffma_k's main entry (reading the packs where `pack` is given) and
 // its reduce entry, for a problem the rules took.
 GemmKernel Main(const Problem& problem, const FfmaKParams& p,
-                const std::string& arch, const MmaPacking* pack,
-                bool stream = false) {
+                const std::string& arch, const MmaPacking* pack) {
   const GemmContext& g = GemmOf(problem);
   GemmKernel k;
   // A reduce entry (K_G / CL partial sums) on sm_90 waits for the main grid
   // in griddepcontrol.wait, and the main entry triggers it.
   const bool dependent =
       p.Partials() > 1 && mma_internal::ArchNumber(arch) >= 90;
-  k.ptx = Entry(MakePlan(p), arch, dependent, pack, stream);
-  k.entry = stream ? "blocktune_ffma_ks" : "blocktune_ffma_k";
+  k.ptx = Entry(MakePlan(p), arch, dependent, pack);
+  k.entry = "blocktune_ffma_k";
   k.grid = {static_cast<unsigned>(CeilDiv(g.m, p.TileM())),
             static_cast<unsigned>(CeilDiv(g.n, p.TileN())),
             static_cast<unsigned>(p.kg)};
@@ -850,41 +682,6 @@ GemmKernel Main(const Problem& problem, const FfmaKParams& p,
 
 
 }  // namespace
-
-int64_t FfmaKStreamUnits(const Problem& problem, const FfmaKParams& p) {
-  const GemmContext& g = GemmOf(problem);
-  return CeilDiv(g.m, p.TileM()) * CeilDiv(g.n, p.TileN()) *
-         CeilDiv(g.k, p.kc);
-}
-
-int64_t FfmaKStreamFlagOffset(const Problem& problem, const FfmaKParams& p) {
-  return std::min(FfmaKStreamUnits(problem, p), kFfmaKStreamMaxPrograms) *
-         p.TileM() * p.TileN() * 4;
-}
-
-Status CanImplementFfmaKStream(const Problem& problem, const FfmaKParams& p,
-                               const KernelLimits& limits) {
-  if (p.kg != 1)
-    return InvalidArgument("params.KG: gemm.ffma_ks splits K by its stream, "
-                           "K_G must be 1, got " + N(p.kg));
-  if (p.cl != 1)
-    return InvalidArgument("params.CL: gemm.ffma_ks uses no clusters, CL "
-                           "must be 1, got " + N(p.cl));
-  return CanImplement(problem, p, limits);
-}
-
-StatusOr<GemmKernel> GenerateFfmaKStream(const Problem& problem,
-                                         const FfmaKParams& p,
-                                         const std::string& arch) {
-  BT_RETURN_IF_ERROR(CheckGenerate(problem, p, arch));
-  BT_RETURN_IF_ERROR(CanImplementFfmaKStream(problem, p, LimitsFor(arch)));
-  GemmKernel k = Main(problem, p, arch, nullptr, /*stream=*/true);
-  const int64_t programs =
-      std::min(FfmaKStreamUnits(problem, p), kFfmaKStreamMaxPrograms);
-  k.grid = {static_cast<unsigned>(programs), 1, 1};
-  k.workspace_bytes = FfmaKStreamFlagOffset(problem, p) + programs * 4;
-  return k;
-}
 
 StatusOr<GemmKernel> GenerateFfmaK(const Problem& problem,
                                    const FfmaKParams& p,

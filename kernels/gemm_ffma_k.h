@@ -193,47 +193,6 @@ StatusOr<GemmKernel> GenerateFfmaKPacked(const Problem& problem,
                                          const FfmaKParams& p,
                                          const std::string& arch = "sm_90");
 
-// Stream-K (family gemm.ffma_ks): gemm.ffma_k's main loop over an even
-// share of the whole product. A product of T tiles of C and S = ceil(K /
-// KC) stages each is U = T * S units (tile, stage), numbered tile by tile
-// (tiles M-fastest); program p of a persistent grid of P programs takes
-// units [floor(p*U/P), floor((p+1)*U/P)), so every SM gets the same work
-// however T falls against the SMs (issue 18's MLP 7168x16x7168: 56 tiles of
-// 128 rows keep 112 of the H100's 132 SMs busy with K_G = 2, and K_G = 7's
-// 392 programs pay three pipeline fills per SM). A program walks its range
-// a segment (the units of one tile) at a time. Only its first segment can
-// start inside a tile; such a segment leaves its sums in the program's slot
-// of the workspace and sets the program's flag (release, gpu scope). The
-// program whose segment starts the tile (its owner) then adds the slots of
-// the programs p+1, p+2, ... that continue the tile, in that order (each
-// after its flag, acquire; it clears the flag for the next launch), and
-// writes alpha * sum + beta * C. Every program waits only on later
-// programs' first segments, which wait on nothing, so the grid cannot
-// deadlock while its programs are resident together (a persistent launch:
-// GeneratedKernel::persistent). The order of the adds is fixed by P: the
-// same bits every run on one device. gemm.ffma_k's parameters without K_G
-// and CL (the split is the stream; clusters are not used). The PTX is for
-// any M, N, K; the grid is min(U, kFfmaKStreamMaxPrograms) programs and
-// the workspace that many slots of TileM * TileN floats, then as many
-// 4-byte flags (zero before the first launch; every launch leaves them
-// zero).
-inline constexpr int kGemmFfmaKStreamGeneratorVersion = 1;
-inline constexpr const char kGemmFfmaKStreamFamily[] = "gemm.ffma_ks";
-inline constexpr int64_t kFfmaKStreamMaxPrograms = 512;
-// The units of `problem` with `p`: T * S.
-int64_t FfmaKStreamUnits(const Problem& problem, const FfmaKParams& p);
-// gemm.ffma_k's rules except cluster (p.kg and p.cl must be 1:
-// INVALID_ARGUMENT naming params.KG or params.CL otherwise).
-Status CanImplementFfmaKStream(const Problem& problem, const FfmaKParams& p,
-                               const KernelLimits& limits);
-// Entry "blocktune_ffma_ks" (EntryParams(Op::kGemm)); grid
-// (min(U, kFfmaKStreamMaxPrograms), 1, 1); no reduce entry. The caller
-// marks the launch persistent and the flags' offset (FfmaKStreamFlagOffset).
-StatusOr<GemmKernel> GenerateFfmaKStream(const Problem& problem,
-                                         const FfmaKParams& p,
-                                         const std::string& arch = "sm_90");
-int64_t FfmaKStreamFlagOffset(const Problem& problem, const FfmaKParams& p);
-
 }  // namespace blocktune
 
 #endif  // BLOCKTUNE_KERNELS_GEMM_FFMA_K_H_

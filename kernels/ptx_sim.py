@@ -359,33 +359,7 @@ def _compile(op, a, labels):
             if is_signed:
                 u, v = signed(u, bits), signed(v, bits)
             t.regs[d] = f(u, v, p, t) & mask
-    elif op == 'cvt.u32.u64':
-        d, x = a[0], operand(a[1])
-
-        def fn(p, t):
-            t.regs[d] = x(p, t) & MASK[32]
-    elif op == 'fence.acq_rel.gpu':  # programs run one at a time here
-        def fn(p, t):
-            pass
-    elif op == 'ld.acquire.gpu.global.u32':
-        # gemm.ffma_ks's flags. run_grid(order='desc') runs the programs a
-        # program waits on (later ones) first, so a flag read here must be
-        # set; a clear one would spin forever.
-        d, at = a[0], address(a[1])
-
-        def fn(p, t):
-            v = p.mem.load(at(p, t))
-            if v == 0:
-                raise PtxError('spin on a flag that no later program set '
-                               '(at %#x)' % at(p, t))
-            t.regs[d] = int(v)
-    elif op == 'st.relaxed.gpu.global.u32':
-        at, x = address(a[0]), operand(a[1])
-
-        def fn(p, t):
-            p.mem.store(at(p, t), x(p, t))
-    elif op == 'ld.global.f32' or op.startswith('ld.global.nc') or \
-            op == 'ld.relaxed.gpu.global.f32':
+    elif op == 'ld.global.f32' or op.startswith('ld.global.nc'):
         d, at = a[0], address(a[1])
 
         def fn(p, t):
@@ -511,11 +485,9 @@ def cluster_dims(ptx, entry):
     return tuple(int(x) for x in m.groups()) if m else (1, 1, 1)
 
 
-def run_grid(ptx, entry, args, mem, grid, block, shared_bytes, mode, seed=1,
-             order='asc'):
+def run_grid(ptx, entry, args, mem, grid, block, shared_bytes, mode, seed=1):
     """Runs `entry` over `grid`; clusters (the PTX's .reqnctapercluster)
-    only along z. order='desc': the programs along x from the last (a
-    stream-K grid, whose programs wait on later programs' flags)."""
+    only along z."""
     params, code, labels = parse_entry(ptx, entry)
     cx, cy, cluster_z = cluster_dims(ptx, entry)
     if cx != 1 or cy != 1:
@@ -531,8 +503,7 @@ def run_grid(ptx, entry, args, mem, grid, block, shared_bytes, mode, seed=1,
     steps = 0
     for z0 in range(0, grid[2], cluster_z):
         for y in range(grid[1]):
-            xs = range(grid[0])
-            for x in (reversed(xs) if order == 'desc' else xs):
+            for x in range(grid[0]):
                 progs = [Program(code, labels, params, args, mem,
                                  (x, y, z0 + r), block[0], shared_bytes, mode,
                                  rng, rank=r, fns=fns) for r in range(cluster_z)]

@@ -39,10 +39,10 @@ TEST(CampaignFamiliesTest, EveryFamilyOfTheDtypeThatRunsOnTheGpu) {
   auto fp32 = CampaignFamilies(spec, Profile("h100"));
   ASSERT_TRUE(fp32.ok()) << fp32.status().ToString();
   // gemm.gemv (fp32, N <= 8) too: its rules offer it for decode shapes;
-  // gemm.ffma_k, gemm.ffma_kpk and gemm.ffma_ks for NT.
+  // gemm.ffma_k and gemm.ffma_kpk for NT.
   EXPECT_EQ(Names(*fp32),
             (std::vector<std::string>{"gemm.ffma", "gemm.gemv", "gemm.ffma_k",
-                                      "gemm.ffma_kpk", "gemm.ffma_ks"}));
+                                      "gemm.ffma_kpk"}));
   spec.op = Op::kConv;
   EXPECT_EQ(Names(*CampaignFamilies(spec, Profile("v100"))),
             std::vector<std::string>{"conv.ffma"});

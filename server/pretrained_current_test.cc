@@ -155,31 +155,16 @@ TEST(PretrainedTest, TheH100HasAModelOfEveryFamilyAndPrecision) {
   ASSERT_NO_FATAL_FAILURE(ReadShippedModels(dir, &models));
   std::set<std::pair<std::string, DType>> have;
   for (const auto& [where, m] : models) have.insert({m.family, m.precision});
-  // Families that landed before any GPU could measure them, each with the
-  // session that landed it: the query names them ("families without a
-  // trained model were not searched"); their campaign and models are due.
-  // One with a model is no longer pending (the test says so).
-  const std::set<std::string> pending = {
-      "gemm.ffma_ks",  // 2026-12-07: no device could be started
-  };
-  std::string missing, done;
+  std::string missing;
   int pairs = 0;
   for (const KernelFamily* f : Families())
     for (DType d : f->precisions()) {
       ++pairs;
-      const std::string name(f->name());
-      const bool has = have.count({name, d}) > 0;
-      if (!has && !pending.count(name))
-        missing += " " + name + "/" + std::string(ToString(d));
-      if (has && pending.count(name)) done += " " + name;
-      if (!has && pending.count(name))
-        std::printf("pending (no H100 data yet): %s/%s\n", name.c_str(),
-                    std::string(ToString(d)).c_str());
+      if (!have.count({std::string(f->name()), d}))
+        missing += " " + std::string(f->name()) + "/" + std::string(ToString(d));
     }
   std::printf("%d (family, precision) pairs, %zu with an H100 model\n", pairs, have.size());
   EXPECT_TRUE(missing.empty()) << "no shipped H100 model of:" << missing;
-  EXPECT_TRUE(done.empty()) << "has its H100 model now, remove it from "
-                               "pending:" << done;
 }
 
 // The daemon answers with the model it stored last of each (device, op,

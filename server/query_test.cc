@@ -588,18 +588,17 @@ TEST_F(QueryTest, AQueryWithoutADeviceSaysWhichDeviceAnswers) {
   named.set_device_name("NVIDIA H100 80GB HBM3");
   ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), named, &r).ok());
   EXPECT_EQ(r.note(),
-            "families without a trained model were not searched: gemm.ffma_k, "
-            "gemm.ffma_ks");
+            "families without a trained model were not searched: gemm.ffma_k");
   EXPECT_EQ(r.answers(0).device().name(), "NVIDIA H100 80GB HBM3");
   // A family without a model is named only where its rules take the
   // shape: gemm.gemv (N <= 128) for a decode query, not for N = 160 above;
-  // gemm.ffma_k and gemm.ffma_ks (NT) for both, not for NN.
+  // gemm.ffma_k (NT) for both, not for NN.
   v1::QueryRequest decode = GemmQuery(3000, 1, 1000, 1);
   decode.set_device_name("NVIDIA H100 80GB HBM3");
   ASSERT_TRUE(d->NewStub()->Query(Ctx().get(), decode, &r).ok());
   EXPECT_EQ(r.note(),
             "families without a trained model were not searched: gemm.gemv, "
-            "gemm.ffma_k, gemm.ffma_ks");
+            "gemm.ffma_k");
   v1::QueryRequest nn = GemmQuery(3000, 160, 1000, 1);
   nn.mutable_context()->mutable_gemm()->set_layout_b(v1::LAYOUT_N);
   nn.set_device_name("NVIDIA H100 80GB HBM3");
@@ -623,8 +622,7 @@ TEST_F(QueryTest, AQueryWithoutADeviceSaysWhichDeviceAnswers) {
   ASSERT_TRUE(reader2->Finish().ok());
   ASSERT_TRUE(g->NewStub()->Query(Ctx().get(), GemmQuery(3002, 160, 1000, 1), &r).ok());
   EXPECT_EQ(r.note(),
-            "families without a trained model were not searched: gemm.ffma_k, "
-            "gemm.ffma_ks");
+            "families without a trained model were not searched: gemm.ffma_k");
   EXPECT_EQ(r.answers(0).device().name(), "Fake GPU");
 }
 

@@ -52,11 +52,11 @@ TEST(CampaignSpecTest, FamiliesMustImplementTheOpAndDtype) {
   spec.dtype = DType::kFp32;
   EXPECT_EQ(Validate(spec).message(),
             "spec.families[0] must be one of the gemm families that implement "
-            "fp32: gemm.ffma, gemm.gemv, gemm.ffma_k, gemm.ffma_kpk, gemm.ffma_ks; got 'conv.ffma', a conv family");
+            "fp32: gemm.ffma, gemm.gemv, gemm.ffma_k, gemm.ffma_kpk; got 'conv.ffma', a conv family");
   spec.families = {"gemm.nope"};
   EXPECT_THAT(Validate(spec).message(),
               HasSubstr("spec.families[0] must be one of the gemm families "
-                        "that implement fp32: gemm.ffma, gemm.gemv, gemm.ffma_k, gemm.ffma_kpk, gemm.ffma_ks; got "
+                        "that implement fp32: gemm.ffma, gemm.gemv, gemm.ffma_k, gemm.ffma_kpk; got "
                         "'gemm.nope', "
                         "which is no registered family"));
   spec.families = {"gemm.ffma", "Gemm.Ffma"};

@@ -13,9 +13,7 @@
 // gemm.ffma_k: random NT shapes (N 1 .. 16 or up to 300; M, N and K
 // ragged against its tiles and stages; rows padded to 4 floats), every
 // value of every parameter, beta zero and not, and the same covariance and
-// MLP shapes. gemm.ffma_ks (stream-K on a persistent grid) the same way,
-// its flags zero before the launch and checked zero after it, and the
-// 7168x16x7168 MLP layer twice (the same bits).
+// MLP shapes.
 // Skips with a message where there is no GPU or no libcuda.
 #include <gtest/gtest.h>
 
@@ -27,7 +25,6 @@
 
 #include "kernels/cuda_driver.h"
 #include "kernels/family.h"
-#include "kernels/ptx_text.h"
 #include "tuner/kernel_launch.h"
 
 namespace blocktune {
@@ -72,14 +69,6 @@ StatusOr<double> RunCase(const KernelFamily& f, const Case& c,
     BT_RETURN_IF_ERROR(dc.CopyFromHost(cm.data(), cm.size() * 4));
   }
   BT_RETURN_IF_ERROR(dw.Fill32(0x7fc00000));
-  // Counters (gemm.ffma_ks's flags) zero before the first launch, the
-  // partial sums before them NaN.
-  const bool counters = kernel.counter_offset >= 0 && workspace > 0;
-  if (counters) {
-    BT_RETURN_IF_ERROR(dw.Fill32(0));
-    BT_RETURN_IF_ERROR(dw.Fill32Async(
-        0x7fc00000, static_cast<size_t>(kernel.counter_offset / 4)));
-  }
   KernelOperands ops;
   ops.a = da.address();
   ops.b = db.address();
@@ -90,15 +79,6 @@ StatusOr<double> RunCase(const KernelFamily& f, const Case& c,
   BT_RETURN_IF_ERROR(loaded->Launch(ops));
   std::vector<float> out(cm.size());
   BT_RETURN_IF_ERROR(dc.CopyToHost(out.data(), out.size() * 4));
-  if (counters) {  // every launch leaves them zero
-    std::vector<uint32_t> w(static_cast<size_t>(workspace / 4));
-    BT_RETURN_IF_ERROR(dw.CopyToHost(w.data(), w.size() * 4));
-    for (size_t i = static_cast<size_t>(kernel.counter_offset / 4);
-         i < w.size(); ++i)
-      if (w[i] != 0)
-        return Internal("counter " + std::to_string(i) + " left " +
-                        std::to_string(w[i]) + " after the launch");
-  }
 
   double err = 0, norm = 0;
   for (int64_t i = 0; i < g.m; ++i) {
@@ -276,8 +256,7 @@ TEST_F(GemvGpuTest, RandomDecodeShapesMatchFloat64) {
 
 // gemm.ffma_k's random NT cases; `packed` (gemm.ffma_kpk): rows that are
 // no multiple of 4 floats, A's, B's or both, the rest padded as for
-// gemm.ffma_k. gemm.ffma_ks (no K_G: its stream splits K) counts as split
-// the cases whose persistent grid has more programs than tiles.
+// gemm.ffma_k.
 void RandomNtCasesMatchFloat64(const char* family,
                                bool packed) {
   auto found = FindFamily(family);
@@ -285,6 +264,7 @@ void RandomNtCasesMatchFloat64(const char* family,
   const KernelFamily& f = **found;
   const int n_params = static_cast<int>(f.params().size());
   const int kg = f.ParamIndex("KG");
+  ASSERT_GE(kg, 0);
   std::mt19937 rng(2028);
   const KernelLimits limits;
   std::set<std::pair<int, int64_t>> seen;
@@ -336,7 +316,7 @@ void RandomNtCasesMatchFloat64(const char* family,
       const auto& values = f.params()[p].values;
       c.params[p] = values[rng() % values.size()];
     }
-    if (kg >= 0 && rng() % 3 == 0) c.params[kg] = 1;
+    if (rng() % 3 == 0) c.params[kg] = 1;
     auto up = [](int64_t x) { return (x + 3) / 4 * 4; };
     c.problem = Problem(g);
     c.problem.lda = up(g.k + (rng() % 3 ? rng() % 9 : 0));
@@ -359,12 +339,7 @@ void RandomNtCasesMatchFloat64(const char* family,
     EXPECT_LT(*err, 1e-5) << what;
     worst = std::max(worst, *err);
     for (int p = 0; p < n_params; ++p) seen.insert({p, c.params[p]});
-    if (kg >= 0) {
-      split += c.params[kg] > 1;
-    } else {
-      const ConfigShape s = f.Shape(c.problem, c.params);
-      split += s.programs > CeilDiv(g.m, s.tile_m) * CeilDiv(g.n, s.tile_n);
-    }
+    split += c.params[kg] > 1;
     ++cases;
   }
   for (int p = 0; p < n_params; ++p)
@@ -383,42 +358,6 @@ TEST_F(GemvGpuTest, FfmaKRandomNtShapesMatchFloat64) {
 
 TEST_F(GemvGpuTest, FfmaKPackedRandomUnalignedNtShapesMatchFloat64) {
   RandomNtCasesMatchFloat64("gemm.ffma_kpk", /*packed=*/true);
-}
-
-// gemm.ffma_ks: the random NT cases through the persistent launch (P =
-// the SMs times the programs resident per SM, at most the grid), and issue
-// 18's MLP layer itself, twice: the same bits both times.
-TEST_F(GemvGpuTest, FfmaKStreamRandomNtShapesMatchFloat64) {
-  RandomNtCasesMatchFloat64("gemm.ffma_ks", /*packed=*/false);
-}
-
-TEST_F(GemvGpuTest, FfmaKStreamMlp7168SameBitsEveryRun) {
-  auto found = FindFamily("gemm.ffma_ks");
-  ASSERT_TRUE(found.ok());
-  const KernelFamily& f = **found;
-  GemmContext g;
-  g.dtype = DType::kFp32;
-  g.layout_a = Layout::kN;
-  g.layout_b = Layout::kT;
-  g.m = 7168;
-  g.n = 16;
-  g.k = 7168;
-  Case c;
-  c.problem = Problem(g);
-  c.problem.lda = c.problem.ldb = g.k;
-  c.problem.ldc = g.n;
-  auto params = f.Parse("LM=8 TM=8 TN=4 WM=2 WN=1 KC=64 ST=3 WK=4");
-  ASSERT_TRUE(params.ok()) << params.status().ToString();
-  c.params = *params;
-  std::mt19937 rng(7168);
-  auto err = RunCase(f, c, rng);
-  ASSERT_TRUE(err.ok()) << err.status().ToString();
-  EXPECT_LT(*err, 1e-5);
-  std::mt19937 rng2(7168);
-  auto again = RunCase(f, c, rng2);
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
-  EXPECT_EQ(*err, *again) << "two runs of the same inputs differ";
-  std::cout << "7168x16x7168 NT: relative error " << *err << "\n";
 }
 
 }  // namespace
