@@ -1,0 +1,251 @@
+// dram_pattern_probe: how fast can an H100 read the A operand of issue 18's
+// MLP layer (7168 x 7168 fp32, row-major, 205.5 MB) in the access pattern
+// that gemm.ffma_k uses, and how does that depend on the pattern's knobs?
+//
+// gemm.ffma_k's best kernel for 7168x16x7168 (KG=2, 128 rows per program,
+// KC=64, ST=4) reads A at 2.59 TB/s (79.4 us); issue 18 asks for 77.8 us.
+// This probe copies A global -> shared exactly as that kernel's stages do
+// (cp.async 16 bytes, ROWS rows x KC floats per stage, ST stages in flight,
+// the grid M/ROWS x KG) but does no arithmetic, so the time it prints is the
+// memory side's floor for that pattern. Beside it: a linear read of the
+// same bytes (every program a contiguous range), the ceiling for any
+// pattern. Knobs: ROWS, KC (16..512: today's domain stops at 64), ST, KG,
+// and ROT=1 (each program starts its K loop at a rotated stage, so that the
+// programs do not all read the same columns at once).
+//
+// Method (METHOD.md): CUDA events around each launch, 5 warm-ups, median of
+// 21, L2 flushed by writing 256 MiB before every timed launch, A random.
+// The check: every program's sum of the floats it staged is compared with
+// the host's sum of the same floats (float64, relative 1e-4).
+//
+// Build: nvcc -O3 -std=c++17 -arch=sm_90 -o dram_pattern_probe
+// dram_pattern_probe.cu (the device runs it; nothing here needs a GPU to
+// build).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#define CK(x)                                                        \
+  do {                                                               \
+    cudaError_t err_ = (x);                                          \
+    if (err_ != cudaSuccess) {                                       \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, \
+                   cudaGetErrorString(err_));                        \
+      std::exit(1);                                                  \
+    }                                                                \
+  } while (0)
+
+constexpr int kThreads = 256;
+
+__device__ __forceinline__ void CpAsync16(void* smem, const void* gmem) {
+  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s),
+               "l"(gmem));
+}
+__device__ __forceinline__ void Commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+template <int N>
+__device__ __forceinline__ void WaitGroup() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+__device__ __forceinline__ void WaitGroupRt(int n) {
+  switch (n) {
+    case 0: WaitGroup<0>(); break;
+    case 1: WaitGroup<1>(); break;
+    case 2: WaitGroup<2>(); break;
+    case 3: WaitGroup<3>(); break;
+    case 4: WaitGroup<4>(); break;
+    default: WaitGroup<5>(); break;
+  }
+}
+
+// Program (blockIdx.x = row tile, blockIdx.y = split g) stages rows
+// [tile*rows, +rows) x its split's stages of kc floats through st buffers.
+// Every thread then adds the floats of the stage at its own positions, so
+// the copies cannot be dropped and the sum checks what was staged.
+__global__ void __launch_bounds__(kThreads)
+    TileRead(const float* __restrict__ a, int m, int k, int rows, int kc,
+             int st, int kg, int rot, double* __restrict__ sums) {
+  extern __shared__ float4 smem[];
+  const int vpr = kc / 4;                // 16-byte vectors per row per stage
+  const int per_stage = rows * vpr;      // vectors per stage
+  const int stages_k = (k + kc - 1) / kc;
+  const int per_split = (stages_k + kg - 1) / kg;
+  const int s0 = blockIdx.y * per_split;
+  const int ns = max(0, min(stages_k, s0 + per_split) - s0);
+  const int row0 = blockIdx.x * rows;
+  const int prog = blockIdx.x + gridDim.x * blockIdx.y;
+  const int shift = rot ? (prog % max(ns, 1)) : 0;
+  auto issue = [&](int i) {  // the i-th stage of this program, buffer i % st
+    if (i < ns) {
+      const int s = s0 + (i + shift) % ns;
+      float4* buf = smem + (i % st) * per_stage;
+      for (int v = threadIdx.x; v < per_stage; v += kThreads) {
+        const int r = v / vpr, c = (v % vpr) * 4;
+        const int gr = row0 + r, gc = s * kc + c;
+        if (gr < m && gc < k)
+          CpAsync16(buf + v, a + static_cast<size_t>(gr) * k + gc);
+        else
+          buf[v] = make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+    }
+    Commit();
+  };
+  for (int i = 0; i < st - 1; ++i) issue(i);
+  float acc = 0.f;
+  for (int i = 0; i < ns; ++i) {
+    WaitGroupRt(st - 2);
+    __syncthreads();
+    const float4* buf = smem + (i % st) * per_stage;
+    for (int v = threadIdx.x; v < per_stage; v += kThreads) {
+      const float4 x = buf[v];
+      acc += (x.x + x.y) + (x.z + x.w);
+    }
+    __syncthreads();
+    issue(i + st - 1);
+  }
+  WaitGroup<0>();
+  sums[static_cast<size_t>(prog) * kThreads + threadIdx.x] = acc;
+}
+
+// Linear: program p reads the p-th contiguous 1/P of A with 16-byte loads.
+__global__ void __launch_bounds__(kThreads)
+    LinearRead(const float4* __restrict__ a, size_t n4,
+               double* __restrict__ sums) {
+  const size_t per = (n4 + gridDim.x - 1) / gridDim.x;
+  const size_t b = blockIdx.x * per, e = min(n4, b + per);
+  float acc = 0.f;
+#pragma unroll 8
+  for (size_t i = b + threadIdx.x; i < e; i += kThreads) {
+    const float4 x = __ldcs(a + i);
+    acc += (x.x + x.y) + (x.z + x.w);
+  }
+  sums[static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x] = acc;
+}
+
+__global__ void Fill(float* a, size_t n, uint32_t seed) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed;
+    h ^= h >> 15; h *= 2246822519u; h ^= h >> 13;
+    a[i] = (h & 0xffff) / 65536.0f - 0.5f;
+  }
+}
+
+struct Timer {
+  cudaEvent_t b, e;
+  char* flush;
+  size_t flush_bytes = 256u << 20;
+  Timer() {
+    CK(cudaEventCreate(&b));
+    CK(cudaEventCreate(&e));
+    CK(cudaMalloc(&flush, flush_bytes));
+  }
+  template <class F>
+  double MedianUs(F launch) {
+    for (int i = 0; i < 5; ++i) launch();
+    std::vector<double> t;
+    for (int i = 0; i < 21; ++i) {
+      CK(cudaMemsetAsync(flush, i, flush_bytes));
+      CK(cudaEventRecord(b));
+      launch();
+      CK(cudaEventRecord(e));
+      CK(cudaEventSynchronize(e));
+      float ms;
+      CK(cudaEventElapsedTime(&ms, b, e));
+      t.push_back(ms * 1e3);
+    }
+    CK(cudaGetLastError());
+    std::nth_element(t.begin(), t.begin() + 10, t.end());
+    return t[10];
+  }
+};
+
+int main(int argc, char** argv) {
+  const int m = argc > 1 ? std::atoi(argv[1]) : 7168;
+  const int k = argc > 2 ? std::atoi(argv[2]) : 7168;
+  const size_t n = size_t(m) * k;
+  const double bytes = n * 4.0;
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("# %s, %d SMs; A %d x %d fp32 (%.1f MB)\n", prop.name,
+              prop.multiProcessorCount, m, k, bytes / 1e6);
+  float* a;
+  CK(cudaMalloc(&a, n * 4));
+  Fill<<<1024, 256>>>(a, n, 12345u);
+  std::vector<float> host(n);
+  CK(cudaMemcpy(host.data(), a, n * 4, cudaMemcpyDeviceToHost));
+  double* sums;
+  const size_t max_sums = size_t(1) << 22;
+  CK(cudaMalloc(&sums, max_sums * sizeof(double)));
+  CK(cudaFuncSetAttribute(TileRead,
+                          cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          prop.sharedMemPerBlockOptin));
+  Timer timer;
+  std::printf("pattern\trows\tKC\tST\tKG\tROT\tprograms\tus\tTB/s\tcheck\n");
+  // Linear ceiling, at 1, 2 and 4 programs per SM.
+  for (int per_sm : {1, 2, 4, 8}) {
+    const int grid = per_sm * prop.multiProcessorCount;
+    const double us = timer.MedianUs([&] {
+      LinearRead<<<grid, kThreads>>>(reinterpret_cast<const float4*>(a),
+                                     n / 4, sums);
+    });
+    std::printf("linear\t-\t-\t-\t-\t-\t%d\t%.2f\t%.3f\t-\n", grid, us,
+                bytes / us / 1e6);
+  }
+  struct Cfg { int rows, kc, st, kg, rot; };
+  std::vector<Cfg> cfgs;
+  for (int rows : {64, 128})
+    for (int kc : {32, 64, 128, 256})
+      for (int st : {2, 3, 4})
+        for (int kg : {1, 2, 4, 7})
+          for (int rot : {0, 1}) cfgs.push_back({rows, kc, st, kg, rot});
+  for (int kc : {512}) for (int st : {2, 3}) for (int kg : {2, 7})
+    cfgs.push_back({64, kc, st, kg, 0});
+  std::vector<double> dev_sums;
+  for (const Cfg& c : cfgs) {
+    const size_t shared = size_t(c.st) * c.rows * c.kc * 4;
+    if (shared > prop.sharedMemPerBlockOptin) continue;
+    dim3 grid((m + c.rows - 1) / c.rows, c.kg);
+    const int programs = grid.x * grid.y;
+    if (size_t(programs) * kThreads > max_sums) continue;
+    const double us = timer.MedianUs([&] {
+      TileRead<<<grid, kThreads, shared>>>(a, m, k, c.rows, c.kc, c.st, c.kg,
+                                           c.rot, sums);
+    });
+    // Check: the program's total against the host's sum of its region.
+    dev_sums.resize(size_t(programs) * kThreads);
+    CK(cudaMemcpy(dev_sums.data(), sums, dev_sums.size() * 8,
+                  cudaMemcpyDeviceToHost));
+    const int stages_k = (k + c.kc - 1) / c.kc;
+    const int per_split = (stages_k + c.kg - 1) / c.kg;
+    double worst = 0;
+    for (int y = 0; y < (int)grid.y; y += std::max(1, (int)grid.y - 1))
+      for (int x = 0; x < (int)grid.x; x += std::max(1, (int)grid.x / 5)) {
+        const int prog = x + grid.x * y;
+        double got = 0, want = 0, mag = 0;
+        for (int t = 0; t < kThreads; ++t)
+          got += dev_sums[size_t(prog) * kThreads + t];
+        const int c0 = y * per_split * c.kc;
+        const int c1 = std::min(k, (y + 1) * per_split * c.kc);
+        for (int r = x * c.rows; r < std::min(m, (x + 1) * c.rows); ++r)
+          for (int col = c0; col < c1; ++col) {
+            want += host[size_t(r) * k + col];
+            mag += std::fabs(host[size_t(r) * k + col]);
+          }
+        worst = std::max(worst, std::fabs(got - want) / std::max(mag, 1.0));
+      }
+    std::printf("tile\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.3f\t%s\n", c.rows, c.kc,
+                c.st, c.kg, c.rot, programs, us, bytes / us / 1e6,
+                worst < 1e-4 ? "ok" : "FAIL");
+    std::fflush(stdout);
+  }
+  return 0;
+}
