@@ -525,6 +525,15 @@ int RunCli(int argc, char** argv) {
                     "samples (older generator versions) with the current "
                     "generators, instead of sampling (within --minutes or "
                     "--max-samples)");
+  double min_flops = 0, max_flops = 0;
+  c_start->add_option("--min-flops", min_flops,
+                      "draw only contexts of at least this much work, "
+                      "2*M*N*K flop (0: no lower bound), e.g. 6.9e10 with "
+                      "--max-flops 1.1e12 for large products");
+  c_start->add_option("--max-flops", max_flops,
+                      "draw only contexts of at most this much work, "
+                      "2*M*N*K flop, up to 1.1e15 (0: the default, 2^36 = "
+                      "6.9e10)");
   c_start->add_option("--gpus", gpus, "GPU ordinals, e.g. 0,1 (default: all)")
       ->delimiter(',');
   c_start->add_option("--sampler", sampler,
@@ -774,6 +783,8 @@ int RunCli(int argc, char** argv) {
     spec.set_dtype(ToProto(*dtype));
     for (const std::string& f : campaign_families) spec.add_families(f);
     spec.set_retune_stale(retune_stale);
+    spec.set_min_flops(min_flops);
+    spec.set_max_flops(max_flops);
     for (int gpu : gpus) spec.add_gpus(gpu);
     spec.set_sampler(sampler);
     spec.set_minutes(minutes);

@@ -41,7 +41,7 @@ TEST_F(CliTest, HealthIsExitZero) {
   EXPECT_THAT(r.out, HasSubstr("blocktuned 0.1.0"));
   r = Cli("health --json " + server_);
   EXPECT_EQ(r.code, 0);
-  EXPECT_THAT(r.out, HasSubstr("\"schema_version\": 7"));
+  EXPECT_THAT(r.out, HasSubstr("\"schema_version\": 8"));
 }
 
 TEST_F(CliTest, QueryOnAnEmptyStoreIsAClearNotFound) {

@@ -136,6 +136,13 @@ void Print(const v1::Campaign& c, std::ostream& out) {
   for (int i = 0; i < c.spec().families_size(); ++i)
     out << (i ? "," : " ") << c.spec().families(i);
   if (c.spec().retune_stale()) out << ", retune stale";
+  if (c.spec().min_flops() > 0 || c.spec().max_flops() > 0) {
+    char work[64];
+    std::snprintf(work, sizeof work, ", work %.3g to %.3g flop",
+                  c.spec().min_flops(),
+                  c.spec().max_flops() > 0 ? c.spec().max_flops() : 0x1p36);
+    out << work;
+  }
   if (c.spec().sampler() == "guided") out << ", guided";
   out << "): " << c.samples_ok() << " ok, " << c.samples_failed() << " failed";
   if (!c.spec().label().empty()) out << " [" << c.spec().label() << "]";

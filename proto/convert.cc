@@ -218,6 +218,8 @@ StatusOr<CampaignSpec> FromProto(const v1::CampaignSpec& p,
   spec.label = p.label();
   spec.families.assign(p.families().begin(), p.families().end());
   spec.retune_stale = p.retune_stale();
+  spec.min_flops = p.min_flops();
+  spec.max_flops = p.max_flops();
   BT_RETURN_IF_ERROR(Validate(spec, field));
   return spec;
 }
@@ -233,6 +235,8 @@ void ToProto(const CampaignSpec& spec, v1::CampaignSpec* out) {
   out->set_label(spec.label);
   for (const std::string& f : spec.families) out->add_families(f);
   out->set_retune_stale(spec.retune_stale);
+  out->set_min_flops(spec.min_flops);
+  out->set_max_flops(spec.max_flops);
 }
 
 }  // namespace blocktune

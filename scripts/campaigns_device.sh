@@ -26,6 +26,10 @@
 #                default: every family of the op and precision)
 #   TAR=1        leave OUT as one OUT.tgz (a device call returns at most 8
 #                files from $OUT: two campaigns already write 10)
+#   MIN_FLOPS=F, MAX_FLOPS=F  `campaign start --min-flops/--max-flops`: draw
+#                only contexts of that much work, 2*M*N*K (the default cap,
+#                2^36, leaves out every product above 69 GFLOP); large fp32
+#                products: MIN_FLOPS=6.9e10 MAX_FLOPS=1.1e12
 #   SAMPLER=S    `campaign start --sampler S` (default bayes); guided measures
 #                the models' own top 6 per context and 2 of their ranks 7-64
 #                (server/campaign_plan.h), so IMPORT a models file
@@ -82,6 +86,7 @@ for spec in "$@"; do
   id=$(cli --json campaign start --op "$op" --dtype "$dtype" \
          "${what[@]}" ${MINUTES:+--minutes "$MINUTES"} \
          ${FAMILIES:+--family "$FAMILIES"} ${SAMPLER:+--sampler "$SAMPLER"} \
+         ${MIN_FLOPS:+--min-flops "$MIN_FLOPS"} ${MAX_FLOPS:+--max-flops "$MAX_FLOPS"} \
          --seed "$seed" --label "$name" |
        python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
   seed=$((seed + 1))

@@ -117,7 +117,8 @@ uint64_t FamilySeed(uint64_t seed, size_t index) {
 
 StatusOr<std::unique_ptr<FamilyRotation>> FamilyRotation::Make(
     const std::vector<const KernelFamily*>& families, DType dtype,
-    const DeviceProfile& profile, const std::string& sampler, uint64_t seed) {
+    const DeviceProfile& profile, const std::string& sampler, uint64_t seed,
+    const WorkBounds& work) {
   if (families.empty()) return InvalidArgument("a campaign needs a family");
   std::unique_ptr<FamilyRotation> r(new FamilyRotation());
   r->seed_ = seed;
@@ -126,7 +127,7 @@ StatusOr<std::unique_ptr<FamilyRotation>> FamilyRotation::Make(
     BT_RETURN_IF_ERROR(SetPrecision(&domain, dtype));
     BT_ASSIGN_OR_RETURN(
         auto stream, CandidateStream::Make(std::move(domain), profile, sampler,
-                                           FamilySeed(seed, i)));
+                                           FamilySeed(seed, i), work));
     r->families_.push_back(families[i]);
     r->base_.emplace_back();
     r->base_.back().rng = stream->rng_state();
@@ -330,7 +331,8 @@ StatusOr<std::unique_ptr<GuidedPlanner>> GuidedPlanner::Make(
     BT_RETURN_IF_ERROR(SetPrecision(&domain, spec.dtype));
     BT_ASSIGN_OR_RETURN(auto stream,
                         CandidateStream::Make(std::move(domain), profile,
-                                              "uniform", FamilySeed(spec.seed, i)));
+                                              "uniform", FamilySeed(spec.seed, i),
+                                              WorkOf(spec)));
     std::string& ids = planner->ids_;
     ids += (ids.empty() ? "" : ", ") + std::to_string(model->id) + " (" +
            std::string(f->name()) + ")";

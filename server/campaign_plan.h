@@ -74,7 +74,8 @@ class FamilyRotation {
   // without `dtype`.
   static StatusOr<std::unique_ptr<FamilyRotation>> Make(
       const std::vector<const KernelFamily*>& families, DType dtype,
-      const DeviceProfile& profile, const std::string& sampler, uint64_t seed);
+      const DeviceProfile& profile, const std::string& sampler, uint64_t seed,
+      const WorkBounds& work = {});
 
   size_t size() const { return streams_.size(); }
   const KernelFamily& family(size_t i) const { return *families_[i]; }

@@ -60,13 +60,18 @@ class CampaignTest : public ::testing::Test {
       const DaemonProcess& d, int64_t samples, uint64_t seed,
       v1::DType dtype = v1::DTYPE_FP32,
       const std::vector<std::string>& families = {}) {
+    return StartSpec(d, GemmSpec(samples, seed, dtype, families));
+  }
+  static v1::CampaignSpec GemmSpec(
+      int64_t samples, uint64_t seed, v1::DType dtype = v1::DTYPE_FP32,
+      const std::vector<std::string>& families = {}) {
     v1::CampaignSpec spec;
     spec.set_op(v1::OP_GEMM);
     spec.set_dtype(dtype);
     spec.set_max_samples(samples);
     spec.set_seed(seed);
     for (const std::string& f : families) spec.add_families(f);
-    return StartSpec(d, spec);
+    return spec;
   }
   static v1::Campaign StartSpec(const DaemonProcess& d,
                                 const v1::CampaignSpec& spec) {
@@ -565,6 +570,44 @@ TEST_F(CampaignTest, AnFp32CampaignStillMeasuresGemmFfma) {
   EXPECT_GT(by_family["gemm.gemv"], 0);
   EXPECT_GT(by_family["gemm.ffma_k"], 0);
   EXPECT_GT(by_family["gemm.ffma_kpk"], 0);
+}
+
+// A campaign for large products (min_flops, max_flops): every context it
+// measures has its work within the bounds, though the default cap (2^36)
+// would have refused all of them; the bounds survive in the store; a bound
+// out of range is refused with the field's name.
+TEST_F(CampaignTest, WorkBoundsDrawOnlyLargeContexts) {
+  auto d = Start("measure_us=20");
+  v1::CampaignSpec spec =
+      GemmSpec(120, 5, v1::DTYPE_FP32, {"gemm.ffma", "gemm.ffma_k"});
+  spec.set_min_flops(0x1p37);
+  spec.set_max_flops(0x1p40);
+  const v1::Campaign c = WaitFor(*d, StartSpec(*d, spec).id(), Ended);
+  ASSERT_EQ(c.state(), v1::CAMPAIGN_STATE_DONE) << c.message();
+  EXPECT_EQ(c.spec().min_flops(), 0x1p37);
+  EXPECT_EQ(c.spec().max_flops(), 0x1p40);
+  const std::vector<SampleRecord> samples = Samples();
+  ASSERT_EQ(samples.size(), 120u);
+  for (const SampleRecord& s : samples) {
+    const GemmContext& g = std::get<GemmContext>(s.context);
+    const double flops = 2.0 * double(g.m) * double(g.n) * double(g.k);
+    EXPECT_GE(flops, 0x1p37) << ToString(s.context);
+    EXPECT_LE(flops, 0x1p40) << ToString(s.context);
+  }
+  auto store = OpenSqliteStore(dir_.path() + "/b.db");
+  ASSERT_TRUE(store.ok());
+  auto stored = (*store)->GetCampaign(c.id());
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->spec.min_flops, 0x1p37);
+  EXPECT_EQ(stored->spec.max_flops, 0x1p40);
+
+  spec.set_min_flops(0x1p41);  // above max_flops: nothing could be drawn
+  v1::StartCampaignRequest req;
+  *req.mutable_spec() = spec;
+  v1::StartCampaignResponse resp;
+  grpc::Status refused = d->NewStub()->StartCampaign(Ctx().get(), req, &resp);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(), HasSubstr("spec.min_flops must be in"));
 }
 
 TEST_F(CampaignTest, FamiliesThatDoNotImplementTheDtypeAreRefused) {

@@ -345,7 +345,8 @@ class CampaignManager::Run {
     BT_ASSIGN_OR_RETURN(
         rotation_,
         FamilyRotation::Make(families, record_.spec.dtype, profile_,
-                             record_.spec.sampler, record_.spec.seed));
+                             record_.spec.sampler, record_.spec.seed,
+                             WorkOf(record_.spec)));
     for (size_t i = 0; i < rotation_->size(); ++i)
       initial_.push_back(rotation_->state(i));
     return OkStatus();

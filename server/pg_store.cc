@@ -345,14 +345,16 @@ class PgStore final : public TuningStore {
       pqxx::result r = w.exec_params(
           "INSERT INTO campaigns (op, dtype, gpus, sampler, minutes, "
           "max_samples, seed, label, families, retune_stale, state, "
-          "created_unix, updated_unix) VALUES ($1, $2, $3, $4, $5, $6, $7, "
-          "$8, $9, $10, $11, $12, $13) RETURNING id",
+          "created_unix, updated_unix, min_flops, max_flops) VALUES ($1, $2, "
+          "$3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) "
+          "RETURNING id",
           std::string(ToString(spec.op)), std::string(ToString(spec.dtype)),
           GpusText(spec.gpus), spec.sampler, static_cast<int64_t>(spec.minutes),
           static_cast<int64_t>(spec.max_samples),
           static_cast<int64_t>(spec.seed), spec.label, Joined(spec.families),
           spec.retune_stale ? 1 : 0,
-          std::string(ToString(CampaignState::kQueued)), now, now);
+          std::string(ToString(CampaignState::kQueued)), now, now,
+          spec.min_flops, spec.max_flops);
       id = r[0][0].as<int64_t>();
       w.commit();
       return OkStatus();
@@ -705,7 +707,8 @@ class PgStore final : public TuningStore {
               "c.seed, "
               "c.label, c.state, c.samples_ok, c.samples_failed, c.rng_state, "
               "c.message, c.created_unix, c.updated_unix, c.device_id, "
-              "c.sampler, c.families, c.retune_stale "
+              "c.sampler, c.families, c.retune_stale, c.min_flops, "
+              "c.max_flops "
               "FROM campaigns c LEFT JOIN devices d ON d.id = c.device_id "
               "WHERE ($1::bigint = 0 OR c.id = $1::bigint) ORDER BY c.id" +
               std::string(lock ? " FOR UPDATE OF c" : ""),
@@ -733,6 +736,8 @@ class PgStore final : public TuningStore {
           while (std::getline(families, f, ',')) cr.spec.families.push_back(f);
         }
         cr.spec.retune_stale = row[k + 18].as<int64_t>() != 0;
+        cr.spec.min_flops = row[k + 19].as<double>();
+        cr.spec.max_flops = row[k + 20].as<double>();
         cr.spec.minutes = row[k + 4].as<int64_t>();
         cr.spec.max_samples = row[k + 5].as<int64_t>();
         cr.spec.seed = static_cast<uint64_t>(row[k + 6].as<int64_t>());
@@ -824,14 +829,16 @@ class PgStore final : public TuningStore {
             device +
             ", samples_ok = $12, "
             "samples_failed = $13, rng_state = $14::bytea, message = $15, "
-            "updated_unix = $16 WHERE id = $17",
+            "updated_unix = $16, min_flops = $18, max_flops = $19 "
+            "WHERE id = $17",
         std::string(ToString(s.op)), std::string(ToString(s.dtype)),
         GpusText(s.gpus), s.sampler, static_cast<int64_t>(s.minutes),
         static_cast<int64_t>(s.max_samples),
         static_cast<int64_t>(s.seed),  // stored bit for bit
         s.label, Joined(s.families), s.retune_stale ? 1 : 0,
         std::string(ToString(cr.state)), cr.samples_ok, cr.samples_failed,
-        ByteaText(cr.rng_state), cr.message, now, cr.id);
+        ByteaText(cr.rng_state), cr.message, now, cr.id, s.min_flops,
+        s.max_flops);
     if (r.affected_rows() != 1) {
       return NotFound("campaign " + std::to_string(cr.id) +
                       " does not exist");

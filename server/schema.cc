@@ -271,6 +271,13 @@ INSERT INTO store_generation (id, tuned, models) VALUES (1, 0, 0);
 -- generator reproduces (server/sample_digest.h).
 ALTER TABLE samples ADD COLUMN kernel_digest TEXT NOT NULL DEFAULT '';
 )sql"},
+      {8, "campaigns bound the work of the contexts they draw", R"sql(
+-- tuner/campaign_spec.h CampaignSpec::min_flops, max_flops: 2*M*N*K of a
+-- drawn context at least min_flops and at most max_flops (0: the default,
+-- 2^36). Every campaign before this version drew with those defaults.
+ALTER TABLE campaigns ADD COLUMN min_flops REAL NOT NULL DEFAULT 0;
+ALTER TABLE campaigns ADD COLUMN max_flops REAL NOT NULL DEFAULT 0;
+)sql"},
   };
   return kMigrations;
 }

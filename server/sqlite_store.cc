@@ -411,9 +411,9 @@ class SqliteStore final : public TuningStore {
     BT_RETURN_IF_ERROR(Guard([&]() {
       SQLite::Statement q(*writer_,
           "INSERT INTO campaigns (op, dtype, gpus, sampler, minutes, "
-          "max_samples, seed, label, families, retune_stale, state, "
-          "created_unix, updated_unix) "
-          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+          "max_samples, seed, label, families, retune_stale, min_flops, "
+          "max_flops, state, created_unix, updated_unix) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
       const int k = BindSpec(q, 1, spec);
       q.bind(k, std::string(ToString(CampaignState::kQueued)));
       const int64_t now = NowUnix();
@@ -693,8 +693,8 @@ class SqliteStore final : public TuningStore {
   }
 
   // Binds the spec's columns from `first` on (op, dtype, gpus, sampler,
-  // minutes, max_samples, seed, label, families, retune_stale); returns the
-  // next position.
+  // minutes, max_samples, seed, label, families, retune_stale, min_flops,
+  // max_flops); returns the next position.
   static int BindSpec(SQLite::Statement& q, int first, const CampaignSpec& s) {
     q.bind(first + 0, std::string(ToString(s.op)));
     q.bind(first + 1, std::string(ToString(s.dtype)));
@@ -711,7 +711,9 @@ class SqliteStore final : public TuningStore {
       families += (families.empty() ? "" : ",") + f;
     q.bind(first + 8, families);
     q.bind(first + 9, s.retune_stale ? 1 : 0);
-    return first + 10;
+    q.bind(first + 10, s.min_flops);
+    q.bind(first + 11, s.max_flops);
+    return first + 12;
   }
 
   static std::string TunedSelect() {
@@ -796,7 +798,7 @@ class SqliteStore final : public TuningStore {
           ", c.id, c.op, c.dtype, c.gpus, c.minutes, c.max_samples, c.seed, "
           "c.label, c.state, c.samples_ok, c.samples_failed, c.rng_state, "
           "c.message, c.created_unix, c.updated_unix, c.device_id, "
-          "c.sampler, c.families, c.retune_stale "
+          "c.sampler, c.families, c.retune_stale, c.min_flops, c.max_flops "
           "FROM campaigns c LEFT JOIN devices d ON d.id = c.device_id "
           "WHERE (?1 = 0 OR c.id = ?1) ORDER BY c.id");
       q.bind(1, static_cast<int64_t>(id));
@@ -823,6 +825,8 @@ class SqliteStore final : public TuningStore {
           while (std::getline(families, f, ',')) c.spec.families.push_back(f);
         }
         c.spec.retune_stale = q.getColumn(k + 18).getInt() != 0;
+        c.spec.min_flops = q.getColumn(k + 19).getDouble();
+        c.spec.max_flops = q.getColumn(k + 20).getDouble();
         c.spec.minutes = q.getColumn(k + 4).getInt64();
         c.spec.max_samples = q.getColumn(k + 5).getInt64();
         c.spec.seed = static_cast<uint64_t>(q.getColumn(k + 6).getInt64());
@@ -895,7 +899,8 @@ class SqliteStore final : public TuningStore {
     SQLite::Statement q(*writer_,
         "UPDATE campaigns SET op = ?, dtype = ?, gpus = ?, sampler = ?, "
         "minutes = ?, max_samples = ?, seed = ?, label = ?, families = ?, "
-        "retune_stale = ?, state = ?, device_id = ?, samples_ok = ?, "
+        "retune_stale = ?, min_flops = ?, max_flops = ?, state = ?, "
+        "device_id = ?, samples_ok = ?, "
         "samples_failed = ?, rng_state = ?, message = ?, "
         "updated_unix = ? WHERE id = ?");
     const int k = BindSpec(q, 1, c.spec);

@@ -321,6 +321,20 @@ TYPED_TEST(StoreTest, CampaignsKeepTheirFamiliesAndRetune) {
   EXPECT_EQ((*list)[1].spec, update.spec);
   EXPECT_EQ((*list)[1].state, CampaignState::kDone);
 
+  // Schema v8: the work bounds survive creation and updates.
+  CampaignSpec large;
+  large.max_samples = 10;
+  large.min_flops = 0x1p36;
+  large.max_flops = 0x1p40;
+  auto third = this->store_->CreateCampaign(large);
+  ASSERT_TRUE(third.ok()) << third.status().ToString();
+  EXPECT_EQ(third->spec, large);
+  CampaignRecord moved = *third;
+  moved.spec.max_flops = 0x1p42;
+  batch.campaign_updates = {moved};
+  ASSERT_TRUE(this->store_->Commit(batch).ok());
+  EXPECT_EQ(this->store_->GetCampaign(third->id)->spec, moved.spec);
+
   // A family of the op that does not implement the dtype is never stored.
   spec.families = {"gemm.ffma"};
   auto refused = this->store_->CreateCampaign(spec);

@@ -72,9 +72,10 @@ TEST(StoreV4Test, MigratesTheV3Fixture) {
   auto store = OpenSqliteStore(db);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   // Through v4 (families), v5 (campaigns name their families), v6 (work
-  // items, generation counters) and on to v7 (kernel digests).
-  EXPECT_EQ((*store)->SchemaVersion(), 7);
-  EXPECT_EQ(CurrentSchemaVersion(), 7);
+  // items, generation counters), v7 (kernel digests) and on to v8
+  // (campaigns' work bounds).
+  EXPECT_EQ((*store)->SchemaVersion(), 8);
+  EXPECT_EQ(CurrentSchemaVersion(), 8);
 
   // Samples: ffma family by op, version by date, the same x_B by name.
   auto samples = (*store)->ListSamples({});
@@ -174,7 +175,7 @@ TEST(StoreV4Test, MigratesTheV3Fixture) {
   // The old columns are gone; the file is whole.
   store->reset();
   SQLite::Database raw(db, SQLite::OPEN_READONLY);
-  EXPECT_EQ(raw.execAndGet("PRAGMA user_version").getInt(), 7);
+  EXPECT_EQ(raw.execAndGet("PRAGMA user_version").getInt(), 8);
   EXPECT_EQ(raw.execAndGet("PRAGMA integrity_check").getString(), "ok");
   for (const char* table : {"samples", "tuned"}) {
     EXPECT_EQ(raw.execAndGet(std::string("SELECT COUNT(*) FROM pragma_table_info('") +

@@ -1,5 +1,7 @@
 #include "tuner/campaign_spec.h"
 
+#include <cstdio>
+
 #include "kernels/family.h"
 #include "kernels/validate.h"
 
@@ -48,6 +50,42 @@ Status ValidateFamilies(const CampaignSpec& spec, std::string_view field) {
                                Quoted(spec.families[i]));
       }
     }
+  }
+  return OkStatus();
+}
+
+std::string FormatDouble(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// spec.min_flops and spec.max_flops: finite, max_flops 0 (the default) or
+// in [1, 2^50], min_flops below the effective maximum; a retune_stale
+// campaign draws nothing, so it takes neither.
+Status ValidateWork(const CampaignSpec& spec, std::string_view field) {
+  const std::string max_name = JoinField(field, "max_flops");
+  const std::string min_name = JoinField(field, "min_flops");
+  if (!(spec.max_flops == 0 ||
+        (spec.max_flops >= 1 && spec.max_flops <= kMaxCampaignFlops))) {
+    return InvalidArgument(max_name + " must be 0 (the default, 2^36 = " +
+                           FormatDouble(kDefaultMaxFlops) +
+                           ") or in [1, 2^50 = " +
+                           FormatDouble(kMaxCampaignFlops) + "], got " +
+                           FormatDouble(spec.max_flops));
+  }
+  const double max = WorkOf(spec).max_flops;
+  if (!(spec.min_flops >= 0 && spec.min_flops < max)) {
+    return InvalidArgument(min_name + " must be in [0, " + max_name + " = " +
+                           FormatDouble(max) + "), got " +
+                           FormatDouble(spec.min_flops) +
+                           " (no context could be drawn)");
+  }
+  if (spec.retune_stale && (spec.min_flops != 0 || spec.max_flops != 0)) {
+    return InvalidArgument(
+        min_name + " and " + max_name +
+        " bound the contexts a campaign draws; a retune_stale campaign "
+        "re-measures stored ones: leave both 0");
   }
   return OkStatus();
 }
@@ -104,7 +142,15 @@ Status Validate(const CampaignSpec& spec, std::string_view field) {
         "at its start");
   }
   BT_RETURN_IF_ERROR(ValidateFamilies(spec, field));
+  BT_RETURN_IF_ERROR(ValidateWork(spec, field));
   return CheckText(JoinField(field, "label"), spec.label, 0, 128);
+}
+
+WorkBounds WorkOf(const CampaignSpec& spec) {
+  WorkBounds w;
+  w.min_flops = spec.min_flops;
+  if (spec.max_flops > 0) w.max_flops = spec.max_flops;
+  return w;
 }
 
 std::string_view ToString(CampaignState state) {

@@ -12,6 +12,7 @@
 
 #include "kernels/operation.h"
 #include "kernels/status.h"
+#include "tuner/sampler.h"
 
 namespace blocktune {
 
@@ -41,10 +42,17 @@ struct CampaignSpec {
   // Re-measure the stale samples' contexts and parameters with the current
   // generators instead of sampling (server/campaign_plan.h PlanRetune).
   bool retune_stale = false;
+  // Where a drawn context's work, 2*M*N*K of its (implicit) GEMM, may lie
+  // (tuner/sampler.h WorkBounds): at least min_flops (0: no lower bound)
+  // and at most max_flops (0: the default, 2^36). A campaign for large
+  // products sets both, e.g. min_flops 2^36 and max_flops 2^40: the
+  // default campaign never draws them, and the models extrapolate there.
+  double min_flops = 0;
+  double max_flops = 0;
 
   auto Tie() const {
     return std::tie(op, dtype, gpus, sampler, minutes, max_samples, seed,
-                    label, families, retune_stale);
+                    label, families, retune_stale, min_flops, max_flops);
   }
   friend bool operator==(const CampaignSpec& a, const CampaignSpec& b) {
     return a.Tie() == b.Tie();
@@ -70,7 +78,13 @@ inline bool PlansListAtOnce(const CampaignSpec& spec) {
 // that implements the dtype, named once; the error names
 // "spec.families[i]" and lists the allowed ones. Whether the campaign's GPU
 // runs them is checked where the GPU is known (CampaignManager::Start).
+// max_flops is 0 or in [1, 2^50], min_flops in [0, the effective max_flops),
+// and neither applies to a retune_stale campaign (it re-measures stored
+// contexts).
 Status Validate(const CampaignSpec& spec, std::string_view field = "spec");
+
+// The bounds the spec's samplers draw within (max_flops 0: the default).
+WorkBounds WorkOf(const CampaignSpec& spec);
 
 enum class CampaignState { kQueued, kRunning, kDone, kCancelled, kFailed };
 

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "tuner/measurement.h"
 
 namespace blocktune {
@@ -29,6 +31,35 @@ TEST(CampaignSpecTest, NeedsABudgetAndBoundedFields) {
   spec.sampler = "uniform";
   spec.minutes = -1;
   EXPECT_THAT(Validate(spec).message(), HasSubstr("spec.minutes must be in"));
+}
+
+TEST(CampaignSpecTest, WorkBoundsNameTheFieldAndTheRange) {
+  CampaignSpec spec;
+  spec.max_samples = 10;
+  EXPECT_EQ(WorkOf(spec).min_flops, 0);
+  EXPECT_EQ(WorkOf(spec).max_flops, kDefaultMaxFlops);
+  spec.min_flops = 0x1p36;  // at the default cap: nothing could be drawn
+  EXPECT_THAT(Validate(spec).message(),
+              HasSubstr("spec.min_flops must be in [0, spec.max_flops = "
+                        "6.87195e+10), got 6.87195e+10"));
+  spec.max_flops = 0x1p40;
+  EXPECT_TRUE(Validate(spec).ok());
+  EXPECT_EQ(WorkOf(spec).min_flops, 0x1p36);
+  EXPECT_EQ(WorkOf(spec).max_flops, 0x1p40);
+  spec.max_flops = 0x1p51;
+  EXPECT_THAT(Validate(spec).message(),
+              HasSubstr("spec.max_flops must be 0 (the default"));
+  spec.max_flops = -1;
+  EXPECT_THAT(Validate(spec).message(), HasSubstr("spec.max_flops must be"));
+  spec.max_flops = 0x1p40;
+  spec.min_flops = -5;
+  EXPECT_THAT(Validate(spec).message(), HasSubstr("spec.min_flops must be"));
+  spec.min_flops = std::nan("");
+  EXPECT_THAT(Validate(spec).message(), HasSubstr("spec.min_flops must be"));
+  spec.min_flops = 0;
+  spec.retune_stale = true;
+  EXPECT_THAT(Validate(spec).message(),
+              HasSubstr("a retune_stale campaign re-measures stored ones"));
 }
 
 TEST(CampaignSpecTest, FamiliesMustImplementTheOpAndDtype) {

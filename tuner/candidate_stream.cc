@@ -13,13 +13,13 @@ CandidateStream::CandidateStream(Domain domain, RuleSet rules, uint64_t seed,
 
 StatusOr<std::unique_ptr<CandidateStream>> CandidateStream::Make(
     Domain domain, const DeviceProfile& profile, const std::string& sampler,
-    uint64_t seed) {
+    uint64_t seed, const WorkBounds& work) {
   if (sampler != "bayes" && sampler != "uniform") {
     return InvalidArgument("sampler must be bayes or uniform, got '" +
                            sampler + "'");
   }
   BT_ASSIGN_OR_RETURN(RuleSet rules,
-                      RuleSet::ForSampling(*domain.family, profile));
+                      RuleSet::ForSampling(*domain.family, profile, work));
   const std::string arch = "sm_" + std::to_string(profile.cc_major) +
                            std::to_string(profile.cc_minor);
   std::unique_ptr<CandidateStream> s(
@@ -32,10 +32,18 @@ StatusOr<std::unique_ptr<CandidateStream>> CandidateStream::Make(
   auto bayes = std::make_unique<NaiveBayesSampler>(s->domain_);
   const SamplingOptions defaults;
   constexpr int64_t kMaxWarmUpDraws = 100'000'000;
-  const auto [draws, accepted] =
-      WarmUp(s->domain_, s->rules_, defaults.warmup_accepted, kMaxWarmUpDraws,
-             s->rng_, bayes.get());
-  if (accepted < defaults.warmup_accepted) {
+  // With a lower bound on the work about 1 uniform draw in 10,000 passes
+  // (the default domain from 2^37 flop): 2,000 accepted draws (~2 s) teach
+  // the Naive Bayes generator where the large contexts are, where the
+  // default 20,000 would take 100 million draws.
+  constexpr int64_t kBoundedWarmUp = 2'000;
+  const int64_t want = work.min_flops > 0
+                           ? std::min<int64_t>(defaults.warmup_accepted,
+                                               kBoundedWarmUp)
+                           : defaults.warmup_accepted;
+  const auto [draws, accepted] = WarmUp(s->domain_, s->rules_, want,
+                                        kMaxWarmUpDraws, s->rng_, bayes.get());
+  if (accepted < want) {
     return FailedPrecondition("the sampling domain accepts almost nothing: " +
                               std::to_string(accepted) + " of " +
                               std::to_string(draws) + " warm-up draws");

@@ -20,12 +20,13 @@ namespace blocktune {
 class CandidateStream {
  public:
   // `sampler` is "bayes" or "uniform". The rules are ForSampling for the
-  // domain's family (FAILED_PRECONDITION where the profile cannot run it).
+  // domain's family with `work`'s bounds (FAILED_PRECONDITION where the
+  // profile cannot run it).
   // The Naive Bayes warm-up (20,000 accepted uniform draws, ~0.3 s) runs
   // here.
   static StatusOr<std::unique_ptr<CandidateStream>> Make(
       Domain domain, const DeviceProfile& profile, const std::string& sampler,
-      uint64_t seed);
+      uint64_t seed, const WorkBounds& work = {});
 
   // The next accepted candidate; FAILED_PRECONDITION
   // if 10 million draws in a row are rejected (a domain nothing passes).

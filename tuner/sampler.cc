@@ -417,13 +417,18 @@ StatusOr<RuleSet> RuleSet::Make(const KernelFamily& family,
                                 const DeviceProfile& profile,
                                 const std::vector<std::string>& sampling_rules,
                                 double rho, double max_flops,
-                                int64_t max_bytes) {
+                                int64_t max_bytes, double min_flops) {
   if (!(rho > 0 && rho <= 64)) {
     return InvalidArgument("rho must be in (0, 64], got " + std::to_string(rho));
   }
-  if (!(max_flops >= 1)) {
-    return InvalidArgument("max_flops must be >= 1, got " +
+  if (!(max_flops >= 1 && max_flops <= kMaxCampaignFlops)) {
+    return InvalidArgument("max_flops must be in [1, 2^50], got " +
                            std::to_string(max_flops));
+  }
+  if (!(min_flops >= 0 && min_flops < max_flops)) {
+    return InvalidArgument("min_flops must be in [0, max_flops = " +
+                           std::to_string(max_flops) + "), got " +
+                           std::to_string(min_flops));
   }
   BT_RETURN_IF_ERROR(CheckRange("max_bytes", max_bytes, 1, int64_t{1} << 50));
   constexpr int kCount = std::size(kSamplingRules);
@@ -434,8 +439,8 @@ StatusOr<RuleSet> RuleSet::Make(const KernelFamily& family,
     if (i == kCount) {
       return InvalidArgument("unknown sampling rule '" + name +
                              "'; known: power_of_two, min_block_elements, "
-                             "split_has_work, max_work, working_set, "
-                             "occupancy");
+                             "split_has_work, max_work, min_work, "
+                             "working_set, occupancy");
     }
     wanted[i] = true;
   }
@@ -453,6 +458,7 @@ StatusOr<RuleSet> RuleSet::Make(const KernelFamily& family,
   }
   set.min_programs_ = static_cast<int64_t>(std::ceil(rho * profile.sm_count));
   set.max_flops_ = max_flops;
+  set.min_flops_ = min_flops;
   set.max_bytes_ = max_bytes;
   const std::vector<ParamSpec>& specs = family.params();
   for (size_t i = 0; i < specs.size(); ++i)
@@ -473,16 +479,20 @@ StatusOr<RuleSet> RuleSet::Make(const KernelFamily& family,
   for (size_t i = 0; i < hardware.size(); ++i)
     add(Kind::kHardware, hardware[i], static_cast<int>(i));
   if (wanted[3]) add(Kind::kMaxWork, "max_work");
-  if (wanted[4]) add(Kind::kWorkingSet, "working_set");
-  if (wanted[5]) add(Kind::kOccupancy, "occupancy");
+  // With no lower bound the rule would pass everything: not listed.
+  if (wanted[4] && min_flops > 0) add(Kind::kMinWork, "min_work");
+  if (wanted[5]) add(Kind::kWorkingSet, "working_set");
+  if (wanted[6]) add(Kind::kOccupancy, "occupancy");
   return set;
 }
 
 StatusOr<RuleSet> RuleSet::ForSampling(const KernelFamily& family,
-                                       const DeviceProfile& profile) {
+                                       const DeviceProfile& profile,
+                                       const WorkBounds& work) {
   return Make(family, profile,
               {"power_of_two", "min_block_elements", "split_has_work",
-               "max_work", "working_set", "occupancy"});
+               "max_work", "min_work", "working_set", "occupancy"},
+              0.5, work.max_flops, kDefaultMaxBytes, work.min_flops);
 }
 
 StatusOr<RuleSet> RuleSet::HardwareOnly(const KernelFamily& family,
@@ -529,6 +539,11 @@ int RuleSet::FirstFailing(const Candidate& c) const {
       case Kind::kMaxWork: {
         const GemmShape g = ImplicitGemm(c.ctx);
         ok = 2.0 * double(g.m) * double(g.n) * double(g.k) <= max_flops_;
+        break;
+      }
+      case Kind::kMinWork: {
+        const GemmShape g = ImplicitGemm(c.ctx);
+        ok = 2.0 * double(g.m) * double(g.n) * double(g.k) >= min_flops_;
         break;
       }
       case Kind::kWorkingSet:

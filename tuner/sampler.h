@@ -138,6 +138,7 @@ class Rng {
 //                       instruction_cache, grid, addressing; gemm.mma:
 //                       threads, shared_memory, registers, alignment, grid
 //   max_work            2*M*N*K <= max_flops                     (sampling)
+//   min_work            2*M*N*K >= min_flops (0: none)           (sampling)
 //   working_set         WorkingSetBytes <= max_bytes             (sampling)
 //   occupancy           programs >= rho * N_SM                   (sampling)
 // max_work and working_set bound what one benchmark costs, so a campaign
@@ -145,6 +146,21 @@ class Rng {
 // 16384 x 16384 x 131072 GEMM (or failing to allocate it).
 inline constexpr double kDefaultMaxFlops = 0x1p36;           // 6.9e10
 inline constexpr int64_t kDefaultMaxBytes = int64_t{1} << 30;  // 1 GiB
+// The most work a campaign may ask of one context (CampaignSpec::max_flops):
+// 2^50 flop, an fp32 GEMM of hours, far past any layer.
+inline constexpr double kMaxCampaignFlops = 0x1p50;
+
+// Where the work of a drawn context, 2*M*N*K of its (implicit) GEMM, may
+// lie: rules min_work and max_work. The default leaves out contexts above
+// 2^36 flop, so that a campaign measures ~100 samples a second; a campaign
+// for large products (CampaignSpec::min_flops, max_flops) moves both, since
+// the models only extrapolate where no sample lies (the H100 fp32 data
+// ended at 69 GFLOP, and the evaluation's 137-825 GFLOP products were
+// answered 5% slower than their measured best on average).
+struct WorkBounds {
+  double min_flops = 0;
+  double max_flops = kDefaultMaxFlops;
+};
 
 // Bytes a benchmark of the gemm.ffma / conv.ffma kernel of `xb` in `ctx`
 // touches (kernels/family.h WorkingSetBytes), for code that speaks
@@ -155,9 +171,10 @@ class RuleSet {
  public:
   static constexpr const char* kSamplingRules[] = {
       "power_of_two", "min_block_elements", "split_has_work", "max_work",
-      "working_set",  "occupancy"};
+      "min_work",     "working_set",        "occupancy"};
   // `sampling_rules`: names from kSamplingRules. INVALID_ARGUMENT names an
-  // unknown rule and lists the known ones; rho must be in (0, 64].
+  // unknown rule and lists the known ones; rho must be in (0, 64],
+  // max_flops in [1, kMaxCampaignFlops] and min_flops in [0, max_flops).
   // FAILED_PRECONDITION where the profile's compute capability is below
   // the family's minimum (gemm.mma on a V100): nothing could be proposed.
   static StatusOr<RuleSet> Make(const KernelFamily& family,
@@ -165,10 +182,12 @@ class RuleSet {
                                 const std::vector<std::string>& sampling_rules,
                                 double rho = 0.5,
                                 double max_flops = kDefaultMaxFlops,
-                                int64_t max_bytes = kDefaultMaxBytes);
+                                int64_t max_bytes = kDefaultMaxBytes,
+                                double min_flops = 0);
   // All the sampling rules at rho = 0.5: how training data is drawn.
   static StatusOr<RuleSet> ForSampling(const KernelFamily& family,
-                                       const DeviceProfile& profile);
+                                       const DeviceProfile& profile,
+                                       const WorkBounds& work = {});
   // The hardware rules only: what query-time search applies.
   static StatusOr<RuleSet> HardwareOnly(const KernelFamily& family,
                                         const DeviceProfile& profile);
@@ -181,8 +200,8 @@ class RuleSet {
 
  private:
   enum class Kind { kParams, kContext, kPowerOfTwo, kMinBlockElements,
-                    kSplitHasWork, kHardware, kMaxWork, kWorkingSet,
-                    kOccupancy };
+                    kSplitHasWork, kHardware, kMaxWork, kMinWork,
+                    kWorkingSet, kOccupancy };
   struct Rule {
     Kind kind;
     int hardware = -1;  // index into family_->rules()
@@ -194,6 +213,7 @@ class RuleSet {
   KernelLimits limits_;
   int64_t min_programs_ = 0;  // ceil(rho * N_SM)
   double max_flops_ = kDefaultMaxFlops;
+  double min_flops_ = 0;
   int64_t max_bytes_ = kDefaultMaxBytes;
 };
 

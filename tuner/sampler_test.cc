@@ -171,6 +171,41 @@ TEST(RulesTest, BenchmarkCostBounds) {
   ASSERT_TRUE(loose.ok());
   EXPECT_EQ(Rejects(*loose, Gemm(4096, 4096, 4096), {128, 128, 8, 8, 8, 1}), "");
   EXPECT_FALSE(RuleSet::Make(FfmaFamily(Op::kGemm), H100(), {}, 0.5, 0).ok());
+  // min_work: listed only with a lower bound, after max_work.
+  EXPECT_EQ(std::count(rules.names().begin(), rules.names().end(), "min_work"),
+            0);
+  auto large = RuleSet::ForSampling(FfmaFamily(Op::kGemm), H100(),
+                                    WorkBounds{0x1p37, 0x1p40});
+  ASSERT_TRUE(large.ok());
+  EXPECT_EQ(Rejects(*large, Gemm(4096, 4096, 4096), {128, 128, 8, 8, 8, 1}),
+            "");
+  EXPECT_EQ(Rejects(*large, Gemm(2048, 2048, 2048), {128, 128, 8, 8, 8, 1}),
+            "min_work");
+  EXPECT_EQ(Rejects(*large, Gemm(16384, 16384, 8192), {128, 128, 8, 8, 8, 1}),
+            "max_work");
+  EXPECT_FALSE(RuleSet::ForSampling(FfmaFamily(Op::kGemm), H100(),
+                                    WorkBounds{0x1p36, 0x1p36})
+                   .ok());
+  EXPECT_FALSE(RuleSet::Make(FfmaFamily(Op::kGemm), H100(), {}, 0.5, 0x1p51)
+                   .ok());
+}
+
+// A stream with work bounds draws only contexts inside them, in both
+// samplers, though the default cap refuses every one of them.
+TEST(CandidateStreamTest, WorkBoundsHoldForEveryCandidate) {
+  for (const char* sampler : {"uniform", "bayes"}) {
+    auto stream = CandidateStream::Make(*DefaultDomain(Op::kGemm), H100(),
+                                        sampler, 11, WorkBounds{0x1p37, 0x1p40});
+    ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+    for (int i = 0; i < 300; ++i) {
+      auto c = (*stream)->Next();
+      ASSERT_TRUE(c.ok()) << c.status().ToString();
+      const GemmShape g = ImplicitGemm(c->ctx);
+      const double flops = 2.0 * double(g.m) * double(g.n) * double(g.k);
+      EXPECT_GE(flops, 0x1p37) << sampler << " " << ToString(c->ctx);
+      EXPECT_LE(flops, 0x1p40) << sampler << " " << ToString(c->ctx);
+    }
+  }
 }
 
 TEST(RulesTest, ConvolutionContextAndAddressing) {
