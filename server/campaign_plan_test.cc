@@ -228,6 +228,18 @@ TEST(PlanGuidedTest, MeasuresTheModelsTopKInDistinctContextsOfTheDomain) {
   auto other = PlanGuided(spec, Profile("h100"), "GPU X", find, 4);
   ASSERT_TRUE(other.ok());
   EXPECT_NE(other->candidates, plan->candidates);
+  // With work bounds, the guided contexts are drawn inside them too.
+  spec.min_flops = 0x1p38;
+  spec.max_flops = 0x1p41;
+  auto large = PlanGuided(spec, Profile("h100"), "GPU X", find, 4);
+  ASSERT_TRUE(large.ok()) << large.status().ToString();
+  ASSERT_EQ(large->candidates.size(), 203u);
+  for (const Candidate& c : large->candidates) {
+    const GemmShape g = ImplicitGemm(c.ctx);
+    const double flops = 2.0 * double(g.m) * double(g.n) * double(g.k);
+    EXPECT_GE(flops, 0x1p38) << ToString(c.ctx);
+    EXPECT_LE(flops, 0x1p41) << ToString(c.ctx);
+  }
 }
 
 // The campaign measures a guided plan while the models rank the rest of it

@@ -8,8 +8,12 @@
 # IMPORT=models/pretrained/h200/models-gemm-fp32.json.gz). TEST=0 skips the
 # GPU test. FAMILIES=F,.. samples other families than gemm.ffma (the K_G
 # campaign of gemm.ffma_k, run52, on another GPU: TEST=0 MIN=5 SAMPLES=40000
-# FAMILIES=gemm.ffma_k,gemm.ffma_kpk). Writes $OUT/cw.tgz (device.txt, the
-# build logs, gemm_gpu_test.txt, campaign/).
+# FAMILIES=gemm.ffma_k,gemm.ffma_kpk). MIN_FLOPS and MAX_FLOPS pass through
+# to the campaign (its contexts' work, 2*M*N*K): the large fp32 products
+# the default cap of 2^36 leaves out, TEST=0 MIN=4 SAMPLES=20000
+# FAMILIES=gemm.ffma,gemm.ffma_k MIN_FLOPS=1.4e11 MAX_FLOPS=1.1e12.
+# Writes $OUT/cw.tgz (device.txt, the build logs, gemm_gpu_test.txt,
+# campaign/).
 set -u
 cd "$(dirname "$0")/../.."
 w=/tmp/cw; mkdir -p $w; s0=$SECONDS
