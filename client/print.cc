@@ -140,7 +140,8 @@ void Print(const v1::Campaign& c, std::ostream& out) {
     char work[64];
     std::snprintf(work, sizeof work, ", work %.3g to %.3g flop",
                   c.spec().min_flops(),
-                  c.spec().max_flops() > 0 ? c.spec().max_flops() : 0x1p36);
+                  c.spec().max_flops() > 0 ? c.spec().max_flops()
+                                              : kDefaultMaxFlops);
     out << work;
   }
   if (c.spec().sampler() == "guided") out << ", guided";
