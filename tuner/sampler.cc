@@ -513,6 +513,15 @@ int RuleSet::FirstFailing(const Candidate& c) const {
     }
     return shape;
   };
+  // 2*M*N*K of the (implicit) GEMM, once for max_work and min_work.
+  double flops = -1;
+  auto work = [&]() {
+    if (flops < 0) {
+      const GemmShape g = ImplicitGemm(c.ctx);
+      flops = 2.0 * double(g.m) * double(g.n) * double(g.k);
+    }
+    return flops;
+  };
   for (size_t i = 0; i < rules_.size(); ++i) {
     bool ok = true;
     switch (rules_[i].kind) {
@@ -536,16 +545,12 @@ int RuleSet::FirstFailing(const Candidate& c) const {
       case Kind::kHardware:
         ok = family_->Passes(rules_[i].hardware, problem, c.params, limits_);
         break;
-      case Kind::kMaxWork: {
-        const GemmShape g = ImplicitGemm(c.ctx);
-        ok = 2.0 * double(g.m) * double(g.n) * double(g.k) <= max_flops_;
+      case Kind::kMaxWork:
+        ok = work() <= max_flops_;
         break;
-      }
-      case Kind::kMinWork: {
-        const GemmShape g = ImplicitGemm(c.ctx);
-        ok = 2.0 * double(g.m) * double(g.n) * double(g.k) >= min_flops_;
+      case Kind::kMinWork:
+        ok = work() >= min_flops_;
         break;
-      }
       case Kind::kWorkingSet:
         ok = WorkingSetBytes(problem, config()) <= max_bytes_;
         break;
