@@ -13,6 +13,12 @@
 // and ROT=1 (each program starts its K loop at a rotated stage, so that the
 // programs do not all read the same columns at once).
 //
+// PF and PG (2026-12-07, session 17): besides the cp.async ring, a bulk L2
+// prefetch (cp.async.bulk.prefetch.L2, sm_90) of every row's share of the
+// stages PF beyond the ring's newest, PG stages per prefetch (PG * KC * 4
+// contiguous bytes per row, issued every PG stages): more bytes in flight
+// and longer runs per DRAM page without more shared memory. PF = 0: none.
+//
 // Method (METHOD.md): CUDA events around each launch, 5 warm-ups, median of
 // 21, L2 flushed by reading 256 MiB before every timed launch (FLUSH=memset:
 // by writing it, as the first run did), A random.
@@ -52,6 +58,12 @@ __device__ __forceinline__ void CpAsync16(void* smem, const void* gmem) {
 __device__ __forceinline__ void Commit() {
   asm volatile("cp.async.commit_group;\n" ::);
 }
+// The L2 prefetch of `bytes` (a multiple of 16) from 16-byte aligned `gmem`.
+__device__ __forceinline__ void PrefetchL2(const void* gmem, unsigned bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(gmem),
+               "r"(bytes)
+               : "memory");
+}
 template <int N>
 __device__ __forceinline__ void WaitGroup() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
@@ -73,7 +85,8 @@ __device__ __forceinline__ void WaitGroupRt(int n) {
 // the copies cannot be dropped and the sum checks what was staged.
 __global__ void __launch_bounds__(kThreads)
     TileRead(const float* __restrict__ a, int m, int k, int rows, int kc,
-             int st, int kg, int rot, double* __restrict__ sums) {
+             int st, int kg, int rot, int pf, int pg,
+             double* __restrict__ sums) {
   extern __shared__ float4 smem[];
   const int vpr = kc / 4;                // 16-byte vectors per row per stage
   const int per_stage = rows * vpr;      // vectors per stage
@@ -99,6 +112,22 @@ __global__ void __launch_bounds__(kThreads)
     }
     Commit();
   };
+  // Stages [j, next multiple of pg) of every row of the tile into L2, for
+  // j a multiple of pg or the first stage past the ring (the share stops
+  // at the split's end and at K).
+  auto prefetch = [&](int j) {
+    if (pf <= 0 || j >= ns || (j % pg != 0 && j != st - 1) || rot) return;
+    const int s = s0 + j;
+    const int c0 = s * kc,
+              c1 = min(k, min(s0 + ns, s0 + (j / pg + 1) * pg) * kc);
+    for (int r = threadIdx.x; r < rows; r += kThreads) {
+      const int gr = row0 + r;
+      if (gr < m && c1 > c0)
+        PrefetchL2(a + static_cast<size_t>(gr) * k + c0,
+                   static_cast<unsigned>((c1 - c0) * 4 + 15) / 16 * 16);
+    }
+  };
+  for (int j = st - 1; j < st - 1 + pf; ++j) prefetch(j);
   for (int i = 0; i < st - 1; ++i) issue(i);
   float acc = 0.f;
   for (int i = 0; i < ns; ++i) {
@@ -111,6 +140,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();
     issue(i + st - 1);
+    prefetch(i + st - 1 + pf);
   }
   WaitGroup<0>();
   sums[static_cast<size_t>(prog) * kThreads + threadIdx.x] = acc;
@@ -217,7 +247,9 @@ int main(int argc, char** argv) {
   timer.read_flush = !(flush_env && std::string(flush_env) == "memset");
   std::printf("# L2 flush before each timed launch: %s of 256 MiB\n",
               timer.read_flush ? "a read" : "a memset");
-  std::printf("pattern\trows\tKC\tST\tKG\tROT\tprograms\tus\tTB/s\tcheck\n");
+  std::printf(
+      "pattern\trows\tKC\tST\tKG\tROT\tprograms\tus\tTB/s\tcheck\tPF\t"
+      "PG\n");
   // Linear ceiling, at 1, 2 and 4 programs per SM.
   for (int per_sm : {1, 2, 4, 8}) {
     const int grid = per_sm * prop.multiProcessorCount;
@@ -228,15 +260,36 @@ int main(int argc, char** argv) {
     std::printf("linear\t-\t-\t-\t-\t-\t%d\t%.2f\t%.3f\t-\n", grid, us,
                 bytes / us / 1e6);
   }
-  struct Cfg { int rows, kc, st, kg, rot; };
+  struct Cfg { int rows, kc, st, kg, rot, pf = 0, pg = 1; };
   std::vector<Cfg> cfgs;
-  for (int rows : {64, 128})
-    for (int kc : {32, 64, 128, 256})
+  // PROBE=pf: only the prefetch study (the MLP grid, and with M <= 128 a
+  // covariance-like grid of one row tile split many ways).
+  const char* probe_env = std::getenv("PROBE");
+  const bool pf_only = probe_env && std::string(probe_env) == "pf";
+  if (!pf_only) {
+    for (int rows : {64, 128})
+      for (int kc : {32, 64, 128, 256})
+        for (int st : {2, 3, 4})
+          for (int kg : {1, 2, 4, 7})
+            for (int rot : {0, 1}) cfgs.push_back({rows, kc, st, kg, rot});
+    for (int kc : {512}) for (int st : {2, 3}) for (int kg : {2, 7})
+      cfgs.push_back({64, kc, st, kg, 0});
+  }
+  if (m > 128) {
+    for (int kc : {32, 64, 128})
       for (int st : {2, 3, 4})
-        for (int kg : {1, 2, 4, 7})
-          for (int rot : {0, 1}) cfgs.push_back({rows, kc, st, kg, rot});
-  for (int kc : {512}) for (int st : {2, 3}) for (int kg : {2, 7})
-    cfgs.push_back({64, kc, st, kg, 0});
+        for (int pf : {0, 1, 2, 4, 8})
+          for (int pg : {1, 2, 4}) {
+            if ((pf == 0 && pg > 1) || (pg > 1 && pf < pg)) continue;
+            cfgs.push_back({128, kc, st, 2, 0, pf, pg});
+          }
+  } else {
+    for (int kg : {64, 128, 256, 512})
+      for (int kc : {32, 64})
+        for (int st : {2, 3, 4})
+          for (int pf : {0, 2, 64})
+            cfgs.push_back({64, kc, st, kg, 0, pf, pf > 2 ? 4 : 1});
+  }
   std::vector<double> dev_sums;
   for (const Cfg& c : cfgs) {
     const size_t shared = size_t(c.st) * c.rows * c.kc * 4;
@@ -246,7 +299,7 @@ int main(int argc, char** argv) {
     if (size_t(programs) * kThreads > max_sums) continue;
     const double us = timer.MedianUs([&] {
       TileRead<<<grid, kThreads, shared>>>(a, m, k, c.rows, c.kc, c.st, c.kg,
-                                           c.rot, sums);
+                                           c.rot, c.pf, c.pg, sums);
     });
     // Check: the program's total against the host's sum of its region.
     dev_sums.resize(size_t(programs) * kThreads);
@@ -270,9 +323,9 @@ int main(int argc, char** argv) {
           }
         worst = std::max(worst, std::fabs(got - want) / std::max(mag, 1.0));
       }
-    std::printf("tile\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.3f\t%s\n", c.rows, c.kc,
-                c.st, c.kg, c.rot, programs, us, bytes / us / 1e6,
-                worst < 1e-4 ? "ok" : "FAIL");
+    std::printf("tile\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.3f\t%s\t%d\t%d\n",
+                c.rows, c.kc, c.st, c.kg, c.rot, programs, us,
+                bytes / us / 1e6, worst < 1e-4 ? "ok" : "FAIL", c.pf, c.pg);
     std::fflush(stdout);
   }
   return 0;
