@@ -19,6 +19,18 @@
 // contiguous bytes per row, issued every PG stages): more bytes in flight
 // and longer runs per DRAM page without more shared memory. PF = 0: none.
 //
+// PROBE=ws (session 17): the same stream under the kernel's arithmetic. W
+// FMAs per staged float (W = 16: the MLP layer's 16 columns) on 8 warps,
+// two ways of feeding them: "lockstep", gemm.ffma_k's structure (every
+// thread copies with cp.async; wait for the oldest stage, bar.sync, issue
+// the copies of the stage ST - 1 ahead, compute), and "ws", warp
+// specialisation (a ninth warp copies each row of a stage with one bulk
+// copy, cp.async.bulk, into a ring guarded by full/empty mbarriers; the 8
+// warps wait on a stage's full barrier, compute and release it, with no
+// block-wide barrier). Rows are not padded in "ws" (the probe's reads are
+// linear). The question: does the stream stay at its copy-only speed once
+// the warps compute, and does ws keep it there where lockstep does not?
+//
 // Method (METHOD.md): CUDA events around each launch, 5 warm-ups, median of
 // 21, L2 flushed by reading 256 MiB before every timed launch (FLUSH=memset:
 // by writing it, as the first run did), A random.
@@ -144,6 +156,157 @@ __global__ void __launch_bounds__(kThreads)
   }
   WaitGroup<0>();
   sums[static_cast<size_t>(prog) * kThreads + threadIdx.x] = acc;
+}
+
+// W FMAs per float of x on four independent chains (the compute of the
+// MLP layer: 16 columns per staged float).
+__device__ __forceinline__ void Work(const float4& x, int w, float4& c) {
+  for (int i = 0; i < w; ++i) {  // 4 FMAs: one per float
+    c.x = fmaf(x.x, c.x, x.y);
+    c.y = fmaf(x.y, c.y, x.z);
+    c.z = fmaf(x.z, c.z, x.w);
+    c.w = fmaf(x.w, c.w, x.x);
+  }
+}
+
+// gemm.ffma_k's loop with W FMAs per float: wait for stage i, bar.sync,
+// issue stage i + st - 1 (into the buffer stage i - 1 used), consume i.
+// Exact tiles only (rows | m, kc * kg | k).
+__global__ void __launch_bounds__(kThreads)
+    LockstepRead(const float* __restrict__ a, int k, int rows, int kc, int st,
+                 int kg, int w, double* __restrict__ sums,
+                 float* __restrict__ sink) {
+  extern __shared__ float4 smem[];
+  const int vpr = kc / 4, per_stage = rows * vpr;
+  const int ns = k / kc / kg, s0 = blockIdx.y * ns;
+  const int row0 = blockIdx.x * rows;
+  const int prog = blockIdx.x + gridDim.x * blockIdx.y;
+  auto issue = [&](int i) {
+    if (i < ns) {
+      float4* buf = smem + (i % st) * per_stage;
+      for (int v = threadIdx.x; v < per_stage; v += kThreads) {
+        const int r = v / vpr, c = (v % vpr) * 4;
+        CpAsync16(buf + v, a + static_cast<size_t>(row0 + r) * k +
+                               (s0 + i) * kc + c);
+      }
+    }
+    Commit();
+  };
+  for (int i = 0; i < st - 1; ++i) issue(i);
+  float acc = 0.f;
+  float4 c = make_float4(1.f, 1.f, 1.f, 1.f);
+  for (int i = 0; i < ns; ++i) {
+    WaitGroupRt(st - 2);
+    __syncthreads();
+    issue(i + st - 1);
+    const float4* buf = smem + (i % st) * per_stage;
+    for (int v = threadIdx.x; v < per_stage; v += kThreads) {
+      const float4 x = buf[v];
+      acc += (x.x + x.y) + (x.z + x.w);
+      Work(x, w, c);
+    }
+  }
+  WaitGroup<0>();
+  sums[static_cast<size_t>(prog) * kThreads + threadIdx.x] = acc;
+  if (c.x + c.y + c.z + c.w == 1234.5f) *sink = c.x;  // keeps the FMAs
+}
+
+__device__ __forceinline__ unsigned SmemAddr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void MbarInit(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar),
+               "r"(count));
+}
+__device__ __forceinline__ void MbarExpectTx(unsigned bar, unsigned bytes) {
+  asm volatile(
+      "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
+      "r"(bytes)
+      : "memory");
+}
+__device__ __forceinline__ void MbarArrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar)
+               : "memory");
+}
+__device__ __forceinline__ void MbarWait(unsigned bar, unsigned parity) {
+  unsigned done = 0;
+  while (!done)
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+        "selp.u32 %0, 1, 0, p;\n\t}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+}
+__device__ __forceinline__ void BulkCopy(unsigned dst, const void* src,
+                                         unsigned bytes, unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+      "[%0], [%1], %2, [%3];\n" ::"r"(dst),
+      "l"(src), "r"(bytes), "r"(bar)
+      : "memory");
+}
+
+// Warp specialised: warp 8 (the ninth) copies, warps 0-7 compute. The
+// producer's lanes share a stage's rows, each row one bulk copy of kc
+// floats completing on the stage's full barrier (lane 0 arms it with the
+// stage's bytes first); a stage is refilled once its empty barrier has the
+// 8 consumer warps' arrivals. Exact tiles only.
+constexpr int kWsConsumers = 8 * 32;
+__global__ void __launch_bounds__(kWsConsumers + 32)
+    WsRead(const float* __restrict__ a, int k, int rows, int kc, int st,
+           int kg, int w, double* __restrict__ sums,
+           float* __restrict__ sink) {
+  extern __shared__ __align__(128) unsigned char wsmem[];
+  const int stage_bytes = rows * kc * 4;
+  unsigned long long* bars = reinterpret_cast<unsigned long long*>(
+      wsmem + static_cast<size_t>(st) * stage_bytes);
+  const unsigned full0 = SmemAddr(bars), empty0 = SmemAddr(bars + st);
+  const int ns = k / kc / kg, s0 = blockIdx.y * ns;
+  const int row0 = blockIdx.x * rows;
+  const int prog = blockIdx.x + gridDim.x * blockIdx.y;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < st; ++s) {
+      MbarInit(full0 + 8 * s, 1);
+      MbarInit(empty0 + 8 * s, kWsConsumers / 32);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  if (warp == kWsConsumers / 32) {  // the producer
+    for (int i = 0; i < ns; ++i) {
+      const int s = i % st;
+      if (i >= st) MbarWait(empty0 + 8 * s, ((i / st) - 1) & 1);
+      if (lane == 0) MbarExpectTx(full0 + 8 * s, stage_bytes);
+      __syncwarp();
+      const unsigned dst = SmemAddr(wsmem + static_cast<size_t>(s) * stage_bytes);
+      for (int r = lane; r < rows; r += 32)
+        BulkCopy(dst + r * kc * 4,
+                 a + static_cast<size_t>(row0 + r) * k + (s0 + i) * kc,
+                 kc * 4, full0 + 8 * s);
+    }
+    return;
+  }
+  const int vpr = kc / 4, per_stage = rows * vpr;
+  float acc = 0.f;
+  float4 c = make_float4(1.f, 1.f, 1.f, 1.f);
+  for (int i = 0; i < ns; ++i) {
+    const int s = i % st;
+    MbarWait(full0 + 8 * s, (i / st) & 1);
+    const float4* buf = reinterpret_cast<const float4*>(
+        wsmem + static_cast<size_t>(s) * stage_bytes);
+    for (int v = threadIdx.x; v < per_stage; v += kWsConsumers) {
+      const float4 x = buf[v];
+      acc += (x.x + x.y) + (x.z + x.w);
+      Work(x, w, c);
+    }
+    __syncwarp();
+    if (lane == 0) MbarArrive(empty0 + 8 * s);
+  }
+  sums[static_cast<size_t>(prog) * kThreads + threadIdx.x] = acc;
+  if (c.x + c.y + c.z + c.w == 1234.5f) *sink = c.x;
 }
 
 // Linear: program p reads the p-th contiguous 1/P of A with 16-byte loads.
@@ -274,6 +437,68 @@ int main(int argc, char** argv) {
             for (int rot : {0, 1}) cfgs.push_back({rows, kc, st, kg, rot});
     for (int kc : {512}) for (int st : {2, 3}) for (int kg : {2, 7})
       cfgs.push_back({64, kc, st, kg, 0});
+  }
+  if (probe_env && std::string(probe_env) == "ws") {
+    // The pipeline study: the MLP grid (128 rows, K_G = 2), lockstep and
+    // warp-specialised, KC 64 / 128, ST 2-4 (6 for ws at KC = 64, whose
+    // rows are not padded), W 0, 8, 16, 32 FMAs per float.
+    CK(cudaFuncSetAttribute(LockstepRead,
+                            cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            prop.sharedMemPerBlockOptin));
+    CK(cudaFuncSetAttribute(WsRead, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            prop.sharedMemPerBlockOptin));
+    float* sink;
+    CK(cudaMalloc(&sink, sizeof(float)));
+    const int rows = 128, kg = 2;
+    std::printf("mode\trows\tKC\tST\tKG\tW\tprograms\tus\tTB/s\tcheck\n");
+    for (int ws : {0, 1})
+      for (int kc : {64, 128})
+        for (int st : {2, 3, 4, 6})
+          for (int w : {0, 8, 16, 32}) {
+            if (m % rows || k % (kc * kg)) continue;
+            const size_t shared =
+                ws ? size_t(st) * rows * kc * 4 + 16 * st
+                   : size_t(st) * rows * kc * 4;
+            if (shared > prop.sharedMemPerBlockOptin) continue;
+            if (!ws && st == 6) continue;
+            dim3 grid(m / rows, kg);
+            const int programs = grid.x * grid.y;
+            const double us = timer.MedianUs([&] {
+              if (ws)
+                WsRead<<<grid, kWsConsumers + 32, shared>>>(a, k, rows, kc,
+                                                            st, kg, w, sums,
+                                                            sink);
+              else
+                LockstepRead<<<grid, kThreads, shared>>>(a, k, rows, kc, st,
+                                                         kg, w, sums, sink);
+            });
+            // The check: every program's staged floats summed, against the
+            // host (the consumers' partial sums; the producer writes none).
+            std::vector<double> got(size_t(programs) * kThreads);
+            CK(cudaMemcpy(got.data(), sums, got.size() * 8,
+                          cudaMemcpyDeviceToHost));
+            const int per_split = k / kg;
+            double worst = 0;
+            for (int y = 0; y < kg; ++y)
+              for (int x = 0; x < (int)grid.x; x += 11) {
+                const int prog = x + grid.x * y;
+                double g = 0, want = 0, mag = 0;
+                for (int t = 0; t < kThreads; ++t)
+                  g += got[size_t(prog) * kThreads + t];
+                for (int r = x * rows; r < (x + 1) * rows; ++r)
+                  for (int col = y * per_split; col < (y + 1) * per_split;
+                       ++col) {
+                    want += host[size_t(r) * k + col];
+                    mag += std::fabs(host[size_t(r) * k + col]);
+                  }
+                worst = std::max(worst, std::fabs(g - want) / std::max(mag, 1.0));
+              }
+            std::printf("%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.3f\t%s\n",
+                        ws ? "ws" : "lockstep", rows, kc, st, kg, w, programs,
+                        us, bytes / us / 1e6, worst < 1e-4 ? "ok" : "FAIL");
+            std::fflush(stdout);
+          }
+    return 0;
   }
   if (m > 128) {
     for (int kc : {32, 64, 128})
