@@ -438,6 +438,32 @@ int main(int argc, char** argv) {
     for (int kc : {512}) for (int st : {2, 3}) for (int kg : {2, 7})
       cfgs.push_back({64, kc, st, kg, 0});
   }
+  // The check of a TileRead, LockstepRead or WsRead launch: the first and
+  // last split of every fifth row tile, each program's threads' sums
+  // (sums[prog * kThreads + t]) against the host's sum of its rows and its
+  // split's `split_cols` columns; the worst relative error.
+  std::vector<double> dev_sums;
+  auto worst_sum_error = [&](dim3 grid, int rows, int split_cols) {
+    dev_sums.resize(size_t(grid.x) * grid.y * kThreads);
+    CK(cudaMemcpy(dev_sums.data(), sums, dev_sums.size() * 8,
+                  cudaMemcpyDeviceToHost));
+    double worst = 0;
+    for (int y = 0; y < (int)grid.y; y += std::max(1, (int)grid.y - 1))
+      for (int x = 0; x < (int)grid.x; x += std::max(1, (int)grid.x / 5)) {
+        const int prog = x + grid.x * y;
+        double got = 0, want = 0, mag = 0;
+        for (int t = 0; t < kThreads; ++t)
+          got += dev_sums[size_t(prog) * kThreads + t];
+        const int c0 = y * split_cols, c1 = std::min(k, (y + 1) * split_cols);
+        for (int r = x * rows; r < std::min(m, (x + 1) * rows); ++r)
+          for (int col = c0; col < c1; ++col) {
+            want += host[size_t(r) * k + col];
+            mag += std::fabs(host[size_t(r) * k + col]);
+          }
+        worst = std::max(worst, std::fabs(got - want) / std::max(mag, 1.0));
+      }
+    return worst;
+  };
   if (probe_env && std::string(probe_env) == "ws") {
     // The pipeline study: the MLP grid (128 rows, K_G = 2), lockstep and
     // warp-specialised, KC 64 / 128, ST 2-4 (6 for ws at KC = 64, whose
@@ -472,27 +498,8 @@ int main(int argc, char** argv) {
                 LockstepRead<<<grid, kThreads, shared>>>(a, k, rows, kc, st,
                                                          kg, w, sums, sink);
             });
-            // The check: every program's staged floats summed, against the
-            // host (the consumers' partial sums; the producer writes none).
-            std::vector<double> got(size_t(programs) * kThreads);
-            CK(cudaMemcpy(got.data(), sums, got.size() * 8,
-                          cudaMemcpyDeviceToHost));
-            const int per_split = k / kg;
-            double worst = 0;
-            for (int y = 0; y < kg; ++y)
-              for (int x = 0; x < (int)grid.x; x += 11) {
-                const int prog = x + grid.x * y;
-                double g = 0, want = 0, mag = 0;
-                for (int t = 0; t < kThreads; ++t)
-                  g += got[size_t(prog) * kThreads + t];
-                for (int r = x * rows; r < (x + 1) * rows; ++r)
-                  for (int col = y * per_split; col < (y + 1) * per_split;
-                       ++col) {
-                    want += host[size_t(r) * k + col];
-                    mag += std::fabs(host[size_t(r) * k + col]);
-                  }
-                worst = std::max(worst, std::fabs(g - want) / std::max(mag, 1.0));
-              }
+            // The consumers' partial sums (the producer writes none).
+            const double worst = worst_sum_error(grid, rows, k / kg);
             std::printf("%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.3f\t%s\n",
                         ws ? "ws" : "lockstep", rows, kc, st, kg, w, programs,
                         us, bytes / us / 1e6, worst < 1e-4 ? "ok" : "FAIL");
@@ -515,7 +522,6 @@ int main(int argc, char** argv) {
           for (int pf : {0, 2, 64})
             cfgs.push_back({64, kc, st, kg, 0, pf, pf > 2 ? 4 : 1});
   }
-  std::vector<double> dev_sums;
   for (const Cfg& c : cfgs) {
     const size_t shared = size_t(c.st) * c.rows * c.kc * 4;
     if (shared > prop.sharedMemPerBlockOptin) continue;
@@ -526,28 +532,9 @@ int main(int argc, char** argv) {
       TileRead<<<grid, kThreads, shared>>>(a, m, k, c.rows, c.kc, c.st, c.kg,
                                            c.rot, c.pf, c.pg, sums);
     });
-    // Check: the program's total against the host's sum of its region.
-    dev_sums.resize(size_t(programs) * kThreads);
-    CK(cudaMemcpy(dev_sums.data(), sums, dev_sums.size() * 8,
-                  cudaMemcpyDeviceToHost));
     const int stages_k = (k + c.kc - 1) / c.kc;
     const int per_split = (stages_k + c.kg - 1) / c.kg;
-    double worst = 0;
-    for (int y = 0; y < (int)grid.y; y += std::max(1, (int)grid.y - 1))
-      for (int x = 0; x < (int)grid.x; x += std::max(1, (int)grid.x / 5)) {
-        const int prog = x + grid.x * y;
-        double got = 0, want = 0, mag = 0;
-        for (int t = 0; t < kThreads; ++t)
-          got += dev_sums[size_t(prog) * kThreads + t];
-        const int c0 = y * per_split * c.kc;
-        const int c1 = std::min(k, (y + 1) * per_split * c.kc);
-        for (int r = x * c.rows; r < std::min(m, (x + 1) * c.rows); ++r)
-          for (int col = c0; col < c1; ++col) {
-            want += host[size_t(r) * k + col];
-            mag += std::fabs(host[size_t(r) * k + col]);
-          }
-        worst = std::max(worst, std::fabs(got - want) / std::max(mag, 1.0));
-      }
+    const double worst = worst_sum_error(grid, c.rows, per_split * c.kc);
     std::printf("tile\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.3f\t%s\t%d\t%d\n",
                 c.rows, c.kc, c.st, c.kg, c.rot, programs, us,
                 bytes / us / 1e6, worst < 1e-4 ? "ok" : "FAIL", c.pf, c.pg);
