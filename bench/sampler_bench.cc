@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
     auto built_in = DefaultDomain(*family);
     if (!built_in.ok()) continue;
     const Domain& domain = *built_in;
-    const RuleSet rules = *RuleSet::ForSampling(*family, profile);
+    const RuleSet rules =
+        *RuleSet::ForSampling(*family, profile, {}, domain.skip_rules);
     for (const char* sampler : {"uniform", "bayes"}) {
       SamplingOptions options;
       options.sampler = sampler;

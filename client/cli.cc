@@ -1,5 +1,6 @@
 #include "client/cli.h"
 
+#include <algorithm>
 #include <google/protobuf/util/json_util.h>
 
 #include <CLI/CLI.hpp>
@@ -108,6 +109,7 @@ struct SampleFlags {
   std::vector<std::string> rules = {"power_of_two", "min_block_elements",
                                     "split_has_work", "max_work",
                                     "working_set", "occupancy"};
+  bool rules_given = false;  // --rules on the command line
   double rho = 0.5;
   double alpha = 100;
   int64_t warmup = 20000;
@@ -151,7 +153,14 @@ int RunSample(const SampleFlags& f, bool json) {
                         std::string(ToString(op)));
   }
   if (!domain.ok()) return UsageError("--domain: " + domain.status().message());
-  auto rules = RuleSet::Make(*domain->family, *profile, f.rules, f.rho);
+  // The default rules less those the domain skips (gemm.gemv's
+  // min_block_elements); --rules as given when it is given.
+  std::vector<std::string> wanted = f.rules;
+  if (!f.rules_given) {
+    for (const std::string& skip : domain->skip_rules)
+      wanted.erase(std::remove(wanted.begin(), wanted.end(), skip), wanted.end());
+  }
+  auto rules = RuleSet::Make(*domain->family, *profile, wanted, f.rho);
   if (!rules.ok()) return UsageError("--rules/--rho: " + rules.status().message());
   SamplingOptions options;
   options.sampler = f.sampler;
@@ -702,11 +711,13 @@ int RunCli(int argc, char** argv) {
       ->capture_default_str();
   sample->add_option("--domain", sample_flags.domain,
                      "a SamplingDomain text file (default: built in)");
-  sample->add_option("--rules", sample_flags.rules,
-                     "sampling-only rules to apply (hardware rules always "
-                     "apply)")
-      ->delimiter(',')
-      ->capture_default_str();
+  CLI::Option* rules_option =
+      sample->add_option("--rules", sample_flags.rules,
+                         "sampling-only rules to apply (hardware rules always "
+                         "apply; by default less those the domain's "
+                         "skip_rules name)")
+          ->delimiter(',')
+          ->capture_default_str();
   sample->add_option("--rho", sample_flags.rho, "occupancy rule: programs >= "
                      "rho * SMs")->capture_default_str();
   sample->add_option("--alpha", sample_flags.alpha,
@@ -794,7 +805,10 @@ int RunCli(int argc, char** argv) {
     auto valid = FromProto(spec, "campaign");
     if (!valid.ok()) return UsageError(valid.status().message());
   }
-  if (*sample) return RunSample(sample_flags, g.json);
+  if (*sample) {
+    sample_flags.rules_given = rules_option->count() > 0;
+    return RunSample(sample_flags, g.json);
+  }
   if (*families) return RunFamilies(g.json);
   if (local_kernel) {
     LocalKernelFlags local;

@@ -19,7 +19,8 @@ StatusOr<std::unique_ptr<CandidateStream>> CandidateStream::Make(
                            sampler + "'");
   }
   BT_ASSIGN_OR_RETURN(RuleSet rules,
-                      RuleSet::ForSampling(*domain.family, profile, work));
+                      RuleSet::ForSampling(*domain.family, profile, work,
+                                                   domain.skip_rules));
   const std::string arch = "sm_" + std::to_string(profile.cc_major) +
                            std::to_string(profile.cc_minor);
   std::unique_ptr<CandidateStream> s(

@@ -3,6 +3,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cmath>
@@ -247,6 +248,11 @@ StatusOr<Domain> CompileDomain(const tuner::SamplingDomain& proto) {
         "domain.named_fraction is > 0 but there are no named_contexts");
   }
   d.named_fraction = proto.named_fraction();
+  for (int i = 0; i < proto.skip_rules_size(); ++i) {
+    BT_RETURN_IF_ERROR(RuleSet::CheckSamplingRule(
+        proto.skip_rules(i), "domain.skip_rules[" + std::to_string(i) + "]"));
+    d.skip_rules.push_back(proto.skip_rules(i));
+  }
   return d;
 }
 
@@ -434,14 +440,9 @@ StatusOr<RuleSet> RuleSet::Make(const KernelFamily& family,
   constexpr int kCount = std::size(kSamplingRules);
   bool wanted[kCount] = {};
   for (const std::string& name : sampling_rules) {
+    BT_RETURN_IF_ERROR(CheckSamplingRule(name, "sampling rule"));
     int i = 0;
-    while (i < kCount && name != kSamplingRules[i]) ++i;
-    if (i == kCount) {
-      return InvalidArgument("unknown sampling rule '" + name +
-                             "'; known: power_of_two, min_block_elements, "
-                             "split_has_work, max_work, min_work, "
-                             "working_set, occupancy");
-    }
+    while (name != kSamplingRules[i]) ++i;
     wanted[i] = true;
   }
   RuleSet set;
@@ -486,13 +487,27 @@ StatusOr<RuleSet> RuleSet::Make(const KernelFamily& family,
   return set;
 }
 
+Status RuleSet::CheckSamplingRule(const std::string& name,
+                                  const std::string& field) {
+  for (const char* known : kSamplingRules)
+    if (name == known) return OkStatus();
+  return InvalidArgument(field + ": unknown sampling rule '" + name +
+                         "'; known: power_of_two, min_block_elements, "
+                         "split_has_work, max_work, min_work, working_set, "
+                         "occupancy");
+}
+
 StatusOr<RuleSet> RuleSet::ForSampling(const KernelFamily& family,
                                        const DeviceProfile& profile,
-                                       const WorkBounds& work) {
-  return Make(family, profile,
-              {"power_of_two", "min_block_elements", "split_has_work",
-               "max_work", "min_work", "working_set", "occupancy"},
-              0.5, work.max_flops, kDefaultMaxBytes, work.min_flops);
+                                       const WorkBounds& work,
+                                       const std::vector<std::string>& skip) {
+  std::vector<std::string> rules;
+  for (const char* name : kSamplingRules) {
+    if (std::find(skip.begin(), skip.end(), name) == skip.end())
+      rules.push_back(name);
+  }
+  return Make(family, profile, rules, 0.5, work.max_flops, kDefaultMaxBytes,
+              work.min_flops);
 }
 
 StatusOr<RuleSet> RuleSet::HardwareOnly(const KernelFamily& family,

@@ -43,6 +43,9 @@ struct Domain {
   std::vector<std::vector<int64_t>> values;
   std::vector<Context> named;  // contexts taken whole
   double named_fraction = 0;
+  // Sampling-only rules this domain's draws skip (names from
+  // RuleSet::kSamplingRules; SamplingDomain.skip_rules).
+  std::vector<std::string> skip_rules;
 };
 
 // Errors name the field ("domain.context[2].pow2_max") and the range.
@@ -184,10 +187,15 @@ class RuleSet {
                                 double max_flops = kDefaultMaxFlops,
                                 int64_t max_bytes = kDefaultMaxBytes,
                                 double min_flops = 0);
-  // All the sampling rules at rho = 0.5: how training data is drawn.
+  // All the sampling rules at rho = 0.5, less those named in `skip` (a
+  // domain's skip_rules): how training data is drawn.
   static StatusOr<RuleSet> ForSampling(const KernelFamily& family,
                                        const DeviceProfile& profile,
-                                       const WorkBounds& work = {});
+                                       const WorkBounds& work = {},
+                                       const std::vector<std::string>& skip = {});
+  // INVALID_ARGUMENT naming `field` unless `name` is one of kSamplingRules.
+  static Status CheckSamplingRule(const std::string& name,
+                                  const std::string& field);
   // The hardware rules only: what query-time search applies.
   static StatusOr<RuleSet> HardwareOnly(const KernelFamily& family,
                                         const DeviceProfile& profile);

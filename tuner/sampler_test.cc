@@ -208,6 +208,53 @@ TEST(CandidateStreamTest, WorkBoundsHoldForEveryCandidate) {
   }
 }
 
+// gemm.gemv's domain skips min_block_elements (a program's warps reduce
+// whole rows over K, so R * W rows at N = 1 are no small tile): its
+// campaigns draw R = 1 and 2 at N = 1, the fastest decode GEMVs on the
+// H100, which the rule had kept out of every dataset.
+TEST(CandidateStreamTest, GemvDomainSkipsMinBlockElements) {
+  const KernelFamily& gemv = **FindFamily("gemm.gemv");
+  auto domain = DefaultDomain(gemv);
+  ASSERT_TRUE(domain.ok()) << domain.status().ToString();
+  EXPECT_EQ(domain->skip_rules, std::vector<std::string>{"min_block_elements"});
+  const int r = gemv.ParamIndex("R");
+  ASSERT_GE(r, 0);
+  for (const char* sampler : {"uniform", "bayes"}) {
+    auto stream = CandidateStream::Make(*domain, H100(), sampler, 5);
+    ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+    std::set<int64_t> rows_at_n1;
+    for (int i = 0; i < 4000; ++i) {
+      auto c = (*stream)->Next();
+      ASSERT_TRUE(c.ok()) << c.status().ToString();
+      if (std::get<GemmContext>(c->ctx).n == 1) rows_at_n1.insert(c->params[r]);
+    }
+    EXPECT_TRUE(rows_at_n1.count(1) && rows_at_n1.count(2)) << sampler;
+  }
+  // With the rule (another family's domain would keep it), R = 1, W = 4 at
+  // N = 1 is 4 elements and rejected; without it, accepted.
+  Candidate c;
+  c.family = &gemv;
+  c.ctx = *ContextFromString("gemm m=4096 n=1 k=4096 layout=NT dtype=fp32");
+  c.params = *gemv.Parse("R=1 NC=1 W=4 WN=1 V=4 U=4 PF=0 KG=1");
+  const RuleSet all = *RuleSet::ForSampling(gemv, H100());
+  const RuleSet skipped = *RuleSet::ForSampling(gemv, H100(), {}, domain->skip_rules);
+  ASSERT_GE(all.FirstFailing(c), 0);
+  EXPECT_EQ(all.names()[all.FirstFailing(c)], "min_block_elements");
+  EXPECT_EQ(skipped.FirstFailing(c), -1);
+
+  std::string text = "family: \"gemm.gemv\"";
+  for (const char* name : {"R", "NC", "W", "WN", "V", "U", "PF", "KG"})
+    text += std::string(" params { name: \"") + name + "\" values: 1 }";
+  for (const char* name : {"m", "n", "k"})
+    text += std::string(" context { name: \"") + name + "\" values: 64 }";
+  text += " context { name: \"layout\" values: 1 }";
+  ASSERT_TRUE(ParseDomain(text).ok()) << ParseDomain(text).status().ToString();
+  auto bad = ParseDomain(text + " skip_rules: \"min_block_elements\""
+                                " skip_rules: \"registers\"");
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("domain.skip_rules[1]: unknown sampling rule 'registers'"));
+}
+
 TEST(RulesTest, ConvolutionContextAndAddressing) {
   const RuleSet rules = ForSampling(Op::kConv);
   ConvContext cv;
