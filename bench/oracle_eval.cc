@@ -28,6 +28,16 @@
 //     each ensemble member, for analysis elsewhere. Issue 6's fp32 results
 //     (models/pretrained/h100-sxm/oracle, bench/oracle/fp32-issue6.txt),
 //     which name block shapes alone, read as gemm.ffma / conv.ffma.
+//   oracle_eval coverage --contexts C --dtype D --results R.tsv...
+//       [--device-profile h100] [--within 0.05]
+//     Per context, whether its fastest measured configuration (and those
+//     within --within of it) could have been drawn by a campaign: the first
+//     sampling rule that refuses it (RuleSet::ForSampling less the family
+//     domain's skip_rules, the default work bounds), or a parameter value
+//     its family's domain never draws. A configuration no campaign draws
+//     is one no model learned; the model can only guess at it. No models
+//     needed (issue 20: gemm.gemv's R = 1 at N = 1, refused by
+//     min_block_elements, was the decode shapes' fastest).
 //
 // A plan line is a Candidate::ToString: "<context> | <family> <params>".
 #include <CLI/CLI.hpp>
@@ -47,6 +57,8 @@
 #include "proto/dataset_file.h"
 #include "server/record_convert.h"
 #include "server/surrogates.h"
+#include "tuner/device_profile.h"
+#include "tuner/sampler.h"
 
 namespace blocktune {
 namespace {
@@ -450,6 +462,90 @@ int Eval(const std::vector<Context>& contexts,
   return 0;
 }
 
+// Why a campaign could not have drawn `c`: the first sampling rule that
+// refuses it, "domain P=v" for a value its family's domain never draws,
+// or "" when a campaign could have.
+struct SamplingCheck {
+  Domain domain;
+  RuleSet rules;
+  std::string Verdict(const Candidate& c) const {
+    for (int i = 0; i < domain.family_params; ++i) {
+      const std::vector<int64_t>& v = domain.values[i];
+      if (std::find(v.begin(), v.end(), c.params[i]) == v.end())
+        return "domain " + std::string(c.family->params()[i].name) + "=" +
+               std::to_string(c.params[i]);
+    }
+    const int failed = rules.FirstFailing(c);
+    return failed < 0 ? "" : rules.names()[failed];
+  }
+};
+
+int Coverage(const std::vector<Context>& contexts,
+             const std::vector<std::string>& results,
+             const DeviceProfile& profile, double within) {
+  std::map<std::string, Measured> measured;
+  if (!ReadResults(results, &measured)) return 2;
+  std::map<const KernelFamily*, std::unique_ptr<SamplingCheck>> checks;
+  auto check_of = [&](const KernelFamily* f) -> const SamplingCheck* {
+    auto it = checks.find(f);
+    if (it != checks.end()) return it->second.get();
+    auto domain = DefaultDomain(*f);
+    auto rules = domain.ok() ? RuleSet::ForSampling(*f, profile, {}, domain->skip_rules)
+                             : StatusOr<RuleSet>(domain.status());
+    if (!rules.ok()) {
+      std::fprintf(stderr, "%s: %s\n", std::string(f->name()).c_str(),
+                   rules.status().ToString().c_str());
+      checks[f] = nullptr;
+      return nullptr;
+    }
+    checks[f] = std::make_unique<SamplingCheck>(SamplingCheck{*domain, *rules});
+    return checks[f].get();
+  };
+  std::map<std::string, int> best_refused;  // rule -> contexts
+  int scored = 0, best_drawable = 0, some_drawable = 0;
+  for (const Context& ctx : contexts) {
+    auto it = measured.find(ToString(ctx));
+    if (it == measured.end() || it->second.seconds.empty()) continue;
+    std::vector<std::pair<double, std::string>> order;
+    for (const auto& [cfg, sec] : it->second.seconds) order.push_back({sec, cfg});
+    std::sort(order.begin(), order.end());
+    const double best = order.front().first;
+    std::string best_verdict;
+    int window = 0, drawable = 0;
+    for (size_t i = 0; i < order.size() && order[i].first <= best * (1 + within); ++i) {
+      const std::string& cfg = order[i].second;
+      const size_t space = cfg.find(' ');
+      auto family = FindFamily(cfg.substr(0, space));
+      auto params = family.ok() ? (*family)->Parse(space == std::string::npos
+                                                       ? std::string_view()
+                                                       : std::string_view(cfg).substr(space + 1))
+                                : StatusOr<Params>(family.status());
+      const SamplingCheck* check = params.ok() ? check_of(*family) : nullptr;
+      const std::string verdict =
+          !params.ok() ? "unreadable: " + params.status().message()
+          : check == nullptr ? "no sampling domain"
+                             : check->Verdict(Candidate{*family, ctx, *params});
+      if (i == 0) best_verdict = verdict;
+      ++window;
+      drawable += verdict.empty();
+    }
+    ++scored;
+    best_drawable += best_verdict.empty();
+    some_drawable += drawable > 0;
+    if (!best_verdict.empty()) ++best_refused[best_verdict.substr(0, best_verdict.find(' '))];
+    std::printf("%-64s %-10s %3d of %3d within %.0f%% drawable  best %s: %s\n",
+                ToString(ctx).c_str(), best_verdict.empty() ? "drawn" : "REFUSED",
+                drawable, window, 100 * within, order.front().second.c_str(),
+                best_verdict.empty() ? "a campaign draws it" : best_verdict.c_str());
+  }
+  std::printf("# %d contexts (%s): the fastest measured configuration drawable by a "
+              "campaign on %d; some configuration within %.0f%% of it on %d\n",
+              scored, profile.name.c_str(), best_drawable, 100 * within, some_drawable);
+  for (const auto& [rule, n] : best_refused)
+    std::printf("# the fastest refused by %s: %d\n", rule.c_str(), n);
+  return 0;
+}
+
 }  // namespace
 }  // namespace blocktune
 
@@ -477,6 +573,20 @@ int main(int argc, char** argv) {
   eval->add_option("--top-results", top_results, "oracle_run output of top");
   eval->add_option("--k", k)->check(CLI::Range(1, 100));
   eval->add_option("--dump", dump, "every measured configuration with predictions (TSV)");
+  std::string profile_name = "h100";
+  double within = 0.05;
+  auto* coverage = app.add_subcommand(
+      "coverage", "whether campaigns could draw each context's fastest measured configurations");
+  coverage->add_option("--contexts", contexts_path, "one context per line")->required();
+  coverage->add_option("--dtype", dtype_text, "every context's precision");
+  coverage->add_option("--results", results, "measured configurations (oracle_run format)")
+      ->required();
+  coverage->add_option("--device-profile", profile_name,
+                       "the sampling rules' device: h100, h200, a100 or v100")
+      ->capture_default_str();
+  coverage->add_option("--within", within, "also check those this much slower than the best")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   for (auto* c : {plan, top, eval}) {
     c->add_option("--contexts", contexts_path, "one context per line")->required();
     c->add_option("--dtype", dtype_text, "every context's precision");
@@ -495,6 +605,14 @@ int main(int argc, char** argv) {
   if (!contexts.ok()) {
     std::fprintf(stderr, "%s\n", contexts.status().ToString().c_str());
     return 2;
+  }
+  if (*coverage) {
+    auto profile = ProfileByName(profile_name);
+    if (!profile.ok()) {
+      std::fprintf(stderr, "--device-profile: %s\n", profile.status().ToString().c_str());
+      return 2;
+    }
+    return Coverage(*contexts, results, *profile, within);
   }
   auto models = ReadModels(model_files, risk);
   if (!models.ok()) {

@@ -12,6 +12,8 @@
 #   4. run.sh gpu hands SWEEP and EVAL_GROUPS to eval_bench and names its
 #      files after PART.
 #   5. rescore.py and 6. times_to_results.py score other rankings offline.
+#   7. oracle_eval coverage names the sampling rule that keeps a context's
+#      fastest measured configuration out of every campaign.
 #   eval_test.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -253,4 +255,26 @@ if [[ -x $build/bench/oracle_eval ]]; then
       fail "oracle_eval ($best): $(tail -2 "$tmp/t.out")"
   done
 fi
-echo "eval_test: plan, plan read-back, report, run.sh gpu, rescore and times_to_results OK"
+# 7. oracle_eval coverage: gemm.gemv's R = 1, W = 4 at N = 1 is drawable
+# since its domain skips min_block_elements; an 8192^3 product is past the
+# default campaign's max_work, and so is its second-fastest, 3% slower (in
+# the 5% window; gemv's R = 4, 12% slower, is not).
+if [[ -x $build/bench/oracle_eval ]]; then
+  cat >"$tmp/cov.tsv" <<'COV'
+gemm m=4096 n=1 k=4096 layout=NT dtype=fp32	gemm.gemv R=1 NC=1 W=4 WN=1 V=4 U=4 PF=0 KG=1	ok	2.59e-05
+gemm m=4096 n=1 k=4096 layout=NT dtype=fp32	gemm.gemv R=4 NC=1 W=8 WN=1 V=4 U=1 PF=1 KG=2	ok	2.91e-05
+gemm m=8192 n=8192 k=8192 layout=NN dtype=fp32	gemm.ffma ML=128 NL=128 MS=8 NS=16 U=8 KG=1 ST=1	ok	2.2e-02
+gemm m=8192 n=8192 k=8192 layout=NN dtype=fp32	gemm.ffma ML=64 NL=128 MS=8 NS=8 U=8 KG=1 ST=1	ok	2.26e-02
+COV
+  printf '%s\n' "gemm m=4096 n=1 k=4096 layout=NT dtype=fp32" \
+    "gemm m=8192 n=8192 k=8192 layout=NN dtype=fp32" >"$tmp/cov.ctx"
+  "$build/bench/oracle_eval" coverage --contexts "$tmp/cov.ctx" --dtype fp32 \
+    --results "$tmp/cov.tsv" >"$tmp/cov.out" 2>&1 || fail "oracle_eval coverage: $(cat "$tmp/cov.out")"
+  grep -q "m=4096 n=1 .* drawn  *1 of   1 within 5% drawable  best gemm.gemv R=1 .*a campaign draws it" \
+    "$tmp/cov.out" || fail "coverage of the gemv decode shape: $(cat "$tmp/cov.out")"
+  grep -q "m=8192 n=8192 .* REFUSED  *0 of   2 within 5% .*: max_work" "$tmp/cov.out" ||
+    fail "coverage of 8192^3: $(cat "$tmp/cov.out")"
+  grep -q "^# the fastest refused by max_work: 1" "$tmp/cov.out" ||
+    fail "coverage summary: $(tail -3 "$tmp/cov.out")"
+fi
+echo "eval_test: plan, plan read-back, report, run.sh gpu, rescore, times_to_results and coverage OK"
