@@ -600,6 +600,12 @@ int RunCli(int argc, char** argv) {
                     "and the tiling's, 3 and the rows' alignment, 4 and the "
                     "waves' (0: each family's default)")
       ->check(CLI::Range(0, kNewestFeatureSet));
+  double top_weight = 0;
+  train->add_option("--top-weight", top_weight,
+                    "the loss's weight on each context's fastest samples: a "
+                    "sample t weighs 1 + W * (t_best / t)^10 (0: the plain "
+                    "MSE)")
+      ->check(CLI::Range(0.0, 100.0));
 
   auto* query = app.add_subcommand("query", "best kernel configurations for a context");
   query->require_subcommand(1);
@@ -894,6 +900,7 @@ int RunCli(int argc, char** argv) {
     train_req.set_seed(train_seed);
     train_req.set_members(members);
     train_req.set_feature_set(feature_set);
+    train_req.set_top_weight(top_weight);
   }
 
   // A TCP port out of range is a usage error, not "cannot reach ... start

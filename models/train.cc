@@ -25,6 +25,14 @@ double Mse(const torch::Tensor& pred, const torch::Tensor& target,
          target_std;
 }
 
+// The loss: the plain MSE, or with `weight` (defined) the weighted mean of
+// the squared errors (TrainOptions::top_weight).
+torch::Tensor Loss(const torch::Tensor& pred, const torch::Tensor& target,
+                   const torch::Tensor& weight) {
+  if (!weight.defined()) return torch::mse_loss(pred, target);
+  return (weight * (pred - target).pow(2)).sum() / weight.sum();
+}
+
 std::vector<double> Ranks(const std::vector<double>& v) {
   std::vector<size_t> order(v.size());
   std::iota(order.begin(), order.end(), 0);
@@ -81,6 +89,10 @@ Status Validate(const TrainOptions& o) {
   BT_RETURN_IF_ERROR(CheckRange("feature_set", o.feature_set, 0,
                                 kNewestFeatureSet));
   BT_RETURN_IF_ERROR(CheckRange("wave_sms", o.wave_sms, 0, kMaxWaveSms));
+  if (!(o.top_weight >= 0 && o.top_weight <= 100)) {
+    return InvalidArgument("top_weight must be in [0, 100], got " +
+                           std::to_string(o.top_weight));
+  }
   return OkStatus();
 }
 
@@ -264,6 +276,24 @@ StatusOr<TrainedModel> TrainOne(
   const int64_t n_val = static_cast<int64_t>(val_idx.size());
   const int64_t n_train = static_cast<int64_t>(train_idx.size());
 
+  // Each row's weight in the loss (TrainOptions::top_weight): its speed
+  // against the fastest row of its context.
+  std::vector<float> w;
+  if (options.top_weight > 0) {
+    std::map<std::string, double> fastest;
+    std::vector<std::string> context_of(n);
+    for (int64_t i = 0; i < n; ++i) {
+      context_of[i] = ToString(rows[i].ctx);
+      auto [it, added] = fastest.emplace(context_of[i], rows[i].seconds);
+      if (!added) it->second = std::min(it->second, rows[i].seconds);
+    }
+    w.resize(n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double speed = fastest[context_of[i]] / rows[i].seconds;
+      w[i] = static_cast<float>(1 + options.top_weight * std::pow(speed, 10));
+    }
+  }
+
   BT_ASSIGN_OR_RETURN(Surrogate model,
                       Surrogate::Create(family, precision, options.hidden,
                                         options.seed, feature_set,
@@ -312,11 +342,19 @@ StatusOr<TrainedModel> TrainOne(
   torch::Tensor Yv = Y.index_select(0, to_index(val_idx));
   torch::Tensor Xt = X.index_select(0, to_index(train_idx));
   torch::Tensor Yt = Y.index_select(0, to_index(train_idx));
+  torch::Tensor Wv, Wt;  // undefined: the plain MSE
+  if (!w.empty()) {
+    torch::Tensor W = torch::from_blob(w.data(), {n}, torch::kFloat32).clone().view({n, 1}).to(dev);
+    Wv = W.index_select(0, to_index(val_idx));
+    Wt = W.index_select(0, to_index(train_idx));
+  }
 
   torch::optim::Adam adam(impl.net->parameters(),
                           torch::optim::AdamOptions(options.learning_rate));
   double lr = options.learning_rate;
-  double best = INFINITY, last_train = 0;
+  // best: the validation loss early stopping watches (weighted with
+  // top_weight); best_plain: the plain MSE at that epoch, the one reported.
+  double best = INFINITY, best_plain = INFINITY, last_train = 0;
   int best_epoch = 0, since_change = 0, epochs_run = 0;
   std::vector<torch::Tensor> best_state;
   const int decay_after = std::max(1, options.patience / 4);
@@ -338,8 +376,9 @@ StatusOr<TrainedModel> TrainOne(
       torch::Tensor idx = perm.slice(0, s, s + rows_b);
       torch::Tensor xb = Xt.index_select(0, idx);
       torch::Tensor yb = Yt.index_select(0, idx);
+      torch::Tensor wb = Wt.defined() ? Wt.index_select(0, idx) : torch::Tensor();
       adam.zero_grad();
-      torch::Tensor loss = torch::mse_loss(impl.net->forward(xb), yb);
+      torch::Tensor loss = Loss(impl.net->forward(xb), yb, wb);
       BT_RETURN_IF_ERROR(check_stop());
       loss.backward();
       BT_RETURN_IF_ERROR(check_stop());
@@ -353,13 +392,18 @@ StatusOr<TrainedModel> TrainOne(
     // pass of one or two mini-batches.
     BT_RETURN_IF_ERROR(check_stop());
     impl.net->eval();
-    double val;
+    double val, plain_val;
     {
       torch::NoGradGuard ng;
-      val = Mse(impl.net->forward(Xv), Yv, impl.target_std);
+      const torch::Tensor pv = impl.net->forward(Xv);
+      plain_val = Mse(pv, Yv, impl.target_std);
+      val = Wv.defined() ? Loss(pv, Yv, Wv).item<double>() * impl.target_std *
+                               impl.target_std
+                         : plain_val;
     }
     if (val < best) {
       best = val;
+      best_plain = plain_val;
       best_epoch = epoch;
       since_change = 0;
       best_state.clear();
@@ -415,8 +459,9 @@ StatusOr<TrainedModel> TrainOne(
   }
 
   models::Metrics m;
-  m.set_validation_mse(best);
+  m.set_validation_mse(best_plain);
   m.set_train_mse(last_train);
+  m.set_top_weight(options.top_weight);
   m.set_epochs_run(epochs_run);
   m.set_best_epoch(best_epoch);
   m.set_training_samples(n_train);
@@ -436,7 +481,7 @@ StatusOr<TrainedModel> TrainOne(
   m.set_architecture(ArchitectureString(options.hidden));
 
   model.UseCuda(false);  // also freezes the weights for inference
-  TrainedModel out{model, "", best, last_train, m.spearman_validation(),
+  TrainedModel out{model, "", best_plain, last_train, m.spearman_validation(),
                    within_median, epochs_run, best_epoch, n_train, n_val};
   out.metrics_json = MetricsJson(m);
   return out;

@@ -48,6 +48,15 @@ struct TrainOptions {
   // set kWaveFeatures (wave_fill); 0: unknown, and the default set stops
   // below kWaveFeatures.
   int wave_sms = 0;
+  // The loss's weight on the fast end of each context: a row of time t in a
+  // context whose fastest row (of all those given) took t_best weighs
+  // 1 + top_weight * (t_best / t)^10 (about 1 + 0.39 * top_weight at 10%
+  // slower, 1 + 0.07 * top_weight at 30%), in the training loss and in the
+  // validation MSE that early stopping watches. The query path answers with
+  // a context's fastest predictions, and a plain MSE spends most of the
+  // network on the slow configurations that no answer comes from. 0: the
+  // plain MSE (models trained before 2026-12-08). In [0, 100].
+  double top_weight = 0;
 };
 
 // Validates every option, naming the field and its range.

@@ -311,6 +311,10 @@ std::vector<OverLimit> OverLimitRequests() {
   train.set_feature_set(5);
   cases.push_back(
       Case("TrainModel feature_set", train, {"feature_set", "[0, 4]"}));
+  train = Train({64});
+  train.set_top_weight(-1);
+  cases.push_back(
+      Case("TrainModel top_weight", train, {"top_weight", "[0, 100]"}));
   cases.push_back(Case("TrainModel parameters",
                        Train({4096, 4096, 4096, 4096}, 16),
                        {"hidden_layers 4096,4096,4096,4096 x members 16",
