@@ -797,6 +797,7 @@ grpc::Status BlocktuneService::TrainModel(
     BT_RETURN_IF_ERROR(
         CheckRange("feature_set", req->feature_set(), 0, kNewestFeatureSet));
     options.feature_set = req->feature_set();
+    options.top_weight = req->top_weight();
     BT_RETURN_IF_ERROR(Validate(options));
     for (const KernelFamily* f : families)
       BT_RETURN_IF_ERROR(CheckTrainingSize(*f, options.hidden, options.members));
