@@ -11,7 +11,8 @@
 #      a small hand-made result set correctly and draws its plots.
 #   4. run.sh gpu hands SWEEP and EVAL_GROUPS to eval_bench and names its
 #      files after PART.
-#   5. rescore.py and 6. times_to_results.py score other rankings offline.
+#   5. rescore.py, 6. times_to_results.py and model_only_score.py score
+#      other rankings offline.
 #   7. oracle_eval coverage names the sampling rule that keeps a context's
 #      fastest measured configuration out of every campaign.
 #   eval_test.sh BUILD_DIR
@@ -253,6 +254,13 @@ if [[ -x $build/bench/oracle_eval ]]; then
     want=$([[ $best == first ]] && echo "median top-1 1.000" || echo "median top-1 0.5")
     grep -q "over the measured set of 1 contexts: $want" "$tmp/t.out" ||
       fail "oracle_eval ($best): $(tail -2 "$tmp/t.out")"
+    # model_only_score.py: the plan's rank 1 is the fastest (first), or twice
+    # the fastest time (last) of what was measured.
+    "$python" bench/eval/model_only_score.py "$tmp/plan.tsv" "$tmp/t.tsv.gz" >"$tmp/m.out" ||
+      fail "model_only_score.py: $(cat "$tmp/m.out")"
+    want=$([[ $best == first ]] && echo "on 1; median 1.000" || echo "on 0; median 0.500")
+    grep -q "within 5% of the best measured $want" "$tmp/m.out" ||
+      fail "model_only_score.py ($best): $(cat "$tmp/m.out")"
   done
 fi
 # 7. oracle_eval coverage: gemm.gemv's R = 1, W = 4 at N = 1 is drawable
