@@ -12,6 +12,9 @@
 # FEATURES=N trains on feature set N (blocktune train --features; default:
 # each family's own, kernels/family.h DefaultFeatureSet).
 #
+# SEED=S trains with seed S (member i with S + i; default 1), to see how
+# much of a change is the seed's.
+#
 # TOP_WEIGHT=W weighs each context's fastest samples up in the loss
 # (blocktune train --top-weight; default 0, the plain MSE).
 #
@@ -59,7 +62,7 @@ if [[ -n ${FAMILY:-} ]]; then
     for f in "${inputs[@]}"; do cli import "$f"; done
     cli import "$models"
     cli train --op "$op" --dtype "$dtype" --family "$FAMILY" --members "$members" \
-      --hidden "$hidden" --features "${FEATURES:-0}" --top-weight "${TOP_WEIGHT:-0}" | grep -v " epoch "
+      --hidden "$hidden" --features "${FEATURES:-0}" --top-weight "${TOP_WEIGHT:-0}" --seed "${SEED:-1}" | grep -v " epoch "
     cli export --op "$op" --dtype "$dtype" --models -o "$run/merged.json.gz"
     # A family trained again: its older models (the store keeps every
     # model; the daemon answers with the newest) leave the shipped file.
@@ -74,7 +77,7 @@ fi
   for f in "${inputs[@]}"; do cli import "$f"; done
   # One GPU model's samples only, so the device is the store's one.
   cli train --op "$op" --dtype "$dtype" --members "$members" --hidden "$hidden" \
-    --features "${FEATURES:-0}" --top-weight "${TOP_WEIGHT:-0}" | grep -v " epoch "
+    --features "${FEATURES:-0}" --top-weight "${TOP_WEIGHT:-0}" --seed "${SEED:-1}" | grep -v " epoch "
   cli export --op "$op" --dtype "$dtype" --models -o "$models"
   python3 scripts/shipped_models.py sync "$models" "$dir"
 } 2>&1 | tee "$report"
