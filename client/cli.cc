@@ -1,11 +1,11 @@
 #include "client/cli.h"
 
-#include <algorithm>
 #include <google/protobuf/util/json_util.h>
 
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>

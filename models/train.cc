@@ -344,7 +344,8 @@ StatusOr<TrainedModel> TrainOne(
   torch::Tensor Yt = Y.index_select(0, to_index(train_idx));
   torch::Tensor Wv, Wt;  // undefined: the plain MSE
   if (!w.empty()) {
-    torch::Tensor W = torch::from_blob(w.data(), {n}, torch::kFloat32).clone().view({n, 1}).to(dev);
+    torch::Tensor W =
+        torch::from_blob(w.data(), {n, 1}, torch::kFloat32).clone().to(dev);
     Wv = W.index_select(0, to_index(val_idx));
     Wt = W.index_select(0, to_index(train_idx));
   }

@@ -18,9 +18,9 @@ StatusOr<std::unique_ptr<CandidateStream>> CandidateStream::Make(
     return InvalidArgument("sampler must be bayes or uniform, got '" +
                            sampler + "'");
   }
-  BT_ASSIGN_OR_RETURN(RuleSet rules,
-                      RuleSet::ForSampling(*domain.family, profile, work,
-                                                   domain.skip_rules));
+  BT_ASSIGN_OR_RETURN(
+      RuleSet rules,
+      RuleSet::ForSampling(*domain.family, profile, work, domain.skip_rules));
   const std::string arch = "sm_" + std::to_string(profile.cc_major) +
                            std::to_string(profile.cc_minor);
   std::unique_ptr<CandidateStream> s(
