@@ -490,7 +490,7 @@ int Coverage(const std::vector<Context>& contexts,
     auto it = checks.find(f);
     if (it != checks.end()) return it->second.get();
     auto domain = DefaultDomain(*f);
-    auto rules = domain.ok() ? RuleSet::ForSampling(*f, profile, {}, domain->skip_rules)
+    auto rules = domain.ok() ? RuleSet::ForSampling(*domain, profile)
                              : StatusOr<RuleSet>(domain.status());
     if (!rules.ok()) {
       std::fprintf(stderr, "%s: %s\n", std::string(f->name()).c_str(),

@@ -23,8 +23,7 @@ int main(int argc, char** argv) {
     auto built_in = DefaultDomain(*family);
     if (!built_in.ok()) continue;
     const Domain& domain = *built_in;
-    const RuleSet rules =
-        *RuleSet::ForSampling(*family, profile, {}, domain.skip_rules);
+    const RuleSet rules = *RuleSet::ForSampling(domain, profile);
     for (const char* sampler : {"uniform", "bayes"}) {
       SamplingOptions options;
       options.sampler = sampler;

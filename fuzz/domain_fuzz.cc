@@ -33,8 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.seed = size;
   std::vector<Candidate> accepted;
   // A family the profile cannot run (gemm.mma on the V100) has no rules.
-  auto sampling = RuleSet::ForSampling(*domain->family, profile, {},
-                                       domain->skip_rules);
+  auto sampling = RuleSet::ForSampling(*domain, profile);
   auto hardware_only = RuleSet::HardwareOnly(*domain->family, profile);
   if (sampling.ok() != hardware_only.ok()) std::abort();
   if (!sampling.ok()) return 0;

@@ -18,9 +18,8 @@ StatusOr<std::unique_ptr<CandidateStream>> CandidateStream::Make(
     return InvalidArgument("sampler must be bayes or uniform, got '" +
                            sampler + "'");
   }
-  BT_ASSIGN_OR_RETURN(
-      RuleSet rules,
-      RuleSet::ForSampling(*domain.family, profile, work, domain.skip_rules));
+  BT_ASSIGN_OR_RETURN(RuleSet rules,
+                      RuleSet::ForSampling(domain, profile, work));
   const std::string arch = "sm_" + std::to_string(profile.cc_major) +
                            std::to_string(profile.cc_minor);
   std::unique_ptr<CandidateStream> s(

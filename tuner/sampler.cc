@@ -439,8 +439,10 @@ StatusOr<RuleSet> RuleSet::Make(const KernelFamily& family,
   BT_RETURN_IF_ERROR(CheckRange("max_bytes", max_bytes, 1, int64_t{1} << 50));
   constexpr int kCount = std::size(kSamplingRules);
   bool wanted[kCount] = {};
-  for (const std::string& name : sampling_rules) {
-    BT_RETURN_IF_ERROR(CheckSamplingRule(name, "sampling rule"));
+  for (size_t r = 0; r < sampling_rules.size(); ++r) {
+    const std::string& name = sampling_rules[r];
+    BT_RETURN_IF_ERROR(
+        CheckSamplingRule(name, "sampling_rules[" + std::to_string(r) + "]"));
     int i = 0;
     while (name != kSamplingRules[i]) ++i;
     wanted[i] = true;
@@ -489,25 +491,35 @@ StatusOr<RuleSet> RuleSet::Make(const KernelFamily& family,
 
 Status RuleSet::CheckSamplingRule(const std::string& name,
                                   const std::string& field) {
-  for (const char* known : kSamplingRules)
-    if (name == known) return OkStatus();
+  std::string known;
+  for (const char* rule : kSamplingRules) {
+    if (name == rule) return OkStatus();
+    known += (known.empty() ? "" : ", ") + std::string(rule);
+  }
   return InvalidArgument(field + ": unknown sampling rule '" + name +
-                         "'; known: power_of_two, min_block_elements, "
-                         "split_has_work, max_work, min_work, working_set, "
-                         "occupancy");
+                         "'; known: " + known);
 }
 
 StatusOr<RuleSet> RuleSet::ForSampling(const KernelFamily& family,
                                        const DeviceProfile& profile,
-                                       const WorkBounds& work,
-                                       const std::vector<std::string>& skip) {
+                                       const WorkBounds& work) {
+  return Make(family, profile,
+              std::vector<std::string>(std::begin(kSamplingRules),
+                                       std::end(kSamplingRules)),
+              0.5, work.max_flops, kDefaultMaxBytes, work.min_flops);
+}
+
+StatusOr<RuleSet> RuleSet::ForSampling(const Domain& domain,
+                                       const DeviceProfile& profile,
+                                       const WorkBounds& work) {
   std::vector<std::string> rules;
   for (const char* name : kSamplingRules) {
+    const auto& skip = domain.skip_rules;
     if (std::find(skip.begin(), skip.end(), name) == skip.end())
       rules.push_back(name);
   }
-  return Make(family, profile, rules, 0.5, work.max_flops, kDefaultMaxBytes,
-              work.min_flops);
+  return Make(*domain.family, profile, rules, 0.5, work.max_flops,
+              kDefaultMaxBytes, work.min_flops);
 }
 
 StatusOr<RuleSet> RuleSet::HardwareOnly(const KernelFamily& family,

@@ -187,12 +187,15 @@ class RuleSet {
                                 double max_flops = kDefaultMaxFlops,
                                 int64_t max_bytes = kDefaultMaxBytes,
                                 double min_flops = 0);
-  // All the sampling rules at rho = 0.5, less those named in `skip` (a
-  // domain's skip_rules): how training data is drawn.
+  // All the sampling rules at rho = 0.5: how training data is drawn.
   static StatusOr<RuleSet> ForSampling(const KernelFamily& family,
                                        const DeviceProfile& profile,
-                                       const WorkBounds& work = {},
-                                       const std::vector<std::string>& skip = {});
+                                       const WorkBounds& work = {});
+  // The same for `domain`'s family, less the rules its skip_rules name:
+  // what a campaign of that domain draws by.
+  static StatusOr<RuleSet> ForSampling(const Domain& domain,
+                                       const DeviceProfile& profile,
+                                       const WorkBounds& work = {});
   // INVALID_ARGUMENT naming `field` unless `name` is one of kSamplingRules.
   static Status CheckSamplingRule(const std::string& name,
                                   const std::string& field);

@@ -237,7 +237,7 @@ TEST(CandidateStreamTest, GemvDomainSkipsMinBlockElements) {
   c.ctx = *ContextFromString("gemm m=4096 n=1 k=4096 layout=NT dtype=fp32");
   c.params = *gemv.Parse("R=1 NC=1 W=4 WN=1 V=4 U=4 PF=0 KG=1");
   const RuleSet all = *RuleSet::ForSampling(gemv, H100());
-  const RuleSet skipped = *RuleSet::ForSampling(gemv, H100(), {}, domain->skip_rules);
+  const RuleSet skipped = *RuleSet::ForSampling(*domain, H100());
   ASSERT_GE(all.FirstFailing(c), 0);
   EXPECT_EQ(all.names()[all.FirstFailing(c)], "min_block_elements");
   EXPECT_EQ(skipped.FirstFailing(c), -1);
