@@ -513,18 +513,13 @@ int Coverage(const std::vector<Context>& contexts,
     std::string best_verdict;
     int window = 0, drawable = 0;
     for (size_t i = 0; i < order.size() && order[i].first <= best * (1 + within); ++i) {
-      const std::string& cfg = order[i].second;
-      const size_t space = cfg.find(' ');
-      auto family = FindFamily(cfg.substr(0, space));
-      auto params = family.ok() ? (*family)->Parse(space == std::string::npos
-                                                       ? std::string_view()
-                                                       : std::string_view(cfg).substr(space + 1))
-                                : StatusOr<Params>(family.status());
-      const SamplingCheck* check = params.ok() ? check_of(*family) : nullptr;
+      auto parsed = ParseFamilyConfig(order[i].second);
+      const SamplingCheck* check = parsed.ok() ? check_of(parsed->family) : nullptr;
       const std::string verdict =
-          !params.ok() ? "unreadable: " + params.status().message()
-          : check == nullptr ? "no sampling domain"
-                             : check->Verdict(Candidate{*family, ctx, *params});
+          !parsed.ok() ? "unreadable: " + parsed.status().message()
+          : check == nullptr
+              ? "no sampling domain"
+              : check->Verdict(Candidate{parsed->family, ctx, parsed->params});
       if (i == 0) best_verdict = verdict;
       ++window;
       drawable += verdict.empty();

@@ -59,21 +59,16 @@ int main(int argc, char** argv) {
     }
     auto ctx = ContextFromString(line.substr(0, bar));
     const std::string config = line.substr(bar + 3);
-    const size_t space = config.find(' ');
-    auto family = FindFamily(config.substr(0, space));
-    StatusOr<Params> params =
-        family.ok() ? (*family)->Parse(space == std::string::npos
-                                           ? std::string_view()
-                                           : std::string_view(config).substr(space + 1))
-                    : StatusOr<Params>(family.status());
-    if (!ctx.ok() || !params.ok()) {
+    auto parsed = ParseFamilyConfig(config);
+    if (!ctx.ok() || !parsed.ok()) {
       std::fprintf(stderr, "%s:%d: %s\n", list_path.c_str(), line_no,
-                   (ctx.ok() ? params.status() : ctx.status()).ToString().c_str());
+                   (ctx.ok() ? parsed.status() : ctx.status()).ToString().c_str());
       return 2;
     }
-    Candidate c{*family, *ctx, *params};
-    std::string key = ToString(*ctx) + "\t" + std::string((*family)->name()) +
-                      " " + (*family)->Format(*params);
+    const KernelFamily* family = parsed->family;
+    Candidate c{family, *ctx, parsed->params};
+    std::string key = ToString(*ctx) + "\t" + std::string(family->name()) +
+                      " " + family->Format(parsed->params);
     if (done.count(key)) continue;
     list.push_back(c);
     keys.push_back(std::move(key));

@@ -86,6 +86,16 @@ StatusOr<const KernelFamily*> FindFamily(std::string_view name) {
   return NotFound("family must be one of " + names + "; got " + Quoted(name));
 }
 
+StatusOr<FamilyConfig> ParseFamilyConfig(std::string_view text) {
+  const size_t space = text.find(' ');
+  BT_ASSIGN_OR_RETURN(const KernelFamily* family, FindFamily(text.substr(0, space)));
+  BT_ASSIGN_OR_RETURN(
+      Params params,
+      family->Parse(space == std::string_view::npos ? std::string_view()
+                                                    : text.substr(space + 1)));
+  return FamilyConfig{family, params};
+}
+
 std::vector<const KernelFamily*> FamiliesFor(Op op, DType precision) {
   std::vector<const KernelFamily*> out;
   for (const KernelFamily* f : Families())

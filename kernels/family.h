@@ -451,6 +451,15 @@ GeneratedKernel ToGenerated(const KernelFamily& family, FamilyKernel&& k) {
 const std::vector<const KernelFamily*>& Families();
 // NOT_FOUND naming the families that exist.
 StatusOr<const KernelFamily*> FindFamily(std::string_view name);
+// A configuration as plans and result files write it: the family's name,
+// then its parameters in Format's words ("gemm.gemv R=1 NC=1 W=4 ...").
+// The parameters validate (KernelFamily::Parse); errors name the family or
+// the key.
+struct FamilyConfig {
+  const KernelFamily* family = nullptr;
+  Params params;
+};
+StatusOr<FamilyConfig> ParseFamilyConfig(std::string_view text);
 // The families of `op` that implement `precision`.
 std::vector<const KernelFamily*> FamiliesFor(Op op, DType precision);
 // The family a context goes to when none is named: the first registered

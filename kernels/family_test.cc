@@ -148,6 +148,16 @@ TEST(FamilyRegistryTest, UnknownFamilyNamesTheFieldAndListsWhatExists) {
     EXPECT_THAT(f.status().message(), HasSubstr(std::string(x->name())));
 }
 
+TEST(FamilyRegistryTest, ParsesAConfigurationAfterItsFamilysName) {
+  auto c = ParseFamilyConfig("gemm.gemv R=1 NC=1 W=4 WN=1 V=4 U=4 PF=0 KG=1");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->family->name(), "gemm.gemv");
+  EXPECT_EQ(c->params[c->family->ParamIndex("W")], 4);
+  EXPECT_THAT(ParseFamilyConfig("gemm.nope R=1").status().message(),
+              HasSubstr("'gemm.nope'"));
+  EXPECT_FALSE(ParseFamilyConfig("gemm.gemv R=3").ok());  // not a value of R
+}
+
 // Leading dimensions: at least the rows' lengths, at most kMaxDim, and
 // their rows within kMaxTensorElements (an lda of 2^63 - 8 made a TMA
 // stride of -16 bytes), in every family.
